@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Per-handle error messages and log routing (see mf_ctx.h). */
+#include "mf_ctx.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void mf_ctx__init(struct mf_ctx *ctx, const mf_allocator *alloc, mf_log_fn log_fn,
+                  void *log_payload, const char *module)
+{
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->alloc = alloc ? *alloc : *mf_allocator_default();
+    ctx->log_fn = log_fn;
+    ctx->log_payload = log_payload;
+    ctx->module = module ? module : "mf";
+}
+
+int mf_fail(struct mf_ctx *ctx, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    (void)vsnprintf(ctx->errmsg, sizeof(ctx->errmsg), fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+const char *mf_ctx__errmsg(const struct mf_ctx *ctx)
+{
+    return ctx->errmsg;
+}
+
+void mf_ctx__clear(struct mf_ctx *ctx)
+{
+    ctx->errmsg[0] = '\0';
+}
+
+void mf_ctx__log(const struct mf_ctx *ctx, int level, const char *fmt, ...)
+{
+    /* One line, on the stack: logging must work when the allocator is exhausted. */
+    char line[256];
+    va_list ap;
+
+    if (!ctx->log_fn)
+        return;
+    va_start(ap, fmt);
+    (void)vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    ctx->log_fn(ctx->log_payload, level, ctx->module, line);
+}

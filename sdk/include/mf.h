@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/** @file mf.h @brief Umbrella header: every public modelferry module. */
+#ifndef MF_H
+#define MF_H
+
+#include "mf/common.h"
+#include "mf/error.h"
+#include "mf/alloc.h"
+#include "mf/log.h"
+#include "mf/buf.h"
+#include "mf/ct.h"
+
+#endif /* MF_H */

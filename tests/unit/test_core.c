@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests of sdk/core: error codes, allocator hooks, bounded buffers, logging, ct. */
+#include "mf_test.h"
+#include "mf_ctx.h"
+#include "mf_dynbuf.h"
+#include "mf_hex.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* A counting allocator that fails every allocation from index `fail_at` on (-1: never). */
+struct counting_alloc {
+    int calls;
+    int fail_at;
+    size_t live;
+    size_t peak;
+};
+
+struct block_hdr {
+    size_t size;
+    size_t pad; /* keeps the payload 16-byte aligned */
+};
+
+static void *counting_alloc_fn(void *payload, size_t size)
+{
+    struct counting_alloc *c = payload;
+    struct block_hdr *h;
+
+    if (c->fail_at >= 0 && c->calls++ >= c->fail_at)
+        return NULL;
+    h = test_malloc(sizeof(*h) + size);
+    h->size = size;
+    c->live += size;
+    if (c->live > c->peak)
+        c->peak = c->live;
+    return h + 1;
+}
+
+static void counting_free_fn(void *payload, void *ptr)
+{
+    struct counting_alloc *c = payload;
+    struct block_hdr *h = (struct block_hdr *)ptr - 1;
+
+    c->live -= h->size;
+    test_free(h);
+}
+
+static void test_core__strerror_covers_every_code(void **state)
+{
+    const char *seen[16] = {0};
+    int n = 0;
+
+    (void)state;
+    for (int code = MF_AGAIN; code >= MF_E_LAST; code--) {
+        const char *s = mf_strerror(code);
+
+        assert_non_null(s);
+        assert_string_not_equal(s, "unknown error");
+        for (int i = 0; i < n; i++)
+            assert_string_not_equal(s, seen[i]); /* every code has its own name */
+        seen[n++] = s;
+    }
+    assert_string_equal(mf_strerror(MF_E_LAST - 1), "unknown error");
+    assert_string_equal(mf_strerror(12345), "unknown error");
+}
+
+static void test_core__error_numbers_are_stable(void **state)
+{
+    /* These numbers are ABI: this test fails if anyone renumbers them. */
+    (void)state;
+    assert_int_equal(MF_OK, 0);
+    assert_int_equal(MF_AGAIN, 1);
+    assert_int_equal(MF_E_GENERIC, -1);
+    assert_int_equal(MF_E_NOMEM, -2);
+    assert_int_equal(MF_E_INVALID, -3);
+    assert_int_equal(MF_E_LIMIT, -4);
+    assert_int_equal(MF_E_SIGNATURE, -5);
+    assert_int_equal(MF_E_IO, -6);
+    assert_int_equal(MF_E_NOTFOUND, -7);
+    assert_int_equal(MF_E_STATE, -8);
+    assert_int_equal(MF_E_AUTH, -9);
+    assert_int_equal(MF_E_NET, -10);
+}
+
+static void test_core__allocator_hooks_route_every_allocation(void **state)
+{
+    struct counting_alloc c = {0, -1, 0, 0};
+    mf_allocator a = {counting_alloc_fn, counting_free_fn, &c};
+    char *s;
+    void *z;
+
+    (void)state;
+    s = mf_strdup(&a, "model");
+    assert_non_null(s);
+    assert_string_equal(s, "model");
+    assert_int_equal(c.live, 6);
+    z = mf_calloc(&a, 4, 8);
+    assert_non_null(z);
+    for (int i = 0; i < 32; i++)
+        assert_int_equal(((unsigned char *)z)[i], 0);
+    assert_int_equal(c.peak, 38);
+    mf_free(&a, s);
+    mf_free(&a, z);
+    mf_free(&a, NULL);
+    assert_int_equal(c.live, 0);
+    assert_null(mf_alloc(&a, 0));
+    assert_null(mf_calloc(&a, SIZE_MAX / 2, 4)); /* overflow is refused, not wrapped */
+}
+
+static void test_core__allocation_failure_is_reported(void **state)
+{
+    struct counting_alloc c = {0, 0, 0, 0};
+    mf_allocator a = {counting_alloc_fn, counting_free_fn, &c};
+
+    (void)state;
+    assert_null(mf_strdup(&a, "x"));
+    assert_null(mf_alloc(&a, 10));
+}
+
+static void test_core__dynbuf_enforces_its_maximum(void **state)
+{
+    struct counting_alloc c = {0, -1, 0, 0};
+    mf_allocator a = {counting_alloc_fn, counting_free_fn, &c};
+    struct mf_dynbuf b;
+    uint8_t chunk[100];
+    size_t len;
+    uint8_t *p;
+
+    (void)state;
+    memset(chunk, 'x', sizeof(chunk));
+    mf_dynbuf__init(&b, &a, 1000);
+    for (int i = 0; i < 9; i++)
+        assert_int_equal(mf_dynbuf__append(&b, chunk, sizeof(chunk)), MF_OK);
+    assert_int_equal(b.len, 900);
+    /* 999 bytes + terminator fit exactly; one more byte does not. */
+    assert_int_equal(mf_dynbuf__append(&b, chunk, 99), MF_OK);
+    assert_int_equal(mf_dynbuf__append(&b, chunk, 1), MF_E_LIMIT);
+    assert_int_equal(b.len, 999);
+    assert_true(b.cap <= 1000);
+    assert_int_equal(mf_dynbuf__append(&b, chunk, SIZE_MAX), MF_E_LIMIT);
+    mf_dynbuf__reset(&b);
+    assert_int_equal(mf_dynbuf__appendf(&b, "%s-%d", "v", 7), MF_OK);
+    assert_string_equal((char *)b.data, "v-7");
+    p = mf_dynbuf__take(&b, &len);
+    assert_int_equal(len, 3);
+    assert_null(b.data);
+    mf_free(&a, p);
+    mf_dynbuf__free(&b);
+    assert_int_equal(c.live, 0);
+}
+
+static void test_core__dynbuf_survives_every_allocation_failure(void **state)
+{
+    (void)state;
+    for (int n = 0; n < 8; n++) {
+        struct counting_alloc c = {0, n, 0, 0};
+        mf_allocator a = {counting_alloc_fn, counting_free_fn, &c};
+        struct mf_dynbuf b;
+        int err = MF_OK;
+
+        mf_dynbuf__init(&b, &a, 1 << 16);
+        for (int i = 0; i < 100 && err == MF_OK; i++)
+            err = mf_dynbuf__appendf(&b, "line %d of the body\n", i);
+        /* Either all went through or it failed cleanly with the content intact. */
+        assert_true(err == MF_OK || err == MF_E_NOMEM);
+        if (err == MF_E_NOMEM && b.len)
+            assert_memory_equal(b.data, "line 0 of the body\n", 19);
+        mf_dynbuf__free(&b);
+        assert_int_equal(c.live, 0);
+    }
+}
+
+static void test_core__ct_memeq(void **state)
+{
+    static const uint8_t a[32] = {1, 2, 3};
+    uint8_t b[32];
+
+    (void)state;
+    memcpy(b, a, sizeof(b));
+    assert_int_equal(mf_ct_memeq(a, b, sizeof(a)), 1);
+    assert_int_equal(mf_ct_memeq(a, b, 0), 1);
+    for (size_t i = 0; i < sizeof(b); i++) {
+        for (int bit = 0; bit < 8; bit++) {
+            b[i] ^= (uint8_t)(1u << bit);
+            assert_int_equal(mf_ct_memeq(a, b, sizeof(a)), 0);
+            b[i] ^= (uint8_t)(1u << bit);
+        }
+    }
+    mf_secure_zero(b, sizeof(b));
+    for (size_t i = 0; i < sizeof(b); i++)
+        assert_int_equal(b[i], 0);
+}
+
+static void test_core__hex_round_trip_and_rejects(void **state)
+{
+    static const uint8_t digest[4] = {0x00, 0xab, 0x7f, 0xff};
+    char hex[9];
+    uint8_t back[4];
+
+    (void)state;
+    mf_hex__encode(hex, digest, 4);
+    assert_string_equal(hex, "00ab7fff");
+    assert_int_equal(mf_hex__decode(back, 4, hex, 8), MF_OK);
+    assert_memory_equal(back, digest, 4);
+    assert_int_equal(mf_hex__decode(back, 4, "00AB7FFF", 8), MF_OK);
+    assert_int_equal(mf_hex__decode(back, 4, "00ab7ff", 7), MF_E_INVALID);
+    assert_int_equal(mf_hex__decode(back, 4, "00ab7fzz", 8), MF_E_INVALID);
+    assert_true(mf_hex__is_sha256(
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+    assert_false(mf_hex__is_sha256(
+        "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855"));
+    assert_false(mf_hex__is_sha256("../../etc/passwd"));
+    assert_false(mf_hex__is_sha256(
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b8550"));
+    assert_false(mf_hex__is_sha256(""));
+}
+
+struct log_capture {
+    int lines;
+    int last_level;
+    char module[32];
+    char msg[300];
+};
+
+static void capture_log(void *payload, int level, const char *module, const char *msg)
+{
+    struct log_capture *cap = payload;
+
+    cap->lines++;
+    cap->last_level = level;
+    (void)snprintf(cap->module, sizeof(cap->module), "%s", module);
+    (void)snprintf(cap->msg, sizeof(cap->msg), "%s", msg);
+}
+
+static void test_core__fail_sets_message_and_returns_code(void **state)
+{
+    struct mf_ctx ctx;
+    char big[600];
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    assert_string_equal(mf_ctx__errmsg(&ctx), "");
+    assert_int_equal(mf_fail(&ctx, MF_E_LIMIT, "manifest too large (%d bytes)", 9000), MF_E_LIMIT);
+    assert_string_equal(mf_ctx__errmsg(&ctx), "manifest too large (9000 bytes)");
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = 0;
+    assert_int_equal(mf_fail(&ctx, MF_E_INVALID, "%s", big), MF_E_INVALID);
+    assert_int_equal(strlen(mf_ctx__errmsg(&ctx)), MF_ERRMSG_MAX - 1); /* truncated, no alloc */
+    mf_ctx__clear(&ctx);
+    assert_string_equal(mf_ctx__errmsg(&ctx), "");
+}
+
+static void test_core__log_goes_to_callback_only(void **state)
+{
+    struct log_capture cap = {0};
+    struct mf_ctx ctx;
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, capture_log, &cap, "agent");
+    MF_LOG_WARN(&ctx, "slot %s is %d bytes", "b", 42);
+    assert_int_equal(cap.lines, 1);
+    assert_int_equal(cap.last_level, MF_LOG_WARN);
+    assert_string_equal(cap.module, "agent");
+    assert_string_equal(cap.msg, "slot b is 42 bytes");
+    MF_LOG_DBG(&ctx, "compiled out unless MF_ENABLE_DEBUG_LOG %d", 1);
+#ifdef MF_ENABLE_DEBUG_LOG
+    assert_int_equal(cap.lines, 2);
+#else
+    assert_int_equal(cap.lines, 1);
+#endif
+    /* No callback: nothing happens, nothing crashes. */
+    mf_ctx__init(&ctx, NULL, NULL, NULL, NULL);
+    MF_LOG_ERR(&ctx, "dropped %d", 1);
+    assert_string_equal(mf_log_level_name(MF_LOG_TRACE), "trace");
+    assert_string_equal(mf_log_level_name(99), "?");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_core__strerror_covers_every_code),
+        cmocka_unit_test(test_core__error_numbers_are_stable),
+        cmocka_unit_test(test_core__allocator_hooks_route_every_allocation),
+        cmocka_unit_test(test_core__allocation_failure_is_reported),
+        cmocka_unit_test(test_core__dynbuf_enforces_its_maximum),
+        cmocka_unit_test(test_core__dynbuf_survives_every_allocation_failure),
+        cmocka_unit_test(test_core__ct_memeq),
+        cmocka_unit_test(test_core__hex_round_trip_and_rejects),
+        cmocka_unit_test(test_core__fail_sets_message_and_returns_code),
+        cmocka_unit_test(test_core__log_goes_to_callback_only),
+    };
+    return cmocka_run_group_tests_name("core", tests, NULL, NULL);
+}
