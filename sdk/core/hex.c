@@ -47,7 +47,8 @@ int mf_hex__is_sha256(const char *s)
     size_t i;
 
     for (i = 0; s[i]; i++) {
-        if (i >= MF_SHA256_HEX_LEN || !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+        if (i >= MF_SHA256_HEX_LEN ||
+            !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
             return 0;
     }
     return i == MF_SHA256_HEX_LEN;

@@ -205,13 +205,13 @@ static void test_core__hex_round_trip_and_rejects(void **state)
     assert_int_equal(mf_hex__decode(back, 4, "00AB7FFF", 8), MF_OK);
     assert_int_equal(mf_hex__decode(back, 4, "00ab7ff", 7), MF_E_INVALID);
     assert_int_equal(mf_hex__decode(back, 4, "00ab7fzz", 8), MF_E_INVALID);
-    assert_true(mf_hex__is_sha256(
-        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
-    assert_false(mf_hex__is_sha256(
-        "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855"));
+    assert_true(
+        mf_hex__is_sha256("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+    assert_false(
+        mf_hex__is_sha256("E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855"));
     assert_false(mf_hex__is_sha256("../../etc/passwd"));
-    assert_false(mf_hex__is_sha256(
-        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b8550"));
+    assert_false(
+        mf_hex__is_sha256("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b8550"));
     assert_false(mf_hex__is_sha256(""));
 }
 
