@@ -9,5 +9,7 @@
 #include "mf/log.h"
 #include "mf/buf.h"
 #include "mf/ct.h"
+#include "mf/sys/platform.h"
+#include "mf/agent.h"
 
 #endif /* MF_H */

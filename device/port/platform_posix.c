@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * POSIX reference port (mf/sys/platform_posix.h). Every name is resolved relative to the
+ * state directory descriptor, so the agent cannot reach outside it even with a hostile
+ * model name, and a durable rename is renameat() followed by fsync() of the directory
+ * that holds the target, which is what makes the new directory entry survive a power cut.
+ */
+#include "mf/sys/platform_posix.h"
+#include "mf/error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * A file handle is the descriptor plus one, cast to a pointer: the port needs no heap and
+ * no table, and NULL (0) never names an open file.
+ */
+static mf_platform_file *fd_to_file(int fd)
+{
+    return (mf_platform_file *)(uintptr_t)(fd + 1);
+}
+
+static int file_to_fd(mf_platform_file *f)
+{
+    return (int)((uintptr_t)f - 1);
+}
+
+static int posix_dirfd(void *payload)
+{
+    return ((mf_platform_posix *)payload)->dirfd;
+}
+
+static int errno_to_mf(int e)
+{
+    return e == ENOENT ? MF_E_NOTFOUND : MF_E_IO;
+}
+
+/* Refuses absolute names, empty components and "..", so names stay inside the state dir. */
+static int name_ok(const char *name)
+{
+    const char *p = name;
+
+    if (!name[0] || name[0] == '/')
+        return 0;
+    while (*p) {
+        const char *end = strchr(p, '/');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+
+        if (n == 0 || (n == 2 && p[0] == '.' && p[1] == '.'))
+            return 0;
+        p += n;
+        if (*p == '/')
+            p++;
+    }
+    return p[-1] != '/';
+}
+
+static int posix_random(void *payload, void *buf, size_t len)
+{
+    uint8_t *out = buf;
+    int fd;
+
+    (void)payload;
+    fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return MF_E_IO;
+    while (len > 0) {
+        ssize_t n = read(fd, out, len);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            (void)close(fd);
+            return MF_E_IO;
+        }
+        out += n;
+        len -= (size_t)n;
+    }
+    (void)close(fd);
+    return MF_OK;
+}
+
+static uint64_t posix_monotonic_ms(void *payload)
+{
+    struct timespec ts;
+
+    (void)payload;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int64_t posix_wall_clock_s(void *payload)
+{
+    (void)payload;
+    return (int64_t)time(NULL);
+}
+
+static int posix_open(void *payload, mf_platform_file **file_out, const char *name, int mode)
+{
+    mode_t perm = (mode & MF_PLATFORM_OPEN_SECRET) ? 0600 : 0644;
+    int flags = O_CLOEXEC;
+    int fd;
+
+    *file_out = NULL;
+    if (!name_ok(name))
+        return MF_E_INVALID;
+    switch (mode & 0xff) {
+    case MF_PLATFORM_OPEN_READ:
+        flags |= O_RDONLY;
+        break;
+    case MF_PLATFORM_OPEN_WRITE:
+        flags |= O_WRONLY | O_CREAT | O_TRUNC;
+        break;
+    case MF_PLATFORM_OPEN_RESUME:
+        flags |= O_WRONLY | O_CREAT | O_APPEND;
+        break;
+    default:
+        return MF_E_INVALID;
+    }
+    do {
+        fd = openat(posix_dirfd(payload), name, flags, perm);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return errno_to_mf(errno);
+    *file_out = fd_to_file(fd);
+    return MF_OK;
+}
+
+static int posix_read_at(void *payload, size_t *nread_out, mf_platform_file *file, uint64_t offset,
+                         void *buf, size_t len)
+{
+    ssize_t n;
+
+    (void)payload;
+    *nread_out = 0;
+    if (offset > (uint64_t)INT64_MAX)
+        return MF_E_INVALID;
+    do {
+        n = pread(file_to_fd(file), buf, len, (off_t)offset);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return MF_E_IO;
+    *nread_out = (size_t)n;
+    return MF_OK;
+}
+
+static int posix_write(void *payload, mf_platform_file *file, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+
+    (void)payload;
+    while (len > 0) {
+        ssize_t n = write(file_to_fd(file), p, len);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return MF_E_IO;
+        p += n;
+        len -= (size_t)n;
+    }
+    return MF_OK;
+}
+
+static int posix_sync(void *payload, mf_platform_file *file)
+{
+    (void)payload;
+    return fsync(file_to_fd(file)) == 0 ? MF_OK : MF_E_IO;
+}
+
+static void posix_close(void *payload, mf_platform_file *file)
+{
+    (void)payload;
+    if (file)
+        (void)close(file_to_fd(file));
+}
+
+static int posix_size(void *payload, uint64_t *size_out, const char *name)
+{
+    struct stat st;
+
+    *size_out = 0;
+    if (!name_ok(name))
+        return MF_E_INVALID;
+    if (fstatat(posix_dirfd(payload), name, &st, 0) != 0)
+        return errno_to_mf(errno);
+    if (!S_ISREG(st.st_mode))
+        return MF_E_INVALID;
+    *size_out = (uint64_t)st.st_size;
+    return MF_OK;
+}
+
+/* fsync() of the directory that holds `name` ("a/b/c" -> "a/b", "c" -> the state dir). */
+static int sync_parent(int dirfd, const char *name)
+{
+    char parent[256];
+    const char *slash = strrchr(name, '/');
+    size_t n = slash ? (size_t)(slash - name) : 0;
+    int fd, err;
+
+    if (n >= sizeof(parent))
+        return MF_E_INVALID;
+    if (n == 0)
+        return fsync(dirfd) == 0 ? MF_OK : MF_E_IO;
+    memcpy(parent, name, n);
+    parent[n] = '\0';
+    fd = openat(dirfd, parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return MF_E_IO;
+    err = fsync(fd) == 0 ? MF_OK : MF_E_IO;
+    (void)close(fd);
+    return err;
+}
+
+static int posix_rename(void *payload, const char *from, const char *to)
+{
+    int dirfd = posix_dirfd(payload);
+
+    if (!name_ok(from) || !name_ok(to))
+        return MF_E_INVALID;
+    if (renameat(dirfd, from, dirfd, to) != 0)
+        return errno_to_mf(errno);
+    return sync_parent(dirfd, to);
+}
+
+static int posix_remove(void *payload, const char *name)
+{
+    if (!name_ok(name))
+        return MF_E_INVALID;
+    if (unlinkat(posix_dirfd(payload), name, 0) != 0)
+        return errno_to_mf(errno);
+    return MF_OK;
+}
+
+static int posix_mkdir(void *payload, const char *name)
+{
+    if (!name_ok(name))
+        return MF_E_INVALID;
+    if (mkdirat(posix_dirfd(payload), name, 0700) != 0 && errno != EEXIST)
+        return errno_to_mf(errno);
+    return MF_OK;
+}
+
+int mf_platform_posix_init(mf_platform_ops *ops_out, mf_platform_posix *posix,
+                           const char *state_dir)
+{
+    static const mf_platform_ops posix_ops = {
+        .version = MF_PLATFORM_OPS_VERSION,
+        .random = posix_random,
+        .monotonic_ms = posix_monotonic_ms,
+        .wall_clock_s = posix_wall_clock_s,
+        .open = posix_open,
+        .read_at = posix_read_at,
+        .write = posix_write,
+        .sync = posix_sync,
+        .close = posix_close,
+        .size = posix_size,
+        .rename = posix_rename,
+        .remove = posix_remove,
+        .mkdir = posix_mkdir,
+    };
+
+    posix->dirfd = -1;
+    if (mkdir(state_dir, 0700) != 0 && errno != EEXIST)
+        return MF_E_IO;
+    posix->dirfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (posix->dirfd < 0)
+        return errno_to_mf(errno);
+    *ops_out = posix_ops;
+    ops_out->payload = posix;
+    return MF_OK;
+}
+
+void mf_platform_posix_close(mf_platform_posix *posix)
+{
+    if (posix->dirfd >= 0)
+        (void)close(posix->dirfd);
+    posix->dirfd = -1;
+}

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Public API of libmf (mf/agent.h) and the step loop: enroll when needed, check in, then
+ * install and report each assignment that differs from what runs. A failure of one model
+ * does not stop the others; the step returns the first failure.
+ */
+#include "mf_agent_int.h"
+
+#include <string.h>
+
+int mf_agent_options_init(mf_agent_options *opts, unsigned int version)
+{
+    memset(opts, 0, sizeof(*opts));
+    if (version != MF_AGENT_OPTIONS_VERSION)
+        return MF_E_INVALID;
+    opts->version = version;
+    opts->connect_timeout_ms = 10000;
+    opts->request_timeout_ms = 30000;
+    opts->stall_timeout_s = 60;
+    opts->stall_bytes_per_s = 1;
+    opts->max_json_body = MF_AGENT_DEFAULT_MAX_JSON;
+    return MF_OK;
+}
+
+static int check_options(struct mf_ctx *ctx, const mf_agent_options *o)
+{
+    if (o->version != MF_AGENT_OPTIONS_VERSION)
+        return mf_fail(ctx, MF_E_INVALID, "options version %u, expected %d", o->version,
+                       MF_AGENT_OPTIONS_VERSION);
+    if (!o->server_url ||
+        (strncmp(o->server_url, "http://", 7) != 0 && strncmp(o->server_url, "https://", 8) != 0))
+        return mf_fail(ctx, MF_E_INVALID, "server_url \"%s\" is not http:// or https://",
+                       o->server_url ? o->server_url : "(null)");
+    if (!o->device_id || !mf_agent__name_ok(o->device_id))
+        return mf_fail(ctx, MF_E_INVALID, "device_id \"%s\" is not [A-Za-z0-9._-]{1,64}",
+                       o->device_id ? o->device_id : "(null)");
+    if (!o->state_dir || !o->state_dir[0])
+        return mf_fail(ctx, MF_E_INVALID, "state_dir is not set");
+    if (!o->platform || o->platform->version < 1 || !o->platform->open)
+        return mf_fail(ctx, MF_E_INVALID, "platform ops missing or of unknown version");
+    if (o->n_models < 1 || o->n_models > MF_AGENT_MAX_MODELS || !o->models)
+        return mf_fail(ctx, MF_E_INVALID, "%zu models tracked, expected 1..%d", o->n_models,
+                       MF_AGENT_MAX_MODELS);
+    for (size_t i = 0; i < o->n_models; i++) {
+        if (!mf_agent__name_ok(o->models[i]))
+            return mf_fail(ctx, MF_E_INVALID, "model name \"%s\" is not [A-Za-z0-9._-]{1,64}",
+                           o->models[i]);
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(o->models[i], o->models[j]) == 0)
+                return mf_fail(ctx, MF_E_INVALID, "model %s listed twice", o->models[i]);
+        }
+    }
+    return MF_OK;
+}
+
+/* Copies the option strings; the server URL loses its trailing slashes. */
+static int copy_strings(mf_agent *a, const mf_agent_options *o)
+{
+    size_t n;
+
+    a->server_url = mf_strdup(&a->ctx.alloc, o->server_url);
+    a->device_id = mf_strdup(&a->ctx.alloc, o->device_id);
+    a->state_dir = mf_strdup(&a->ctx.alloc, o->state_dir);
+    if (o->enrollment_token)
+        a->enroll_token = mf_strdup(&a->ctx.alloc, o->enrollment_token);
+    if (o->ca_file)
+        a->ca_file = mf_strdup(&a->ctx.alloc, o->ca_file);
+    if (!a->server_url || !a->device_id || !a->state_dir ||
+        (o->enrollment_token && !a->enroll_token) || (o->ca_file && !a->ca_file))
+        return mf_fail(&a->ctx, MF_E_NOMEM, "no memory for the agent options");
+    n = strlen(a->server_url);
+    while (n > 0 && a->server_url[n - 1] == '/')
+        a->server_url[--n] = '\0';
+    return MF_OK;
+}
+
+static int setup_models(mf_agent *a, const mf_agent_options *o)
+{
+    a->n_models = o->n_models;
+    a->models = mf_calloc(&a->ctx.alloc, o->n_models, sizeof(*a->models));
+    a->model_names = mf_calloc(&a->ctx.alloc, o->n_models, sizeof(*a->model_names));
+    a->assignments = mf_calloc(&a->ctx.alloc, o->n_models, sizeof(*a->assignments));
+    if (!a->models || !a->model_names || !a->assignments)
+        return mf_fail(&a->ctx, MF_E_NOMEM, "no memory for %zu models", o->n_models);
+    for (size_t i = 0; i < o->n_models; i++) {
+        struct agent_model *m = &a->models[i];
+        int err;
+
+        memcpy(m->name, o->models[i], strlen(o->models[i]) + 1);
+        a->model_names[i] = m->name;
+        err = mf_agent__state_load(a, m);
+        if (err < 0)
+            return err;
+    }
+    return MF_OK;
+}
+
+static int setup(mf_agent *a, const mf_agent_options *o)
+{
+    struct mf_http_config hc = {
+        .connect_timeout_ms = o->connect_timeout_ms,
+        .request_timeout_ms = o->request_timeout_ms,
+        .low_speed_bytes = o->stall_bytes_per_s,
+        .low_speed_time_s = o->stall_timeout_s,
+        .max_body = o->max_json_body ? o->max_json_body : MF_AGENT_DEFAULT_MAX_JSON,
+    };
+    int err;
+
+    a->plat = *o->platform;
+    a->ready_fn = o->ready_fn;
+    a->ready_payload = o->ready_payload;
+    err = copy_strings(a, o);
+    if (err >= 0) {
+        hc.ca_file = a->ca_file;
+        err = mf_http__init(&a->http, &a->ctx, &hc);
+    }
+    if (err >= 0)
+        err = setup_models(a, o);
+    if (err >= 0)
+        err = mf_agent__credential_load(a);
+    return err;
+}
+
+int mf_agent_new(mf_agent **out, const mf_agent_options *opts)
+{
+    struct mf_ctx boot;
+    mf_agent *a;
+    int err;
+
+    *out = NULL;
+    mf_ctx__init(&boot, opts->allocator, opts->log_fn, opts->log_payload, "agent");
+    err = check_options(&boot, opts);
+    if (err < 0) {
+        MF_LOG_ERR(&boot, "%s", mf_ctx__errmsg(&boot));
+        return err;
+    }
+    a = mf_alloc(opts->allocator, sizeof(*a));
+    if (!a) {
+        MF_LOG_ERR(&boot, "no memory for the agent");
+        return MF_E_NOMEM;
+    }
+    memset(a, 0, sizeof(*a));
+    a->ctx = boot;
+    err = setup(a, opts);
+    if (err < 0) {
+        MF_LOG_ERR(&a->ctx, "%s", mf_ctx__errmsg(&a->ctx));
+        mf_agent_free(a);
+        return err;
+    }
+    *out = a;
+    return MF_OK;
+}
+
+static void free_secret(mf_agent *a, char *s)
+{
+    if (s) {
+        mf_secure_zero(s, strlen(s));
+        mf_free(&a->ctx.alloc, s);
+    }
+}
+
+void mf_agent_free(mf_agent *a)
+{
+    if (!a)
+        return;
+    mf_http__cleanup(&a->http);
+    mf_secure_zero(a->credential, sizeof(a->credential));
+    free_secret(a, a->enroll_token);
+    mf_free(&a->ctx.alloc, a->server_url);
+    mf_free(&a->ctx.alloc, a->device_id);
+    mf_free(&a->ctx.alloc, a->state_dir);
+    mf_free(&a->ctx.alloc, a->ca_file);
+    mf_free(&a->ctx.alloc, a->models);
+    mf_free(&a->ctx.alloc, a->model_names);
+    mf_free(&a->ctx.alloc, a->assignments);
+    mf_free(&a->ctx.alloc, a);
+}
+
+static struct agent_model *find_model(const mf_agent *a, const char *name)
+{
+    for (size_t i = 0; i < a->n_models; i++) {
+        if (strcmp(a->models[i].name, name) == 0)
+            return &a->models[i];
+    }
+    return NULL;
+}
+
+/*
+ * Installs one assignment and reports the outcome. A failed install is reported as
+ * "failed" with its message as detail; the report's own failure is only logged so the
+ * install's message survives for mf_agent_errmsg().
+ */
+static int apply_assignment(mf_agent *a, struct agent_model *m,
+                            const struct mf_agent_assignment *as)
+{
+    int err = mf_agent__install(a, m, as);
+
+    if (err < 0) {
+        m->last_error = err;
+        memcpy(m->last_errmsg, a->ctx.errmsg, sizeof(m->last_errmsg));
+        MF_LOG_ERR(&a->ctx, "model %s: %s", m->name, m->last_errmsg);
+        if (mf_agent__report(a, as, "failed", m->last_errmsg) < 0)
+            MF_LOG_WARN(&a->ctx, "%s", a->ctx.errmsg);
+        memcpy(a->ctx.errmsg, m->last_errmsg, sizeof(m->last_errmsg));
+        return err;
+    }
+    m->last_error = MF_OK;
+    m->last_errmsg[0] = '\0';
+    m->up_to_date = 1;
+    m->report_pending = 1;
+    return MF_OK;
+}
+
+/* Sends a pending "installed" report; a failure keeps it pending for the next step. */
+static int send_pending_report(mf_agent *a, struct agent_model *m,
+                               const struct mf_agent_assignment *as)
+{
+    int err;
+
+    if (!m->report_pending)
+        return MF_OK;
+    err = mf_agent__report(a, as, "installed", "");
+    if (err < 0)
+        return err;
+    m->report_pending = 0;
+    return MF_OK;
+}
+
+static int step_assignments(mf_agent *a, size_t n)
+{
+    int first = MF_OK;
+
+    for (size_t i = 0; i < a->n_models; i++)
+        a->models[i].up_to_date = 1; /* nothing assigned: nothing to do */
+    for (size_t i = 0; i < n; i++) {
+        const struct mf_agent_assignment *as = &a->assignments[i];
+        struct agent_model *m = find_model(a, as->model);
+        int err = MF_OK;
+
+        if (!m->state.active.slot ||
+            !mf_ct_memeq(m->state.active.sha256, as->sha256, MF_SHA256_HEX_LEN)) {
+            m->up_to_date = 0;
+            m->report_pending = 0;
+            err = apply_assignment(a, m, as);
+        }
+        if (err >= 0)
+            err = send_pending_report(a, m, as);
+        if (err < 0 && first == MF_OK)
+            first = err;
+    }
+    return first;
+}
+
+int mf_agent_step(mf_agent *a)
+{
+    size_t n = 0;
+    int err;
+
+    mf_ctx__clear(&a->ctx);
+    if (!a->credential[0]) {
+        err = mf_agent__enroll(a);
+        if (err < 0)
+            return err;
+    }
+    err = mf_agent__checkin(a, &n);
+    if (err == MF_E_AUTH && a->enroll_token) {
+        /* Revoked or lost on the server: enroll again at the next step. */
+        MF_LOG_WARN(&a->ctx, "credential refused; will re-enroll");
+        mf_agent__credential_drop(a);
+    }
+    if (err < 0)
+        return err;
+    return step_assignments(a, n);
+}
+
+int mf_agent_status(mf_agent_model_status *out, const mf_agent *a, const char *model)
+{
+    const struct agent_model *m = find_model(a, model);
+    const struct mf_agent_slot *s;
+
+    memset(out, 0, sizeof(*out));
+    if (!m)
+        return MF_E_NOTFOUND;
+    s = &m->state.active;
+    out->installed = s->slot != 0;
+    memcpy(out->version, s->version, sizeof(out->version));
+    memcpy(out->sha256, s->sha256, sizeof(out->sha256));
+    out->size = s->size;
+    out->slot = s->slot;
+    out->up_to_date = m->up_to_date;
+    out->last_error = m->last_error;
+    memcpy(out->last_errmsg, m->last_errmsg, sizeof(out->last_errmsg));
+    return MF_OK;
+}
+
+long mf_agent_poll_interval_s(const mf_agent *a)
+{
+    return a->poll_interval_s;
+}
+
+const char *mf_agent_errmsg(const mf_agent *a)
+{
+    return mf_ctx__errmsg(&a->ctx);
+}

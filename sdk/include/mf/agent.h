@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/**
+ * @file mf/agent.h
+ * @brief libmf: the device agent app teams embed.
+ *
+ * The agent keeps named models up to date with what the server assigns. It has no thread
+ * of its own: the application calls mf_agent_step() from its own loop, and each step
+ *   1. enrolls with the fleet enrollment token when no device credential is stored yet;
+ *   2. checks in (installed versions, a fresh random nonce);
+ *   3. for every assignment whose sha256 differs from the installed model: downloads the
+ *      blob into the inactive slot while hashing it, verifies size and sha256, switches the
+ *      model's state file atomically, calls the "model ready" callback, and reports the
+ *      result to the server.
+ * A failed install leaves the previously installed model active and untouched.
+ *
+ * Storage goes only through the platform port (mf/sys/platform.h). Layout under the state
+ * directory: `credential` (mode 0600), `models/<name>/state.json`,
+ * `models/<name>/slot-a`, `models/<name>/slot-b`, and `slot-<x>.part` while downloading.
+ *
+ * Thread safety: one mf_agent is used by one thread at a time; distinct agents are
+ * independent. The application SHOULD call curl_global_init() once before creating agents
+ * from several threads.
+ */
+#ifndef MF_AGENT_H
+#define MF_AGENT_H
+
+#include "mf/common.h"
+#include "mf/alloc.h"
+#include "mf/log.h"
+#include "mf/sys/platform.h"
+
+MF_BEGIN_DECLS
+
+/** Version of mf_agent_options described by this header; fields are only appended. */
+#define MF_AGENT_OPTIONS_VERSION 1
+/** Longest model name, version string or device id, in bytes. */
+#define MF_AGENT_NAME_MAX 64
+/** Most models one agent tracks. */
+#define MF_AGENT_MAX_MODELS 16
+/** Default cap on JSON response bodies (check-in, enrollment). */
+#define MF_AGENT_DEFAULT_MAX_JSON (64u * 1024u)
+
+/** The agent handle (opaque). */
+typedef struct mf_agent mf_agent;
+
+/**
+ * @brief Called after a model version was installed and activated.
+ * @param payload the `ready_payload` of the options.
+ * @param model model name.
+ * @param version installed version.
+ * @param path the installed file: state_dir + "/models/<model>/slot-<x>".
+ * All strings are valid only during the call.
+ */
+typedef void (*mf_agent_ready_fn)(void *payload, const char *model, const char *version,
+                                  const char *path);
+
+/** Options of mf_agent_new(); initialise with mf_agent_options_init(). */
+typedef struct mf_agent_options {
+    unsigned int version;            /**< MF_AGENT_OPTIONS_VERSION */
+    const char *server_url;          /**< required: "http://host:port" or "https://..." */
+    const char *device_id;           /**< required: [A-Za-z0-9._-]{1,64} */
+    const char *enrollment_token;    /**< "mfe_..."; NULL when a credential is already stored */
+    const char *state_dir;           /**< required: the directory the platform port stores into */
+    const char *const *models;       /**< required: names of the tracked models */
+    size_t n_models;                 /**< 1..MF_AGENT_MAX_MODELS */
+    const mf_allocator *allocator;   /**< NULL: libc */
+    mf_log_fn log_fn;                /**< NULL: no logging */
+    void *log_payload;               /**< passed to log_fn */
+    const mf_platform_ops *platform; /**< required; copied, its payload must outlive the agent */
+    long connect_timeout_ms;         /**< default 10000 */
+    long request_timeout_ms;         /**< JSON requests; default 30000 */
+    long stall_timeout_s;            /**< abort a transfer slower than stall_bytes_per_s ... */
+    long stall_bytes_per_s;          /**< ... for this long; defaults 60 s, 1 byte/s */
+    size_t max_json_body;            /**< default MF_AGENT_DEFAULT_MAX_JSON */
+    const char *ca_file;             /**< PEM bundle for https; NULL: system store */
+    mf_agent_ready_fn ready_fn;      /**< NULL: no callback */
+    void *ready_payload;             /**< passed to ready_fn */
+} mf_agent_options;
+
+/** What one tracked model runs, as returned by mf_agent_status(). */
+typedef struct mf_agent_model_status {
+    int installed;                       /**< 1 when a version is installed */
+    char version[MF_AGENT_NAME_MAX + 1]; /**< installed version, "" when none */
+    char sha256[65];                     /**< lower-case hex, "" when none */
+    uint64_t size;                       /**< bytes of the installed file */
+    char slot;                           /**< 'a' or 'b'; 0 when none */
+    int up_to_date;        /**< 1 when the last check-in assigned what is installed (or nothing) */
+    int last_error;        /**< mf_err of the last failed install of this model, MF_OK if none */
+    char last_errmsg[256]; /**< its message, "" if none */
+} mf_agent_model_status;
+
+/**
+ * @brief Fills `opts` with defaults.
+ * @param opts options to initialise.
+ * @param version MUST be MF_AGENT_OPTIONS_VERSION.
+ * @return MF_OK, MF_E_INVALID for an unknown version.
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_options_init(mf_agent_options *opts,
+                                                          unsigned int version);
+
+/**
+ * @brief Creates an agent and loads its stored credential and model states. No network.
+ * @param out receives the agent.
+ * @param opts options; strings are copied.
+ * @return MF_OK; MF_E_INVALID for bad options or a damaged state file; MF_E_NOMEM, MF_E_IO.
+ * On failure the message is sent to `opts->log_fn` at MF_LOG_ERROR (there is no handle
+ * to read it from) and `*out` is NULL.
+ * Ownership: `*out` belongs to the caller; release with mf_agent_free().
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_new(mf_agent **out, const mf_agent_options *opts);
+
+/** @brief Releases the agent and wipes its credential. mf_agent_free(NULL) is a no-op. */
+MF_EXTERN void mf_agent_free(mf_agent *agent);
+
+/**
+ * @brief Runs one enroll / check-in / install / report cycle.
+ * @param agent the agent.
+ * @return MF_OK when every assignment is installed; MF_E_AUTH (wrong enrollment token or
+ * revoked credential), MF_E_SIGNATURE (blob does not match its assigned sha256), MF_E_NET
+ * (network or server failure; retry later), or another mf_err. Details: mf_agent_errmsg().
+ * Models that failed keep running their previous version.
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_step(mf_agent *agent);
+
+/**
+ * @brief Reports what one tracked model runs.
+ * @param status_out receives the status.
+ * @param agent the agent.
+ * @param model a tracked model name.
+ * @return MF_OK, MF_E_NOTFOUND when `model` is not tracked.
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_status(mf_agent_model_status *status_out,
+                                                    const mf_agent *agent, const char *model);
+
+/**
+ * @brief Poll interval the server asked for in the last check-in.
+ * @return seconds, or 0 when no check-in has answered yet.
+ */
+MF_EXTERN long mf_agent_poll_interval_s(const mf_agent *agent);
+
+/** @return the message of the last failure, "" if none. Borrowed; valid until the next call. */
+MF_EXTERN const char *mf_agent_errmsg(const mf_agent *agent);
+
+MF_END_DECLS
+
+#endif /* MF_AGENT_H */

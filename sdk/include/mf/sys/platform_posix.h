@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/**
+ * @file mf/sys/platform_posix.h
+ * @brief The POSIX reference port of mf/sys/platform.h (library mf_port_posix, device/port/).
+ *
+ * Storage names map to files under one state directory, opened once as a directory
+ * descriptor so every later call is relative to it (openat and friends). Randomness comes
+ * from /dev/urandom, clocks from clock_gettime() and time(). The port never allocates.
+ */
+#ifndef MF_SYS_PLATFORM_POSIX_H
+#define MF_SYS_PLATFORM_POSIX_H
+
+#include "mf/common.h"
+#include "mf/sys/platform.h"
+
+MF_BEGIN_DECLS
+
+/** State of the POSIX port; caller memory, valid until mf_platform_posix_close(). */
+typedef struct mf_platform_posix {
+    int dirfd; /**< descriptor of the state directory; private */
+} mf_platform_posix;
+
+/**
+ * @brief Opens (creating it, one level, mode 0700, if missing) `state_dir` and fills
+ * `ops_out` with the POSIX implementation bound to `posix`.
+ * @param ops_out receives the ops table; its payload points at `posix`.
+ * @param posix caller memory that MUST outlive every use of `ops_out`.
+ * @param state_dir path of the state directory.
+ * @return MF_OK, MF_E_IO when the directory cannot be created or opened.
+ * Ownership: release with mf_platform_posix_close(posix).
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int
+mf_platform_posix_init(mf_platform_ops *ops_out, mf_platform_posix *posix, const char *state_dir);
+
+/** @brief Closes the state directory; calling it again is a no-op. */
+MF_EXTERN void mf_platform_posix_close(mf_platform_posix *posix);
+
+MF_END_DECLS
+
+#endif /* MF_SYS_PLATFORM_POSIX_H */
