@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mfctl models / mfctl devices: GET the admin list and print it as a table (or the raw
+ * JSON with --json). The printers take JSON text, not a connection, so they are tested
+ * without a server.
+ */
+#include "mfctl.h"
+
+#include <cjson/cJSON.h>
+#include <string.h>
+#include <time.h>
+
+static const char *str_or(const cJSON *obj, const char *key, const char *fallback)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    return cJSON_IsString(v) ? v->valuestring : fallback;
+}
+
+static double num_or(const cJSON *obj, const char *key, double fallback)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    return cJSON_IsNumber(v) ? v->valuedouble : fallback;
+}
+
+/* Unix seconds as "YYYY-MM-DD HH:MM:SS" UTC; "-" when absent or zero. */
+static const char *fmt_time(char *buf, size_t cap, double t)
+{
+    time_t secs = (time_t)t;
+    struct tm tm;
+
+    if (t <= 0 || !gmtime_r(&secs, &tm) || strftime(buf, cap, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+        return "-";
+    return buf;
+}
+
+/* Parses `json` and returns its array `key`, or NULL after mf_fail(). */
+static cJSON *parse_list(struct mfctl *c, const cJSON **list_out, const char *json, size_t len,
+                         const char *key)
+{
+    cJSON *doc = cJSON_ParseWithLength(json, len);
+
+    *list_out = cJSON_GetObjectItemCaseSensitive(doc, key);
+    if (!cJSON_IsArray(*list_out)) {
+        cJSON_Delete(doc);
+        (void)mf_fail(&c->ctx, MF_E_INVALID, "server answer has no \"%s\" array", key);
+        return NULL;
+    }
+    return doc;
+}
+
+int mfctl__print_models(struct mfctl *c, const char *json, size_t len)
+{
+    const cJSON *models, *m;
+    cJSON *doc = parse_list(c, &models, json, len, "models");
+    char when[32];
+
+    if (!doc)
+        return MF_E_INVALID;
+    (void)fprintf(c->out, "%-24s %-16s %12s  %-12s  %s\n", "MODEL", "VERSION", "SIZE", "SHA256",
+                  "CREATED (UTC)");
+    cJSON_ArrayForEach(m, models)
+    {
+        const cJSON *versions = cJSON_GetObjectItemCaseSensitive(m, "versions");
+        const cJSON *v;
+
+        if (cJSON_GetArraySize(versions) == 0)
+            (void)fprintf(c->out, "%-24s %-16s\n", str_or(m, "name", "?"), "-");
+        cJSON_ArrayForEach(v, versions)
+        {
+            (void)fprintf(c->out, "%-24s %-16s %12.0f  %-12.12s  %s\n", str_or(m, "name", "?"),
+                          str_or(v, "version", "?"), num_or(v, "size", 0), str_or(v, "sha256", "?"),
+                          fmt_time(when, sizeof(when), num_or(v, "created_at", 0)));
+        }
+    }
+    cJSON_Delete(doc);
+    return MF_OK;
+}
+
+int mfctl__print_devices(struct mfctl *c, const char *json, size_t len)
+{
+    const cJSON *devices, *d;
+    cJSON *doc = parse_list(c, &devices, json, len, "devices");
+    char when[32];
+
+    if (!doc)
+        return MF_E_INVALID;
+    (void)fprintf(c->out, "%-20s %-19s  %-16s %-12s %-10s %s\n", "DEVICE", "LAST SEEN (UTC)",
+                  "MODEL", "VERSION", "STATUS", "DETAIL");
+    cJSON_ArrayForEach(d, devices)
+    {
+        const cJSON *models = cJSON_GetObjectItemCaseSensitive(d, "models");
+        const char *id = str_or(d, "device_id", "?");
+        const char *seen = fmt_time(when, sizeof(when), num_or(d, "last_seen", 0));
+        const cJSON *m;
+
+        if (cJSON_GetArraySize(models) == 0)
+            (void)fprintf(c->out, "%-20s %-19s  %-16s\n", id, seen, "-");
+        cJSON_ArrayForEach(m, models)
+        {
+            (void)fprintf(c->out, "%-20s %-19s  %-16s %-12s %-10s %s\n", id, seen,
+                          str_or(m, "name", "?"), str_or(m, "version", "-"),
+                          str_or(m, "status", "-"), str_or(m, "detail", ""));
+        }
+    }
+    cJSON_Delete(doc);
+    return MF_OK;
+}
+
+/* GET `path` and print it with `print` (or raw with --json). */
+static int list_command(struct mfctl *c, int argc, char **argv, const char *path,
+                        int (*print)(struct mfctl *, const char *, size_t))
+{
+    struct mf_http_request req = {.method = "GET"};
+    struct mf_http_response resp;
+    struct mf_dynbuf url;
+    int json, nargs, rc, err;
+
+    rc = mfctl__common_flags(c, argc, argv, &json, &nargs);
+    if (rc >= 0)
+        return rc;
+    if (nargs != 0) {
+        (void)fprintf(c->err, "mfctl %s: unexpected argument \"%s\"\n%s", c->cmd->name, argv[1],
+                      c->cmd->usage);
+        return 2;
+    }
+    if (mfctl__connect(c) != 0)
+        return 1;
+    err = mfctl__url(c, &url, path);
+    if (err < 0)
+        return mfctl__report(c, err);
+    mf_http__response_init(&resp, &c->http);
+    req.url = (const char *)url.data;
+    req.bearer = c->token;
+    err = mf_http__perform(&c->http, &resp, &req);
+    if (err >= 0 && resp.status != 200)
+        err = mf_http__fail_status(&c->http, &resp, c->cmd->name);
+    if (err >= 0 && json)
+        (void)fprintf(c->out, "%s\n", resp.body.data ? (const char *)resp.body.data : "");
+    else if (err >= 0)
+        err = print(c, (const char *)resp.body.data, resp.body.len);
+    mf_http__response_free(&resp);
+    mf_dynbuf__free(&url);
+    return err < 0 ? mfctl__report(c, err) : 0;
+}
+
+int mfctl__cmd_models(struct mfctl *c, int argc, char **argv)
+{
+    return list_command(c, argc, argv, "/v1/admin/models", mfctl__print_models);
+}
+
+int mfctl__cmd_devices(struct mfctl *c, int argc, char **argv)
+{
+    return list_command(c, argc, argv, "/v1/admin/devices", mfctl__print_devices);
+}

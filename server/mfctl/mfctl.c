@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mfctl entry point: global options (--server / $MF_SERVER, --token-file /
+ * $MF_TOKEN_FILE), the static command table and the helpers every command shares.
+ */
+#include "mfctl.h"
+#include "mf/ct.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const struct mfctl_command commands[] = {
+    {"publish", "upload a model version",
+     "usage: mfctl [global options] publish NAME VERSION FILE [--json]\n"
+     "Streams FILE to the server as model NAME, version VERSION. The SHA-256 is computed\n"
+     "locally and sent as X-MF-Sha256, so a corrupted upload is refused by the server.\n"
+     "NAME and VERSION match [A-Za-z0-9._-]{1,64}.\n",
+     mfctl__cmd_publish},
+    {"models", "list models and their versions",
+     "usage: mfctl [global options] models [--json]\n"
+     "Lists every model and version (oldest first). --json prints the server's answer.\n",
+     mfctl__cmd_models},
+    {"devices", "list enrolled devices and what they run",
+     "usage: mfctl [global options] devices [--json]\n"
+     "Lists every device with its last check-in and the reported state of each model.\n",
+     mfctl__cmd_devices},
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static int global_help(FILE *out)
+{
+    (void)fprintf(out, "usage: mfctl [--server URL] [--token-file FILE] COMMAND [ARGS]\n"
+                       "  --server URL       mf-server base URL (default: $MF_SERVER)\n"
+                       "  --token-file FILE  admin token file (default: $MF_TOKEN_FILE)\n"
+                       "commands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        (void)fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    (void)fprintf(out, "Run `mfctl COMMAND --help` for a command's arguments.\n");
+    return 0;
+}
+
+int mfctl__name_ok(const char *s)
+{
+    size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-");
+
+    return n > 0 && n <= 64 && s[n] == '\0';
+}
+
+int mfctl__common_flags(struct mfctl *c, int argc, char **argv, int *json, int *nargs)
+{
+    int n = 1;
+
+    *json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            (void)fputs(c->cmd->usage, c->out);
+            return 0;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            *json = 1;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            (void)fprintf(c->err, "mfctl %s: unknown option \"%s\"\n%s", c->cmd->name, argv[i],
+                          c->cmd->usage);
+            return 2;
+        } else {
+            argv[n++] = argv[i]; /* positional arguments move to the front, in order */
+        }
+    }
+    *nargs = n - 1;
+    return -1;
+}
+
+int mfctl__report(struct mfctl *c, int err)
+{
+    (void)fprintf(c->err, "mfctl %s: %s\n", c->cmd ? c->cmd->name : "",
+                  mf_ctx__errmsg(&c->ctx)[0] ? mf_ctx__errmsg(&c->ctx) : mf_strerror(err));
+    return 1;
+}
+
+static int read_token(struct mfctl *c)
+{
+    FILE *f = fopen(c->token_file, "r");
+    size_t len;
+
+    if (!f)
+        return mf_fail(&c->ctx, MF_E_IO, "cannot open token file %s", c->token_file);
+    if (!fgets(c->token, sizeof(c->token), f)) {
+        (void)fclose(f);
+        return mf_fail(&c->ctx, MF_E_INVALID, "token file %s is empty", c->token_file);
+    }
+    (void)fclose(f);
+    len = strcspn(c->token, "\r\n");
+    c->token[len] = '\0';
+    if (len == 0)
+        return mf_fail(&c->ctx, MF_E_INVALID, "token file %s is empty", c->token_file);
+    return MF_OK;
+}
+
+int mfctl__connect(struct mfctl *c)
+{
+    struct mf_http_config hc = {
+        .connect_timeout_ms = 10000,
+        .request_timeout_ms = 60000,
+        .low_speed_bytes = 1,
+        .low_speed_time_s = 60,
+        .max_body = MFCTL_MAX_LIST_BODY,
+    };
+    int err;
+
+    if (!c->server || !c->server[0])
+        err = mf_fail(&c->ctx, MF_E_INVALID, "no server: use --server URL or set MF_SERVER");
+    else if (!c->token_file || !c->token_file[0])
+        err = mf_fail(&c->ctx, MF_E_INVALID,
+                      "no admin token: use --token-file FILE or set MF_TOKEN_FILE");
+    else
+        err = read_token(c);
+    if (err >= 0)
+        err = mf_http__init(&c->http, &c->ctx, &hc);
+    if (err < 0)
+        return mfctl__report(c, err);
+    c->http_ready = 1;
+    return 0;
+}
+
+int mfctl__url(struct mfctl *c, struct mf_dynbuf *url, const char *path)
+{
+    size_t n = strlen(c->server);
+    int err;
+
+    while (n > 0 && c->server[n - 1] == '/')
+        n--;
+    mf_dynbuf__init(url, &c->ctx.alloc, 4096);
+    err = mf_dynbuf__appendf(url, "%.*s%s", (int)n, c->server, path);
+    if (err < 0)
+        return mf_fail(&c->ctx, err, "URL for %s too long", path);
+    return MF_OK;
+}
+
+/* Parses global options; returns the index of the command word, or -1/-2 (help/error). */
+static int parse_globals(struct mfctl *c, int argc, char **argv)
+{
+    int i;
+
+    for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return -1;
+        if (strcmp(argv[i], "--server") == 0 && i + 1 < argc) {
+            c->server = argv[++i];
+        } else if (strcmp(argv[i], "--token-file") == 0 && i + 1 < argc) {
+            c->token_file = argv[++i];
+        } else {
+            (void)fprintf(c->err, "mfctl: unknown or incomplete option \"%s\"\n", argv[i]);
+            return -2;
+        }
+    }
+    if (i == argc) {
+        (void)fprintf(c->err, "mfctl: no command given\n");
+        return -2;
+    }
+    return i;
+}
+
+int mfctl__main(int argc, char **argv, FILE *out, FILE *err)
+{
+    struct mfctl c;
+    int first, rc = 2;
+
+    memset(&c, 0, sizeof(c));
+    mf_ctx__init(&c.ctx, NULL, NULL, NULL, "mfctl");
+    c.out = out;
+    c.err = err;
+    c.server = getenv("MF_SERVER");
+    c.token_file = getenv("MF_TOKEN_FILE");
+    first = parse_globals(&c, argc, argv);
+    if (first == -1)
+        return global_help(out);
+    if (first < 0) {
+        (void)global_help(err);
+        return 2;
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        if (strcmp(commands[i].name, argv[first]) == 0) {
+            c.cmd = &commands[i];
+            rc = commands[i].run(&c, argc - first, argv + first);
+            break;
+        }
+    }
+    if (!c.cmd) {
+        (void)fprintf(err, "mfctl: unknown command \"%s\"\n", argv[first]);
+        (void)global_help(err);
+    }
+    if (c.http_ready)
+        mf_http__cleanup(&c.http);
+    mf_secure_zero(c.token, sizeof(c.token));
+    return rc;
+}

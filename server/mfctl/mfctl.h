@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internal to mfctl, the ops CLI of mf-server. mfctl.c holds the static command table and
+ * the global options; each command group lives in its own cmd_<group>.c. Adding a command
+ * is one table line in mfctl.c plus its file.
+ */
+#ifndef MFCTL_H
+#define MFCTL_H
+
+#include "mf_ctx.h"
+#include "mf_http.h"
+
+#include <stdio.h>
+
+#define MFCTL_TOKEN_MAX 256
+/* Cap on admin list answers (models, devices) held in memory for printing. */
+#define MFCTL_MAX_LIST_BODY (16u * 1024u * 1024u)
+
+struct mfctl_command;
+
+/* Process-wide state of one mfctl invocation. */
+struct mfctl {
+    struct mf_ctx ctx;
+    struct mf_http http;
+    int http_ready;
+    const char *server;          /* --server or $MF_SERVER, no trailing '/' handling needed */
+    const char *token_file;      /* --token-file or $MF_TOKEN_FILE */
+    char token[MFCTL_TOKEN_MAX]; /* read lazily by mfctl__connect(); wiped at exit */
+    FILE *out;
+    FILE *err;
+    const struct mfctl_command *cmd; /* the command being run */
+};
+
+struct mfctl_command {
+    const char *name;
+    const char *summary;                                /* one line for `mfctl --help` */
+    const char *usage;                                  /* full text for `mfctl CMD --help` */
+    int (*run)(struct mfctl *c, int argc, char **argv); /* argv[0] is the command name */
+};
+
+/* Runs mfctl; returns the process exit code (0 ok, 1 failure, 2 usage error). */
+int mfctl__main(int argc, char **argv, FILE *out, FILE *err);
+
+/* Reads the admin token and prepares the HTTP client; 1 on failure (message printed). */
+int mfctl__connect(struct mfctl *c);
+/* server + path into `url` (bounded); MF_OK or MF_E_LIMIT/MF_E_NOMEM with a message. */
+int mfctl__url(struct mfctl *c, struct mf_dynbuf *url, const char *path);
+/* Prints "mfctl: <message>" for a failed call and returns exit code 1. */
+int mfctl__report(struct mfctl *c, int err);
+/* 1 when `s` matches [A-Za-z0-9._-]{1,64} (model names and versions, docs/protocol.md). */
+int mfctl__name_ok(const char *s);
+/* Handles the flags every command takes: `--help` (returns 0 after printing usage) and
+ * `--json` (sets *json). Returns -1 to continue, else the exit code. Rejects other flags. */
+int mfctl__common_flags(struct mfctl *c, int argc, char **argv, int *json, int *nargs);
+
+/* Commands (one file per group). */
+int mfctl__cmd_publish(struct mfctl *c, int argc, char **argv);
+int mfctl__cmd_models(struct mfctl *c, int argc, char **argv);
+int mfctl__cmd_devices(struct mfctl *c, int argc, char **argv);
+
+/* Table printers, separate from the network so tests can feed them JSON. */
+int mfctl__print_models(struct mfctl *c, const char *json, size_t len);
+int mfctl__print_devices(struct mfctl *c, const char *json, size_t len);
+
+#endif /* MFCTL_H */
