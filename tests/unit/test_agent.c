@@ -7,6 +7,7 @@
  */
 #include "mf_test.h"
 #include "mf/sys/platform_posix.h"
+#include "mf_agent_int.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -889,6 +890,97 @@ static void test_agent__every_allocation_failure_is_clean(void **state)
     assert_true(failures > 10);
 }
 
+/* ---- parsers, table-driven (the fake server only sends well-formed answers) ---- */
+
+#define NONCE "00112233445566778899aabbccddeeff"
+#define SHA "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+#define ASSIGN(fields) "{\"nonce\":\"" NONCE "\",\"assignments\":[{" fields "}]}"
+#define GOOD_FIELDS(size, blob)                                                                    \
+    "\"model\":\"detector\",\"version\":\"v2\",\"sha256\":\"" SHA "\",\"size\":" size              \
+    ",\"blob\":\"" blob "\""
+
+static void test_agent__checkin_parser_rejects_bad_answers(void **state)
+{
+    static const char *const models[] = {"detector", "classifier"};
+    static const struct {
+        const char *json;
+        int code;
+        const char *msg;
+    } cases[] = {
+        {ASSIGN(GOOD_FIELDS("5", "/v1/blobs/" SHA)), MF_OK, ""},
+        {"{\"nonce\":\"" NONCE "\",\"assignments\":[]}", MF_OK, ""},
+        {"{\"nonce\":\"" NONCE "0\",\"assignments\":[]}", MF_E_INVALID, "nonce"},
+        {"{\"assignments\":[]}", MF_E_INVALID, "nonce"},
+        {"{\"nonce\":\"" NONCE "\"}", MF_E_INVALID, "\"assignments\""},
+        {"{\"nonce\":\"" NONCE "\",\"poll_interval_s\":-1,\"assignments\":[]}", MF_E_INVALID,
+         "poll_interval_s"},
+        {ASSIGN(GOOD_FIELDS("-1", "/b")), MF_E_INVALID, "assignment.size"},
+        {ASSIGN(GOOD_FIELDS("1.5", "/b")), MF_E_INVALID, "assignment.size"},
+        {ASSIGN(GOOD_FIELDS("\"5\"", "/b")), MF_E_INVALID, "assignment.size"},
+        {ASSIGN(GOOD_FIELDS("1e300", "/b")), MF_E_INVALID, "assignment.size"},
+        {ASSIGN(GOOD_FIELDS("5", "http://evil.example/x")), MF_E_INVALID, "not a server path"},
+        {ASSIGN(GOOD_FIELDS("5", "/v1/../../etc/passwd")), MF_E_INVALID, "not a server path"},
+        {ASSIGN("\"model\":\"detector\",\"version\":\"v 2\",\"sha256\":\"" SHA
+                "\",\"size\":1,\"blob\":\"/b\""),
+         MF_E_INVALID, "assignment.version"},
+        {ASSIGN("\"model\":\"detector\",\"version\":\"v2\",\"sha256\":\"ABC\",\"size\":1,"
+                "\"blob\":\"/b\""),
+         MF_E_INVALID, "assignment.sha256"},
+        {"{\"nonce\":\"" NONCE
+         "\",\"assignments\":[{" GOOD_FIELDS("1", "/b") "},{" GOOD_FIELDS("1", "/b") "}]}",
+         MF_E_INVALID, "twice"},
+        {"[]", MF_E_INVALID, "not a JSON object"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct mf_agent_assignment out[2];
+        struct mf_ctx ctx;
+        size_t n = 7;
+        long poll = 0;
+        int err;
+
+        mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+        err = mf_agent__checkin_parse(&ctx, out, &n, &poll, cases[i].json, strlen(cases[i].json),
+                                      NONCE, models, 2);
+        if (err != cases[i].code || !strstr(ctx.errmsg, cases[i].msg))
+            print_error("case %zu: %d \"%s\"\n", i, err, ctx.errmsg);
+        assert_int_equal(err, cases[i].code);
+        assert_non_null(strstr(ctx.errmsg, cases[i].msg));
+        if (err < 0)
+            assert_int_equal(n, 0);
+    }
+}
+
+static void test_agent__state_parser_round_trip_and_rejects(void **state)
+{
+    static const char *const bad[] = {
+        "{\"format\":2,\"active\":null}",
+        "{\"format\":1,\"active\":{\"slot\":\"c\",\"version\":\"v\",\"sha256\":\"" SHA
+        "\",\"size\":1}}",
+        "{\"format\":1,\"active\":{\"slot\":\"a\",\"version\":\"v\",\"sha256\":\"" SHA
+        "\",\"size\":1},\"previous\":{\"slot\":\"a\",\"version\":\"w\",\"sha256\":\"" SHA
+        "\",\"size\":2}}",
+        "{\"format\":1,\"active\":7}",
+        "not json",
+    };
+    struct mf_agent_model_state st = {{'b', "v2", SHA, 42}, {'a', "v1", SHA, 7}}, back;
+    struct mf_dynbuf buf;
+    struct mf_ctx ctx;
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    mf_dynbuf__init(&buf, NULL, 4096);
+    assert_int_equal(mf_agent__state_format(&buf, &st), MF_OK);
+    assert_int_equal(mf_agent__state_parse(&ctx, &back, (char *)buf.data, buf.len), MF_OK);
+    assert_memory_equal(&st, &back, sizeof(st));
+    mf_dynbuf__free(&buf);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(mf_agent__state_parse(&ctx, &back, bad[i], strlen(bad[i])), MF_E_INVALID);
+        assert_int_equal(back.active.slot, 0);
+    }
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -907,6 +999,8 @@ int main(void)
         T(test_agent__bad_options_are_rejected_with_a_message),
         T(test_agent__damaged_state_file_is_reported),
         T(test_agent__every_allocation_failure_is_clean),
+        cmocka_unit_test(test_agent__checkin_parser_rejects_bad_answers),
+        cmocka_unit_test(test_agent__state_parser_round_trip_and_rejects),
     };
 #undef T
     return cmocka_run_group_tests_name("agent", tests, NULL, NULL);

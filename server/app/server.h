@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mf-server as a library: `init` prepares a data directory, `start` serves it on a listening
+ * address until `stop`. main.c is a thin CLI over this; the integration tests drive the
+ * same functions in-process.
+ *
+ * Data directory layout:
+ *   DIR/store.db (+ -wal, -shm)   SQLite store
+ *   DIR/blobs/<2 hex>/<sha256>     blobs
+ *   DIR/blobs/tmp/                 uploads in flight
+ *   DIR/admin.token, DIR/enroll.token   first tokens, mode 0600
+ */
+#ifndef MF_SERVER_APP_SERVER_H
+#define MF_SERVER_APP_SERVER_H
+
+#include "mf_ctx.h"
+
+#include <stdint.h>
+
+#define MF_SERVER_DEFAULT_MAX_UPLOAD (8ULL << 30) /* 8 GiB (docs/protocol.md) */
+
+struct mf_server_options {
+    const char *data_dir;    /* required */
+    const char *listen;      /* "127.0.0.1:PORT" or "[::1]:PORT"; PORT 0 = ephemeral */
+    const char *store_url;   /* NULL: sqlite:<data_dir>/store.db */
+    uint64_t max_upload;     /* bytes per model upload */
+    unsigned conn_timeout_s; /* idle connection timeout */
+    unsigned conn_limit;     /* concurrent connections */
+    unsigned threads;        /* MHD worker threads */
+    mf_log_fn log_fn;        /* may be NULL */
+    void *log_payload;
+};
+
+/* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 120 s, 256 connections, 4 threads). */
+void mf_server__options_init(struct mf_server_options *o);
+
+/*
+ * Creates or completes the data directory: directories, store with migrations, the first
+ * admin and enrollment tokens when none exist. *changed_out is 0 when nothing had to be
+ * done (a second init). MF_E_IO or the store's errors.
+ */
+int mf_server__init_data_dir(int *changed_out, struct mf_ctx *ctx, const char *data_dir);
+
+struct mf_server;
+
+/* Opens the store (which must exist: run init first), sweeps stale uploads and starts
+ * serving. MF_E_INVALID for a malformed listen address, MF_E_IO when binding fails.
+ * Ownership: release with mf_server__stop(). */
+int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf_server_options *o);
+
+/* The port actually bound (the ephemeral one for PORT 0). */
+uint16_t mf_server__port(const struct mf_server *s);
+
+/* Stops accepting, waits for the workers, closes the store. NULL is a no-op. */
+void mf_server__stop(struct mf_server *s);
+
+/* Parses "HOST:PORT" / "[V6]:PORT" into a socket address. MF_OK or MF_E_INVALID. */
+struct sockaddr_storage;
+int mf_server__parse_listen(struct sockaddr_storage *out, struct mf_ctx *ctx, const char *spec);
+
+/* Writes `text` to `path` atomically (temp, fsync, rename, fsync dir) with `mode`. */
+int mf_server__write_file_atomic(struct mf_ctx *ctx, const char *path, const char *text,
+                                 unsigned mode);
+
+#endif /* MF_SERVER_APP_SERVER_H */

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Blob files on the local filesystem (see blob_store.h). */
+#define _XOPEN_SOURCE 700 /* mkstemp, fsync, dirfd */
+#include "blob/blob_store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BLOB_TMP_PREFIX "upload-"
+
+struct mf_blob_upload {
+    mf_allocator alloc;
+    int fd;
+    int committed;
+    uint64_t size;
+    uint64_t max_bytes;
+    EVP_MD_CTX *md;
+    char sha_hex[MF_SHA256_HEX_LEN + 1];
+    char root[MF_BLOB_PATH_MAX];
+    char tmp_path[MF_BLOB_PATH_MAX];
+};
+
+static int make_dir(struct mf_ctx *ctx, const char *path)
+{
+    if (mkdir(path, 0750) != 0 && errno != EEXIST)
+        return mf_fail(ctx, MF_E_IO, "cannot create directory '%s': %s", path, strerror(errno));
+    return MF_OK;
+}
+
+static int fsync_dir(struct mf_ctx *ctx, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc;
+
+    if (fd < 0)
+        return mf_fail(ctx, MF_E_IO, "cannot open directory '%s': %s", path, strerror(errno));
+    rc = fsync(fd);
+    (void)close(fd);
+    if (rc != 0)
+        return mf_fail(ctx, MF_E_IO, "fsync of directory '%s' failed: %s", path, strerror(errno));
+    return MF_OK;
+}
+
+static int join(struct mf_ctx *ctx, char *out, size_t size, const char *a, const char *b)
+{
+    int n = snprintf(out, size, "%s/%s", a, b);
+
+    if (n < 0 || (size_t)n >= size)
+        return mf_fail(ctx, MF_E_LIMIT, "path too long: '%s/%s'", a, b);
+    return MF_OK;
+}
+
+int mf_blob__ensure_dirs(struct mf_ctx *ctx, const char *root)
+{
+    char tmp[MF_BLOB_PATH_MAX];
+    int err = make_dir(ctx, root);
+
+    if (err == MF_OK)
+        err = join(ctx, tmp, sizeof(tmp), root, "tmp");
+    if (err == MF_OK)
+        err = make_dir(ctx, tmp);
+    return err;
+}
+
+int mf_blob__sweep_tmp(int *removed_out, struct mf_ctx *ctx, const char *root)
+{
+    char dir[MF_BLOB_PATH_MAX], path[MF_BLOB_PATH_MAX];
+    struct dirent *e;
+    DIR *d;
+    int err;
+
+    *removed_out = 0;
+    err = join(ctx, dir, sizeof(dir), root, "tmp");
+    if (err < 0)
+        return err;
+    d = opendir(dir);
+    if (!d)
+        return mf_fail(ctx, MF_E_IO, "cannot read '%s': %s", dir, strerror(errno));
+    for (e = readdir(d); e; e = readdir(d)) {
+        if (strncmp(e->d_name, BLOB_TMP_PREFIX, sizeof(BLOB_TMP_PREFIX) - 1) != 0)
+            continue;
+        if (join(ctx, path, sizeof(path), dir, e->d_name) == MF_OK && unlink(path) == 0)
+            (*removed_out)++;
+    }
+    (void)closedir(d);
+    return MF_OK;
+}
+
+/* <root>/<first 2 hex>: spreads blobs over 256 directories. */
+static int blob_paths(struct mf_ctx *ctx, char *dir, char *file, const char *root,
+                      const char *sha_hex)
+{
+    char sub[3] = {sha_hex[0], sha_hex[1], '\0'};
+    int err = join(ctx, dir, MF_BLOB_PATH_MAX, root, sub);
+
+    if (err == MF_OK)
+        err = join(ctx, file, MF_BLOB_PATH_MAX, dir, sha_hex);
+    return err;
+}
+
+int mf_blob__open(int *fd_out, uint64_t *size_out, struct mf_ctx *ctx, const char *root,
+                  const char *sha_hex)
+{
+    char dir[MF_BLOB_PATH_MAX], file[MF_BLOB_PATH_MAX];
+    struct stat st;
+    int fd, err;
+
+    *fd_out = -1;
+    err = blob_paths(ctx, dir, file, root, sha_hex);
+    if (err < 0)
+        return err;
+    fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return mf_fail(ctx, MF_E_NOTFOUND, "no blob %s", sha_hex);
+        return mf_fail(ctx, MF_E_IO, "cannot open blob %s: %s", sha_hex, strerror(errno));
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        (void)close(fd);
+        return mf_fail(ctx, MF_E_IO, "blob %s is not a readable file", sha_hex);
+    }
+    *fd_out = fd;
+    *size_out = (uint64_t)st.st_size;
+    return MF_OK;
+}
+
+int mf_blob__upload_begin(struct mf_blob_upload **out, struct mf_ctx *ctx, const char *root,
+                          uint64_t max_bytes)
+{
+    struct mf_blob_upload *u;
+    char dir[MF_BLOB_PATH_MAX];
+    int err;
+
+    *out = NULL;
+    u = mf_calloc(&ctx->alloc, 1, sizeof(*u));
+    if (!u)
+        return mf_fail(ctx, MF_E_NOMEM, "out of memory starting an upload");
+    u->alloc = ctx->alloc;
+    u->fd = -1;
+    u->max_bytes = max_bytes;
+    (void)snprintf(u->root, sizeof(u->root), "%s", root);
+    err = join(ctx, dir, sizeof(dir), root, "tmp");
+    if (err == MF_OK)
+        err = join(ctx, u->tmp_path, sizeof(u->tmp_path), dir, BLOB_TMP_PREFIX "XXXXXX");
+    if (err < 0)
+        goto fail;
+    u->md = EVP_MD_CTX_new();
+    if (!u->md || EVP_DigestInit_ex(u->md, EVP_sha256(), NULL) != 1) {
+        err = mf_fail(ctx, MF_E_NOMEM, "cannot start SHA-256");
+        goto fail;
+    }
+    u->fd = mkstemp(u->tmp_path);
+    if (u->fd < 0) {
+        err = mf_fail(ctx, MF_E_IO, "cannot create '%s': %s", u->tmp_path, strerror(errno));
+        u->tmp_path[0] = '\0';
+        goto fail;
+    }
+    *out = u;
+    return MF_OK;
+fail:
+    mf_blob__upload_free(u);
+    return err;
+}
+
+int mf_blob__upload_write(struct mf_blob_upload *u, struct mf_ctx *ctx, const void *data,
+                          size_t len)
+{
+    const uint8_t *p = data;
+
+    if (len > u->max_bytes - u->size)
+        return mf_fail(ctx, MF_E_LIMIT, "upload exceeds the limit of %llu bytes",
+                       (unsigned long long)u->max_bytes);
+    if (EVP_DigestUpdate(u->md, data, len) != 1)
+        return mf_fail(ctx, MF_E_GENERIC, "SHA-256 update failed");
+    while (len) {
+        ssize_t n = write(u->fd, p, len);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return mf_fail(ctx, MF_E_IO, "writing '%s' failed: %s", u->tmp_path,
+                           n < 0 ? strerror(errno) : "short write");
+        p += n;
+        len -= (size_t)n;
+        u->size += (uint64_t)n;
+    }
+    return MF_OK;
+}
+
+int mf_blob__upload_finish(char sha_hex_out[MF_SHA256_HEX_LEN + 1], uint64_t *size_out,
+                           struct mf_blob_upload *u, struct mf_ctx *ctx)
+{
+    uint8_t digest[MF_SHA256_LEN];
+    unsigned int n = 0;
+
+    if (EVP_DigestFinal_ex(u->md, digest, &n) != 1 || n != MF_SHA256_LEN)
+        return mf_fail(ctx, MF_E_GENERIC, "SHA-256 final failed");
+    if (fsync(u->fd) != 0)
+        return mf_fail(ctx, MF_E_IO, "fsync of '%s' failed: %s", u->tmp_path, strerror(errno));
+    mf_hex__encode(u->sha_hex, digest, sizeof(digest));
+    memcpy(sha_hex_out, u->sha_hex, sizeof(u->sha_hex));
+    *size_out = u->size;
+    return MF_OK;
+}
+
+int mf_blob__upload_commit(struct mf_blob_upload *u, struct mf_ctx *ctx)
+{
+    char dir[MF_BLOB_PATH_MAX], file[MF_BLOB_PATH_MAX], tmpdir[MF_BLOB_PATH_MAX];
+    struct stat st;
+    int err;
+
+    if (u->sha_hex[0] == '\0')
+        return mf_fail(ctx, MF_E_STATE, "upload committed before it was finished");
+    err = blob_paths(ctx, dir, file, u->root, u->sha_hex);
+    if (err == MF_OK)
+        err = make_dir(ctx, dir);
+    if (err < 0)
+        return err;
+    if (stat(file, &st) == 0) {
+        /* Same name, same bytes: keep the existing file, drop ours (freed below). */
+        u->committed = 0;
+        return MF_OK;
+    }
+    if (rename(u->tmp_path, file) != 0)
+        return mf_fail(ctx, MF_E_IO, "cannot rename '%s' to '%s': %s", u->tmp_path, file,
+                       strerror(errno));
+    u->committed = 1;
+    err = join(ctx, tmpdir, sizeof(tmpdir), u->root, "tmp");
+    /* Both directories changed: the new entry and the vanished temp name. The blob
+     * directory's own entry in <root> only matters the first time, but is cheap. */
+    if (err == MF_OK)
+        err = fsync_dir(ctx, dir);
+    if (err == MF_OK)
+        err = fsync_dir(ctx, tmpdir);
+    if (err == MF_OK)
+        err = fsync_dir(ctx, u->root);
+    return err;
+}
+
+void mf_blob__upload_free(struct mf_blob_upload *u)
+{
+    mf_allocator alloc;
+
+    if (!u)
+        return;
+    if (u->fd >= 0)
+        (void)close(u->fd);
+    if (!u->committed && u->tmp_path[0])
+        (void)unlink(u->tmp_path);
+    EVP_MD_CTX_free(u->md);
+    alloc = u->alloc;
+    mf_free(&alloc, u);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Content-addressed blob files: <root>/<first 2 hex>/<sha256>, immutable once renamed into
+ * place. Uploads stream into <root>/tmp/ while hashing, so a half-finished upload is never
+ * visible under a blob name; the commit is fsync(file), rename, fsync(dirs).
+ */
+#ifndef MF_SERVER_BLOB_STORE_H
+#define MF_SERVER_BLOB_STORE_H
+
+#include "mf_ctx.h"
+#include "mf_hex.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MF_BLOB_PATH_MAX 4096
+
+/* Creates <root>/ and <root>/tmp/ when missing. MF_E_IO on failure. */
+int mf_blob__ensure_dirs(struct mf_ctx *ctx, const char *root);
+
+/* Removes leftovers of uploads interrupted by a crash from <root>/tmp/ (at startup, when
+ * no upload can be running). *removed_out counts them. */
+int mf_blob__sweep_tmp(int *removed_out, struct mf_ctx *ctx, const char *root);
+
+/* Opens blob `sha_hex` (already validated) for reading. MF_E_NOTFOUND or MF_E_IO.
+ * Ownership: the caller closes *fd_out. */
+int mf_blob__open(int *fd_out, uint64_t *size_out, struct mf_ctx *ctx, const char *root,
+                  const char *sha_hex);
+
+struct mf_blob_upload;
+
+/* Starts an upload capped at `max_bytes`. Ownership: mf_blob__upload_free(). */
+int mf_blob__upload_begin(struct mf_blob_upload **out, struct mf_ctx *ctx, const char *root,
+                          uint64_t max_bytes);
+/* Appends and hashes a chunk. MF_E_LIMIT past the cap, MF_E_IO on a write error. */
+int mf_blob__upload_write(struct mf_blob_upload *u, struct mf_ctx *ctx, const void *data,
+                          size_t len);
+/* Ends the byte stream: fsyncs the temp file and yields its digest and size. */
+int mf_blob__upload_finish(char sha_hex_out[MF_SHA256_HEX_LEN + 1], uint64_t *size_out,
+                           struct mf_blob_upload *u, struct mf_ctx *ctx);
+/* After finish: renames the temp file to its blob name (a blob of that name already
+ * present is identical by construction; the temp file is then dropped) and fsyncs the
+ * directories. After this the blob is durable. */
+int mf_blob__upload_commit(struct mf_blob_upload *u, struct mf_ctx *ctx);
+/* Releases the upload; an uncommitted temp file is removed. NULL is a no-op. */
+void mf_blob__upload_free(struct mf_blob_upload *u);
+
+#endif /* MF_SERVER_BLOB_STORE_H */

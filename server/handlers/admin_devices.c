@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * GET /v1/admin/devices: every device with its last report per model. The store walks
+ * devices and statuses in device-id order, so the two lists merge in one pass.
+ */
+#include "handlers/handlers.h"
+
+#include <string.h>
+
+struct devices_walk {
+    cJSON *list;       /* the "devices" array */
+    cJSON *cur;        /* merge cursor: the device object statuses are appended to */
+    cJSON *cur_models; /* its "models" array */
+};
+
+static int add_device(void *payload, const struct mf_store_device *d)
+{
+    struct devices_walk *w = payload;
+    cJSON *o = cJSON_CreateObject();
+
+    if (!o || !cJSON_AddItemToArray(w->list, o)) {
+        cJSON_Delete(o);
+        return MF_E_NOMEM;
+    }
+    if (!cJSON_AddStringToObject(o, "device_id", d->device_id) ||
+        !cJSON_AddNumberToObject(o, "enrolled_at", (double)d->enrolled_at) ||
+        !cJSON_AddNumberToObject(o, "last_seen", (double)d->last_seen) ||
+        !cJSON_AddArrayToObject(o, "models"))
+        return MF_E_NOMEM;
+    return MF_OK;
+}
+
+static int add_status(void *payload, const struct mf_store_status *st)
+{
+    struct devices_walk *w = payload;
+    cJSON *o;
+
+    /* Advance the cursor to this status's device; both walks are sorted by device id. */
+    while (!w->cur ||
+           strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(w->cur, "device_id")),
+                  st->device_id) != 0) {
+        w->cur = w->cur ? w->cur->next : w->list->child;
+        if (!w->cur)
+            return MF_OK; /* enrolled after the device walk: show it next time */
+        w->cur_models = cJSON_GetObjectItemCaseSensitive(w->cur, "models");
+    }
+    o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(w->cur_models, o)) {
+        cJSON_Delete(o);
+        return MF_E_NOMEM;
+    }
+    if (!cJSON_AddStringToObject(o, "name", st->model) ||
+        !cJSON_AddStringToObject(o, "version", st->version) ||
+        !cJSON_AddStringToObject(o, "sha256", st->sha256) ||
+        !cJSON_AddStringToObject(o, "status", st->status) ||
+        !cJSON_AddStringToObject(o, "detail", st->detail) ||
+        !cJSON_AddNumberToObject(o, "reported_at", (double)st->reported_at))
+        return MF_E_NOMEM;
+    return MF_OK;
+}
+
+int mf_handlers__devices_list(struct mf_httpd_req *r)
+{
+    struct mf_store *s = r->env->store;
+    struct devices_walk w = {NULL, NULL, NULL};
+    cJSON *body = cJSON_CreateObject();
+    int err;
+
+    w.list = body ? cJSON_AddArrayToObject(body, "devices") : NULL;
+    if (!w.list) {
+        cJSON_Delete(body);
+        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory listing devices");
+    }
+    err = s->ops->devices_list(s, &r->ctx, add_device, &w);
+    if (err == MF_OK)
+        err = s->ops->statuses_list(s, &r->ctx, add_status, &w);
+    if (err == MF_E_NOMEM)
+        err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory listing devices");
+    if (err < 0) {
+        cJSON_Delete(body);
+        return err;
+    }
+    return mf_httpd__reply_json(r, MHD_HTTP_OK, body);
+}

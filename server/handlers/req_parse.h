@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Type-checked views of the device request bodies of docs/protocol.md. Parsing is separate
+ * from the handlers so that the fuzz target and the unit tests drive exactly the code that
+ * faces the network. Every string field is borrowed from the cJSON tree passed in.
+ * Each parser returns MF_OK or MF_E_INVALID with a message naming the field.
+ */
+#ifndef MF_SERVER_REQ_PARSE_H
+#define MF_SERVER_REQ_PARSE_H
+
+#include "mf_ctx.h"
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+
+#define MF_CHECKIN_MAX_MODELS 64
+
+struct mf_enroll_req {
+    const char *enrollment_token; /* any string; its syntax is an auth matter (401) */
+    const char *device_id;
+};
+
+struct mf_checkin_model {
+    const char *name;
+    const char *version; /* NULL: nothing installed */
+    const char *sha256;  /* NULL: nothing installed */
+};
+
+struct mf_checkin_req {
+    const char *nonce;
+    size_t n_models;
+    struct mf_checkin_model models[MF_CHECKIN_MAX_MODELS];
+};
+
+struct mf_report_req {
+    const char *model;
+    const char *version;
+    const char *sha256;
+    const char *status; /* "installed" or "failed" */
+    const char *detail; /* "" when absent */
+};
+
+int mf_reqparse__enroll(struct mf_enroll_req *out, struct mf_ctx *ctx, const cJSON *root);
+int mf_reqparse__checkin(struct mf_checkin_req *out, struct mf_ctx *ctx, const cJSON *root);
+int mf_reqparse__report(struct mf_report_req *out, struct mf_ctx *ctx, const cJSON *root);
+
+#endif /* MF_SERVER_REQ_PARSE_H */

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Building replies: JSON bodies, the protocol's error body, empty replies. */
+#include "http/http_req.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *error_code(unsigned status)
+{
+    switch (status) {
+    case MHD_HTTP_BAD_REQUEST:
+        return "bad_request";
+    case MHD_HTTP_UNAUTHORIZED:
+        return "unauthorized";
+    case MHD_HTTP_FORBIDDEN:
+        return "forbidden";
+    case MHD_HTTP_NOT_FOUND:
+        return "not_found";
+    case MHD_HTTP_METHOD_NOT_ALLOWED:
+        return "method_not_allowed";
+    case MHD_HTTP_CONFLICT:
+        return "conflict";
+    case MHD_HTTP_CONTENT_TOO_LARGE:
+        return "too_large";
+    case MHD_HTTP_RANGE_NOT_SATISFIABLE:
+        return "range_not_satisfiable";
+    default:
+        return "internal";
+    }
+}
+
+const char *mf_httpd__header(const struct mf_httpd_req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+/* Takes ownership of `text` (from cJSON's allocator) and makes it the reply. */
+static int reply_text(struct mf_httpd_req *r, unsigned status, char *text, const char *ctype)
+{
+    size_t len = text ? strlen(text) : 0;
+
+    if (r->resp) {
+        cJSON_free(text);
+        return MF_OK;
+    }
+    r->resp = MHD_create_response_from_buffer(len, text ? text : (char *)"", MHD_RESPMEM_MUST_COPY);
+    cJSON_free(text);
+    if (!r->resp)
+        return mf_fail(&r->ctx, MF_E_NOMEM, "cannot create a %u response", status);
+    if (ctype)
+        (void)MHD_add_response_header(r->resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    r->status = status;
+    r->resp_bytes = len;
+    return MF_OK;
+}
+
+int mf_httpd__reply_json(struct mf_httpd_req *r, unsigned status, cJSON *body)
+{
+    char *text;
+
+    if (!body)
+        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a %u reply", status);
+    text = cJSON_PrintUnformatted(body);
+    cJSON_Delete(body);
+    if (!text)
+        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory printing a %u reply", status);
+    return reply_text(r, status, text, "application/json");
+}
+
+int mf_httpd__reply_error(struct mf_httpd_req *r, unsigned status, const char *fmt, ...)
+{
+    char msg[MF_ERRMSG_MAX];
+    cJSON *body = cJSON_CreateObject();
+    va_list ap;
+
+    va_start(ap, fmt);
+    (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (body && (!cJSON_AddStringToObject(body, "error", error_code(status)) ||
+                 !cJSON_AddStringToObject(body, "message", msg))) {
+        cJSON_Delete(body);
+        body = NULL;
+    }
+    return mf_httpd__reply_json(r, status, body);
+}
+
+int mf_httpd__reply_empty(struct mf_httpd_req *r, unsigned status)
+{
+    return reply_text(r, status, NULL, NULL);
+}
+
+void mf_httpd__reply_header(struct mf_httpd_req *r, const char *name, const char *value)
+{
+    if (r->resp)
+        (void)MHD_add_response_header(r->resp, name, value);
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One HTTP request as the router and the handlers see it. Everything a request allocates
+ * hangs off this struct and is released in one place when MHD reports the request complete
+ * (http_router.c), so no handler path can leak (STYLE rule 25).
+ */
+#ifndef MF_SERVER_HTTPD_REQ_H
+#define MF_SERVER_HTTPD_REQ_H
+
+#include "mf_ctx.h"
+#include "mf_dynbuf.h"
+#include "store/store.h"
+
+#include <cjson/cJSON.h>
+#include <microhttpd.h>
+#include <stdint.h>
+#include <time.h>
+
+#define MF_HTTPD_JSON_MAX (64 * 1024) /* request body cap: 413 above (docs/protocol.md) */
+#define MF_HTTPD_MAX_PARAMS 2
+
+struct mf_blob_upload;
+
+/* What the handlers share for the server's lifetime; read-only once serving. */
+struct mf_httpd_env {
+    struct mf_store *store;
+    char blob_root[4096];
+    uint64_t max_upload;
+    unsigned poll_interval_s;
+    mf_log_fn log_fn;
+    void *log_payload;
+};
+
+enum mf_httpd_auth {
+    MF_HTTPD_AUTH_NONE,
+    MF_HTTPD_AUTH_DEVICE,
+    MF_HTTPD_AUTH_ADMIN,
+    MF_HTTPD_AUTH_DEVICE_OR_ADMIN
+};
+
+enum mf_httpd_body {
+    MF_HTTPD_BODY_NONE,  /* no body expected; handled as soon as the headers are in */
+    MF_HTTPD_BODY_JSON,  /* collected (capped) and parsed into req->json before handle() */
+    MF_HTTPD_BODY_STREAM /* fed chunk by chunk to on_data(), then handle() */
+};
+
+struct mf_httpd_req;
+
+/* A handler either builds a reply with mf_httpd__reply_*() and returns MF_OK, or returns a
+ * negative mf_err with the message in req->ctx: the router answers 500 and logs it. */
+typedef int (*mf_httpd_handler_fn)(struct mf_httpd_req *req);
+typedef int (*mf_httpd_data_fn)(struct mf_httpd_req *req, const char *data, size_t len);
+
+struct mf_httpd_route {
+    const char *method;  /* "GET" also serves HEAD */
+    const char *pattern; /* literal segments, "{}" one segment, "{*}" the rest of the path */
+    enum mf_httpd_auth auth;
+    enum mf_httpd_body body;
+    mf_httpd_handler_fn on_begin; /* STREAM only: after auth, before any body byte; may reply */
+    mf_httpd_data_fn on_data;     /* STREAM only: may reply, which discards the rest */
+    mf_httpd_handler_fn handle;   /* once the request is complete */
+};
+
+struct mf_httpd_req {
+    struct mf_ctx ctx; /* per-request allocator and error message */
+    const struct mf_httpd_env *env;
+    struct MHD_Connection *conn;
+    const struct mf_httpd_route *route;
+    const char *method;
+    char *url;                               /* copy of the URL path, for the log line */
+    char *path;                              /* copy of the URL path, params point into it */
+    const char *params[MF_HTTPD_MAX_PARAMS]; /* captures of the route pattern */
+    char device_id[MF_STORE_NAME_SIZE];      /* authenticated device; "" otherwise */
+    int is_admin;                            /* authenticated with an admin token */
+    int is_head;
+    struct mf_dynbuf body; /* JSON body, capped at MF_HTTPD_JSON_MAX */
+    int body_too_large;
+    cJSON *json;                   /* parsed body (JSON routes) */
+    struct mf_blob_upload *upload; /* STREAM routes: the temp blob */
+    const char *expect_sha256;     /* STREAM routes: X-MF-Sha256, if any */
+    struct MHD_Response *resp;     /* built reply, queued by the router */
+    unsigned status;
+    uint64_t resp_bytes;
+    int queued;
+    struct timespec started;
+};
+
+/* Request header value or NULL. Borrowed from MHD for the request's lifetime. */
+const char *mf_httpd__header(const struct mf_httpd_req *r, const char *name);
+
+/* Builds the reply (replacing none: the first reply wins). `body` is consumed. */
+int mf_httpd__reply_json(struct mf_httpd_req *r, unsigned status, cJSON *body);
+/* The error body of docs/protocol.md; the short code follows from `status`. */
+int mf_httpd__reply_error(struct mf_httpd_req *r, unsigned status, const char *fmt, ...)
+    MF_PRINTF(3, 4);
+int mf_httpd__reply_empty(struct mf_httpd_req *r, unsigned status);
+/* Adds a header to the built reply (no-op without one). */
+void mf_httpd__reply_header(struct mf_httpd_req *r, const char *name, const char *value);
+
+/* Checks the route's auth kind; replies 401 and returns MF_E_AUTH when it fails. */
+int mf_httpd__authenticate(struct mf_httpd_req *r);
+
+/* The static routing table (http_routes.c). */
+extern const struct mf_httpd_route mf_httpd__routes[];
+extern const size_t mf_httpd__route_count;
+
+/* MHD callbacks (http_router.c); `cls` is the struct mf_httpd_env. */
+enum MHD_Result mf_httpd__on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                     const char *method, const char *version,
+                                     const char *upload_data, size_t *upload_data_size,
+                                     void **con_cls);
+void mf_httpd__on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                            enum MHD_RequestTerminationCode toe);
+
+#endif /* MF_SERVER_HTTPD_REQ_H */

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The MHD access handler: matches the routing table, authenticates from the table before any
+ * handler runs, collects or streams the body, runs the handler, queues its reply, and logs
+ * one line per request when MHD reports it complete. A request's memory lives in its
+ * struct mf_httpd_req and is released in exactly one place, mf_httpd__on_completed().
+ */
+#include "http/http_req.h"
+
+#include "blob/blob_store.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Matches `path` against `pattern`; on success stores each capture as (offset, length)
+ * and returns 1. "{}" captures one non-empty segment, "{*}" (last) the rest of the path.
+ */
+static int pattern_match(const char *pattern, const char *path, size_t cap[][2], int *ncap)
+{
+    const char *p = pattern, *u = path;
+
+    *ncap = 0;
+    while (*p) {
+        if (strncmp(p, "{*}", 3) == 0) {
+            cap[*ncap][0] = (size_t)(u - path);
+            cap[(*ncap)++][1] = strlen(u);
+            return p[3] == '\0';
+        }
+        if (strncmp(p, "{}", 2) == 0) {
+            size_t n = strcspn(u, "/");
+
+            if (n == 0 || *ncap >= MF_HTTPD_MAX_PARAMS)
+                return 0;
+            cap[*ncap][0] = (size_t)(u - path);
+            cap[(*ncap)++][1] = n;
+            u += n;
+            p += 2;
+            continue;
+        }
+        if (*p != *u)
+            return 0;
+        p++;
+        u++;
+    }
+    return *u == '\0';
+}
+
+static int method_allows(const char *route_method, const char *method)
+{
+    return strcmp(route_method, method) == 0 ||
+           (strcmp(route_method, "GET") == 0 && strcmp(method, "HEAD") == 0);
+}
+
+/* Finds the route; replies 404 or 405 (with Allow) when there is none. */
+static int route_request(struct mf_httpd_req *r, const char *url)
+{
+    char allow[64] = "";
+    size_t cap[MF_HTTPD_MAX_PARAMS][2];
+    int ncap;
+
+    for (size_t i = 0; i < mf_httpd__route_count; i++) {
+        const struct mf_httpd_route *rt = &mf_httpd__routes[i];
+
+        if (!pattern_match(rt->pattern, url, cap, &ncap))
+            continue;
+        if (!method_allows(rt->method, r->method)) {
+            size_t n = strlen(allow);
+
+            (void)snprintf(allow + n, sizeof(allow) - n, "%s%s%s", n ? ", " : "", rt->method,
+                           strcmp(rt->method, "GET") == 0 ? ", HEAD" : "");
+            continue;
+        }
+        r->route = rt;
+        r->path = mf_strdup(&r->ctx.alloc, url);
+        if (!r->path)
+            return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory routing '%s'", url);
+        for (int k = 0; k < ncap; k++) {
+            r->path[cap[k][0] + cap[k][1]] = '\0'; /* captures never overlap */
+            r->params[k] = r->path + cap[k][0];
+        }
+        return MF_OK;
+    }
+    if (allow[0]) {
+        int err = mf_httpd__reply_error(r, MHD_HTTP_METHOD_NOT_ALLOWED,
+                                        "method %s is not allowed on this path", r->method);
+
+        mf_httpd__reply_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+        return err;
+    }
+    return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "no route for %s", url);
+}
+
+/* JSON bodies: refuse by Content-Length before reading when it is already too big. */
+static int check_declared_length(struct mf_httpd_req *r)
+{
+    const char *cl = mf_httpd__header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    unsigned long long n;
+    char *end;
+
+    if (!cl)
+        return MF_OK;
+    n = strtoull(cl, &end, 10);
+    if (end != cl && *end == '\0' && n >= MF_HTTPD_JSON_MAX)
+        return mf_httpd__reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE,
+                                     "request body of %llu bytes exceeds %d", n,
+                                     MF_HTTPD_JSON_MAX - 1);
+    return MF_OK;
+}
+
+static int begin_request(struct mf_httpd_req *r, const char *url)
+{
+    int err = route_request(r, url);
+
+    if (err < 0 || r->resp)
+        return err;
+    err = mf_httpd__authenticate(r);
+    if (err == MF_E_AUTH)
+        return MF_OK; /* 401 built */
+    if (err < 0 || r->resp)
+        return err;
+    switch (r->route->body) {
+    case MF_HTTPD_BODY_NONE:
+        return r->route->handle(r);
+    case MF_HTTPD_BODY_JSON:
+        return check_declared_length(r);
+    case MF_HTTPD_BODY_STREAM:
+        return r->route->on_begin(r);
+    }
+    return MF_OK;
+}
+
+static int take_body(struct mf_httpd_req *r, const char *data, size_t len)
+{
+    int err;
+
+    if (r->resp || r->body_too_large)
+        return MF_OK; /* a reply is decided: drain and ignore the rest */
+    if (r->route->body == MF_HTTPD_BODY_STREAM)
+        return r->route->on_data(r, data, len);
+    err = mf_dynbuf__append(&r->body, data, len);
+    if (err == MF_E_LIMIT) {
+        /* The reply waits for the end of the body: MHD only queues between requests. */
+        r->body_too_large = 1;
+        mf_dynbuf__free(&r->body);
+        return MF_OK;
+    }
+    if (err < 0)
+        return mf_fail(&r->ctx, err, "out of memory reading a request body");
+    return MF_OK;
+}
+
+static int finish_request(struct mf_httpd_req *r)
+{
+    if (r->resp)
+        return MF_OK; /* decided while the body streamed in (e.g. 413) */
+    if (r->body_too_large)
+        return mf_httpd__reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "request body exceeds %d bytes",
+                                     MF_HTTPD_JSON_MAX - 1);
+    if (r->route->body == MF_HTTPD_BODY_JSON) {
+        r->json = cJSON_ParseWithLength((const char *)r->body.data, r->body.len);
+        if (!r->json || !cJSON_IsObject(r->json))
+            return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
+                                         "request body is not a JSON object");
+    }
+    return r->route->handle(r);
+}
+
+static enum MHD_Result queue_reply(struct mf_httpd_req *r, int err)
+{
+    enum MHD_Result ret;
+
+    if (err < 0 && !r->resp) {
+        MF_LOG_ERR(&r->ctx, "%s %s: %s", r->method, r->url, mf_ctx__errmsg(&r->ctx));
+        if (mf_httpd__reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error") < 0)
+            return MHD_NO; /* not even an error body fits: drop the connection */
+    }
+    if (r->is_head)
+        r->resp_bytes = 0;
+    ret = MHD_queue_response(r->conn, r->status, r->resp);
+    MHD_destroy_response(r->resp);
+    r->resp = NULL;
+    r->queued = 1;
+    return ret;
+}
+
+static struct mf_httpd_req *req_new(const struct mf_httpd_env *env, struct MHD_Connection *conn,
+                                    const char *method, const char *url)
+{
+    struct mf_httpd_req *r = mf_calloc(NULL, 1, sizeof(*r));
+
+    if (!r)
+        return NULL;
+    mf_ctx__init(&r->ctx, NULL, env->log_fn, env->log_payload, "http");
+    r->url = mf_strdup(&r->ctx.alloc, url);
+    if (!r->url) {
+        mf_free(&r->ctx.alloc, r);
+        return NULL;
+    }
+    r->env = env;
+    r->conn = conn;
+    r->method = method;
+    r->is_head = strcmp(method, "HEAD") == 0;
+    mf_dynbuf__init(&r->body, &r->ctx.alloc, MF_HTTPD_JSON_MAX);
+    (void)clock_gettime(CLOCK_MONOTONIC, &r->started);
+    return r;
+}
+
+enum MHD_Result mf_httpd__on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                     const char *method, const char *version,
+                                     const char *upload_data, size_t *upload_data_size,
+                                     void **con_cls)
+{
+    struct mf_httpd_req *r = *con_cls;
+    int err;
+
+    (void)version;
+    if (!r) {
+        r = req_new(cls, conn, method, url);
+        if (!r)
+            return MHD_NO;
+        *con_cls = r;
+        err = begin_request(r, url);
+        if (err < 0 || r->resp)
+            return queue_reply(r, err);
+        return MHD_YES;
+    }
+    if (r->queued) {
+        *upload_data_size = 0; /* replied early: discard what the client still sends */
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        err = take_body(r, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return err < 0 ? queue_reply(r, err) : MHD_YES;
+    }
+    return queue_reply(r, finish_request(r));
+}
+
+void mf_httpd__on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                            enum MHD_RequestTerminationCode toe)
+{
+    struct mf_httpd_req *r = *con_cls;
+    struct timespec now;
+    double ms;
+
+    (void)cls;
+    (void)conn;
+    if (!r)
+        return;
+    (void)clock_gettime(CLOCK_MONOTONIC, &now);
+    ms = (double)(now.tv_sec - r->started.tv_sec) * 1e3 +
+         (double)(now.tv_nsec - r->started.tv_nsec) / 1e6;
+    MF_LOG_INFO(&r->ctx, "%s %s %u %" PRIu64 " %.1fms%s", r->method, r->url, r->status,
+                r->resp_bytes, ms, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
+    mf_blob__upload_free(r->upload); /* removes an unfinished temp blob */
+    cJSON_Delete(r->json);
+    mf_dynbuf__free(&r->body);
+    mf_free(&r->ctx.alloc, r->path);
+    mf_free(&r->ctx.alloc, r->url);
+    mf_free(&r->ctx.alloc, r);
+    *con_cls = NULL;
+}

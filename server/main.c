@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mf-server: `init` prepares a data directory, `serve` runs the registry on it until SIGINT
+ * or SIGTERM. See docs/operations.md.
+ */
+#include "app/server.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct cli {
+    const char *command;
+    const char *port_file;
+    struct mf_server_options opts;
+    int log_level;
+};
+
+static void usage(FILE *f)
+{
+    (void)fprintf(f, "usage: mf-server init  --data-dir DIR\n"
+                     "       mf-server serve --data-dir DIR [--listen ADDR:PORT] [--port-file F]\n"
+                     "                       [--log-level error|warn|info|debug]\n"
+                     "                       [--max-upload BYTES] [--store URL]\n"
+                     "                       [--conn-timeout SECONDS] [--conn-limit N]\n"
+                     "                       [--threads N]\n");
+}
+
+static int parse_level(const char *s)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug", "trace"};
+
+    for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++) {
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    }
+    return -1;
+}
+
+static int parse_u64(unsigned long long *out, const char *s, unsigned long long max)
+{
+    char *end;
+
+    errno = 0;
+    if (*s < '0' || *s > '9')
+        return -1;
+    *out = strtoull(s, &end, 10);
+    return (errno || *end || *out > max) ? -1 : 0;
+}
+
+static int parse_args(struct cli *c, int argc, char **argv)
+{
+    unsigned long long v;
+
+    if (argc < 2)
+        return -1;
+    c->command = argv[1];
+    for (int i = 2; i < argc; i++) {
+        const char *k = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (!val)
+            return -1;
+        i++;
+        if (strcmp(k, "--data-dir") == 0) {
+            c->opts.data_dir = val;
+        } else if (strcmp(k, "--listen") == 0) {
+            c->opts.listen = val;
+        } else if (strcmp(k, "--port-file") == 0) {
+            c->port_file = val;
+        } else if (strcmp(k, "--store") == 0) {
+            c->opts.store_url = val;
+        } else if (strcmp(k, "--log-level") == 0) {
+            c->log_level = parse_level(val);
+            if (c->log_level < 0)
+                return -1;
+        } else if (strcmp(k, "--max-upload") == 0 && parse_u64(&v, val, UINT64_MAX) == 0) {
+            c->opts.max_upload = v;
+        } else if (strcmp(k, "--conn-timeout") == 0 && parse_u64(&v, val, 86400) == 0) {
+            c->opts.conn_timeout_s = (unsigned)v;
+        } else if (strcmp(k, "--conn-limit") == 0 && parse_u64(&v, val, 65536) == 0 && v) {
+            c->opts.conn_limit = (unsigned)v;
+        } else if (strcmp(k, "--threads") == 0 && parse_u64(&v, val, 256) == 0 && v) {
+            c->opts.threads = (unsigned)v;
+        } else {
+            (void)fprintf(stderr, "mf-server: bad option or value: %s %s\n", k, val);
+            return -1;
+        }
+    }
+    return c->opts.data_dir ? 0 : -1;
+}
+
+static int cmd_init(struct cli *c, struct mf_ctx *ctx)
+{
+    int changed = 0;
+    int err = mf_server__init_data_dir(&changed, ctx, c->opts.data_dir);
+
+    if (err < 0) {
+        (void)fprintf(stderr, "mf-server: init failed: %s\n", mf_ctx__errmsg(ctx));
+        return 1;
+    }
+    if (changed)
+        (void)printf("initialized %s (tokens in %s/admin.token and %s/enroll.token)\n",
+                     c->opts.data_dir, c->opts.data_dir, c->opts.data_dir);
+    else
+        (void)printf("%s is already initialized; nothing changed\n", c->opts.data_dir);
+    return 0;
+}
+
+static int cmd_serve(struct cli *c, struct mf_ctx *ctx)
+{
+    struct mf_server *srv = NULL;
+    char port[16];
+    sigset_t set;
+    int sig = 0, err;
+
+    /* Block the stop signals before MHD starts its threads, so they inherit the mask and
+     * only sigwait() below ever sees them: shutdown runs in plain thread context. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    (void)pthread_sigmask(SIG_BLOCK, &set, NULL);
+    (void)signal(SIGPIPE, SIG_IGN); /* sendfile to a vanished client */
+
+    err = mf_server__start(&srv, ctx, &c->opts);
+    if (err == MF_OK && c->port_file) {
+        (void)snprintf(port, sizeof(port), "%u\n", (unsigned)mf_server__port(srv));
+        err = mf_server__write_file_atomic(ctx, c->port_file, port, 0644);
+    }
+    if (err < 0) {
+        (void)fprintf(stderr, "mf-server: serve failed: %s\n", mf_ctx__errmsg(ctx));
+        mf_server__stop(srv);
+        return 1;
+    }
+    (void)sigwait(&set, &sig);
+    mf_log_stderr(&c->log_level, MF_LOG_INFO, "server", "stopping");
+    mf_server__stop(srv);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct cli c;
+    struct mf_ctx ctx;
+
+    memset(&c, 0, sizeof(c));
+    mf_server__options_init(&c.opts);
+    c.log_level = MF_LOG_INFO;
+    if (parse_args(&c, argc, argv) < 0) {
+        usage(stderr);
+        return 2;
+    }
+    c.opts.log_fn = mf_log_stderr;
+    c.opts.log_payload = &c.log_level;
+    mf_ctx__init(&ctx, NULL, mf_log_stderr, &c.log_level, "server");
+    if (strcmp(c.command, "init") == 0)
+        return cmd_init(&c, &ctx);
+    if (strcmp(c.command, "serve") == 0)
+        return cmd_serve(&c, &ctx);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,689 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * SQLite backend of struct mf_store_ops: the embedded default, so mf-server runs with no
+ * other service. One connection in WAL mode, serialised by a mutex: multi-statement
+ * transactions stay atomic while MHD's worker threads share the handle, and the write
+ * rate of a registry is far below what one connection sustains.
+ */
+#include "store/store.h"
+
+#include "mf/ct.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+struct sqlite_store {
+    struct mf_store base; /* first: callers see only this */
+    sqlite3 *db;
+    pthread_mutex_t lock;
+    mf_allocator alloc;
+};
+
+/*
+ * Numbered migrations: entry i brings the schema from version i to i + 1. Entries are only
+ * ever appended; a shipped entry never changes (a fix is a new migration).
+ */
+static const char *const store_migrations[] = {
+    /* 1: tokens, devices, models and versions, per-device status and the event log */
+    "CREATE TABLE tokens ("
+    "  hash BLOB PRIMARY KEY CHECK (length(hash) = 32),"
+    "  kind INTEGER NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  revoked INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE devices ("
+    "  id INTEGER PRIMARY KEY,"
+    "  device_id TEXT NOT NULL UNIQUE,"
+    "  credential_hash BLOB UNIQUE CHECK (length(credential_hash) = 32),"
+    "  enrolled_at INTEGER NOT NULL,"
+    "  last_seen INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE models ("
+    "  id INTEGER PRIMARY KEY,"
+    "  name TEXT NOT NULL UNIQUE,"
+    "  created_at INTEGER NOT NULL);"
+    "CREATE TABLE model_versions ("
+    "  id INTEGER PRIMARY KEY,"
+    "  model_id INTEGER NOT NULL REFERENCES models(id),"
+    "  version TEXT NOT NULL,"
+    "  sha256 TEXT NOT NULL CHECK (length(sha256) = 64),"
+    "  size INTEGER NOT NULL CHECK (size >= 0),"
+    "  created_at INTEGER NOT NULL,"
+    "  UNIQUE (model_id, version));"
+    "CREATE TABLE device_models ("
+    "  device_id INTEGER NOT NULL REFERENCES devices(id),"
+    "  model TEXT NOT NULL,"
+    "  version TEXT NOT NULL,"
+    "  sha256 TEXT NOT NULL,"
+    "  status TEXT NOT NULL,"
+    "  detail TEXT NOT NULL,"
+    "  reported_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (device_id, model));"
+    "CREATE TABLE events ("
+    "  id INTEGER PRIMARY KEY,"
+    "  device_id INTEGER NOT NULL REFERENCES devices(id),"
+    "  model TEXT NOT NULL,"
+    "  version TEXT NOT NULL,"
+    "  sha256 TEXT NOT NULL,"
+    "  status TEXT NOT NULL,"
+    "  detail TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL);"
+    "CREATE INDEX events_by_device ON events(device_id, id);",
+};
+
+#define STORE_SCHEMA_LATEST ((int)(sizeof(store_migrations) / sizeof(store_migrations[0])))
+
+static struct sqlite_store *to_sqlite(struct mf_store *s)
+{
+    return (struct sqlite_store *)s;
+}
+
+static int db_fail(struct mf_ctx *ctx, struct sqlite_store *s, const char *what)
+{
+    return mf_fail(ctx, MF_E_IO, "sqlite %s: %s", what, sqlite3_errmsg(s->db));
+}
+
+static int db_exec(struct sqlite_store *s, struct mf_ctx *ctx, const char *sql)
+{
+    if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        return db_fail(ctx, s, sql);
+    return MF_OK;
+}
+
+static int db_prepare(sqlite3_stmt **out, struct sqlite_store *s, struct mf_ctx *ctx,
+                      const char *sql)
+{
+    if (sqlite3_prepare_v2(s->db, sql, -1, out, NULL) != SQLITE_OK)
+        return db_fail(ctx, s, "prepare");
+    return MF_OK;
+}
+
+static void col_text(char *dst, size_t size, sqlite3_stmt *st, int col)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+
+    (void)snprintf(dst, size, "%s", t ? (const char *)t : "");
+}
+
+/* Runs a statement that returns no rows. */
+static int db_step_done(sqlite3_stmt *st, struct sqlite_store *s, struct mf_ctx *ctx)
+{
+    int rc = sqlite3_step(st);
+
+    if (rc == SQLITE_DONE)
+        return MF_OK;
+    if (rc == SQLITE_CONSTRAINT)
+        return mf_fail(ctx, MF_E_STATE, "sqlite constraint: %s", sqlite3_errmsg(s->db));
+    return db_fail(ctx, s, "step");
+}
+
+static void store_lock(struct sqlite_store *s)
+{
+    (void)pthread_mutex_lock(&s->lock);
+}
+
+static void store_unlock(struct sqlite_store *s)
+{
+    (void)pthread_mutex_unlock(&s->lock);
+}
+
+static void sqlite_close(struct mf_store *base)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    mf_allocator alloc;
+
+    if (!s)
+        return;
+    (void)sqlite3_close(s->db);
+    (void)pthread_mutex_destroy(&s->lock);
+    alloc = s->alloc;
+    mf_free(&alloc, s);
+}
+
+static int sqlite_open(struct mf_store **out, struct mf_ctx *ctx, const char *location, int create)
+{
+    struct sqlite_store *s;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX;
+    int rc, err;
+
+    *out = NULL;
+    s = mf_calloc(&ctx->alloc, 1, sizeof(*s));
+    if (!s)
+        return mf_fail(ctx, MF_E_NOMEM, "out of memory opening store '%s'", location);
+    s->base.ops = &mf_store__sqlite_ops;
+    s->alloc = ctx->alloc;
+    if (pthread_mutex_init(&s->lock, NULL) != 0) {
+        mf_free(&ctx->alloc, s);
+        return mf_fail(ctx, MF_E_GENERIC, "cannot create the store mutex");
+    }
+    if (create)
+        flags |= SQLITE_OPEN_CREATE;
+    rc = sqlite3_open_v2(location, &s->db, flags, NULL);
+    if (rc != SQLITE_OK) {
+        err = mf_fail(ctx, rc == SQLITE_CANTOPEN ? MF_E_NOTFOUND : MF_E_IO,
+                      "cannot open store '%s': %s", location,
+                      s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+        goto fail;
+    }
+    (void)sqlite3_busy_timeout(s->db, 5000);
+    /* WAL lets readers run while a publish commits; FULL makes a committed version
+     * survive power loss, which is what "visible only after commit" promises. */
+    err = db_exec(s, ctx,
+                  "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                  " PRAGMA foreign_keys=ON;");
+    if (err < 0)
+        goto fail;
+    *out = &s->base;
+    return MF_OK;
+fail:
+    sqlite_close(&s->base);
+    return err;
+}
+
+static int read_schema_version(int *out, struct sqlite_store *s, struct mf_ctx *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    int err;
+
+    err = db_prepare(&st, s, ctx, "SELECT coalesce(max(version), 0) FROM schema_version");
+    if (err < 0)
+        return err;
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        err = db_fail(ctx, s, "reading schema_version");
+    } else {
+        *out = sqlite3_column_int(st, 0);
+        err = MF_OK;
+    }
+    sqlite3_finalize(st);
+    return err;
+}
+
+static int migrate_locked(int *applied_out, struct sqlite_store *s, struct mf_ctx *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    int cur = 0, err;
+
+    err = db_exec(s, ctx,
+                  "CREATE TABLE IF NOT EXISTS schema_version ("
+                  " version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)");
+    if (err < 0)
+        return err;
+    err = read_schema_version(&cur, s, ctx);
+    if (err < 0)
+        return err;
+    if (cur > STORE_SCHEMA_LATEST)
+        return mf_fail(ctx, MF_E_STATE, "store schema version %d is newer than this server's %d",
+                       cur, STORE_SCHEMA_LATEST);
+    err = db_prepare(&st, s, ctx,
+                     "INSERT INTO schema_version(version, applied_at) VALUES(?, strftime('%s'))");
+    if (err < 0)
+        return err;
+    for (int v = cur + 1; v <= STORE_SCHEMA_LATEST; v++) {
+        err = db_exec(s, ctx, store_migrations[v - 1]);
+        if (err < 0)
+            break;
+        sqlite3_reset(st);
+        sqlite3_bind_int(st, 1, v);
+        err = db_step_done(st, s, ctx);
+        if (err < 0)
+            break;
+        (*applied_out)++;
+    }
+    sqlite3_finalize(st);
+    return err;
+}
+
+static int sqlite_migrate(int *applied_out, struct mf_store *base, struct mf_ctx *ctx)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    int err;
+
+    *applied_out = 0;
+    store_lock(s);
+    /* IMMEDIATE: two servers starting on one file cannot both apply migration N. */
+    err = db_exec(s, ctx, "BEGIN IMMEDIATE");
+    if (err == MF_OK) {
+        err = migrate_locked(applied_out, s, ctx);
+        if (err == MF_OK)
+            err = db_exec(s, ctx, "COMMIT");
+        if (err < 0) {
+            (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+            *applied_out = 0;
+        }
+    }
+    store_unlock(s);
+    return err;
+}
+
+static int sqlite_schema_version(int *version_out, struct mf_store *base, struct mf_ctx *ctx)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    int err;
+
+    *version_out = 0;
+    store_lock(s);
+    err = read_schema_version(version_out, s, ctx);
+    store_unlock(s);
+    return err;
+}
+
+static int sqlite_token_count(int *count_out, struct mf_store *base, struct mf_ctx *ctx, int kind)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    sqlite3_stmt *st = NULL;
+    int err;
+
+    *count_out = 0;
+    store_lock(s);
+    err = db_prepare(&st, s, ctx, "SELECT count(*) FROM tokens WHERE kind = ? AND revoked = 0");
+    if (err == MF_OK) {
+        sqlite3_bind_int(st, 1, kind);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            *count_out = sqlite3_column_int(st, 0);
+        else
+            err = db_fail(ctx, s, "counting tokens");
+    }
+    sqlite3_finalize(st);
+    store_unlock(s);
+    return err;
+}
+
+static int sqlite_token_insert(struct mf_store *base, struct mf_ctx *ctx, int kind,
+                               const uint8_t hash[MF_SHA256_LEN], int64_t now)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    sqlite3_stmt *st = NULL;
+    int err;
+
+    store_lock(s);
+    err = db_prepare(&st, s, ctx, "INSERT INTO tokens(hash, kind, created_at) VALUES(?, ?, ?)");
+    if (err == MF_OK) {
+        sqlite3_bind_blob(st, 1, hash, MF_SHA256_LEN, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, kind);
+        sqlite3_bind_int64(st, 3, now);
+        err = db_step_done(st, s, ctx);
+    }
+    sqlite3_finalize(st);
+    store_unlock(s);
+    return err;
+}
+
+static int sqlite_token_check(struct mf_store *base, struct mf_ctx *ctx, int kind,
+                              const uint8_t hash[MF_SHA256_LEN])
+{
+    struct sqlite_store *s = to_sqlite(base);
+    sqlite3_stmt *st = NULL;
+    int err, rc;
+
+    store_lock(s);
+    err = db_prepare(&st, s, ctx,
+                     "SELECT hash FROM tokens WHERE hash = ? AND kind = ? AND revoked = 0");
+    if (err == MF_OK) {
+        sqlite3_bind_blob(st, 1, hash, MF_SHA256_LEN, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, kind);
+        rc = sqlite3_step(st);
+        /* The index found the row by hash; compare the secret-derived bytes in constant
+         * time anyway so no code path branches on a partial match. */
+        if (rc == SQLITE_ROW && sqlite3_column_bytes(st, 0) == MF_SHA256_LEN &&
+            mf_ct_memeq(sqlite3_column_blob(st, 0), hash, MF_SHA256_LEN))
+            err = MF_OK;
+        else if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+            err = mf_fail(ctx, MF_E_AUTH, "unknown or revoked token");
+        else
+            err = db_fail(ctx, s, "token lookup");
+    }
+    sqlite3_finalize(st);
+    store_unlock(s);
+    return err;
+}
+
+static int sqlite_device_enroll(struct mf_store *base, struct mf_ctx *ctx, const char *device_id,
+                                const uint8_t cred_hash[MF_SHA256_LEN], int64_t now)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    sqlite3_stmt *st = NULL;
+    int err;
+
+    store_lock(s);
+    /* Re-enrolment replaces the credential hash, which revokes the old credential. */
+    err = db_prepare(&st, s, ctx,
+                     "INSERT INTO devices(device_id, credential_hash, enrolled_at)"
+                     " VALUES(?, ?, ?) ON CONFLICT(device_id) DO UPDATE SET"
+                     " credential_hash = excluded.credential_hash,"
+                     " enrolled_at = excluded.enrolled_at");
+    if (err == MF_OK) {
+        sqlite3_bind_text(st, 1, device_id, -1, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 2, cred_hash, MF_SHA256_LEN, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, now);
+        err = db_step_done(st, s, ctx);
+    }
+    sqlite3_finalize(st);
+    store_unlock(s);
+    return err;
+}
+
+static int sqlite_device_auth(char device_id_out[MF_STORE_NAME_SIZE], struct mf_store *base,
+                              struct mf_ctx *ctx, const uint8_t cred_hash[MF_SHA256_LEN])
+{
+    struct sqlite_store *s = to_sqlite(base);
+    sqlite3_stmt *st = NULL;
+    int err, rc;
+
+    device_id_out[0] = '\0';
+    store_lock(s);
+    err = db_prepare(&st, s, ctx,
+                     "SELECT device_id, credential_hash FROM devices WHERE credential_hash = ?");
+    if (err == MF_OK) {
+        sqlite3_bind_blob(st, 1, cred_hash, MF_SHA256_LEN, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW && sqlite3_column_bytes(st, 1) == MF_SHA256_LEN &&
+            mf_ct_memeq(sqlite3_column_blob(st, 1), cred_hash, MF_SHA256_LEN)) {
+            col_text(device_id_out, MF_STORE_NAME_SIZE, st, 0);
+            err = MF_OK;
+        } else if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+            err = mf_fail(ctx, MF_E_AUTH, "unknown or revoked device credential");
+        } else {
+            err = db_fail(ctx, s, "credential lookup");
+        }
+    }
+    sqlite3_finalize(st);
+    store_unlock(s);
+    return err;
+}
+
+static int sqlite_device_touch(struct mf_store *base, struct mf_ctx *ctx, const char *device_id,
+                               int64_t now)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    sqlite3_stmt *st = NULL;
+    int err;
+
+    store_lock(s);
+    err = db_prepare(&st, s, ctx, "UPDATE devices SET last_seen = ? WHERE device_id = ?");
+    if (err == MF_OK) {
+        sqlite3_bind_int64(st, 1, now);
+        sqlite3_bind_text(st, 2, device_id, -1, SQLITE_STATIC);
+        err = db_step_done(st, s, ctx);
+    }
+    sqlite3_finalize(st);
+    store_unlock(s);
+    return err;
+}
+
+static int version_insert_locked(struct sqlite_store *s, struct mf_ctx *ctx,
+                                 const struct mf_store_version *v)
+{
+    sqlite3_stmt *st = NULL;
+    int err;
+
+    err = db_prepare(&st, s, ctx,
+                     "INSERT INTO models(name, created_at) VALUES(?, ?)"
+                     " ON CONFLICT(name) DO NOTHING");
+    if (err < 0)
+        return err;
+    sqlite3_bind_text(st, 1, v->model, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, v->created_at);
+    err = db_step_done(st, s, ctx);
+    sqlite3_finalize(st);
+    if (err < 0)
+        return err;
+    err = db_prepare(&st, s, ctx,
+                     "INSERT INTO model_versions(model_id, version, sha256, size, created_at)"
+                     " SELECT id, ?, ?, ?, ? FROM models WHERE name = ?");
+    if (err < 0)
+        return err;
+    sqlite3_bind_text(st, 1, v->version, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, v->sha256, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)v->size);
+    sqlite3_bind_int64(st, 4, v->created_at);
+    sqlite3_bind_text(st, 5, v->model, -1, SQLITE_STATIC);
+    err = db_step_done(st, s, ctx);
+    sqlite3_finalize(st);
+    if (err == MF_E_STATE)
+        return mf_fail(ctx, MF_E_STATE, "version '%s' of model '%s' exists already", v->version,
+                       v->model);
+    return err;
+}
+
+static int sqlite_version_insert(struct mf_store *base, struct mf_ctx *ctx,
+                                 const struct mf_store_version *v)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    int err;
+
+    store_lock(s);
+    err = db_exec(s, ctx, "BEGIN IMMEDIATE");
+    if (err == MF_OK) {
+        err = version_insert_locked(s, ctx, v);
+        if (err == MF_OK)
+            err = db_exec(s, ctx, "COMMIT");
+        if (err < 0)
+            (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    store_unlock(s);
+    return err;
+}
+
+#define VERSION_COLUMNS "m.name, v.version, v.sha256, v.size, v.created_at"
+
+static void read_version_row(struct mf_store_version *out, sqlite3_stmt *st)
+{
+    col_text(out->model, sizeof(out->model), st, 0);
+    col_text(out->version, sizeof(out->version), st, 1);
+    col_text(out->sha256, sizeof(out->sha256), st, 2);
+    out->size = (uint64_t)sqlite3_column_int64(st, 3);
+    out->created_at = sqlite3_column_int64(st, 4);
+}
+
+/* Runs `sql` with up to two text parameters and reads its first row as a version. */
+static int version_query(struct mf_store_version *out, struct mf_store *base, struct mf_ctx *ctx,
+                         const char *sql, const char *p1, const char *p2)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    sqlite3_stmt *st = NULL;
+    int err, rc;
+
+    store_lock(s);
+    err = db_prepare(&st, s, ctx, sql);
+    if (err == MF_OK) {
+        sqlite3_bind_text(st, 1, p1, -1, SQLITE_STATIC);
+        if (p2)
+            sqlite3_bind_text(st, 2, p2, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+            read_version_row(out, st);
+        else if (rc == SQLITE_DONE)
+            err = mf_fail(ctx, MF_E_NOTFOUND, "no such version of model '%s'", p1);
+        else
+            err = db_fail(ctx, s, "version lookup");
+    }
+    sqlite3_finalize(st);
+    store_unlock(s);
+    return err;
+}
+
+static int sqlite_version_get(struct mf_store_version *out, struct mf_store *base,
+                              struct mf_ctx *ctx, const char *model, const char *version)
+{
+    return version_query(out, base, ctx,
+                         "SELECT " VERSION_COLUMNS " FROM model_versions v JOIN models m"
+                         " ON m.id = v.model_id WHERE m.name = ? AND v.version = ?",
+                         model, version);
+}
+
+static int sqlite_version_latest(struct mf_store_version *out, struct mf_store *base,
+                                 struct mf_ctx *ctx, const char *model)
+{
+    /* Publish order (the row id), not the version string, decides what "newest" means. */
+    return version_query(out, base, ctx,
+                         "SELECT " VERSION_COLUMNS " FROM model_versions v JOIN models m"
+                         " ON m.id = v.model_id WHERE m.name = ? ORDER BY v.id DESC LIMIT 1",
+                         model, NULL);
+}
+
+static int report_insert_locked(struct sqlite_store *s, struct mf_ctx *ctx,
+                                const struct mf_store_status *r)
+{
+    static const char *const sql[] = {
+        "INSERT INTO device_models(device_id, model, version, sha256, status, detail,"
+        " reported_at) SELECT id, ?2, ?3, ?4, ?5, ?6, ?7 FROM devices WHERE device_id = ?1"
+        " ON CONFLICT(device_id, model) DO UPDATE SET version = excluded.version,"
+        " sha256 = excluded.sha256, status = excluded.status, detail = excluded.detail,"
+        " reported_at = excluded.reported_at",
+        "INSERT INTO events(device_id, model, version, sha256, status, detail, created_at)"
+        " SELECT id, ?2, ?3, ?4, ?5, ?6, ?7 FROM devices WHERE device_id = ?1",
+    };
+    int err = MF_OK;
+
+    for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]) && err == MF_OK; i++) {
+        sqlite3_stmt *st = NULL;
+
+        err = db_prepare(&st, s, ctx, sql[i]);
+        if (err < 0)
+            break;
+        sqlite3_bind_text(st, 1, r->device_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, r->model, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, r->version, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, r->sha256, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, r->status, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 6, r->detail, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 7, r->reported_at);
+        err = db_step_done(st, s, ctx);
+        if (err == MF_OK && sqlite3_changes(s->db) == 0)
+            err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", r->device_id);
+        sqlite3_finalize(st);
+    }
+    return err;
+}
+
+static int sqlite_report_insert(struct mf_store *base, struct mf_ctx *ctx,
+                                const struct mf_store_status *r)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    int err;
+
+    store_lock(s);
+    err = db_exec(s, ctx, "BEGIN IMMEDIATE");
+    if (err == MF_OK) {
+        err = report_insert_locked(s, ctx, r);
+        if (err == MF_OK)
+            err = db_exec(s, ctx, "COMMIT");
+        if (err < 0)
+            (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    store_unlock(s);
+    return err;
+}
+
+/* Walks every row of `sql`, converting each with `read` into `row` and passing it to
+ * `visit`; a negative visitor result stops the walk and is returned unchanged. */
+typedef void (*any_fn)(void);
+typedef int (*row_visit_fn)(sqlite3_stmt *st, void *row, any_fn fn, void *payload);
+
+static int walk_rows(struct mf_store *base, struct mf_ctx *ctx, const char *sql, void *row,
+                     row_visit_fn visit, any_fn fn, void *payload)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    sqlite3_stmt *st = NULL;
+    int err, rc;
+
+    store_lock(s);
+    err = db_prepare(&st, s, ctx, sql);
+    while (err == MF_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+            break;
+        if (rc != SQLITE_ROW) {
+            err = db_fail(ctx, s, "listing");
+            break;
+        }
+        err = visit(st, row, fn, payload);
+    }
+    sqlite3_finalize(st);
+    store_unlock(s);
+    return err;
+}
+
+static int visit_version(sqlite3_stmt *st, void *row, any_fn fn, void *payload)
+{
+    read_version_row(row, st);
+    return ((mf_store_version_fn)fn)(payload, row);
+}
+
+static int visit_device(sqlite3_stmt *st, void *row, any_fn fn, void *payload)
+{
+    struct mf_store_device *d = row;
+
+    col_text(d->device_id, sizeof(d->device_id), st, 0);
+    d->enrolled_at = sqlite3_column_int64(st, 1);
+    d->last_seen = sqlite3_column_int64(st, 2);
+    return ((mf_store_device_fn)fn)(payload, d);
+}
+
+static int visit_status(sqlite3_stmt *st, void *row, any_fn fn, void *payload)
+{
+    struct mf_store_status *r = row;
+
+    col_text(r->device_id, sizeof(r->device_id), st, 0);
+    col_text(r->model, sizeof(r->model), st, 1);
+    col_text(r->version, sizeof(r->version), st, 2);
+    col_text(r->sha256, sizeof(r->sha256), st, 3);
+    col_text(r->status, sizeof(r->status), st, 4);
+    col_text(r->detail, sizeof(r->detail), st, 5);
+    r->reported_at = sqlite3_column_int64(st, 6);
+    return ((mf_store_status_fn)fn)(payload, r);
+}
+
+static int sqlite_versions_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_version_fn fn,
+                                void *payload)
+{
+    struct mf_store_version row;
+
+    return walk_rows(base, ctx,
+                     "SELECT " VERSION_COLUMNS " FROM model_versions v JOIN models m"
+                     " ON m.id = v.model_id ORDER BY m.name, v.id",
+                     &row, visit_version, (any_fn)fn, payload);
+}
+
+static int sqlite_devices_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_device_fn fn,
+                               void *payload)
+{
+    struct mf_store_device row;
+
+    return walk_rows(base, ctx,
+                     "SELECT device_id, enrolled_at, last_seen FROM devices ORDER BY device_id",
+                     &row, visit_device, (any_fn)fn, payload);
+}
+
+static int sqlite_statuses_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_status_fn fn,
+                                void *payload)
+{
+    struct mf_store_status row;
+
+    return walk_rows(base, ctx,
+                     "SELECT d.device_id, s.model, s.version, s.sha256, s.status, s.detail,"
+                     " s.reported_at FROM device_models s JOIN devices d ON d.id = s.device_id"
+                     " ORDER BY d.device_id, s.model",
+                     &row, visit_status, (any_fn)fn, payload);
+}
+
+const struct mf_store_ops mf_store__sqlite_ops = {
+    .scheme = "sqlite",
+    .open = sqlite_open,
+    .close = sqlite_close,
+    .migrate = sqlite_migrate,
+    .schema_version = sqlite_schema_version,
+    .token_count = sqlite_token_count,
+    .token_insert = sqlite_token_insert,
+    .token_check = sqlite_token_check,
+    .device_enroll = sqlite_device_enroll,
+    .device_auth = sqlite_device_auth,
+    .device_touch = sqlite_device_touch,
+    .version_insert = sqlite_version_insert,
+    .version_get = sqlite_version_get,
+    .version_latest = sqlite_version_latest,
+    .report_insert = sqlite_report_insert,
+    .versions_list = sqlite_versions_list,
+    .devices_list = sqlite_devices_list,
+    .statuses_list = sqlite_statuses_list,
+};

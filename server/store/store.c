@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Store backend selection by URL scheme, from an explicit static table (STYLE rule 5). */
+#include "store/store.h"
+
+#include <string.h>
+
+static const struct mf_store_ops *const store_backends[] = {
+    &mf_store__sqlite_ops,
+};
+
+int mf_store__open(struct mf_store **out, struct mf_ctx *ctx, const char *url, int create)
+{
+    const char *colon = strchr(url, ':');
+    const char *slash = strchr(url, '/');
+
+    *out = NULL;
+    /* A plain filesystem path (no scheme before the first '/') is a SQLite file. */
+    if (!colon || (slash && slash < colon))
+        return mf_store__sqlite_ops.open(out, ctx, url, create);
+    for (size_t i = 0; i < sizeof(store_backends) / sizeof(store_backends[0]); i++) {
+        const struct mf_store_ops *ops = store_backends[i];
+        size_t n = strlen(ops->scheme);
+
+        if ((size_t)(colon - url) == n && strncmp(url, ops->scheme, n) == 0)
+            return ops->open(out, ctx, colon + 1, create);
+    }
+    return mf_fail(ctx, MF_E_INVALID, "unknown store URL scheme in '%.*s'", (int)(colon - url),
+                   url);
+}
+
+void mf_store__close(struct mf_store *s)
+{
+    if (s)
+        s->ops->close(s);
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The registry's persistent state behind one backend-neutral ops table (STYLE rule 4, like
+ * curl's struct Curl_ssl). A backend embeds `struct mf_store` as its first member; callers
+ * only ever go through `s->ops`. Backends are picked from a static table by URL scheme
+ * (store.c): "sqlite:<path>" now, "postgresql://..." later.
+ *
+ * Every op is safe to call from several threads at once; each takes the request's own ctx
+ * so error messages never cross requests. Text fields are bounded by the protocol's name
+ * syntax (64 characters), so rows come back in fixed-size structs.
+ */
+#ifndef MF_SERVER_STORE_H
+#define MF_SERVER_STORE_H
+
+#include "mf_ctx.h"
+#include "mf_hex.h"
+
+#include <stdint.h>
+
+#define MF_STORE_NAME_SIZE 65   /* 64 characters + NUL */
+#define MF_STORE_DETAIL_MAX 512 /* report detail, characters */
+
+struct mf_store_version {
+    char model[MF_STORE_NAME_SIZE];
+    char version[MF_STORE_NAME_SIZE];
+    char sha256[MF_SHA256_HEX_LEN + 1];
+    uint64_t size;
+    int64_t created_at; /* Unix seconds */
+};
+
+struct mf_store_device {
+    char device_id[MF_STORE_NAME_SIZE];
+    int64_t enrolled_at;
+    int64_t last_seen; /* 0: never checked in */
+};
+
+/* What a device last reported for one model (the event log keeps every report). */
+struct mf_store_status {
+    char device_id[MF_STORE_NAME_SIZE];
+    char model[MF_STORE_NAME_SIZE];
+    char version[MF_STORE_NAME_SIZE];
+    char sha256[MF_SHA256_HEX_LEN + 1];
+    char status[16]; /* "installed" or "failed" */
+    char detail[MF_STORE_DETAIL_MAX + 1];
+    int64_t reported_at;
+};
+
+/* Row visitors for the listings; a negative return stops the walk and is returned. */
+typedef int (*mf_store_version_fn)(void *payload, const struct mf_store_version *v);
+typedef int (*mf_store_device_fn)(void *payload, const struct mf_store_device *d);
+typedef int (*mf_store_status_fn)(void *payload, const struct mf_store_status *st);
+
+struct mf_store;
+
+struct mf_store_ops {
+    const char *scheme; /* URL scheme this backend serves */
+    /* `create` 0: the store must already exist (serve); 1: create it (init). */
+    int (*open)(struct mf_store **out, struct mf_ctx *ctx, const char *location, int create);
+    void (*close)(struct mf_store *s); /* NULL is a no-op */
+    /* Applies pending numbered migrations in one transaction; *applied_out counts them. */
+    int (*migrate)(int *applied_out, struct mf_store *s, struct mf_ctx *ctx);
+    int (*schema_version)(int *version_out, struct mf_store *s, struct mf_ctx *ctx);
+
+    /* Tokens (kind: enum mf_token_kind), by SHA-256 only. check: MF_OK or MF_E_AUTH. */
+    int (*token_count)(int *count_out, struct mf_store *s, struct mf_ctx *ctx, int kind);
+    int (*token_insert)(struct mf_store *s, struct mf_ctx *ctx, int kind,
+                        const uint8_t hash[MF_SHA256_LEN], int64_t now);
+    int (*token_check)(struct mf_store *s, struct mf_ctx *ctx, int kind,
+                       const uint8_t hash[MF_SHA256_LEN]);
+
+    /* Devices. enroll creates or re-keys a device (the old credential stops working).
+     * auth: MF_OK with the device id, or MF_E_AUTH for an unknown/revoked credential. */
+    int (*device_enroll)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                         const uint8_t cred_hash[MF_SHA256_LEN], int64_t now);
+    int (*device_auth)(char device_id_out[MF_STORE_NAME_SIZE], struct mf_store *s,
+                       struct mf_ctx *ctx, const uint8_t cred_hash[MF_SHA256_LEN]);
+    int (*device_touch)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id, int64_t now);
+
+    /* Model versions. insert: MF_E_STATE when (model, version) exists already.
+     * get/latest: MF_E_NOTFOUND when there is none. */
+    int (*version_insert)(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_version *v);
+    int (*version_get)(struct mf_store_version *out, struct mf_store *s, struct mf_ctx *ctx,
+                       const char *model, const char *version);
+    int (*version_latest)(struct mf_store_version *out, struct mf_store *s, struct mf_ctx *ctx,
+                          const char *model);
+
+    /* Reports: keeps the latest per device and model, appends an event. MF_E_NOTFOUND for
+     * an unknown device. */
+    int (*report_insert)(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_status *st);
+
+    /* Listings. versions: by model name, then oldest first. devices and statuses: by
+     * device id (statuses then by model), so callers can merge the two walks. */
+    int (*versions_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_version_fn fn,
+                         void *payload);
+    int (*devices_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_device_fn fn,
+                        void *payload);
+    int (*statuses_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_status_fn fn,
+                         void *payload);
+};
+
+struct mf_store {
+    const struct mf_store_ops *ops;
+};
+
+/*
+ * Opens the store named by `url` ("sqlite:/path/store.db"; a bare path means sqlite) with
+ * the backend its scheme selects. MF_E_INVALID for an unknown scheme; otherwise what the
+ * backend's open returns. Ownership: close with mf_store__close().
+ */
+int mf_store__open(struct mf_store **out, struct mf_ctx *ctx, const char *url, int create);
+void mf_store__close(struct mf_store *s);
+
+extern const struct mf_store_ops mf_store__sqlite_ops;
+
+#endif /* MF_SERVER_STORE_H */

@@ -1,0 +1,940 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mf-server end to end over loopback: the real server (in-process, and the mf-server binary
+ * as a subprocess) on 127.0.0.1 with an ephemeral port, driven with libcurl. Every case of
+ * docs/protocol.md that a client can observe: auth, publish, ranges, limits, routing errors
+ * and an upload cut off mid-body.
+ */
+#define _XOPEN_SOURCE 700 /* mkdtemp, nftw, kill */
+#include "mf_test.h"
+#include "app/server.h"
+#include "app/token.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TEST_MAX_UPLOAD (1024 * 1024)
+#define REPLY_MAX (4 * 1024 * 1024)
+
+struct http_fixture {
+    char dir[64];
+    char data[96];
+    char admin[MF_TOKEN_LEN + 1];
+    char enroll[MF_TOKEN_LEN + 1];
+    char device[MF_TOKEN_LEN + 1];
+    struct mf_server *srv;
+    uint16_t port;
+};
+
+static struct http_fixture fx;
+
+static int tmp_entries(void);
+static int fixture_log_level = MF_LOG_INFO;
+
+struct reply {
+    long status;
+    char *body;
+    size_t len;
+    char etag[128];
+    char content_range[128];
+    char allow[128];
+    long long content_length;
+};
+
+struct upload_src {
+    const char *p;
+    size_t left;
+};
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *payload)
+{
+    struct reply *r = payload;
+    size_t len = size * n;
+    char *grown;
+
+    if (r->len + len + 1 > REPLY_MAX)
+        return 0;
+    grown = realloc(r->body, r->len + len + 1);
+    if (!grown)
+        return 0;
+    r->body = grown;
+    memcpy(r->body + r->len, p, len);
+    r->len += len;
+    r->body[r->len] = '\0';
+    return len;
+}
+
+static void header_value(char *dst, size_t size, const char *line, size_t len, const char *name)
+{
+    size_t n = strlen(name);
+
+    if (len <= n || strncasecmp(line, name, n) != 0)
+        return;
+    line += n;
+    len -= n;
+    while (len && (*line == ' '))
+        line++, len--;
+    while (len && (line[len - 1] == '\r' || line[len - 1] == '\n'))
+        len--;
+    (void)snprintf(dst, size, "%.*s", (int)len, line);
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *payload)
+{
+    struct reply *r = payload;
+    char clen[32] = "";
+
+    header_value(r->etag, sizeof(r->etag), p, size * n, "ETag:");
+    header_value(r->content_range, sizeof(r->content_range), p, size * n, "Content-Range:");
+    header_value(r->allow, sizeof(r->allow), p, size * n, "Allow:");
+    header_value(clen, sizeof(clen), p, size * n, "Content-Length:");
+    if (clen[0])
+        r->content_length = strtoll(clen, NULL, 10);
+    return size * n;
+}
+
+static size_t on_read(char *buf, size_t size, size_t n, void *payload)
+{
+    struct upload_src *u = payload;
+    size_t len = size * n < u->left ? size * n : u->left;
+
+    /* Small pieces, so a chunked upload really arrives in many chunks. */
+    if (len > 4096)
+        len = 4096;
+    memcpy(buf, u->p, len);
+    u->p += len;
+    u->left -= len;
+    return len;
+}
+
+struct req_opts {
+    const char *token; /* bearer token or NULL */
+    const void *body;  /* request body or NULL */
+    size_t body_len;
+    int chunked;            /* send the body with Transfer-Encoding: chunked */
+    const char *headers[4]; /* extra request headers, NULL-terminated */
+    int path_as_is;         /* keep "../" in the path */
+};
+
+static void free_reply(struct reply *r)
+{
+    free(r->body);
+    memset(r, 0, sizeof(*r));
+}
+
+/* Sends one request to the fixture's server; fills `out` (free with free_reply). */
+static void http_port(struct reply *out, uint16_t port, const char *host, const char *method,
+                      const char *path, const struct req_opts *o)
+{
+    static const struct req_opts none = {0};
+    char url[512], auth[128];
+    struct curl_slist *hdrs = NULL;
+    struct upload_src src = {0};
+    CURL *c = curl_easy_init();
+    CURLcode rc;
+
+    if (!o)
+        o = &none;
+    memset(out, 0, sizeof(*out));
+    out->content_length = -1;
+    assert_non_null(c);
+    (void)snprintf(url, sizeof(url), "http://%s:%u%s", host, (unsigned)port, path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, out);
+    if (o->path_as_is)
+        curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
+    if (strcmp(method, "HEAD") == 0)
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    else
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (o->token) {
+        (void)snprintf(auth, sizeof(auth), "Authorization: Bearer %s", o->token);
+        hdrs = curl_slist_append(hdrs, auth);
+    }
+    for (int i = 0; i < 4 && o->headers[i]; i++)
+        hdrs = curl_slist_append(hdrs, o->headers[i]);
+    if (o->chunked) {
+        src.p = o->body;
+        src.left = o->body_len;
+        hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
+        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(c, CURLOPT_READDATA, &src);
+    } else if (o->body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, o->body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o->body_len);
+    }
+    hdrs = curl_slist_append(hdrs, "Expect:");
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    rc = curl_easy_perform(c);
+    if (rc != CURLE_OK)
+        fail_msg("%s %s: %s", method, path, curl_easy_strerror(rc));
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->status);
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(c);
+}
+
+static void http(struct reply *out, const char *method, const char *path, const struct req_opts *o)
+{
+    http_port(out, fx.port, "127.0.0.1", method, path, o);
+}
+
+/* JSON string member of a reply body ("" when absent). */
+static void json_string(char *dst, size_t size, const struct reply *r, const char *key)
+{
+    cJSON *root = cJSON_Parse(r->body ? r->body : "");
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, key));
+
+    (void)snprintf(dst, size, "%s", v ? v : "");
+    cJSON_Delete(root);
+}
+
+static void assert_error_body(const struct reply *r, long status, const char *code)
+{
+    char got[64];
+
+    if (r->status != status)
+        fail_msg("status %ld, want %ld (%s)", r->status, status, r->body ? r->body : "");
+    json_string(got, sizeof(got), r, "error");
+    assert_string_equal(got, code);
+    json_string(got, sizeof(got), r, "message");
+    assert_true(got[0] != '\0');
+}
+
+static void read_token(char *out, const char *name)
+{
+    char path[160];
+    FILE *f;
+
+    (void)snprintf(path, sizeof(path), "%s/%s", fx.data, name);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(out, MF_TOKEN_LEN + 1, f));
+    (void)fclose(f);
+}
+
+static void enroll(char *cred_out, const char *device_id)
+{
+    char body[256];
+    struct reply r;
+    struct req_opts o = {0};
+
+    (void)snprintf(body, sizeof(body), "{\"enrollment_token\":\"%s\",\"device_id\":\"%s\"}",
+                   fx.enroll, device_id);
+    o.body = body;
+    o.body_len = strlen(body);
+    http(&r, "POST", "/v1/enroll", &o);
+    assert_int_equal(r.status, 201);
+    json_string(cred_out, MF_TOKEN_LEN + 1, &r, "credential");
+    free_reply(&r);
+    assert_int_equal(mf_token__kind(cred_out, strlen(cred_out)), MF_TOKEN_DEVICE);
+}
+
+static int group_setup(void **state)
+{
+    struct mf_server_options o;
+    struct mf_ctx ctx;
+    int changed = 0;
+
+    (void)state;
+    (void)signal(SIGPIPE, SIG_IGN);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    (void)snprintf(fx.dir, sizeof(fx.dir), "/tmp/mf-http-XXXXXX");
+    assert_non_null(mkdtemp(fx.dir));
+    (void)snprintf(fx.data, sizeof(fx.data), "%s/data", fx.dir);
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    assert_int_equal(mf_server__init_data_dir(&changed, &ctx, fx.data), MF_OK);
+    mf_server__options_init(&o);
+    o.data_dir = fx.data;
+    o.listen = "127.0.0.1:0";
+    o.max_upload = TEST_MAX_UPLOAD;
+    o.conn_timeout_s = 10;
+    o.log_fn = mf_log_stderr; /* one line per request: context for a failure */
+    o.log_payload = &fixture_log_level;
+    if (mf_server__start(&fx.srv, &ctx, &o) < 0)
+        fail_msg("start: %s", mf_ctx__errmsg(&ctx));
+    fx.port = mf_server__port(fx.srv);
+    assert_true(fx.port > 0);
+    read_token(fx.admin, "admin.token");
+    read_token(fx.enroll, "enroll.token");
+    enroll(fx.device, "dev-1");
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    mf_server__stop(fx.srv);
+    (void)nftw(fx.dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    curl_global_cleanup();
+    return 0;
+}
+
+static void sha256_hex(char out[MF_SHA256_HEX_LEN + 1], const void *p, size_t n)
+{
+    uint8_t d[MF_SHA256_LEN];
+    unsigned int len = 0;
+
+    assert_int_equal(EVP_Digest(p, n, d, &len, EVP_sha256(), NULL), 1);
+    mf_hex__encode(out, d, sizeof(d));
+}
+
+static void fill_pattern(uint8_t *buf, size_t n, unsigned seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        buf[i] = (uint8_t)(x >> 16);
+    }
+}
+
+/* PUTs `data` as model/version with the admin token; returns the reply status. */
+static long publish(const char *model, const char *version, const void *data, size_t n,
+                    const char *sha_header)
+{
+    char path[256], hdr[128];
+    struct reply r;
+    struct req_opts o = {0};
+    long status;
+
+    (void)snprintf(path, sizeof(path), "/v1/admin/models/%s/versions/%s", model, version);
+    o.token = fx.admin;
+    o.body = data;
+    o.body_len = n;
+    if (sha_header) {
+        (void)snprintf(hdr, sizeof(hdr), "X-MF-Sha256: %s", sha_header);
+        o.headers[0] = hdr;
+    }
+    http(&r, "PUT", path, &o);
+    status = r.status;
+    free_reply(&r);
+    return status;
+}
+
+static void test_server_http__healthz(void **state)
+{
+    struct reply r;
+    char status[16];
+
+    (void)state;
+    http(&r, "GET", "/healthz", NULL);
+    assert_int_equal(r.status, 200);
+    json_string(status, sizeof(status), &r, "status");
+    assert_string_equal(status, "ok");
+    free_reply(&r);
+}
+
+static void post_json(struct reply *r, const char *path, const char *token, const char *json)
+{
+    struct req_opts o = {0};
+
+    o.token = token;
+    o.body = json;
+    o.body_len = strlen(json);
+    http(r, "POST", path, &o);
+}
+
+static void test_server_http__enroll(void **state)
+{
+    char body[256], cred1[MF_TOKEN_LEN + 1], cred2[MF_TOKEN_LEN + 1], wrong[MF_TOKEN_LEN + 1];
+    static const char checkin[] = "{\"nonce\":\"0123456789abcdef0123456789abcdef\","
+                                  "\"models\":[]}";
+    struct reply r;
+
+    (void)state;
+    /* A well-formed enrollment token the server never issued. */
+    memcpy(wrong, fx.enroll, sizeof(wrong));
+    wrong[10] = wrong[10] == '0' ? '1' : '0';
+    (void)snprintf(body, sizeof(body), "{\"enrollment_token\":\"%s\",\"device_id\":\"cam-9\"}",
+                   wrong);
+    post_json(&r, "/v1/enroll", NULL, body);
+    assert_error_body(&r, 401, "unauthorized");
+    free_reply(&r);
+    /* The admin token is no enrollment token. */
+    (void)snprintf(body, sizeof(body), "{\"enrollment_token\":\"%s\",\"device_id\":\"cam-9\"}",
+                   fx.admin);
+    post_json(&r, "/v1/enroll", NULL, body);
+    assert_error_body(&r, 401, "unauthorized");
+    free_reply(&r);
+    (void)snprintf(body, sizeof(body), "{\"enrollment_token\":\"%s\",\"device_id\":\"a/b\"}",
+                   fx.enroll);
+    post_json(&r, "/v1/enroll", NULL, body);
+    assert_error_body(&r, 400, "bad_request");
+    free_reply(&r);
+
+    /* Re-enrolment issues a new credential and revokes the old one. */
+    enroll(cred1, "cam-9");
+    post_json(&r, "/v1/checkin", cred1, checkin);
+    assert_int_equal(r.status, 200);
+    free_reply(&r);
+    enroll(cred2, "cam-9");
+    assert_string_not_equal(cred1, cred2);
+    post_json(&r, "/v1/checkin", cred1, checkin);
+    assert_error_body(&r, 401, "unauthorized");
+    free_reply(&r);
+    post_json(&r, "/v1/checkin", cred2, checkin);
+    assert_int_equal(r.status, 200);
+    free_reply(&r);
+}
+
+static void test_server_http__device_auth(void **state)
+{
+    static const char checkin[] = "{\"nonce\":\"0123456789abcdef0123456789abcdef\","
+                                  "\"models\":[]}";
+    char unknown[MF_TOKEN_LEN + 1];
+    struct reply r;
+
+    (void)state;
+    memcpy(unknown, fx.device, sizeof(unknown));
+    unknown[20] = unknown[20] == 'a' ? 'b' : 'a';
+    post_json(&r, "/v1/checkin", unknown, checkin);
+    assert_error_body(&r, 401, "unauthorized");
+    free_reply(&r);
+    post_json(&r, "/v1/checkin", NULL, checkin);
+    assert_error_body(&r, 401, "unauthorized");
+    free_reply(&r);
+    post_json(&r, "/v1/checkin", "garbage", checkin);
+    assert_error_body(&r, 401, "unauthorized");
+    free_reply(&r);
+    /* Credentials do not cross roles. */
+    post_json(&r, "/v1/checkin", fx.admin, checkin);
+    assert_error_body(&r, 401, "unauthorized");
+    free_reply(&r);
+    http(&r, "GET", "/v1/admin/models", &(struct req_opts){.token = fx.device});
+    assert_error_body(&r, 401, "unauthorized");
+    free_reply(&r);
+}
+
+static void test_server_http__publish_list_assign(void **state)
+{
+    static uint8_t v1[3000], v2[5000];
+    char sha1[65], sha2[65], body[512], got[65];
+    struct reply r;
+    cJSON *root, *models, *versions, *a;
+
+    (void)state;
+    fill_pattern(v1, sizeof(v1), 1);
+    fill_pattern(v2, sizeof(v2), 2);
+    sha256_hex(sha1, v1, sizeof(v1));
+    sha256_hex(sha2, v2, sizeof(v2));
+    assert_int_equal(publish("det", "v1", v1, sizeof(v1), sha1), 201);
+    assert_int_equal(publish("det", "v1", v1, sizeof(v1), NULL), 200);  /* idempotent */
+    assert_int_equal(publish("det", "v1", v2, sizeof(v2), NULL), 409);  /* other bytes */
+    assert_int_equal(publish("det", "v2", v2, sizeof(v2), sha1), 400);  /* header mismatch */
+    assert_int_equal(publish("det", "v2", v2, sizeof(v2), "XYZ"), 400); /* malformed header */
+    assert_int_equal(publish("det", "bad%20name", v2, sizeof(v2), NULL), 400);
+    /* Same bytes under another version: a new row over the one existing blob file. */
+    assert_int_equal(publish("det-copy", "v1", v1, sizeof(v1), sha1), 201);
+    assert_int_equal(tmp_entries(), 0);
+    /* Nothing of the refused v2 is visible: the device still gets v1. */
+    (void)snprintf(body, sizeof(body),
+                   "{\"nonce\":\"0123456789ABCDEF0123456789abcdef\",\"models\":"
+                   "[{\"name\":\"det\",\"version\":null,\"sha256\":null},"
+                   "{\"name\":\"unpublished\",\"version\":null,\"sha256\":null}]}");
+    post_json(&r, "/v1/checkin", fx.device, body);
+    assert_int_equal(r.status, 200);
+    json_string(got, sizeof(got), &r, "nonce");
+    assert_string_equal(got, "0123456789ABCDEF0123456789abcdef");
+    root = cJSON_Parse(r.body);
+    a = cJSON_GetObjectItem(root, "assignments");
+    assert_int_equal(cJSON_GetArraySize(a), 1); /* no assignment for an unpublished model */
+    assert_string_equal(
+        cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(a, 0), "sha256")), sha1);
+    cJSON_Delete(root);
+    free_reply(&r);
+
+    assert_int_equal(publish("det", "v2", v2, sizeof(v2), sha2), 201);
+    post_json(&r, "/v1/checkin", fx.device, body);
+    root = cJSON_Parse(r.body);
+    a = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "assignments"), 0);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(a, "version")), "v2");
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(a, "size")), sizeof(v2));
+    (void)snprintf(body, sizeof(body), "/v1/blobs/%s", sha2);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(a, "blob")), body);
+    cJSON_Delete(root);
+    free_reply(&r);
+
+    http(&r, "GET", "/v1/admin/models", &(struct req_opts){.token = fx.admin});
+    assert_int_equal(r.status, 200);
+    root = cJSON_Parse(r.body);
+    models = cJSON_GetObjectItem(root, "models");
+    assert_int_equal(cJSON_GetArraySize(models), 2); /* by name: det, det-copy */
+    assert_string_equal(
+        cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(models, 0), "name")), "det");
+    versions = cJSON_GetObjectItem(cJSON_GetArrayItem(models, 0), "versions");
+    assert_int_equal(cJSON_GetArraySize(versions), 2); /* oldest first */
+    assert_string_equal(
+        cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(versions, 0), "version")),
+        "v1");
+    assert_string_equal(
+        cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(versions, 1), "sha256")), sha2);
+    cJSON_Delete(root);
+    free_reply(&r);
+}
+
+static void test_server_http__download(void **state)
+{
+    static uint8_t blob[10000];
+    char sha[65], path[128], hdr[128], etag[80];
+    struct req_opts o = {0};
+    struct reply r;
+
+    (void)state;
+    fill_pattern(blob, sizeof(blob), 3);
+    sha256_hex(sha, blob, sizeof(blob));
+    assert_int_equal(publish("dl", "v1", blob, sizeof(blob), NULL), 201);
+    (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
+    (void)snprintf(etag, sizeof(etag), "\"%s\"", sha);
+    o.token = fx.device;
+
+    http(&r, "GET", path, &o); /* full */
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.len, sizeof(blob));
+    assert_memory_equal(r.body, blob, sizeof(blob));
+    assert_string_equal(r.etag, etag);
+    free_reply(&r);
+
+    o.headers[0] = "Range: bytes=100-199";
+    http(&r, "GET", path, &o);
+    assert_int_equal(r.status, 206);
+    assert_int_equal(r.len, 100);
+    assert_memory_equal(r.body, blob + 100, 100);
+    assert_string_equal(r.content_range, "bytes 100-199/10000");
+    free_reply(&r);
+
+    o.headers[0] = "Range: bytes=-10"; /* suffix */
+    http(&r, "GET", path, &o);
+    assert_int_equal(r.status, 206);
+    assert_memory_equal(r.body, blob + sizeof(blob) - 10, 10);
+    assert_string_equal(r.content_range, "bytes 9990-9999/10000");
+    free_reply(&r);
+
+    o.headers[0] = "Range: bytes=9000-"; /* open-ended, resumed by the admin too */
+    o.token = fx.admin;
+    http(&r, "GET", path, &o);
+    assert_int_equal(r.status, 206);
+    assert_int_equal(r.len, 1000);
+    free_reply(&r);
+    o.token = fx.device;
+
+    o.headers[0] = "Range: bytes=10000-";
+    http(&r, "GET", path, &o);
+    assert_error_body(&r, 416, "range_not_satisfiable");
+    assert_string_equal(r.content_range, "bytes */10000");
+    free_reply(&r);
+
+    o.headers[0] = "Range: bytes=0-9,20-29"; /* multi-range: the whole blob */
+    http(&r, "GET", path, &o);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.len, sizeof(blob));
+    free_reply(&r);
+
+    o.headers[0] = "Range: bytes=0-9";
+    o.headers[1] = "If-Range: \"0000\""; /* stale validator: the whole blob */
+    http(&r, "GET", path, &o);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.len, sizeof(blob));
+    free_reply(&r);
+    (void)snprintf(hdr, sizeof(hdr), "If-Range: %s", etag);
+    o.headers[1] = hdr;
+    http(&r, "GET", path, &o);
+    assert_int_equal(r.status, 206);
+    assert_int_equal(r.len, 10);
+    free_reply(&r);
+    o.headers[0] = NULL;
+    o.headers[1] = NULL;
+
+    http(&r, "HEAD", path, &o);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.len, 0);
+    assert_int_equal(r.content_length, sizeof(blob));
+    assert_string_equal(r.etag, etag);
+    free_reply(&r);
+
+    http(&r, "GET", path, NULL); /* no credential */
+    assert_error_body(&r, 401, "unauthorized");
+    free_reply(&r);
+
+    (void)snprintf(path, sizeof(path), "/v1/blobs/%.63s0", sha[63] == '0' ? "1" : sha);
+    memset(path + 10, 'e', 64);
+    http(&r, "GET", path, &o);
+    assert_error_body(&r, 404, "not_found");
+    free_reply(&r);
+    memset(path + 10, 'E', 64); /* upper case */
+    http(&r, "GET", path, &o);
+    assert_error_body(&r, 400, "bad_request");
+    free_reply(&r);
+    o.path_as_is = 1;
+    http(&r, "GET", "/v1/blobs/../../store.db", &o);
+    assert_error_body(&r, 400, "bad_request");
+    free_reply(&r);
+    http(&r, "GET", "/v1/blobs/%2e%2e%2fstore.db", &o);
+    assert_error_body(&r, 400, "bad_request");
+    free_reply(&r);
+}
+
+static void test_server_http__json_limits_and_syntax(void **state)
+{
+    static char big[70 * 1024];
+    struct req_opts o = {0};
+    struct reply r;
+
+    (void)state;
+    memset(big, ' ', sizeof(big) - 2);
+    big[0] = '{';
+    big[sizeof(big) - 2] = '}';
+    o.token = fx.device;
+    o.body = big;
+    o.body_len = strlen(big);
+    http(&r, "POST", "/v1/checkin", &o); /* refused by Content-Length */
+    assert_error_body(&r, 413, "too_large");
+    free_reply(&r);
+    o.chunked = 1; /* no length: refused once the cap is crossed */
+    http(&r, "POST", "/v1/checkin", &o);
+    assert_error_body(&r, 413, "too_large");
+    free_reply(&r);
+
+    post_json(&r, "/v1/checkin", fx.device, "{\"nonce\": ");
+    assert_error_body(&r, 400, "bad_request");
+    free_reply(&r);
+    post_json(&r, "/v1/checkin", fx.device, "[1,2]");
+    assert_error_body(&r, 400, "bad_request");
+    free_reply(&r);
+    post_json(&r, "/v1/checkin", fx.device, "");
+    assert_error_body(&r, 400, "bad_request");
+    free_reply(&r);
+    post_json(&r, "/v1/checkin", fx.device, "{\"nonce\":\"00\",\"models\":[]}");
+    assert_error_body(&r, 400, "bad_request");
+    free_reply(&r);
+}
+
+static void test_server_http__routing_errors(void **state)
+{
+    struct reply r;
+
+    (void)state;
+    http(&r, "GET", "/v1/nope", NULL);
+    assert_error_body(&r, 404, "not_found");
+    free_reply(&r);
+    http(&r, "GET", "/v1/enroll", NULL);
+    assert_error_body(&r, 405, "method_not_allowed");
+    assert_string_equal(r.allow, "POST");
+    free_reply(&r);
+    http(&r, "DELETE", "/v1/admin/models", &(struct req_opts){.token = fx.admin});
+    assert_error_body(&r, 405, "method_not_allowed");
+    assert_string_equal(r.allow, "GET, HEAD");
+    free_reply(&r);
+}
+
+/* Number of entries in <data>/blobs/tmp (uploads in flight or leaked). */
+static int tmp_entries(void)
+{
+    char path[160];
+    struct dirent *e;
+    DIR *d;
+    int n = 0;
+
+    (void)snprintf(path, sizeof(path), "%s/blobs/tmp", fx.data);
+    d = opendir(path);
+    assert_non_null(d);
+    for (e = readdir(d); e; e = readdir(d))
+        n += e->d_name[0] != '.';
+    (void)closedir(d);
+    return n;
+}
+
+static int version_listed(const char *model)
+{
+    struct reply r;
+    int found;
+
+    http(&r, "GET", "/v1/admin/models", &(struct req_opts){.token = fx.admin});
+    assert_int_equal(r.status, 200);
+    found = strstr(r.body, model) != NULL;
+    free_reply(&r);
+    return found;
+}
+
+static void test_server_http__upload_limit(void **state)
+{
+    static uint8_t data[TEST_MAX_UPLOAD + 1];
+    struct req_opts o = {0};
+    struct reply r;
+
+    (void)state;
+    o.token = fx.admin;
+    o.body = data;
+    o.body_len = sizeof(data);
+    http(&r, "PUT", "/v1/admin/models/huge/versions/v1", &o); /* by Content-Length */
+    assert_error_body(&r, 413, "too_large");
+    free_reply(&r);
+    o.chunked = 1; /* by counting */
+    http(&r, "PUT", "/v1/admin/models/huge/versions/v1", &o);
+    assert_error_body(&r, 413, "too_large");
+    free_reply(&r);
+    assert_false(version_listed("huge"));
+    assert_int_equal(tmp_entries(), 0);
+    /* Exactly at the limit is fine. */
+    assert_int_equal(publish("huge", "v1", data, TEST_MAX_UPLOAD, NULL), 201);
+}
+
+static int connect_loopback(uint16_t port)
+{
+    struct sockaddr_in a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    assert_true(fd >= 0);
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    return fd;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    (void)nanosleep(&ts, NULL);
+}
+
+static void test_server_http__interrupted_upload(void **state)
+{
+    static char chunk[32 * 1024];
+    char head[512];
+    int fd, n, tries;
+
+    (void)state;
+    fd = connect_loopback(fx.port);
+    n = snprintf(head, sizeof(head),
+                 "PUT /v1/admin/models/cut/versions/v1 HTTP/1.1\r\nHost: x\r\n"
+                 "Authorization: Bearer %s\r\nContent-Length: 500000\r\n\r\n",
+                 fx.admin);
+    assert_int_equal(write(fd, head, (size_t)n), n);
+    memset(chunk, 'x', sizeof(chunk));
+    assert_int_equal(write(fd, chunk, sizeof(chunk)), (ssize_t)sizeof(chunk));
+    /* Wait until the server holds the partial upload in blobs/tmp, then cut it. */
+    for (tries = 0; tries < 500 && tmp_entries() == 0; tries++)
+        sleep_ms(10);
+    assert_int_equal(tmp_entries(), 1);
+    (void)close(fd);
+    for (tries = 0; tries < 500 && tmp_entries() != 0; tries++)
+        sleep_ms(10);
+    assert_int_equal(tmp_entries(), 0);
+    assert_false(version_listed("cut"));
+}
+
+static void test_server_http__report_and_devices(void **state)
+{
+    char body[512], sha[65];
+    struct reply r;
+    cJSON *root, *dev = NULL, *it, *m;
+
+    (void)state;
+    memset(sha, 'c', 64);
+    sha[64] = '\0';
+    (void)snprintf(body, sizeof(body),
+                   "{\"model\":\"det\",\"version\":\"v2\",\"sha256\":\"%s\","
+                   "\"status\":\"failed\",\"detail\":\"sha256 mismatch\"}",
+                   sha);
+    post_json(&r, "/v1/report", fx.device, body);
+    assert_int_equal(r.status, 204);
+    free_reply(&r);
+    post_json(&r, "/v1/report", fx.device, "{\"model\":\"det\",\"status\":\"weird\"}");
+    assert_error_body(&r, 400, "bad_request");
+    free_reply(&r);
+
+    http(&r, "GET", "/v1/admin/devices", &(struct req_opts){.token = fx.admin});
+    assert_int_equal(r.status, 200);
+    root = cJSON_Parse(r.body);
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "devices"))
+    {
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(it, "device_id")), "dev-1") == 0)
+            dev = it;
+    }
+    assert_non_null(dev);
+    assert_true(cJSON_GetNumberValue(cJSON_GetObjectItem(dev, "last_seen")) > 0);
+    m = cJSON_GetArrayItem(cJSON_GetObjectItem(dev, "models"), 0);
+    assert_non_null(m);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(m, "status")), "failed");
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(m, "detail")), "sha256 mismatch");
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(m, "sha256")), sha);
+    cJSON_Delete(root);
+    free_reply(&r);
+}
+
+static void test_server_http__ipv6(void **state)
+{
+    struct mf_server_options o;
+    struct mf_server *srv = NULL;
+    struct mf_ctx ctx;
+    struct reply r;
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    mf_server__options_init(&o);
+    o.data_dir = fx.data;
+    o.listen = "[::1]:0";
+    if (mf_server__start(&srv, &ctx, &o) < 0) {
+        (void)fprintf(stderr, "no IPv6 loopback here (%s); skipping\n", mf_ctx__errmsg(&ctx));
+        skip();
+    }
+    http_port(&r, mf_server__port(srv), "[::1]", "GET", "/healthz", NULL);
+    assert_int_equal(r.status, 200);
+    free_reply(&r);
+    mf_server__stop(srv);
+    assert_int_equal(
+        mf_server__start(&srv, &ctx,
+                         &(struct mf_server_options){.data_dir = fx.data, .listen = "[::1]"}),
+        MF_E_INVALID);
+    assert_int_equal(
+        mf_server__start(
+            &srv, &ctx, &(struct mf_server_options){.data_dir = fx.data, .listen = "localhost:80"}),
+        MF_E_INVALID);
+}
+
+/* Path of mf-server: it is built next to this test binary. */
+static void server_binary(char *out, size_t size)
+{
+    ssize_t n = readlink("/proc/self/exe", out, size - 16);
+    char *slash;
+
+    assert_true(n > 0);
+    out[n] = '\0';
+    slash = strrchr(out, '/');
+    assert_non_null(slash);
+    (void)snprintf(slash + 1, 16, "mf-server");
+    assert_int_equal(access(out, X_OK), 0);
+}
+
+static int run_wait(const char *const argv[], const char *out_file)
+{
+    int status = -1;
+    pid_t pid = fork();
+
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(out_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+        if (fd >= 0) {
+            (void)dup2(fd, 1);
+            (void)dup2(fd, 2);
+        }
+        execv(argv[0], (char *const *)argv); /* execv never writes to them */
+        _exit(127);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int file_contains(const char *path, const char *needle)
+{
+    char buf[2048];
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    if (!f)
+        return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    (void)fclose(f);
+    return strstr(buf, needle) != NULL;
+}
+
+static void test_server_http__binary_init_serve_sigterm(void **state)
+{
+    char bin[512], data[128], out[160], port_file[160], buf[32];
+    const char *init_argv[] = {bin, "init", "--data-dir", data, NULL};
+    const char *serve_argv[] = {bin,           "serve",       "--data-dir",  data,
+                                "--listen",    "127.0.0.1:0", "--port-file", port_file,
+                                "--log-level", "warn",        NULL};
+    struct reply r;
+    int status = -1, tries;
+    pid_t pid;
+    FILE *f;
+
+    (void)state;
+    server_binary(bin, sizeof(bin));
+    (void)snprintf(data, sizeof(data), "%s/bin-data", fx.dir);
+    (void)snprintf(out, sizeof(out), "%s/bin.out", fx.dir);
+    (void)snprintf(port_file, sizeof(port_file), "%s/port", fx.dir);
+    assert_int_equal(run_wait(init_argv, out), 0);
+    assert_true(file_contains(out, "initialized"));
+    assert_int_equal(run_wait(init_argv, out), 0);
+    assert_true(file_contains(out, "nothing changed"));
+
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execv(bin, (char *const *)serve_argv);
+        _exit(127);
+    }
+    f = NULL;
+    for (tries = 0; tries < 500 && !f; tries++) {
+        f = fopen(port_file, "r");
+        if (!f)
+            sleep_ms(10);
+    }
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof(buf), f));
+    (void)fclose(f);
+    http_port(&r, (uint16_t)strtoul(buf, NULL, 10), "127.0.0.1", "GET", "/healthz", NULL);
+    assert_int_equal(r.status, 200);
+    free_reply(&r);
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_server_http__healthz),
+        cmocka_unit_test(test_server_http__enroll),
+        cmocka_unit_test(test_server_http__device_auth),
+        cmocka_unit_test(test_server_http__publish_list_assign),
+        cmocka_unit_test(test_server_http__download),
+        cmocka_unit_test(test_server_http__json_limits_and_syntax),
+        cmocka_unit_test(test_server_http__routing_errors),
+        cmocka_unit_test(test_server_http__upload_limit),
+        cmocka_unit_test(test_server_http__interrupted_upload),
+        cmocka_unit_test(test_server_http__report_and_devices),
+        cmocka_unit_test(test_server_http__ipv6),
+        cmocka_unit_test(test_server_http__binary_init_serve_sigterm),
+    };
+
+    return cmocka_run_group_tests_name("server_http", tests, group_setup, group_teardown);
+}

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The SQLite store behind struct mf_store_ops, and `mf-server init` on a data directory. */
+#define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
+#include "mf_test.h"
+#include "app/server.h"
+#include "app/token.h"
+#include "store/store.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct store_fixture {
+    char dir[64];
+    char db[128];
+    struct mf_ctx ctx;
+    struct mf_store *s;
+};
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static int store_setup(void **state)
+{
+    struct store_fixture *f = calloc(1, sizeof(*f));
+
+    assert_non_null(f);
+    (void)snprintf(f->dir, sizeof(f->dir), "/tmp/mf-store-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    (void)snprintf(f->db, sizeof(f->db), "%s/store.db", f->dir);
+    mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
+    *state = f;
+    return 0;
+}
+
+static int store_teardown(void **state)
+{
+    struct store_fixture *f = *state;
+
+    mf_store__close(f->s);
+    (void)nftw(f->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+/* Opens (creating) and migrates the fixture's store. */
+static struct mf_store *open_migrated(struct store_fixture *f)
+{
+    int applied = -1;
+
+    assert_int_equal(mf_store__open(&f->s, &f->ctx, f->db, 1), MF_OK);
+    assert_int_equal(f->s->ops->migrate(&applied, f->s, &f->ctx), MF_OK);
+    return f->s;
+}
+
+static void test_server_store__migrate_empty_then_idempotent(void **state)
+{
+    struct store_fixture *f = *state;
+    int applied = -1, version = -1;
+    struct mf_store *s;
+
+    assert_int_equal(mf_store__open(&f->s, &f->ctx, f->db, 1), MF_OK);
+    s = f->s;
+    assert_int_equal(s->ops->migrate(&applied, s, &f->ctx), MF_OK);
+    assert_true(applied >= 1);
+    assert_int_equal(s->ops->schema_version(&version, s, &f->ctx), MF_OK);
+    assert_int_equal(version, applied);
+    /* Re-run on the same handle and after a reopen: nothing left to apply. */
+    assert_int_equal(s->ops->migrate(&applied, s, &f->ctx), MF_OK);
+    assert_int_equal(applied, 0);
+    mf_store__close(s);
+    assert_int_equal(mf_store__open(&f->s, &f->ctx, f->db, 0), MF_OK);
+    assert_int_equal(f->s->ops->migrate(&applied, f->s, &f->ctx), MF_OK);
+    assert_int_equal(applied, 0);
+    assert_int_equal(f->s->ops->schema_version(&applied, f->s, &f->ctx), MF_OK);
+    assert_int_equal(applied, version);
+}
+
+static void test_server_store__open_errors(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = NULL;
+
+    assert_int_equal(mf_store__open(&s, &f->ctx, f->db, 0), MF_E_NOTFOUND);
+    assert_null(s);
+    assert_int_equal(mf_store__open(&s, &f->ctx, "nosuch://x", 1), MF_E_INVALID);
+    assert_non_null(strstr(mf_ctx__errmsg(&f->ctx), "nosuch"));
+    /* The explicit scheme selects the same backend as a bare path. */
+    assert_int_equal(mf_store__open(&s, &f->ctx, "sqlite:/nonexistent-dir/x.db", 1), MF_E_NOTFOUND);
+}
+
+static void test_server_store__tokens_by_hash(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    uint8_t h1[MF_SHA256_LEN], h2[MF_SHA256_LEN];
+    int count = -1;
+
+    mf_token__hash(h1, "mfa_one", 7);
+    mf_token__hash(h2, "mfa_two", 7);
+    assert_int_equal(s->ops->token_count(&count, s, &f->ctx, MF_TOKEN_ADMIN), MF_OK);
+    assert_int_equal(count, 0);
+    assert_int_equal(s->ops->token_insert(s, &f->ctx, MF_TOKEN_ADMIN, h1, 1), MF_OK);
+    assert_int_equal(s->ops->token_check(s, &f->ctx, MF_TOKEN_ADMIN, h1), MF_OK);
+    assert_int_equal(s->ops->token_check(s, &f->ctx, MF_TOKEN_ADMIN, h2), MF_E_AUTH);
+    /* A token is valid only for its own kind. */
+    assert_int_equal(s->ops->token_check(s, &f->ctx, MF_TOKEN_ENROLL, h1), MF_E_AUTH);
+    assert_int_equal(s->ops->token_count(&count, s, &f->ctx, MF_TOKEN_ADMIN), MF_OK);
+    assert_int_equal(count, 1);
+    /* The same hash twice is a constraint violation, not a silent duplicate. */
+    assert_int_equal(s->ops->token_insert(s, &f->ctx, MF_TOKEN_ADMIN, h1, 1), MF_E_STATE);
+}
+
+static void test_server_store__device_reenroll_revokes(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    uint8_t c1[MF_SHA256_LEN], c2[MF_SHA256_LEN];
+    char id[MF_STORE_NAME_SIZE];
+
+    mf_token__hash(c1, "cred-1", 6);
+    mf_token__hash(c2, "cred-2", 6);
+    assert_int_equal(s->ops->device_auth(id, s, &f->ctx, c1), MF_E_AUTH);
+    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "cam-1", c1, 10), MF_OK);
+    assert_int_equal(s->ops->device_auth(id, s, &f->ctx, c1), MF_OK);
+    assert_string_equal(id, "cam-1");
+    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "cam-1", c2, 20), MF_OK);
+    assert_int_equal(s->ops->device_auth(id, s, &f->ctx, c1), MF_E_AUTH);
+    assert_int_equal(s->ops->device_auth(id, s, &f->ctx, c2), MF_OK);
+}
+
+static int count_versions(void *payload, const struct mf_store_version *v)
+{
+    int *n = payload;
+
+    (void)v;
+    (*n)++;
+    return MF_OK;
+}
+
+static void test_server_store__versions(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    struct mf_store_version v = {"det", "v1", "", 10, 100}, got;
+    int n = 0;
+
+    memset(v.sha256, 'a', MF_SHA256_HEX_LEN);
+    assert_int_equal(s->ops->version_latest(&got, s, &f->ctx, "det"), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->version_insert(s, &f->ctx, &v), MF_OK);
+    assert_int_equal(s->ops->version_insert(s, &f->ctx, &v), MF_E_STATE);
+    /* "newest" is publish order, not string order: v10 before v9 stays older. */
+    (void)snprintf(v.version, sizeof(v.version), "v10");
+    assert_int_equal(s->ops->version_insert(s, &f->ctx, &v), MF_OK);
+    (void)snprintf(v.version, sizeof(v.version), "v9");
+    v.size = 9;
+    assert_int_equal(s->ops->version_insert(s, &f->ctx, &v), MF_OK);
+    assert_int_equal(s->ops->version_latest(&got, s, &f->ctx, "det"), MF_OK);
+    assert_string_equal(got.version, "v9");
+    assert_int_equal(got.size, 9);
+    assert_int_equal(s->ops->version_get(&got, s, &f->ctx, "det", "v10"), MF_OK);
+    assert_int_equal(got.size, 10);
+    assert_int_equal(s->ops->version_get(&got, s, &f->ctx, "det", "v11"), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->versions_list(s, &f->ctx, count_versions, &n), MF_OK);
+    assert_int_equal(n, 3);
+}
+
+static void test_server_store__report_unknown_device(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    struct mf_store_status st;
+
+    memset(&st, 0, sizeof(st));
+    (void)snprintf(st.device_id, sizeof(st.device_id), "ghost");
+    (void)snprintf(st.model, sizeof(st.model), "det");
+    (void)snprintf(st.status, sizeof(st.status), "installed");
+    assert_int_equal(s->ops->report_insert(s, &f->ctx, &st), MF_E_NOTFOUND);
+}
+
+static void read_file(char *out, size_t size, const char *path, mode_t *mode)
+{
+    struct stat st;
+    FILE *fp = fopen(path, "r");
+    size_t n;
+
+    assert_non_null(fp);
+    n = fread(out, 1, size - 1, fp);
+    out[n] = '\0';
+    (void)fclose(fp);
+    assert_int_equal(stat(path, &st), 0);
+    *mode = st.st_mode & 0777;
+}
+
+static void test_server_store__init_data_dir_idempotent(void **state)
+{
+    struct store_fixture *f = *state;
+    char data[128], path[160], admin1[128], admin2[128], enroll[128];
+    uint8_t hash[MF_SHA256_LEN];
+    mode_t mode;
+    int changed = -1;
+
+    (void)snprintf(data, sizeof(data), "%s/data", f->dir);
+    assert_int_equal(mf_server__init_data_dir(&changed, &f->ctx, data), MF_OK);
+    assert_int_equal(changed, 1);
+    (void)snprintf(path, sizeof(path), "%s/admin.token", data);
+    read_file(admin1, sizeof(admin1), path, &mode);
+    assert_int_equal(mode, 0600);
+    assert_int_equal(strlen(admin1), MF_TOKEN_LEN + 1);
+    assert_int_equal(admin1[MF_TOKEN_LEN], '\n');
+    assert_int_equal(mf_token__kind(admin1, MF_TOKEN_LEN), MF_TOKEN_ADMIN);
+    (void)snprintf(path, sizeof(path), "%s/enroll.token", data);
+    read_file(enroll, sizeof(enroll), path, &mode);
+    assert_int_equal(mode, 0600);
+    assert_int_equal(mf_token__kind(enroll, MF_TOKEN_LEN), MF_TOKEN_ENROLL);
+
+    /* Second run: nothing changes, the token is not rotated. */
+    assert_int_equal(mf_server__init_data_dir(&changed, &f->ctx, data), MF_OK);
+    assert_int_equal(changed, 0);
+    (void)snprintf(path, sizeof(path), "%s/admin.token", data);
+    read_file(admin2, sizeof(admin2), path, &mode);
+    assert_string_equal(admin1, admin2);
+
+    /* The store knows the token only by its hash, and accepts it. */
+    (void)snprintf(path, sizeof(path), "%s/store.db", data);
+    assert_int_equal(mf_store__open(&f->s, &f->ctx, path, 0), MF_OK);
+    mf_token__hash(hash, admin1, MF_TOKEN_LEN);
+    assert_int_equal(f->s->ops->token_check(f->s, &f->ctx, MF_TOKEN_ADMIN, hash), MF_OK);
+    mf_token__hash(hash, enroll, MF_TOKEN_LEN);
+    assert_int_equal(f->s->ops->token_check(f->s, &f->ctx, MF_TOKEN_ENROLL, hash), MF_OK);
+    (void)snprintf(path, sizeof(path), "%s/blobs/tmp", data);
+    assert_int_equal(access(path, W_OK), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_server_store__migrate_empty_then_idempotent,
+                                        store_setup, store_teardown),
+        cmocka_unit_test_setup_teardown(test_server_store__open_errors, store_setup,
+                                        store_teardown),
+        cmocka_unit_test_setup_teardown(test_server_store__tokens_by_hash, store_setup,
+                                        store_teardown),
+        cmocka_unit_test_setup_teardown(test_server_store__device_reenroll_revokes, store_setup,
+                                        store_teardown),
+        cmocka_unit_test_setup_teardown(test_server_store__versions, store_setup, store_teardown),
+        cmocka_unit_test_setup_teardown(test_server_store__report_unknown_device, store_setup,
+                                        store_teardown),
+        cmocka_unit_test_setup_teardown(test_server_store__init_data_dir_idempotent, store_setup,
+                                        store_teardown),
+    };
+
+    return cmocka_run_group_tests_name("server_store", tests, NULL, NULL);
+}
