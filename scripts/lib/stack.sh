@@ -1,0 +1,93 @@
+# SPDX-License-Identifier: Apache-2.0
+# Shell helpers shared by scripts/demo and the integration tests: start mf-server on an
+# ephemeral loopback port, wait for it (bounded), write agent configs, stop everything on exit.
+# Source it with BIN set to the directory holding mf-server, mfctl and mf-agent.
+
+MF_SERVER_PID=""
+
+# mf_stack_start DATA_DIR LOG_FILE: init the data dir and serve it on 127.0.0.1:<ephemeral>.
+# Sets MF_URL and MF_ADMIN_TOKEN_FILE, MF_ENROLL_TOKEN_FILE.
+mf_stack_start() {
+    local data=$1 log=$2
+    "$BIN/mf-server" init --data-dir "$data" >>"$log" 2>&1
+    rm -f "$data/port"
+    "$BIN/mf-server" serve --data-dir "$data" --listen 127.0.0.1:0 --port-file "$data/port" \
+        >>"$log" 2>&1 &
+    MF_SERVER_PID=$!
+    # Bounded wait: 100 x 0.1 s for the port file the server writes once it listens.
+    for _ in $(seq 1 100); do
+        [ -s "$data/port" ] && break
+        if ! kill -0 "$MF_SERVER_PID" 2>/dev/null; then
+            echo "mf-server exited during start-up; log:" >&2
+            cat "$log" >&2
+            return 1
+        fi
+        sleep 0.1
+    done
+    if [ ! -s "$data/port" ]; then
+        echo "mf-server did not listen within 10 s" >&2
+        return 1
+    fi
+    MF_URL="http://127.0.0.1:$(cat "$data/port")"
+    MF_ADMIN_TOKEN_FILE=$data/admin.token
+    MF_ENROLL_TOKEN_FILE=$data/enroll.token
+    export MF_URL MF_ADMIN_TOKEN_FILE MF_ENROLL_TOKEN_FILE
+}
+
+mf_stack_stop() {
+    if [ -n "$MF_SERVER_PID" ] && kill -0 "$MF_SERVER_PID" 2>/dev/null; then
+        kill -TERM "$MF_SERVER_PID" 2>/dev/null || true
+        for _ in $(seq 1 50); do
+            kill -0 "$MF_SERVER_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$MF_SERVER_PID" 2>/dev/null || true
+        wait "$MF_SERVER_PID" 2>/dev/null || true
+    fi
+    MF_SERVER_PID=""
+}
+
+# mfctl_admin ARGS...: mfctl against the running stack with the admin token.
+mfctl_admin() {
+    "$BIN/mfctl" --server "$MF_URL" --token-file "$MF_ADMIN_TOKEN_FILE" "$@"
+}
+
+# mf_agent_config FILE DEVICE_ID STATE_DIR ENROLL_TOKEN_FILE MODEL...: write an agent config.
+mf_agent_config() {
+    local file=$1 dev=$2 state=$3 token=$4
+    shift 4
+    local models="" m
+    for m in "$@"; do
+        models="$models${models:+, }\"$m\""
+    done
+    cat >"$file" <<JSON
+{
+  "server_url": "$MF_URL",
+  "device_id": "$dev",
+  "enrollment_token_file": "$token",
+  "state_dir": "$state",
+  "models": [$models],
+  "poll_interval_s": 1,
+  "log_level": "info"
+}
+JSON
+}
+
+# mf_make_model FILE BYTES SEED: deterministic pseudo-random bytes standing in for weights.
+mf_make_model() {
+    local file=$1 bytes=$2 seed=$3
+    # openssl dies of SIGPIPE when head has enough; that is the expected end, not a failure.
+    { openssl enc -aes-128-ctr -nosalt -pass "pass:modelferry-$seed" -pbkdf2 -in /dev/zero \
+        2>/dev/null || true; } | head -c "$bytes" >"$file"
+    [ "$(stat -c %s "$file")" -eq "$bytes" ]
+}
+
+# mf_active_path STATE_DIR MODEL: path of the model's active slot file ("" when none), read
+# from the agent's state file models/<MODEL>/state.json.
+mf_active_path() {
+    local state=$1 model=$2 slot
+    slot=$(sed -n 's/.*"active":{"slot":"\([ab]\)".*/\1/p' "$state/models/$model/state.json" \
+        2>/dev/null || true)
+    [ -n "$slot" ] && echo "$state/models/$model/slot-$slot"
+    return 0
+}
