@@ -81,8 +81,8 @@ static int parse_cli(struct cli *cli, int argc, char **argv)
 
 static void on_ready(void *payload, const char *model, const char *version, const char *path)
 {
-    (void)payload;
-    (void)fprintf(stderr, "info  mf-agent: model %s %s ready at %s\n", model, version, path);
+    if (*(const int *)payload >= MF_LOG_INFO)
+        (void)fprintf(stderr, "info  mf-agent: model %s %s ready at %s\n", model, version, path);
 }
 
 static void sleep_s(long seconds)
@@ -185,6 +185,7 @@ static int open_agent(mf_agent **out, mf_platform_posix *posix, const struct mf_
     o.log_fn = mf_log_stderr;
     o.log_payload = log_level;
     o.ready_fn = on_ready;
+    o.ready_payload = log_level;
     if (err >= 0)
         err = mf_agent_new(out, &o); /* copies the token */
     mf_secure_zero(token, sizeof(token));
