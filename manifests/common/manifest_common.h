@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internal to manifests/: the crypto-free half shared by verify (mbedTLS) and sign
+ * (OpenSSL): base64, DSSE envelope and PAE, bounded JSON access, and the document parsers.
+ * Nothing here checks a signature; callers parse a document only after its envelope verified
+ * (the one exception, a root checked against its own keys, is documented at its caller).
+ */
+#ifndef MF_MANIFEST_COMMON_H
+#define MF_MANIFEST_COMMON_H
+
+#include "mf/manifest.h"
+#include "mf_ctx.h"
+
+#include <stdint.h>
+
+/* SubjectPublicKeyInfo DER of an uncompressed named-curve P-256 key: always 91 bytes. */
+#define MF_MANIFEST_SPKI_LEN 91
+#define MF_MANIFEST_MAX_KEYS 16 /* keys per root/keys document and per role */
+#define MF_MANIFEST_MAX_SIGS 16 /* signatures per envelope */
+#define MF_MANIFEST_SIG_MAX 72  /* DER ECDSA P-256 signature, worst case */
+#define MF_MANIFEST_TYPE_MAX 63 /* payloadType characters */
+#define MF_MANIFEST_MAX_DELTAS 64
+#define MF_MANIFEST_SPEC_VERSION 1
+/* JSON nesting allowed in any document: envelope 3, release 3; checked before cJSON runs. */
+#define MF_MANIFEST_MAX_DEPTH 4
+/* DSSE PAE prefix "DSSEv1 <n> <type> <n> " for the longest type and 20-digit lengths. */
+#define MF_MANIFEST_PAE_PREFIX_MAX (7 + 21 + MF_MANIFEST_TYPE_MAX + 1 + 21 + 1)
+
+struct mf_mkey {
+    uint8_t id[MF_MANIFEST_DIGEST_LEN]; /* as claimed by the document; verify checks it */
+    uint8_t der[MF_MANIFEST_SPKI_LEN];
+};
+
+struct mf_mrole {
+    uint8_t ids[MF_MANIFEST_MAX_KEYS][MF_MANIFEST_DIGEST_LEN]; /* distinct, all in keys[] */
+    size_t n;
+    unsigned int threshold; /* 1 <= threshold <= n */
+};
+
+/* A root or keys document: both are a key map plus two roles. */
+struct mf_mkeyset {
+    uint64_t version;
+    uint64_t expires;
+    struct mf_mkey keys[MF_MANIFEST_MAX_KEYS];
+    size_t nkeys;
+    struct mf_mrole role[2]; /* root: {root, keys}; keys: {release, director} */
+};
+
+enum { MF_ROLE_ROOT = 0, MF_ROLE_KEYS = 1, MF_ROLE_RELEASE = 0, MF_ROLE_DIRECTOR = 1 };
+
+struct mf_msig {
+    uint8_t keyid[MF_MANIFEST_DIGEST_LEN];
+    uint8_t sig[MF_MANIFEST_SIG_MAX];
+    size_t sig_len;
+};
+
+/* A parsed envelope. Only the payload bytes are kept: the JSON tree is gone. */
+struct mf_menvelope {
+    char type[MF_MANIFEST_TYPE_MAX + 1];
+    uint8_t *payload; /* decoded; owned, allocated from the ctx allocator */
+    size_t payload_len;
+    struct mf_msig sigs[MF_MANIFEST_MAX_SIGS];
+    size_t nsigs;
+};
+
+/* base64: encode with the standard alphabet and padding; decode either alphabet. */
+size_t mf_manifest__b64_encoded_len(size_t n);
+/* Writes mf_manifest__b64_encoded_len(n) characters plus NUL into out. */
+void mf_manifest__b64_encode(char *out, const uint8_t *in, size_t n);
+/* Decodes into out (room `cap`); MF_E_INVALID on a bad character or length, MF_E_LIMIT when
+ * the result would not fit. */
+int mf_manifest__b64_decode(uint8_t *out, size_t cap, size_t *out_len, const char *in,
+                            size_t in_len);
+
+/* Writes "DSSEv1 <len(type)> <type> <payload_len> " (no NUL) into out; returns its length,
+ * or 0 when type is empty or longer than MF_MANIFEST_TYPE_MAX. */
+size_t mf_manifest__pae_prefix(char *out, const char *type, size_t payload_len);
+
+/* Envelope parse: len must be <= max_len (MF_E_LIMIT); the JSON must be an object with a
+ * string payloadType, string payload and an array of at most MF_MANIFEST_MAX_SIGS
+ * signatures {keyid: 64 hex, sig: base64}. Unknown members are ignored. */
+int mf_manifest__envelope_parse(struct mf_menvelope **out, struct mf_ctx *ctx, const void *buf,
+                                size_t len, size_t max_len);
+void mf_manifest__envelope_free(struct mf_ctx *ctx, struct mf_menvelope *env);
+
+/* Document parsers; the payload must already be authenticated (see file comment). */
+int mf_manifest__parse_root(struct mf_mkeyset *out, struct mf_ctx *ctx, const uint8_t *payload,
+                            size_t len);
+int mf_manifest__parse_keys(struct mf_mkeyset *out, struct mf_ctx *ctx, const uint8_t *payload,
+                            size_t len);
+/* Release: digest is left zero (the verifier fills it in). Allocated from ctx's allocator,
+ * which the result remembers for mf_manifest_release_free(). */
+int mf_manifest__parse_release(mf_manifest_release **out, struct mf_ctx *ctx,
+                               const uint8_t *payload, size_t len, size_t max_chunks);
+/* Assignment: release is left NULL (the verifier attaches the verified one). */
+int mf_manifest__parse_assignment(mf_manifest_assignment **out, struct mf_ctx *ctx,
+                                  const uint8_t *payload, size_t len);
+/* Hands `r` to `a`, which frees it with itself. */
+void mf_manifest__assignment_attach(mf_manifest_assignment *a, mf_manifest_release *r);
+
+/* 1 when s is 1..MF_MANIFEST_NAME_MAX of [A-Za-z0-9._-] (model, version, device id). */
+int mf_manifest__name_ok(const char *s);
+
+#endif /* MF_MANIFEST_COMMON_H */

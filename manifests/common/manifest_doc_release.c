@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Release and assignment documents (docs/formats/manifest.md). Each parses into one
+ * allocation that carries the allocator it came from, so the public free functions need no
+ * handle. Counts come from the parsed tree (never from a length field) and are bounded
+ * before anything is sized from them.
+ */
+#include "manifest_json.h"
+#include "mf/ct.h"
+#include "mf_hex.h"
+
+#include <string.h>
+
+struct release_block {
+    mf_manifest_release pub; /* first: the public pointer is the block */
+    mf_allocator alloc;
+    char name[MF_MANIFEST_NAME_MAX + 1];
+    char version[MF_MANIFEST_NAME_MAX + 1];
+    /* followed by mf_manifest_delta[delta_count], then uint8_t[chunk_count][32] */
+};
+
+struct assignment_block {
+    mf_manifest_assignment pub; /* first, as above */
+    mf_allocator alloc;
+    mf_manifest_release *release; /* owned */
+    char device_id[MF_MANIFEST_NAME_MAX + 1];
+    char model[MF_MANIFEST_NAME_MAX + 1];
+    char nonce[MF_MANIFEST_NAME_MAX + 1];
+    char reason[MF_MANIFEST_REASON_MAX + 1];
+};
+
+_Static_assert(sizeof(struct release_block) % _Alignof(mf_manifest_delta) == 0,
+               "deltas follow the block header without padding");
+
+static int parse_deltas(mf_manifest_delta *d, struct mf_ctx *ctx, const cJSON *arr)
+{
+    const cJSON *it;
+    size_t i = 0;
+    int err;
+
+    cJSON_ArrayForEach(it, arr)
+    {
+        if (!cJSON_IsObject(it))
+            return mf_fail(ctx, MF_E_INVALID, "release: delta %zu is not an object", i);
+        err = mf_manifest__json_hex32(d[i].from_sha256, ctx, it, "from_sha256");
+        if (err < 0)
+            return err;
+        err = mf_manifest__json_hex32(d[i].sha256, ctx, it, "sha256");
+        if (err < 0)
+            return err;
+        err = mf_manifest__json_u64(&d[i].size, ctx, it, "size");
+        if (err < 0)
+            return err;
+        if (d[i].size == 0)
+            return mf_fail(ctx, MF_E_INVALID, "release: delta %zu has size 0", i);
+        i++;
+    }
+    return MF_OK;
+}
+
+static int parse_chunks(uint8_t (*chunks)[MF_MANIFEST_DIGEST_LEN], struct mf_ctx *ctx,
+                        const cJSON *arr)
+{
+    const cJSON *it;
+    size_t i = 0;
+
+    cJSON_ArrayForEach(it, arr)
+    {
+        if (!cJSON_IsString(it) || !it->valuestring || !mf_hex__is_sha256(it->valuestring) ||
+            mf_hex__decode(chunks[i], MF_MANIFEST_DIGEST_LEN, it->valuestring, MF_SHA256_HEX_LEN) <
+                0)
+            return mf_fail(ctx, MF_E_INVALID, "release: chunk %zu is not 64 lower-case hex", i);
+        i++;
+    }
+    return MF_OK;
+}
+
+/* Fields that need no allocation; validated before the block is sized. */
+struct release_scalars {
+    uint64_t sequence, size, chunk_size, security_floor, created, expires;
+};
+
+static int parse_scalars(struct release_scalars *s, struct mf_ctx *ctx, const cJSON *doc)
+{
+    static const char *const keys[] = {"sequence",       "size",    "chunk_size",
+                                       "security_floor", "created", "expires"};
+    uint64_t *dst[] = {&s->sequence,       &s->size,    &s->chunk_size,
+                       &s->security_floor, &s->created, &s->expires};
+
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        int err = mf_manifest__json_u64(dst[i], ctx, doc, keys[i]);
+
+        if (err < 0)
+            return err;
+    }
+    if (s->size == 0)
+        return mf_fail(ctx, MF_E_INVALID, "release: size is 0");
+    if (s->chunk_size == 0 || s->chunk_size > UINT32_MAX)
+        return mf_fail(ctx, MF_E_INVALID, "release: chunk_size %llu outside 1..2^32-1",
+                       (unsigned long long)s->chunk_size);
+    if (s->expires <= s->created)
+        return mf_fail(ctx, MF_E_INVALID, "release: expires %llu not after created %llu",
+                       (unsigned long long)s->expires, (unsigned long long)s->created);
+    return MF_OK;
+}
+
+static int release_fill(struct release_block *b, struct mf_ctx *ctx, const cJSON *doc,
+                        const struct release_scalars *s, const cJSON *chunks, const cJSON *deltas)
+{
+    mf_manifest_release *r = &b->pub;
+    mf_manifest_delta *d = (mf_manifest_delta *)(b + 1);
+    uint8_t(*c)[MF_MANIFEST_DIGEST_LEN] = (uint8_t(*)[MF_MANIFEST_DIGEST_LEN])(d + r->delta_count);
+    int err;
+
+    err = mf_manifest__json_name(b->name, ctx, doc, "name");
+    if (err < 0)
+        return err;
+    err = mf_manifest__json_name(b->version, ctx, doc, "version");
+    if (err < 0)
+        return err;
+    err = mf_manifest__json_hex32(r->sha256, ctx, doc, "sha256");
+    if (err < 0)
+        return err;
+    err = parse_deltas(d, ctx, deltas);
+    if (err < 0)
+        return err;
+    err = parse_chunks(c, ctx, chunks);
+    if (err < 0)
+        return err;
+    r->name = b->name;
+    r->version = b->version;
+    r->sequence = s->sequence;
+    r->size = s->size;
+    r->chunk_size = (uint32_t)s->chunk_size;
+    r->chunks = (const uint8_t(*)[MF_MANIFEST_DIGEST_LEN])c;
+    r->deltas = d;
+    r->security_floor = s->security_floor;
+    r->created = s->created;
+    r->expires = s->expires;
+    return MF_OK;
+}
+
+int mf_manifest__parse_release(mf_manifest_release **out, struct mf_ctx *ctx,
+                               const uint8_t *payload, size_t len, size_t max_chunks)
+{
+    struct release_scalars s;
+    struct release_block *b = NULL;
+    const cJSON *chunks, *deltas;
+    size_t nchunks, ndeltas, size;
+    cJSON *doc = NULL;
+    int err;
+
+    *out = NULL;
+    err = mf_manifest__json_parse(&doc, ctx, payload, len, "release");
+    if (err < 0)
+        return err;
+    err = mf_manifest__json_header(ctx, doc, "release");
+    if (err < 0)
+        goto fail;
+    err = parse_scalars(&s, ctx, doc);
+    if (err < 0)
+        goto fail;
+    err = mf_manifest__json_array(&chunks, &nchunks, ctx, doc, "chunks", max_chunks);
+    if (err < 0)
+        goto fail;
+    if (nchunks != (s.size - 1) / s.chunk_size + 1) {
+        err = mf_fail(ctx, MF_E_INVALID, "release: %zu chunk hashes for size %llu / chunk %llu",
+                      nchunks, (unsigned long long)s.size, (unsigned long long)s.chunk_size);
+        goto fail;
+    }
+    err = mf_manifest__json_array(&deltas, &ndeltas, ctx, doc, "deltas", MF_MANIFEST_MAX_DELTAS);
+    if (err < 0)
+        goto fail;
+    /* Both counts are bounded above, so this cannot overflow. */
+    size = sizeof(*b) + ndeltas * sizeof(mf_manifest_delta) + nchunks * MF_MANIFEST_DIGEST_LEN;
+    b = mf_ctx__alloc(ctx, size);
+    if (!b) {
+        err = mf_fail(ctx, MF_E_NOMEM, "release: no memory for %zu bytes", size);
+        goto fail;
+    }
+    memset(b, 0, size);
+    b->alloc = ctx->alloc;
+    b->pub.chunk_count = nchunks;
+    b->pub.delta_count = ndeltas;
+    err = release_fill(b, ctx, doc, &s, chunks, deltas);
+    if (err < 0)
+        goto fail;
+    cJSON_Delete(doc);
+    *out = &b->pub;
+    return MF_OK;
+fail:
+    if (b)
+        mf_free(&ctx->alloc, b);
+    cJSON_Delete(doc);
+    return err;
+}
+
+void mf_manifest_release_free(mf_manifest_release *r)
+{
+    struct release_block *b = (struct release_block *)r;
+    mf_allocator a;
+
+    if (!r)
+        return;
+    a = b->alloc;
+    mf_free(&a, b);
+}
+
+static int assignment_fill(struct assignment_block *b, struct mf_ctx *ctx, const cJSON *doc)
+{
+    mf_manifest_assignment *a = &b->pub;
+    const cJSON *pin = cJSON_GetObjectItemCaseSensitive(doc, "pin");
+    const char *s;
+    int err;
+
+    err = mf_manifest__json_name(b->device_id, ctx, doc, "device_id");
+    if (err < 0)
+        return err;
+    err = mf_manifest__json_name(b->model, ctx, doc, "model");
+    if (err < 0)
+        return err;
+    err = mf_manifest__json_name(b->nonce, ctx, doc, "nonce");
+    if (err < 0)
+        return err;
+    err = mf_manifest__json_hex32(a->release_sha256, ctx, doc, "release_sha256");
+    if (err < 0)
+        return err;
+    err = mf_manifest__json_u64(&a->sequence, ctx, doc, "sequence");
+    if (err < 0)
+        return err;
+    if (a->sequence == 0)
+        return mf_fail(ctx, MF_E_INVALID, "assignment: sequence must be at least 1");
+    if (pin && !cJSON_IsBool(pin))
+        return mf_fail(ctx, MF_E_INVALID, "assignment: member 'pin' is not a boolean");
+    a->pin = cJSON_IsTrue(pin) ? 1 : 0;
+    if (cJSON_GetObjectItemCaseSensitive(doc, "reason")) {
+        err = mf_manifest__json_str(&s, ctx, doc, "reason", MF_MANIFEST_REASON_MAX);
+        if (err < 0)
+            return err;
+        memcpy(b->reason, s, strlen(s) + 1);
+        a->reason = b->reason;
+    }
+    a->device_id = b->device_id;
+    a->model = b->model;
+    a->nonce = b->nonce;
+    return MF_OK;
+}
+
+int mf_manifest__parse_assignment(mf_manifest_assignment **out, struct mf_ctx *ctx,
+                                  const uint8_t *payload, size_t len)
+{
+    struct assignment_block *b = NULL;
+    cJSON *doc = NULL;
+    int err;
+
+    *out = NULL;
+    err = mf_manifest__json_parse(&doc, ctx, payload, len, "assignment");
+    if (err < 0)
+        return err;
+    err = mf_manifest__json_header(ctx, doc, "assignment");
+    if (err < 0)
+        goto fail;
+    b = mf_ctx__alloc(ctx, sizeof(*b));
+    if (!b) {
+        err = mf_fail(ctx, MF_E_NOMEM, "assignment: no memory");
+        goto fail;
+    }
+    memset(b, 0, sizeof(*b));
+    b->alloc = ctx->alloc;
+    err = assignment_fill(b, ctx, doc);
+    if (err < 0)
+        goto fail;
+    cJSON_Delete(doc);
+    *out = &b->pub;
+    return MF_OK;
+fail:
+    if (b)
+        mf_free(&ctx->alloc, b);
+    cJSON_Delete(doc);
+    return err;
+}
+
+void mf_manifest__assignment_attach(mf_manifest_assignment *a, mf_manifest_release *r)
+{
+    struct assignment_block *b = (struct assignment_block *)a;
+
+    b->release = r;
+    a->release = r;
+}
+
+void mf_manifest_assignment_free(mf_manifest_assignment *a)
+{
+    struct assignment_block *b = (struct assignment_block *)a;
+    mf_allocator al;
+
+    if (!a)
+        return;
+    mf_manifest_release_free(b->release);
+    al = b->alloc;
+    mf_free(&al, b);
+}
+
+void mf_manifest_secret_free(const mf_allocator *alloc, void *p, size_t len)
+{
+    if (!p)
+        return;
+    mf_secure_zero(p, len);
+    mf_free(alloc, p);
+}

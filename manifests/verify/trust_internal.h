@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Internal to manifests/verify: the layout of mf_trust and helpers shared by its files. */
+#ifndef MF_TRUST_INTERNAL_H
+#define MF_TRUST_INTERNAL_H
+
+#include "manifest_common.h"
+#include "mf/ct.h"
+
+/* Models whose security floor one device remembers. */
+#define MF_TRUST_MAX_MODELS 32
+
+struct mf_trust_floor {
+    char name[MF_MANIFEST_NAME_MAX + 1];
+    uint64_t floor;
+};
+
+struct mf_trust {
+    struct mf_ctx ctx;
+    mf_trust_options opts;
+    mf_trust_reason reason; /* of the last failure */
+    int has_root;
+    struct mf_mkeyset root;
+    uint8_t *root_env; /* verified envelope bytes, kept for mf_trust_save() */
+    size_t root_env_len;
+    int has_keys;
+    struct mf_mkeyset keys;
+    uint8_t keys_digest[MF_MANIFEST_DIGEST_LEN]; /* SHA-256 of the keys payload */
+    uint8_t *keys_env;
+    size_t keys_env_len;
+    uint64_t assignment_seq;
+    struct mf_trust_floor floors[MF_TRUST_MAX_MODELS];
+    size_t nfloors;
+};
+
+/* Records reason and message (like mf_fail) and returns code. */
+int mf_trust__fail(struct mf_trust *t, mf_trust_reason reason, int code, const char *fmt, ...)
+    MF_PRINTF(4, 5);
+/* Start of every public call that may fail: clears message and reason. */
+void mf_trust__begin(struct mf_trust *t);
+/* End of every public call: derives a reason from `err` when no rule set one. */
+int mf_trust__end(struct mf_trust *t, int err);
+
+int mf_trust__sha256(uint8_t *out, struct mf_trust *t, const void *p, size_t n);
+/* Checks that every key id of ks is the SHA-256 of its SPKI and that mbedTLS accepts the
+ * key as P-256: after this, a key id names exactly one key. */
+int mf_trust__check_keyids(struct mf_trust *t, const struct mf_mkeyset *ks, const char *what);
+/* Parses an envelope of at most max bytes and checks its payloadType. */
+int mf_trust__open(struct mf_menvelope **out, struct mf_trust *t, const void *buf, size_t len,
+                   size_t max, const char *type);
+/* Counts distinct keys of ks->role[role] with a valid signature over PAE(env); fails
+ * unless the count reaches the role's threshold. */
+int mf_trust__verify_role(struct mf_trust *t, const struct mf_menvelope *env,
+                          const struct mf_mkeyset *ks, int role, const char *what);
+/* Accepts a keys envelope under the current root (shared by update_keys and load). */
+int mf_trust__accept_keys(struct mf_trust *t, const void *env, size_t len, uint64_t now);
+/* Installs a self-signed root (shared by bootstrap and load). */
+int mf_trust__accept_first_root(struct mf_trust *t, const void *env, size_t len);
+/* 1 when `now` is a trustworthy time at or after `expires`. */
+int mf_trust__expired(uint64_t expires, uint64_t now);
+uint64_t mf_trust__floor_of(const struct mf_trust *t, const char *model);
+
+#endif /* MF_TRUST_INTERNAL_H */
