@@ -77,12 +77,12 @@ static int verify(struct download *d)
 int mf_agent__download(struct mf_agent *a, const char *part, const struct mf_agent_assignment *as)
 {
     const mf_platform_ops *p = &a->plat;
-    struct download d = {.a = a, .as = as, .part = part};
+    /* On the heap: the SHA-256 context would push this frame past the 512-byte ceiling. */
+    struct download *d = mf_ctx__alloc(&a->ctx, sizeof(*d));
     struct mf_http_request req = {
         .method = "GET",
         .bearer = a->credential,
         .sink = sink,
-        .sink_payload = &d,
         .sink_status = 200,
         .max_download = as->size,
         .no_timeout = 1, /* big blobs on slow links: the stall limit applies instead */
@@ -91,29 +91,41 @@ int mf_agent__download(struct mf_agent *a, const char *part, const struct mf_age
     struct mf_dynbuf url;
     int err;
 
+    if (!d)
+        return mf_fail(&a->ctx, MF_E_NOMEM, "no memory to download model %s", as->model);
+    memset(d, 0, sizeof(*d));
+    d->a = a;
+    d->as = as;
+    d->part = part;
+    req.sink_payload = d;
     err = mf_agent__url(a, &url, as->blob);
-    if (err < 0)
-        return err;
-    err = p->open(p->payload, &d.f, part, MF_PLATFORM_OPEN_WRITE);
-    if (err < 0) {
-        mf_dynbuf__free(&url);
-        return mf_fail(&a->ctx, err, "cannot create %s", part);
+    if (err >= 0) {
+        err = p->open(p->payload, &d->f, part, MF_PLATFORM_OPEN_WRITE);
+        if (err < 0) {
+            mf_dynbuf__free(&url);
+            err = mf_fail(&a->ctx, err, "cannot create %s", part);
+        }
     }
-    mbedtls_sha256_init(&d.sha);
+    if (err < 0) {
+        mf_ctx__free(&a->ctx, d);
+        return err;
+    }
+    mbedtls_sha256_init(&d->sha);
     mf_http__response_init(&resp, &a->http);
     req.url = (const char *)url.data;
-    err = sha256_starts(&d.sha, 0) != 0 ? mf_fail(&a->ctx, MF_E_GENERIC, "SHA-256 init failed")
-                                        : mf_http__perform(&a->http, &resp, &req);
+    err = sha256_starts(&d->sha, 0) != 0 ? mf_fail(&a->ctx, MF_E_GENERIC, "SHA-256 init failed")
+                                         : mf_http__perform(&a->http, &resp, &req);
     if (err >= 0 && resp.status != 200)
         err = mf_http__fail_status(&a->http, &resp, (const char *)url.data);
     if (err >= 0)
-        err = verify(&d);
-    if (err >= 0 && p->sync(p->payload, d.f) < 0)
+        err = verify(d);
+    if (err >= 0 && p->sync(p->payload, d->f) < 0)
         err = mf_fail(&a->ctx, MF_E_IO, "cannot sync %s", part);
-    p->close(p->payload, d.f);
+    p->close(p->payload, d->f);
     if (err < 0)
         (void)p->remove(p->payload, part);
-    mbedtls_sha256_free(&d.sha);
+    mbedtls_sha256_free(&d->sha);
+    mf_ctx__free(&a->ctx, d);
     mf_http__response_free(&resp);
     mf_dynbuf__free(&url);
     return err;

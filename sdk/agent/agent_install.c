@@ -42,54 +42,82 @@ static void notify_ready(struct mf_agent *a, const struct agent_model *m, const 
     mf_dynbuf__free(&path);
 }
 
-int mf_agent__install(struct mf_agent *a, struct agent_model *m,
-                      const struct mf_agent_assignment *as)
+/* Storage names and the next state of one install; on the heap to keep frames small. */
+struct install_work {
+    char dir[MF_AGENT_STORE_NAME_MAX];
+    char part[MF_AGENT_STORE_NAME_MAX];
+    char slot_name[MF_AGENT_STORE_NAME_MAX];
+    struct mf_agent_model_state next;
+};
+
+static int name_work(struct mf_agent *a, struct install_work *w, const char *model, char slot)
 {
-    char dir[MF_AGENT_STORE_NAME_MAX], part[MF_AGENT_STORE_NAME_MAX],
-        slot_name[MF_AGENT_STORE_NAME_MAX];
-    struct mf_agent_model_state next = m->state;
-    char slot = m->state.active.slot == 'a' ? 'b' : 'a';
     char leaf[16];
     int err;
 
     (void)snprintf(leaf, sizeof(leaf), "slot-%c", slot);
-    err = mf_agent__store_name(a, dir, m->name, "");
+    err = mf_agent__store_name(a, w->dir, model, "");
     if (err >= 0)
-        err = mf_agent__store_name(a, slot_name, m->name, leaf);
+        err = mf_agent__store_name(a, w->slot_name, model, leaf);
     (void)snprintf(leaf, sizeof(leaf), "slot-%c.part", slot);
     if (err >= 0)
-        err = mf_agent__store_name(a, part, m->name, leaf);
-    if (err >= 0)
-        err = make_dirs(a, dir);
+        err = mf_agent__store_name(a, w->part, model, leaf);
+    return err;
+}
+
+/* Steps 1-3 of the file comment: a verified blob in slot `slot`, nothing activated yet. */
+static int stage(struct mf_agent *a, struct agent_model *m, struct install_work *w,
+                 const struct mf_agent_assignment *as, char slot)
+{
+    int err = make_dirs(a, w->dir);
+
     if (err < 0)
         return err;
     MF_LOG_INFO(&a->ctx, "model %s: installing %s (%llu bytes) into slot %c", m->name, as->version,
                 (unsigned long long)as->size, slot);
-    err = mf_agent__download(a, part, as);
+    err = mf_agent__download(a, w->part, as);
     if (err < 0)
         return err;
-    if (next.previous.slot == slot) {
-        memset(&next.previous, 0, sizeof(next.previous));
-        err = mf_agent__state_save(a, m, &next);
+    if (w->next.previous.slot == slot) {
+        memset(&w->next.previous, 0, sizeof(w->next.previous));
+        err = mf_agent__state_save(a, m, &w->next);
     }
     if (err >= 0) {
-        err = a->plat.rename(a->plat.payload, part, slot_name);
+        err = a->plat.rename(a->plat.payload, w->part, w->slot_name);
         if (err < 0)
-            err = mf_fail(&a->ctx, err, "cannot rename %s to %s", part, slot_name);
+            err = mf_fail(&a->ctx, err, "cannot rename %s to %s", w->part, w->slot_name);
     }
-    if (err < 0) {
-        (void)a->plat.remove(a->plat.payload, part);
-        return err;
-    }
-    next.previous = m->state.active;
-    next.active.slot = slot;
-    memcpy(next.active.version, as->version, sizeof(next.active.version));
-    memcpy(next.active.sha256, as->sha256, sizeof(next.active.sha256));
-    next.active.size = as->size;
-    err = mf_agent__state_save(a, m, &next);
     if (err < 0)
-        return err;
-    MF_LOG_INFO(&a->ctx, "model %s: %s active in slot %c", m->name, as->version, slot);
-    notify_ready(a, m, slot_name);
-    return MF_OK;
+        (void)a->plat.remove(a->plat.payload, w->part);
+    return err;
+}
+
+int mf_agent__install(struct mf_agent *a, struct agent_model *m,
+                      const struct mf_agent_assignment *as)
+{
+    struct install_work *w = mf_ctx__alloc(&a->ctx, sizeof(*w));
+    char slot = m->state.active.slot == 'a' ? 'b' : 'a';
+    int err;
+
+    if (!w)
+        return mf_fail(&a->ctx, MF_E_NOMEM, "no memory to install model %s", m->name);
+    w->next = m->state;
+    err = name_work(a, w, m->name, slot);
+    if (err >= 0)
+        err = stage(a, m, w, as, slot);
+    if (err >= 0) {
+        /* Step 4, the commit: the state file names the new slot. */
+        w->next.previous = m->state.active;
+        w->next.active.slot = slot;
+        memcpy(w->next.active.version, as->version, sizeof(w->next.active.version));
+        memcpy(w->next.active.sha256, as->sha256, sizeof(w->next.active.sha256));
+        w->next.active.size = as->size;
+        err = mf_agent__state_save(a, m, &w->next);
+    }
+    if (err >= 0) {
+        MF_LOG_INFO(&a->ctx, "model %s: %s active in slot %c", m->name, as->version, slot);
+        notify_ready(a, m, w->slot_name);
+    }
+    mf_ctx__free(&a->ctx, w);
+    return err;
 }

@@ -890,6 +890,60 @@ static void test_agent__every_allocation_failure_is_clean(void **state)
     assert_true(failures > 10);
 }
 
+/* ---- bounded memory: the blob streams to storage, it is never held in RAM ---- */
+
+struct peak_alloc {
+    size_t live, peak;
+};
+
+struct peak_hdr {
+    size_t size;
+    size_t pad; /* keeps the payload 16-byte aligned */
+};
+
+static void *peak_alloc_fn(void *payload, size_t size)
+{
+    struct peak_alloc *pa = payload;
+    struct peak_hdr *h = test_malloc(sizeof(*h) + size);
+
+    h->size = size;
+    pa->live += size;
+    if (pa->live > pa->peak)
+        pa->peak = pa->live;
+    return h + 1;
+}
+
+static void peak_free_fn(void *payload, void *ptr)
+{
+    struct peak_hdr *h = (struct peak_hdr *)ptr - 1;
+
+    ((struct peak_alloc *)payload)->live -= h->size;
+    test_free(h);
+}
+
+static void test_agent__install_heap_is_bounded(void **state)
+{
+    enum { BIG = 4 * 1024 * 1024 };
+    struct fixture *fx = *state;
+    struct peak_alloc pa = {0, 0};
+    mf_allocator alloc = {peak_alloc_fn, peak_free_fn, &pa};
+    uint8_t *big = test_malloc(BIG);
+    mf_agent *agent = NULL;
+
+    for (size_t i = 0; i < BIG; i++)
+        big[i] = (uint8_t)(i * 2654435761u >> 13);
+    fake_assign(&fx->srv, "v1", big, BIG, big, BIG);
+    fx->opts.allocator = &alloc;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_file_equals(fx, "models/detector/slot-a", big, BIG);
+    mf_agent_free(agent);
+    assert_int_equal(pa.live, 0);
+    print_message("peak agent heap for a %d-byte install: %zu bytes\n", BIG, pa.peak);
+    assert_true(pa.peak < 32 * 1024); /* the 4 MiB blob never passes through the allocator */
+    test_free(big);
+}
+
 /* ---- parsers, table-driven (the fake server only sends well-formed answers) ---- */
 
 #define NONCE "00112233445566778899aabbccddeeff"
@@ -999,6 +1053,7 @@ int main(void)
         T(test_agent__bad_options_are_rejected_with_a_message),
         T(test_agent__damaged_state_file_is_reported),
         T(test_agent__every_allocation_failure_is_clean),
+        T(test_agent__install_heap_is_bounded),
         cmocka_unit_test(test_agent__checkin_parser_rejects_bad_answers),
         cmocka_unit_test(test_agent__state_parser_round_trip_and_rejects),
     };
