@@ -4,6 +4,7 @@
  * $MF_TOKEN_FILE), the static command table and the helpers every command shares.
  */
 #include "mfctl.h"
+#include "cmd_keys.h"
 #include "mf/ct.h"
 
 #include <stdlib.h>
@@ -24,6 +25,8 @@ static const struct mfctl_command commands[] = {
      "usage: mfctl [global options] devices [--json]\n"
      "Lists every device with its last check-in and the reported state of each model.\n",
      mfctl__cmd_devices},
+    {"keys", "create keys, sign root/keys/release documents (offline)", MFCTL_KEYS_USAGE,
+     mfctl__cmd_keys},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -948,6 +948,80 @@ static void test_manifest_trust__alloc_failure_every_n(void **state)
     mf_free(NULL, in.asg);
 }
 
+/* ---- bounded memory -------------------------------------------------------------------- */
+
+static struct {
+    size_t live, peak;
+} heap;
+
+struct heap_hdr {
+    size_t n;
+    size_t pad; /* keeps the payload 16-byte aligned */
+};
+
+static void *heap_malloc(size_t n)
+{
+    struct heap_hdr *h = test_malloc(sizeof(*h) + n);
+
+    h->n = n;
+    heap.live += n;
+    if (heap.live > heap.peak)
+        heap.peak = heap.live;
+    return h + 1;
+}
+
+static void heap_free(void *p)
+{
+    struct heap_hdr *h = (struct heap_hdr *)p - 1;
+
+    heap.live -= h->n;
+    test_free(h);
+}
+
+static void *heap_alloc(void *payload, size_t n)
+{
+    (void)payload;
+    return heap_malloc(n);
+}
+
+static void heap_release(void *payload, void *p)
+{
+    (void)payload;
+    heap_free(p);
+}
+
+static void test_manifest_trust__peak_heap_bounded(void **state)
+{
+    /* Everything verify_release allocates (ours and cJSON's) stays under 3x the envelope
+     * plus the release block: the envelope tree is dropped before the payload is parsed. */
+    static uint8_t chunks[2048][32];
+    const mf_allocator a = {heap_alloc, heap_release, NULL};
+    cJSON_Hooks hooks = {heap_malloc, heap_free};
+    mf_manifest_release_spec spec;
+    mf_manifest_release *r = NULL;
+    mf_trust *t = fx_trust(&fx, &a);
+    size_t len, base;
+    uint8_t *env;
+
+    (void)state;
+    fx_release_spec(&spec, "v1", 1, 0);
+    spec.chunk_count = 2048;
+    spec.chunks = (const uint8_t(*)[32])chunks;
+    spec.size = (uint64_t)2048 * spec.chunk_size;
+    env = fx_release(&len, &fx, &spec, BY(K_REL0));
+    cJSON_InitHooks(&hooks);
+    base = heap.live;
+    heap.peak = heap.live;
+    assert_int_equal(mf_trust_verify_release(&r, t, env, len, FX_NOW), MF_OK);
+    cJSON_InitHooks(NULL);
+    assert_true(heap.peak - base < 3 * len);
+    assert_true(heap.peak - base > len); /* the measurement sees the parse at all */
+    mf_manifest_release_free(r);
+    assert_int_equal(heap.live, base);
+    mf_trust_free(t);
+    mf_free(NULL, env);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -965,6 +1039,7 @@ int main(void)
         cmocka_unit_test(test_manifest_trust__state_roundtrip),
         cmocka_unit_test(test_manifest_trust__state_corruption),
         cmocka_unit_test(test_manifest_trust__alloc_failure_every_n),
+        cmocka_unit_test(test_manifest_trust__peak_heap_bounded),
     };
     return cmocka_run_group_tests_name("manifest_trust", tests, setup, teardown);
 }
