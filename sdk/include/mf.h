@@ -9,6 +9,7 @@
 #include "mf/log.h"
 #include "mf/buf.h"
 #include "mf/ct.h"
+#include "mf/diff.h"
 #include "mf/manifest.h"
 #include "mf/sys/platform.h"
 #include "mf/agent.h"

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Byte-plane residual transform of NUMERIC blocks (see delta_planes.h). */
+#include "delta_planes.h"
+#include "delta_format.h"
+
+static uint64_t load_word(const uint8_t *p, unsigned int word)
+{
+    uint64_t v = 0;
+
+    for (unsigned int k = 0; k < word; k++)
+        v |= (uint64_t)p[k] << (8 * k);
+    return v;
+}
+
+/* Sign-extends a `word`-byte residual so zigzag sees small negative steps as small. */
+static int64_t sign_extend(uint64_t v, unsigned int word)
+{
+    unsigned int shift = 64 - 8 * word;
+
+    return (int64_t)(v << shift) >> shift;
+}
+
+void mf_delta__planes_split(uint8_t *planes, const uint8_t *old_words, const uint8_t *new_words,
+                            size_t nwords, unsigned int word, unsigned int flags)
+{
+    uint64_t mask = word == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * word)) - 1;
+
+    for (size_t i = 0; i < nwords; i++) {
+        uint64_t r =
+            (load_word(new_words + i * word, word) - load_word(old_words + i * word, word)) & mask;
+
+        if (flags & MF_DELTA_NUM_ZIGZAG)
+            r = mf_delta__zigzag(sign_extend(r, word)) & mask;
+        for (unsigned int k = 0; k < word; k++)
+            planes[k * nwords + i] = (uint8_t)(r >> (8 * k));
+    }
+}
+
+/* The hot loop of apply for fp32 weights: kept branch-free on the word size. */
+static void merge4_zigzag(uint8_t *buf, const uint8_t *p0, size_t nwords, size_t count)
+{
+    const uint8_t *p1 = p0 + nwords, *p2 = p1 + nwords, *p3 = p2 + nwords;
+
+    for (size_t i = 0; i < count; i++) {
+        uint32_t z =
+            (uint32_t)p0[i] | (uint32_t)p1[i] << 8 | (uint32_t)p2[i] << 16 | (uint32_t)p3[i] << 24;
+        uint32_t r = (z >> 1) ^ (0u - (z & 1u));
+        uint32_t o = (uint32_t)buf[4 * i] | (uint32_t)buf[4 * i + 1] << 8 |
+                     (uint32_t)buf[4 * i + 2] << 16 | (uint32_t)buf[4 * i + 3] << 24;
+        uint32_t n = o + r;
+
+        buf[4 * i] = (uint8_t)n;
+        buf[4 * i + 1] = (uint8_t)(n >> 8);
+        buf[4 * i + 2] = (uint8_t)(n >> 16);
+        buf[4 * i + 3] = (uint8_t)(n >> 24);
+    }
+}
+
+void mf_delta__planes_merge(uint8_t *buf, const uint8_t *planes, size_t nwords, size_t first,
+                            size_t count, unsigned int word, unsigned int flags)
+{
+    uint64_t mask = ((uint64_t)1 << (8 * word)) - 1;
+
+    if (word == 4 && (flags & MF_DELTA_NUM_ZIGZAG)) {
+        merge4_zigzag(buf, planes + first, nwords, count);
+        return;
+    }
+    for (size_t i = 0; i < count; i++) {
+        uint64_t r = 0;
+        uint64_t v;
+
+        for (unsigned int k = 0; k < word; k++)
+            r |= (uint64_t)planes[k * nwords + first + i] << (8 * k);
+        if (flags & MF_DELTA_NUM_ZIGZAG)
+            r = (uint64_t)mf_delta__unzigzag(r);
+        v = (load_word(buf + i * word, word) + r) & mask;
+        for (unsigned int k = 0; k < word; k++)
+            buf[i * word + k] = (uint8_t)(v >> (8 * k));
+    }
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internal: the numeric-tensor transform of NUMERIC blocks. A block of `nwords` little-endian
+ * words of `word` bytes is coded as residual[i] = new[i] - old[i] (mod 2^(8*word)), optionally
+ * zigzagged, then split into `word` byte planes: plane k holds byte k of every residual, so
+ * plane k starts at planes + k * nwords. Fine-tuned weights leave the high planes almost all
+ * zero and zstd turns them into long runs.
+ */
+#ifndef MF_DIFF_DELTA_PLANES_H
+#define MF_DIFF_DELTA_PLANES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Encoder: fills `planes` (nwords * word bytes). */
+void mf_delta__planes_split(uint8_t *planes, const uint8_t *old_words, const uint8_t *new_words,
+                            size_t nwords, unsigned int word, unsigned int flags);
+
+/*
+ * Decoder: `buf` holds old words [first, first + count) on entry and the new words on return;
+ * `planes` is the whole decoded payload of the block (nwords words per plane).
+ */
+void mf_delta__planes_merge(uint8_t *buf, const uint8_t *planes, size_t nwords, size_t first,
+                            size_t count, unsigned int word, unsigned int flags);
+
+#endif /* MF_DIFF_DELTA_PLANES_H */

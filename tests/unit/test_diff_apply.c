@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Streaming apply (diff/apply): chunking invariance, bounded heap, fault injection of every
+ * allocation and every old-image read, malformed / truncated / bit-flipped patches, window
+ * limits, checkpoint/restore at every block boundary.
+ */
+#include "diff_test_util.h"
+
+#include <stdlib.h>
+
+#define SMALL_WINDOW 8192u
+
+struct fixture {
+    uint8_t *old, *nw, *patch, *out;
+    size_t old_len, new_len, patch_len;
+};
+
+/* Fine-tuned float weights with an inserted header and an appended tail, so a patch mixes
+ * numeric, bsdiff, copy and zstd blocks; small window so there are many blocks. */
+static struct fixture make_fixture(size_t nfloats, size_t window)
+{
+    struct fixture f;
+
+    f.old_len = nfloats * 4;
+    f.new_len = f.old_len + 1000 + 333;
+    f.old = malloc(f.old_len);
+    f.nw = malloc(f.new_len);
+    f.out = malloc(f.new_len + 16);
+    assert_non_null(f.old);
+    assert_non_null(f.nw);
+    assert_non_null(f.out);
+    dt_weights(f.old, nfloats, 7);
+    dt_random(f.nw, 1000, 8);
+    dt_finetune(f.nw + 1000, f.old, nfloats / 2, 1e-3f, 9);
+    memcpy(f.nw + 1000 + nfloats / 2 * 4, f.old + nfloats / 2 * 4, f.old_len - nfloats / 2 * 4);
+    dt_random(f.nw + 1000 + f.old_len, 333, 10);
+    f.patch_len =
+        dt_make_patch(&f.patch, f.old, f.old_len, f.nw, f.new_len, window, MF_DIFF_FORMAT_MF);
+    return f;
+}
+
+static void fixture_free(struct fixture *f)
+{
+    free(f->old);
+    free(f->nw);
+    free(f->out);
+    mf_free(NULL, f->patch);
+}
+
+static mf_patch_options opts_for(struct dt_source *src, const struct fixture *f, size_t window)
+{
+    mf_patch_options o;
+
+    assert_int_equal(mf_patch_options_init(&o, MF_PATCH_OPTIONS_VERSION), MF_OK);
+    o.max_window = window;
+    o.source_read = dt_source_read;
+    o.source_payload = src;
+    src->data = f->old;
+    src->len = f->old_len;
+    src->calls = 0;
+    src->fail_at = -1;
+    return o;
+}
+
+static int apply_once(const struct fixture *f, size_t in_chunk, size_t out_chunk, size_t *got)
+{
+    struct dt_source src;
+    mf_patch_options o = opts_for(&src, f, MF_PATCH_DEFAULT_WINDOW);
+    mf_patch *p = NULL;
+    int r;
+
+    assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
+    r = dt_apply(f->out, f->new_len + 16, got, p, f->patch, f->patch_len, in_chunk, out_chunk);
+    mf_patch_free(p);
+    return r;
+}
+
+static void test_diff_apply__chunking_invariant(void **state)
+{
+    static const size_t chunks[] = {1, 7, 4096, (size_t)-1};
+    struct fixture f = make_fixture(6000, SMALL_WINDOW);
+
+    (void)state;
+    for (size_t i = 0; i < 4; i++) {
+        for (size_t j = 0; j < 4; j++) {
+            size_t got = 0;
+
+            memset(f.out, 0xAA, f.new_len);
+            assert_int_equal(apply_once(&f, chunks[i], chunks[j], &got), MF_OK);
+            assert_int_equal(got, f.new_len);
+            assert_memory_equal(f.out, f.nw, f.new_len);
+        }
+    }
+    fixture_free(&f);
+}
+
+static void test_diff_apply__static_workspace_never_allocates(void **state)
+{
+    struct fixture f = make_fixture(3000, SMALL_WINDOW);
+    struct dt_source src;
+    mf_patch_options o = opts_for(&src, &f, SMALL_WINDOW);
+    size_t ws_size = mf_patch_workspace_size(&o), got = 0;
+    void *ws = test_malloc(ws_size);
+    mf_patch *p = NULL;
+
+    (void)state;
+    assert_int_equal(mf_patch_init_static(&p, ws, ws_size - 1, &o), MF_E_LIMIT);
+    assert_null(p);
+    assert_int_equal(mf_patch_init_static(&p, ws, ws_size, &o), MF_OK);
+    assert_int_equal(dt_apply(f.out, f.new_len, &got, p, f.patch, f.patch_len, 4096, 4096), MF_OK);
+    assert_memory_equal(f.out, f.nw, f.new_len);
+    test_free(ws);
+    fixture_free(&f);
+}
+
+static void test_diff_apply__peak_heap_bounded(void **state)
+{
+    /* 8 MB of weights with the default window: heap is one workspace, under 2 MiB. */
+    struct fixture f = make_fixture(2u << 20, MF_PATCH_DEFAULT_WINDOW);
+    struct dt_source src;
+    mf_patch_options o = opts_for(&src, &f, MF_PATCH_DEFAULT_WINDOW);
+    struct dt_alloc ca;
+    mf_allocator a = dt_allocator(&ca, -1);
+    mf_patch *p = NULL;
+    size_t got = 0;
+
+    (void)state;
+    assert_int_equal(mf_patch_new(&p, &o, &a), MF_OK);
+    assert_int_equal(dt_apply(f.out, f.new_len, &got, p, f.patch, f.patch_len, 65536, 65536),
+                     MF_OK);
+    assert_memory_equal(f.out, f.nw, f.new_len);
+    mf_patch_free(p);
+    assert_int_equal(ca.live, 0);
+    assert_int_equal(ca.calls, 1);
+    assert_true(ca.peak <= (size_t)2 << 20);
+    assert_int_equal(ca.peak, mf_patch_workspace_size(&o));
+    fixture_free(&f);
+}
+
+static void test_diff_apply__failing_allocator(void **state)
+{
+    struct dt_source src;
+    struct fixture f = make_fixture(100, SMALL_WINDOW);
+    mf_patch_options o = opts_for(&src, &f, SMALL_WINDOW);
+    struct dt_alloc ca;
+    mf_allocator a = dt_allocator(&ca, 0);
+    mf_patch *p = (mf_patch *)&ca;
+
+    (void)state;
+    assert_int_equal(mf_patch_new(&p, &o, &a), MF_E_NOMEM);
+    assert_null(p);
+    assert_int_equal(ca.live, 0);
+    fixture_free(&f);
+}
+
+static void test_diff_apply__failing_source_read_every_call(void **state)
+{
+    struct fixture f = make_fixture(30000, SMALL_WINDOW);
+    long n = 0;
+
+    (void)state;
+    for (;; n++) {
+        struct dt_source src;
+        mf_patch_options o = opts_for(&src, &f, SMALL_WINDOW);
+        mf_patch *p = NULL;
+        size_t got = 0;
+        int r;
+
+        src.fail_at = n;
+        assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
+        r = dt_apply(f.out, f.new_len, &got, p, f.patch, f.patch_len, 4096, 4096);
+        if (r == MF_OK) {
+            assert_memory_equal(f.out, f.nw, f.new_len);
+            mf_patch_free(p);
+            break;
+        }
+        assert_int_equal(r, MF_E_IO);
+        assert_non_null(strstr(mf_patch_errmsg(p), "old image"));
+        /* A failed applier stays failed. */
+        assert_int_equal(dt_apply(f.out, f.new_len, &got, p, f.patch, 0, 1, 1), MF_E_STATE);
+        mf_patch_free(p);
+    }
+    assert_true(n > 3); /* the fixture really reads the old image several times */
+    fixture_free(&f);
+}
+
+static void test_diff_apply__truncated_never_completes(void **state)
+{
+    struct fixture f = make_fixture(2000, SMALL_WINDOW);
+
+    (void)state;
+    for (size_t cut = 0; cut < f.patch_len; cut += (cut < 200 ? 1 : 97)) {
+        struct dt_source src;
+        mf_patch_options o = opts_for(&src, &f, SMALL_WINDOW);
+        mf_patch *p = NULL;
+        size_t got = 0;
+        int r;
+
+        assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
+        r = dt_apply(f.out, f.new_len, &got, p, f.patch, cut, 4096, 4096);
+        assert_int_equal(r, MF_AGAIN);
+        assert_true(got < f.new_len);
+        mf_patch_free(p);
+    }
+    fixture_free(&f);
+}
+
+static void test_diff_apply__bit_flips_never_accepted_wrong(void **state)
+{
+    struct fixture f = make_fixture(2000, SMALL_WINDOW);
+    uint8_t *bad = malloc(f.patch_len);
+    int rejected = 0;
+
+    (void)state;
+    assert_non_null(bad);
+    for (size_t i = 0; i < f.patch_len; i += (i < 300 ? 1 : 13)) {
+        struct dt_source src;
+        mf_patch_options o = opts_for(&src, &f, SMALL_WINDOW);
+        mf_patch *p = NULL;
+        size_t got = 0;
+        int r;
+
+        memcpy(bad, f.patch, f.patch_len);
+        bad[i] ^= (uint8_t)(1u << (i % 8));
+        assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
+        r = dt_apply(f.out, f.new_len + 16, &got, p, bad, f.patch_len, 4096, 4096);
+        if (r == MF_OK) {
+            assert_int_equal(got, f.new_len); /* accepted only if it is the right image */
+            assert_memory_equal(f.out, f.nw, f.new_len);
+        } else {
+            assert_true(r == MF_AGAIN || r == MF_E_INVALID || r == MF_E_SIGNATURE ||
+                        r == MF_E_LIMIT);
+            if (r < 0)
+                assert_true(strlen(mf_patch_errmsg(p)) > 0);
+            rejected++;
+        }
+        mf_patch_free(p);
+    }
+    assert_true(rejected > 0);
+    free(bad);
+    fixture_free(&f);
+}
+
+static void test_diff_apply__window_limit(void **state)
+{
+    struct fixture f = make_fixture(60000, MF_PATCH_DEFAULT_WINDOW);
+    struct dt_source src;
+    mf_patch_options o = opts_for(&src, &f, MF_PATCH_MIN_WINDOW);
+    mf_patch *p = NULL;
+    size_t got = 0;
+
+    (void)state;
+    assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
+    assert_int_equal(dt_apply(f.out, f.new_len, &got, p, f.patch, f.patch_len, 4096, 4096),
+                     MF_E_LIMIT);
+    assert_non_null(strstr(mf_patch_errmsg(p), "window"));
+    assert_int_equal(got, 0);
+    mf_patch_free(p);
+    o.max_window = MF_PATCH_MIN_WINDOW - 1;
+    assert_int_equal(mf_patch_workspace_size(&o), 0);
+    assert_int_equal(mf_patch_new(&p, &o, NULL), MF_E_INVALID);
+    fixture_free(&f);
+}
+
+static void test_diff_apply__wrong_old_image(void **state)
+{
+    struct fixture f = make_fixture(6000, SMALL_WINDOW);
+    struct dt_source src;
+    mf_patch_options o = opts_for(&src, &f, SMALL_WINDOW);
+    mf_patch *p = NULL;
+    size_t got = 0;
+
+    (void)state;
+    /* Same size, one weight changed: only the final sha256 can tell. */
+    f.old[f.old_len - 4] ^= 0x40;
+    assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
+    assert_int_equal(dt_apply(f.out, f.new_len, &got, p, f.patch, f.patch_len, 4096, 4096),
+                     MF_E_SIGNATURE);
+    mf_patch_free(p);
+    /* Different size: refused before any output when the caller states the size. */
+    o.source_size = f.old_len + 1;
+    assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
+    assert_int_equal(dt_apply(f.out, f.new_len, &got, p, f.patch, f.patch_len, 4096, 4096),
+                     MF_E_INVALID);
+    assert_int_equal(got, 0);
+    mf_patch_free(p);
+    fixture_free(&f);
+}
+
+/* Applies from `ck` into f->out and returns the code. */
+static int resume_from(struct fixture *f, const mf_patch_checkpoint *ck)
+{
+    struct dt_source src;
+    mf_patch_options o = opts_for(&src, f, SMALL_WINDOW);
+    mf_patch *p = NULL;
+    size_t got = 0;
+    int r;
+
+    assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
+    r = mf_patch_restore(p, ck);
+    if (r == MF_OK) {
+        assert_int_equal(mf_patch_new_offset(p), ck->new_offset);
+        r = dt_apply(f->out + ck->new_offset, f->new_len - ck->new_offset, &got, p,
+                     f->patch + ck->patch_offset, f->patch_len - ck->patch_offset, 1000, 777);
+        assert_int_equal(got, r == MF_OK ? f->new_len - ck->new_offset : got);
+    }
+    mf_patch_free(p);
+    return r;
+}
+
+static void test_diff_apply__checkpoint_every_block(void **state)
+{
+    struct fixture f = make_fixture(6000, SMALL_WINDOW);
+    struct dt_source src;
+    mf_patch_options o = opts_for(&src, &f, SMALL_WINDOW);
+    mf_patch *p = NULL;
+    uint64_t last = UINT64_MAX;
+    size_t ipos = 0, opos = 0;
+    int r = MF_AGAIN, resumed = 0;
+    mf_patch_checkpoint ck;
+
+    (void)state;
+    assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
+    assert_int_equal(mf_patch_checkpoint_get(&ck, p), MF_E_STATE);
+    while (r == MF_AGAIN) {
+        mf_inbuf in = {f.patch + ipos, f.patch_len - ipos < 512 ? f.patch_len - ipos : 512, 0};
+        mf_outbuf out = {f.out + opos, 1024, 0};
+
+        r = mf_patch_apply(p, &out, &in);
+        ipos += in.pos;
+        opos += out.pos;
+        if (r == MF_AGAIN && mf_patch_checkpoint_get(&ck, p) == MF_OK && ck.patch_offset != last) {
+            last = ck.patch_offset;
+            /* Simulated power cut: scribble over everything after the checkpoint. */
+            memset(f.out + ck.new_offset, 0x5A, f.new_len - ck.new_offset);
+            assert_int_equal(resume_from(&f, &ck), MF_OK);
+            assert_memory_equal(f.out, f.nw, f.new_len);
+            resumed++;
+            /* A torn checkpoint is refused. */
+            ck.state[17] ^= 1;
+            assert_int_equal(resume_from(&f, &ck), MF_E_INVALID);
+            ck.state[17] ^= 1;
+            ck.new_offset++;
+            assert_int_equal(resume_from(&f, &ck), MF_E_INVALID);
+        }
+    }
+    assert_int_equal(r, MF_OK);
+    assert_memory_equal(f.out, f.nw, f.new_len);
+    assert_true(resumed >= 5); /* one per block boundary */
+    mf_patch_free(p);
+    fixture_free(&f);
+}
+
+static void test_diff_apply__options_version(void **state)
+{
+    mf_patch_options o;
+
+    (void)state;
+    assert_int_equal(mf_patch_options_init(&o, MF_PATCH_OPTIONS_VERSION + 1), MF_E_INVALID);
+    assert_int_equal(mf_patch_options_init(&o, MF_PATCH_OPTIONS_VERSION), MF_OK);
+    assert_int_equal(o.max_window, MF_PATCH_DEFAULT_WINDOW);
+    mf_patch_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_diff_apply__chunking_invariant),
+        cmocka_unit_test(test_diff_apply__static_workspace_never_allocates),
+        cmocka_unit_test(test_diff_apply__peak_heap_bounded),
+        cmocka_unit_test(test_diff_apply__failing_allocator),
+        cmocka_unit_test(test_diff_apply__failing_source_read_every_call),
+        cmocka_unit_test(test_diff_apply__truncated_never_completes),
+        cmocka_unit_test(test_diff_apply__bit_flips_never_accepted_wrong),
+        cmocka_unit_test(test_diff_apply__window_limit),
+        cmocka_unit_test(test_diff_apply__wrong_old_image),
+        cmocka_unit_test(test_diff_apply__checkpoint_every_block),
+        cmocka_unit_test(test_diff_apply__options_version),
+    };
+    return cmocka_run_group_tests_name("diff_apply", tests, NULL, NULL);
+}
