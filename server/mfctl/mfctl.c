@@ -5,6 +5,7 @@
  */
 #include "mfctl.h"
 #include "cmd_keys.h"
+#include "cmd_diff.h"
 #include "mf/ct.h"
 
 #include <stdlib.h>
@@ -27,6 +28,8 @@ static const struct mfctl_command commands[] = {
      mfctl__cmd_devices},
     {"keys", "create keys, sign root/keys/release documents (offline)", MFCTL_KEYS_USAGE,
      mfctl__cmd_keys},
+    {"diff", "create a model delta (offline)", MFCTL_DIFF_USAGE, mfctl__cmd_diff},
+    {"patch", "apply a model delta (offline)", MFCTL_PATCH_USAGE, mfctl__cmd_patch},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

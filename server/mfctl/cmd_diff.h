@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Internal to mfctl: `mfctl diff` and `mfctl patch`, thin wrappers over diff/tools/delta_cli. */
+#ifndef MFCTL_CMD_DIFF_H
+#define MFCTL_CMD_DIFF_H
+
+#include "mfctl.h"
+
+#define MFCTL_DIFF_USAGE                                                                           \
+    "usage: mfctl diff [--format mf|bsdiff40] [--threads N] [--level L] [--window BYTES]\n"        \
+    "                  OLD NEW PATCH\n"                                                            \
+    "       mfctl diff --info PATCH\n"                                                             \
+    "Writes a patch turning OLD into NEW (offline; docs/formats/delta.md). The mf format\n"        \
+    "(default) applies on devices in bounded memory; bsdiff40 is classic bsdiff 4.3.\n"            \
+    "--info prints a patch's header and the encoding of every block.\n"
+
+#define MFCTL_PATCH_USAGE                                                                          \
+    "usage: mfctl patch [--format mf|bsdiff40] OLD PATCH NEW\n"                                    \
+    "       mfctl patch --info PATCH\n"                                                            \
+    "Applies PATCH to OLD and writes NEW (format detected when --format is omitted). mf\n"         \
+    "patches stream in a fixed 1.3 MiB workspace and are checked against their sha256.\n"
+
+int mfctl__cmd_diff(struct mfctl *c, int argc, char **argv);
+int mfctl__cmd_patch(struct mfctl *c, int argc, char **argv);
+
+#endif /* MFCTL_CMD_DIFF_H */
