@@ -203,6 +203,15 @@ static int on_payload(struct mf_patch *p)
     if (ZSTD_isError(r) || r != b->decoded_len)
         return mf_fail(&p->ctx, MF_E_INVALID, "block %u: bad zstd payload (%s)",
                        (unsigned)p->block_index, ZSTD_isError(r) ? ZSTD_getErrorName(r) : "short");
+    p->planes = p->dbuf;
+    if (b->kind == MF_DELTA_NUMERIC && (b->flags & MF_DELTA_NUM_SPARSE)) {
+        /* The payload is consumed, so its buffer takes the dense planes (new_len <= window). */
+        if (mf_delta__sparse_expand(p->cbuf, b->new_len / b->word, b->word, p->dbuf,
+                                    b->decoded_len) < 0)
+            return mf_fail(&p->ctx, MF_E_INVALID, "block %u: malformed sparse residuals",
+                           (unsigned)p->block_index);
+        p->planes = p->cbuf;
+    }
     return MF_OK;
 }
 
@@ -315,7 +324,7 @@ static int gen_chunk(struct mf_patch *p)
     case MF_DELTA_NUMERIC:
         err = read_old(p, p->stage, b->old_off + done, n);
         if (err == MF_OK)
-            mf_delta__planes_merge(p->stage, p->dbuf, b->new_len / b->word, done / b->word,
+            mf_delta__planes_merge(p->stage, p->planes, b->new_len / b->word, done / b->word,
                                    n / b->word, b->word, b->flags);
         p->emit = p->stage;
         break;

@@ -49,6 +49,7 @@ struct mf_patch {
     uint64_t patch_off; /* patch bytes consumed */
     uint64_t new_off;   /* output bytes handed out */
     struct mf_patch_cursor cur;
+    const uint8_t *planes; /* NUMERIC residual planes: dbuf, or cbuf when expanded */
     const uint8_t *emit;
     size_t emit_len, emit_pos;
     mbedtls_sha256_context sha;

@@ -100,8 +100,10 @@ static int block_check_kind(struct mf_ctx *ctx, const struct mf_delta_block *b,
         return MF_OK;
     case MF_DELTA_NUMERIC:
         if ((b->word != 1 && b->word != 2 && b->word != 4) || b->new_len % b->word ||
-            (b->flags & ~MF_DELTA_NUM_ZIGZAG) || b->ctrl_len || b->diff_len ||
-            b->decoded_len != b->new_len || !b->payload_len)
+            (b->flags & ~(MF_DELTA_NUM_ZIGZAG | MF_DELTA_NUM_SPARSE)) || b->ctrl_len ||
+            b->diff_len || !b->payload_len ||
+            ((b->flags & MF_DELTA_NUM_SPARSE) ? b->decoded_len == 0 || b->new_len > h->window
+                                              : b->decoded_len != b->new_len))
             return mf_fail(ctx, MF_E_INVALID, "numeric block fields inconsistent (word %u)",
                            (unsigned)b->word);
         if (old_end > h->old_size)

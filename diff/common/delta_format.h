@@ -31,6 +31,8 @@ enum mf_delta_kind {
 
 /* NUMERIC flag: residuals are zigzag-coded so small negative steps have zero high bytes. */
 #define MF_DELTA_NUM_ZIGZAG 0x1u
+/* NUMERIC flag: the payload lists only the non-zero residual words (delta_planes.h). */
+#define MF_DELTA_NUM_SPARSE 0x2u
 
 struct mf_delta_header {
     uint16_t version;

@@ -2,6 +2,9 @@
 /* Byte-plane residual transform of NUMERIC blocks (see delta_planes.h). */
 #include "delta_planes.h"
 #include "delta_format.h"
+#include "mf/error.h"
+
+#include <string.h>
 
 static uint64_t load_word(const uint8_t *p, unsigned int word)
 {
@@ -77,4 +80,65 @@ void mf_delta__planes_merge(uint8_t *buf, const uint8_t *planes, size_t nwords, 
         for (unsigned int k = 0; k < word; k++)
             buf[i * word + k] = (uint8_t)(v >> (8 * k));
     }
+}
+
+static int word_is_zero(const uint8_t *planes, size_t nwords, size_t i, unsigned int word)
+{
+    for (unsigned int k = 0; k < word; k++)
+        if (planes[k * nwords + i])
+            return 0;
+    return 1;
+}
+
+size_t mf_delta__sparse_encode(uint8_t *out, size_t cap, const uint8_t *planes, size_t nwords,
+                               unsigned int word)
+{
+    size_t count = 0, pos, vpos;
+    size_t last = 0;
+
+    for (size_t i = 0; i < nwords; i++)
+        count += !word_is_zero(planes, nwords, i, word);
+    /* Worst case of the header and gaps: 10 bytes each; values: count * word. */
+    if (count == 0 || 10 + count * (10 + word) > cap)
+        return 0;
+    pos = mf_delta__varint_put(out, count);
+    vpos = 0;
+    for (size_t i = 0; i < nwords; i++) {
+        if (word_is_zero(planes, nwords, i, word))
+            continue;
+        pos += mf_delta__varint_put(out + pos, i - last);
+        last = i + 1;
+    }
+    for (unsigned int k = 0; k < word; k++) {
+        for (size_t i = 0; i < nwords; i++)
+            if (!word_is_zero(planes, nwords, i, word))
+                out[pos + k * count + vpos++] = planes[k * nwords + i];
+        vpos = 0;
+    }
+    return pos + count * word;
+}
+
+int mf_delta__sparse_expand(uint8_t *planes, size_t nwords, unsigned int word, const uint8_t *in,
+                            size_t len)
+{
+    uint64_t count, gap;
+    size_t pos = mf_delta__varint_get(&count, in, len), idx = 0;
+    const uint8_t *vals;
+
+    if (!pos || count > nwords || count * word > len - pos)
+        return MF_E_INVALID;
+    vals = in + len - count * word;
+    memset(planes, 0, nwords * word);
+    for (uint64_t j = 0; j < count; j++) {
+        size_t n = mf_delta__varint_get(&gap, in + pos, (size_t)(vals - in) - pos);
+
+        if (!n || gap >= nwords - idx)
+            return MF_E_INVALID;
+        pos += n;
+        idx += (size_t)gap;
+        for (unsigned int k = 0; k < word; k++)
+            planes[k * nwords + idx] = vals[k * count + j];
+        idx++;
+    }
+    return in + pos == vals ? MF_OK : MF_E_INVALID;
 }

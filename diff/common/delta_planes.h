@@ -23,4 +23,16 @@ void mf_delta__planes_split(uint8_t *planes, const uint8_t *old_words, const uin
 void mf_delta__planes_merge(uint8_t *buf, const uint8_t *planes, size_t nwords, size_t first,
                             size_t count, unsigned int word, unsigned int flags);
 
+/*
+ * Sparse form (flag MF_DELTA_NUM_SPARSE), for residuals that are mostly zero words:
+ *   varint count | count varint gaps (zero words skipped before each listed word) |
+ *   `word` planes of `count` bytes each (the listed words' bytes).
+ * sparse_size returns the encoded size, or 0 when it would exceed `cap`.
+ */
+size_t mf_delta__sparse_encode(uint8_t *out, size_t cap, const uint8_t *planes, size_t nwords,
+                               unsigned int word);
+/* Expands into dense planes (nwords * word bytes); MF_OK or MF_E_INVALID if malformed. */
+int mf_delta__sparse_expand(uint8_t *planes, size_t nwords, unsigned int word, const uint8_t *in,
+                            size_t len);
+
 #endif /* MF_DIFF_DELTA_PLANES_H */

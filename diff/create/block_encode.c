@@ -23,7 +23,8 @@
 struct candidate {
     uint8_t kind;
     uint8_t word;
-    int64_t delta; /* old_off - new_off */
+    uint8_t sparse; /* NUMERIC: list only the non-zero residual words */
+    int64_t delta;  /* old_off - new_off */
 };
 
 int mf_diff__worker_init(struct mf_block_worker *w, struct mf_ctx *ctx, size_t window)
@@ -31,9 +32,10 @@ int mf_diff__worker_init(struct mf_block_worker *w, struct mf_ctx *ctx, size_t w
     memset(w, 0, sizeof(*w));
     w->cctx = ZSTD_createCCtx();
     w->decoded = mf_ctx__alloc(ctx, window);
+    w->sparse = mf_ctx__alloc(ctx, window);
     w->trial_cap = ZSTD_compressBound(window);
     w->trial = mf_ctx__alloc(ctx, w->trial_cap);
-    if (!w->cctx || !w->decoded || !w->trial) {
+    if (!w->cctx || !w->decoded || !w->sparse || !w->trial) {
         mf_diff__worker_free(w, ctx);
         return mf_fail(ctx, MF_E_NOMEM, "encoder scratch for a %zu-byte window", window);
     }
@@ -44,6 +46,7 @@ void mf_diff__worker_free(struct mf_block_worker *w, struct mf_ctx *ctx)
 {
     ZSTD_freeCCtx(w->cctx);
     mf_ctx__free(ctx, w->decoded);
+    mf_ctx__free(ctx, w->sparse);
     mf_ctx__free(ctx, w->trial);
     memset(w, 0, sizeof(*w));
 }
@@ -198,6 +201,15 @@ static size_t build(const uint8_t **src, struct mf_delta_block *b, const struct 
         b->old_off = (uint64_t)((int64_t)job->start + c->delta);
         mf_delta__planes_split(w->decoded, in->old + b->old_off, in->new_img + job->start,
                                job->len / c->word, c->word, MF_DELTA_NUM_ZIGZAG);
+        if (c->sparse) {
+            /* Only when at most a quarter of the words changed: else dense always wins. */
+            size_t n = mf_delta__sparse_encode(w->sparse, job->len / 4 + 16, w->decoded,
+                                               job->len / c->word, c->word);
+
+            b->flags |= MF_DELTA_NUM_SPARSE;
+            *src = w->sparse;
+            return n;
+        }
         return job->len;
     case MF_DELTA_BSDIFF:
         return build_bsdiff(w->decoded, in->window, b, job, in);
@@ -234,13 +246,15 @@ static int emit(struct mf_block_job *job, struct mf_ctx *ctx, struct mf_delta_bl
     if (b->payload_len)
         memcpy(job->out + MF_DELTA_BLOCK_HEADER_SIZE, payload, b->payload_len);
     job->window_used = b->payload_len > b->decoded_len ? b->payload_len : b->decoded_len;
+    if (b->kind == MF_DELTA_NUMERIC && job->window_used < b->new_len)
+        job->window_used = b->new_len; /* sparse residuals expand to new_len in the decoder */
     return MF_OK;
 }
 
 int mf_diff__block_encode(struct mf_block_job *job, struct mf_block_worker *w, struct mf_ctx *ctx,
                           const struct mf_block_inputs *in)
 {
-    struct candidate cands[4 + 3 * MAX_ALIGN], best = {MF_DELTA_ZSTD, 0, 0};
+    struct candidate cands[4 + 6 * MAX_ALIGN], best = {MF_DELTA_ZSTD, 0, 0, 0};
     int64_t deltas[MAX_ALIGN];
     size_t nd = align_candidates(deltas, job, in), nc = 0, best_size = SIZE_MAX;
     struct mf_delta_block b;
@@ -257,18 +271,21 @@ int mf_diff__block_encode(struct mf_block_job *job, struct mf_block_worker *w, s
             return emit(job, ctx, &b, NULL);
         }
     }
-    cands[nc++] = (struct candidate){MF_DELTA_ZSTD, 0, 0};
+    cands[nc++] = (struct candidate){MF_DELTA_ZSTD, 0, 0, 0};
     if (in->old_len)
-        cands[nc++] = (struct candidate){MF_DELTA_BSDIFF, 0, 0};
+        cands[nc++] = (struct candidate){MF_DELTA_BSDIFF, 0, 0, 0};
     for (size_t i = 0; i < nd; i++) {
         static const uint8_t words[3] = {4, 2, 1};
 
         if (!old_range_ok(job, in, deltas[i]))
             continue;
-        for (int k = 0; k < 3; k++)
-            if (job->len % words[k] == 0 &&
-                (!job->hint || !job->hint->word || i != 0 || words[k] == job->hint->word))
-                cands[nc++] = (struct candidate){MF_DELTA_NUMERIC, words[k], deltas[i]};
+        for (int k = 0; k < 3; k++) {
+            if (job->len % words[k] != 0 ||
+                (job->hint && job->hint->word && i == 0 && words[k] != job->hint->word))
+                continue;
+            cands[nc++] = (struct candidate){MF_DELTA_NUMERIC, words[k], 0, deltas[i]};
+            cands[nc++] = (struct candidate){MF_DELTA_NUMERIC, words[k], 1, deltas[i]};
+        }
     }
     for (size_t i = 0; i < nc; i++) {
         size_t sz;

@@ -18,10 +18,11 @@ struct mf_block_inputs {
     int level;
 };
 
-/* A worker's scratch: one zstd context and three window-sized buffers. */
+/* A worker's scratch: one zstd context and four window-sized buffers. */
 struct mf_block_worker {
     struct ZSTD_CCtx_s *cctx;
     uint8_t *decoded; /* candidate before zstd (window bytes) */
+    uint8_t *sparse;  /* sparse form of a NUMERIC candidate (window bytes) */
     uint8_t *trial;   /* compressBound(window) */
     size_t trial_cap;
 };

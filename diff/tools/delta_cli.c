@@ -286,9 +286,9 @@ int mf_delta_cli_patch(int argc, char **argv)
 static int print_block(void *payload, const mf_diff_block_info *b)
 {
     (void)payload;
-    printf("block %5u  %-7s w%u  new %12llu +%-8u payload %-8u old %llu\n", (unsigned)b->index,
-           b->kind, b->word, (unsigned long long)b->new_offset, (unsigned)b->new_len,
-           (unsigned)b->payload_len, (unsigned long long)b->old_offset);
+    printf("block %5u  %-7s%s w%u  new %12llu +%-8u payload %-8u old %llu\n", (unsigned)b->index,
+           b->kind, b->sparse ? "/sparse" : "", b->word, (unsigned long long)b->new_offset,
+           (unsigned)b->new_len, (unsigned)b->payload_len, (unsigned long long)b->old_offset);
     return 0;
 }
 

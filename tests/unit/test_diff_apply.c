@@ -205,28 +205,27 @@ static void test_diff_apply__truncated_never_completes(void **state)
     fixture_free(&f);
 }
 
-static void test_diff_apply__bit_flips_never_accepted_wrong(void **state)
+/* Flips one bit at many offsets of f's patch: each apply fails cleanly or is exactly right. */
+static void flip_bits(struct fixture *f, size_t window)
 {
-    struct fixture f = make_fixture(2000, SMALL_WINDOW);
-    uint8_t *bad = malloc(f.patch_len);
+    uint8_t *bad = malloc(f->patch_len);
     int rejected = 0;
 
-    (void)state;
     assert_non_null(bad);
-    for (size_t i = 0; i < f.patch_len; i += (i < 300 ? 1 : 13)) {
+    for (size_t i = 0; i < f->patch_len; i += (i < 300 ? 1 : 13)) {
         struct dt_source src;
-        mf_patch_options o = opts_for(&src, &f, SMALL_WINDOW);
+        mf_patch_options o = opts_for(&src, f, window);
         mf_patch *p = NULL;
         size_t got = 0;
         int r;
 
-        memcpy(bad, f.patch, f.patch_len);
+        memcpy(bad, f->patch, f->patch_len);
         bad[i] ^= (uint8_t)(1u << (i % 8));
         assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
-        r = dt_apply(f.out, f.new_len + 16, &got, p, bad, f.patch_len, 4096, 4096);
+        r = dt_apply(f->out, f->new_len + 16, &got, p, bad, f->patch_len, 4096, 4096);
         if (r == MF_OK) {
-            assert_int_equal(got, f.new_len); /* accepted only if it is the right image */
-            assert_memory_equal(f.out, f.nw, f.new_len);
+            assert_int_equal(got, f->new_len); /* accepted only if it is the right image */
+            assert_memory_equal(f->out, f->nw, f->new_len);
         } else {
             assert_true(r == MF_AGAIN || r == MF_E_INVALID || r == MF_E_SIGNATURE ||
                         r == MF_E_LIMIT);
@@ -238,6 +237,51 @@ static void test_diff_apply__bit_flips_never_accepted_wrong(void **state)
     }
     assert_true(rejected > 0);
     free(bad);
+}
+
+static void test_diff_apply__bit_flips_never_accepted_wrong(void **state)
+{
+    struct fixture f = make_fixture(2000, SMALL_WINDOW);
+
+    (void)state;
+    flip_bits(&f, SMALL_WINDOW);
+    fixture_free(&f);
+}
+
+static int has_sparse(void *payload, const mf_diff_block_info *b)
+{
+    *(int *)payload |= b->sparse;
+    return 0;
+}
+
+static void test_diff_apply__sparse_residuals_bit_flips(void **state)
+{
+    /* int8 weights with 1 % of the bytes re-quantised: NUMERIC blocks in sparse form. */
+    struct fixture f;
+    mf_diff_header_info h;
+    mf_diff *d = NULL;
+    uint64_t s = 21;
+    int sparse = 0;
+
+    (void)state;
+    f.old_len = f.new_len = 30000;
+    f.old = malloc(f.old_len);
+    f.nw = malloc(f.new_len);
+    f.out = malloc(f.new_len + 16);
+    assert_non_null(f.old);
+    assert_non_null(f.nw);
+    assert_non_null(f.out);
+    dt_random(f.old, f.old_len, 20);
+    memcpy(f.nw, f.old, f.old_len);
+    for (int i = 0; i < 300; i++)
+        f.nw[dt_rand(&s) % f.new_len] += 1;
+    f.patch_len =
+        dt_make_patch(&f.patch, f.old, f.old_len, f.nw, f.new_len, SMALL_WINDOW, MF_DIFF_FORMAT_MF);
+    assert_int_equal(mf_diff_new(&d, NULL, NULL), MF_OK);
+    assert_int_equal(mf_diff_describe(&h, d, f.patch, f.patch_len, has_sparse, &sparse), MF_OK);
+    assert_true(sparse);
+    mf_diff_free(d);
+    flip_bits(&f, SMALL_WINDOW);
     fixture_free(&f);
 }
 
@@ -372,6 +416,7 @@ int main(void)
         cmocka_unit_test(test_diff_apply__failing_source_read_every_call),
         cmocka_unit_test(test_diff_apply__truncated_never_completes),
         cmocka_unit_test(test_diff_apply__bit_flips_never_accepted_wrong),
+        cmocka_unit_test(test_diff_apply__sparse_residuals_bit_flips),
         cmocka_unit_test(test_diff_apply__window_limit),
         cmocka_unit_test(test_diff_apply__wrong_old_image),
         cmocka_unit_test(test_diff_apply__checkpoint_every_block),

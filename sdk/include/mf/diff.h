@@ -186,6 +186,7 @@ typedef struct {
     uint32_t new_len;     /**< output bytes */
     uint32_t payload_len; /**< bytes in the patch after the block header */
     uint64_t old_offset;  /**< copy/numeric source, bsdiff start position */
+    int sparse;           /**< numeric: only the non-zero residual words are listed */
 } mf_diff_block_info;
 
 /** Summary of an mf patch header, for mf_diff_describe(). */
