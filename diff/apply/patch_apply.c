@@ -322,7 +322,10 @@ static int gen_chunk(struct mf_patch *p)
         p->emit = p->stage;
         break;
     case MF_DELTA_NUMERIC:
-        err = read_old(p, p->stage, b->old_off + done, n);
+        if (b->flags & MF_DELTA_NUM_RAW)
+            memset(p->stage, 0, n); /* raw planes: the base words are zero */
+        else
+            err = read_old(p, p->stage, b->old_off + done, n);
         if (err == MF_OK)
             mf_delta__planes_merge(p->stage, p->planes, b->new_len / b->word, done / b->word,
                                    n / b->word, b->word, b->flags);

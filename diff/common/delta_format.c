@@ -100,13 +100,14 @@ static int block_check_kind(struct mf_ctx *ctx, const struct mf_delta_block *b,
         return MF_OK;
     case MF_DELTA_NUMERIC:
         if ((b->word != 1 && b->word != 2 && b->word != 4) || b->new_len % b->word ||
-            (b->flags & ~(MF_DELTA_NUM_ZIGZAG | MF_DELTA_NUM_SPARSE)) || b->ctrl_len ||
-            b->diff_len || !b->payload_len ||
+            (b->flags & ~(MF_DELTA_NUM_ZIGZAG | MF_DELTA_NUM_SPARSE | MF_DELTA_NUM_RAW)) ||
+            ((b->flags & MF_DELTA_NUM_RAW) && b->old_off) || b->ctrl_len || b->diff_len ||
+            !b->payload_len ||
             ((b->flags & MF_DELTA_NUM_SPARSE) ? b->decoded_len == 0 || b->new_len > h->window
                                               : b->decoded_len != b->new_len))
             return mf_fail(ctx, MF_E_INVALID, "numeric block fields inconsistent (word %u)",
                            (unsigned)b->word);
-        if (old_end > h->old_size)
+        if (!(b->flags & MF_DELTA_NUM_RAW) && old_end > h->old_size)
             return mf_fail(ctx, MF_E_INVALID, "numeric block reads old up to %llu past size %llu",
                            (unsigned long long)old_end, (unsigned long long)h->old_size);
         return MF_OK;

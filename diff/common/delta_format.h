@@ -33,6 +33,8 @@ enum mf_delta_kind {
 #define MF_DELTA_NUM_ZIGZAG 0x1u
 /* NUMERIC flag: the payload lists only the non-zero residual words (delta_planes.h). */
 #define MF_DELTA_NUM_SPARSE 0x2u
+/* NUMERIC flag: no old image; the planes hold the new words themselves (old_off is 0). */
+#define MF_DELTA_NUM_RAW 0x4u
 
 struct mf_delta_header {
     uint16_t version;

@@ -29,8 +29,8 @@ void mf_delta__planes_split(uint8_t *planes, const uint8_t *old_words, const uin
     uint64_t mask = word == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * word)) - 1;
 
     for (size_t i = 0; i < nwords; i++) {
-        uint64_t r =
-            (load_word(new_words + i * word, word) - load_word(old_words + i * word, word)) & mask;
+        uint64_t base = old_words ? load_word(old_words + i * word, word) : 0;
+        uint64_t r = (load_word(new_words + i * word, word) - base) & mask;
 
         if (flags & MF_DELTA_NUM_ZIGZAG)
             r = mf_delta__zigzag(sign_extend(r, word)) & mask;

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Encoder: fills `planes` (nwords * word bytes). */
+/* Encoder: fills `planes` (nwords * word bytes); `old_words` NULL means all-zero words. */
 void mf_delta__planes_split(uint8_t *planes, const uint8_t *old_words, const uint8_t *new_words,
                             size_t nwords, unsigned int word, unsigned int flags);
 

@@ -19,11 +19,17 @@
 
 #define TRIAL_LEVEL 3
 #define MAX_ALIGN 6
+/* Halving a block is tried down to MIN_SPLIT bytes, at most MAX_SPLIT_DEPTH times, and kept
+ * when the halves save more than SPLIT_COST (a block header and a zstd frame header). */
+#define MAX_SPLIT_DEPTH 3
+#define MIN_SPLIT (16u * 1024u)
+#define SPLIT_COST 48u
 
 struct candidate {
     uint8_t kind;
     uint8_t word;
     uint8_t sparse; /* NUMERIC: list only the non-zero residual words */
+    uint8_t raw;    /* NUMERIC: no old words (planes of the new values) */
     int64_t delta;  /* old_off - new_off */
 };
 
@@ -198,6 +204,13 @@ static size_t build(const uint8_t **src, struct mf_delta_block *b, const struct 
     case MF_DELTA_NUMERIC:
         b->word = c->word;
         b->flags = MF_DELTA_NUM_ZIGZAG;
+        if (c->raw) {
+            /* New data with no counterpart in old: byte planes of the values themselves. */
+            b->flags = MF_DELTA_NUM_RAW;
+            mf_delta__planes_split(w->decoded, NULL, in->new_img + job->start, job->len / c->word,
+                                   c->word, 0);
+            return job->len;
+        }
         b->old_off = (uint64_t)((int64_t)job->start + c->delta);
         mf_delta__planes_split(w->decoded, in->old + b->old_off, in->new_img + job->start,
                                job->len / c->word, c->word, MF_DELTA_NUM_ZIGZAG);
@@ -235,82 +248,159 @@ static size_t compress(struct mf_block_worker *w, const uint8_t *src, size_t len
     return ZSTD_isError(r) ? SIZE_MAX : r;
 }
 
+/* Appends one block (header + payload) to the job's output. */
 static int emit(struct mf_block_job *job, struct mf_ctx *ctx, struct mf_delta_block *b,
                 const uint8_t *payload)
 {
-    job->out_len = MF_DELTA_BLOCK_HEADER_SIZE + b->payload_len;
-    job->out = mf_ctx__alloc(ctx, job->out_len);
-    if (!job->out)
-        return mf_fail(ctx, MF_E_NOMEM, "block of %zu bytes", job->out_len);
-    mf_delta__block_write(job->out, b);
+    size_t add = MF_DELTA_BLOCK_HEADER_SIZE + b->payload_len;
+    uint8_t *out = mf_ctx__alloc(ctx, job->out_len + add);
+    uint32_t used = b->payload_len > b->decoded_len ? b->payload_len : b->decoded_len;
+
+    if (!out)
+        return mf_fail(ctx, MF_E_NOMEM, "block of %zu bytes", add);
+    if (job->out_len)
+        memcpy(out, job->out, job->out_len);
+    mf_ctx__free(ctx, job->out);
+    job->out = out;
+    mf_delta__block_write(out + job->out_len, b);
     if (b->payload_len)
-        memcpy(job->out + MF_DELTA_BLOCK_HEADER_SIZE, payload, b->payload_len);
-    job->window_used = b->payload_len > b->decoded_len ? b->payload_len : b->decoded_len;
-    if (b->kind == MF_DELTA_NUMERIC && job->window_used < b->new_len)
-        job->window_used = b->new_len; /* sparse residuals expand to new_len in the decoder */
+        memcpy(out + job->out_len + MF_DELTA_BLOCK_HEADER_SIZE, payload, b->payload_len);
+    job->out_len += add;
+    job->nblocks++;
+    if (b->kind == MF_DELTA_NUMERIC && used < b->new_len)
+        used = b->new_len; /* sparse residuals expand to new_len in the decoder */
+    if (used > job->window_used)
+        job->window_used = used;
     return MF_OK;
+}
+
+/* The best encoding of range `r` by trial compression (size 0 for COPY). */
+struct choice {
+    struct candidate c;
+    size_t size;
+    int copy;
+};
+
+static void choose(struct choice *out, struct mf_block_worker *w, const struct mf_block_job *r,
+                   const struct mf_block_inputs *in)
+{
+    struct candidate cands[6 + 6 * MAX_ALIGN];
+    int64_t deltas[MAX_ALIGN];
+    size_t nd = align_candidates(deltas, r, in), nc = 0;
+    struct mf_delta_block b;
+    const uint8_t *src;
+
+    memset(out, 0, sizeof(*out));
+    out->c.kind = MF_DELTA_ZSTD;
+    out->size = SIZE_MAX;
+    for (size_t i = 0; i < nd; i++) {
+        if (old_range_ok(r, in, deltas[i]) &&
+            memcmp(in->old + r->start + deltas[i], in->new_img + r->start, r->len) == 0) {
+            out->copy = 1;
+            out->c.delta = deltas[i];
+            out->size = 0;
+            return;
+        }
+    }
+    cands[nc++] = (struct candidate){MF_DELTA_ZSTD, 0, 0, 0, 0};
+    if (r->len % 4 == 0)
+        cands[nc++] = (struct candidate){MF_DELTA_NUMERIC, 4, 0, 1, 0};
+    if (r->len % 2 == 0)
+        cands[nc++] = (struct candidate){MF_DELTA_NUMERIC, 2, 0, 1, 0};
+    if (in->old_len)
+        cands[nc++] = (struct candidate){MF_DELTA_BSDIFF, 0, 0, 0, 0};
+    for (size_t i = 0; i < nd; i++) {
+        static const uint8_t words[3] = {4, 2, 1};
+
+        if (!old_range_ok(r, in, deltas[i]))
+            continue;
+        for (int k = 0; k < 3; k++) {
+            if (r->len % words[k] != 0 ||
+                (r->hint && r->hint->word && i == 0 && words[k] != r->hint->word))
+                continue;
+            cands[nc++] = (struct candidate){MF_DELTA_NUMERIC, words[k], 0, 0, deltas[i]};
+            cands[nc++] = (struct candidate){MF_DELTA_NUMERIC, words[k], 1, 0, deltas[i]};
+        }
+    }
+    for (size_t i = 0; i < nc; i++) {
+        size_t dlen = build(&src, &b, &cands[i], w, r, in), sz;
+
+        if (!dlen)
+            continue;
+        sz = compress(w, src, dlen, TRIAL_LEVEL);
+        if (sz < out->size) {
+            out->size = sz;
+            out->c = cands[i];
+        }
+    }
+}
+
+/* Encodes range `r` with choice `ch` at the final level and appends the block. */
+static int finalize(struct mf_block_job *job, struct mf_block_worker *w, struct mf_ctx *ctx,
+                    const struct mf_block_job *r, const struct choice *ch,
+                    const struct mf_block_inputs *in)
+{
+    struct mf_delta_block b;
+    const uint8_t *src;
+    size_t dlen, final;
+
+    memset(&b, 0, sizeof(b));
+    if (ch->copy) {
+        b.kind = MF_DELTA_COPY;
+        b.new_len = r->len;
+        b.old_off = (uint64_t)((int64_t)r->start + ch->c.delta);
+        return emit(job, ctx, &b, NULL);
+    }
+    dlen = build(&src, &b, &ch->c, w, r, in);
+    final = dlen ? compress(w, src, dlen, in->level) : SIZE_MAX;
+    if (final == SIZE_MAX)
+        return mf_fail(ctx, MF_E_GENERIC, "zstd failed on block at %llu",
+                       (unsigned long long)r->start);
+    if (final >= r->len) {
+        memset(&b, 0, sizeof(b));
+        b.kind = MF_DELTA_STORED;
+        b.new_len = b.payload_len = r->len;
+        return emit(job, ctx, &b, in->new_img + r->start);
+    }
+    b.payload_len = (uint32_t) final;
+    b.decoded_len = (uint32_t)dlen;
+    return emit(job, ctx, &b, w->trial);
+}
+
+/*
+ * Splits a range in halves while that pays: each half gets its own alignment, so a block
+ * that straddles tensors moved by different amounts is not forced onto one of them.
+ */
+static int encode_range(struct mf_block_job *job, struct mf_block_worker *w, struct mf_ctx *ctx,
+                        const struct mf_block_job *r, const struct choice *ch, int depth,
+                        const struct mf_block_inputs *in)
+{
+    struct mf_block_job a = *r, b = *r;
+    struct choice ca, cb;
+    uint32_t half = (r->len / 2) & ~(uint32_t)3;
+    int err;
+
+    if (ch->copy || depth >= MAX_SPLIT_DEPTH || r->len < 2 * MIN_SPLIT)
+        return finalize(job, w, ctx, r, ch, in);
+    a.len = half;
+    b.start += half;
+    b.len -= half;
+    choose(&ca, w, &a, in);
+    choose(&cb, w, &b, in);
+    if (ca.size == SIZE_MAX || cb.size == SIZE_MAX || ca.size + cb.size + SPLIT_COST >= ch->size)
+        return finalize(job, w, ctx, r, ch, in);
+    err = encode_range(job, w, ctx, &a, &ca, depth + 1, in);
+    return err < 0 ? err : encode_range(job, w, ctx, &b, &cb, depth + 1, in);
 }
 
 int mf_diff__block_encode(struct mf_block_job *job, struct mf_block_worker *w, struct mf_ctx *ctx,
                           const struct mf_block_inputs *in)
 {
-    struct candidate cands[4 + 6 * MAX_ALIGN], best = {MF_DELTA_ZSTD, 0, 0, 0};
-    int64_t deltas[MAX_ALIGN];
-    size_t nd = align_candidates(deltas, job, in), nc = 0, best_size = SIZE_MAX;
-    struct mf_delta_block b;
-    const uint8_t *src;
-    size_t dlen, final;
+    struct choice ch;
 
-    for (size_t i = 0; i < nd; i++) {
-        if (old_range_ok(job, in, deltas[i]) &&
-            memcmp(in->old + job->start + deltas[i], in->new_img + job->start, job->len) == 0) {
-            memset(&b, 0, sizeof(b));
-            b.kind = MF_DELTA_COPY;
-            b.new_len = job->len;
-            b.old_off = (uint64_t)((int64_t)job->start + deltas[i]);
-            return emit(job, ctx, &b, NULL);
-        }
-    }
-    cands[nc++] = (struct candidate){MF_DELTA_ZSTD, 0, 0, 0};
-    if (in->old_len)
-        cands[nc++] = (struct candidate){MF_DELTA_BSDIFF, 0, 0, 0};
-    for (size_t i = 0; i < nd; i++) {
-        static const uint8_t words[3] = {4, 2, 1};
-
-        if (!old_range_ok(job, in, deltas[i]))
-            continue;
-        for (int k = 0; k < 3; k++) {
-            if (job->len % words[k] != 0 ||
-                (job->hint && job->hint->word && i == 0 && words[k] != job->hint->word))
-                continue;
-            cands[nc++] = (struct candidate){MF_DELTA_NUMERIC, words[k], 0, deltas[i]};
-            cands[nc++] = (struct candidate){MF_DELTA_NUMERIC, words[k], 1, deltas[i]};
-        }
-    }
-    for (size_t i = 0; i < nc; i++) {
-        size_t sz;
-
-        dlen = build(&src, &b, &cands[i], w, job, in);
-        if (!dlen)
-            continue;
-        sz = compress(w, src, dlen, TRIAL_LEVEL);
-        if (sz < best_size) {
-            best_size = sz;
-            best = cands[i];
-        }
-    }
-    dlen = build(&src, &b, &best, w, job, in);
-    final = compress(w, src, dlen, in->level);
-    if (final == SIZE_MAX)
+    choose(&ch, w, job, in);
+    if (ch.size == SIZE_MAX)
         return mf_fail(ctx, MF_E_GENERIC, "zstd failed on block at %llu",
                        (unsigned long long)job->start);
-    if (final >= job->len) {
-        memset(&b, 0, sizeof(b));
-        b.kind = MF_DELTA_STORED;
-        b.new_len = b.payload_len = job->len;
-        return emit(job, ctx, &b, in->new_img + job->start);
-    }
-    b.payload_len = (uint32_t) final;
-    b.decoded_len = (uint32_t)dlen;
-    return emit(job, ctx, &b, w->trial);
+    return encode_range(job, w, ctx, job, &ch, 0, in);
 }

@@ -35,6 +35,7 @@ struct mf_block_job {
     uint8_t *out; /* block header + payload, allocated from ctx */
     size_t out_len;
     uint32_t window_used;
+    uint32_t nblocks; /* blocks in `out`: a job is split where halves encode smaller */
 };
 
 int mf_diff__worker_init(struct mf_block_worker *w, struct mf_ctx *ctx, size_t window);

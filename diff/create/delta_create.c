@@ -268,7 +268,16 @@ int mf_diff__create_mf(uint8_t **patch_out, size_t *patch_len_out, struct mf_dif
         err = mf_fail(ctx, MF_E_LIMIT, "%zu blocks exceed the format", jobs.n);
     if (err == MF_OK)
         err = run_pool(d, &jobs, &in);
-    h.block_count = (uint32_t)jobs.n;
+    if (err == MF_OK) {
+        uint64_t count = 0;
+
+        for (size_t i = 0; i < jobs.n; i++)
+            count += jobs.v[i].nblocks;
+        if (count > UINT32_MAX)
+            err = mf_fail(ctx, MF_E_LIMIT, "%llu blocks exceed the format",
+                          (unsigned long long)count);
+        h.block_count = (uint32_t)count;
+    }
     if (err == MF_OK)
         err = assemble(patch_out, patch_len_out, ctx, &jobs, &h);
     for (size_t i = 0; i < jobs.n; i++)

@@ -40,10 +40,15 @@ int mf_diff_describe(mf_diff_header_info *out, mf_diff *d, const uint8_t *patch,
         pos += MF_DELTA_BLOCK_HEADER_SIZE;
         if (patch_len - pos < b.payload_len)
             return mf_fail(ctx, MF_E_INVALID, "patch truncated in block %u payload", (unsigned)i);
-        info = (mf_diff_block_info){i,         mf_delta__kind_name(b.kind),
-                                    b.word,    new_off,
-                                    b.new_len, b.payload_len,
-                                    b.old_off, (b.flags & MF_DELTA_NUM_SPARSE) != 0};
+        info = (mf_diff_block_info){i,
+                                    mf_delta__kind_name(b.kind),
+                                    b.word,
+                                    new_off,
+                                    b.new_len,
+                                    b.payload_len,
+                                    b.old_off,
+                                    (b.flags & MF_DELTA_NUM_SPARSE) != 0,
+                                    (b.flags & MF_DELTA_NUM_RAW) != 0};
         if (fn) {
             err = fn(payload, &info);
             if (err < 0)

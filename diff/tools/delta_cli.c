@@ -7,7 +7,8 @@
  */
 #define _XOPEN_SOURCE 700
 #include "delta_cli.h"
-#include "mf.h"
+#include "mf/error.h"
+#include "mf/alloc.h"
 #include "mf/diff.h"
 
 #include <errno.h>
@@ -287,8 +288,9 @@ static int print_block(void *payload, const mf_diff_block_info *b)
 {
     (void)payload;
     printf("block %5u  %-7s%s w%u  new %12llu +%-8u payload %-8u old %llu\n", (unsigned)b->index,
-           b->kind, b->sparse ? "/sparse" : "", b->word, (unsigned long long)b->new_offset,
-           (unsigned)b->new_len, (unsigned)b->payload_len, (unsigned long long)b->old_offset);
+           b->kind, b->sparse ? "/sparse" : (b->raw ? "/raw" : ""), b->word,
+           (unsigned long long)b->new_offset, (unsigned)b->new_len, (unsigned)b->payload_len,
+           (unsigned long long)b->old_offset);
     return 0;
 }
 

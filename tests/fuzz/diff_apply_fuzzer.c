@@ -5,7 +5,8 @@
  * Properties: never crash or overrun; MF_OK only with exactly new_size bytes produced (the
  * sha256 has been checked by then); the workspace is the only allocation.
  */
-#include "mf.h"
+#include "mf/error.h"
+#include "mf/alloc.h"
 #include "mf/diff.h"
 
 #include <stdlib.h>

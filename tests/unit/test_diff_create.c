@@ -178,6 +178,48 @@ static void test_diff_create__numeric_transform_wins_on_finetune(void **state)
     free(nw);
 }
 
+static int count_raw(void *payload, const mf_diff_block_info *b)
+{
+    *(size_t *)payload += (size_t)b->raw;
+    return 0;
+}
+
+static void test_diff_create__raw_planes_for_new_fp16_values(void **state)
+{
+    /* A re-export whose values share nothing with old: byte planes of the fp16 words still
+     * beat zstd on the interleaved bytes (sign/exponent bytes are far from random). */
+    const size_t nwords = 300000;
+    uint8_t *old = malloc(4000), *nw = malloc(2 * nwords), *patch;
+    size_t raw = 0, plen;
+    uint64_t s = 31;
+    mf_diff_header_info h;
+    mf_diff *d = NULL;
+
+    (void)state;
+    dt_random(old, 4000, 30);
+    for (size_t i = 0; i < nwords; i++) {
+        /* |x| in [2^-8, 2^-4): exponent 7..10, random mantissa and sign */
+        uint16_t v = (uint16_t)((dt_rand(&s) >> 63) << 15 | (7 + dt_rand(&s) % 4) << 10 |
+                                (dt_rand(&s) & 0x3ff));
+
+        nw[2 * i] = (uint8_t)v;
+        nw[2 * i + 1] = (uint8_t)(v >> 8);
+    }
+    plen = dt_make_patch(&patch, old, 4000, nw, 2 * nwords, MF_PATCH_DEFAULT_WINDOW,
+                         MF_DIFF_FORMAT_MF);
+    free(apply_mf(old, 4000, patch, plen, 2 * nwords));
+    assert_int_equal(mf_diff_new(&d, NULL, NULL), MF_OK);
+    assert_int_equal(mf_diff_describe(&h, d, patch, plen, count_raw, &raw), MF_OK);
+    assert_true(raw > 0);
+    /* 13 bits of entropy per 16: planes reach ~84 % of the bytes, zstd on the interleaved
+     * words ~91 % (measured with zstd -19 on the same distribution). */
+    assert_true(plen < 2 * nwords * 87 / 100);
+    mf_diff_free(d);
+    mf_free(NULL, patch);
+    free(old);
+    free(nw);
+}
+
 /* Writes a safetensors file with tensors `names` (n floats each) in the given order. */
 static size_t write_safetensors(uint8_t *buf, const char *const *names, const uint8_t *const *data,
                                 size_t count, size_t nfloats)
@@ -477,6 +519,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_diff_create__roundtrip_both_formats),
         cmocka_unit_test(test_diff_create__numeric_transform_wins_on_finetune),
+        cmocka_unit_test(test_diff_create__raw_planes_for_new_fp16_values),
         cmocka_unit_test(test_diff_create__safetensors_aligns_by_name),
         cmocka_unit_test(test_diff_create__bsdiff40_interop_with_bsdiff43),
         cmocka_unit_test(test_diff_create__bsdiff40_malformed),

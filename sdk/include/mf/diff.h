@@ -187,6 +187,7 @@ typedef struct {
     uint32_t payload_len; /**< bytes in the patch after the block header */
     uint64_t old_offset;  /**< copy/numeric source, bsdiff start position */
     int sparse;           /**< numeric: only the non-zero residual words are listed */
+    int raw;              /**< numeric: byte planes of the new values, no old image */
 } mf_diff_block_info;
 
 /** Summary of an mf patch header, for mf_diff_describe(). */
