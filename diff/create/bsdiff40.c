@@ -55,7 +55,7 @@ int mf_diff__create_bsdiff40(uint8_t **patch_out, size_t *patch_len_out, struct 
     struct mf_cover_list cv = {0};
     uint8_t *ctrl = NULL, *diff = NULL, *extra = NULL, *out = NULL;
     size_t nctrl = 0, ndiff = 0, nextra = 0, cap, pos, c1, c2, c3;
-    int err = mf_diff__cover_search(&cv, ctx, old, old_len, new_img, new_len);
+    int err = mf_diff__cover_search(&cv, ctx, old, old_len, new_img, new_len, d->opts.threads);
 
     if (err < 0)
         return err;

@@ -13,6 +13,7 @@
 #include "create_internal.h"
 
 #include <divsufsort.h>
+#include <pthread.h>
 #include <string.h>
 
 #define KGRAM 8
@@ -23,6 +24,8 @@
  * and covers still grow past it through the forward extension.
  */
 #define MATCH_CAP (16u * 1024u)
+#define MAX_SCAN_THREADS 16
+#define MIN_SCAN_SLICE (1u << 20)
 
 struct search_ctx {
     const uint8_t *old;
@@ -120,12 +123,13 @@ void mf_diff__cover_list_free(struct mf_ctx *ctx, struct mf_cover_list *l)
 
 /* The scan loop of bsdiff.c, with ssize_t arithmetic replaced by checked size_t/int64. */
 static int scan_covers(struct mf_cover_list *out, struct mf_ctx *ctx, const struct search_ctx *s,
-                       const uint8_t *nw, size_t nlen)
+                       const uint8_t *nw, size_t begin, size_t nlen)
 {
     const uint8_t *old = s->old;
     size_t olen = s->old_len;
-    size_t scan = 0, len = 0, pos = 0, lastscan = 0, lastpos = 0;
-    int64_t lastoffset = 0;
+    size_t scan = begin, len = 0, pos = 0, lastscan = begin;
+    size_t lastpos = begin < olen ? begin : olen; /* start on the same-offset alignment */
+    int64_t lastoffset = (int64_t)lastpos - (int64_t)lastscan;
 
     while (scan < nlen) {
         size_t oldscore = 0, scsc;
@@ -210,8 +214,69 @@ static int scan_covers(struct mf_cover_list *out, struct mf_ctx *ctx, const stru
     return MF_OK;
 }
 
+struct scan_part {
+    struct mf_cover_list covers;
+    struct mf_ctx ctx; /* own message buffer */
+    const struct search_ctx *s;
+    const uint8_t *nw;
+    size_t begin, end;
+    int err;
+};
+
+static void *scan_part_main(void *arg)
+{
+    struct scan_part *sp = arg;
+
+    sp->err = scan_covers(&sp->covers, &sp->ctx, sp->s, sp->nw, sp->begin, sp->end);
+    return NULL;
+}
+
+/*
+ * The scan is sequential by nature; cutting new into one slice per thread, each scanned from
+ * the same-offset alignment, changes only the covers at the cuts.
+ */
+static int scan_parallel(struct mf_cover_list *out, struct mf_ctx *ctx, const struct search_ctx *s,
+                         const uint8_t *nw, size_t nlen, unsigned int threads)
+{
+    struct scan_part parts[MAX_SCAN_THREADS];
+    pthread_t tids[MAX_SCAN_THREADS];
+    unsigned int n = threads > MAX_SCAN_THREADS ? MAX_SCAN_THREADS : threads, started = 0;
+    int err = MF_OK;
+
+    if (nlen < MIN_SCAN_SLICE * 2 || n < 2)
+        return scan_covers(out, ctx, s, nw, 0, nlen);
+    for (unsigned int i = 0; i < n; i++) {
+        memset(&parts[i], 0, sizeof(parts[i]));
+        parts[i].ctx = *ctx;
+        parts[i].s = s;
+        parts[i].nw = nw;
+        parts[i].begin = nlen / n * i;
+        parts[i].end = i + 1 == n ? nlen : nlen / n * (i + 1);
+    }
+    for (unsigned int i = 1; i < n; i++) {
+        if (pthread_create(&tids[i], NULL, scan_part_main, &parts[i]) != 0)
+            break;
+        started = i;
+    }
+    scan_part_main(&parts[0]);
+    for (unsigned int i = 1; i <= started; i++)
+        pthread_join(tids[i], NULL);
+    for (unsigned int i = started + 1; i < n; i++)
+        scan_part_main(&parts[i]); /* threads that could not start run here */
+    for (unsigned int i = 0; i < n && err == MF_OK; i++) {
+        if (parts[i].err < 0)
+            err = mf_fail(ctx, parts[i].err, "%s", mf_ctx__errmsg(&parts[i].ctx));
+        for (size_t k = 0; k < parts[i].covers.n && err == MF_OK; k++)
+            err = push(out, ctx, &parts[i].covers.v[k]);
+    }
+    for (unsigned int i = 0; i < n; i++)
+        mf_diff__cover_list_free(ctx, &parts[i].covers);
+    return err;
+}
+
 int mf_diff__cover_search(struct mf_cover_list *out, struct mf_ctx *ctx, const uint8_t *old,
-                          size_t old_len, const uint8_t *new_img, size_t new_len)
+                          size_t old_len, const uint8_t *new_img, size_t new_len,
+                          unsigned int threads)
 {
     struct search_ctx s = {old, old_len, NULL, NULL, 0};
     saidx_t *sa = NULL;
@@ -248,7 +313,7 @@ int mf_diff__cover_search(struct mf_cover_list *out, struct mf_ctx *ctx, const u
     s.sa = sa;
     s.filter = filter;
     s.filter_mask = fbits - 1;
-    err = scan_covers(out, ctx, &s, new_img, new_len);
+    err = scan_parallel(out, ctx, &s, new_img, new_len, threads);
 out:
     mf_ctx__free(ctx, sa);
     mf_ctx__free(ctx, filter);

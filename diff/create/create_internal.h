@@ -48,7 +48,8 @@ struct mf_hint_list {
 
 /* bsdiff 4.3 cover search over a divsufsort suffix array of `old`. */
 int mf_diff__cover_search(struct mf_cover_list *out, struct mf_ctx *ctx, const uint8_t *old,
-                          size_t old_len, const uint8_t *new_img, size_t new_len);
+                          size_t old_len, const uint8_t *new_img, size_t new_len,
+                          unsigned int threads);
 void mf_diff__cover_list_free(struct mf_ctx *ctx, struct mf_cover_list *l);
 
 /* Container-aware alignment (safetensors, tar); leaves `out` empty for unknown formats. */

@@ -261,7 +261,7 @@ int mf_diff__create_mf(uint8_t **patch_out, size_t *patch_len_out, struct mf_dif
     if (err == MF_OK)
         err = mf_diff__container_hints(&hints, ctx, old, old_len, new_img, new_len);
     if (err == MF_OK)
-        err = mf_diff__cover_search(&covers, ctx, old, old_len, new_img, new_len);
+        err = mf_diff__cover_search(&covers, ctx, old, old_len, new_img, new_len, d->opts.threads);
     if (err == MF_OK)
         err = plan_blocks(&jobs, ctx, &hints, new_len, max_block & ~(size_t)3);
     if (err == MF_OK && jobs.n > UINT32_MAX)
