@@ -13,5 +13,6 @@
 #include "mf/manifest.h"
 #include "mf/sys/platform.h"
 #include "mf/agent.h"
+#include "mf/offload.h"
 
 #endif /* MF_H */

@@ -101,6 +101,8 @@ static const struct pair pairs[] = {
     {"both-empty", 0, 0, mk_random},
     {"one-byte", 1, 1, mk_random},
     {"odd", 13, 7, mk_random},
+    /* Above 2 MiB the cover scan runs in one slice per thread. */
+    {"shifted-large", 2600000, 2600777, mk_shifted},
 };
 
 static void test_diff_create__roundtrip_both_formats(void **state)
