@@ -8,35 +8,22 @@
 
 #include <mbedtls/ecp.h>
 #include <mbedtls/pk.h>
-#include <mbedtls/sha256.h>
+#include "mf_sha256.h"
 #include <string.h>
-
-int mf_trust__sha256(uint8_t *out, struct mf_trust *t, const void *p, size_t n)
-{
-    if (mbedtls_sha256_ret(p, n, out, 0) != 0)
-        return mf_trust__fail(t, MF_TRUST_R_RESOURCE, MF_E_GENERIC, "SHA-256 failed");
-    return MF_OK;
-}
 
 static int pae_digest(uint8_t *out, const struct mf_menvelope *env)
 {
     char prefix[MF_MANIFEST_PAE_PREFIX_MAX + 1];
-    mbedtls_sha256_context sha;
+    struct mf_sha256 sha;
     size_t n = mf_manifest__pae_prefix(prefix, env->type, env->payload_len);
-    int rc;
 
     if (n == 0)
         return -1;
-    mbedtls_sha256_init(&sha);
-    rc = mbedtls_sha256_starts_ret(&sha, 0);
-    if (rc == 0)
-        rc = mbedtls_sha256_update_ret(&sha, (const unsigned char *)prefix, n);
-    if (rc == 0)
-        rc = mbedtls_sha256_update_ret(&sha, env->payload, env->payload_len);
-    if (rc == 0)
-        rc = mbedtls_sha256_finish_ret(&sha, out);
-    mbedtls_sha256_free(&sha);
-    return rc;
+    mf_sha256__init(&sha);
+    mf_sha256__update(&sha, prefix, n);
+    mf_sha256__update(&sha, env->payload, env->payload_len);
+    mf_sha256__final(&sha, out);
+    return 0;
 }
 
 /* Loads a DER SPKI that must be an EC key on P-256. 0 on success. */
@@ -57,11 +44,9 @@ int mf_trust__check_keyids(struct mf_trust *t, const struct mf_mkeyset *ks, cons
     for (size_t i = 0; i < ks->nkeys; i++) {
         uint8_t id[MF_MANIFEST_DIGEST_LEN];
         mbedtls_pk_context pk;
-        int rc, err;
+        int rc;
 
-        err = mf_trust__sha256(id, t, ks->keys[i].der, MF_MANIFEST_SPKI_LEN);
-        if (err < 0)
-            return err;
+        mf_sha256__digest(id, ks->keys[i].der, MF_MANIFEST_SPKI_LEN);
         if (!mf_ct_memeq(id, ks->keys[i].id, sizeof(id)))
             return mf_trust__fail(t, MF_TRUST_R_MALFORMED, MF_E_INVALID,
                                   "%s: key %zu: key id is not the SHA-256 of its public key", what,

@@ -40,7 +40,6 @@ void mf_trust__begin(struct mf_trust *t);
 /* End of every public call: derives a reason from `err` when no rule set one. */
 int mf_trust__end(struct mf_trust *t, int err);
 
-int mf_trust__sha256(uint8_t *out, struct mf_trust *t, const void *p, size_t n);
 /* Checks that every key id of ks is the SHA-256 of its SPKI and that mbedTLS accepts the
  * key as P-256: after this, a key id names exactly one key. */
 int mf_trust__check_keyids(struct mf_trust *t, const struct mf_mkeyset *ks, const char *what);
