@@ -3,6 +3,7 @@
  * mf-server: `init` prepares a data directory, `serve` runs the registry on it until SIGINT
  * or SIGTERM. See docs/operations.md.
  */
+#include "app/director.h"
 #include "app/server.h"
 
 #include <errno.h>
@@ -10,17 +11,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct cli {
     const char *command;
     const char *port_file;
+    const char *director_key; /* init: a director key given by ops */
     struct mf_server_options opts;
     int log_level;
 };
 
 static void usage(FILE *f)
 {
-    (void)fprintf(f, "usage: mf-server init  --data-dir DIR\n"
+    (void)fprintf(f, "usage: mf-server init  --data-dir DIR [--director-key PRIV.pem]\n"
                      "       mf-server serve --data-dir DIR [--listen ADDR:PORT] [--port-file F]\n"
                      "                       [--log-level error|warn|info|debug]\n"
                      "                       [--max-upload BYTES] [--store URL]\n"
@@ -67,6 +70,8 @@ static int parse_args(struct cli *c, int argc, char **argv)
             c->opts.data_dir = val;
         } else if (strcmp(k, "--listen") == 0) {
             c->opts.listen = val;
+        } else if (strcmp(k, "--director-key") == 0) {
+            c->director_key = val;
         } else if (strcmp(k, "--port-file") == 0) {
             c->port_file = val;
         } else if (strcmp(k, "--store") == 0) {
@@ -93,9 +98,18 @@ static int parse_args(struct cli *c, int argc, char **argv)
 
 static int cmd_init(struct cli *c, struct mf_ctx *ctx)
 {
-    int changed = 0;
-    int err = mf_server__init_data_dir(&changed, ctx, c->opts.data_dir);
+    struct mf_director *d = NULL;
+    int changed = 0, err = MF_OK;
 
+    /* An imported key goes in first, so init's own generation finds a key and keeps it. */
+    if (c->director_key && mkdir(c->opts.data_dir, 0750) != 0 && errno != EEXIST)
+        err = mf_fail(ctx, MF_E_IO, "cannot create '%s': %s", c->opts.data_dir, strerror(errno));
+    if (err == MF_OK && c->director_key)
+        err = mf_director__init_key(&changed, ctx, c->opts.data_dir, c->director_key);
+    if (err == MF_OK)
+        err = mf_server__init_data_dir(&changed, ctx, c->opts.data_dir);
+    if (err == MF_OK)
+        err = mf_director__open(&d, ctx, c->opts.data_dir);
     if (err < 0) {
         (void)fprintf(stderr, "mf-server: init failed: %s\n", mf_ctx__errmsg(ctx));
         return 1;
@@ -105,6 +119,9 @@ static int cmd_init(struct cli *c, struct mf_ctx *ctx)
                      c->opts.data_dir, c->opts.data_dir, c->opts.data_dir);
     else
         (void)printf("%s is already initialized; nothing changed\n", c->opts.data_dir);
+    (void)printf("director key %s (public key in %s/%s: name it in the keys document)\n",
+                 mf_director__keyid(d), c->opts.data_dir, MF_DIRECTOR_PUB_FILE);
+    mf_director__close(d);
     return 0;
 }
 

@@ -28,6 +28,7 @@ static const struct key_spec keys[] = {
      0},
     {"state_dir", KEY_STRING, offsetof(struct mf_agent_config, state_dir), 1},
     {"ca_file", KEY_STRING, offsetof(struct mf_agent_config, ca_file), 0},
+    {"trust_root_file", KEY_STRING, offsetof(struct mf_agent_config, trust_root_file), 1},
     {"models", KEY_MODELS, 0, 1},
     {"poll_interval_s", KEY_INTERVAL, 0, 0},
     {"log_level", KEY_LEVEL, 0, 0},
@@ -211,6 +212,12 @@ int mf_agent_config__load(struct mf_agent_config *out, struct mf_ctx *ctx, const
     return err;
 }
 
+int mf_agent_config__read_file(char *out, size_t cap, size_t *len_out, struct mf_ctx *ctx,
+                               const char *path)
+{
+    return read_file(out, cap, len_out, ctx, path);
+}
+
 int mf_agent_config__read_secret(char *out, size_t cap, struct mf_ctx *ctx, const char *path)
 {
     size_t len = 0;
@@ -234,6 +241,7 @@ void mf_agent_config__free(struct mf_agent_config *c, struct mf_ctx *ctx)
     mf_free(&ctx->alloc, c->enrollment_token_file);
     mf_free(&ctx->alloc, c->state_dir);
     mf_free(&ctx->alloc, c->ca_file);
+    mf_free(&ctx->alloc, c->trust_root_file);
     for (size_t i = 0; i < c->n_models; i++)
         mf_free(&ctx->alloc, c->models[i]);
     mf_free(&ctx->alloc, c->models);

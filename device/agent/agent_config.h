@@ -6,7 +6,10 @@
  *   {"server_url": "http://127.0.0.1:8080", "device_id": "cam-0001",
  *    "enrollment_token_file": "/etc/mf/enroll.token", "state_dir": "/var/lib/mf-agent",
  *    "models": ["detector"], "poll_interval_s": 60, "log_level": "info",
- *    "ca_file": "/etc/ssl/certs/ca.pem"}
+ *    "ca_file": "/etc/ssl/certs/ca.pem", "trust_root_file": "/etc/mf/root.json"}
+ *
+ * trust_root_file is required: the signed root the device is provisioned with (no trust
+ * on first use); it is read only until the agent has saved its own trust state.
  */
 #ifndef MF_AGENT_CONFIG_H
 #define MF_AGENT_CONFIG_H
@@ -23,6 +26,7 @@ struct mf_agent_config {
     char *enrollment_token_file; /* optional: NULL once enrolled */
     char *state_dir;             /* required */
     char *ca_file;               /* optional */
+    char *trust_root_file;       /* required: the provisioned root envelope */
     char **models;               /* required, 1..MF_AGENT_MAX_MODELS names */
     size_t n_models;
     long poll_interval_s; /* 1..86400, default 60 */
@@ -45,6 +49,11 @@ int mf_agent_config__load(struct mf_agent_config *out, struct mf_ctx *ctx, const
  * without its line ending. MF_E_IO, MF_E_LIMIT (longer than cap - 1), MF_E_INVALID (empty).
  */
 int mf_agent_config__read_secret(char *out, size_t cap, struct mf_ctx *ctx, const char *path);
+
+/* Reads a whole file of at most `cap - 1` bytes into `out` (NUL-terminated). MF_E_IO,
+ * MF_E_LIMIT. */
+int mf_agent_config__read_file(char *out, size_t cap, size_t *len_out, struct mf_ctx *ctx,
+                               const char *path);
 
 void mf_agent_config__free(struct mf_agent_config *c, struct mf_ctx *ctx);
 

@@ -19,6 +19,9 @@
 #include <string.h>
 #include <time.h>
 
+/* A root envelope is capped at 32 KiB by the device library (docs/formats/manifest.md). */
+#define MF_AGENT_ROOT_MAX (32 * 1024 + 1)
+
 static volatile sig_atomic_t stop_requested;
 
 static void on_signal(int sig)
@@ -138,17 +141,24 @@ static int run(mf_agent *agent, const struct mf_agent_config *cfg, const struct 
 
 static int status(const mf_agent *agent, const struct mf_agent_config *cfg)
 {
+    mf_agent_trust_state ts;
+
     for (size_t i = 0; i < cfg->n_models; i++) {
         mf_agent_model_status st;
 
         if (mf_agent_status(&st, agent, cfg->models[i]) < 0)
             continue;
         if (st.installed)
-            printf("%-24s %-16s slot %c  %12llu bytes  sha256 %s\n", cfg->models[i], st.version,
-                   st.slot, (unsigned long long)st.size, st.sha256);
+            printf("%-24s %-16s slot %c  %12llu bytes  sha256 %s  floor %llu\n", cfg->models[i],
+                   st.version, st.slot, (unsigned long long)st.size, st.sha256,
+                   (unsigned long long)st.security_floor);
         else
             printf("%-24s (nothing installed)\n", cfg->models[i]);
     }
+    mf_agent_trust_status(&ts, agent);
+    printf("trust: root v%llu, keys v%llu, director sequence %llu\n",
+           (unsigned long long)ts.root_version, (unsigned long long)ts.keys_version,
+           (unsigned long long)ts.assignment_sequence);
     return 0;
 }
 
@@ -160,9 +170,21 @@ static int open_agent(mf_agent **out, mf_platform_posix *posix, const struct mf_
     mf_agent_options o;
     struct mf_ctx ctx;
     char token[256] = "";
+    size_t root_len = 0;
+    char *root = NULL;
     int err;
 
     mf_ctx__init(&ctx, NULL, NULL, NULL, "mf-agent");
+    root = mf_alloc(NULL, MF_AGENT_ROOT_MAX);
+    if (!root)
+        return MF_E_NOMEM;
+    err =
+        mf_agent_config__read_file(root, MF_AGENT_ROOT_MAX, &root_len, &ctx, cfg->trust_root_file);
+    if (err < 0) {
+        (void)fprintf(stderr, "error mf-agent: trust_root_file: %s\n", mf_ctx__errmsg(&ctx));
+        mf_free(NULL, root);
+        return err;
+    }
     if (cfg->enrollment_token_file &&
         mf_agent_config__read_secret(token, sizeof(token), &ctx, cfg->enrollment_token_file) < 0)
         (void)fprintf(stderr, "warn  mf-agent: %s (enrollment will fail if needed)\n",
@@ -171,9 +193,12 @@ static int open_agent(mf_agent **out, mf_platform_posix *posix, const struct mf_
     if (err < 0) {
         (void)fprintf(stderr, "error mf-agent: cannot open state_dir %s\n", cfg->state_dir);
         mf_secure_zero(token, sizeof(token));
+        mf_free(NULL, root);
         return err;
     }
     err = mf_agent_options_init(&o, MF_AGENT_OPTIONS_VERSION);
+    o.trust_root = root;
+    o.trust_root_len = root_len;
     o.server_url = cfg->server_url;
     o.device_id = cfg->device_id;
     o.enrollment_token = token[0] ? token : NULL;
@@ -187,8 +212,9 @@ static int open_agent(mf_agent **out, mf_platform_posix *posix, const struct mf_
     o.ready_fn = on_ready;
     o.ready_payload = log_level;
     if (err >= 0)
-        err = mf_agent_new(out, &o); /* copies the token */
+        err = mf_agent_new(out, &o); /* copies the token; bootstraps from the root */
     mf_secure_zero(token, sizeof(token));
+    mf_free(NULL, root);
     return err;
 }
 

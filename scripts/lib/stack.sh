@@ -31,7 +31,8 @@ mf_stack_start() {
     MF_URL="http://127.0.0.1:$(cat "$data/port")"
     MF_ADMIN_TOKEN_FILE=$data/admin.token
     MF_ENROLL_TOKEN_FILE=$data/enroll.token
-    export MF_URL MF_ADMIN_TOKEN_FILE MF_ENROLL_TOKEN_FILE
+    MF_DATA_DIR=$data
+    export MF_URL MF_ADMIN_TOKEN_FILE MF_ENROLL_TOKEN_FILE MF_DATA_DIR
 }
 
 mf_stack_stop() {
@@ -52,7 +53,36 @@ mfctl_admin() {
     "$BIN/mfctl" --server "$MF_URL" --token-file "$MF_ADMIN_TOKEN_FILE" "$@"
 }
 
-# mf_agent_config FILE DEVICE_ID STATE_DIR ENROLL_TOKEN_FILE MODEL...: write an agent config.
+# mf_trust_setup KEY_DIR: the offline side of the trust chain (docs/operations.md, "Keys and
+# trust"): generates a root key, a keys-document key and a release key in KEY_DIR (mode 0600),
+# signs root v1 and keys v1 (release role: the release key; director role: the running
+# server's director.pub.pem) and installs both on the server. Sets MF_ROOT_FILE (what devices
+# are provisioned with) and MF_RELEASE_KEY.
+mf_trust_setup() {
+    local keys=$1
+    mkdir -p "$keys"
+    # Each line of KEY_DIR/keyids: "<key id> <file>".
+    "$BIN/mfctl" keys gen "$keys/root.pem" >"$keys/keyids" &&
+        "$BIN/mfctl" keys gen "$keys/keys.pem" >>"$keys/keyids" &&
+        "$BIN/mfctl" keys gen "$keys/release.pem" >>"$keys/keyids" &&
+        "$BIN/mfctl" keys root-init "$keys/root.json" --root "$keys/root.pem" \
+            --keys "$keys/keys.pem" >/dev/null &&
+        "$BIN/mfctl" keys sign-keys "$keys/keys.json" --release "$keys/release.pem" \
+            --director "$MF_DATA_DIR/director.pub.pem" --sign "$keys/keys.pem" >/dev/null &&
+        mfctl_admin trust set-root "$keys/root.json" >/dev/null &&
+        mfctl_admin trust set-keys "$keys/keys.json" >/dev/null || return 1
+    MF_ROOT_FILE=$keys/root.json
+    MF_RELEASE_KEY=$keys/release.pem
+    export MF_ROOT_FILE MF_RELEASE_KEY
+}
+
+# mf_publish NAME VERSION FILE [OPTIONS...]: signed publish with the release key.
+mf_publish() {
+    mfctl_admin publish "$@" --release-key "$MF_RELEASE_KEY"
+}
+
+# mf_agent_config FILE DEVICE_ID STATE_DIR ENROLL_TOKEN_FILE MODEL...: write an agent config
+# (provisioned with MF_ROOT_FILE).
 mf_agent_config() {
     local file=$1 dev=$2 state=$3 token=$4
     shift 4
@@ -67,6 +97,7 @@ mf_agent_config() {
   "enrollment_token_file": "$token",
   "state_dir": "$state",
   "models": [$models],
+  "trust_root_file": "$MF_ROOT_FILE",
   "poll_interval_s": 1,
   "log_level": "info"
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Public API of libmf (mf/agent.h) and the step loop: enroll when needed, check in, then
- * install and report each assignment that differs from what runs. A failure of one model
- * does not stop the others; the step returns the first failure.
+ * Public API of libmf (mf/agent.h) and the step loop: enroll when needed, check in (which
+ * also updates the trust state), then verify every assignment and install and report each
+ * verified release that differs from what runs. A failure of one model does not stop the
+ * others; the step returns the first failure.
  */
 #include "mf_agent_int.h"
 
@@ -38,6 +39,9 @@ static int check_options(struct mf_ctx *ctx, const mf_agent_options *o)
         return mf_fail(ctx, MF_E_INVALID, "state_dir is not set");
     if (!o->platform || o->platform->version < 1 || !o->platform->open)
         return mf_fail(ctx, MF_E_INVALID, "platform ops missing or of unknown version");
+    if (!o->trust_root || o->trust_root_len == 0)
+        return mf_fail(ctx, MF_E_INVALID,
+                       "trust_root is not set: devices are provisioned with their first root");
     if (o->n_models < 1 || o->n_models > MF_AGENT_MAX_MODELS || !o->models)
         return mf_fail(ctx, MF_E_INVALID, "%zu models tracked, expected 1..%d", o->n_models,
                        MF_AGENT_MAX_MODELS);
@@ -117,6 +121,8 @@ static int setup(mf_agent *a, const mf_agent_options *o)
     if (err >= 0)
         err = setup_models(a, o);
     if (err >= 0)
+        err = mf_agent__trust_open(a, o->trust_root, o->trust_root_len);
+    if (err >= 0)
         err = mf_agent__credential_load(a);
     return err;
 }
@@ -163,6 +169,9 @@ void mf_agent_free(mf_agent *a)
 {
     if (!a)
         return;
+    if (a->assignments)
+        mf_agent__checkin_drop(a);
+    mf_trust_free(a->trust);
     mf_http__cleanup(&a->http);
     mf_secure_zero(a->credential, sizeof(a->credential));
     free_secret(a, a->enroll_token);
@@ -186,24 +195,31 @@ static struct agent_model *find_model(const mf_agent *a, const char *name)
 }
 
 /*
- * Installs one assignment and reports the outcome. A failed install is reported as
- * "failed" with its message as detail; the report's own failure is only logged so the
- * install's message survives for mf_agent_errmsg().
+ * Records a refused assignment or failed install and reports it as "failed" with its
+ * message as detail; the report's own failure is only logged so the first message
+ * survives for mf_agent_errmsg(). The running model is untouched.
  */
+static int fail_assignment(mf_agent *a, struct agent_model *m, const struct mf_agent_assignment *as,
+                           int err)
+{
+    m->last_error = err;
+    m->up_to_date = 0;
+    memcpy(m->last_errmsg, a->ctx.errmsg, sizeof(m->last_errmsg));
+    MF_LOG_ERR(&a->ctx, "model %s: %s", m->name, m->last_errmsg);
+    if (mf_agent__report(a, as, "failed", m->last_errmsg) < 0)
+        MF_LOG_WARN(&a->ctx, "%s", a->ctx.errmsg);
+    memcpy(a->ctx.errmsg, m->last_errmsg, sizeof(m->last_errmsg));
+    return err;
+}
+
+/* Installs one verified assignment and records the outcome. */
 static int apply_assignment(mf_agent *a, struct agent_model *m,
                             const struct mf_agent_assignment *as)
 {
     int err = mf_agent__install(a, m, as);
 
-    if (err < 0) {
-        m->last_error = err;
-        memcpy(m->last_errmsg, a->ctx.errmsg, sizeof(m->last_errmsg));
-        MF_LOG_ERR(&a->ctx, "model %s: %s", m->name, m->last_errmsg);
-        if (mf_agent__report(a, as, "failed", m->last_errmsg) < 0)
-            MF_LOG_WARN(&a->ctx, "%s", a->ctx.errmsg);
-        memcpy(a->ctx.errmsg, m->last_errmsg, sizeof(m->last_errmsg));
-        return err;
-    }
+    if (err < 0)
+        return fail_assignment(a, m, as, err);
     m->last_error = MF_OK;
     m->last_errmsg[0] = '\0';
     m->up_to_date = 1;
@@ -233,15 +249,26 @@ static int step_assignments(mf_agent *a, size_t n)
     for (size_t i = 0; i < a->n_models; i++)
         a->models[i].up_to_date = 1; /* nothing assigned: nothing to do */
     for (size_t i = 0; i < n; i++) {
-        const struct mf_agent_assignment *as = &a->assignments[i];
+        struct mf_agent_assignment *as = &a->assignments[i];
         struct agent_model *m = find_model(a, as->model);
-        int err = MF_OK;
+        /* Nothing is downloaded before the chain verifies, in the order the director
+         * numbered the assignments. */
+        int err = mf_agent__trust_verify(a, as);
 
-        if (!m->state.active.slot ||
-            !mf_ct_memeq(m->state.active.sha256, as->sha256, MF_SHA256_HEX_LEN)) {
+        if (err < 0) {
+            m->report_pending = 0;
+            err = fail_assignment(a, m, as, err);
+        } else if (!m->state.active.slot ||
+                   !mf_ct_memeq(m->state.active.sha256, as->sha256, MF_SHA256_HEX_LEN)) {
+            m->release_sequence = as->verified->release->sequence;
             m->up_to_date = 0;
             m->report_pending = 0;
             err = apply_assignment(a, m, as);
+        } else {
+            /* Runs the assigned release already; a floor not yet recorded (a power cut
+             * between install and commit) is recorded now. */
+            m->release_sequence = as->verified->release->sequence;
+            err = mf_agent__trust_commit(a, as->verified->release);
         }
         if (err >= 0)
             err = send_pending_report(a, m, as);
@@ -290,7 +317,16 @@ int mf_agent_status(mf_agent_model_status *out, const mf_agent *a, const char *m
     out->up_to_date = m->up_to_date;
     out->last_error = m->last_error;
     memcpy(out->last_errmsg, m->last_errmsg, sizeof(out->last_errmsg));
+    out->security_floor = mf_trust_floor(a->trust, m->name);
+    out->release_sequence = m->release_sequence;
     return MF_OK;
+}
+
+void mf_agent_trust_status(mf_agent_trust_state *out, const mf_agent *a)
+{
+    out->root_version = mf_trust_root_version(a->trust);
+    out->keys_version = mf_trust_keys_version(a->trust);
+    out->assignment_sequence = mf_trust_assignment_sequence(a->trust);
 }
 
 long mf_agent_poll_interval_s(const mf_agent *a)

@@ -1,21 +1,31 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Check-in (POST /v1/checkin): the device lists what it runs with a fresh random nonce and
- * gets one assignment per tracked model. The answer must echo the nonce, which is what
- * makes a replayed answer useless once assignments are signed (trust issue); until then it
- * still catches a confused proxy or cache.
+ * Check-in (POST /v1/checkin): the device lists what it runs, its trusted root and keys
+ * versions and a fresh random nonce, and gets the trust documents it lacks plus one
+ * assignment per tracked model. Each assignment carries the release envelope and the
+ * director's assignment envelope as JSON strings holding their exact bytes; the signed
+ * assignment echoes the nonce, which is what makes a replayed answer useless. The plain
+ * fields beside them are hints for messages only (agent_trust.c replaces them).
  */
 #include "mf_agent_int.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
 
-#define NONCE_BYTES 16
+#define NONCE_BYTES (MF_AGENT_NONCE_LEN / 2)
 #define MAX_POLL_INTERVAL_S (7L * 24 * 3600)
+/* Envelope caps before mf_trust's own (root/keys 32 KiB, release 1 MiB, assignment 8 KiB). */
+#define MAX_TRUST_DOC (32u * 1024u)
+#define MAX_RELEASE_DOC (1024u * 1024u)
+#define MAX_ASSIGNMENT_DOC (8u * 1024u)
 
 static int build_request(struct mf_agent *a, struct mf_dynbuf *b, const char *nonce)
 {
-    int err = mf_dynbuf__appendf(b, "{\"nonce\":\"%s\",\"models\":[", nonce);
+    int err = mf_dynbuf__appendf(b,
+                                 "{\"nonce\":\"%s\",\"root_version\":%llu,\"keys_version\":%llu,"
+                                 "\"models\":[",
+                                 nonce, (unsigned long long)mf_trust_root_version(a->trust),
+                                 (unsigned long long)mf_trust_keys_version(a->trust));
 
     for (size_t i = 0; i < a->n_models && err >= 0; i++) {
         const struct mf_agent_slot *s = &a->models[i].state.active;
@@ -43,6 +53,52 @@ static int tracked_index(const char *model, const char *const *models, size_t n_
     return -1;
 }
 
+/* A string member holding an envelope of at most `max` bytes. */
+static int get_envelope(struct mf_ctx *ctx, const char **out, size_t *len, const cJSON *obj,
+                        const char *key, size_t max, const char *what)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    *out = NULL;
+    *len = 0;
+    if (!cJSON_IsString(v))
+        return mf_fail(ctx, MF_E_INVALID, "%s carries no signed \"%s\" envelope", what, key);
+    *len = strlen(v->valuestring);
+    if (*len > max)
+        return mf_fail(ctx, MF_E_LIMIT, "%s: \"%s\" envelope of %zu bytes exceeds %zu", what, key,
+                       *len, max);
+    *out = v->valuestring;
+    return MF_OK;
+}
+
+static int parse_trust(struct mf_ctx *ctx, struct mf_agent_trust_docs *t, const cJSON *doc)
+{
+    const cJSON *trust = cJSON_GetObjectItemCaseSensitive(doc, "trust");
+    const cJSON *roots = cJSON_GetObjectItemCaseSensitive(trust, "roots");
+    const cJSON *item;
+
+    memset(t, 0, sizeof(*t));
+    if (!trust || cJSON_IsNull(trust))
+        return MF_OK;
+    if (!cJSON_IsObject(trust) || (roots && !cJSON_IsArray(roots)))
+        return mf_fail(ctx, MF_E_INVALID, "check-in \"trust\" is not {\"roots\":[...]}");
+    cJSON_ArrayForEach(item, roots)
+    {
+        if (t->n_roots == MF_AGENT_MAX_ROOTS)
+            return mf_fail(ctx, MF_E_LIMIT, "check-in carries more than %d root rotations",
+                           MF_AGENT_MAX_ROOTS);
+        if (!cJSON_IsString(item) || strlen(item->valuestring) > MAX_TRUST_DOC)
+            return mf_fail(ctx, MF_E_INVALID, "check-in trust.roots[%zu] is not an envelope",
+                           t->n_roots);
+        t->roots[t->n_roots] = item->valuestring;
+        t->root_len[t->n_roots++] = strlen(item->valuestring);
+    }
+    if (cJSON_GetObjectItemCaseSensitive(trust, "keys"))
+        return get_envelope(ctx, &t->keys, &t->keys_len, trust, "keys", MAX_TRUST_DOC,
+                            "check-in trust");
+    return MF_OK;
+}
+
 static int parse_assignment(struct mf_ctx *ctx, struct mf_agent_assignment *as, const cJSON *obj)
 {
     const cJSON *blob = cJSON_GetObjectItemCaseSensitive(obj, "blob");
@@ -67,12 +123,17 @@ static int parse_assignment(struct mf_ctx *ctx, struct mf_agent_assignment *as, 
         return mf_fail(ctx, MF_E_INVALID, "assignment.blob of model %s is not a server path",
                        as->model);
     memcpy(as->blob, blob->valuestring, strlen(blob->valuestring) + 1);
-    return MF_OK;
+    err = get_envelope(ctx, &as->release_env, &as->release_len, obj, "release", MAX_RELEASE_DOC,
+                       "assignment");
+    if (err >= 0)
+        err = get_envelope(ctx, &as->assignment_env, &as->assignment_len, obj, "assignment",
+                           MAX_ASSIGNMENT_DOC, "assignment");
+    return err;
 }
 
 static int parse_doc(struct mf_ctx *ctx, struct mf_agent_assignment *out, size_t *n_out,
-                     long *poll_interval_out, const cJSON *doc, const char *nonce,
-                     const char *const *models, size_t n_models)
+                     long *poll_interval_out, struct mf_agent_trust_docs *trust, const cJSON *doc,
+                     const char *nonce, const char *const *models, size_t n_models)
 {
     const cJSON *echo = cJSON_GetObjectItemCaseSensitive(doc, "nonce");
     const cJSON *poll = cJSON_GetObjectItemCaseSensitive(doc, "poll_interval_s");
@@ -80,6 +141,7 @@ static int parse_doc(struct mf_ctx *ctx, struct mf_agent_assignment *out, size_t
     const cJSON *item;
     uint32_t seen = 0;
     size_t n = 0;
+    int err;
 
     if (!cJSON_IsObject(doc))
         return mf_fail(ctx, MF_E_INVALID, "check-in answer is not a JSON object");
@@ -95,60 +157,94 @@ static int parse_doc(struct mf_ctx *ctx, struct mf_agent_assignment *out, size_t
     }
     if (!cJSON_IsArray(list))
         return mf_fail(ctx, MF_E_INVALID, "check-in answer has no \"assignments\" array");
+    err = parse_trust(ctx, trust, doc);
+    if (err < 0)
+        return err;
     cJSON_ArrayForEach(item, list)
     {
-        struct mf_agent_assignment as;
-        int idx, err = parse_assignment(ctx, &as, item);
+        char model[MF_AGENT_NAME_MAX + 1];
+        int idx;
 
+        /* The name first: an untracked model's assignment is skipped unparsed, so every
+         * parsed one has a slot in `out` (one per tracked model, each at most once). */
+        if (!cJSON_IsObject(item))
+            return mf_fail(ctx, MF_E_INVALID, "check-in assignment is not an object");
+        err = mf_agent__json_name(ctx, model, item, "model", "assignment");
         if (err < 0)
             return err;
-        idx = tracked_index(as.model, models, n_models);
+        idx = tracked_index(model, models, n_models);
         if (idx < 0)
-            continue; /* a model this device does not track */
+            continue;
         if (seen & (1u << idx))
-            return mf_fail(ctx, MF_E_INVALID, "check-in assigns model %s twice", as.model);
-        /* Each tracked model at most once, so n never exceeds n_models (the room in out). */
+            return mf_fail(ctx, MF_E_INVALID, "check-in assigns model %s twice", model);
         seen |= 1u << idx;
-        out[n++] = as;
+        err = parse_assignment(ctx, &out[n], item);
+        if (err < 0)
+            return err;
+        n++;
     }
     *n_out = n;
     return MF_OK;
 }
 
 int mf_agent__checkin_parse(struct mf_ctx *ctx, struct mf_agent_assignment *out, size_t *n_out,
-                            long *poll_interval_out, const char *json, size_t len,
-                            const char *nonce, const char *const *models, size_t n_models)
+                            long *poll_interval_out, struct mf_agent_trust_docs *trust,
+                            struct cJSON **doc_out, const char *json, size_t len, const char *nonce,
+                            const char *const *models, size_t n_models)
 {
     cJSON *doc;
     int err;
 
     *n_out = 0;
+    *doc_out = NULL;
+    memset(trust, 0, sizeof(*trust));
     if (n_models > MF_AGENT_MAX_MODELS)
         return mf_fail(ctx, MF_E_LIMIT, "%zu models tracked, at most %d", n_models,
                        MF_AGENT_MAX_MODELS);
     doc = cJSON_ParseWithLength(json, len);
     if (!doc)
         return mf_fail(ctx, MF_E_INVALID, "check-in answer is not valid JSON (%zu bytes)", len);
-    err = parse_doc(ctx, out, n_out, poll_interval_out, doc, nonce, models, n_models);
-    cJSON_Delete(doc);
-    if (err < 0)
+    err = parse_doc(ctx, out, n_out, poll_interval_out, trust, doc, nonce, models, n_models);
+    if (err < 0) {
+        cJSON_Delete(doc);
         *n_out = 0;
-    return err;
+        memset(trust, 0, sizeof(*trust));
+        return err;
+    }
+    *doc_out = doc;
+    return MF_OK;
+}
+
+void mf_agent__checkin_drop(struct mf_agent *a)
+{
+    for (size_t i = 0; i < a->n_assignments; i++) {
+        mf_manifest_assignment_free(a->assignments[i].verified);
+        a->assignments[i].verified = NULL;
+    }
+    a->n_assignments = 0;
+    cJSON_Delete(a->checkin_doc);
+    a->checkin_doc = NULL;
 }
 
 int mf_agent__checkin(struct mf_agent *a, size_t *n_out)
 {
     uint8_t raw[NONCE_BYTES];
-    char nonce[2 * NONCE_BYTES + 1];
+    char *nonce = a->nonce;
+    struct mf_agent_trust_docs *trust;
     struct mf_http_response resp;
     struct mf_dynbuf body;
     int err;
 
     *n_out = 0;
+    mf_agent__checkin_drop(a);
     err = a->plat.random(a->plat.payload, raw, sizeof(raw));
     if (err < 0)
         return mf_fail(&a->ctx, err, "platform random source failed");
     mf_hex__encode(nonce, raw, sizeof(raw));
+    /* On the heap: 16 root pointers and lengths would crowd the 512-byte stack ceiling. */
+    trust = mf_ctx__alloc(&a->ctx, sizeof(*trust));
+    if (!trust)
+        return mf_fail(&a->ctx, MF_E_NOMEM, "no memory for the check-in");
     mf_dynbuf__init(&body, &a->ctx.alloc, 64 * 1024);
     mf_http__response_init(&resp, &a->http);
     err = build_request(a, &body, nonce);
@@ -157,10 +253,18 @@ int mf_agent__checkin(struct mf_agent *a, size_t *n_out)
     else
         err = mf_agent__post_json(a, &resp, "/v1/checkin", &body, 1, "check-in");
     if (err >= 0)
-        err = mf_agent__checkin_parse(&a->ctx, a->assignments, n_out, &a->poll_interval_s,
-                                      (const char *)resp.body.data, resp.body.len, nonce,
-                                      a->model_names, a->n_models);
+        err = mf_agent__checkin_parse(&a->ctx, a->assignments, n_out, &a->poll_interval_s, trust,
+                                      &a->checkin_doc, (const char *)resp.body.data, resp.body.len,
+                                      nonce, a->model_names, a->n_models);
+    if (err >= 0)
+        a->n_assignments = *n_out;
     mf_dynbuf__free(&body);
     mf_http__response_free(&resp);
+    /* Trust documents first: assignments verify against the keys they bring. */
+    if (err >= 0)
+        err = mf_agent__trust_update(a, trust);
+    mf_ctx__free(&a->ctx, trust);
+    if (err < 0)
+        *n_out = 0;
     return err;
 }

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Full blob download into a .part storage object, verified while streaming: every chunk
- * is hashed (mbedTLS SHA-256) and counted as it is written, the total is bounded by the
- * assigned size (more bytes abort the transfer at once), and the final digest is compared
- * in constant time. Only a complete, matching, synced .part is handed to the installer.
- * Range resume slots in here later: RESUME mode, a 206 sink status, persisted progress.
+ * Full blob download into a .part storage object, verified while streaming against the
+ * verified release: bytes are hashed (mbedTLS SHA-256) as they arrive, and each time a
+ * chunk of the release's chunk_size is complete its digest is compared in constant time
+ * with the signed chunk hash, aborting the transfer at the first bad chunk (a tampered
+ * blob costs at most one chunk of traffic). The total is bounded by the signed size (more
+ * bytes abort at once) and the whole-blob digest is compared at the end. Only a complete,
+ * matching, synced .part is handed to the installer. Range resume slots in here later: a
+ * resume restarts at a chunk boundary, so it never trusts unverified bytes.
  */
 #include "mf_agent_int.h"
 
@@ -25,11 +28,60 @@
 struct download {
     struct mf_agent *a;
     const struct mf_agent_assignment *as;
+    const mf_manifest_release *rel;
     const char *part;
     mf_platform_file *f;
-    mbedtls_sha256_context sha;
+    mbedtls_sha256_context sha;   /* the whole blob */
+    mbedtls_sha256_context chunk; /* the chunk being received */
     uint64_t got;
+    uint32_t in_chunk; /* bytes of the current chunk so far */
+    size_t chunk_index;
 };
+
+/* Closes the current chunk: its digest must be the signed one. */
+static int chunk_done(struct download *d)
+{
+    uint8_t got[MF_SHA256_LEN];
+
+    if (d->chunk_index >= d->rel->chunk_count || sha256_finish(&d->chunk, got) != 0)
+        return mf_fail(&d->a->ctx, MF_E_GENERIC, "chunk %zu of model %s has no signed hash",
+                       d->chunk_index, d->as->model);
+    if (!mf_ct_memeq(got, d->rel->chunks[d->chunk_index], sizeof(got)))
+        return mf_fail(&d->a->ctx, MF_E_SIGNATURE,
+                       "model %s %s: chunk %zu (bytes from %llu) does not match its signed "
+                       "sha256; download aborted",
+                       d->as->model, d->as->version, d->chunk_index,
+                       (unsigned long long)d->chunk_index * d->rel->chunk_size);
+    d->chunk_index++;
+    d->in_chunk = 0;
+    if (sha256_starts(&d->chunk, 0) != 0)
+        return mf_fail(&d->a->ctx, MF_E_GENERIC, "SHA-256 init failed");
+    return MF_OK;
+}
+
+/* Hashes `len` bytes into the whole and the chunk digests, closing chunks as they fill. */
+static int hash_chunks(struct download *d, const uint8_t *data, size_t len)
+{
+    if (sha256_update(&d->sha, data, len) != 0)
+        return mf_fail(&d->a->ctx, MF_E_GENERIC, "SHA-256 update failed");
+    while (len > 0) {
+        size_t room = d->rel->chunk_size - d->in_chunk;
+        size_t take = len < room ? len : room;
+        int err;
+
+        if (sha256_update(&d->chunk, data, take) != 0)
+            return mf_fail(&d->a->ctx, MF_E_GENERIC, "SHA-256 update failed");
+        d->in_chunk += (uint32_t)take;
+        data += take;
+        len -= take;
+        if (d->in_chunk == d->rel->chunk_size) {
+            err = chunk_done(d);
+            if (err < 0)
+                return err;
+        }
+    }
+    return MF_OK;
+}
 
 static int sink(void *payload, const void *data, size_t len)
 {
@@ -37,12 +89,14 @@ static int sink(void *payload, const void *data, size_t len)
     const mf_platform_ops *p = &d->a->plat;
     int err;
 
-    if (d->got > d->as->size || len > d->as->size - d->got)
+    if (d->got > d->rel->size || len > d->rel->size - d->got)
         return mf_fail(&d->a->ctx, MF_E_LIMIT,
-                       "model %s %s: server sent more than the assigned %llu bytes", d->as->model,
-                       d->as->version, (unsigned long long)d->as->size);
-    if (sha256_update(&d->sha, data, len) != 0)
-        return mf_fail(&d->a->ctx, MF_E_GENERIC, "SHA-256 update failed");
+                       "model %s %s: server sent more than the signed %llu bytes", d->as->model,
+                       d->as->version, (unsigned long long)d->rel->size);
+    /* Verify before writing: a bad chunk never reaches storage. */
+    err = hash_chunks(d, data, len);
+    if (err < 0)
+        return err;
     err = p->write(p->payload, d->f, data, len);
     if (err < 0)
         return mf_fail(&d->a->ctx, err, "cannot write %s at offset %llu", d->part,
@@ -51,21 +105,26 @@ static int sink(void *payload, const void *data, size_t len)
     return MF_OK;
 }
 
-/* Size and digest checks once the transfer ended with a 200. */
+/* Size, last chunk and digest checks once the transfer ended with a 200. */
 static int verify(struct download *d)
 {
     const struct mf_agent_assignment *as = d->as;
-    uint8_t want[MF_SHA256_LEN], got[MF_SHA256_LEN];
+    uint8_t got[MF_SHA256_LEN];
     char got_hex[MF_SHA256_HEX_LEN + 1];
+    int err;
 
-    if (d->got != as->size)
+    if (d->got != d->rel->size)
         return mf_fail(&d->a->ctx, MF_E_NET, "model %s %s: blob ended after %llu of %llu bytes",
                        as->model, as->version, (unsigned long long)d->got,
-                       (unsigned long long)as->size);
-    if (sha256_finish(&d->sha, got) != 0 ||
-        mf_hex__decode(want, sizeof(want), as->sha256, MF_SHA256_HEX_LEN) < 0)
+                       (unsigned long long)d->rel->size);
+    if (d->in_chunk) {
+        err = chunk_done(d); /* the shorter last chunk */
+        if (err < 0)
+            return err;
+    }
+    if (sha256_finish(&d->sha, got) != 0)
         return mf_fail(&d->a->ctx, MF_E_GENERIC, "SHA-256 finish failed");
-    if (!mf_ct_memeq(want, got, sizeof(want))) {
+    if (!mf_ct_memeq(d->rel->sha256, got, sizeof(got))) {
         mf_hex__encode(got_hex, got, sizeof(got));
         return mf_fail(&d->a->ctx, MF_E_SIGNATURE,
                        "model %s %s: sha256 mismatch, assigned %.12s..., received %.12s...",
@@ -84,7 +143,7 @@ int mf_agent__download(struct mf_agent *a, const char *part, const struct mf_age
         .bearer = a->credential,
         .sink = sink,
         .sink_status = 200,
-        .max_download = as->size,
+        .max_download = as->verified->release->size,
         .no_timeout = 1, /* big blobs on slow links: the stall limit applies instead */
     };
     struct mf_http_response resp;
@@ -96,6 +155,7 @@ int mf_agent__download(struct mf_agent *a, const char *part, const struct mf_age
     memset(d, 0, sizeof(*d));
     d->a = a;
     d->as = as;
+    d->rel = as->verified->release;
     d->part = part;
     req.sink_payload = d;
     err = mf_agent__url(a, &url, as->blob);
@@ -111,10 +171,12 @@ int mf_agent__download(struct mf_agent *a, const char *part, const struct mf_age
         return err;
     }
     mbedtls_sha256_init(&d->sha);
+    mbedtls_sha256_init(&d->chunk);
     mf_http__response_init(&resp, &a->http);
     req.url = (const char *)url.data;
-    err = sha256_starts(&d->sha, 0) != 0 ? mf_fail(&a->ctx, MF_E_GENERIC, "SHA-256 init failed")
-                                         : mf_http__perform(&a->http, &resp, &req);
+    err = sha256_starts(&d->sha, 0) != 0 || sha256_starts(&d->chunk, 0) != 0
+              ? mf_fail(&a->ctx, MF_E_GENERIC, "SHA-256 init failed")
+              : mf_http__perform(&a->http, &resp, &req);
     if (err >= 0 && resp.status != 200)
         err = mf_http__fail_status(&a->http, &resp, (const char *)url.data);
     if (err >= 0)
@@ -125,6 +187,7 @@ int mf_agent__download(struct mf_agent *a, const char *part, const struct mf_age
     if (err < 0)
         (void)p->remove(p->payload, part);
     mbedtls_sha256_free(&d->sha);
+    mbedtls_sha256_free(&d->chunk);
     mf_ctx__free(&a->ctx, d);
     mf_http__response_free(&resp);
     mf_dynbuf__free(&url);

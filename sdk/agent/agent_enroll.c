@@ -33,7 +33,7 @@ int mf_agent__credential_load(struct mf_agent *a)
     int err;
 
     a->credential[0] = '\0';
-    err = mf_agent__store_read(a, &buf, CREDENTIAL_FILE);
+    err = mf_agent__store_read(a, &buf, CREDENTIAL_FILE, MF_AGENT_SMALL_FILE_MAX);
     if (err == MF_E_NOTFOUND) {
         mf_ctx__clear(&a->ctx);
         return MF_OK; /* not enrolled yet */

@@ -7,8 +7,11 @@
  *      state file ever describes bytes that are no longer there;
  *   3. durable rename .part -> slot-<x>;
  *   4. write the state file: active = x, previous = the old active slot.
- * A power cut before 4 leaves the old model active; after 4 the new one.
- * Delta apply into the inactive slot and manifest verification slot in before step 3.
+ *   5. raise the model's security floor to the release's (trust.state), so no release
+ *      below it is accepted again.
+ * A power cut before 4 leaves the old model active; after 4 the new one; between 4 and 5
+ * the next check-in records the floor (the release is verified again then).
+ * Delta apply into the inactive slot slots in before step 3.
  */
 #include "mf_agent_int.h"
 
@@ -116,6 +119,8 @@ int mf_agent__install(struct mf_agent *a, struct agent_model *m,
     }
     if (err >= 0) {
         MF_LOG_INFO(&a->ctx, "model %s: %s active in slot %c", m->name, as->version, slot);
+        if (mf_agent__trust_commit(a, as->verified->release) < 0)
+            MF_LOG_WARN(&a->ctx, "%s (retried at the next check-in)", a->ctx.errmsg);
         notify_ready(a, m, w->slot_name);
     }
     mf_ctx__free(&a->ctx, w);

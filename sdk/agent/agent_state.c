@@ -105,7 +105,7 @@ int mf_agent__state_load(struct mf_agent *a, struct agent_model *m)
     err = mf_agent__store_name(a, name, m->name, "state.json");
     if (err < 0)
         return err;
-    err = mf_agent__store_read(a, &buf, name);
+    err = mf_agent__store_read(a, &buf, name, MF_AGENT_SMALL_FILE_MAX);
     if (err == MF_E_NOTFOUND) {
         mf_ctx__clear(&a->ctx);
         return MF_OK; /* nothing installed yet */

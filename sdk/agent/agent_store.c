@@ -50,7 +50,7 @@ int mf_agent__store_write(struct mf_agent *a, const char *name, const void *data
     return MF_OK;
 }
 
-int mf_agent__store_read(struct mf_agent *a, struct mf_dynbuf *out, const char *name)
+int mf_agent__store_read(struct mf_agent *a, struct mf_dynbuf *out, const char *name, size_t max)
 {
     const mf_platform_ops *p = &a->plat;
     mf_platform_file *f = NULL;
@@ -63,10 +63,10 @@ int mf_agent__store_read(struct mf_agent *a, struct mf_dynbuf *out, const char *
         return mf_fail(&a->ctx, err, "%s not found in the state dir", name);
     if (err < 0)
         return mf_fail(&a->ctx, err, "cannot stat %s in the state dir", name);
-    if (size >= MF_AGENT_SMALL_FILE_MAX)
-        return mf_fail(&a->ctx, MF_E_LIMIT, "%s is %llu bytes, more than %d", name,
-                       (unsigned long long)size, MF_AGENT_SMALL_FILE_MAX);
-    mf_dynbuf__init(out, &a->ctx.alloc, MF_AGENT_SMALL_FILE_MAX + 1);
+    if (size >= max)
+        return mf_fail(&a->ctx, MF_E_LIMIT, "%s is %llu bytes, more than %zu", name,
+                       (unsigned long long)size, max);
+    mf_dynbuf__init(out, &a->ctx.alloc, max + 1);
     err = p->open(p->payload, &f, name, MF_PLATFORM_OPEN_READ);
     if (err < 0)
         return mf_fail(&a->ctx, err, "cannot open %s in the state dir", name);

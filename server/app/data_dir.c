@@ -7,6 +7,7 @@
 #define _XOPEN_SOURCE 700 /* mkstemp, fsync */
 #include "app/server.h"
 
+#include "app/director.h"
 #include "app/token.h"
 #include "blob/blob_store.h"
 #include "mf/ct.h"
@@ -151,6 +152,8 @@ int mf_server__init_data_dir(int *changed_out, struct mf_ctx *ctx, const char *d
         err = seed_token(changed_out, ctx, s, data_dir, MF_TOKEN_ADMIN, "admin.token");
     if (err == MF_OK)
         err = seed_token(changed_out, ctx, s, data_dir, MF_TOKEN_ENROLL, "enroll.token");
+    if (err == MF_OK)
+        err = mf_director__init_key(changed_out, ctx, data_dir, NULL);
     mf_store__close(s);
     return err;
 }

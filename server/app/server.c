@@ -2,6 +2,7 @@
 /* Starting and stopping the HTTP daemon over a data directory (see server.h). */
 #include "app/server.h"
 
+#include "app/director.h"
 #include "blob/blob_store.h"
 #include "http/http_req.h"
 #include "store/store.h"
@@ -132,6 +133,8 @@ static int open_store(struct mf_server *s, struct mf_ctx *ctx, const struct mf_s
     if (err == MF_OK)
         err = s->env.store->ops->migrate(&applied, s->env.store, ctx);
     if (err == MF_OK)
+        err = mf_director__open(&s->env.director, ctx, o->data_dir);
+    if (err == MF_OK)
         err = mf_blob__ensure_dirs(ctx, s->env.blob_root);
     if (err == MF_OK)
         err = mf_blob__sweep_tmp(&removed, ctx, s->env.blob_root);
@@ -203,6 +206,7 @@ void mf_server__stop(struct mf_server *s)
     if (s->mhd)
         MHD_stop_daemon(s->mhd);
     mf_store__close(s->env.store);
+    mf_director__close(s->env.director);
     alloc = s->alloc;
     mf_free(&alloc, s);
 }

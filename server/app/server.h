@@ -9,6 +9,7 @@
  *   DIR/blobs/<2 hex>/<sha256>     blobs
  *   DIR/blobs/tmp/                 uploads in flight
  *   DIR/admin.token, DIR/enroll.token   first tokens, mode 0600
+ *   DIR/director.key (0600), DIR/director.pub.pem   the online director key (director.h)
  */
 #ifndef MF_SERVER_APP_SERVER_H
 #define MF_SERVER_APP_SERVER_H
@@ -36,8 +37,8 @@ void mf_server__options_init(struct mf_server_options *o);
 
 /*
  * Creates or completes the data directory: directories, store with migrations, the first
- * admin and enrollment tokens when none exist. *changed_out is 0 when nothing had to be
- * done (a second init). MF_E_IO or the store's errors.
+ * admin and enrollment tokens when none exist, a director key when there is none. *changed_out is 0
+ * when nothing had to be done (a second init). MF_E_IO or the store's errors.
  */
 int mf_server__init_data_dir(int *changed_out, struct mf_ctx *ctx, const char *data_dir);
 

@@ -49,7 +49,13 @@ static int add_version(void *payload, const struct mf_store_version *v)
     if (!cJSON_AddStringToObject(o, "version", v->version) ||
         !cJSON_AddStringToObject(o, "sha256", v->sha256) ||
         !cJSON_AddNumberToObject(o, "size", (double)v->size) ||
-        !cJSON_AddNumberToObject(o, "created_at", (double)v->created_at))
+        !cJSON_AddNumberToObject(o, "created_at", (double)v->created_at) ||
+        !cJSON_AddBoolToObject(o, "released", v->sequence > 0))
+        return MF_E_NOMEM;
+    if (v->sequence > 0 &&
+        (!cJSON_AddNumberToObject(o, "sequence", (double)v->sequence) ||
+         !cJSON_AddNumberToObject(o, "security_floor", (double)v->security_floor) ||
+         !cJSON_AddStringToObject(o, "release_sha256", v->release_digest)))
         return MF_E_NOMEM;
     return MF_OK;
 }

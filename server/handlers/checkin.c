@@ -1,59 +1,184 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * POST /v1/checkin: the director of the thin slice. Every tracked model with a published
- * version is assigned its newest one; the device's nonce is echoed for freshness.
+ * POST /v1/checkin: the director. Every tracked model with a released version gets the
+ * release with the highest sequence, as the data team's release envelope plus an
+ * assignment envelope the director key signs for this device and this check-in (its nonce,
+ * the next numbers of the device's sequence). Root rotations newer than the device's root
+ * and the current keys document ride along so the device can verify everything with no
+ * other request. A server without root and keys documents assigns nothing: nothing it
+ * could send would verify on a device (docs/protocol.md, "Trust").
  */
 #include "handlers/handlers.h"
 
+#include "app/director.h"
 #include "handlers/req_parse.h"
+#include "mf_hex.h"
 
 #include <stdio.h>
+#include <string.h>
 
-static int add_assignment(cJSON *list, const struct mf_store_version *v)
+/* Root versions sent in one answer: a device further behind catches up over several
+ * check-ins (mf_trust walks at most 16 per call as well). */
+#define CHECKIN_MAX_ROOTS 16
+
+struct checkin_work {
+    struct mf_store_version v[MF_CHECKIN_MAX_MODELS];
+    size_t n;
+};
+
+/* Envelopes travel as JSON strings holding their exact bytes (docs/protocol.md). */
+static int add_root(void *payload, uint64_t version, const void *env, size_t len)
 {
-    char blob[sizeof("/v1/blobs/") + MF_SHA256_HEX_LEN];
-    cJSON *a = cJSON_CreateObject();
+    char *copy = mf_alloc(NULL, len + 1); /* the stored envelope is not NUL-terminated */
+    cJSON *item;
 
-    (void)snprintf(blob, sizeof(blob), "/v1/blobs/%s", v->sha256);
-    if (!a || !cJSON_AddItemToArray(list, a))
-        goto fail;
-    if (!cJSON_AddStringToObject(a, "model", v->model) ||
-        !cJSON_AddStringToObject(a, "version", v->version) ||
-        !cJSON_AddStringToObject(a, "sha256", v->sha256) ||
-        !cJSON_AddNumberToObject(a, "size", (double)v->size) ||
-        !cJSON_AddStringToObject(a, "blob", blob))
-        return MF_E_NOMEM; /* `a` belongs to `list` now */
+    (void)version;
+    if (!copy)
+        return MF_E_NOMEM;
+    memcpy(copy, env, len);
+    copy[len] = '\0';
+    item = cJSON_CreateString(copy);
+    mf_free(NULL, copy);
+    if (!item || !cJSON_AddItemToArray(payload, item)) {
+        cJSON_Delete(item);
+        return MF_E_NOMEM;
+    }
     return MF_OK;
-fail:
-    cJSON_Delete(a);
-    return MF_E_NOMEM;
+}
+
+/* "trust": root rotations after the device's root, and the keys document. */
+static int add_trust(cJSON *body, struct mf_httpd_req *r, const struct mf_checkin_req *req,
+                     const struct mf_dynbuf *keys, uint64_t keys_version)
+{
+    struct mf_store *s = r->env->store;
+    cJSON *trust = cJSON_AddObjectToObject(body, "trust");
+    cJSON *roots = trust ? cJSON_AddArrayToObject(trust, "roots") : NULL;
+    int err;
+
+    if (!roots)
+        return MF_E_NOMEM;
+    err = s->ops->trust_roots_after(s, &r->ctx, req->root_version, CHECKIN_MAX_ROOTS, add_root,
+                                    roots);
+    if (err < 0)
+        return err;
+    /* After a rotation the device may drop its keys document, so send it along then too. */
+    if (req->keys_version != keys_version || cJSON_GetArraySize(roots) > 0) {
+        if (!cJSON_AddStringToObject(trust, "keys", (const char *)keys->data))
+            return MF_E_NOMEM;
+    }
+    return MF_OK;
+}
+
+static int add_assignment(cJSON *list, struct mf_httpd_req *r, const struct mf_checkin_req *req,
+                          const struct mf_store_version *v, uint64_t sequence)
+{
+    struct mf_store *s = r->env->store;
+    char blob[sizeof("/v1/blobs/") + MF_SHA256_HEX_LEN];
+    mf_manifest_assignment_spec spec = {
+        .device_id = r->device_id, .model = v->model, .nonce = req->nonce, .sequence = sequence};
+    struct mf_dynbuf rel;
+    uint8_t *env = NULL;
+    size_t env_len = 0;
+    cJSON *a;
+    int err;
+
+    if (mf_hex__decode(spec.release_sha256, sizeof(spec.release_sha256), v->release_digest,
+                       MF_SHA256_HEX_LEN) < 0)
+        return mf_fail(&r->ctx, MF_E_STATE, "stored release digest of %s/%s is not hex", v->model,
+                       v->version);
+    err = s->ops->release_get(&rel, s, &r->ctx, v->model, v->version);
+    if (err == MF_OK)
+        err = mf_director__sign(&env, &env_len, r->env->director, &r->ctx, &spec);
+    (void)snprintf(blob, sizeof(blob), "/v1/blobs/%s", v->sha256);
+    a = err == MF_OK ? cJSON_CreateObject() : NULL;
+    if (err == MF_OK && (!a || !cJSON_AddItemToArray(list, a))) {
+        cJSON_Delete(a);
+        a = NULL;
+    }
+    if (err == MF_OK && (!a || !cJSON_AddStringToObject(a, "model", v->model) ||
+                         !cJSON_AddStringToObject(a, "version", v->version) ||
+                         !cJSON_AddStringToObject(a, "sha256", v->sha256) ||
+                         !cJSON_AddNumberToObject(a, "size", (double)v->size) ||
+                         !cJSON_AddStringToObject(a, "blob", blob) ||
+                         !cJSON_AddStringToObject(a, "release", (const char *)rel.data) ||
+                         !cJSON_AddStringToObject(a, "assignment", (const char *)env)))
+        err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
+    mf_free(NULL, env);
+    mf_dynbuf__free(&rel);
+    return err;
+}
+
+/* The released version of each tracked model that has one. */
+static int collect(struct checkin_work *w, struct mf_httpd_req *r, const struct mf_checkin_req *req)
+{
+    struct mf_store *s = r->env->store;
+
+    w->n = 0;
+    for (size_t i = 0; i < req->n_models; i++) {
+        int err = s->ops->release_latest(&w->v[w->n], s, &r->ctx, req->models[i].name);
+
+        if (err == MF_E_NOTFOUND)
+            continue; /* nothing released: no assignment */
+        if (err < 0)
+            return err;
+        w->n++;
+    }
+    return MF_OK;
+}
+
+static int add_assignments(cJSON *body, struct mf_httpd_req *r, const struct mf_checkin_req *req)
+{
+    struct mf_store *s = r->env->store;
+    cJSON *list = cJSON_AddArrayToObject(body, "assignments");
+    struct checkin_work *w = mf_calloc(&r->ctx.alloc, 1, sizeof(*w));
+    uint64_t first = 0;
+    int err;
+
+    if (!list || !w) {
+        mf_free(&r->ctx.alloc, w);
+        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
+    }
+    err = collect(w, r, req);
+    /* One block of the device's sequence per answer, numbered in list order, which is the
+     * order the device verifies them in. */
+    if (err == MF_OK && w->n)
+        err = s->ops->device_reserve_sequence(&first, s, &r->ctx, r->device_id, (unsigned)w->n);
+    for (size_t i = 0; err == MF_OK && i < w->n; i++)
+        err = add_assignment(list, r, req, &w->v[i], first + i);
+    mf_free(&r->ctx.alloc, w);
+    return err;
 }
 
 static int build_reply(cJSON **out, struct mf_httpd_req *r, const struct mf_checkin_req *req)
 {
     struct mf_store *s = r->env->store;
     cJSON *body = cJSON_CreateObject();
-    cJSON *list;
-    int err = MF_OK;
+    struct mf_dynbuf root, keys;
+    uint64_t rv = 0, kv = 0;
+    int err;
 
     *out = body;
     if (!body || !cJSON_AddStringToObject(body, "nonce", req->nonce) ||
         !cJSON_AddNumberToObject(body, "poll_interval_s", r->env->poll_interval_s))
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
-    list = cJSON_AddArrayToObject(body, "assignments");
-    if (!list)
-        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
-    for (size_t i = 0; i < req->n_models && err == MF_OK; i++) {
-        struct mf_store_version v;
-
-        err = s->ops->version_latest(&v, s, &r->ctx, req->models[i].name);
-        if (err == MF_E_NOTFOUND) {
-            err = MF_OK; /* nothing published: no assignment */
-            continue;
-        }
-        if (err == MF_OK && add_assignment(list, &v) < 0)
-            err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
+    mf_dynbuf__init(&keys, &r->ctx.alloc, 1);
+    err = s->ops->trust_latest(&rv, &root, s, &r->ctx, MF_STORE_TRUST_ROOT);
+    mf_dynbuf__free(&root);
+    if (err == MF_OK)
+        err = s->ops->trust_latest(&kv, &keys, s, &r->ctx, MF_STORE_TRUST_KEYS);
+    if (err == MF_E_NOTFOUND) {
+        /* No trust configured: nothing to assign. */
+        err = cJSON_AddArrayToObject(body, "assignments")
+                  ? MF_OK
+                  : mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
+    } else if (err == MF_OK) {
+        err = add_trust(body, r, req, &keys, kv);
+        if (err == MF_E_NOMEM)
+            err = mf_fail(&r->ctx, err, "out of memory building a check-in reply");
+        if (err == MF_OK)
+            err = add_assignments(body, r, req);
     }
+    mf_dynbuf__free(&keys);
     return err;
 }
 

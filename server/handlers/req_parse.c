@@ -77,6 +77,21 @@ static int parse_checkin_model(struct mf_checkin_model *m, struct mf_ctx *ctx, c
     return MF_OK;
 }
 
+/* Optional non-negative integer `key` (absent or null: 0), at most 2^53 (exact in JSON). */
+static int get_version(uint64_t *out, struct mf_ctx *ctx, const cJSON *root, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+
+    *out = 0;
+    if (!v || cJSON_IsNull(v))
+        return MF_OK;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble > 9007199254740992.0 ||
+        v->valuedouble != (double)(uint64_t)v->valuedouble)
+        return mf_fail(ctx, MF_E_INVALID, "field '%s' must be an integer in 0..2^53", key);
+    *out = (uint64_t)v->valuedouble;
+    return MF_OK;
+}
+
 int mf_reqparse__checkin(struct mf_checkin_req *out, struct mf_ctx *ctx, const cJSON *root)
 {
     const cJSON *models, *it;
@@ -86,6 +101,11 @@ int mf_reqparse__checkin(struct mf_checkin_req *out, struct mf_ctx *ctx, const c
     out->nonce = get_string(root, "nonce");
     if (!out->nonce || !mf_names__valid_nonce(out->nonce))
         return mf_fail(ctx, MF_E_INVALID, "field 'nonce' must be 32 hex digits");
+    err = get_version(&out->root_version, ctx, root, "root_version");
+    if (err == MF_OK)
+        err = get_version(&out->keys_version, ctx, root, "keys_version");
+    if (err < 0)
+        return err;
     models = cJSON_GetObjectItemCaseSensitive(root, "models");
     if (!cJSON_IsArray(models))
         return mf_fail(ctx, MF_E_INVALID, "field 'models' must be an array");

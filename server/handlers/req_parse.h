@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define MF_CHECKIN_MAX_MODELS 64
 
@@ -28,6 +29,8 @@ struct mf_checkin_model {
 
 struct mf_checkin_req {
     const char *nonce;
+    uint64_t root_version; /* the device's trusted root (0: absent) */
+    uint64_t keys_version; /* the device's trusted keys document (0: none) */
     size_t n_models;
     struct mf_checkin_model models[MF_CHECKIN_MAX_MODELS];
 };

@@ -20,10 +20,12 @@
 #define MF_HTTPD_MAX_PARAMS 2
 
 struct mf_blob_upload;
+struct mf_director;
 
 /* What the handlers share for the server's lifetime; read-only once serving. */
 struct mf_httpd_env {
     struct mf_store *store;
+    struct mf_director *director; /* signs assignments (app/director.h) */
     char blob_root[4096];
     uint64_t max_upload;
     unsigned poll_interval_s;

@@ -17,7 +17,7 @@
     "usage: mfctl patch [--format mf|bsdiff40] OLD PATCH NEW\n"                                    \
     "       mfctl patch --info PATCH\n"                                                            \
     "Applies PATCH to OLD and writes NEW (format detected when --format is omitted). mf\n"         \
-    "patches stream in a fixed 1.3 MiB workspace and are checked against their sha256.\n"
+    "patches stream in a fixed 1.2 MiB workspace and are checked against their sha256.\n"
 
 int mfctl__cmd_diff(struct mfctl *c, int argc, char **argv);
 int mfctl__cmd_patch(struct mfctl *c, int argc, char **argv);

@@ -312,9 +312,7 @@ static int cmd_sign_keys(struct mfctl *c, const struct keys_args *a)
     return finish_doc(c, s, a, err, env, len);
 }
 
-/* Hashes MODEL whole and per chunk in one streaming pass; fills spec->size/sha256/chunks.
- * The chunk list (from the ctx allocator) is sized from the file's size, bounded. */
-static int hash_model(mf_manifest_release_spec *spec, uint8_t (**chunks)[32], struct mfctl *c,
+int mfctl__hash_model(mf_manifest_release_spec *spec, uint8_t (**chunks)[32], struct mfctl *c,
                       const char *path)
 {
     mbedtls_sha256_context whole, part;
@@ -384,11 +382,45 @@ static int hash_model(mf_manifest_release_spec *spec, uint8_t (**chunks)[32], st
     return err;
 }
 
+int mfctl__release_sign(uint8_t **env_out, size_t *len_out, char *keyid_out,
+                        mf_manifest_release_spec *spec, struct mfctl *c, mf_manifest_signer *s,
+                        const char *file, const char *const *key_files, size_t n_keys)
+{
+    uint8_t(*chunks)[32] = NULL;
+    int err = MF_OK;
+
+    spec->created = (uint64_t)time(NULL);
+    if (!spec->expires)
+        spec->expires = default_expiry(365);
+    if (!spec->chunk_size)
+        spec->chunk_size = MFCTL_DEFAULT_CHUNK;
+    err = mfctl__hash_model(spec, &chunks, c, file);
+    for (size_t i = 0; err >= 0 && i < n_keys; i++) {
+        char *pem;
+        size_t len;
+
+        err = read_all(&pem, &len, c, key_files[i], KEYS_MAX_PEM);
+        if (err < 0)
+            break;
+        err = mf_manifest_signer_add_key(keyid_out, s, pem, len);
+        mf_manifest_secret_free(&c->ctx.alloc, pem, len);
+        if (err < 0)
+            err = mf_fail(&c->ctx, err, "%s: %s", key_files[i], mf_manifest_signer_errmsg(s));
+    }
+    if (err >= 0) {
+        err = mf_manifest_sign_release(env_out, len_out, s, spec);
+        if (err < 0)
+            err = mf_fail(&c->ctx, err, "%s", mf_manifest_signer_errmsg(s));
+    }
+    mf_free(&c->ctx.alloc, chunks);
+    spec->chunks = NULL;
+    return err;
+}
+
 static int cmd_sign_release(struct mfctl *c, const struct keys_args *a)
 {
     mf_manifest_release_spec spec = {0};
     mf_manifest_signer *s = NULL;
-    uint8_t(*chunks)[32] = NULL;
     uint8_t *env = NULL;
     size_t len = 0;
     int err;
@@ -398,23 +430,20 @@ static int cmd_sign_release(struct mfctl *c, const struct keys_args *a)
                               "--sequence and --file are required\n");
         return 2;
     }
+    if (a->chunk_size > UINT32_MAX) {
+        (void)fprintf(c->err, "mfctl keys sign-release: --chunk-size above 2^32 - 1\n");
+        return 2;
+    }
     spec.name = a->name;
     spec.version = a->rel_version;
     spec.sequence = a->sequence;
     spec.security_floor = a->floor;
-    spec.chunk_size = (uint32_t)(a->chunk_size ? a->chunk_size : 1u << 20);
-    if (a->chunk_size > UINT32_MAX)
-        spec.chunk_size = 0; /* refused by the document check below */
-    spec.created = (uint64_t)time(NULL);
-    spec.expires = a->expires ? a->expires : default_expiry(365);
+    spec.chunk_size = (uint32_t)a->chunk_size;
+    spec.expires = a->expires;
     err = mf_manifest_signer_new(&s, &c->ctx.alloc);
-    if (err >= 0 && spec.chunk_size)
-        err = hash_model(&spec, &chunks, c, a->file);
     if (err >= 0)
-        err = add_signers(s, c, a, L_SIGN);
-    if (err >= 0)
-        err = mf_manifest_sign_release(&env, &len, s, &spec);
-    mf_free(&c->ctx.alloc, chunks);
+        err = mfctl__release_sign(&env, &len, NULL, &spec, c, s, a->file, a->files[L_SIGN],
+                                  a->n[L_SIGN]);
     return finish_doc(c, s, a, err, env, len);
 }
 
@@ -455,6 +484,11 @@ static int cmd_verify(struct mfctl *c, int argc, char **argv)
     for (int i = 0; i < 3; i++)
         mf_free(&c->ctx.alloc, doc[i]);
     return err < 0 ? mfctl__report(c, err) : 0;
+}
+
+int mfctl__read_file(char **out, size_t *len, struct mfctl *c, const char *path, size_t max)
+{
+    return read_all(out, len, c, path, max);
 }
 
 int mfctl__cmd_keys(struct mfctl *c, int argc, char **argv)

@@ -7,6 +7,7 @@
 #include "mfctl.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -58,8 +59,8 @@ int mfctl__print_models(struct mfctl *c, const char *json, size_t len)
 
     if (!doc)
         return MF_E_INVALID;
-    (void)fprintf(c->out, "%-24s %-16s %12s  %-12s  %s\n", "MODEL", "VERSION", "SIZE", "SHA256",
-                  "CREATED (UTC)");
+    (void)fprintf(c->out, "%-24s %-16s %12s  %-12s  %-19s  %s\n", "MODEL", "VERSION", "SIZE",
+                  "SHA256", "CREATED (UTC)", "RELEASE");
     cJSON_ArrayForEach(m, models)
     {
         const cJSON *versions = cJSON_GetObjectItemCaseSensitive(m, "versions");
@@ -69,9 +70,16 @@ int mfctl__print_models(struct mfctl *c, const char *json, size_t len)
             (void)fprintf(c->out, "%-24s %-16s\n", str_or(m, "name", "?"), "-");
         cJSON_ArrayForEach(v, versions)
         {
-            (void)fprintf(c->out, "%-24s %-16s %12.0f  %-12.12s  %s\n", str_or(m, "name", "?"),
-                          str_or(v, "version", "?"), num_or(v, "size", 0), str_or(v, "sha256", "?"),
-                          fmt_time(when, sizeof(when), num_or(v, "created_at", 0)));
+            char rel[64] = "staged (unreleased)";
+
+            /* Only a released version (a verified signed release) is ever assigned. */
+            if (num_or(v, "sequence", 0) > 0)
+                (void)snprintf(rel, sizeof(rel), "seq %.0f floor %.0f", num_or(v, "sequence", 0),
+                               num_or(v, "security_floor", 0));
+            (void)fprintf(c->out, "%-24s %-16s %12.0f  %-12.12s  %-19s  %s\n",
+                          str_or(m, "name", "?"), str_or(v, "version", "?"), num_or(v, "size", 0),
+                          str_or(v, "sha256", "?"),
+                          fmt_time(when, sizeof(when), num_or(v, "created_at", 0)), rel);
         }
     }
     cJSON_Delete(doc);

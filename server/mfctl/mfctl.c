@@ -12,12 +12,35 @@
 #include <string.h>
 
 static const struct mfctl_command commands[] = {
-    {"publish", "upload a model version",
-     "usage: mfctl [global options] publish NAME VERSION FILE [--json]\n"
+    {"publish", "sign a release locally, upload the model and release it",
+     "usage: mfctl [global options] publish NAME VERSION FILE --release-key KEY.pem...\n"
+     "                 [--security-floor N] [--chunk-size BYTES] [--sequence N]\n"
+     "                 [--expires UNIX] [--json]\n"
+     "Signs the release document of FILE (per-chunk SHA-256s, default chunk 1 MiB) with the\n"
+     "release key(s), uploads FILE and attaches the release; the server verifies it against\n"
+     "its keys document before devices see the version. The sequence defaults to one above\n"
+     "the model's highest released sequence. NAME and VERSION match [A-Za-z0-9._-]{1,64}.\n",
+     mfctl__cmd_publish},
+    {"upload", "upload a model file as a staged (unreleased) version",
+     "usage: mfctl [global options] upload NAME VERSION FILE [--json]\n"
      "Streams FILE to the server as model NAME, version VERSION. The SHA-256 is computed\n"
      "locally and sent as X-MF-Sha256, so a corrupted upload is refused by the server.\n"
-     "NAME and VERSION match [A-Za-z0-9._-]{1,64}.\n",
-     mfctl__cmd_publish},
+     "The version stays invisible to devices until a signed release is attached\n"
+     "(mfctl release). NAME and VERSION match [A-Za-z0-9._-]{1,64}.\n",
+     mfctl__cmd_upload},
+    {"release", "attach a release envelope signed offline (mfctl keys sign-release)",
+     "usage: mfctl [global options] release NAME VERSION RELEASE.json [--json]\n"
+     "Sends the signed release of an uploaded version; the server verifies it against its\n"
+     "keys document and the stored blob, then devices are assigned the version.\n",
+     mfctl__cmd_release},
+    {"trust", "install the signed root and keys documents; show trust state",
+     "usage: mfctl [global options] trust status [--json]\n"
+     "       mfctl [global options] trust set-root ROOT.json\n"
+     "       mfctl [global options] trust set-keys KEYS.json\n"
+     "set-root installs the first root or the next rotation (version N+1, signed by the\n"
+     "thresholds of root N and N+1); set-keys a keys document signed by the root's keys\n"
+     "role. The server verifies both as a device would before it serves them.\n",
+     mfctl__cmd_trust},
     {"models", "list models and their versions",
      "usage: mfctl [global options] models [--json]\n"
      "Lists every model and version (oldest first). --json prints the server's answer.\n",

@@ -55,6 +55,21 @@ int mfctl__common_flags(struct mfctl *c, int argc, char **argv, int *json, int *
 
 /* Commands (one file per group). */
 int mfctl__cmd_publish(struct mfctl *c, int argc, char **argv);
+int mfctl__cmd_upload(struct mfctl *c, int argc, char **argv);
+int mfctl__cmd_release(struct mfctl *c, int argc, char **argv);
+int mfctl__cmd_trust(struct mfctl *c, int argc, char **argv);
+
+/* cmd_publish.c, shared with publish: staged blob upload (X-MF-Sha256) and release PUT. */
+int mfctl__upload(struct mfctl *c, struct mf_http_response *resp, const char *name,
+                  const char *version, FILE *f, uint64_t size, const char *sha_hex);
+int mfctl__put_release(struct mfctl *c, struct mf_http_response *resp, const char *name,
+                       const char *version, const void *env, size_t len);
+/* 0, or 2 after printing why NAME/VERSION are not [A-Za-z0-9._-]{1,64}. */
+int mfctl__check_names(struct mfctl *c, const char *name, const char *version);
+/* FILE as a regular file and its size; NULL after printing why not. */
+FILE *mfctl__open_model(struct mfctl *c, const char *path, uint64_t *size);
+/* Lower-case hex of `n` bytes into `out` (2n + 1 bytes). */
+void mfctl__hex(char *out, const uint8_t *p, size_t n);
 int mfctl__cmd_models(struct mfctl *c, int argc, char **argv);
 int mfctl__cmd_devices(struct mfctl *c, int argc, char **argv);
 

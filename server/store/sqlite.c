@@ -69,6 +69,22 @@ static const char *const store_migrations[] = {
     "  detail TEXT NOT NULL,"
     "  created_at INTEGER NOT NULL);"
     "CREATE INDEX events_by_device ON events(device_id, id);",
+    /* 2: the trust chain. A version's release envelope and its sequence/floor/digest (a
+     * version without a release is staged, never assigned); root and keys documents;
+     * the director's per-device assignment sequence. */
+    "ALTER TABLE model_versions ADD COLUMN sequence INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE model_versions ADD COLUMN security_floor INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE model_versions ADD COLUMN release_digest TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE model_versions ADD COLUMN release BLOB;"
+    "CREATE UNIQUE INDEX model_versions_by_sequence ON model_versions(model_id, sequence)"
+    "  WHERE sequence > 0;"
+    "CREATE TABLE trust_docs ("
+    "  kind INTEGER NOT NULL,"
+    "  version INTEGER NOT NULL CHECK (version >= 1),"
+    "  envelope BLOB NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (kind, version));"
+    "ALTER TABLE devices ADD COLUMN assign_seq INTEGER NOT NULL DEFAULT 0;",
 };
 
 #define STORE_SCHEMA_LATEST ((int)(sizeof(store_migrations) / sizeof(store_migrations[0])))
@@ -464,7 +480,9 @@ static int sqlite_version_insert(struct mf_store *base, struct mf_ctx *ctx,
     return err;
 }
 
-#define VERSION_COLUMNS "m.name, v.version, v.sha256, v.size, v.created_at"
+#define VERSION_COLUMNS                                                                            \
+    "m.name, v.version, v.sha256, v.size, v.created_at, v.sequence, v.security_floor,"             \
+    " v.release_digest"
 
 static void read_version_row(struct mf_store_version *out, sqlite3_stmt *st)
 {
@@ -473,6 +491,9 @@ static void read_version_row(struct mf_store_version *out, sqlite3_stmt *st)
     col_text(out->sha256, sizeof(out->sha256), st, 2);
     out->size = (uint64_t)sqlite3_column_int64(st, 3);
     out->created_at = sqlite3_column_int64(st, 4);
+    out->sequence = (uint64_t)sqlite3_column_int64(st, 5);
+    out->security_floor = (uint64_t)sqlite3_column_int64(st, 6);
+    col_text(out->release_digest, sizeof(out->release_digest), st, 7);
 }
 
 /* Runs `sql` with up to two text parameters and reads its first row as a version. */
@@ -519,6 +540,262 @@ static int sqlite_version_latest(struct mf_store_version *out, struct mf_store *
                          "SELECT " VERSION_COLUMNS " FROM model_versions v JOIN models m"
                          " ON m.id = v.model_id WHERE m.name = ? ORDER BY v.id DESC LIMIT 1",
                          model, NULL);
+}
+
+static int sqlite_release_latest(struct mf_store_version *out, struct mf_store *base,
+                                 struct mf_ctx *ctx, const char *model)
+{
+    /* The release sequence, signed by the data team, decides what "newest" means. */
+    return version_query(out, base, ctx,
+                         "SELECT " VERSION_COLUMNS " FROM model_versions v JOIN models m"
+                         " ON m.id = v.model_id WHERE m.name = ? AND v.sequence > 0"
+                         " ORDER BY v.sequence DESC LIMIT 1",
+                         model, NULL);
+}
+
+static int release_set_locked(struct sqlite_store *s, struct mf_ctx *ctx,
+                              const struct mf_store_version *v, const void *env, size_t len)
+{
+    sqlite3_stmt *st = NULL;
+    uint64_t top = 0;
+    int err;
+
+    err = db_prepare(&st, s, ctx,
+                     "SELECT coalesce(max(v.sequence), 0) FROM model_versions v JOIN models m"
+                     " ON m.id = v.model_id WHERE m.name = ?");
+    if (err < 0)
+        return err;
+    sqlite3_bind_text(st, 1, v->model, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        top = (uint64_t)sqlite3_column_int64(st, 0);
+    else
+        err = db_fail(ctx, s, "reading the release sequence");
+    sqlite3_finalize(st);
+    if (err < 0)
+        return err;
+    if (v->sequence <= top)
+        return mf_fail(ctx, MF_E_STATE,
+                       "release sequence %llu of model '%s' is not above the released %llu",
+                       (unsigned long long)v->sequence, v->model, (unsigned long long)top);
+    err = db_prepare(&st, s, ctx,
+                     "UPDATE model_versions SET sequence = ?, security_floor = ?,"
+                     " release_digest = ?, release = ? WHERE version = ? AND sequence = 0"
+                     " AND model_id = (SELECT id FROM models WHERE name = ?)");
+    if (err < 0)
+        return err;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)v->sequence);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)v->security_floor);
+    sqlite3_bind_text(st, 3, v->release_digest, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 4, env, (int)len, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, v->version, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, v->model, -1, SQLITE_STATIC);
+    err = db_step_done(st, s, ctx);
+    if (err == MF_OK && sqlite3_changes(s->db) == 0)
+        err = mf_fail(ctx, MF_E_NOTFOUND, "no staged version '%s' of model '%s'", v->version,
+                      v->model);
+    sqlite3_finalize(st);
+    return err;
+}
+
+/* Runs `fn` inside BEGIN IMMEDIATE ... COMMIT under the store lock (ROLLBACK on failure). */
+#define IN_TRANSACTION(s, ctx, call)                                                               \
+    do {                                                                                           \
+        store_lock(s);                                                                             \
+        err = db_exec(s, ctx, "BEGIN IMMEDIATE");                                                  \
+        if (err == MF_OK) {                                                                        \
+            err = (call);                                                                          \
+            if (err == MF_OK)                                                                      \
+                err = db_exec(s, ctx, "COMMIT");                                                   \
+            if (err < 0)                                                                           \
+                (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);                           \
+        }                                                                                          \
+        store_unlock(s);                                                                           \
+    } while (0)
+
+static int sqlite_release_set(struct mf_store *base, struct mf_ctx *ctx,
+                              const struct mf_store_version *v, const void *env, size_t len)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    int err;
+
+    if (len > MF_STORE_ENVELOPE_MAX)
+        return mf_fail(ctx, MF_E_LIMIT, "release envelope of %zu bytes exceeds %u", len,
+                       MF_STORE_ENVELOPE_MAX);
+    IN_TRANSACTION(s, ctx, release_set_locked(s, ctx, v, env, len));
+    return err;
+}
+
+/* Copies column `col` of the current row into `out` (bounded by MF_STORE_ENVELOPE_MAX). */
+static int col_blob(struct mf_dynbuf *out, struct mf_ctx *ctx, sqlite3_stmt *st, int col)
+{
+    const void *p = sqlite3_column_blob(st, col);
+    int n = sqlite3_column_bytes(st, col);
+
+    mf_dynbuf__init(out, &ctx->alloc, MF_STORE_ENVELOPE_MAX + 1);
+    if (mf_dynbuf__append(out, p, (size_t)n) < 0)
+        return mf_fail(ctx, MF_E_NOMEM, "out of memory reading an envelope of %d bytes", n);
+    return MF_OK;
+}
+
+/* Reads the one blob column of the first row of `st` (bound already) into `out`. */
+static int query_blob(struct mf_dynbuf *out, struct sqlite_store *s, struct mf_ctx *ctx,
+                      sqlite3_stmt *st, const char *what)
+{
+    int rc = sqlite3_step(st);
+
+    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_BLOB)
+        return col_blob(out, ctx, st, 0);
+    if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+        return mf_fail(ctx, MF_E_NOTFOUND, "no %s", what);
+    return db_fail(ctx, s, what);
+}
+
+static int sqlite_release_get(struct mf_dynbuf *out, struct mf_store *base, struct mf_ctx *ctx,
+                              const char *model, const char *version)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    sqlite3_stmt *st = NULL;
+    int err;
+
+    mf_dynbuf__init(out, &ctx->alloc, 1);
+    store_lock(s);
+    err = db_prepare(&st, s, ctx,
+                     "SELECT v.release FROM model_versions v JOIN models m ON m.id = v.model_id"
+                     " WHERE m.name = ? AND v.version = ? AND v.sequence > 0");
+    if (err == MF_OK) {
+        sqlite3_bind_text(st, 1, model, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, version, -1, SQLITE_STATIC);
+        err = query_blob(out, s, ctx, st, "release");
+    }
+    sqlite3_finalize(st);
+    store_unlock(s);
+    return err;
+}
+
+static int trust_put_locked(struct sqlite_store *s, struct mf_ctx *ctx, int kind, uint64_t version,
+                            const void *env, size_t len)
+{
+    sqlite3_stmt *st = NULL;
+    int err = db_prepare(&st, s, ctx,
+                         "INSERT INTO trust_docs(kind, version, envelope, created_at)"
+                         " VALUES(?, ?, ?, strftime('%s'))");
+
+    if (err < 0)
+        return err;
+    sqlite3_bind_int(st, 1, kind);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)version);
+    sqlite3_bind_blob(st, 3, env, (int)len, SQLITE_STATIC);
+    err = db_step_done(st, s, ctx);
+    sqlite3_finalize(st);
+    if (err == MF_E_STATE)
+        return mf_fail(ctx, MF_E_STATE, "trust document version %llu exists already",
+                       (unsigned long long)version);
+    return err;
+}
+
+static int sqlite_trust_put(struct mf_store *base, struct mf_ctx *ctx, int kind, uint64_t version,
+                            const void *env, size_t len)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    int err;
+
+    if (len > MF_STORE_ENVELOPE_MAX)
+        return mf_fail(ctx, MF_E_LIMIT, "trust envelope of %zu bytes exceeds %u", len,
+                       MF_STORE_ENVELOPE_MAX);
+    IN_TRANSACTION(s, ctx, trust_put_locked(s, ctx, kind, version, env, len));
+    return err;
+}
+
+static int sqlite_trust_latest(uint64_t *version_out, struct mf_dynbuf *out, struct mf_store *base,
+                               struct mf_ctx *ctx, int kind)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    sqlite3_stmt *st = NULL;
+    int err;
+
+    *version_out = 0;
+    mf_dynbuf__init(out, &ctx->alloc, 1);
+    store_lock(s);
+    err = db_prepare(&st, s, ctx,
+                     "SELECT envelope, version FROM trust_docs WHERE kind = ?"
+                     " ORDER BY version DESC LIMIT 1");
+    if (err == MF_OK) {
+        sqlite3_bind_int(st, 1, kind);
+        err = query_blob(out, s, ctx, st, kind == MF_STORE_TRUST_ROOT ? "root" : "keys document");
+        if (err == MF_OK)
+            *version_out = (uint64_t)sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    store_unlock(s);
+    return err;
+}
+
+static int sqlite_trust_roots_after(struct mf_store *base, struct mf_ctx *ctx, uint64_t after,
+                                    size_t max, mf_store_envelope_fn fn, void *payload)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    sqlite3_stmt *st = NULL;
+    int err;
+
+    store_lock(s);
+    err = db_prepare(&st, s, ctx,
+                     "SELECT version, envelope FROM trust_docs WHERE kind = ? AND version > ?"
+                     " ORDER BY version LIMIT ?");
+    if (err == MF_OK) {
+        sqlite3_bind_int(st, 1, MF_STORE_TRUST_ROOT);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)after);
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)max);
+    }
+    while (err == MF_OK) {
+        int rc = sqlite3_step(st);
+
+        if (rc == SQLITE_DONE)
+            break;
+        if (rc != SQLITE_ROW) {
+            err = db_fail(ctx, s, "listing roots");
+            break;
+        }
+        err = fn(payload, (uint64_t)sqlite3_column_int64(st, 0), sqlite3_column_blob(st, 1),
+                 (size_t)sqlite3_column_bytes(st, 1));
+    }
+    sqlite3_finalize(st);
+    store_unlock(s);
+    return err;
+}
+
+static int reserve_locked(uint64_t *first_out, struct sqlite_store *s, struct mf_ctx *ctx,
+                          const char *device_id, unsigned n)
+{
+    sqlite3_stmt *st = NULL;
+    int err = db_prepare(&st, s, ctx,
+                         "UPDATE devices SET assign_seq = assign_seq + ? WHERE device_id = ?"
+                         " RETURNING assign_seq");
+    int rc;
+
+    if (err < 0)
+        return err;
+    sqlite3_bind_int(st, 1, (int)n);
+    sqlite3_bind_text(st, 2, device_id, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *first_out = (uint64_t)sqlite3_column_int64(st, 0) - n + 1;
+    else if (rc == SQLITE_DONE)
+        err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
+    else
+        err = db_fail(ctx, s, "reserving assignment sequence numbers");
+    sqlite3_finalize(st);
+    return err;
+}
+
+static int sqlite_device_reserve_sequence(uint64_t *first_out, struct mf_store *base,
+                                          struct mf_ctx *ctx, const char *device_id, unsigned n)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    int err;
+
+    *first_out = 0;
+    IN_TRANSACTION(s, ctx, reserve_locked(first_out, s, ctx, device_id, n));
+    return err;
 }
 
 static int report_insert_locked(struct sqlite_store *s, struct mf_ctx *ctx,
@@ -682,6 +959,13 @@ const struct mf_store_ops mf_store__sqlite_ops = {
     .version_insert = sqlite_version_insert,
     .version_get = sqlite_version_get,
     .version_latest = sqlite_version_latest,
+    .release_set = sqlite_release_set,
+    .release_get = sqlite_release_get,
+    .release_latest = sqlite_release_latest,
+    .trust_put = sqlite_trust_put,
+    .trust_latest = sqlite_trust_latest,
+    .trust_roots_after = sqlite_trust_roots_after,
+    .device_reserve_sequence = sqlite_device_reserve_sequence,
     .report_insert = sqlite_report_insert,
     .versions_list = sqlite_versions_list,
     .devices_list = sqlite_devices_list,

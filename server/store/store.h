@@ -13,6 +13,7 @@
 #define MF_SERVER_STORE_H
 
 #include "mf_ctx.h"
+#include "mf_dynbuf.h"
 #include "mf_hex.h"
 
 #include <stdint.h>
@@ -26,7 +27,19 @@ struct mf_store_version {
     char sha256[MF_SHA256_HEX_LEN + 1];
     uint64_t size;
     int64_t created_at; /* Unix seconds */
+    /* The signed release (docs/formats/manifest.md): sequence 0 and "" while the version is
+     * only staged (blob uploaded, no verified release yet); such a version is never
+     * assigned. */
+    uint64_t sequence;
+    uint64_t security_floor;
+    char release_digest[MF_SHA256_HEX_LEN + 1]; /* SHA-256 of the release payload */
 };
+
+/* Trust documents the server stores and hands to devices (kinds of trust_put/trust_latest). */
+enum mf_store_trust_kind { MF_STORE_TRUST_ROOT = 1, MF_STORE_TRUST_KEYS = 2 };
+
+/* The largest envelope the store accepts (a release with many chunks). */
+#define MF_STORE_ENVELOPE_MAX (1024u * 1024u)
 
 struct mf_store_device {
     char device_id[MF_STORE_NAME_SIZE];
@@ -49,6 +62,7 @@ struct mf_store_status {
 typedef int (*mf_store_version_fn)(void *payload, const struct mf_store_version *v);
 typedef int (*mf_store_device_fn)(void *payload, const struct mf_store_device *d);
 typedef int (*mf_store_status_fn)(void *payload, const struct mf_store_status *st);
+typedef int (*mf_store_envelope_fn)(void *payload, uint64_t version, const void *env, size_t len);
 
 struct mf_store;
 
@@ -83,6 +97,34 @@ struct mf_store_ops {
                        const char *model, const char *version);
     int (*version_latest)(struct mf_store_version *out, struct mf_store *s, struct mf_ctx *ctx,
                           const char *model);
+
+    /* Releases. release_set attaches a verified release envelope to a staged version and
+     * makes it assignable: MF_E_NOTFOUND without the version, MF_E_STATE when `sequence`
+     * is not above every released sequence of the model (checked in the same transaction).
+     * release_get: the envelope into `out` (MF_E_NOTFOUND when none). release_latest: the
+     * released version with the highest sequence (MF_E_NOTFOUND when none). */
+    int (*release_set)(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_version *v,
+                       const void *env, size_t len);
+    int (*release_get)(struct mf_dynbuf *out, struct mf_store *s, struct mf_ctx *ctx,
+                       const char *model, const char *version);
+    int (*release_latest)(struct mf_store_version *out, struct mf_store *s, struct mf_ctx *ctx,
+                          const char *model);
+
+    /* Trust documents (enum mf_store_trust_kind). put: MF_E_STATE when `version` exists
+     * already. latest: MF_E_NOTFOUND when there is none. roots_after: each root with a
+     * version above `after`, ascending, at most `max`. */
+    int (*trust_put)(struct mf_store *s, struct mf_ctx *ctx, int kind, uint64_t version,
+                     const void *env, size_t len);
+    int (*trust_latest)(uint64_t *version_out, struct mf_dynbuf *out, struct mf_store *s,
+                        struct mf_ctx *ctx, int kind);
+    int (*trust_roots_after)(struct mf_store *s, struct mf_ctx *ctx, uint64_t after, size_t max,
+                             mf_store_envelope_fn fn, void *payload);
+
+    /* Director sequence: reserves `n` consecutive numbers of the device's assignment
+     * sequence and returns the first (numbers start at 1 and never repeat). MF_E_NOTFOUND
+     * for an unknown device. */
+    int (*device_reserve_sequence)(uint64_t *first_out, struct mf_store *s, struct mf_ctx *ctx,
+                                   const char *device_id, unsigned n);
 
     /* Reports: keeps the latest per device and model, appends an event. MF_E_NOTFOUND for
      * an unknown device. */

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # End-to-end delivery against the real programs: mf-server on 127.0.0.1 (ephemeral port,
-# SQLite store), mfctl publishing, mf-agent installing. Checks the installed bytes equal the
-# published ones, and that bad input in this slice is refused without losing the installed
-# model: unknown device credential, wrong enrollment token, wrong admin token, a blob whose
-# bytes do not match its sha256, a missing blob.
+# SQLite store), the offline trust chain made with `mfctl keys` and installed with
+# `mfctl trust`, signed publishing with `mfctl publish --release-key`, mf-agent provisioned
+# with the root and installing. Checks the installed bytes equal the published ones, and
+# that bad input is refused without losing the installed model: unknown device credential,
+# wrong enrollment token, wrong admin token, a release signed by an unknown key, a blob
+# tampered on the server (bad chunk), a missing blob, an unreleased model pushed by an
+# attacker holding the director key and the store, a replayed check-in answer, and a
+# release below the device's security floor.
 # Usage: e2e_delivery.sh BIN_DIR   (run by ctest as integration_e2e_delivery)
 set -uo pipefail
 BIN=$1
@@ -34,11 +38,14 @@ http_code() { # http_code TOKEN METHOD PATH [BODY]
 }
 
 mf_stack_start "$work/server" "$work/server.log" || exit 1
+check "director key written with mode 0600" test "$(stat -c %a "$work/server/director.key")" = 600
+check "offline keys made, root and keys documents installed" mf_trust_setup "$work/keys"
+check "server reports root v1, keys v1" bash -c "mfctl_admin() { '$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' \"\$@\"; }; mfctl_admin trust status | grep -q 'root version 1, keys version 1'"
 
 # --- the happy path -------------------------------------------------------------------------
 mf_make_model "$work/v1.bin" 2097152 e2e-v1
 mf_make_model "$work/v2.bin" 2097152 e2e-v2
-check "publish v1" mfctl_admin publish detector v1 "$work/v1.bin"
+check "publish v1 (signed release)" mf_publish detector v1 "$work/v1.bin"
 mkdir -p "$work/devA"
 mf_agent_config "$work/devA.json" devA "$work/devA" "$MF_ENROLL_TOKEN_FILE" detector
 check "agent enrolls, checks in, installs v1" agent devA
@@ -67,11 +74,19 @@ check "agent with a wrong enrollment token fails" bash -c "! '$BIN/mf-agent' --c
 check "  ... says why" grep -qi 'enroll' "$work/devB.log"
 check "  ... and installs nothing" test ! -e "$work/devB/credential" -a ! -e "$work/devB/models/detector/state.json"
 echo "mfa_$(openssl rand -hex 32)" >"$work/wrong-admin.token"
-check "mfctl publish with a wrong admin token fails" bash -c "! '$BIN/mfctl' --server '$MF_URL' --token-file '$work/wrong-admin.token' publish detector v9 '$work/v2.bin' 2>/dev/null"
+check "mfctl publish with a wrong admin token fails" bash -c "! '$BIN/mfctl' --server '$MF_URL' --token-file '$work/wrong-admin.token' publish detector v9 '$work/v2.bin' --release-key '$MF_RELEASE_KEY' 2>/dev/null"
 check "  ... and publishes nothing" bash -c "! '$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' models | grep -q ' v9 '"
 
-# --- a blob whose bytes do not match its sha256 ---------------------------------------------
-check "publish v2" mfctl_admin publish detector v2 "$work/v2.bin"
+# --- a release signed by a key the keys document does not name ------------------------------
+"$BIN/mfctl" keys gen "$work/evil.pem" >/dev/null
+check "publish signed by an unknown key is refused" bash -c "! '$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' publish detector v9 '$work/v2.bin' --release-key '$work/evil.pem' 2>'$work/evil.err'"
+check "  ... says the release was refused for its key" grep -q 'release refused.*unknown or revoked key' "$work/evil.err"
+check "  ... and v9 stays staged, never assigned" bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' models | grep -E ' v9 ' | grep -q staged"
+check "  ... the device stays on v1" agent devA
+check "mfctl publish without a release key is refused" bash -c "! '$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' publish detector v8 '$work/v2.bin' 2>/dev/null"
+
+# --- a blob whose bytes do not match its signed chunk hashes ---------------------------------
+check "publish v2" mf_publish detector v2 "$work/v2.bin"
 v2sha=$(sha256sum "$work/v2.bin" | cut -c1-64)
 blob="$work/server/blobs/${v2sha:0:2}/$v2sha"
 check "v2 blob stored content-addressed" test -f "$blob"
@@ -79,6 +94,7 @@ cp "$blob" "$work/v2.saved"
 printf '\xff' | dd of="$blob" bs=1 seek=1000000 conv=notrunc status=none
 check "agent refuses the corrupted v2" bash -c "! '$BIN/mf-agent' --config '$work/devA.json' run --once >'$work/devA-bad.log' 2>&1"
 check "  ... names the digest mismatch" grep -qi 'sha256' "$work/devA-bad.log"
+check "  ... at the first bad chunk (chunk 0), aborting the download" grep -q 'chunk 0 .*does not match its signed sha256; download aborted' "$work/devA-bad.log"
 active=$(mf_active_path "$work/devA" detector)
 check "  ... keeps v1 active, bytes intact" cmp -s "$active" "$work/v1.bin"
 check "  ... leaves no partial download" bash -c "! ls '$work/devA/models/detector/' | grep -q '\\.part'"
@@ -99,6 +115,78 @@ check "agent installs v2 once the blob is good" agent devA
 active=$(mf_active_path "$work/devA" detector)
 check "installed bytes equal published v2" cmp -s "$active" "$work/v2.bin"
 check "server lists devA at v2, installed" bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' devices | grep -Eq 'devA +.*detector +v2 +installed'"
+
+# --- an attacker with the director key and the store, but no release key -------------------
+# They sign a "release" of their own bytes with the stolen director key, drop the blob into
+# the blob store and the row into the database. The real server then assigns it with a
+# validly director-signed assignment; the device must refuse it: releases need the release
+# role, which the director key is not part of.
+mf_make_model "$work/evil.bin" 65536 evil
+evilsha=$(sha256sum "$work/evil.bin" | cut -c1-64)
+"$BIN/mfctl" keys sign-release "$work/evil-release.json" --name detector --release-version v666 \
+    --sequence 1000 --file "$work/evil.bin" --sign "$work/server/director.key" >/dev/null
+mkdir -p "$work/server/blobs/${evilsha:0:2}"
+cp "$work/evil.bin" "$work/server/blobs/${evilsha:0:2}/$evilsha"
+evil_digest=$(sed -n 's/.*"payload":"\([^"]*\)".*/\1/p' "$work/evil-release.json" | base64 -d | sha256sum | cut -c1-64)
+check "attacker inserts an unreleased version with a forged release" sqlite3 "$work/server/store.db" \
+    "INSERT INTO model_versions(model_id, version, sha256, size, created_at, sequence, security_floor, release_digest, release) SELECT id, 'v666', '$evilsha', 65536, 0, 1000, 0, '$evil_digest', readfile('$work/evil-release.json') FROM models WHERE name = 'detector'"
+check "the device refuses the director-signed assignment of it" bash -c "! '$BIN/mf-agent' --config '$work/devA.json' run --once >'$work/devA-evil.log' 2>&1"
+check "  ... because no release key signed it" grep -q 'assignment refused.*unknown or revoked key' "$work/devA-evil.log"
+check "  ... and never downloads it" bash -c "! grep -q 'installing v666' '$work/devA-evil.log'"
+active=$(mf_active_path "$work/devA" detector)
+check "  ... and keeps v2" cmp -s "$active" "$work/v2.bin"
+sqlite3 "$work/server/store.db" "DELETE FROM model_versions WHERE version = 'v666'"
+
+# --- a replayed check-in answer --------------------------------------------------------------
+# A genuine, fully signed answer for devA (captured by anyone on the path), replayed to devA
+# by a fake server that even rewrites the answer's unsigned "nonce" field to the one the
+# device just sent: only the director-signed assignment still holds the old nonce.
+cred=$(cat "$work/devA/credential")
+curl -s -H "Authorization: Bearer $cred" -H 'Content-Type: application/json' \
+    --data '{"nonce":"0123456789abcdef0123456789abcdef","root_version":1,"keys_version":1,"models":[{"name":"detector"}]}' \
+    "$MF_URL/v1/checkin" >"$work/captured.json"
+check "captured a signed check-in answer" grep -q '"assignment"' "$work/captured.json"
+python3 - "$work/captured.json" "$work/replay.port" >"$work/replay.log" 2>&1 <<'PY' &
+import http.server, json, sys
+captured = json.load(open(sys.argv[1]))
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        req = json.loads(self.rfile.read(int(self.headers.get('Content-Length', 0))) or b'{}')
+        data = b''
+        if self.path == '/v1/checkin':
+            captured['nonce'] = req['nonce']
+            data = json.dumps(captured).encode()
+        self.send_response(200 if data else 204)
+        self.send_header('Content-Length', str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+s = http.server.HTTPServer(('127.0.0.1', 0), H)
+open(sys.argv[2], 'w').write(str(s.server_port))
+s.timeout = 30
+for _ in range(4):
+    s.handle_request()
+PY
+replay_pid=$!
+for _ in $(seq 1 50); do [ -s "$work/replay.port" ] && break; sleep 0.1; done
+sed "s#$MF_URL#http://127.0.0.1:$(cat "$work/replay.port")#" "$work/devA.json" >"$work/devA-replay.json"
+check "the device refuses the replayed answer" bash -c "! '$BIN/mf-agent' --config '$work/devA-replay.json' run --once >'$work/devA-replay.log' 2>&1"
+check "  ... for its old nonce" grep -q 'assignment refused.*wrong nonce' "$work/devA-replay.log"
+active=$(mf_active_path "$work/devA" detector)
+check "  ... and keeps v2" cmp -s "$active" "$work/v2.bin"
+kill "$replay_pid" 2>/dev/null; wait "$replay_pid" 2>/dev/null
+
+# --- security floor: an assigned release below the device's floor ----------------------------
+mf_make_model "$work/v3.bin" 1048576 e2e-v3
+mf_make_model "$work/v4.bin" 1048576 e2e-v4
+check "publish v3 with security floor 5" mf_publish detector v3 "$work/v3.bin" --security-floor 5
+check "the device installs v3 and records floor 5" agent devA
+check "  ... (status shows it)" bash -c "'$BIN/mf-agent' --config '$work/devA.json' status | grep -q 'floor 5'"
+check "publish v4 with security floor 2 (newer sequence, lower floor)" mf_publish detector v4 "$work/v4.bin" --security-floor 2
+check "the device refuses v4 although it is assigned" bash -c "! '$BIN/mf-agent' --config '$work/devA.json' run --once >'$work/devA-floor.log' 2>&1"
+check "  ... as below its security floor" grep -q 'below security floor' "$work/devA-floor.log"
+active=$(mf_active_path "$work/devA" detector)
+check "  ... and keeps v3" cmp -s "$active" "$work/v3.bin"
+check "  ... and the server saw why" bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' devices | grep -E 'devA +.*detector +v4 +failed' | grep -q 'below security floor'"
 
 echo "$passed passed, $failed failed"
 if [ "$failed" -ne 0 ]; then

@@ -2,6 +2,8 @@
 /* The manifest test fixture (see manifest_testutil.h). */
 #include "manifest_testutil.h"
 
+#include <mbedtls/sha256.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -143,6 +145,36 @@ uint8_t *fx_release(size_t *len, struct fx *f, const mf_manifest_release_spec *s
     if (err < 0)
         fail_msg("sign_release: %s", mf_manifest_signer_errmsg(s));
     mf_manifest_signer_free(s);
+    return env;
+}
+
+uint8_t *fx_release_of(size_t *len, struct fx *f, const char *name, const char *version,
+                       uint64_t sequence, uint64_t floor, const void *data, size_t n,
+                       uint32_t chunk_size, const int *by)
+{
+    const uint8_t *p = data;
+    size_t count = (n + chunk_size - 1) / chunk_size;
+    uint8_t(*chunks)[32] = test_malloc(count * 32);
+    mf_manifest_release_spec spec;
+    uint8_t *env;
+
+    for (size_t i = 0; i < count; i++)
+        mbedtls_sha256_ret(p + i * chunk_size, i + 1 < count ? chunk_size : n - i * chunk_size,
+                           chunks[i], 0);
+    memset(&spec, 0, sizeof(spec));
+    spec.name = name;
+    spec.version = version;
+    spec.sequence = sequence;
+    mbedtls_sha256_ret(p, n, spec.sha256, 0);
+    spec.size = n;
+    spec.chunk_size = chunk_size;
+    spec.chunk_count = count;
+    spec.chunks = (const uint8_t(*)[32])chunks;
+    spec.security_floor = floor;
+    spec.created = 1;
+    spec.expires = FX_EXPIRES;
+    env = fx_release(len, f, &spec, by);
+    test_free(chunks);
     return env;
 }
 

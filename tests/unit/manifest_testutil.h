@@ -59,6 +59,11 @@ uint8_t *fx_keys_v1(size_t *len, struct fx *f);
 void fx_release_spec(mf_manifest_release_spec *spec, const char *version, uint64_t sequence,
                      uint64_t security_floor);
 uint8_t *fx_release(size_t *len, struct fx *f, const mf_manifest_release_spec *spec, const int *by);
+/* A release of the bytes `data` (name, version, sequence, floor as given; chunk_size bytes
+ * per chunk; created 1, expires FX_EXPIRES) signed by `by`. */
+uint8_t *fx_release_of(size_t *len, struct fx *f, const char *name, const char *version,
+                       uint64_t sequence, uint64_t floor, const void *data, size_t n,
+                       uint32_t chunk_size, const int *by);
 uint8_t *fx_assignment(size_t *len, struct fx *f, const char *device, const char *model,
                        const uint8_t *release_digest, const char *nonce, uint64_t sequence,
                        const int *by);

@@ -2,10 +2,14 @@
 /*
  * End-to-end tests of libmf (sdk/agent/) against a fake mf-server written here: plain
  * sockets on 127.0.0.1, an ephemeral port, one thread serving one request per connection.
- * The fake follows docs/protocol.md and can misbehave on demand (wrong bytes, extra bytes,
- * a cut connection, 404, malformed check-in answers).
+ * The fake follows docs/protocol.md, serves a signed trust chain (manifests/sign through
+ * the manifest test fixture: root v1, keys v1, releases by the release key, assignments by
+ * the director key for the nonce it was sent) and can misbehave on demand (wrong bytes,
+ * extra bytes, a cut connection, 404, malformed or replayed check-in answers, releases
+ * signed with the director key, releases below the device's floor).
  */
 #include "mf_test.h"
+#include "manifest_testutil.h"
 #include "mf/sys/platform_posix.h"
 #include "mf_agent_int.h"
 
@@ -37,9 +41,14 @@ enum blob_mode {
 
 enum checkin_mode {
     CHECKIN_OK,
-    CHECKIN_MALFORMED, /* not JSON */
-    CHECKIN_BAD_NONCE, /* echoes another nonce */
+    CHECKIN_MALFORMED,  /* not JSON */
+    CHECKIN_BAD_NONCE,  /* echoes another nonce */
+    CHECKIN_REPLAY,     /* echoes the nonce, but the signed assignment holds an old one */
+    CHECKIN_NO_RELEASE, /* an assignment without its release envelope */
 };
+
+/* The signing side of the trust chain, shared by every test (key generation is slow). */
+static struct fx world;
 
 struct fake_server {
     int listen_fd;
@@ -55,6 +64,16 @@ struct fake_server {
     uint64_t size; /* assigned size */
     enum blob_mode blob_mode;
     enum checkin_mode checkin_mode;
+    /* the signed documents */
+    uint8_t *keys_env;
+    size_t keys_len;
+    uint8_t *release_env;
+    size_t release_len;
+    uint8_t release_digest[32];
+    uint64_t release_seq;    /* last release sequence signed */
+    uint64_t assign_seq;     /* the director's sequence for the device */
+    uint64_t floor;          /* security_floor of the next release */
+    int release_by_director; /* 1: sign releases with the director key (a forgery) */
     /* what was seen */
     int n_enroll, n_checkin, n_blob, n_report;
     char report_status[32];
@@ -75,6 +94,23 @@ static void sha256_hex(char *out, const uint8_t *p, size_t n)
     out[64] = '\0';
 }
 
+/* Small models in 16-byte chunks (several per model), big ones in 1 MiB chunks. */
+static uint32_t chunk_size_for(size_t len)
+{
+    return len > 4096 ? 1u << 20 : 16u;
+}
+
+/* A release of `data` signed with the release key (or the director key when forging). */
+static void sign_release(struct fake_server *s, const char *version, const uint8_t *data,
+                         size_t len)
+{
+    mf_free(NULL, s->release_env);
+    s->release_env = fx_release_of(&s->release_len, &world, "detector", version, ++s->release_seq,
+                                   s->floor, data, len, chunk_size_for(len),
+                                   s->release_by_director ? BY(K_DIR) : BY(K_REL0));
+    fx_digest(s->release_digest, s->release_env, s->release_len);
+}
+
 /* Assign `version` with the digest and size of `data`, and serve `served` bytes for it. */
 static void fake_assign(struct fake_server *s, const char *version, const uint8_t *data, size_t len,
                         const uint8_t *served, size_t served_len)
@@ -85,6 +121,7 @@ static void fake_assign(struct fake_server *s, const char *version, const uint8_
     s->size = len;
     s->blob = served;
     s->blob_len = served_len;
+    sign_release(s, version, data, len);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -166,35 +203,72 @@ static void handle_enroll(struct fake_server *s, int fd, const char *body)
     cJSON_Delete(doc);
 }
 
+/* The detector assignment: plain hints plus the release and a director-signed assignment. */
+static void add_detector(struct fake_server *s, cJSON *list, const char *nonce)
+{
+    char blob[80];
+    cJSON *a = cJSON_CreateObject();
+    uint8_t *env;
+    size_t len;
+
+    (void)snprintf(blob, sizeof(blob), "/v1/blobs/%s", s->sha256);
+    cJSON_AddStringToObject(a, "model", "detector");
+    cJSON_AddStringToObject(a, "version", s->version);
+    cJSON_AddStringToObject(a, "sha256", s->sha256);
+    cJSON_AddNumberToObject(a, "size", (double)s->size);
+    cJSON_AddStringToObject(a, "blob", blob);
+    if (s->checkin_mode != CHECKIN_NO_RELEASE)
+        cJSON_AddStringToObject(a, "release", (const char *)s->release_env);
+    env = fx_assignment(&len, &world, "cam-1", "detector", s->release_digest,
+                        s->checkin_mode == CHECKIN_REPLAY ? FX_NONCE : nonce, ++s->assign_seq,
+                        BY(K_DIR));
+    cJSON_AddStringToObject(a, "assignment", (const char *)env);
+    mf_free(NULL, env);
+    cJSON_AddItemToArray(list, a);
+}
+
 static void handle_checkin(struct fake_server *s, int fd, const char *body)
 {
     cJSON *doc = cJSON_Parse(body);
     const cJSON *nonce = cJSON_GetObjectItemCaseSensitive(doc, "nonce");
-    char out[1024];
+    const cJSON *kv = cJSON_GetObjectItemCaseSensitive(doc, "keys_version");
+    cJSON *out, *list, *other;
+    char *text;
 
     s->n_checkin++;
     (void)snprintf(s->checkin_body, sizeof(s->checkin_body), "%s", body);
     if (s->checkin_mode == CHECKIN_MALFORMED) {
         respond(fd, 200, "{\"nonce\": [unterminated");
-    } else if (!cJSON_IsString(nonce)) {
-        respond(fd, 400, "{\"error\":\"bad_request\",\"message\":\"no nonce\"}");
-    } else if (!s->version[0]) {
-        (void)snprintf(out, sizeof(out),
-                       "{\"nonce\":\"%s\",\"poll_interval_s\":5,"
-                       "\"assignments\":[]}",
-                       nonce->valuestring);
-        respond(fd, 200, out);
-    } else {
-        (void)snprintf(out, sizeof(out),
-                       "{\"nonce\":\"%s\",\"poll_interval_s\":5,\"assignments\":["
-                       "{\"model\":\"other\",\"version\":\"v9\",\"sha256\":\"%s\",\"size\":1,"
-                       "\"blob\":\"/v1/blobs/%s\"},"
-                       "{\"model\":\"detector\",\"version\":\"%s\",\"sha256\":\"%s\","
-                       "\"size\":%llu,\"blob\":\"/v1/blobs/%s\"}]}",
-                       s->checkin_mode == CHECKIN_BAD_NONCE ? "00" : nonce->valuestring, s->sha256,
-                       s->sha256, s->version, s->sha256, (unsigned long long)s->size, s->sha256);
-        respond(fd, 200, out);
+        cJSON_Delete(doc);
+        return;
     }
+    if (!cJSON_IsString(nonce)) {
+        respond(fd, 400, "{\"error\":\"bad_request\",\"message\":\"no nonce\"}");
+        cJSON_Delete(doc);
+        return;
+    }
+    out = cJSON_CreateObject();
+    cJSON_AddStringToObject(out, "nonce",
+                            s->checkin_mode == CHECKIN_BAD_NONCE ? "00" : nonce->valuestring);
+    cJSON_AddNumberToObject(out, "poll_interval_s", 5);
+    if (cJSON_GetNumberValue(kv) != 1) {
+        cJSON *trust = cJSON_AddObjectToObject(out, "trust");
+
+        cJSON_AddArrayToObject(trust, "roots");
+        cJSON_AddStringToObject(trust, "keys", (const char *)s->keys_env);
+    }
+    list = cJSON_AddArrayToObject(out, "assignments");
+    if (s->version[0]) {
+        /* An untracked model first: the agent skips it. */
+        other = cJSON_CreateObject();
+        cJSON_AddStringToObject(other, "model", "other");
+        cJSON_AddItemToArray(list, other);
+        add_detector(s, list, nonce->valuestring);
+    }
+    text = cJSON_PrintUnformatted(out);
+    respond(fd, 200, text);
+    cJSON_free(text);
+    cJSON_Delete(out);
     cJSON_Delete(doc);
 }
 
@@ -304,6 +378,7 @@ static void fake_start(struct fake_server *s)
     assert_int_equal(listen(s->listen_fd, 16), 0);
     assert_int_equal(getsockname(s->listen_fd, (struct sockaddr *)&addr, &alen), 0);
     s->port = ntohs(addr.sin_port);
+    s->keys_env = fx_keys_v1(&s->keys_len, &world);
     assert_int_equal(pthread_create(&s->thread, NULL, server_main, s), 0);
 }
 
@@ -315,6 +390,8 @@ static void fake_stop(struct fake_server *s)
     pthread_join(s->thread, NULL);
     (void)close(s->listen_fd);
     pthread_mutex_destroy(&s->lock);
+    mf_free(NULL, s->keys_env);
+    mf_free(NULL, s->release_env);
 }
 
 /* ---- test fixture: a fake server, a state dir and the POSIX port ---- */
@@ -330,6 +407,8 @@ struct fixture {
     int ready_calls;
     char ready_path[256];
     char ready_version[32];
+    uint8_t *root_env; /* what the device is provisioned with */
+    size_t root_len;
 };
 
 static void on_ready(void *payload, const char *model, const char *version, const char *path)
@@ -392,6 +471,9 @@ static int setup(void **state)
     fx->opts.stall_timeout_s = 5;
     fx->opts.ready_fn = on_ready;
     fx->opts.ready_payload = fx;
+    fx->root_env = fx_root_v1(&fx->root_len, &world);
+    fx->opts.trust_root = fx->root_env;
+    fx->opts.trust_root_len = fx->root_len;
     *state = fx;
     return 0;
 }
@@ -403,6 +485,7 @@ static int teardown(void **state)
     fake_stop(&fx->srv);
     mf_platform_posix_close(&fx->posix);
     rmtree(AT_FDCWD, fx->dir);
+    mf_free(NULL, fx->root_env);
     test_free(fx);
     return 0;
 }
@@ -656,9 +739,17 @@ static void test_agent__sha256_mismatch_is_refused(void **state)
     evil[3] ^= 1;
     fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), evil, sizeof(evil));
     step_expect(agent, MF_E_SIGNATURE);
-    assert_non_null(strstr(mf_agent_errmsg(agent), "sha256 mismatch"));
+    /* Caught at the first 16-byte chunk, against the signed chunk hash. */
+    assert_non_null(strstr(mf_agent_errmsg(agent), "chunk 0 (bytes from 0) does not match its "
+                                                   "signed sha256"));
     assert_non_null(strstr(mf_agent_errmsg(agent), "v2"));
-    assert_v1_survived(fx, agent, "sha256 mismatch");
+    assert_v1_survived(fx, agent, "does not match its signed sha256");
+    /* A bad byte in a later chunk: the chunks before it pass, that one aborts. */
+    evil[3] ^= 1;
+    evil[40] ^= 1;
+    step_expect(agent, MF_E_SIGNATURE);
+    assert_non_null(strstr(mf_agent_errmsg(agent), "chunk 2 (bytes from 32)"));
+    assert_v1_survived(fx, agent, "download aborted");
     /* The server fixes the blob: the next step installs it. */
     fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
     step_expect(agent, MF_OK);
@@ -823,6 +914,161 @@ static void test_agent__damaged_state_file_is_reported(void **state)
     assert_non_null(strstr(log_line, "slot"));
 }
 
+/* ---- the trust chain: every refusal keeps the running model and says why ---- */
+
+/* A refused assignment: nothing downloaded, v1 kept, a failed report naming `why`. */
+static void assert_refused(struct fixture *fx, mf_agent *agent, const char *why, int blobs)
+{
+    step_expect(agent, MF_E_SIGNATURE);
+    assert_non_null(strstr(mf_agent_errmsg(agent), why));
+    assert_int_equal(fx->srv.n_blob, blobs); /* verified BEFORE downloading */
+    assert_v1_survived(fx, agent, why);
+}
+
+static void test_agent__release_signed_by_director_key_is_refused(void **state)
+{
+    struct fixture *fx = *state;
+    mf_agent *agent = agent_with_v1(fx);
+
+    /* A stolen director key: it signs the assignment validly and a "release" too. */
+    fx->srv.release_by_director = 1;
+    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    assert_refused(fx, agent, "unknown or revoked key", 1);
+    mf_agent_free(agent);
+}
+
+static void test_agent__missing_release_is_refused(void **state)
+{
+    struct fixture *fx = *state;
+    mf_agent *agent = agent_with_v1(fx);
+
+    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    fx->srv.checkin_mode = CHECKIN_NO_RELEASE;
+    step_expect(agent, MF_E_INVALID);
+    assert_non_null(strstr(mf_agent_errmsg(agent), "no signed \"release\""));
+    assert_int_equal(fx->srv.n_blob, 1);
+    assert_active(agent, "v1", 'a');
+    mf_agent_free(agent);
+}
+
+static void test_agent__replayed_assignment_is_refused(void **state)
+{
+    struct fixture *fx = *state;
+    mf_agent *agent = agent_with_v1(fx);
+    mf_agent_trust_state ts;
+
+    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(ts.assignment_sequence, 1);
+    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    fx->srv.checkin_mode = CHECKIN_REPLAY;
+    assert_refused(fx, agent, "wrong nonce", 1);
+    /* A refused assignment does not advance the sequence. */
+    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(ts.assignment_sequence, 1);
+    /* An old sequence with the right nonce is a replay too. */
+    fx->srv.checkin_mode = CHECKIN_OK;
+    fx->srv.assign_seq = 0;
+    assert_refused(fx, agent, "replayed sequence", 1);
+    fx->srv.assign_seq = 10;
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    mf_agent_free(agent);
+}
+
+static void test_agent__release_below_floor_is_refused(void **state)
+{
+    struct fixture *fx = *state;
+    mf_agent *agent = NULL;
+    mf_agent_model_status st;
+
+    fx->srv.floor = 3;
+    agent = agent_with_v1(fx);
+    assert_int_equal(mf_agent_status(&st, agent, "detector"), MF_OK);
+    assert_int_equal(st.security_floor, 3); /* committed with the install */
+    assert_int_equal(st.release_sequence, 1);
+    fx->srv.floor = 2;
+    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    assert_refused(fx, agent, "below security floor", 1);
+    /* The floor survives a restart (trust.state), so does the refusal. */
+    mf_agent_free(agent);
+    agent = NULL;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    assert_int_equal(mf_agent_status(&st, agent, "detector"), MF_OK);
+    assert_int_equal(st.security_floor, 3);
+    assert_refused(fx, agent, "below security floor", 1);
+    /* At the floor it installs (fleet rollback to an older release works the same way). */
+    fx->srv.floor = 3;
+    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    mf_agent_free(agent);
+}
+
+static void test_agent__trust_root_is_required_and_state_persists(void **state)
+{
+    struct fixture *fx = *state;
+    mf_agent *agent = NULL;
+    mf_agent_trust_state ts;
+    mf_agent_options o = fx->opts;
+    uint8_t *bad;
+    size_t len = 0;
+
+    fx->opts.log_fn = capture_log;
+    o = fx->opts;
+    o.trust_root = NULL;
+    o.trust_root_len = 0;
+    assert_int_equal(mf_agent_new(&agent, &o), MF_E_INVALID); /* no trust on first use */
+    assert_null(agent);
+    assert_non_null(strstr(log_line, "trust_root"));
+    /* A root not signed by its own root keys is refused at provisioning. */
+    o = fx->opts;
+    bad = fx_root(&len, &world, 1, FX_EXPIRES, BY(K_ROOT0, K_ROOT1, K_ROOT2), 2, BY(K_KEYS), 1,
+                  BY(K_EVIL));
+    o.trust_root = bad;
+    o.trust_root_len = len;
+    assert_int_equal(mf_agent_new(&agent, &o), MF_E_SIGNATURE);
+    assert_non_null(strstr(log_line, "provisioned trust root refused"));
+    assert_false(exists(fx, "trust.state"));
+    mf_free(NULL, bad);
+
+    agent = agent_with_v1(fx);
+    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(ts.root_version, 1);
+    assert_int_equal(ts.keys_version, 1);
+    assert_true(exists(fx, "trust.state"));
+    assert_false(exists(fx, "trust.state.tmp"));
+    /* The first check-in had no keys document yet; the next one names what it trusts. */
+    assert_non_null(strstr(fx->srv.checkin_body, "\"root_version\":1,\"keys_version\":0"));
+    step_expect(agent, MF_OK);
+    assert_non_null(strstr(fx->srv.checkin_body, "\"root_version\":1,\"keys_version\":1"));
+    mf_agent_free(agent);
+    /* Restarted: the saved state wins; the provisioned root is not needed any more. */
+    agent = NULL;
+    o = fx->opts;
+    o.trust_root = "x";
+    o.trust_root_len = 1;
+    assert_int_equal(mf_agent_new(&agent, &o), MF_OK);
+    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(ts.keys_version, 1);
+    assert_int_equal(ts.assignment_sequence, 2); /* two check-ins, one assignment each */
+    mf_agent_free(agent);
+    /* An edited state file is refused, not trusted. */
+    {
+        char path[256];
+        FILE *f;
+
+        (void)snprintf(path, sizeof(path), "%s/trust.state", fx->dir);
+        f = fopen(path, "r+b");
+        assert_non_null(f);
+        assert_int_equal(fseek(f, 20, SEEK_SET), 0);
+        assert_int_equal(fputc('X', f), 'X');
+        (void)fclose(f);
+    }
+    agent = NULL;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_E_INVALID);
+    assert_non_null(strstr(log_line, "trust.state refused"));
+}
+
 /* ---- fault injection: fail the Nth allocation, for every N, across new + one step ---- */
 
 struct failing_alloc {
@@ -949,9 +1195,10 @@ static void test_agent__install_heap_is_bounded(void **state)
 #define NONCE "00112233445566778899aabbccddeeff"
 #define SHA "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 #define ASSIGN(fields) "{\"nonce\":\"" NONCE "\",\"assignments\":[{" fields "}]}"
+#define ENVS ",\"release\":\"{}\",\"assignment\":\"{}\""
 #define GOOD_FIELDS(size, blob)                                                                    \
     "\"model\":\"detector\",\"version\":\"v2\",\"sha256\":\"" SHA "\",\"size\":" size              \
-    ",\"blob\":\"" blob "\""
+    ",\"blob\":\"" blob "\"" ENVS
 
 static void test_agent__checkin_parser_rejects_bad_answers(void **state)
 {
@@ -984,25 +1231,47 @@ static void test_agent__checkin_parser_rejects_bad_answers(void **state)
          "\",\"assignments\":[{" GOOD_FIELDS("1", "/b") "},{" GOOD_FIELDS("1", "/b") "}]}",
          MF_E_INVALID, "twice"},
         {"[]", MF_E_INVALID, "not a JSON object"},
+        /* Trust documents: envelopes must be there, as strings, and bounded. */
+        {ASSIGN("\"model\":\"detector\",\"version\":\"v2\",\"sha256\":\"" SHA
+                "\",\"size\":1,\"blob\":\"/b\",\"assignment\":\"{}\""),
+         MF_E_INVALID, "no signed \"release\""},
+        {ASSIGN("\"model\":\"detector\",\"version\":\"v2\",\"sha256\":\"" SHA
+                "\",\"size\":1,\"blob\":\"/b\",\"release\":\"{}\",\"assignment\":{}"),
+         MF_E_INVALID, "no signed \"assignment\""},
+        {"{\"nonce\":\"" NONCE "\",\"trust\":{\"roots\":[7]},\"assignments\":[]}", MF_E_INVALID,
+         "trust.roots[0]"},
+        {"{\"nonce\":\"" NONCE "\",\"trust\":[],\"assignments\":[]}", MF_E_INVALID, "\"trust\""},
+        {"{\"nonce\":\"" NONCE "\",\"trust\":{\"keys\":1},\"assignments\":[]}", MF_E_INVALID,
+         "\"keys\""},
+        {"{\"nonce\":\"" NONCE "\",\"trust\":{\"roots\":[\"a\",\"a\",\"a\",\"a\",\"a\",\"a\","
+         "\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\"]},\"assignments\":[]}",
+         MF_E_LIMIT, "more than 16 root rotations"},
     };
 
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct mf_agent_assignment out[2];
+        struct mf_agent_trust_docs trust;
+        struct cJSON *doc = NULL;
         struct mf_ctx ctx;
         size_t n = 7;
         long poll = 0;
         int err;
 
         mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-        err = mf_agent__checkin_parse(&ctx, out, &n, &poll, cases[i].json, strlen(cases[i].json),
-                                      NONCE, models, 2);
+        err = mf_agent__checkin_parse(&ctx, out, &n, &poll, &trust, &doc, cases[i].json,
+                                      strlen(cases[i].json), NONCE, models, 2);
         if (err != cases[i].code || !strstr(ctx.errmsg, cases[i].msg))
             print_error("case %zu: %d \"%s\"\n", i, err, ctx.errmsg);
         assert_int_equal(err, cases[i].code);
         assert_non_null(strstr(ctx.errmsg, cases[i].msg));
-        if (err < 0)
+        if (err < 0) {
             assert_int_equal(n, 0);
+            assert_null(doc);
+        } else if (n) {
+            assert_string_equal(out[0].release_env, "{}"); /* borrowed from the tree */
+        }
+        cJSON_Delete(doc);
     }
 }
 
@@ -1054,9 +1323,19 @@ int main(void)
         T(test_agent__damaged_state_file_is_reported),
         T(test_agent__every_allocation_failure_is_clean),
         T(test_agent__install_heap_is_bounded),
+        T(test_agent__release_signed_by_director_key_is_refused),
+        T(test_agent__missing_release_is_refused),
+        T(test_agent__replayed_assignment_is_refused),
+        T(test_agent__release_below_floor_is_refused),
+        T(test_agent__trust_root_is_required_and_state_persists),
         cmocka_unit_test(test_agent__checkin_parser_rejects_bad_answers),
         cmocka_unit_test(test_agent__state_parser_round_trip_and_rejects),
     };
 #undef T
-    return cmocka_run_group_tests_name("agent", tests, NULL, NULL);
+    int rc;
+
+    fx_init(&world);
+    rc = cmocka_run_group_tests_name("agent", tests, NULL, NULL);
+    fx_free(&world);
+    return rc;
 }

@@ -12,7 +12,7 @@
     "{\n  \"server_url\": \"http://127.0.0.1:8080\",\n  \"device_id\": \"cam-1\",\n"               \
     "  \"enrollment_token_file\": \"/etc/mf/enroll.token\",\n  \"state_dir\": \"/var/lib/mf\",\n"  \
     "  \"models\": [\"detector\", \"classifier\"],\n  \"poll_interval_s\": 30,\n"                  \
-    "  \"log_level\": \"debug\"\n}\n"
+    "  \"log_level\": \"debug\",\n  \"trust_root_file\": \"/etc/mf/root.json\"\n}\n"
 
 static void test_agent_config__parses_every_key(void **state)
 {
@@ -30,6 +30,7 @@ static void test_agent_config__parses_every_key(void **state)
     assert_string_equal(c.models[1], "classifier");
     assert_int_equal(c.poll_interval_s, 30);
     assert_int_equal(c.log_level, MF_LOG_DEBUG);
+    assert_string_equal(c.trust_root_file, "/etc/mf/root.json");
     assert_null(c.ca_file);
     mf_agent_config__free(&c, &ctx);
 }
@@ -37,7 +38,7 @@ static void test_agent_config__parses_every_key(void **state)
 static void test_agent_config__defaults(void **state)
 {
     static const char min[] = "{\"server_url\":\"http://h\",\"device_id\":\"d\","
-                              "\"state_dir\":\"s\",\"models\":[\"m\"]}";
+                              "\"state_dir\":\"s\",\"models\":[\"m\"],\"trust_root_file\":\"r\"}";
     struct mf_agent_config c;
     struct mf_ctx ctx;
 
@@ -72,6 +73,10 @@ static void test_agent_config__errors_cite_file_and_key(void **state)
         {"{\"poll_interval_s\":\"60\"}", "key \"poll_interval_s\""},
         {"{\"log_level\":\"loud\"}", "key \"log_level\""},
         {"{\"device_id\":\"a\",\"device_id\":\"b\"}", "key \"device_id\" given twice"},
+        /* No trust on first use: the provisioned root is required. */
+        {"{\"server_url\":\"http://h\",\"device_id\":\"d\",\"state_dir\":\"s\",\"models\":[\"m\"]}",
+         "missing key \"trust_root_file\""},
+        {"{\"trust_root_file\":\"\"}", "key \"trust_root_file\": expected a non-empty string"},
         {"[1,2]", "expected a JSON object"},
         {"{\n\"server_url\": \"x\",\n\"device_id\" \"d\"\n}", "line 3: not valid JSON"},
         {"", "line 1: not valid JSON"},

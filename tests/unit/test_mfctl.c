@@ -116,7 +116,8 @@ static void test_mfctl__usage_errors_exit_2(void **state)
 
 static void test_mfctl__command_help(void **state)
 {
-    static const char *const cmds[] = {"publish", "models", "devices"};
+    static const char *const cmds[] = {"publish", "upload", "release",
+                                       "trust",   "models", "devices"};
     struct run r;
 
     (void)state;
@@ -148,7 +149,7 @@ static void test_mfctl__server_and_token_are_required(void **state)
     assert_int_equal(r.rc, 1);
     assert_non_null(strstr(r.err, "/nonexistent/token"));
     run_free(&r);
-    RUN(&r, "publish", "m", "v1", "/nonexistent/model.bin");
+    RUN(&r, "publish", "m", "v1", "/nonexistent/model.bin", "--release-key", "/nonexistent/k");
     assert_int_equal(r.rc, 1);
     assert_non_null(strstr(r.err, "/nonexistent/model.bin"));
     run_free(&r);
@@ -281,7 +282,7 @@ static void write_file(const char *path, const void *data, size_t len)
     (void)fclose(f);
 }
 
-static void test_mfctl__publish_streams_file_with_sha256(void **state)
+static void test_mfctl__upload_streams_file_with_sha256(void **state)
 {
     static const char reply[] = "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
                                 "Content-Length: 2\r\nConnection: close\r\n\r\n{}";
@@ -305,12 +306,13 @@ static void test_mfctl__publish_streams_file_with_sha256(void **state)
         (void)snprintf(sha_hex + 2 * i, 3, "%02x", d[i]);
     port = one_shot_start(&s, reply);
     (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d/", port);
-    RUN(&r, "--server", url, "--token-file", tok, "publish", "detector", "v7", model);
+    RUN(&r, "--server", url, "--token-file", tok, "upload", "detector", "v7", model);
     one_shot_join(&s);
     if (r.rc != 0)
         print_error("%s", r.err);
     assert_int_equal(r.rc, 0);
-    assert_non_null(strstr(r.out, "published detector v7"));
+    assert_non_null(strstr(r.out, "uploaded detector v7"));
+    assert_non_null(strstr(r.out, "staged until released"));
     assert_non_null(strstr(r.out, sha_hex));
     assert_non_null(strstr(s.head, "PUT /v1/admin/models/detector/versions/v7 HTTP/1.1"));
     assert_non_null(strstr(s.head, "Authorization: Bearer mfa_secret\r\n"));
@@ -331,6 +333,7 @@ static void test_mfctl__publish_conflict_is_reported(void **state)
         "Connection: close\r\n\r\n"
         "{\"error\":\"conflict\",\"message\":\"detector v7 exists with other bytes\"}";
     char tok[] = "/tmp/mfctl-tok-XXXXXX", model[] = "/tmp/mfctl-model-XXXXXX";
+    char key[] = "/tmp/mfctl-key-XXXXXX";
     char url[64];
     struct one_shot s;
     struct run r;
@@ -339,21 +342,35 @@ static void test_mfctl__publish_conflict_is_reported(void **state)
     (void)state;
     (void)close(mkstemp(tok));
     (void)close(mkstemp(model));
+    (void)close(mkstemp(key));
+    (void)unlink(key); /* keys gen never overwrites */
     write_file(tok, "mfa_secret", 10);
     write_file(model, "abc", 3);
+    RUN(&r, "keys", "gen", key);
+    assert_int_equal(r.rc, 0);
+    run_free(&r);
     port = one_shot_start(&s, reply);
     (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
     assert_int_equal(setenv("MF_SERVER", url, 1), 0);
     assert_int_equal(setenv("MF_TOKEN_FILE", tok, 1), 0);
+    /* Unsigned publishing does not exist: no request is even made. */
     RUN(&r, "publish", "detector", "v7", model);
+    assert_int_equal(r.rc, 2);
+    assert_non_null(strstr(r.err, "--release-key is required"));
+    run_free(&r);
+    /* Signed locally first (--sequence: no question to the server), then the upload, whose
+     * 409 is reported. */
+    RUN(&r, "publish", "detector", "v7", model, "--release-key", key, "--sequence", "3");
     one_shot_join(&s);
     assert_int_equal(r.rc, 1);
     assert_non_null(strstr(r.err, "HTTP 409"));
     assert_non_null(strstr(r.err, "exists with other bytes"));
+    assert_non_null(strstr(s.head, "PUT /v1/admin/models/detector/versions/v7 HTTP/1.1"));
     free(s.body);
     run_free(&r);
     (void)unlink(tok);
     (void)unlink(model);
+    (void)unlink(key);
 }
 
 static void test_mfctl__models_table_and_json(void **state)
@@ -400,7 +417,7 @@ int main(void)
         T(test_mfctl__command_help),
         T(test_mfctl__server_and_token_are_required),
         T(test_mfctl__tables),
-        T(test_mfctl__publish_streams_file_with_sha256),
+        T(test_mfctl__upload_streams_file_with_sha256),
         T(test_mfctl__publish_conflict_is_reported),
         T(test_mfctl__models_table_and_json),
     };

@@ -7,6 +7,8 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw, kill */
 #include "mf_test.h"
+#include "manifest_testutil.h"
+#include "app/director.h"
 #include "app/server.h"
 #include "app/token.h"
 
@@ -44,6 +46,8 @@ struct http_fixture {
 };
 
 static struct http_fixture fx;
+/* The offline signers of the trust chain; the server's director key is world's K_DIR. */
+static struct fx world;
 
 static int tmp_entries(void);
 static int fixture_log_level = MF_LOG_INFO;
@@ -275,6 +279,22 @@ static int group_setup(void **state)
     assert_non_null(mkdtemp(fx.dir));
     (void)snprintf(fx.data, sizeof(fx.data), "%s/data", fx.dir);
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    fx_init(&world);
+    /* Ops hand the server a director key (init --director-key): world's K_DIR. */
+    {
+        char key[160];
+        FILE *f;
+
+        assert_int_equal(mkdir(fx.data, 0750), 0);
+        (void)snprintf(key, sizeof(key), "%s/dir.pem", fx.dir);
+        f = fopen(key, "w");
+        assert_non_null(f);
+        assert_int_equal(fwrite(world.priv[K_DIR], 1, world.priv_len[K_DIR], f),
+                         world.priv_len[K_DIR]);
+        (void)fclose(f);
+        assert_int_equal(mf_director__init_key(&changed, &ctx, fx.data, key), MF_OK);
+        assert_int_equal(mf_director__init_key(&changed, &ctx, fx.data, key), MF_E_STATE);
+    }
     assert_int_equal(mf_server__init_data_dir(&changed, &ctx, fx.data), MF_OK);
     mf_server__options_init(&o);
     o.data_dir = fx.data;
@@ -297,6 +317,7 @@ static int group_teardown(void **state)
 {
     (void)state;
     mf_server__stop(fx.srv);
+    fx_free(&world);
     (void)nftw(fx.dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
     curl_global_cleanup();
     return 0;
@@ -438,6 +459,62 @@ static void test_server_http__device_auth(void **state)
     free_reply(&r);
 }
 
+/* PUT of an envelope (trust document or release) with the admin token; returns the status. */
+static long put_env(struct reply *r, const char *path, const uint8_t *env, size_t len)
+{
+    http(r, "PUT", path,
+         &(struct req_opts){.token = fx.admin, .body = (const char *)env, .body_len = len});
+    return r->status;
+}
+
+static long put_release(const char *model, const char *version, uint8_t *env, size_t len,
+                        const char *expect_msg)
+{
+    char path[160], msg[512];
+    struct reply r;
+    long status;
+
+    (void)snprintf(path, sizeof(path), "/v1/admin/models/%s/versions/%s/release", model, version);
+    status = put_env(&r, path, env, len);
+    json_string(msg, sizeof(msg), &r, "message");
+    if (expect_msg && !strstr(msg, expect_msg))
+        fail_msg("release %s %s: %ld %s", model, version, status, msg);
+    free_reply(&r);
+    mf_free(NULL, env);
+    return status;
+}
+
+/* Verifies a check-in answer as a device would: trust documents, then each assignment. */
+static void device_verify(const char *body, const char *nonce, const char *version)
+{
+    cJSON *root = cJSON_Parse(body);
+    const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "assignments"), 0);
+    const char *keys =
+        cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "trust"), "keys"));
+    const char *rel = cJSON_GetStringValue(cJSON_GetObjectItem(a, "release"));
+    const char *as = cJSON_GetStringValue(cJSON_GetObjectItem(a, "assignment"));
+    mf_manifest_assignment *out = NULL;
+    uint8_t *root_env;
+    size_t root_len;
+    mf_trust *t = NULL;
+
+    assert_non_null(keys);
+    assert_non_null(rel);
+    assert_non_null(as);
+    root_env = fx_root_v1(&root_len, &world);
+    assert_int_equal(mf_trust_new(&t, NULL, NULL), MF_OK);
+    assert_int_equal(mf_trust_bootstrap(t, root_env, root_len, FX_NOW), MF_OK);
+    assert_int_equal(mf_trust_update_keys(t, keys, strlen(keys), FX_NOW), MF_OK);
+    if (mf_trust_verify_assignment(&out, t, "dev-1", nonce, as, strlen(as), rel, strlen(rel),
+                                   FX_NOW) < 0)
+        fail_msg("assignment: %s", mf_trust_errmsg(t));
+    assert_string_equal(out->release->version, version);
+    mf_manifest_assignment_free(out);
+    mf_trust_free(t);
+    mf_free(NULL, root_env);
+    cJSON_Delete(root);
+}
+
 static void test_server_http__publish_list_assign(void **state)
 {
     static uint8_t v1[3000], v2[5000];
@@ -459,11 +536,71 @@ static void test_server_http__publish_list_assign(void **state)
     /* Same bytes under another version: a new row over the one existing blob file. */
     assert_int_equal(publish("det-copy", "v1", v1, sizeof(v1), sha1), 201);
     assert_int_equal(tmp_entries(), 0);
-    /* Nothing of the refused v2 is visible: the device still gets v1. */
     (void)snprintf(body, sizeof(body),
                    "{\"nonce\":\"0123456789ABCDEF0123456789abcdef\",\"models\":"
                    "[{\"name\":\"det\",\"version\":null,\"sha256\":null},"
                    "{\"name\":\"unpublished\",\"version\":null,\"sha256\":null}]}");
+    /* Without trust configured an upload is staged and nothing is ever assigned. */
+    post_json(&r, "/v1/checkin", fx.device, body);
+    assert_int_equal(r.status, 200);
+    root = cJSON_Parse(r.body);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "assignments")), 0);
+    assert_null(cJSON_GetObjectItem(root, "trust"));
+    cJSON_Delete(root);
+    free_reply(&r);
+    {
+        size_t len;
+        uint8_t *env =
+            fx_release_of(&len, &world, "det", "v1", 1, 0, v1, sizeof(v1), 1024, BY(K_REL0));
+
+        assert_int_equal(put_release("det", "v1", env, len, "no trust configured"), 409);
+        env = fx_keys_v1(&len, &world);
+        assert_int_equal(put_env(&r, "/v1/admin/trust/keys", env, len), 409); /* no root */
+        free_reply(&r);
+        mf_free(NULL, env);
+        /* A root not signed by its own threshold is refused; the real one installs. */
+        env = fx_root(&len, &world, 1, FX_EXPIRES, BY(K_ROOT0, K_ROOT1, K_ROOT2), 2, BY(K_KEYS), 1,
+                      BY(K_ROOT0));
+        assert_int_equal(put_env(&r, "/v1/admin/trust/root", env, len), 400);
+        assert_non_null(strstr(r.body, "below threshold"));
+        free_reply(&r);
+        mf_free(NULL, env);
+        env = fx_root_v1(&len, &world);
+        assert_int_equal(put_env(&r, "/v1/admin/trust/root", env, len), 201);
+        free_reply(&r);
+        assert_int_equal(put_env(&r, "/v1/admin/trust/root", env, len), 200); /* idempotent */
+        free_reply(&r);
+        mf_free(NULL, env);
+        /* A keys document signed by a key outside the root's keys role is refused. */
+        env = fx_keys(&len, &world, 1, FX_EXPIRES, BY(K_REL0), 1, BY(K_DIR), 1, BY(K_EVIL));
+        assert_int_equal(put_env(&r, "/v1/admin/trust/keys", env, len), 400);
+        free_reply(&r);
+        mf_free(NULL, env);
+        env = fx_keys_v1(&len, &world);
+        assert_int_equal(put_env(&r, "/v1/admin/trust/keys", env, len), 201);
+        free_reply(&r);
+        mf_free(NULL, env);
+        http(&r, "GET", "/v1/admin/trust", &(struct req_opts){.token = fx.admin});
+        assert_non_null(strstr(r.body, "\"root_version\":1,\"keys_version\":1"));
+        assert_non_null(strstr(r.body, world.id[K_DIR])); /* the imported director key */
+        free_reply(&r);
+        /* Releases: the release role only, describing exactly the uploaded blob. */
+        env = fx_release_of(&len, &world, "det", "v1", 1, 0, v1, sizeof(v1), 1024, BY(K_DIR));
+        assert_int_equal(put_release("det", "v1", env, len, "unknown or revoked key"), 400);
+        env = fx_release_of(&len, &world, "det", "v1", 1, 0, v2, sizeof(v2), 1024, BY(K_REL0));
+        assert_int_equal(put_release("det", "v1", env, len, "the uploaded blob is"), 400);
+        env = fx_release_of(&len, &world, "det", "v2", 1, 0, v1, sizeof(v1), 1024, BY(K_REL0));
+        assert_int_equal(put_release("det", "v1", env, len, "release names det v2"), 400);
+        env = fx_release_of(&len, &world, "det", "v1", 1, 0, v1, sizeof(v1), 1024, BY(K_REL0));
+        assert_int_equal(put_release("det", "v9", env, len, "upload it first"), 404);
+        env = fx_release_of(&len, &world, "det", "v1", 1, 0, v1, sizeof(v1), 1024, BY(K_REL0));
+        assert_int_equal(put_release("det", "v1", env, len, NULL), 201);
+        env = fx_release_of(&len, &world, "det", "v1", 1, 0, v1, sizeof(v1), 1024, BY(K_REL0));
+        assert_int_equal(put_release("det", "v1", env, len, NULL), 200); /* same: idempotent */
+        env = fx_release_of(&len, &world, "det", "v1", 7, 0, v1, sizeof(v1), 1024, BY(K_REL0));
+        assert_int_equal(put_release("det", "v1", env, len, "another release"), 409);
+    }
+    /* Nothing of the refused v2 is visible: the device still gets v1. */
     post_json(&r, "/v1/checkin", fx.device, body);
     assert_int_equal(r.status, 200);
     json_string(got, sizeof(got), &r, "nonce");
@@ -474,9 +611,23 @@ static void test_server_http__publish_list_assign(void **state)
     assert_string_equal(
         cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(a, 0), "sha256")), sha1);
     cJSON_Delete(root);
+    device_verify(r.body, "0123456789ABCDEF0123456789abcdef", "v1");
     free_reply(&r);
 
     assert_int_equal(publish("det", "v2", v2, sizeof(v2), sha2), 201);
+    {
+        size_t len;
+        uint8_t *env;
+
+        /* Staged v2 is not assigned; a release must carry a higher sequence. */
+        post_json(&r, "/v1/checkin", fx.device, body);
+        assert_non_null(strstr(r.body, "\"version\":\"v1\""));
+        free_reply(&r);
+        env = fx_release_of(&len, &world, "det", "v2", 1, 0, v2, sizeof(v2), 1024, BY(K_REL0));
+        assert_int_equal(put_release("det", "v2", env, len, "not above the released 1"), 409);
+        env = fx_release_of(&len, &world, "det", "v2", 2, 1, v2, sizeof(v2), 1024, BY(K_REL1));
+        assert_int_equal(put_release("det", "v2", env, len, NULL), 201);
+    }
     post_json(&r, "/v1/checkin", fx.device, body);
     root = cJSON_Parse(r.body);
     a = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "assignments"), 0);
@@ -485,6 +636,7 @@ static void test_server_http__publish_list_assign(void **state)
     (void)snprintf(body, sizeof(body), "/v1/blobs/%s", sha2);
     assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(a, "blob")), body);
     cJSON_Delete(root);
+    device_verify(r.body, "0123456789ABCDEF0123456789abcdef", "v2");
     free_reply(&r);
 
     http(&r, "GET", "/v1/admin/models", &(struct req_opts){.token = fx.admin});
@@ -501,6 +653,9 @@ static void test_server_http__publish_list_assign(void **state)
         "v1");
     assert_string_equal(
         cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(versions, 1), "sha256")), sha2);
+    assert_int_equal(
+        cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(versions, 1), "sequence")), 2);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(versions, 1), "released")));
     cJSON_Delete(root);
     free_reply(&r);
 }

@@ -150,7 +150,7 @@ static void test_server_store__versions(void **state)
 {
     struct store_fixture *f = *state;
     struct mf_store *s = open_migrated(f);
-    struct mf_store_version v = {"det", "v1", "", 10, 100}, got;
+    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, ""}, got;
     int n = 0;
 
     memset(v.sha256, 'a', MF_SHA256_HEX_LEN);
@@ -171,6 +171,95 @@ static void test_server_store__versions(void **state)
     assert_int_equal(s->ops->version_get(&got, s, &f->ctx, "det", "v11"), MF_E_NOTFOUND);
     assert_int_equal(s->ops->versions_list(s, &f->ctx, count_versions, &n), MF_OK);
     assert_int_equal(n, 3);
+}
+
+static void test_server_store__releases(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, ""}, got;
+    struct mf_dynbuf env;
+
+    memset(v.sha256, 'a', MF_SHA256_HEX_LEN);
+    assert_int_equal(s->ops->version_insert(s, &f->ctx, &v), MF_OK);
+    (void)snprintf(v.version, sizeof(v.version), "v2");
+    assert_int_equal(s->ops->version_insert(s, &f->ctx, &v), MF_OK);
+    /* Staged versions are never "latest released" and have no release. */
+    assert_int_equal(s->ops->release_latest(&got, s, &f->ctx, "det"), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->release_get(&env, s, &f->ctx, "det", "v1"), MF_E_NOTFOUND);
+    mf_dynbuf__free(&env);
+    /* v2 released with sequence 5, then v1 with 3: refused, sequences only grow. */
+    v.sequence = 5;
+    v.security_floor = 2;
+    memset(v.release_digest, 'b', MF_SHA256_HEX_LEN);
+    assert_int_equal(s->ops->release_set(s, &f->ctx, &v, "{\"r\":2}", 7), MF_OK);
+    (void)snprintf(v.version, sizeof(v.version), "v1");
+    v.sequence = 5;
+    assert_int_equal(s->ops->release_set(s, &f->ctx, &v, "{}", 2), MF_E_STATE);
+    v.sequence = 3;
+    assert_int_equal(s->ops->release_set(s, &f->ctx, &v, "{}", 2), MF_E_STATE);
+    assert_non_null(strstr(mf_ctx__errmsg(&f->ctx), "not above the released 5"));
+    (void)snprintf(v.version, sizeof(v.version), "v7");
+    v.sequence = 6;
+    assert_int_equal(s->ops->release_set(s, &f->ctx, &v, "{}", 2), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->release_latest(&got, s, &f->ctx, "det"), MF_OK);
+    assert_string_equal(got.version, "v2");
+    assert_int_equal(got.sequence, 5);
+    assert_int_equal(got.security_floor, 2);
+    assert_int_equal(got.release_digest[0], 'b');
+    assert_int_equal(s->ops->release_get(&env, s, &f->ctx, "det", "v2"), MF_OK);
+    assert_int_equal(env.len, 7);
+    assert_memory_equal(env.data, "{\"r\":2}", 7);
+    mf_dynbuf__free(&env);
+    assert_int_equal(s->ops->release_set(s, &f->ctx, &v, "{}", MF_STORE_ENVELOPE_MAX + 1),
+                     MF_E_LIMIT);
+}
+
+static int collect_roots(void *payload, uint64_t version, const void *env, size_t len)
+{
+    uint64_t *seen = payload;
+
+    (void)env;
+    assert_int_equal(len, 2);
+    seen[seen[0]++ + 1] = version;
+    return MF_OK;
+}
+
+static void test_server_store__trust_docs_and_sequence(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    uint64_t version = 9, seen[8] = {0}, first = 0;
+    uint8_t hash[MF_SHA256_LEN] = {1};
+    struct mf_dynbuf env;
+
+    assert_int_equal(s->ops->trust_latest(&version, &env, s, &f->ctx, MF_STORE_TRUST_ROOT),
+                     MF_E_NOTFOUND);
+    mf_dynbuf__free(&env);
+    for (uint64_t v = 1; v <= 4; v++)
+        assert_int_equal(s->ops->trust_put(s, &f->ctx, MF_STORE_TRUST_ROOT, v, "r0", 2), MF_OK);
+    assert_int_equal(s->ops->trust_put(s, &f->ctx, MF_STORE_TRUST_ROOT, 2, "r0", 2), MF_E_STATE);
+    assert_int_equal(s->ops->trust_put(s, &f->ctx, MF_STORE_TRUST_KEYS, 1, "k1", 2), MF_OK);
+    assert_int_equal(s->ops->trust_latest(&version, &env, s, &f->ctx, MF_STORE_TRUST_ROOT), MF_OK);
+    assert_int_equal(version, 4);
+    mf_dynbuf__free(&env);
+    assert_int_equal(s->ops->trust_latest(&version, &env, s, &f->ctx, MF_STORE_TRUST_KEYS), MF_OK);
+    assert_int_equal(version, 1);
+    assert_memory_equal(env.data, "k1", 2);
+    mf_dynbuf__free(&env);
+    /* Roots after the device's, ascending, bounded. */
+    assert_int_equal(s->ops->trust_roots_after(s, &f->ctx, 1, 2, collect_roots, seen), MF_OK);
+    assert_int_equal(seen[0], 2);
+    assert_int_equal(seen[1], 2);
+    assert_int_equal(seen[2], 3);
+    /* Director sequence: blocks of numbers that never repeat, per device. */
+    assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "ghost", 1),
+                     MF_E_NOTFOUND);
+    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", hash, 1), MF_OK);
+    assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 2), MF_OK);
+    assert_int_equal(first, 1);
+    assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1), MF_OK);
+    assert_int_equal(first, 3);
 }
 
 static void test_server_store__report_unknown_device(void **state)
@@ -238,6 +327,14 @@ static void test_server_store__init_data_dir_idempotent(void **state)
     assert_int_equal(f->s->ops->token_check(f->s, &f->ctx, MF_TOKEN_ENROLL, hash), MF_OK);
     (void)snprintf(path, sizeof(path), "%s/blobs/tmp", data);
     assert_int_equal(access(path, W_OK), 0);
+    /* The online director key: private 0600, its public half for the keys document. */
+    (void)snprintf(path, sizeof(path), "%s/director.key", data);
+    read_file(admin2, sizeof(admin2), path, &mode);
+    assert_int_equal(mode, 0600);
+    assert_non_null(strstr(admin2, "PRIVATE KEY"));
+    (void)snprintf(path, sizeof(path), "%s/director.pub.pem", data);
+    read_file(admin2, sizeof(admin2), path, &mode);
+    assert_non_null(strstr(admin2, "PUBLIC KEY"));
 }
 
 int main(void)
@@ -252,6 +349,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_server_store__device_reenroll_revokes, store_setup,
                                         store_teardown),
         cmocka_unit_test_setup_teardown(test_server_store__versions, store_setup, store_teardown),
+        cmocka_unit_test_setup_teardown(test_server_store__releases, store_setup, store_teardown),
+        cmocka_unit_test_setup_teardown(test_server_store__trust_docs_and_sequence, store_setup,
+                                        store_teardown),
         cmocka_unit_test_setup_teardown(test_server_store__report_unknown_device, store_setup,
                                         store_teardown),
         cmocka_unit_test_setup_teardown(test_server_store__init_data_dir_idempotent, store_setup,

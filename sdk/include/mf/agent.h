@@ -6,15 +6,26 @@
  * The agent keeps named models up to date with what the server assigns. It has no thread
  * of its own: the application calls mf_agent_step() from its own loop, and each step
  *   1. enrolls with the fleet enrollment token when no device credential is stored yet;
- *   2. checks in (installed versions, a fresh random nonce);
- *   3. for every assignment whose sha256 differs from the installed model: downloads the
- *      blob into the inactive slot while hashing it, verifies size and sha256, switches the
- *      model's state file atomically, calls the "model ready" callback, and reports the
- *      result to the server.
- * A failed install leaves the previously installed model active and untouched.
+ *   2. checks in (installed versions, trusted root and keys versions, a fresh random nonce);
+ *   3. verifies, with the trust chain of mf/manifest.h and BEFORE downloading anything, the
+ *      root rotations and keys document of the answer, then each assignment: signed by the
+ *      director for this device and this nonce with a fresh sequence, naming a release
+ *      signed by the release keys and at or above the model's security floor;
+ *   4. for every verified release whose sha256 differs from the installed model: downloads
+ *      the blob into the inactive slot, checking every chunk against the release's signed
+ *      chunk hashes as it arrives (aborting at the first bad one) and the total size and
+ *      sha256, switches the model's state file atomically, raises the model's security
+ *      floor, calls the "model ready" callback, and reports the result to the server.
+ * A refused assignment or failed install leaves the previously installed model active and
+ * untouched, and is reported as "failed" with the reason.
+ *
+ * Trust: the device is provisioned with its first root document (`trust_root`); there is
+ * no trust on first use. The trusted state (root, keys, floors, director sequence) lives
+ * in `trust.state` under the state directory, written crash-safely. Expiry is checked only
+ * when the platform's wall clock says it is trustworthy.
  *
  * Storage goes only through the platform port (mf/sys/platform.h). Layout under the state
- * directory: `credential` (mode 0600), `models/<name>/state.json`,
+ * directory: `credential` (mode 0600), `trust.state`, `models/<name>/state.json`,
  * `models/<name>/slot-a`, `models/<name>/slot-b`, and `slot-<x>.part` while downloading.
  *
  * Thread safety: one mf_agent is used by one thread at a time; distinct agents are
@@ -37,8 +48,9 @@ MF_BEGIN_DECLS
 #define MF_AGENT_NAME_MAX 64
 /** Most models one agent tracks. */
 #define MF_AGENT_MAX_MODELS 16
-/** Default cap on JSON response bodies (check-in, enrollment). */
-#define MF_AGENT_DEFAULT_MAX_JSON (64u * 1024u)
+/** Default cap on JSON response bodies (check-in, enrollment). A check-in carries one
+ * release envelope per assignment (about 90 bytes per chunk hash). */
+#define MF_AGENT_DEFAULT_MAX_JSON (1024u * 1024u)
 
 /** The agent handle (opaque). */
 typedef struct mf_agent mf_agent;
@@ -75,6 +87,10 @@ typedef struct mf_agent_options {
     const char *ca_file;             /**< PEM bundle for https; NULL: system store */
     mf_agent_ready_fn ready_fn;      /**< NULL: no callback */
     void *ready_payload;             /**< passed to ready_fn */
+    /** required: the device's first root document (a DSSE envelope, docs/formats/manifest.md)
+     *  as shipped with the image. Used only while no trust.state exists; copied. */
+    const void *trust_root;
+    size_t trust_root_len;
 } mf_agent_options;
 
 /** What one tracked model runs, as returned by mf_agent_status(). */
@@ -87,7 +103,16 @@ typedef struct mf_agent_model_status {
     int up_to_date;        /**< 1 when the last check-in assigned what is installed (or nothing) */
     int last_error;        /**< mf_err of the last failed install of this model, MF_OK if none */
     char last_errmsg[256]; /**< its message, "" if none */
+    uint64_t security_floor;   /**< the model's trusted security floor (0: none yet) */
+    uint64_t release_sequence; /**< sequence of the last verified release assigned, 0 if none */
 } mf_agent_model_status;
+
+/** The device's trust state, as returned by mf_agent_trust_status(). */
+typedef struct mf_agent_trust_status {
+    uint64_t root_version;        /**< trusted root version */
+    uint64_t keys_version;        /**< trusted keys document version, 0 when none yet */
+    uint64_t assignment_sequence; /**< last accepted director sequence */
+} mf_agent_trust_state;
 
 /**
  * @brief Fills `opts` with defaults.
@@ -102,7 +127,8 @@ MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_options_init(mf_agent_options *opts
  * @brief Creates an agent and loads its stored credential and model states. No network.
  * @param out receives the agent.
  * @param opts options; strings are copied.
- * @return MF_OK; MF_E_INVALID for bad options or a damaged state file; MF_E_NOMEM, MF_E_IO.
+ * @return MF_OK; MF_E_INVALID for bad options or a damaged state file; MF_E_SIGNATURE for a
+ * trust root or trust.state that does not verify; MF_E_NOMEM, MF_E_IO.
  * On failure the message is sent to `opts->log_fn` at MF_LOG_ERROR (there is no handle
  * to read it from) and `*out` is NULL.
  * Ownership: `*out` belongs to the caller; release with mf_agent_free().
@@ -116,7 +142,8 @@ MF_EXTERN void mf_agent_free(mf_agent *agent);
  * @brief Runs one enroll / check-in / install / report cycle.
  * @param agent the agent.
  * @return MF_OK when every assignment is installed; MF_E_AUTH (wrong enrollment token or
- * revoked credential), MF_E_SIGNATURE (blob does not match its assigned sha256), MF_E_NET
+ * revoked credential), MF_E_SIGNATURE (a trust document or assignment refused, or a blob
+ * chunk that does not match its signed hash), MF_E_NET
  * (network or server failure; retry later), or another mf_err. Details: mf_agent_errmsg().
  * Models that failed keep running their previous version.
  */
@@ -137,6 +164,13 @@ MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_status(mf_agent_model_status *statu
  * @return seconds, or 0 when no check-in has answered yet.
  */
 MF_EXTERN long mf_agent_poll_interval_s(const mf_agent *agent);
+
+/**
+ * @brief Reports the device's trust state.
+ * @param out receives root/keys versions and the last director sequence.
+ * @param agent the agent.
+ */
+MF_EXTERN void mf_agent_trust_status(mf_agent_trust_state *out, const mf_agent *agent);
 
 /** @return the message of the last failure, "" if none. Borrowed; valid until the next call. */
 MF_EXTERN const char *mf_agent_errmsg(const mf_agent *agent);

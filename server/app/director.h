@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The director key: the one online signing key, held by mf-server in DATA_DIR/director.key
+ * (PKCS#8 PEM, mode 0600), with its public half in DATA_DIR/director.pub.pem for ops to put
+ * into the keys document's `director` role. It signs one assignment per device per
+ * check-in; it can never sign a release (docs/formats/manifest.md, roles), which is why its
+ * theft alone cannot install anything the data team did not release.
+ */
+#ifndef MF_SERVER_APP_DIRECTOR_H
+#define MF_SERVER_APP_DIRECTOR_H
+
+#include "mf_ctx.h"
+#include "mf/manifest.h"
+
+#define MF_DIRECTOR_KEY_FILE "director.key"
+#define MF_DIRECTOR_PUB_FILE "director.pub.pem"
+
+struct mf_director;
+
+/*
+ * Makes sure DATA_DIR/director.key exists: imports `import_pem_path` (a P-256 private key
+ * given by ops) or, when NULL, generates one. An existing key is never replaced (MF_E_STATE
+ * when an import would replace it). Writes director.pub.pem next to it. *changed is set to
+ * 1 when a key was written.
+ */
+int mf_director__init_key(int *changed, struct mf_ctx *ctx, const char *data_dir,
+                          const char *import_pem_path);
+
+/* Loads DATA_DIR/director.key. MF_E_NOTFOUND when missing (run init). Ownership: close it. */
+int mf_director__open(struct mf_director **out, struct mf_ctx *ctx, const char *data_dir);
+void mf_director__close(struct mf_director *d); /* NULL is a no-op; the key is wiped */
+
+/* Lower-case hex key id (64 digits) of the director key. Borrowed from `d`. */
+const char *mf_director__keyid(const struct mf_director *d);
+
+/*
+ * Signs an assignment; safe from several threads. MF_OK or MF_E_GENERIC/MF_E_NOMEM with a
+ * message. Ownership: `*env_out` (NUL-terminated JSON) is released with mf_free(NULL, p).
+ */
+int mf_director__sign(uint8_t **env_out, size_t *len_out, struct mf_director *d, struct mf_ctx *ctx,
+                      const mf_manifest_assignment_spec *spec);
+
+#endif /* MF_SERVER_APP_DIRECTOR_H */

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * PUT /v1/admin/models/<name>/versions/<version>/release: attaches the data team's signed
+ * release envelope to an uploaded (staged) version. The server verifies it as a device
+ * would, against its current root and keys documents, and checks it describes exactly the
+ * stored blob; only then does the version become assignable. A release envelope can be far
+ * larger than a JSON request (one hash per chunk), so the body is streamed into its own
+ * buffer capped at MF_STORE_ENVELOPE_MAX.
+ */
+#include "handlers/handlers.h"
+
+#include "http/http_names.h"
+#include "mf/ct.h"
+#include "mf_hex.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int mf_handlers__release_begin(struct mf_httpd_req *r)
+{
+    const char *cl = mf_httpd__header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    unsigned long long n;
+    char *end;
+
+    if (!mf_names__valid_id(r->params[0]) || !mf_names__valid_id(r->params[1]))
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
+                                     "model name and version must match [A-Za-z0-9._-]{1,64}");
+    if (cl) {
+        n = strtoull(cl, &end, 10);
+        if (end != cl && *end == '\0' && n > MF_STORE_ENVELOPE_MAX)
+            return mf_httpd__reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE,
+                                         "release envelope of %llu bytes exceeds %u", n,
+                                         MF_STORE_ENVELOPE_MAX);
+    }
+    mf_dynbuf__free(&r->body);
+    mf_dynbuf__init(&r->body, &r->ctx.alloc, MF_STORE_ENVELOPE_MAX + 1);
+    return MF_OK;
+}
+
+int mf_handlers__release_data(struct mf_httpd_req *r, const char *data, size_t len)
+{
+    int err = mf_dynbuf__append(&r->body, data, len);
+
+    if (err == MF_E_LIMIT) {
+        mf_dynbuf__free(&r->body);
+        return mf_httpd__reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE,
+                                     "release envelope exceeds %u bytes", MF_STORE_ENVELOPE_MAX);
+    }
+    if (err < 0)
+        return mf_fail(&r->ctx, err, "out of memory reading a release envelope");
+    return MF_OK;
+}
+
+static int reply_release(struct mf_httpd_req *r, unsigned status, const struct mf_store_version *v)
+{
+    cJSON *body = cJSON_CreateObject();
+
+    if (body && (!cJSON_AddStringToObject(body, "model", v->model) ||
+                 !cJSON_AddStringToObject(body, "version", v->version) ||
+                 !cJSON_AddStringToObject(body, "sha256", v->sha256) ||
+                 !cJSON_AddNumberToObject(body, "size", (double)v->size) ||
+                 !cJSON_AddNumberToObject(body, "sequence", (double)v->sequence) ||
+                 !cJSON_AddNumberToObject(body, "security_floor", (double)v->security_floor) ||
+                 !cJSON_AddStringToObject(body, "release_sha256", v->release_digest))) {
+        cJSON_Delete(body);
+        body = NULL;
+    }
+    return mf_httpd__reply_json(r, status, body);
+}
+
+/* The verified release must describe the stored version byte for byte. */
+static int check_matches(struct mf_httpd_req *r, const mf_manifest_release *rel,
+                         const struct mf_store_version *v)
+{
+    char sha[MF_SHA256_HEX_LEN + 1];
+
+    mf_hex__encode(sha, rel->sha256, sizeof(rel->sha256));
+    if (strcmp(rel->name, v->model) != 0 || strcmp(rel->version, v->version) != 0)
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "release names %s %s, not %s %s",
+                                     rel->name, rel->version, v->model, v->version);
+    if (!mf_ct_memeq(sha, v->sha256, MF_SHA256_HEX_LEN) || rel->size != v->size)
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
+                                     "release describes sha256 %.16s... (%llu bytes), the "
+                                     "uploaded blob is %.16s... (%llu bytes)",
+                                     sha, (unsigned long long)rel->size, v->sha256,
+                                     (unsigned long long)v->size);
+    return MF_OK;
+}
+
+static int attach(struct mf_httpd_req *r, mf_trust *t, struct mf_store_version *v)
+{
+    struct mf_store *s = r->env->store;
+    mf_manifest_release *rel = NULL;
+    char digest[MF_SHA256_HEX_LEN + 1];
+    int err;
+
+    err = mf_trust_verify_release(&rel, t, r->body.data, r->body.len, (uint64_t)mf_handlers__now());
+    if (err < 0)
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "release refused: %s (%s)",
+                                     mf_trust_errmsg(t),
+                                     mf_trust_reason_name(mf_trust_last_reason(t)));
+    err = check_matches(r, rel, v);
+    mf_hex__encode(digest, rel->digest, sizeof(rel->digest));
+    if (err == MF_OK && !r->resp && v->sequence) {
+        /* Released already: the same envelope again is idempotent, another one is not. */
+        if (mf_ct_memeq(digest, v->release_digest, MF_SHA256_HEX_LEN))
+            err = reply_release(r, MHD_HTTP_OK, v);
+        else
+            err = mf_httpd__reply_error(r, MHD_HTTP_CONFLICT,
+                                        "version '%s' of model '%s' has another release already",
+                                        v->version, v->model);
+    } else if (err == MF_OK && !r->resp) {
+        v->sequence = rel->sequence;
+        v->security_floor = rel->security_floor;
+        memcpy(v->release_digest, digest, sizeof(digest));
+        err = s->ops->release_set(s, &r->ctx, v, r->body.data, r->body.len);
+        if (err == MF_E_STATE)
+            err = mf_httpd__reply_error(r, MHD_HTTP_CONFLICT, "%s", mf_ctx__errmsg(&r->ctx));
+        else if (err == MF_OK)
+            err = reply_release(r, MHD_HTTP_CREATED, v);
+        if (err == MF_OK && r->status == MHD_HTTP_CREATED)
+            MF_LOG_INFO(&r->ctx, "released %s/%s sequence %llu floor %llu", v->model, v->version,
+                        (unsigned long long)v->sequence, (unsigned long long)v->security_floor);
+    }
+    mf_manifest_release_free(rel);
+    return err;
+}
+
+int mf_handlers__release_put(struct mf_httpd_req *r)
+{
+    struct mf_store *s = r->env->store;
+    struct mf_store_version v;
+    mf_trust *t = NULL;
+    int err;
+
+    err = s->ops->version_get(&v, s, &r->ctx, r->params[0], r->params[1]);
+    if (err == MF_E_NOTFOUND)
+        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND,
+                                     "no uploaded version '%s' of model '%s': upload it first",
+                                     r->params[1], r->params[0]);
+    if (err < 0)
+        return err;
+    err = mf_handlers__trust_load(&t, r, 1);
+    if (err == MF_E_NOTFOUND)
+        return mf_httpd__reply_error(r, MHD_HTTP_CONFLICT,
+                                     "no trust configured: install root and keys documents first");
+    if (err < 0)
+        return err;
+    err = attach(r, t, &v);
+    mf_trust_free(t);
+    return err;
+}

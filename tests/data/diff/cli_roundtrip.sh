@@ -1,0 +1,55 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# CLI test of mf-delta (same code as `mfctl diff|patch`): round trips in both formats,
+# --info, and refusal of corrupt and truncated patches with a non-zero exit.
+# Usage: cli_roundtrip.sh PATH/TO/mf-delta
+set -eu
+tool=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir"
+# Deterministic data without external tools: repeated digests of a counter.
+i=0
+: >old
+while [ $i -lt 3000 ]; do
+    printf '%08d weights block %d\n' $i $((i * 7919 % 65536)) >>old
+    i=$((i + 1))
+done
+sed -e 's/block 1/BLOCK 1/' -e '100,140d' old >new
+printf 'appended tail\n' >>new
+
+"$tool" diff old new p.mf
+"$tool" patch old p.mf out.mf
+cmp out.mf new
+"$tool" info p.mf | grep -q '^format mf delta v1'
+"$tool" diff --format bsdiff40 old new p.bsd
+"$tool" patch old p.bsd out.bsd
+cmp out.bsd new
+"$tool" info p.bsd | grep -q 'BSDIFF40'
+if command -v bspatch >/dev/null 2>&1; then
+    bspatch old out.bsp p.bsd
+    cmp out.bsp new
+fi
+
+size=$(wc -c <p.mf)
+head -c $((size - 5)) p.mf >trunc.mf
+if "$tool" patch old trunc.mf bad.out 2>/dev/null; then
+    echo "truncated patch accepted" >&2
+    exit 1
+fi
+# Flip one byte in the middle of the payload.
+half=$((size / 2))
+{ head -c $half p.mf; printf '\377'; tail -c +$((half + 2)) p.mf; } >flip.mf
+if "$tool" patch old flip.mf bad.out 2>/dev/null && cmp -s bad.out new; then
+    :
+elif "$tool" patch old flip.mf bad.out 2>/dev/null; then
+    echo "corrupt patch produced a wrong image without an error" >&2
+    exit 1
+fi
+# The wrong old image is refused.
+printf 'x' >>old
+if "$tool" patch old p.mf bad.out 2>/dev/null; then
+    echo "wrong old image accepted" >&2
+    exit 1
+fi
+echo "cli ok"
