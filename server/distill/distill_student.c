@@ -9,7 +9,8 @@
 #include "mf_confidence.h"
 #include "mf_ctx.h"
 
-#include <stdlib.h>
+/* mf_score()/mf_softmax() callers keep a stack copy of one row of logits. */
+#define SOFT_MAX_CLASSES 64u
 
 int mf_distill_options_init(mf_distill_options *o, unsigned int version)
 {
@@ -67,14 +68,18 @@ int mf_distill_soft_labels(float *probs_out, struct mf_ctx *ctx, const mf_mlp *t
                            const uint8_t *x, size_t n, float temperature, uint32_t threads)
 {
     const uint32_t k = teacher->sizes[teacher->n_layers];
-    int err = mf_mlp_logits(probs_out, ctx, teacher, x, n, threads);
+    int err;
 
+    if (k > SOFT_MAX_CLASSES)
+        return mf_fail(ctx, MF_E_INVALID, "teacher has %u classes, soft labels support %u", k,
+                       SOFT_MAX_CLASSES);
+    err = mf_mlp_logits(probs_out, ctx, teacher, x, n, threads);
     if (err < 0)
         return err;
     /* In place: each row's logits become its probabilities. */
     for (size_t i = 0; i < n; i++) {
-        float z[64];
-        for (uint32_t c = 0; c < k && c < 64; c++)
+        float z[SOFT_MAX_CLASSES];
+        for (uint32_t c = 0; c < k; c++)
             z[c] = probs_out[i * k + c];
         mf_softmax(probs_out + i * k, z, k, temperature);
     }
