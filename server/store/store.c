@@ -6,6 +6,8 @@
 
 static const struct mf_store_ops *const store_backends[] = {
     &mf_store__sqlite_ops,
+    &mf_store__pg_ops,
+    &mf_store__postgres_ops,
 };
 
 int mf_store__open(struct mf_store **out, struct mf_ctx *ctx, const char *url, int create)

@@ -153,5 +153,7 @@ int mf_store__open(struct mf_store **out, struct mf_ctx *ctx, const char *url, i
 void mf_store__close(struct mf_store *s);
 
 extern const struct mf_store_ops mf_store__sqlite_ops;
+extern const struct mf_store_ops mf_store__pg_ops;       /* postgresql:// (pg.c) */
+extern const struct mf_store_ops mf_store__postgres_ops; /* postgres://, the same backend */
 
 #endif /* MF_SERVER_STORE_H */

@@ -8,6 +8,8 @@
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw, kill */
 #include "mf_test.h"
 #include "manifest_testutil.h"
+#include "pg_seed.h"
+#include "pg_testutil.h"
 #include "app/director.h"
 #include "app/server.h"
 #include "app/token.h"
@@ -43,6 +45,7 @@ struct http_fixture {
     char device[MF_TOKEN_LEN + 1];
     struct mf_server *srv;
     uint16_t port;
+    char store_url[MF_PGTEST_URL_MAX]; /* "" on SQLite; else the PostgreSQL store served */
 };
 
 static struct http_fixture fx;
@@ -303,6 +306,14 @@ static int group_setup(void **state)
     o.conn_timeout_s = 10;
     o.log_fn = mf_log_stderr; /* one line per request: context for a failure */
     o.log_payload = &fixture_log_level;
+    if (mf_pgtest__enabled()) {
+        /* The same suite with the server on PostgreSQL (unit_server_http_pg): a fresh
+         * database that gets the tokens init made. */
+        mf_pgtest__create_db(fx.store_url, "http");
+        if (mf_pgtest__seed(&ctx, fx.store_url, fx.data) < 0)
+            fail_msg("seed: %s", mf_ctx__errmsg(&ctx));
+        o.store_url = fx.store_url;
+    }
     if (mf_server__start(&fx.srv, &ctx, &o) < 0)
         fail_msg("start: %s", mf_ctx__errmsg(&ctx));
     fx.port = mf_server__port(fx.srv);
@@ -317,6 +328,8 @@ static int group_teardown(void **state)
 {
     (void)state;
     mf_server__stop(fx.srv);
+    if (fx.store_url[0])
+        mf_pgtest__drop_db(fx.store_url);
     fx_free(&world);
     (void)nftw(fx.dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
     curl_global_cleanup();
@@ -971,6 +984,7 @@ static void test_server_http__ipv6(void **state)
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
     mf_server__options_init(&o);
     o.data_dir = fx.data;
+    o.store_url = fx.store_url[0] ? fx.store_url : NULL;
     o.listen = "[::1]:0";
     if (mf_server__start(&srv, &ctx, &o) < 0) {
         (void)fprintf(stderr, "no IPv6 loopback here (%s); skipping\n", mf_ctx__errmsg(&ctx));

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The SQLite store behind struct mf_store_ops, and `mf-server init` on a data directory. */
+/*
+ * The store behind struct mf_store_ops, and `mf-server init` on a data directory. The
+ * backend-neutral cases run on SQLite, or on PostgreSQL when the mf_pg fixture names one
+ * (MF_TEST_PG_URL_FILE, ctest's unit_server_store_pg): both backends pass the same suite.
+ */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include "mf_test.h"
+#include "pg_testutil.h"
 #include "app/server.h"
 #include "app/token.h"
 #include "store/store.h"
@@ -16,6 +21,8 @@
 struct store_fixture {
     char dir[64];
     char db[128];
+    char url[MF_PGTEST_URL_MAX]; /* the store under test: db, or a fresh PostgreSQL database */
+    int pg;
     struct mf_ctx ctx;
     struct mf_store *s;
 };
@@ -36,6 +43,11 @@ static int store_setup(void **state)
     (void)snprintf(f->dir, sizeof(f->dir), "/tmp/mf-store-XXXXXX");
     assert_non_null(mkdtemp(f->dir));
     (void)snprintf(f->db, sizeof(f->db), "%s/store.db", f->dir);
+    f->pg = mf_pgtest__enabled();
+    if (f->pg)
+        mf_pgtest__create_db(f->url, "store");
+    else
+        (void)snprintf(f->url, sizeof(f->url), "%s", f->db);
     mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
     *state = f;
     return 0;
@@ -46,6 +58,8 @@ static int store_teardown(void **state)
     struct store_fixture *f = *state;
 
     mf_store__close(f->s);
+    if (f->pg)
+        mf_pgtest__drop_db(f->url);
     (void)nftw(f->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
     free(f);
     return 0;
@@ -56,7 +70,7 @@ static struct mf_store *open_migrated(struct store_fixture *f)
 {
     int applied = -1;
 
-    assert_int_equal(mf_store__open(&f->s, &f->ctx, f->db, 1), MF_OK);
+    assert_int_equal(mf_store__open(&f->s, &f->ctx, f->url, 1), MF_OK);
     assert_int_equal(f->s->ops->migrate(&applied, f->s, &f->ctx), MF_OK);
     return f->s;
 }
@@ -67,7 +81,7 @@ static void test_server_store__migrate_empty_then_idempotent(void **state)
     int applied = -1, version = -1;
     struct mf_store *s;
 
-    assert_int_equal(mf_store__open(&f->s, &f->ctx, f->db, 1), MF_OK);
+    assert_int_equal(mf_store__open(&f->s, &f->ctx, f->url, 1), MF_OK);
     s = f->s;
     assert_int_equal(s->ops->migrate(&applied, s, &f->ctx), MF_OK);
     assert_true(applied >= 1);
@@ -77,7 +91,7 @@ static void test_server_store__migrate_empty_then_idempotent(void **state)
     assert_int_equal(s->ops->migrate(&applied, s, &f->ctx), MF_OK);
     assert_int_equal(applied, 0);
     mf_store__close(s);
-    assert_int_equal(mf_store__open(&f->s, &f->ctx, f->db, 0), MF_OK);
+    assert_int_equal(mf_store__open(&f->s, &f->ctx, f->url, 0), MF_OK);
     assert_int_equal(f->s->ops->migrate(&applied, f->s, &f->ctx), MF_OK);
     assert_int_equal(applied, 0);
     assert_int_equal(f->s->ops->schema_version(&applied, f->s, &f->ctx), MF_OK);
@@ -89,6 +103,8 @@ static void test_server_store__open_errors(void **state)
     struct store_fixture *f = *state;
     struct mf_store *s = NULL;
 
+    if (f->pg)
+        skip(); /* SQLite files; test_store_pg has PostgreSQL's own open errors */
     assert_int_equal(mf_store__open(&s, &f->ctx, f->db, 0), MF_E_NOTFOUND);
     assert_null(s);
     assert_int_equal(mf_store__open(&s, &f->ctx, "nosuch://x", 1), MF_E_INVALID);
@@ -297,6 +313,8 @@ static void test_server_store__init_data_dir_idempotent(void **state)
     mode_t mode;
     int changed = -1;
 
+    if (f->pg)
+        skip(); /* init makes a SQLite store in the data directory */
     (void)snprintf(data, sizeof(data), "%s/data", f->dir);
     assert_int_equal(mf_server__init_data_dir(&changed, &f->ctx, data), MF_OK);
     assert_int_equal(changed, 1);
