@@ -23,12 +23,15 @@ struct cli {
 
 static void usage(FILE *f)
 {
-    (void)fprintf(f, "usage: mf-server init  --data-dir DIR [--director-key PRIV.pem]\n"
-                     "       mf-server serve --data-dir DIR [--listen ADDR:PORT] [--port-file F]\n"
-                     "                       [--log-level error|warn|info|debug]\n"
-                     "                       [--max-upload BYTES] [--store URL]\n"
-                     "                       [--conn-timeout SECONDS] [--conn-limit N]\n"
-                     "                       [--threads N]\n");
+    (void)fprintf(f,
+                  "usage: mf-server init  --data-dir DIR [--director-key PRIV.pem]\n"
+                  "       mf-server serve --data-dir DIR [--listen ADDR:PORT] [--port-file F]\n"
+                  "                       [--log-level error|warn|info|debug]\n"
+                  "                       [--max-upload BYTES] [--store URL]\n"
+                  "                       [--conn-timeout SECONDS] [--conn-limit N]\n"
+                  "                       [--threads N] [--tls-cert CERT.pem --tls-key KEY.pem]\n"
+                  "                       [--device-rate PER_S] [--device-burst N]\n"
+                  "                       [--delta-worker 0|1] [--delta-k K]\n");
 }
 
 static int parse_level(const char *s)
@@ -40,6 +43,15 @@ static int parse_level(const char *s)
             return i;
     }
     return -1;
+}
+
+static int parse_double(double *out, const char *s)
+{
+    char *end;
+
+    errno = 0;
+    *out = strtod(s, &end);
+    return (errno || end == s || *end || !(*out >= 0) || *out > 1e6) ? -1 : 0;
 }
 
 static int parse_u64(unsigned long long *out, const char *s, unsigned long long max)
@@ -88,6 +100,20 @@ static int parse_args(struct cli *c, int argc, char **argv)
             c->opts.conn_limit = (unsigned)v;
         } else if (strcmp(k, "--threads") == 0 && parse_u64(&v, val, 256) == 0 && v) {
             c->opts.threads = (unsigned)v;
+        } else if (strcmp(k, "--tls-cert") == 0) {
+            c->opts.tls_cert = val;
+        } else if (strcmp(k, "--tls-key") == 0) {
+            c->opts.tls_key = val;
+        } else if (strcmp(k, "--device-rate") == 0 &&
+                   parse_double(&c->opts.device_rate, val) == 0) {
+            continue;
+        } else if (strcmp(k, "--device-burst") == 0 &&
+                   parse_double(&c->opts.device_burst, val) == 0) {
+            continue;
+        } else if (strcmp(k, "--delta-worker") == 0 && parse_u64(&v, val, 1) == 0) {
+            c->opts.delta_worker = (int)v;
+        } else if (strcmp(k, "--delta-k") == 0 && parse_u64(&v, val, 64) == 0) {
+            c->opts.delta_k = (unsigned)v;
         } else {
             (void)fprintf(stderr, "mf-server: bad option or value: %s %s\n", k, val);
             return -1;

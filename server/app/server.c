@@ -4,7 +4,11 @@
 
 #include "app/director.h"
 #include "blob/blob_store.h"
+#include "deltas/delta_worker.h"
+#include "http/http_metrics.h"
+#include "http/http_ratelimit.h"
 #include "http/http_req.h"
+#include "mf/ct.h"
 #include "store/store.h"
 
 #include <arpa/inet.h>
@@ -14,10 +18,14 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#define TLS_PEM_MAX (64u * 1024u)
+
 struct mf_server {
     mf_allocator alloc;
     struct MHD_Daemon *mhd;
     struct mf_httpd_env env;
+    struct mf_metrics metrics;
+    struct mf_dynbuf tls_cert, tls_key; /* PEM text, alive as long as the daemon */
     uint16_t port;
 };
 
@@ -29,6 +37,10 @@ void mf_server__options_init(struct mf_server_options *o)
     o->conn_timeout_s = 120;
     o->conn_limit = 256;
     o->threads = 4;
+    o->device_rate = 5.0;
+    o->device_burst = 30.0;
+    o->delta_worker = 1;
+    o->delta_k = 3;
 }
 
 int mf_server__parse_listen(struct sockaddr_storage *out, struct mf_ctx *ctx, const char *spec)
@@ -143,6 +155,68 @@ static int open_store(struct mf_server *s, struct mf_ctx *ctx, const struct mf_s
     return err;
 }
 
+/* Reads a PEM file (NUL-terminated, as MHD wants it) into `out`. */
+static int read_pem(struct mf_dynbuf *out, const mf_allocator *alloc, struct mf_ctx *ctx,
+                    const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char chunk[4096];
+    size_t n;
+    int err = MF_OK;
+
+    mf_dynbuf__init(out, alloc, TLS_PEM_MAX); /* the server's allocator: it outlives ctx */
+    if (!f)
+        return mf_fail(ctx, MF_E_IO, "cannot open TLS file '%s'", path);
+    while (err == MF_OK && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        err = mf_dynbuf__append(out, chunk, n);
+    if (err == MF_OK)
+        err = mf_dynbuf__append(out, "", 1);
+    (void)fclose(f);
+    if (err < 0)
+        return mf_fail(ctx, err, "TLS file '%s' is larger than %u bytes", path, TLS_PEM_MAX - 1);
+    return MF_OK;
+}
+
+static int load_tls(struct mf_server *s, struct mf_ctx *ctx, const struct mf_server_options *o)
+{
+    int err;
+
+    if (!o->tls_cert && !o->tls_key)
+        return MF_OK;
+    if (!o->tls_cert || !o->tls_key)
+        return mf_fail(ctx, MF_E_INVALID, "TLS needs both a certificate and a key");
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+        return mf_fail(ctx, MF_E_STATE, "this libmicrohttpd was built without TLS support");
+    err = read_pem(&s->tls_cert, &s->alloc, ctx, o->tls_cert);
+    if (err == MF_OK)
+        err = read_pem(&s->tls_key, &s->alloc, ctx, o->tls_key);
+    return err;
+}
+
+/* The per-node parts that are not the HTTP daemon: metrics, rate limiter, delta worker. */
+static int start_services(struct mf_server *s, struct mf_ctx *ctx,
+                          const struct mf_server_options *o)
+{
+    struct mf_delta_options d;
+    int err;
+
+    s->env.metrics = &s->metrics;
+    err = mf_ratelimit__new(&s->env.ratelimit, ctx, o->device_rate, o->device_burst);
+    if (err == MF_OK && o->delta_worker) {
+        mf_delta__options_init(&d);
+        d.k = o->delta_k;
+        /* The worker logs through the server's sink for its whole life, not the caller's. */
+        struct mf_ctx wctx;
+
+        mf_ctx__init(&wctx, &s->alloc, s->env.log_fn, s->env.log_payload, "deltas");
+        err = mf_delta__worker_start(&s->env.deltas, &wctx, s->env.store, s->env.blob_root,
+                                     &s->metrics, &d);
+        if (err < 0)
+            err = mf_fail(ctx, err, "%s", mf_ctx__errmsg(&wctx));
+    }
+    return err;
+}
+
 int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf_server_options *o)
 {
     struct sockaddr_storage addr;
@@ -165,17 +239,28 @@ int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf
     s->env.poll_interval_s = 60;
     s->env.log_fn = o->log_fn;
     s->env.log_payload = o->log_payload;
-    err = open_store(s, ctx, o);
+    mf_dynbuf__init(&s->tls_cert, &s->alloc, 1);
+    mf_dynbuf__init(&s->tls_key, &s->alloc, 1);
+    err = load_tls(s, ctx, o);
+    if (err == MF_OK)
+        err = open_store(s, ctx, o);
+    if (err == MF_OK)
+        err = start_services(s, ctx, o);
     if (err < 0)
         goto fail;
     if (addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    /* The logger goes first so that MHD reports even option errors through it. */
+    if (s->tls_cert.len)
+        flags |= MHD_USE_TLS;
+    /* The logger goes first so that MHD reports even option errors through it. The TLS
+     * options come last: MHD_OPTION_END in their place ends the list without TLS. */
     s->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, mf_httpd__on_request, &s->env, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger,
         &s->env, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
         o->threads, MHD_OPTION_CONNECTION_TIMEOUT, o->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
         o->conn_limit, MHD_OPTION_NOTIFY_COMPLETED, mf_httpd__on_completed, &s->env,
+        s->tls_cert.len ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END,
+        (const char *)s->tls_cert.data, MHD_OPTION_HTTPS_MEM_KEY, (const char *)s->tls_key.data,
         MHD_OPTION_END);
     if (!s->mhd) {
         err = mf_fail(ctx, MF_E_IO, "cannot listen on %s", o->listen);
@@ -184,7 +269,8 @@ int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf
     err = bound_port(&s->port, ctx, s->mhd);
     if (err < 0)
         goto fail;
-    MF_LOG_INFO(ctx, "serving %s on port %u", o->data_dir, (unsigned)s->port);
+    MF_LOG_INFO(ctx, "serving %s on port %u%s", o->data_dir, (unsigned)s->port,
+                s->tls_cert.len ? " (TLS)" : "");
     *out = s;
     return MF_OK;
 fail:
@@ -205,8 +291,13 @@ void mf_server__stop(struct mf_server *s)
         return;
     if (s->mhd)
         MHD_stop_daemon(s->mhd);
+    mf_delta__worker_stop(s->env.deltas); /* before the store it uses */
+    mf_ratelimit__free(s->env.ratelimit);
     mf_store__close(s->env.store);
     mf_director__close(s->env.director);
+    mf_secure_zero(s->tls_key.data, s->tls_key.len);
+    mf_dynbuf__free(&s->tls_key);
+    mf_dynbuf__free(&s->tls_cert);
     alloc = s->alloc;
     mf_free(&alloc, s);
 }

@@ -30,9 +30,17 @@ struct mf_server_options {
     unsigned threads;        /* MHD worker threads */
     mf_log_fn log_fn;        /* may be NULL */
     void *log_payload;
+    /* TLS served natively (GnuTLS inside libmicrohttpd): both PEM paths, or both NULL. */
+    const char *tls_cert;
+    const char *tls_key;
+    double device_rate;  /* per-device requests per second; <= 0 disables the limit */
+    double device_burst; /* per-device bucket size */
+    int delta_worker;    /* 1: run the delta precompute thread on this node (default) */
+    unsigned delta_k;    /* previous releases each new release is diffed from */
 };
 
-/* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 120 s, 256 connections, 4 threads). */
+/* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 120 s, 256 connections, 4 threads,
+ * 5 requests/s per device with bursts of 30, the delta worker on with K = 3). */
 void mf_server__options_init(struct mf_server_options *o);
 
 /*
@@ -45,7 +53,9 @@ int mf_server__init_data_dir(int *changed_out, struct mf_ctx *ctx, const char *d
 struct mf_server;
 
 /* Opens the store (which must exist: run init first), sweeps stale uploads and starts
- * serving. MF_E_INVALID for a malformed listen address, MF_E_IO when binding fails.
+ * serving. MF_E_INVALID for a malformed listen address or a TLS option without its pair,
+ * MF_E_STATE when TLS is asked of a libmicrohttpd built without it, MF_E_IO when binding or
+ * reading a TLS file fails.
  * Ownership: release with mf_server__stop(). */
 int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf_server_options *o);
 

@@ -25,7 +25,8 @@ static int add_device(void *payload, const struct mf_store_device *d)
     if (!cJSON_AddStringToObject(o, "device_id", d->device_id) ||
         !cJSON_AddNumberToObject(o, "enrolled_at", (double)d->enrolled_at) ||
         !cJSON_AddNumberToObject(o, "last_seen", (double)d->last_seen) ||
-        !cJSON_AddArrayToObject(o, "models"))
+        !cJSON_AddStringToObject(o, "channel", d->channel) ||
+        !cJSON_AddBoolToObject(o, "revoked", d->revoked) || !cJSON_AddArrayToObject(o, "models"))
         return MF_E_NOMEM;
     return MF_OK;
 }

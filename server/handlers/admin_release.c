@@ -9,6 +9,8 @@
  */
 #include "handlers/handlers.h"
 
+#include "deltas/delta_worker.h"
+
 #include "http/http_names.h"
 #include "mf/ct.h"
 #include "mf_hex.h"
@@ -119,9 +121,17 @@ static int attach(struct mf_httpd_req *r, mf_trust *t, struct mf_store_version *
             err = mf_httpd__reply_error(r, MHD_HTTP_CONFLICT, "%s", mf_ctx__errmsg(&r->ctx));
         else if (err == MF_OK)
             err = reply_release(r, MHD_HTTP_CREATED, v);
-        if (err == MF_OK && r->status == MHD_HTTP_CREATED)
+        if (err == MF_OK && r->status == MHD_HTTP_CREATED) {
             MF_LOG_INFO(&r->ctx, "released %s/%s sequence %llu floor %llu", v->model, v->version,
                         (unsigned long long)v->sequence, (unsigned long long)v->security_floor);
+            /* The release is visible now; its deltas follow as the worker makes them. A
+             * failed enqueue costs only bandwidth (full downloads), so it does not fail
+             * the release. */
+            if (mf_delta__enqueue(s, &r->ctx, v->model, v->version) < 0)
+                MF_LOG_WARN(&r->ctx, "queueing deltas of %s/%s: %s", v->model, v->version,
+                            mf_ctx__errmsg(&r->ctx));
+            mf_delta__worker_wake(r->env->deltas);
+        }
     }
     mf_manifest_release_free(rel);
     return err;

@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * POST /v1/checkin: the director. Every tracked model with a released version gets the
- * release with the highest sequence, as the data team's release envelope plus an
- * assignment envelope the director key signs for this device and this check-in (its nonce,
- * the next numbers of the device's sequence). Root rotations newer than the device's root
- * and the current keys document ride along so the device can verify everything with no
- * other request. A server without root and keys documents assigns nothing: nothing it
- * could send would verify on a device (docs/protocol.md, "Trust").
+ * release the precedence of director/director_policy.h picks, as the data team's release
+ * envelope plus an assignment envelope the director key signs for this device and this
+ * check-in (its nonce, the next numbers of the device's sequence), plus the precomputed
+ * delta from the device's installed bytes when the delta worker made one. Root rotations newer than
+ * the device's root and the current keys document ride along so the device can verify everything
+ * with no other request. A server without root and keys documents assigns nothing: nothing it could
+ * send would verify on a device (docs/protocol.md, "Trust").
  */
 #include "handlers/handlers.h"
 
 #include "app/director.h"
+#include "director/director_policy.h"
+#include "director/rollout_wave.h"
 #include "handlers/req_parse.h"
+#include "http/http_metrics.h"
 #include "mf_hex.h"
 
 #include <stdio.h>
@@ -23,7 +27,10 @@
 
 struct checkin_work {
     struct mf_store_version v[MF_CHECKIN_MAX_MODELS];
+    const char *from_sha256[MF_CHECKIN_MAX_MODELS]; /* installed sha256 (deltas), or NULL */
     size_t n;
+    struct mf_policy_input in; /* one model at a time */
+    struct mf_store_directives dir;
 };
 
 /* Envelopes travel as JSON strings holding their exact bytes (docs/protocol.md). */
@@ -69,8 +76,42 @@ static int add_trust(cJSON *body, struct mf_httpd_req *r, const struct mf_checki
     return MF_OK;
 }
 
+/* "deltas": the precomputed patch from the device's installed bytes, when there is one. */
+static int add_deltas(cJSON *a, struct mf_httpd_req *r, const char *from_sha256,
+                      const struct mf_store_version *v)
+{
+    struct mf_store *s = r->env->store;
+    char blob[sizeof("/v1/blobs/") + MF_SHA256_HEX_LEN];
+    struct mf_store_delta d;
+    cJSON *list, *o;
+    int err;
+
+    if (!from_sha256 || strcmp(from_sha256, v->sha256) == 0)
+        return MF_OK;
+    err = s->ops->delta_find(&d, s, &r->ctx, from_sha256, v->sha256);
+    if (err == MF_E_NOTFOUND)
+        return MF_OK;
+    if (err < 0)
+        return err;
+    (void)snprintf(blob, sizeof(blob), "/v1/blobs/%s", d.delta_sha256);
+    list = cJSON_AddArrayToObject(a, "deltas");
+    o = cJSON_CreateObject();
+    if (!list || !o || !cJSON_AddItemToArray(list, o)) {
+        cJSON_Delete(o);
+        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
+    }
+    if (!cJSON_AddStringToObject(o, "from_sha256", d.from_sha256) ||
+        !cJSON_AddStringToObject(o, "blob", blob) ||
+        !cJSON_AddStringToObject(o, "sha256", d.delta_sha256) ||
+        !cJSON_AddNumberToObject(o, "size", (double)d.size) ||
+        !cJSON_AddStringToObject(o, "format", d.format))
+        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
+    return MF_OK;
+}
+
 static int add_assignment(cJSON *list, struct mf_httpd_req *r, const struct mf_checkin_req *req,
-                          const struct mf_store_version *v, uint64_t sequence)
+                          const struct mf_store_version *v, uint64_t sequence,
+                          const char *from_sha256)
 {
     struct mf_store *s = r->env->store;
     char blob[sizeof("/v1/blobs/") + MF_SHA256_HEX_LEN];
@@ -103,24 +144,94 @@ static int add_assignment(cJSON *list, struct mf_httpd_req *r, const struct mf_c
                          !cJSON_AddStringToObject(a, "release", (const char *)rel.data) ||
                          !cJSON_AddStringToObject(a, "assignment", (const char *)env)))
         err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
+    if (err == MF_OK)
+        err = add_deltas(a, r, from_sha256, v);
     mf_free(NULL, env);
     mf_dynbuf__free(&rel);
     return err;
 }
 
-/* The released version of each tracked model that has one. */
-static int collect(struct checkin_work *w, struct mf_httpd_req *r, const struct mf_checkin_req *req)
+/* The release `version` of `model`, if there is such a released version. */
+static int resolve(struct mf_policy_candidate *c, struct mf_httpd_req *r, const char *model,
+                   const char *version)
 {
     struct mf_store *s = r->env->store;
+    int err;
 
+    c->present = 0;
+    if (!version || !version[0])
+        return MF_OK;
+    err = s->ops->version_get(&c->v, s, &r->ctx, model, version);
+    if (err == MF_E_NOTFOUND)
+        return MF_OK; /* a pin to a version that is gone or was never there: no candidate */
+    if (err < 0)
+        return err;
+    c->present = c->v.sequence > 0; /* staged versions are never assigned */
+    return MF_OK;
+}
+
+/* Gathers every rule's candidate for one model (director_policy.h) from the store. */
+static int gather(struct checkin_work *w, struct mf_httpd_req *r, const struct mf_checkin_model *m)
+{
+    struct mf_store *s = r->env->store;
+    struct mf_policy_input *in = &w->in;
+    int err;
+
+    memset(in, 0, sizeof(*in));
+    err = s->ops->release_latest(&in->channel.v, s, &r->ctx, m->name);
+    if (err < 0)
+        return err; /* MF_E_NOTFOUND: nothing released, no assignment */
+    in->channel.present = 1;
+    in->floor = in->channel.v.security_floor;
+    err = s->ops->directives_get(&w->dir, s, &r->ctx, r->device_id, m->name);
+    if (err == MF_OK && m->sha256)
+        err = resolve(&in->installed, r, m->name, m->version);
+    if (in->installed.present && strcmp(in->installed.v.sha256, m->sha256) != 0)
+        in->installed.present = 0; /* the device runs other bytes under that name */
+    if (err == MF_OK)
+        err = resolve(&in->device_pin, r, m->name, m->pin);
+    if (err == MF_OK)
+        err = resolve(&in->ops_device_pin, r, m->name, w->dir.device_pin);
+    if (err == MF_OK)
+        err = resolve(&in->ops_group_pin, r, m->name, w->dir.group_pin);
+    if (err == MF_OK)
+        err = resolve(&in->fleet_rollback, r, m->name, w->dir.fleet_rollback);
+    if (err == MF_OK && w->dir.channel_version[0])
+        err = resolve(&in->channel, r, m->name, w->dir.channel_version);
+    if (err == MF_OK) {
+        err = mf_rollout__wave(&in->wave.v, s, &r->ctx, r->device_id, m->name);
+        in->wave.present = err == MF_OK;
+        if (err == MF_E_NOTFOUND)
+            err = MF_OK;
+    }
+    in->pending = m->pending;
+    in->n_rolled_back = m->n_rolled_back;
+    for (size_t i = 0; i < m->n_rolled_back; i++)
+        in->rolled_back[i] = m->rolled_back[i];
+    return err;
+}
+
+/* The director's decision for each tracked model that has a released version. */
+static int collect(struct checkin_work *w, struct mf_httpd_req *r, const struct mf_checkin_req *req)
+{
     w->n = 0;
     for (size_t i = 0; i < req->n_models; i++) {
-        int err = s->ops->release_latest(&w->v[w->n], s, &r->ctx, req->models[i].name);
+        const struct mf_checkin_model *m = &req->models[i];
+        struct mf_policy_decision d;
+        int err = gather(w, r, m);
 
         if (err == MF_E_NOTFOUND)
             continue; /* nothing released: no assignment */
         if (err < 0)
             return err;
+        mf_policy__decide(&d, &w->in);
+        mf_metrics__decision(r->env->metrics, d.rule);
+        MF_LOG_DBG(&r->ctx, "director: %s %s -> %s (%s)", r->device_id, m->name,
+                   d.target ? d.target->version : "-", mf_policy__rule_name(d.rule));
+        if (!d.target)
+            continue;
+        w->v[w->n] = *d.target;
+        w->from_sha256[w->n] = m->sha256;
         w->n++;
     }
     return MF_OK;
@@ -144,7 +255,7 @@ static int add_assignments(cJSON *body, struct mf_httpd_req *r, const struct mf_
     if (err == MF_OK && w->n)
         err = s->ops->device_reserve_sequence(&first, s, &r->ctx, r->device_id, (unsigned)w->n);
     for (size_t i = 0; err == MF_OK && i < w->n; i++)
-        err = add_assignment(list, r, req, &w->v[i], first + i);
+        err = add_assignment(list, r, req, &w->v[i], first + i, w->from_sha256[i]);
     mf_free(&r->ctx.alloc, w);
     return err;
 }
@@ -192,6 +303,7 @@ int mf_handlers__checkin(struct mf_httpd_req *r)
     err = mf_reqparse__checkin(&req, &r->ctx, r->json);
     if (err < 0)
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "%s", mf_ctx__errmsg(&r->ctx));
+    mf_metrics__count(&r->env->metrics->checkins, 1);
     err = s->ops->device_touch(s, &r->ctx, r->device_id, mf_handlers__now());
     if (err == MF_OK)
         err = build_reply(&body, r, &req);

@@ -24,6 +24,31 @@ int mf_handlers__release_put(struct mf_httpd_req *r);
 int mf_handlers__trust_root_put(struct mf_httpd_req *r);
 int mf_handlers__trust_keys_put(struct mf_httpd_req *r);
 int mf_handlers__trust_get(struct mf_httpd_req *r);
+int mf_handlers__metrics(struct mf_httpd_req *r);
+/* admin_fleet.c: groups, channels, device revocation */
+int mf_handlers__device_groups_put(struct mf_httpd_req *r);
+int mf_handlers__device_channel_put(struct mf_httpd_req *r);
+int mf_handlers__device_revoke(struct mf_httpd_req *r);
+int mf_handlers__groups_list(struct mf_httpd_req *r);
+/* admin_pins.c: ops pins, channel versions and fleet rollbacks */
+int mf_handlers__pins_list(struct mf_httpd_req *r);
+int mf_handlers__pin_put(struct mf_httpd_req *r);
+int mf_handlers__pin_delete(struct mf_httpd_req *r);
+int mf_handlers__rollback_put(struct mf_httpd_req *r);
+int mf_handlers__rollback_delete(struct mf_httpd_req *r);
+/* admin_tokens.c */
+int mf_handlers__tokens_list(struct mf_httpd_req *r);
+int mf_handlers__token_create(struct mf_httpd_req *r);
+int mf_handlers__token_revoke(struct mf_httpd_req *r);
+
+/* Replies 200 {"<key>": [...]} with the rows `walk` appends to the array (a store listing);
+ * a walk's MF_E_NOMEM gets its message here. */
+typedef int (*mf_handlers_walk_fn)(struct mf_httpd_req *r, cJSON *list);
+int mf_handlers__reply_list(struct mf_httpd_req *r, const char *key, mf_handlers_walk_fn walk);
+
+/* Replies 400 unless params[0..n-1] all match [A-Za-z0-9._-]{1,64}; MF_OK when they do
+ * (check r->resp). */
+int mf_handlers__check_names(struct mf_httpd_req *r, size_t n);
 
 /*
  * A trust state (manifests/verify) holding the store's newest root and, when `need_keys`,

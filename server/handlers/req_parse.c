@@ -56,6 +56,40 @@ int mf_reqparse__enroll(struct mf_enroll_req *out, struct mf_ctx *ctx, const cJS
     return need_id(&out->device_id, ctx, root, "device_id");
 }
 
+/* pin, pending and rolled_back of one check-in model entry (all optional). */
+static int parse_rollback_fields(struct mf_checkin_model *m, struct mf_ctx *ctx, const cJSON *it)
+{
+    const cJSON *pending = cJSON_GetObjectItemCaseSensitive(it, "pending");
+    const cJSON *rb = cJSON_GetObjectItemCaseSensitive(it, "rolled_back");
+    const cJSON *e;
+    int err = get_nullable(&m->pin, ctx, it, "pin");
+
+    if (err < 0)
+        return err;
+    if (m->pin && !mf_names__valid_id(m->pin))
+        return mf_fail(ctx, MF_E_INVALID, "pin of model '%s' is not a valid version", m->name);
+    if (pending && !cJSON_IsNull(pending) && !cJSON_IsBool(pending))
+        return mf_fail(ctx, MF_E_INVALID, "pending of model '%s' must be a boolean", m->name);
+    m->pending = cJSON_IsTrue(pending);
+    m->n_rolled_back = 0;
+    if (!rb || cJSON_IsNull(rb))
+        return MF_OK;
+    if (!cJSON_IsArray(rb) || cJSON_GetArraySize(rb) > MF_CHECKIN_MAX_ROLLED_BACK)
+        return mf_fail(ctx, MF_E_INVALID,
+                       "rolled_back of model '%s' must be an array of at most %d", m->name,
+                       MF_CHECKIN_MAX_ROLLED_BACK);
+    cJSON_ArrayForEach(e, rb)
+    {
+        const char *sha = cJSON_IsObject(e) ? get_string(e, "sha256") : NULL;
+
+        if (!sha || !mf_names__valid_sha256(sha))
+            return mf_fail(ctx, MF_E_INVALID,
+                           "rolled_back of model '%s' needs objects with a 64-hex sha256", m->name);
+        m->rolled_back[m->n_rolled_back++] = sha;
+    }
+    return MF_OK;
+}
+
 static int parse_checkin_model(struct mf_checkin_model *m, struct mf_ctx *ctx, const cJSON *it)
 {
     int err;
@@ -74,7 +108,7 @@ static int parse_checkin_model(struct mf_checkin_model *m, struct mf_ctx *ctx, c
     if (m->sha256 && !mf_names__valid_sha256(m->sha256))
         return mf_fail(ctx, MF_E_INVALID, "sha256 of model '%s' is not 64 lower-case hex digits",
                        m->name);
-    return MF_OK;
+    return parse_rollback_fields(m, ctx, it);
 }
 
 /* Optional non-negative integer `key` (absent or null: 0), at most 2^53 (exact in JSON). */

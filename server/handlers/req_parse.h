@@ -21,10 +21,17 @@ struct mf_enroll_req {
     const char *device_id;
 };
 
+#define MF_CHECKIN_MAX_ROLLED_BACK 8
+
 struct mf_checkin_model {
     const char *name;
     const char *version; /* NULL: nothing installed */
     const char *sha256;  /* NULL: nothing installed */
+    /* "Check-in fields for deltas, pins and rollback" (docs/protocol.md), all optional. */
+    const char *pin; /* NULL: not pinned locally */
+    int pending;     /* installed version not confirmed healthy yet */
+    const char *rolled_back[MF_CHECKIN_MAX_ROLLED_BACK]; /* sha256s, newest first */
+    size_t n_rolled_back;
 };
 
 struct mf_checkin_req {

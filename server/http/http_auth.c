@@ -7,10 +7,14 @@
 #include "http/http_req.h"
 
 #include "app/token.h"
+#include "http/http_metrics.h"
+#include "http/http_ratelimit.h"
 #include "mf/ct.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 /* The token text after "Bearer " or NULL. */
 static const char *bearer_token(const struct mf_httpd_req *r, size_t *len_out)
@@ -38,6 +42,52 @@ static int deny(struct mf_httpd_req *r, const char *why)
     return MF_E_AUTH;
 }
 
+static const char *role_name(int role)
+{
+    switch (role) {
+    case MF_ROLE_OPS:
+        return "ops";
+    case MF_ROLE_DATA:
+        return "data";
+    case MF_ROLE_ADMIN:
+        return "admin";
+    }
+    return "unknown";
+}
+
+/* After a valid credential: the role must be one the route allows (403 otherwise). */
+static int check_role(struct mf_httpd_req *r)
+{
+    int err;
+
+    if (r->route->roles & (unsigned)r->role)
+        return MF_OK;
+    err = mf_httpd__reply_error(r, MHD_HTTP_FORBIDDEN, "a token of role %s may not use %s %s",
+                                role_name(r->role), r->route->method, r->route->pattern);
+    return err < 0 ? err : MF_E_AUTH;
+}
+
+/* After a valid device credential: the device's token bucket (429 with Retry-After). */
+static int check_rate(struct mf_httpd_req *r)
+{
+    struct timespec now;
+    unsigned retry = 0;
+    char value[16];
+    int err;
+
+    (void)clock_gettime(CLOCK_MONOTONIC, &now);
+    if (!r->env->ratelimit || mf_ratelimit__take(&retry, r->env->ratelimit, r->device_id,
+                                                 (double)now.tv_sec + (double)now.tv_nsec / 1e9))
+        return MF_OK;
+    mf_metrics__count(&r->env->metrics->rate_limited, 1);
+    err = mf_httpd__reply_error(r, MHD_HTTP_TOO_MANY_REQUESTS,
+                                "device '%s' is over its request rate; retry in %u s", r->device_id,
+                                retry);
+    (void)snprintf(value, sizeof(value), "%u", retry);
+    mf_httpd__reply_header(r, MHD_HTTP_HEADER_RETRY_AFTER, value);
+    return err < 0 ? err : MF_E_AUTH;
+}
+
 int mf_httpd__authenticate(struct mf_httpd_req *r)
 {
     enum mf_httpd_auth need = r->route->auth;
@@ -60,7 +110,7 @@ int mf_httpd__authenticate(struct mf_httpd_req *r)
     } else if (kind == MF_TOKEN_ADMIN &&
                (need == MF_HTTPD_AUTH_ADMIN || need == MF_HTTPD_AUTH_DEVICE_OR_ADMIN)) {
         mf_token__hash(hash, tok, len);
-        err = s->ops->token_check(s, &r->ctx, MF_TOKEN_ADMIN, hash);
+        err = s->ops->admin_token_auth(&r->role, s, &r->ctx, hash);
         r->is_admin = err == MF_OK;
     } else {
         return deny(r, need == MF_HTTPD_AUTH_ADMIN ? "an admin token is required"
@@ -69,5 +119,9 @@ int mf_httpd__authenticate(struct mf_httpd_req *r)
     mf_secure_zero(hash, sizeof(hash));
     if (err == MF_E_AUTH)
         return deny(r, "unknown or revoked token");
+    if (err == MF_OK && r->is_admin)
+        err = check_role(r);
+    else if (err == MF_OK)
+        err = check_rate(r);
     return err;
 }

@@ -25,6 +25,8 @@ static const char *error_code(unsigned status)
         return "too_large";
     case MHD_HTTP_RANGE_NOT_SATISFIABLE:
         return "range_not_satisfiable";
+    case MHD_HTTP_TOO_MANY_REQUESTS:
+        return "too_many_requests";
     default:
         return "internal";
     }
@@ -83,6 +85,20 @@ int mf_httpd__reply_error(struct mf_httpd_req *r, unsigned status, const char *f
         body = NULL;
     }
     return mf_httpd__reply_json(r, status, body);
+}
+
+int mf_httpd__reply_bytes(struct mf_httpd_req *r, unsigned status, const void *p, size_t len,
+                          const char *ctype)
+{
+    if (r->resp)
+        return MF_OK;
+    r->resp = MHD_create_response_from_buffer(len, (void *)(uintptr_t)p, MHD_RESPMEM_MUST_COPY);
+    if (!r->resp)
+        return mf_fail(&r->ctx, MF_E_NOMEM, "cannot create a %u response", status);
+    (void)MHD_add_response_header(r->resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    r->status = status;
+    r->resp_bytes = len;
+    return MF_OK;
 }
 
 int mf_httpd__reply_empty(struct mf_httpd_req *r, unsigned status)

@@ -17,10 +17,13 @@
 #include <time.h>
 
 #define MF_HTTPD_JSON_MAX (64 * 1024) /* request body cap: 413 above (docs/protocol.md) */
-#define MF_HTTPD_MAX_PARAMS 2
+#define MF_HTTPD_MAX_PARAMS 3
 
 struct mf_blob_upload;
 struct mf_director;
+struct mf_metrics;
+struct mf_ratelimit;
+struct mf_delta_worker;
 
 /* What the handlers share for the server's lifetime; read-only once serving. */
 struct mf_httpd_env {
@@ -31,6 +34,10 @@ struct mf_httpd_env {
     unsigned poll_interval_s;
     mf_log_fn log_fn;
     void *log_payload;
+    /* Shared mutable state; each synchronises itself. */
+    struct mf_metrics *metrics;
+    struct mf_ratelimit *ratelimit; /* per-device token buckets */
+    struct mf_delta_worker *deltas; /* woken when a release lands; may be NULL */
 };
 
 enum mf_httpd_auth {
@@ -61,6 +68,9 @@ struct mf_httpd_route {
     mf_httpd_handler_fn on_begin; /* STREAM only: after auth, before any body byte; may reply */
     mf_httpd_data_fn on_data;     /* STREAM only: may reply, which discards the rest */
     mf_httpd_handler_fn handle;   /* once the request is complete */
+    /* Admin routes: the token roles (enum mf_store_role bits) allowed. The router denies
+     * any other role with 403 before the handler runs. */
+    unsigned roles;
 };
 
 struct mf_httpd_req {
@@ -74,6 +84,7 @@ struct mf_httpd_req {
     const char *params[MF_HTTPD_MAX_PARAMS]; /* captures of the route pattern */
     char device_id[MF_STORE_NAME_SIZE];      /* authenticated device; "" otherwise */
     int is_admin;                            /* authenticated with an admin token */
+    int role;                                /* that token's role (enum mf_store_role) */
     int is_head;
     struct mf_dynbuf body; /* JSON body, capped at MF_HTTPD_JSON_MAX */
     int body_too_large;
@@ -96,10 +107,14 @@ int mf_httpd__reply_json(struct mf_httpd_req *r, unsigned status, cJSON *body);
 int mf_httpd__reply_error(struct mf_httpd_req *r, unsigned status, const char *fmt, ...)
     MF_PRINTF(3, 4);
 int mf_httpd__reply_empty(struct mf_httpd_req *r, unsigned status);
+/* A reply of `len` bytes copied from `p` with Content-Type `ctype`. */
+int mf_httpd__reply_bytes(struct mf_httpd_req *r, unsigned status, const void *p, size_t len,
+                          const char *ctype);
 /* Adds a header to the built reply (no-op without one). */
 void mf_httpd__reply_header(struct mf_httpd_req *r, const char *name, const char *value);
 
-/* Checks the route's auth kind; replies 401 and returns MF_E_AUTH when it fails. */
+/* Checks the route's auth kind and role; replies 401 (no or bad credential), 403 (a role
+ * the route does not allow) or 429 (device over its rate) and returns MF_E_AUTH then. */
 int mf_httpd__authenticate(struct mf_httpd_req *r);
 
 /* The static routing table (http_routes.c). */

@@ -8,6 +8,7 @@
 #include "http/http_req.h"
 
 #include "blob/blob_store.h"
+#include "http/http_metrics.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -253,8 +254,14 @@ void mf_httpd__on_completed(void *cls, struct MHD_Connection *conn, void **con_c
     (void)clock_gettime(CLOCK_MONOTONIC, &now);
     ms = (double)(now.tv_sec - r->started.tv_sec) * 1e3 +
          (double)(now.tv_nsec - r->started.tv_nsec) / 1e6;
-    MF_LOG_INFO(&r->ctx, "%s %s %u %" PRIu64 " %.1fms%s", r->method, r->url, r->status,
-                r->resp_bytes, ms, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
+    /* One structured line per request (key=value, values without spaces), for log
+     * pipelines; the URL path is safe to print: MHD rejects control characters in it. */
+    MF_LOG_INFO(
+        &r->ctx, "method=%s path=%s status=%u bytes=%" PRIu64 " ms=%.1f device=%s admin=%d%s",
+        r->method, r->url, r->status, r->resp_bytes, ms, r->device_id[0] ? r->device_id : "-",
+        r->is_admin, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=1");
+    mf_metrics__request(r->env->metrics, r->route ? (int)(r->route - mf_httpd__routes) : -1,
+                        r->status, r->resp_bytes);
     mf_blob__upload_free(r->upload); /* removes an unfinished temp blob */
     cJSON_Delete(r->json);
     mf_dynbuf__free(&r->body);

@@ -1,37 +1,65 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The routing table of docs/protocol.md. The router reads the auth kind from here and
- * checks it before a handler runs, so no handler can forget it.
+ * The routing table of docs/protocol.md (and docs/openapi.yaml, which a test checks
+ * against this table). The router reads the auth kind and the allowed roles from here and
+ * checks both before a handler runs, so no handler can forget them; test_server_auth walks
+ * this same table, so a new route cannot skip the role x credential denial test.
+ *
+ * Roles (docs/operations.md, "Tokens and roles"): ops runs the fleet (devices, groups,
+ * channels, pins, rollbacks); data publishes models and releases; admin holds trust and
+ * tokens and may do everything the others may. Reads of the registry are open to all three.
  */
 #include "http/http_req.h"
 
 #include "handlers/handlers.h"
 
+#define ALL_ROLES (MF_ROLE_OPS | MF_ROLE_DATA | MF_ROLE_ADMIN)
+#define OPS (MF_ROLE_OPS | MF_ROLE_ADMIN)
+#define DATA (MF_ROLE_DATA | MF_ROLE_ADMIN)
+#define ADMIN MF_ROLE_ADMIN
+
+#define ROUTE(m, p, a, b, h, r)                                                                    \
+    {                                                                                              \
+        .method = m, .pattern = p, .auth = MF_HTTPD_AUTH_##a, .body = MF_HTTPD_BODY_##b,           \
+        .handle = h, .roles = r                                                                    \
+    }
+#define STREAM(m, p, begin, data, end, r)                                                          \
+    {                                                                                              \
+        .method = m, .pattern = p, .auth = MF_HTTPD_AUTH_ADMIN, .body = MF_HTTPD_BODY_STREAM,      \
+        .on_begin = begin, .on_data = data, .handle = end, .roles = r                              \
+    }
+
 const struct mf_httpd_route mf_httpd__routes[] = {
-    {"GET", "/healthz", MF_HTTPD_AUTH_NONE, MF_HTTPD_BODY_NONE, NULL, NULL, mf_handlers__healthz},
-    {"POST", "/v1/enroll", MF_HTTPD_AUTH_NONE, MF_HTTPD_BODY_JSON, NULL, NULL, mf_handlers__enroll},
-    {"POST", "/v1/checkin", MF_HTTPD_AUTH_DEVICE, MF_HTTPD_BODY_JSON, NULL, NULL,
-     mf_handlers__checkin},
-    {"POST", "/v1/report", MF_HTTPD_AUTH_DEVICE, MF_HTTPD_BODY_JSON, NULL, NULL,
-     mf_handlers__report},
+    ROUTE("GET", "/healthz", NONE, NONE, mf_handlers__healthz, 0),
+    ROUTE("GET", "/metrics", ADMIN, NONE, mf_handlers__metrics, ALL_ROLES),
+    ROUTE("POST", "/v1/enroll", NONE, JSON, mf_handlers__enroll, 0),
+    ROUTE("POST", "/v1/checkin", DEVICE, JSON, mf_handlers__checkin, 0),
+    ROUTE("POST", "/v1/report", DEVICE, JSON, mf_handlers__report, 0),
     /* "{*}": anything after /v1/blobs/ reaches the handler, whose name check answers 400
      * (not 404) to a traversal attempt or a malformed name. */
-    {"GET", "/v1/blobs/{*}", MF_HTTPD_AUTH_DEVICE_OR_ADMIN, MF_HTTPD_BODY_NONE, NULL, NULL,
-     mf_handlers__blob_get},
-    {"GET", "/v1/admin/models", MF_HTTPD_AUTH_ADMIN, MF_HTTPD_BODY_NONE, NULL, NULL,
-     mf_handlers__models_list},
-    {"PUT", "/v1/admin/models/{}/versions/{}", MF_HTTPD_AUTH_ADMIN, MF_HTTPD_BODY_STREAM,
-     mf_handlers__publish_begin, mf_handlers__publish_data, mf_handlers__publish_end},
-    {"PUT", "/v1/admin/models/{}/versions/{}/release", MF_HTTPD_AUTH_ADMIN, MF_HTTPD_BODY_STREAM,
-     mf_handlers__release_begin, mf_handlers__release_data, mf_handlers__release_put},
-    {"PUT", "/v1/admin/trust/root", MF_HTTPD_AUTH_ADMIN, MF_HTTPD_BODY_JSON, NULL, NULL,
-     mf_handlers__trust_root_put},
-    {"PUT", "/v1/admin/trust/keys", MF_HTTPD_AUTH_ADMIN, MF_HTTPD_BODY_JSON, NULL, NULL,
-     mf_handlers__trust_keys_put},
-    {"GET", "/v1/admin/trust", MF_HTTPD_AUTH_ADMIN, MF_HTTPD_BODY_NONE, NULL, NULL,
-     mf_handlers__trust_get},
-    {"GET", "/v1/admin/devices", MF_HTTPD_AUTH_ADMIN, MF_HTTPD_BODY_NONE, NULL, NULL,
-     mf_handlers__devices_list},
+    ROUTE("GET", "/v1/blobs/{*}", DEVICE_OR_ADMIN, NONE, mf_handlers__blob_get, ALL_ROLES),
+    ROUTE("GET", "/v1/admin/models", ADMIN, NONE, mf_handlers__models_list, ALL_ROLES),
+    STREAM("PUT", "/v1/admin/models/{}/versions/{}", mf_handlers__publish_begin,
+           mf_handlers__publish_data, mf_handlers__publish_end, DATA),
+    STREAM("PUT", "/v1/admin/models/{}/versions/{}/release", mf_handlers__release_begin,
+           mf_handlers__release_data, mf_handlers__release_put, DATA),
+    ROUTE("PUT", "/v1/admin/trust/root", ADMIN, JSON, mf_handlers__trust_root_put, ADMIN),
+    ROUTE("PUT", "/v1/admin/trust/keys", ADMIN, JSON, mf_handlers__trust_keys_put, ADMIN),
+    ROUTE("GET", "/v1/admin/trust", ADMIN, NONE, mf_handlers__trust_get, ALL_ROLES),
+    ROUTE("GET", "/v1/admin/devices", ADMIN, NONE, mf_handlers__devices_list, OPS),
+    ROUTE("PUT", "/v1/admin/devices/{}/groups", ADMIN, JSON, mf_handlers__device_groups_put, OPS),
+    ROUTE("PUT", "/v1/admin/devices/{}/channel", ADMIN, JSON, mf_handlers__device_channel_put, OPS),
+    ROUTE("DELETE", "/v1/admin/devices/{}/credential", ADMIN, NONE, mf_handlers__device_revoke,
+          OPS),
+    ROUTE("GET", "/v1/admin/groups", ADMIN, NONE, mf_handlers__groups_list, OPS),
+    ROUTE("GET", "/v1/admin/pins", ADMIN, NONE, mf_handlers__pins_list, OPS),
+    ROUTE("PUT", "/v1/admin/pins/{}/{}/{}", ADMIN, JSON, mf_handlers__pin_put, OPS),
+    ROUTE("DELETE", "/v1/admin/pins/{}/{}/{}", ADMIN, NONE, mf_handlers__pin_delete, OPS),
+    ROUTE("PUT", "/v1/admin/rollbacks/{}", ADMIN, JSON, mf_handlers__rollback_put, OPS),
+    ROUTE("DELETE", "/v1/admin/rollbacks/{}", ADMIN, NONE, mf_handlers__rollback_delete, OPS),
+    ROUTE("GET", "/v1/admin/tokens", ADMIN, NONE, mf_handlers__tokens_list, ADMIN),
+    ROUTE("POST", "/v1/admin/tokens", ADMIN, JSON, mf_handlers__token_create, ADMIN),
+    ROUTE("DELETE", "/v1/admin/tokens/{}", ADMIN, NONE, mf_handlers__token_revoke, ADMIN),
 };
 
 const size_t mf_httpd__route_count = sizeof(mf_httpd__routes) / sizeof(mf_httpd__routes[0]);

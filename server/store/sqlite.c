@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -85,6 +86,46 @@ static const char *const store_migrations[] = {
     "  created_at INTEGER NOT NULL,"
     "  PRIMARY KEY (kind, version));"
     "ALTER TABLE devices ADD COLUMN assign_seq INTEGER NOT NULL DEFAULT 0;",
+    /* 3: the director's inputs (groups, channels, pins, fleet rollbacks), admin token roles,
+     * device revocation, background jobs claimed across nodes, precomputed deltas. Tokens
+     * made before keep full rights (role 4 = admin). */
+    "ALTER TABLE tokens ADD COLUMN role INTEGER NOT NULL DEFAULT 4;"
+    "ALTER TABLE tokens ADD COLUMN name TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE devices ADD COLUMN channel TEXT NOT NULL DEFAULT 'stable';"
+    "ALTER TABLE devices ADD COLUMN revoked INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE device_groups ("
+    "  device_id INTEGER NOT NULL REFERENCES devices(id),"
+    "  grp TEXT NOT NULL,"
+    "  PRIMARY KEY (device_id, grp));"
+    "CREATE INDEX device_groups_by_group ON device_groups(grp);"
+    "CREATE TABLE pins ("
+    "  scope INTEGER NOT NULL CHECK (scope BETWEEN 1 AND 4),"
+    "  target TEXT NOT NULL,"
+    "  model TEXT NOT NULL,"
+    "  version TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (scope, target, model));"
+    "CREATE TABLE jobs ("
+    "  id INTEGER PRIMARY KEY,"
+    "  kind TEXT NOT NULL,"
+    "  arg TEXT NOT NULL,"
+    "  state TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued','running','done','failed')),"
+    "  owner TEXT NOT NULL DEFAULT '',"
+    "  lease_until INTEGER NOT NULL DEFAULT 0,"
+    "  attempts INTEGER NOT NULL DEFAULT 0,"
+    "  error TEXT NOT NULL DEFAULT '',"
+    "  created_at INTEGER NOT NULL);"
+    "CREATE UNIQUE INDEX jobs_pending ON jobs(kind, arg) WHERE state IN ('queued','running');"
+    "CREATE TABLE deltas ("
+    "  model TEXT NOT NULL,"
+    "  from_sha256 TEXT NOT NULL CHECK (length(from_sha256) = 64),"
+    "  to_sha256 TEXT NOT NULL CHECK (length(to_sha256) = 64),"
+    "  delta_sha256 TEXT NOT NULL CHECK (length(delta_sha256) = 64),"
+    "  size INTEGER NOT NULL,"
+    "  format TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (from_sha256, to_sha256));"
+    "CREATE INDEX device_models_by_model ON device_models(model, sha256);",
 };
 
 #define STORE_SCHEMA_LATEST ((int)(sizeof(store_migrations) / sizeof(store_migrations[0])))
@@ -214,7 +255,7 @@ static int read_schema_version(int *out, struct sqlite_store *s, struct mf_ctx *
     return err;
 }
 
-static int migrate_locked(int *applied_out, struct sqlite_store *s, struct mf_ctx *ctx)
+static int migrate_locked(int *applied_out, struct sqlite_store *s, struct mf_ctx *ctx, int target)
 {
     sqlite3_stmt *st = NULL;
     int cur = 0, err;
@@ -234,7 +275,7 @@ static int migrate_locked(int *applied_out, struct sqlite_store *s, struct mf_ct
                      "INSERT INTO schema_version(version, applied_at) VALUES(?, strftime('%s'))");
     if (err < 0)
         return err;
-    for (int v = cur + 1; v <= STORE_SCHEMA_LATEST; v++) {
+    for (int v = cur + 1; v <= target; v++) {
         err = db_exec(s, ctx, store_migrations[v - 1]);
         if (err < 0)
             break;
@@ -249,17 +290,21 @@ static int migrate_locked(int *applied_out, struct sqlite_store *s, struct mf_ct
     return err;
 }
 
-static int sqlite_migrate(int *applied_out, struct mf_store *base, struct mf_ctx *ctx)
+int mf_store__sqlite_migrate_to(int *applied_out, struct mf_store *base, struct mf_ctx *ctx,
+                                int target)
 {
     struct sqlite_store *s = to_sqlite(base);
     int err;
 
     *applied_out = 0;
+    if (target < 0 || target > STORE_SCHEMA_LATEST)
+        return mf_fail(ctx, MF_E_INVALID, "no schema version %d (latest %d)", target,
+                       STORE_SCHEMA_LATEST);
     store_lock(s);
     /* IMMEDIATE: two servers starting on one file cannot both apply migration N. */
     err = db_exec(s, ctx, "BEGIN IMMEDIATE");
     if (err == MF_OK) {
-        err = migrate_locked(applied_out, s, ctx);
+        err = migrate_locked(applied_out, s, ctx, target);
         if (err == MF_OK)
             err = db_exec(s, ctx, "COMMIT");
         if (err < 0) {
@@ -269,6 +314,11 @@ static int sqlite_migrate(int *applied_out, struct mf_store *base, struct mf_ctx
     }
     store_unlock(s);
     return err;
+}
+
+static int sqlite_migrate(int *applied_out, struct mf_store *base, struct mf_ctx *ctx)
+{
+    return mf_store__sqlite_migrate_to(applied_out, base, ctx, STORE_SCHEMA_LATEST);
 }
 
 static int sqlite_schema_version(int *version_out, struct mf_store *base, struct mf_ctx *ctx)
@@ -366,7 +416,7 @@ static int sqlite_device_enroll(struct mf_store *base, struct mf_ctx *ctx, const
                      "INSERT INTO devices(device_id, credential_hash, enrolled_at)"
                      " VALUES(?, ?, ?) ON CONFLICT(device_id) DO UPDATE SET"
                      " credential_hash = excluded.credential_hash,"
-                     " enrolled_at = excluded.enrolled_at");
+                     " enrolled_at = excluded.enrolled_at, revoked = 0");
     if (err == MF_OK) {
         sqlite3_bind_text(st, 1, device_id, -1, SQLITE_STATIC);
         sqlite3_bind_blob(st, 2, cred_hash, MF_SHA256_LEN, SQLITE_STATIC);
@@ -894,6 +944,8 @@ static int visit_device(sqlite3_stmt *st, void *row, any_fn fn, void *payload)
     col_text(d->device_id, sizeof(d->device_id), st, 0);
     d->enrolled_at = sqlite3_column_int64(st, 1);
     d->last_seen = sqlite3_column_int64(st, 2);
+    col_text(d->channel, sizeof(d->channel), st, 3);
+    d->revoked = sqlite3_column_int(st, 4);
     return ((mf_store_device_fn)fn)(payload, d);
 }
 
@@ -928,7 +980,8 @@ static int sqlite_devices_list(struct mf_store *base, struct mf_ctx *ctx, mf_sto
     struct mf_store_device row;
 
     return walk_rows(base, ctx,
-                     "SELECT device_id, enrolled_at, last_seen FROM devices ORDER BY device_id",
+                     "SELECT device_id, enrolled_at, last_seen, channel, revoked FROM devices"
+                     " ORDER BY device_id",
                      &row, visit_device, (any_fn)fn, payload);
 }
 
@@ -942,6 +995,547 @@ static int sqlite_statuses_list(struct mf_store *base, struct mf_ctx *ctx, mf_st
                      " s.reported_at FROM device_models s JOIN devices d ON d.id = s.device_id"
                      " ORDER BY d.device_id, s.model",
                      &row, visit_status, (any_fn)fn, payload);
+}
+
+/* ---- Migration 3 ops: director inputs, roles, jobs, deltas (semantics in store.h) ---- */
+
+/*
+ * Binds parameters from `types` ('t' text, 'i' int64, 'h' 32-byte hash) in order, steps a
+ * statement that returns no rows and reports how many rows it changed. The caller holds
+ * the lock. Most ops below are one statement; this keeps each of them to its SQL.
+ */
+static int run_locked(int *changes_out, struct sqlite_store *s, struct mf_ctx *ctx, const char *sql,
+                      const char *types, va_list ap)
+{
+    sqlite3_stmt *st = NULL;
+    int err = db_prepare(&st, s, ctx, sql);
+
+    for (int i = 0; err == MF_OK && types[i]; i++) {
+        if (types[i] == 't')
+            sqlite3_bind_text(st, i + 1, va_arg(ap, const char *), -1, SQLITE_TRANSIENT);
+        else if (types[i] == 'i')
+            sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+        else
+            sqlite3_bind_blob(st, i + 1, va_arg(ap, const uint8_t *), MF_SHA256_LEN,
+                              SQLITE_TRANSIENT);
+    }
+    if (err == MF_OK)
+        err = db_step_done(st, s, ctx);
+    if (err == MF_OK && changes_out)
+        *changes_out = sqlite3_changes(s->db);
+    sqlite3_finalize(st);
+    return err;
+}
+
+/* run_locked() under the lock, as one implicit transaction. */
+static int run1(int *changes_out, struct mf_store *base, struct mf_ctx *ctx, const char *sql,
+                const char *types, ...)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    va_list ap;
+    int err;
+
+    va_start(ap, types);
+    store_lock(s);
+    err = run_locked(changes_out, s, ctx, sql, types, ap);
+    store_unlock(s);
+    va_end(ap);
+    return err;
+}
+
+static int run_tx(int *changes_out, struct sqlite_store *s, struct mf_ctx *ctx, const char *sql,
+                  const char *types, ...)
+{
+    va_list ap;
+    int err;
+
+    va_start(ap, types);
+    err = run_locked(changes_out, s, ctx, sql, types, ap);
+    va_end(ap);
+    return err;
+}
+
+static int device_exists_locked(struct sqlite_store *s, struct mf_ctx *ctx, const char *device_id)
+{
+    sqlite3_stmt *st = NULL;
+    int err = db_prepare(&st, s, ctx, "SELECT 1 FROM devices WHERE device_id = ?");
+    int rc;
+
+    if (err < 0)
+        return err;
+    sqlite3_bind_text(st, 1, device_id, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE)
+        err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
+    else if (rc != SQLITE_ROW)
+        err = db_fail(ctx, s, "device lookup");
+    sqlite3_finalize(st);
+    return err;
+}
+
+static int groups_set_locked(struct sqlite_store *s, struct mf_ctx *ctx, const char *device_id,
+                             const char *const *groups, size_t n)
+{
+    int err = device_exists_locked(s, ctx, device_id);
+
+    if (err == MF_OK)
+        err = run_tx(NULL, s, ctx,
+                     "DELETE FROM device_groups WHERE device_id ="
+                     " (SELECT id FROM devices WHERE device_id = ?)",
+                     "t", device_id);
+    for (size_t i = 0; err == MF_OK && i < n; i++)
+        err = run_tx(NULL, s, ctx,
+                     "INSERT INTO device_groups(device_id, grp) SELECT id, ? FROM devices"
+                     " WHERE device_id = ? ON CONFLICT DO NOTHING",
+                     "tt", groups[i], device_id);
+    return err;
+}
+
+static int sqlite_device_groups_set(struct mf_store *base, struct mf_ctx *ctx,
+                                    const char *device_id, const char *const *groups, size_t n)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    int err;
+
+    IN_TRANSACTION(s, ctx, groups_set_locked(s, ctx, device_id, groups, n));
+    return err;
+}
+
+/* A one-row UPDATE of a device: MF_E_NOTFOUND when no device has `device_id`. */
+static int device_update(struct mf_store *base, struct mf_ctx *ctx, const char *sql,
+                         const char *device_id, const char *value)
+{
+    int changes = 0;
+    int err = value ? run1(&changes, base, ctx, sql, "tt", value, device_id)
+                    : run1(&changes, base, ctx, sql, "t", device_id);
+
+    if (err == MF_OK && changes == 0)
+        err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
+    return err;
+}
+
+static int sqlite_device_channel_set(struct mf_store *base, struct mf_ctx *ctx,
+                                     const char *device_id, const char *channel)
+{
+    return device_update(base, ctx, "UPDATE devices SET channel = ? WHERE device_id = ?", device_id,
+                         channel);
+}
+
+static int sqlite_device_revoke(struct mf_store *base, struct mf_ctx *ctx, const char *device_id)
+{
+    /* Dropping the hash is what revokes: auth looks devices up by it. */
+    return device_update(base, ctx,
+                         "UPDATE devices SET credential_hash = NULL, revoked = 1"
+                         " WHERE device_id = ?",
+                         device_id, NULL);
+}
+
+struct pair_row {
+    char a[MF_STORE_NAME_SIZE];
+    char b[MF_STORE_NAME_SIZE];
+};
+
+static int visit_pair(sqlite3_stmt *st, void *row, any_fn fn, void *payload)
+{
+    struct pair_row *p = row;
+
+    col_text(p->a, sizeof(p->a), st, 0);
+    col_text(p->b, sizeof(p->b), st, 1);
+    return ((mf_store_pair_fn)fn)(payload, p->a, p->b);
+}
+
+static int sqlite_groups_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_pair_fn fn,
+                              void *payload)
+{
+    struct pair_row row;
+
+    return walk_rows(base, ctx,
+                     "SELECT d.device_id, g.grp FROM device_groups g JOIN devices d"
+                     " ON d.id = g.device_id ORDER BY g.grp, d.device_id",
+                     &row, visit_pair, (any_fn)fn, payload);
+}
+
+static int sqlite_pin_set(struct mf_store *base, struct mf_ctx *ctx, const struct mf_store_pin *p)
+{
+    return run1(NULL, base, ctx,
+                "INSERT INTO pins(scope, target, model, version, created_at)"
+                " VALUES(?, ?, ?, ?, ?) ON CONFLICT(scope, target, model) DO UPDATE SET"
+                " version = excluded.version, created_at = excluded.created_at",
+                "itttii", (int64_t)p->scope, p->target, p->model, p->version, p->created_at);
+}
+
+static int sqlite_pin_clear(struct mf_store *base, struct mf_ctx *ctx, int scope,
+                            const char *target, const char *model)
+{
+    int changes = 0;
+    int err =
+        run1(&changes, base, ctx, "DELETE FROM pins WHERE scope = ? AND target = ? AND model = ?",
+             "itt", (int64_t)scope, target, model);
+
+    if (err == MF_OK && changes == 0)
+        err = mf_fail(ctx, MF_E_NOTFOUND, "no directive for model '%s' on '%s'", model, target);
+    return err;
+}
+
+static int visit_pin(sqlite3_stmt *st, void *row, any_fn fn, void *payload)
+{
+    struct mf_store_pin *p = row;
+
+    p->scope = sqlite3_column_int(st, 0);
+    col_text(p->target, sizeof(p->target), st, 1);
+    col_text(p->model, sizeof(p->model), st, 2);
+    col_text(p->version, sizeof(p->version), st, 3);
+    p->created_at = sqlite3_column_int64(st, 4);
+    return ((mf_store_pin_fn)fn)(payload, p);
+}
+
+static int sqlite_pins_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_pin_fn fn,
+                            void *payload)
+{
+    struct mf_store_pin row;
+
+    return walk_rows(base, ctx,
+                     "SELECT scope, target, model, version, created_at FROM pins"
+                     " ORDER BY scope, target, model",
+                     &row, visit_pin, (any_fn)fn, payload);
+}
+
+static int sqlite_directives_get(struct mf_store_directives *out, struct mf_store *base,
+                                 struct mf_ctx *ctx, const char *device_id, const char *model)
+{
+    /* One statement: a check-in reads this on every model, so it is one round trip on
+     * every backend. Scopes: 1 device, 2 group, 3 channel, 4 fleet. */
+    static const char sql[] =
+        "SELECT d.channel,"
+        " (SELECT version FROM pins WHERE scope = 1 AND target = d.device_id AND model = ?2),"
+        " (SELECT p.target || '/' || p.version FROM pins p JOIN device_groups g"
+        "   ON g.grp = p.target AND g.device_id = d.id WHERE p.scope = 2 AND p.model = ?2"
+        "   ORDER BY p.target LIMIT 1),"
+        " (SELECT version FROM pins WHERE scope = 3 AND target = d.channel AND model = ?2),"
+        " (SELECT version FROM pins WHERE scope = 4 AND target = '*' AND model = ?2)"
+        " FROM devices d WHERE d.device_id = ?1";
+    struct sqlite_store *s = to_sqlite(base);
+    sqlite3_stmt *st = NULL;
+    char grp[2 * MF_STORE_NAME_SIZE];
+    int err, rc;
+
+    memset(out, 0, sizeof(*out));
+    store_lock(s);
+    err = db_prepare(&st, s, ctx, sql);
+    if (err == MF_OK) {
+        sqlite3_bind_text(st, 1, device_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, model, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            col_text(out->channel, sizeof(out->channel), st, 0);
+            col_text(out->device_pin, sizeof(out->device_pin), st, 1);
+            col_text(grp, sizeof(grp), st, 2);
+            col_text(out->channel_version, sizeof(out->channel_version), st, 3);
+            col_text(out->fleet_rollback, sizeof(out->fleet_rollback), st, 4);
+        } else if (rc == SQLITE_DONE) {
+            err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
+        } else {
+            err = db_fail(ctx, s, "reading directives");
+        }
+    }
+    sqlite3_finalize(st);
+    store_unlock(s);
+    if (err == MF_OK && grp[0]) {
+        /* Names never contain '/', so the first one splits group from version. */
+        const char *slash = strchr(grp, '/');
+
+        if (slash) {
+            (void)snprintf(out->group, sizeof(out->group), "%.*s", (int)(slash - grp), grp);
+            (void)snprintf(out->group_pin, sizeof(out->group_pin), "%s", slash + 1);
+        }
+    }
+    return err;
+}
+
+static int sqlite_admin_token_insert(struct mf_store *base, struct mf_ctx *ctx,
+                                     const uint8_t hash[MF_SHA256_LEN], int role, const char *name,
+                                     int64_t now)
+{
+    return run1(NULL, base, ctx,
+                "INSERT INTO tokens(hash, kind, created_at, role, name) VALUES(?, 0, ?, ?, ?)",
+                "hiit", hash, now, (int64_t)role, name);
+}
+
+static int sqlite_admin_token_auth(int *role_out, struct mf_store *base, struct mf_ctx *ctx,
+                                   const uint8_t hash[MF_SHA256_LEN])
+{
+    struct sqlite_store *s = to_sqlite(base);
+    sqlite3_stmt *st = NULL;
+    int err, rc;
+
+    *role_out = 0;
+    store_lock(s);
+    err = db_prepare(&st, s, ctx,
+                     "SELECT hash, role FROM tokens WHERE hash = ? AND kind = 0 AND revoked = 0");
+    if (err == MF_OK) {
+        sqlite3_bind_blob(st, 1, hash, MF_SHA256_LEN, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW && sqlite3_column_bytes(st, 0) == MF_SHA256_LEN &&
+            mf_ct_memeq(sqlite3_column_blob(st, 0), hash, MF_SHA256_LEN))
+            *role_out = sqlite3_column_int(st, 1);
+        else if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+            err = mf_fail(ctx, MF_E_AUTH, "unknown or revoked token");
+        else
+            err = db_fail(ctx, s, "token lookup");
+    }
+    sqlite3_finalize(st);
+    store_unlock(s);
+    return err;
+}
+
+static int sqlite_admin_token_revoke(struct mf_store *base, struct mf_ctx *ctx, const char *id)
+{
+    int changes = 0;
+    int err = run1(&changes, base, ctx,
+                   "UPDATE tokens SET revoked = 1 WHERE kind = 0 AND revoked = 0"
+                   " AND lower(hex(substr(hash, 1, 8))) = lower(?)",
+                   "t", id);
+
+    if (err == MF_OK && changes == 0)
+        err = mf_fail(ctx, MF_E_NOTFOUND, "no active admin token with id '%s'", id);
+    return err;
+}
+
+static int visit_token(sqlite3_stmt *st, void *row, any_fn fn, void *payload)
+{
+    struct mf_store_token *t = row;
+
+    col_text(t->id, sizeof(t->id), st, 0);
+    col_text(t->name, sizeof(t->name), st, 1);
+    t->role = sqlite3_column_int(st, 2);
+    t->created_at = sqlite3_column_int64(st, 3);
+    t->revoked = sqlite3_column_int(st, 4);
+    return ((mf_store_token_fn)fn)(payload, t);
+}
+
+static int sqlite_admin_tokens_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_token_fn fn,
+                                    void *payload)
+{
+    struct mf_store_token row;
+
+    return walk_rows(base, ctx,
+                     "SELECT lower(hex(substr(hash, 1, 8))), name, role, created_at, revoked"
+                     " FROM tokens WHERE kind = 0 ORDER BY created_at, rowid",
+                     &row, visit_token, (any_fn)fn, payload);
+}
+
+static int sqlite_job_enqueue(struct mf_store *base, struct mf_ctx *ctx, const char *kind,
+                              const char *arg, int64_t now)
+{
+    return run1(NULL, base, ctx,
+                "INSERT INTO jobs(kind, arg, created_at) VALUES(?, ?, ?)"
+                " ON CONFLICT(kind, arg) WHERE state IN ('queued','running') DO NOTHING",
+                "tti", kind, arg, now);
+}
+
+static int claim_locked(struct mf_store_job *out, struct sqlite_store *s, struct mf_ctx *ctx,
+                        const char *owner, int64_t now, int64_t lease_s)
+{
+    sqlite3_stmt *st = NULL;
+    int err, rc;
+
+    /* Jobs whose lease ran out with no attempts left stop here instead of looping. */
+    err = run_tx(NULL, s, ctx,
+                 "UPDATE jobs SET state = 'failed', error = 'attempts exhausted'"
+                 " WHERE state = 'running' AND lease_until <= ? AND attempts >= ?",
+                 "ii", now, (int64_t)MF_STORE_JOB_MAX_ATTEMPTS);
+    if (err < 0)
+        return err;
+    err = db_prepare(&st, s, ctx,
+                     "UPDATE jobs SET state = 'running', owner = ?1, lease_until = ?2 + ?3,"
+                     " attempts = attempts + 1 WHERE id = (SELECT id FROM jobs"
+                     " WHERE state = 'queued' OR (state = 'running' AND lease_until <= ?2)"
+                     " ORDER BY id LIMIT 1) RETURNING id, kind, arg, attempts");
+    if (err < 0)
+        return err;
+    sqlite3_bind_text(st, 1, owner, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, now);
+    sqlite3_bind_int64(st, 3, lease_s);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        out->id = sqlite3_column_int64(st, 0);
+        col_text(out->kind, sizeof(out->kind), st, 1);
+        col_text(out->arg, sizeof(out->arg), st, 2);
+        out->attempts = sqlite3_column_int(st, 3);
+    } else if (rc == SQLITE_DONE) {
+        err = mf_fail(ctx, MF_E_NOTFOUND, "no job to claim");
+    } else {
+        err = db_fail(ctx, s, "claiming a job");
+    }
+    sqlite3_finalize(st);
+    return err;
+}
+
+static int sqlite_job_claim(struct mf_store_job *out, struct mf_store *base, struct mf_ctx *ctx,
+                            const char *owner, int64_t now, int64_t lease_s)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    int err;
+
+    memset(out, 0, sizeof(*out));
+    /* BEGIN IMMEDIATE takes the write lock first, so two processes on one file cannot
+     * both read the same queued row before either updates it. */
+    IN_TRANSACTION(s, ctx, claim_locked(out, s, ctx, owner, now, lease_s));
+    return err;
+}
+
+/* Ends a claimed job: `sql` updates it only while `owner` still holds it. */
+static int job_end(struct mf_store *base, struct mf_ctx *ctx, const char *sql, int64_t id,
+                   const char *owner, const char *error)
+{
+    int changes = 0;
+    int err = error ? run1(&changes, base, ctx, sql, "tit", error, id, owner)
+                    : run1(&changes, base, ctx, sql, "it", id, owner);
+
+    if (err == MF_OK && changes == 0)
+        err = mf_fail(ctx, MF_E_STATE, "job %lld is not held by '%s'", (long long)id, owner);
+    return err;
+}
+
+static int sqlite_job_complete(struct mf_store *base, struct mf_ctx *ctx, int64_t id,
+                               const char *owner)
+{
+    return job_end(base, ctx,
+                   "UPDATE jobs SET state = 'done', lease_until = 0 WHERE id = ? AND owner = ?"
+                   " AND state = 'running'",
+                   id, owner, NULL);
+}
+
+static int sqlite_job_fail(struct mf_store *base, struct mf_ctx *ctx, int64_t id, const char *owner,
+                           const char *error)
+{
+    return job_end(base, ctx,
+                   "UPDATE jobs SET error = ?1, lease_until = 0, state = CASE WHEN attempts >= "
+                   "3 THEN 'failed' ELSE 'queued' END" /* 3: MF_STORE_JOB_MAX_ATTEMPTS */
+                   " WHERE id = ?2 AND owner = ?3 AND state = 'running'",
+                   id, owner, error);
+}
+
+static int sqlite_job_counts(int64_t *queued_out, int64_t *running_out, struct mf_store *base,
+                             struct mf_ctx *ctx, int64_t now)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    sqlite3_stmt *st = NULL;
+    int err;
+
+    *queued_out = *running_out = 0;
+    store_lock(s);
+    err = db_prepare(&st, s, ctx,
+                     "SELECT coalesce(sum(state = 'queued' OR (state = 'running' AND"
+                     " lease_until <= ?1)), 0), coalesce(sum(state = 'running' AND"
+                     " lease_until > ?1), 0) FROM jobs");
+    if (err == MF_OK) {
+        sqlite3_bind_int64(st, 1, now);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            *queued_out = sqlite3_column_int64(st, 0);
+            *running_out = sqlite3_column_int64(st, 1);
+        } else {
+            err = db_fail(ctx, s, "counting jobs");
+        }
+    }
+    sqlite3_finalize(st);
+    store_unlock(s);
+    return err;
+}
+
+static int sqlite_delta_insert(struct mf_store *base, struct mf_ctx *ctx,
+                               const struct mf_store_delta *d)
+{
+    return run1(NULL, base, ctx,
+                "INSERT INTO deltas(model, from_sha256, to_sha256, delta_sha256, size, format,"
+                " created_at) VALUES(?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(from_sha256, to_sha256) DO NOTHING",
+                "ttttiti", d->model, d->from_sha256, d->to_sha256, d->delta_sha256,
+                (int64_t)d->size, d->format, d->created_at);
+}
+
+static int sqlite_delta_find(struct mf_store_delta *out, struct mf_store *base, struct mf_ctx *ctx,
+                             const char *from_sha256, const char *to_sha256)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    sqlite3_stmt *st = NULL;
+    int err, rc;
+
+    memset(out, 0, sizeof(*out));
+    store_lock(s);
+    err = db_prepare(&st, s, ctx,
+                     "SELECT model, from_sha256, to_sha256, delta_sha256, size, format, created_at"
+                     " FROM deltas WHERE from_sha256 = ? AND to_sha256 = ?");
+    if (err == MF_OK) {
+        sqlite3_bind_text(st, 1, from_sha256, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, to_sha256, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            col_text(out->model, sizeof(out->model), st, 0);
+            col_text(out->from_sha256, sizeof(out->from_sha256), st, 1);
+            col_text(out->to_sha256, sizeof(out->to_sha256), st, 2);
+            col_text(out->delta_sha256, sizeof(out->delta_sha256), st, 3);
+            out->size = (uint64_t)sqlite3_column_int64(st, 4);
+            col_text(out->format, sizeof(out->format), st, 5);
+            out->created_at = sqlite3_column_int64(st, 6);
+        } else if (rc == SQLITE_DONE) {
+            err = mf_fail(ctx, MF_E_NOTFOUND, "no delta");
+        } else {
+            err = db_fail(ctx, s, "delta lookup");
+        }
+    }
+    sqlite3_finalize(st);
+    store_unlock(s);
+    return err;
+}
+
+static int sqlite_delta_count(int64_t *count_out, struct mf_store *base, struct mf_ctx *ctx)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    sqlite3_stmt *st = NULL;
+    int err;
+
+    *count_out = 0;
+    store_lock(s);
+    err = db_prepare(&st, s, ctx, "SELECT count(*) FROM deltas");
+    if (err == MF_OK && sqlite3_step(st) == SQLITE_ROW)
+        *count_out = sqlite3_column_int64(st, 0);
+    else if (err == MF_OK)
+        err = db_fail(ctx, s, "counting deltas");
+    sqlite3_finalize(st);
+    store_unlock(s);
+    return err;
+}
+
+static int sqlite_fleet_sha256s(struct mf_store *base, struct mf_ctx *ctx, const char *model,
+                                mf_store_pair_fn fn, void *payload)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    sqlite3_stmt *st = NULL;
+    int err;
+
+    store_lock(s);
+    err = db_prepare(&st, s, ctx,
+                     "SELECT DISTINCT sha256 FROM device_models WHERE model = ?"
+                     " AND status = 'installed' ORDER BY sha256");
+    if (err == MF_OK)
+        sqlite3_bind_text(st, 1, model, -1, SQLITE_STATIC);
+    while (err == MF_OK) {
+        int rc = sqlite3_step(st);
+        char sha[MF_SHA256_HEX_LEN + 1];
+
+        if (rc == SQLITE_DONE)
+            break;
+        if (rc != SQLITE_ROW) {
+            err = db_fail(ctx, s, "listing fleet versions");
+            break;
+        }
+        col_text(sha, sizeof(sha), st, 0);
+        err = fn(payload, "", sha);
+    }
+    sqlite3_finalize(st);
+    store_unlock(s);
+    return err;
 }
 
 const struct mf_store_ops mf_store__sqlite_ops = {
@@ -970,4 +1564,25 @@ const struct mf_store_ops mf_store__sqlite_ops = {
     .versions_list = sqlite_versions_list,
     .devices_list = sqlite_devices_list,
     .statuses_list = sqlite_statuses_list,
+    .device_groups_set = sqlite_device_groups_set,
+    .device_channel_set = sqlite_device_channel_set,
+    .groups_list = sqlite_groups_list,
+    .device_revoke = sqlite_device_revoke,
+    .pin_set = sqlite_pin_set,
+    .pin_clear = sqlite_pin_clear,
+    .pins_list = sqlite_pins_list,
+    .directives_get = sqlite_directives_get,
+    .admin_token_insert = sqlite_admin_token_insert,
+    .admin_token_auth = sqlite_admin_token_auth,
+    .admin_token_revoke = sqlite_admin_token_revoke,
+    .admin_tokens_list = sqlite_admin_tokens_list,
+    .job_enqueue = sqlite_job_enqueue,
+    .job_claim = sqlite_job_claim,
+    .job_complete = sqlite_job_complete,
+    .job_fail = sqlite_job_fail,
+    .job_counts = sqlite_job_counts,
+    .delta_insert = sqlite_delta_insert,
+    .delta_find = sqlite_delta_find,
+    .delta_count = sqlite_delta_count,
+    .fleet_sha256s = sqlite_fleet_sha256s,
 };

@@ -45,6 +45,78 @@ struct mf_store_device {
     char device_id[MF_STORE_NAME_SIZE];
     int64_t enrolled_at;
     int64_t last_seen; /* 0: never checked in */
+    /* Appended with migration 3 (filled by devices_list). */
+    char channel[MF_STORE_NAME_SIZE]; /* "stable" unless ops set another */
+    int revoked;                      /* credential revoked by ops (device_revoke) */
+};
+
+/*
+ * Directives ops give the director (docs/operations.md, "Director"). One row per
+ * (scope, target, model): the version `model` is held at for that target.
+ *   DEVICE  target = device id         GROUP   target = group name
+ *   CHANNEL target = channel name (the channel's default for the model; absent: the
+ *           release with the highest sequence)
+ *   FLEET   target = "*" (an active fleet rollback of the model)
+ */
+enum mf_store_pin_scope {
+    MF_STORE_PIN_DEVICE = 1,
+    MF_STORE_PIN_GROUP = 2,
+    MF_STORE_PIN_CHANNEL = 3,
+    MF_STORE_PIN_FLEET = 4
+};
+
+struct mf_store_pin {
+    int scope; /* enum mf_store_pin_scope */
+    char target[MF_STORE_NAME_SIZE];
+    char model[MF_STORE_NAME_SIZE];
+    char version[MF_STORE_NAME_SIZE];
+    int64_t created_at;
+};
+
+/* Everything the store knows that bears on one device's target for one model; each
+ * version is "" when there is no such directive. */
+struct mf_store_directives {
+    char device_pin[MF_STORE_NAME_SIZE];
+    char group[MF_STORE_NAME_SIZE]; /* the group whose pin applies (first by name) */
+    char group_pin[MF_STORE_NAME_SIZE];
+    char fleet_rollback[MF_STORE_NAME_SIZE];
+    char channel[MF_STORE_NAME_SIZE]; /* the device's channel */
+    char channel_version[MF_STORE_NAME_SIZE];
+};
+
+/* Admin token roles (docs/operations.md, "Tokens and roles"); a bit set in the router. */
+enum mf_store_role { MF_ROLE_OPS = 1, MF_ROLE_DATA = 2, MF_ROLE_ADMIN = 4 };
+
+#define MF_STORE_TOKEN_ID_LEN 16 /* hex of the first 8 bytes of the token's SHA-256 */
+
+struct mf_store_token {
+    char id[MF_STORE_TOKEN_ID_LEN + 1];
+    char name[MF_STORE_NAME_SIZE];
+    int role; /* enum mf_store_role */
+    int64_t created_at;
+    int revoked;
+};
+
+/* Background work claimed across nodes (jobs table). */
+#define MF_STORE_JOB_ARG_MAX 160
+#define MF_STORE_JOB_MAX_ATTEMPTS 3
+
+struct mf_store_job {
+    int64_t id;
+    char kind[32]; /* "delta": arg is "<model>/<version>" of a new release */
+    char arg[MF_STORE_JOB_ARG_MAX + 1];
+    int attempts; /* including the current claim */
+};
+
+/* A precomputed delta blob (docs/formats/delta.md) from one blob to another. */
+struct mf_store_delta {
+    char model[MF_STORE_NAME_SIZE];
+    char from_sha256[MF_SHA256_HEX_LEN + 1];
+    char to_sha256[MF_SHA256_HEX_LEN + 1];
+    char delta_sha256[MF_SHA256_HEX_LEN + 1];
+    uint64_t size;
+    char format[16]; /* "mfdelta" or "bsdiff40" */
+    int64_t created_at;
 };
 
 /* What a device last reported for one model (the event log keeps every report). */
@@ -63,6 +135,10 @@ typedef int (*mf_store_version_fn)(void *payload, const struct mf_store_version 
 typedef int (*mf_store_device_fn)(void *payload, const struct mf_store_device *d);
 typedef int (*mf_store_status_fn)(void *payload, const struct mf_store_status *st);
 typedef int (*mf_store_envelope_fn)(void *payload, uint64_t version, const void *env, size_t len);
+typedef int (*mf_store_pin_fn)(void *payload, const struct mf_store_pin *p);
+typedef int (*mf_store_token_fn)(void *payload, const struct mf_store_token *t);
+/* A (device id, group) membership, or a distinct sha256 in fleet_sha256s (device_id ""). */
+typedef int (*mf_store_pair_fn)(void *payload, const char *a, const char *b);
 
 struct mf_store;
 
@@ -138,6 +214,77 @@ struct mf_store_ops {
                         void *payload);
     int (*statuses_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_status_fn fn,
                          void *payload);
+
+    /* ---- Appended with schema migration 3 (director, roles, jobs, deltas). Every backend
+     * implements each of these with the semantics stated here. ---- */
+
+    /* Replaces the device's groups with `groups` (n names, each valid, n <= 32; 0 clears
+     * them). MF_E_NOTFOUND for an unknown device. Atomic. */
+    int (*device_groups_set)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                             const char *const *groups, size_t n);
+    /* Sets the device's channel. MF_E_NOTFOUND for an unknown device. */
+    int (*device_channel_set)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                              const char *channel);
+    /* Every (device id, group) membership, by group then device id. */
+    int (*groups_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_pair_fn fn, void *payload);
+    /* Revokes the device's credential (auth answers MF_E_AUTH until it re-enrolls).
+     * MF_E_NOTFOUND for an unknown device. */
+    int (*device_revoke)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id);
+
+    /* Creates or replaces the directive (scope, target, model) -> version. The version is
+     * not checked against the registry here (the handler does). */
+    int (*pin_set)(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_pin *p);
+    /* Removes it: MF_E_NOTFOUND when there is none. */
+    int (*pin_clear)(struct mf_store *s, struct mf_ctx *ctx, int scope, const char *target,
+                     const char *model);
+    /* Every directive, by scope, target, model. */
+    int (*pins_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_pin_fn fn, void *payload);
+    /* The directives that bear on (device, model) in one read: the device's pin, the pin of
+     * its first group (by name) that has one, the fleet rollback, the device's channel and
+     * that channel's version. MF_E_NOTFOUND for an unknown device. */
+    int (*directives_get)(struct mf_store_directives *out, struct mf_store *s, struct mf_ctx *ctx,
+                          const char *device_id, const char *model);
+
+    /* Admin tokens with a role. insert: MF_E_STATE for a duplicate hash. auth: the role of
+     * an unrevoked admin token (constant-time hash compare), MF_E_AUTH otherwise. Tokens
+     * made before migration 3 have the role admin. revoke: by id (hex of the hash's first 8
+     * bytes); MF_E_NOTFOUND when no unrevoked token has it. list: oldest first. */
+    int (*admin_token_insert)(struct mf_store *s, struct mf_ctx *ctx,
+                              const uint8_t hash[MF_SHA256_LEN], int role, const char *name,
+                              int64_t now);
+    int (*admin_token_auth)(int *role_out, struct mf_store *s, struct mf_ctx *ctx,
+                            const uint8_t hash[MF_SHA256_LEN]);
+    int (*admin_token_revoke)(struct mf_store *s, struct mf_ctx *ctx, const char *id);
+    int (*admin_tokens_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_token_fn fn,
+                             void *payload);
+
+    /* Jobs run once across every node sharing the store. enqueue: idempotent on
+     * (kind, arg) while the job is not done. claim: atomically takes the oldest job that is
+     * queued or whose lease ran out (now >= lease end), sets its lease to now + lease_s
+     * under `owner` and counts the attempt; MF_E_NOTFOUND when there is none. A job whose
+     * attempts reached MF_STORE_JOB_MAX_ATTEMPTS fails instead of being claimed again.
+     * complete / fail: only by the current owner (MF_E_STATE otherwise, e.g. the lease
+     * was lost); fail re-queues the job until its attempts run out, then marks it failed
+     * with `error`. counts: queued (incl. expired leases) and running jobs. */
+    int (*job_enqueue)(struct mf_store *s, struct mf_ctx *ctx, const char *kind, const char *arg,
+                       int64_t now);
+    int (*job_claim)(struct mf_store_job *out, struct mf_store *s, struct mf_ctx *ctx,
+                     const char *owner, int64_t now, int64_t lease_s);
+    int (*job_complete)(struct mf_store *s, struct mf_ctx *ctx, int64_t id, const char *owner);
+    int (*job_fail)(struct mf_store *s, struct mf_ctx *ctx, int64_t id, const char *owner,
+                    const char *error);
+    int (*job_counts)(int64_t *queued_out, int64_t *running_out, struct mf_store *s,
+                      struct mf_ctx *ctx, int64_t now);
+
+    /* Deltas. insert: idempotent for the same (from, to). find: MF_E_NOTFOUND when none.
+     * count: every stored delta (metrics). fleet_sha256s: the distinct sha256s devices
+     * reported installed for `model` (fn's first argument is "", the second the sha256). */
+    int (*delta_insert)(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_delta *d);
+    int (*delta_find)(struct mf_store_delta *out, struct mf_store *s, struct mf_ctx *ctx,
+                      const char *from_sha256, const char *to_sha256);
+    int (*delta_count)(int64_t *count_out, struct mf_store *s, struct mf_ctx *ctx);
+    int (*fleet_sha256s)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                         mf_store_pair_fn fn, void *payload);
 };
 
 struct mf_store {
@@ -153,6 +300,11 @@ int mf_store__open(struct mf_store **out, struct mf_ctx *ctx, const char *url, i
 void mf_store__close(struct mf_store *s);
 
 extern const struct mf_store_ops mf_store__sqlite_ops;
+
+/* SQLite only: applies the migrations up to schema `target` (tests build a store of an
+ * earlier schema with it, then check that migrate carries its data forward). */
+int mf_store__sqlite_migrate_to(int *applied_out, struct mf_store *s, struct mf_ctx *ctx,
+                                int target);
 extern const struct mf_store_ops mf_store__pg_ops;       /* postgresql:// (pg.c) */
 extern const struct mf_store_ops mf_store__postgres_ops; /* postgres://, the same backend */
 

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One delta job (see delta_worker.h): pick the sources, encode, keep what is smaller than
+ * the full blob, store it as a blob, record it.
+ */
+#include "deltas/delta_worker.h"
+
+#include "blob/blob_store.h"
+#include "mf/diff.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DELTA_MAX_SOURCES 64
+
+struct delta_sources {
+    char sha[DELTA_MAX_SOURCES][MF_SHA256_HEX_LEN + 1];
+    uint64_t seq[DELTA_MAX_SOURCES]; /* release sequence; 0 for fleet-only sources */
+    size_t n;
+    const struct mf_store_version *target;
+    unsigned k;
+};
+
+void mf_delta__options_init(struct mf_delta_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->k = 3;
+    o->max_bytes = 512ull << 20;
+    o->interval_ms = 2000;
+    o->lease_s = 900;
+    o->threads = 2;
+}
+
+int mf_delta__enqueue(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                      const char *version)
+{
+    char arg[MF_STORE_JOB_ARG_MAX + 1];
+
+    (void)snprintf(arg, sizeof(arg), "%s/%s", model, version);
+    return s->ops->job_enqueue(s, ctx, MF_DELTA_JOB_KIND, arg, (int64_t)time(NULL));
+}
+
+static void add_source(struct delta_sources *src, const char *sha, uint64_t seq)
+{
+    if (strcmp(sha, src->target->sha256) == 0)
+        return;
+    for (size_t i = 0; i < src->n; i++) {
+        if (strcmp(src->sha[i], sha) == 0)
+            return;
+    }
+    if (src->n < DELTA_MAX_SOURCES) {
+        memcpy(src->sha[src->n], sha, MF_SHA256_HEX_LEN + 1);
+        src->seq[src->n++] = seq;
+    }
+}
+
+/* Released versions of the target's model below its sequence; keeps the K highest. */
+static int visit_release(void *payload, const struct mf_store_version *v)
+{
+    struct delta_sources *src = payload;
+    size_t lowest = 0, released = 0;
+
+    if (strcmp(v->model, src->target->model) != 0 || v->sequence == 0 ||
+        v->sequence >= src->target->sequence)
+        return MF_OK;
+    for (size_t i = 0; i < src->n; i++) {
+        if (src->seq[i] == 0)
+            continue;
+        released++;
+        if (src->seq[lowest] == 0 || src->seq[i] < src->seq[lowest])
+            lowest = i;
+    }
+    if (released < src->k) {
+        add_source(src, v->sha256, v->sequence);
+    } else if (released && v->sequence > src->seq[lowest]) {
+        memcpy(src->sha[lowest], v->sha256, MF_SHA256_HEX_LEN + 1);
+        src->seq[lowest] = v->sequence;
+    }
+    return MF_OK;
+}
+
+static int visit_fleet(void *payload, const char *unused, const char *sha)
+{
+    (void)unused;
+    add_source(payload, sha, 0);
+    return MF_OK;
+}
+
+/* Reads blob `sha` whole (bounded by max_bytes). MF_E_LIMIT when it is larger. */
+static int read_blob(uint8_t **out, size_t *len_out, struct mf_ctx *ctx, const char *root,
+                     const char *sha, uint64_t max_bytes)
+{
+    uint64_t size = 0;
+    size_t got = 0;
+    int fd = -1;
+    int err = mf_blob__open(&fd, &size, ctx, root, sha);
+
+    *out = NULL;
+    if (err < 0)
+        return err;
+    if (size > max_bytes || size > SIZE_MAX / 2) {
+        (void)close(fd);
+        return mf_fail(ctx, MF_E_LIMIT, "blob %.12s of %llu bytes is above the delta limit", sha,
+                       (unsigned long long)size);
+    }
+    *out = mf_alloc(&ctx->alloc, size ? (size_t)size : 1);
+    if (!*out) {
+        (void)close(fd);
+        return mf_fail(ctx, MF_E_NOMEM, "out of memory reading blob %.12s", sha);
+    }
+    while (got < size) {
+        ssize_t n = read(fd, *out + got, (size_t)size - got);
+
+        if (n <= 0) {
+            err = mf_fail(ctx, MF_E_IO, "reading blob %.12s: %s", sha,
+                          n == 0 ? "short file" : strerror(errno));
+            break;
+        }
+        got += (size_t)n;
+    }
+    (void)close(fd);
+    if (err < 0) {
+        mf_free(&ctx->alloc, *out);
+        *out = NULL;
+    }
+    *len_out = got;
+    return err;
+}
+
+/* Writes `patch` as a blob and returns its name. */
+static int store_blob(char sha_out[MF_SHA256_HEX_LEN + 1], struct mf_ctx *ctx, const char *root,
+                      const uint8_t *patch, size_t len)
+{
+    struct mf_blob_upload *u = NULL;
+    uint64_t size = 0;
+    int err = mf_blob__upload_begin(&u, ctx, root, (uint64_t)len);
+
+    if (err == MF_OK)
+        err = mf_blob__upload_write(u, ctx, patch, len);
+    if (err == MF_OK)
+        err = mf_blob__upload_finish(sha_out, &size, u, ctx);
+    if (err == MF_OK)
+        err = mf_blob__upload_commit(u, ctx);
+    mf_blob__upload_free(u);
+    return err;
+}
+
+/* Encodes old -> new; stores and records the patch when it is smaller than new. */
+static int make_delta(int *made, struct mf_store *s, struct mf_ctx *ctx, const char *root,
+                      const struct mf_delta_options *o, const struct mf_store_version *target,
+                      const uint8_t *new_img, size_t new_len, const char *from)
+{
+    struct mf_store_delta d = {.created_at = (int64_t)time(NULL)};
+    mf_diff_options opts;
+    mf_diff *diff = NULL;
+    uint8_t *old = NULL, *patch = NULL;
+    size_t old_len = 0, patch_len = 0;
+    int err = s->ops->delta_find(&d, s, ctx, from, target->sha256);
+
+    if (err != MF_E_NOTFOUND)
+        return err; /* MF_OK: made already (by this node or another) */
+    err = read_blob(&old, &old_len, ctx, root, from, o->max_bytes);
+    if (err == MF_E_NOTFOUND || err == MF_E_LIMIT)
+        return MF_OK; /* a fleet version we never had, or too big: full download then */
+    if (err == MF_OK)
+        err = mf_diff_options_init(&opts, MF_DIFF_OPTIONS_VERSION);
+    if (err == MF_OK) {
+        opts.threads = o->threads;
+        err = mf_diff_new(&diff, &opts, &ctx->alloc);
+    }
+    if (err == MF_OK) {
+        err = mf_diff_create(&patch, &patch_len, diff, old, old_len, new_img, new_len);
+        if (err < 0)
+            err = mf_fail(ctx, err, "encoding %.12s -> %.12s: %s", from, target->sha256,
+                          mf_diff_errmsg(diff));
+    }
+    if (err == MF_OK && patch_len < new_len) {
+        err = store_blob(d.delta_sha256, ctx, root, patch, patch_len);
+        (void)snprintf(d.model, sizeof(d.model), "%s", target->model);
+        memcpy(d.from_sha256, from, sizeof(d.from_sha256));
+        memcpy(d.to_sha256, target->sha256, sizeof(d.to_sha256));
+        d.size = patch_len;
+        (void)snprintf(d.format, sizeof(d.format), "mfdelta");
+        if (err == MF_OK)
+            err = s->ops->delta_insert(s, ctx, &d);
+        if (err == MF_OK) {
+            (*made)++;
+            MF_LOG_INFO(ctx, "delta %s %.12s -> %s: %zu of %zu bytes", target->model, from,
+                        target->version, patch_len, new_len);
+        }
+    } else if (err == MF_OK) {
+        MF_LOG_INFO(ctx, "delta %s %.12s -> %s not kept: %zu bytes >= full %zu", target->model,
+                    from, target->version, patch_len, new_len);
+    }
+    if (patch)
+        mf_free(&ctx->alloc, patch);
+    mf_diff_free(diff);
+    mf_free(&ctx->alloc, old);
+    return err;
+}
+
+int mf_delta__run(int *made_out, struct mf_store *s, struct mf_ctx *ctx, const char *blob_root,
+                  const struct mf_delta_options *o, const char *arg)
+{
+    char model[MF_STORE_NAME_SIZE], version[MF_STORE_NAME_SIZE];
+    const char *slash = strchr(arg, '/');
+    struct mf_store_version target;
+    struct delta_sources *src;
+    uint8_t *new_img = NULL;
+    size_t new_len = 0;
+    int err;
+
+    *made_out = 0;
+    if (!slash || (size_t)(slash - arg) >= sizeof(model) || strlen(slash + 1) >= sizeof(version))
+        return mf_fail(ctx, MF_E_INVALID, "delta job argument '%s' is not MODEL/VERSION", arg);
+    (void)snprintf(model, sizeof(model), "%.*s", (int)(slash - arg), arg);
+    (void)snprintf(version, sizeof(version), "%s", slash + 1);
+    err = s->ops->version_get(&target, s, ctx, model, version);
+    if (err < 0)
+        return err;
+    src = mf_calloc(&ctx->alloc, 1, sizeof(*src));
+    if (!src)
+        return mf_fail(ctx, MF_E_NOMEM, "out of memory planning deltas");
+    src->target = &target;
+    src->k = o->k;
+    err = s->ops->versions_list(s, ctx, visit_release, src);
+    if (err == MF_OK)
+        err = s->ops->fleet_sha256s(s, ctx, model, visit_fleet, src);
+    if (err == MF_OK && src->n)
+        err = read_blob(&new_img, &new_len, ctx, blob_root, target.sha256, o->max_bytes);
+    if (err == MF_E_LIMIT)
+        err = MF_OK; /* too big to diff: devices download it whole */
+    for (size_t i = 0; err == MF_OK && new_img && i < src->n; i++)
+        err = make_delta(made_out, s, ctx, blob_root, o, &target, new_img, new_len, src->sha[i]);
+    mf_free(&ctx->alloc, new_img);
+    mf_free(&ctx->alloc, src);
+    return err;
+}

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The delta worker thread (see delta_worker.h): sleeps until woken by a release on this
+ * node or until its poll interval passes (a release on another node), then claims and runs
+ * jobs until none is left. Claims go through the store, which is what makes each job run
+ * once across nodes; the lease lets another node take over a job whose node died.
+ */
+#include "deltas/delta_worker.h"
+
+#include "http/http_metrics.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct mf_delta_worker {
+    mf_allocator alloc;
+    struct mf_ctx ctx; /* the thread's own error buffer */
+    struct mf_store *store;
+    struct mf_metrics *metrics;
+    struct mf_delta_options opts;
+    char blob_root[4096];
+    char owner[64]; /* this node's name in job claims */
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int wake, stop;
+};
+
+static void run_claimed(struct mf_delta_worker *w, const struct mf_store_job *job)
+{
+    struct mf_store *s = w->store;
+    int made = 0;
+    int err = mf_delta__run(&made, s, &w->ctx, w->blob_root, &w->opts, job->arg);
+
+    if (made && w->metrics)
+        mf_metrics__count(&w->metrics->deltas_computed, (uint64_t)made);
+    if (err == MF_OK) {
+        err = s->ops->job_complete(s, &w->ctx, job->id, w->owner);
+    } else {
+        char why[MF_ERRMSG_MAX];
+
+        (void)snprintf(why, sizeof(why), "%s", mf_ctx__errmsg(&w->ctx));
+        MF_LOG_WARN(&w->ctx, "delta job %s (attempt %d) failed: %s", job->arg, job->attempts, why);
+        err = s->ops->job_fail(s, &w->ctx, job->id, w->owner, why);
+    }
+    if (err < 0)
+        MF_LOG_WARN(&w->ctx, "delta job %s: %s", job->arg, mf_ctx__errmsg(&w->ctx));
+}
+
+/* Claims and runs jobs until there is none (or stop is asked). */
+static void drain(struct mf_delta_worker *w)
+{
+    for (;;) {
+        struct mf_store_job job;
+        int stop, err;
+
+        (void)pthread_mutex_lock(&w->lock);
+        stop = w->stop;
+        (void)pthread_mutex_unlock(&w->lock);
+        if (stop)
+            return;
+        err = w->store->ops->job_claim(&job, w->store, &w->ctx, w->owner, (int64_t)time(NULL),
+                                       (int64_t)w->opts.lease_s);
+        if (err == MF_E_NOTFOUND)
+            return;
+        if (err < 0) {
+            MF_LOG_WARN(&w->ctx, "claiming a job: %s", mf_ctx__errmsg(&w->ctx));
+            return;
+        }
+        if (strcmp(job.kind, MF_DELTA_JOB_KIND) == 0) {
+            run_claimed(w, &job);
+        } else {
+            /* A kind a newer node queued: leave it to a node that knows it. */
+            (void)w->store->ops->job_fail(w->store, &w->ctx, job.id, w->owner, "unknown kind");
+        }
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct mf_delta_worker *w = arg;
+
+    (void)pthread_mutex_lock(&w->lock);
+    while (!w->stop) {
+        struct timespec until;
+
+        (void)pthread_mutex_unlock(&w->lock);
+        drain(w);
+        (void)pthread_mutex_lock(&w->lock);
+        (void)clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += w->opts.interval_ms / 1000;
+        until.tv_nsec += (long)(w->opts.interval_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (!w->wake && !w->stop) {
+            if (pthread_cond_timedwait(&w->cond, &w->lock, &until) != 0)
+                break; /* timed out: poll for other nodes' jobs */
+        }
+        w->wake = 0;
+    }
+    (void)pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+int mf_delta__worker_start(struct mf_delta_worker **out, struct mf_ctx *ctx, struct mf_store *s,
+                           const char *blob_root, struct mf_metrics *metrics,
+                           const struct mf_delta_options *o)
+{
+    struct mf_delta_worker *w = mf_calloc(&ctx->alloc, 1, sizeof(*w));
+    char host[32] = "node";
+
+    *out = NULL;
+    if (!w)
+        return mf_fail(ctx, MF_E_NOMEM, "out of memory starting the delta worker");
+    w->alloc = ctx->alloc;
+    mf_ctx__init(&w->ctx, &ctx->alloc, ctx->log_fn, ctx->log_payload, "deltas");
+    w->store = s;
+    w->metrics = metrics;
+    w->opts = *o;
+    (void)snprintf(w->blob_root, sizeof(w->blob_root), "%s", blob_root);
+    (void)gethostname(host, sizeof(host) - 1);
+    /* Host, pid and the handle's address: unique per worker even for two in one process. */
+    (void)snprintf(w->owner, sizeof(w->owner), "%.31s:%ld:%p", host, (long)getpid(), (void *)w);
+    if (pthread_mutex_init(&w->lock, NULL) != 0) {
+        mf_free(&ctx->alloc, w);
+        return mf_fail(ctx, MF_E_GENERIC, "cannot create the delta worker mutex");
+    }
+    if (pthread_cond_init(&w->cond, NULL) != 0) {
+        (void)pthread_mutex_destroy(&w->lock);
+        mf_free(&ctx->alloc, w);
+        return mf_fail(ctx, MF_E_GENERIC, "cannot create the delta worker condition");
+    }
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+        (void)pthread_cond_destroy(&w->cond);
+        (void)pthread_mutex_destroy(&w->lock);
+        mf_free(&ctx->alloc, w);
+        return mf_fail(ctx, MF_E_GENERIC, "cannot start the delta worker thread");
+    }
+    *out = w;
+    return MF_OK;
+}
+
+void mf_delta__worker_wake(struct mf_delta_worker *w)
+{
+    if (!w)
+        return;
+    (void)pthread_mutex_lock(&w->lock);
+    w->wake = 1;
+    (void)pthread_cond_signal(&w->cond);
+    (void)pthread_mutex_unlock(&w->lock);
+}
+
+void mf_delta__worker_stop(struct mf_delta_worker *w)
+{
+    mf_allocator alloc;
+
+    if (!w)
+        return;
+    (void)pthread_mutex_lock(&w->lock);
+    w->stop = 1;
+    (void)pthread_cond_signal(&w->cond);
+    (void)pthread_mutex_unlock(&w->lock);
+    (void)pthread_join(w->thread, NULL);
+    (void)pthread_cond_destroy(&w->cond);
+    (void)pthread_mutex_destroy(&w->lock);
+    alloc = w->alloc;
+    mf_free(&alloc, w);
+}

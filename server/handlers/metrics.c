@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* GET /metrics: the Prometheus exposition of http/http_metrics.h plus gauges from the store
+ * (shared by every node, so queue depths agree whichever node is scraped). */
+#include "handlers/handlers.h"
+
+#include "http/http_metrics.h"
+
+#define METRICS_BODY_MAX (256u * 1024u)
+
+int mf_handlers__metrics(struct mf_httpd_req *r)
+{
+    struct mf_store *s = r->env->store;
+    struct mf_metrics_gauges g = {0};
+    struct mf_dynbuf out;
+    int err;
+
+    err = s->ops->job_counts(&g.jobs_queued, &g.jobs_running, s, &r->ctx, mf_handlers__now());
+    if (err == MF_OK)
+        err = s->ops->delta_count(&g.deltas_stored, s, &r->ctx);
+    if (err < 0)
+        return err;
+    mf_dynbuf__init(&out, &r->ctx.alloc, METRICS_BODY_MAX);
+    err = mf_metrics__render(&out, r->env->metrics, &g);
+    if (err < 0)
+        err = mf_fail(&r->ctx, err, "metrics exposition exceeds %u bytes", METRICS_BODY_MAX);
+    else
+        err = mf_httpd__reply_bytes(r, MHD_HTTP_OK, out.data, out.len,
+                                    "text/plain; version=0.0.4; charset=utf-8");
+    mf_dynbuf__free(&out);
+    return err;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Counters behind GET /metrics (Prometheus text format 0.0.4). Lock-free: every request
+ * bumps a relaxed atomic, and the exposition reads whatever the counters hold then.
+ */
+#ifndef MF_SERVER_HTTP_METRICS_H
+#define MF_SERVER_HTTP_METRICS_H
+
+#include "mf_dynbuf.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define MF_METRICS_MAX_ROUTES 48 /* route table entries; +1 slot for "no route" */
+#define MF_METRICS_STATUS_SLOTS 17
+#define MF_METRICS_RULES 9 /* enum mf_policy_rule */
+
+struct mf_metrics {
+    atomic_uint_least64_t requests[MF_METRICS_MAX_ROUTES + 1][MF_METRICS_STATUS_SLOTS];
+    atomic_uint_least64_t checkins;
+    atomic_uint_least64_t bytes_served;
+    atomic_uint_least64_t deltas_computed; /* by this node's worker */
+    atomic_uint_least64_t rate_limited;
+    atomic_uint_least64_t decisions[MF_METRICS_RULES];
+};
+
+void mf_metrics__count(atomic_uint_least64_t *counter, uint64_t n);
+/* One finished request: `route` is its index in the table, or -1 when none matched. */
+void mf_metrics__request(struct mf_metrics *m, int route, unsigned status, uint64_t bytes);
+/* One director decision (enum mf_policy_rule). */
+void mf_metrics__decision(struct mf_metrics *m, int rule);
+
+/* Gauges read from the store when /metrics is scraped. */
+struct mf_metrics_gauges {
+    int64_t jobs_queued;
+    int64_t jobs_running;
+    int64_t deltas_stored;
+};
+
+/* Appends the exposition text to `out`. MF_OK or MF_E_LIMIT/MF_E_NOMEM from the buffer. */
+int mf_metrics__render(struct mf_dynbuf *out, const struct mf_metrics *m,
+                       const struct mf_metrics_gauges *g);
+
+#endif /* MF_SERVER_HTTP_METRICS_H */
