@@ -53,6 +53,11 @@ static cJSON *parse_list(struct mfctl *c, const cJSON **list_out, const char *js
 
 int mfctl__print_models(struct mfctl *c, const char *json, size_t len)
 {
+    return mfctl__print_versions(c, json, len, NULL);
+}
+
+int mfctl__print_versions(struct mfctl *c, const char *json, size_t len, const char *model)
+{
     const cJSON *models, *m;
     cJSON *doc = parse_list(c, &models, json, len, "models");
     char when[32];
@@ -66,6 +71,8 @@ int mfctl__print_models(struct mfctl *c, const char *json, size_t len)
         const cJSON *versions = cJSON_GetObjectItemCaseSensitive(m, "versions");
         const cJSON *v;
 
+        if (model && strcmp(str_or(m, "name", ""), model) != 0)
+            continue;
         if (cJSON_GetArraySize(versions) == 0)
             (void)fprintf(c->out, "%-24s %-16s\n", str_or(m, "name", "?"), "-");
         cJSON_ArrayForEach(v, versions)
@@ -116,8 +123,8 @@ int mfctl__print_devices(struct mfctl *c, const char *json, size_t len)
     return MF_OK;
 }
 
-/* GET `path` and print it with `print` (or raw with --json). */
-static int list_command(struct mfctl *c, int argc, char **argv, const char *path,
+/* GET `path` and print it with `print` (or raw with --json); exported for cmd_fleet.c. */
+int mfctl__list_command(struct mfctl *c, int argc, char **argv, const char *path,
                         int (*print)(struct mfctl *, const char *, size_t))
 {
     struct mf_http_request req = {.method = "GET"};
@@ -155,10 +162,35 @@ static int list_command(struct mfctl *c, int argc, char **argv, const char *path
 
 int mfctl__cmd_models(struct mfctl *c, int argc, char **argv)
 {
-    return list_command(c, argc, argv, "/v1/admin/models", mfctl__print_models);
+    return mfctl__list_command(c, argc, argv, "/v1/admin/models", mfctl__print_models);
 }
 
 int mfctl__cmd_devices(struct mfctl *c, int argc, char **argv)
 {
-    return list_command(c, argc, argv, "/v1/admin/devices", mfctl__print_devices);
+    return mfctl__list_command(c, argc, argv, "/v1/admin/devices", mfctl__print_devices);
+}
+
+static const char *versions_model; /* the one model `mfctl versions` prints */
+
+static int print_one_model(struct mfctl *c, const char *json, size_t len)
+{
+    return mfctl__print_versions(c, json, len, versions_model);
+}
+
+int mfctl__cmd_versions(struct mfctl *c, int argc, char **argv)
+{
+    int json, nargs, rc = mfctl__common_flags(c, argc, argv, &json, &nargs);
+
+    if (rc >= 0)
+        return rc;
+    if (nargs != 1 || !mfctl__name_ok(argv[1])) {
+        (void)fprintf(c->err, "mfctl versions: expected one MODEL name\n%s", c->cmd->usage);
+        return 2;
+    }
+    char flag[] = "--json";
+    char *list_argv[] = {argv[0], flag, NULL};
+
+    versions_model = argv[1];
+    /* The listing is filtered here: --json prints the server's whole answer. */
+    return mfctl__list_command(c, json ? 2 : 1, list_argv, "/v1/admin/models", print_one_model);
 }

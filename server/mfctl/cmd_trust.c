@@ -12,28 +12,6 @@
 
 #define TRUST_DOC_MAX (32u * 1024u) /* root/keys envelope cap of the device library */
 
-static int request(struct mfctl *c, struct mf_http_response *resp, const char *method,
-                   const char *path, const void *body, size_t len)
-{
-    struct mf_http_request req = {.method = method, .bearer = c->token};
-    struct mf_dynbuf url;
-    int err = mfctl__url(c, &url, path);
-
-    if (err < 0)
-        return err;
-    req.url = (const char *)url.data;
-    if (body) {
-        req.content_type = "application/json";
-        req.body = body;
-        req.body_len = len;
-    }
-    err = mf_http__perform(&c->http, resp, &req);
-    if (err >= 0 && resp->status != 200 && resp->status != 201)
-        err = mf_http__fail_status(&c->http, resp, path);
-    mf_dynbuf__free(&url);
-    return err;
-}
-
 static int set_doc(struct mfctl *c, const char *what, const char *path, const char *file)
 {
     struct mf_http_response resp;
@@ -44,7 +22,7 @@ static int set_doc(struct mfctl *c, const char *what, const char *path, const ch
 
     mf_http__response_init(&resp, &c->http);
     if (err >= 0)
-        err = request(c, &resp, "PUT", path, doc, len);
+        err = mfctl__request(c, &resp, "PUT", path, doc, len);
     answer = err >= 0 ? cJSON_ParseWithLength((const char *)resp.body.data, resp.body.len) : NULL;
     if (err >= 0)
         (void)fprintf(c->out, "%s version %.0f %s\n", what,
@@ -63,7 +41,7 @@ static int status(struct mfctl *c, int json)
     cJSON *doc;
 
     mf_http__response_init(&resp, &c->http);
-    err = request(c, &resp, "GET", "/v1/admin/trust", NULL, 0);
+    err = mfctl__request(c, &resp, "GET", "/v1/admin/trust", NULL, 0);
     doc = err >= 0 ? cJSON_ParseWithLength((const char *)resp.body.data, resp.body.len) : NULL;
     if (err >= 0 && json)
         (void)fprintf(c->out, "%s\n", (const char *)resp.body.data);

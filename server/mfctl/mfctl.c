@@ -49,6 +49,40 @@ static const struct mfctl_command commands[] = {
      "usage: mfctl [global options] devices [--json]\n"
      "Lists every device with its last check-in and the reported state of each model.\n",
      mfctl__cmd_devices},
+    {"versions", "list the versions of one model",
+     "usage: mfctl [global options] versions MODEL [--json]\n"
+     "Lists MODEL's versions (oldest first) with size, digest and release state.\n",
+     mfctl__cmd_versions},
+    {"device", "set a device's groups or channel; revoke its credential",
+     "usage: mfctl [global options] device groups DEVICE [GROUP[,GROUP...]]\n"
+     "       mfctl [global options] device channel DEVICE CHANNEL\n"
+     "       mfctl [global options] device revoke DEVICE\n"
+     "groups replaces the device's groups (none: clears them); channel picks the channel\n"
+     "whose default it follows; revoke stops its credential until it enrolls again.\n",
+     mfctl__cmd_device},
+    {"groups", "list groups and their devices", "usage: mfctl [global options] groups [--json]\n",
+     mfctl__cmd_groups},
+    {"pins", "pin a model version for a device, group or channel",
+     "usage: mfctl [global options] pins [list] [--json]\n"
+     "       mfctl [global options] pins set device|group|channel TARGET MODEL VERSION\n"
+     "       mfctl [global options] pins clear device|group|channel TARGET MODEL\n"
+     "The director's precedence: security floor > device pin (from the device) > ops pin\n"
+     "for the device > for a group > fleet rollback > rollout wave > channel default.\n"
+     "A pin must name a released version.\n",
+     mfctl__cmd_pins},
+    {"rollback", "roll the whole fleet back to a released version, or end it",
+     "usage: mfctl [global options] rollback start MODEL VERSION\n"
+     "       mfctl [global options] rollback stop MODEL\n"
+     "Every device without a pin is assigned VERSION until the rollback is stopped (never\n"
+     "below the model's security floor).\n",
+     mfctl__cmd_rollback},
+    {"tokens", "create, list and revoke admin tokens with a role",
+     "usage: mfctl [global options] tokens [list] [--json]\n"
+     "       mfctl [global options] tokens create ops|data|admin NAME [--json]\n"
+     "       mfctl [global options] tokens revoke ID\n"
+     "Roles: ops (devices, groups, pins, rollbacks), data (publish, release), admin\n"
+     "(trust, tokens, and all of the others). The token is printed once, at creation.\n",
+     mfctl__cmd_tokens},
     {"keys", "create keys, sign root/keys/release documents (offline)", MFCTL_KEYS_USAGE,
      mfctl__cmd_keys},
     {"diff", "create a model delta (offline)", MFCTL_DIFF_USAGE, mfctl__cmd_diff},
@@ -163,6 +197,28 @@ int mfctl__url(struct mfctl *c, struct mf_dynbuf *url, const char *path)
     if (err < 0)
         return mf_fail(&c->ctx, err, "URL for %s too long", path);
     return MF_OK;
+}
+
+int mfctl__request(struct mfctl *c, struct mf_http_response *resp, const char *method,
+                   const char *path, const void *body, size_t len)
+{
+    struct mf_http_request req = {.method = method, .bearer = c->token};
+    struct mf_dynbuf url;
+    int err = mfctl__url(c, &url, path);
+
+    if (err < 0)
+        return err;
+    req.url = (const char *)url.data;
+    if (body) {
+        req.content_type = "application/json";
+        req.body = body;
+        req.body_len = len;
+    }
+    err = mf_http__perform(&c->http, resp, &req);
+    if (err >= 0 && (resp->status < 200 || resp->status > 204))
+        err = mf_http__fail_status(&c->http, resp, path);
+    mf_dynbuf__free(&url);
+    return err;
 }
 
 /* Parses global options; returns the index of the command word, or -1/-2 (help/error). */

@@ -45,6 +45,10 @@ int mfctl__main(int argc, char **argv, FILE *out, FILE *err);
 int mfctl__connect(struct mfctl *c);
 /* server + path into `url` (bounded); MF_OK or MF_E_LIMIT/MF_E_NOMEM with a message. */
 int mfctl__url(struct mfctl *c, struct mf_dynbuf *url, const char *path);
+/* One admin request with an optional JSON body; a status outside 200..204 becomes an error
+ * (mf_http__fail_status). Ownership: the caller frees `resp` (initialised already). */
+int mfctl__request(struct mfctl *c, struct mf_http_response *resp, const char *method,
+                   const char *path, const void *body, size_t len);
 /* Prints "mfctl: <message>" for a failed call and returns exit code 1. */
 int mfctl__report(struct mfctl *c, int err);
 /* 1 when `s` matches [A-Za-z0-9._-]{1,64} (model names and versions, docs/protocol.md). */
@@ -72,9 +76,24 @@ FILE *mfctl__open_model(struct mfctl *c, const char *path, uint64_t *size);
 void mfctl__hex(char *out, const uint8_t *p, size_t n);
 int mfctl__cmd_models(struct mfctl *c, int argc, char **argv);
 int mfctl__cmd_devices(struct mfctl *c, int argc, char **argv);
+int mfctl__cmd_versions(struct mfctl *c, int argc, char **argv);
+/* cmd_fleet.c: the director's inputs and admin tokens */
+int mfctl__cmd_device(struct mfctl *c, int argc, char **argv);
+int mfctl__cmd_groups(struct mfctl *c, int argc, char **argv);
+int mfctl__cmd_pins(struct mfctl *c, int argc, char **argv);
+int mfctl__cmd_rollback(struct mfctl *c, int argc, char **argv);
+int mfctl__cmd_tokens(struct mfctl *c, int argc, char **argv);
+int mfctl__print_pins(struct mfctl *c, const char *json, size_t len);
+int mfctl__print_tokens(struct mfctl *c, const char *json, size_t len);
+int mfctl__print_groups(struct mfctl *c, const char *json, size_t len);
 
+/* GET `path`, print it with `print` or raw (--json); handles --help and stray arguments. */
+int mfctl__list_command(struct mfctl *c, int argc, char **argv, const char *path,
+                        int (*print)(struct mfctl *, const char *, size_t));
 /* Table printers, separate from the network so tests can feed them JSON. */
 int mfctl__print_models(struct mfctl *c, const char *json, size_t len);
+/* Only `model`'s versions (NULL: every model). */
+int mfctl__print_versions(struct mfctl *c, const char *json, size_t len, const char *model);
 int mfctl__print_devices(struct mfctl *c, const char *json, size_t len);
 
 #endif /* MFCTL_H */

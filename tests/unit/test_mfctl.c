@@ -408,6 +408,159 @@ static void test_mfctl__models_table_and_json(void **state)
     (void)unlink(tok);
 }
 
+static void test_mfctl__fleet_tables(void **state)
+{
+    static const char pins[] = "{\"pins\":[{\"scope\":\"group\",\"target\":\"lab\","
+                               "\"model\":\"det\",\"version\":\"v1\"},{\"scope\":\"fleet\","
+                               "\"target\":\"*\",\"model\":\"det\",\"version\":\"v0\"}]}";
+    static const char tokens[] = "{\"tokens\":[{\"id\":\"0123456789abcdef\",\"name\":\"alice\","
+                                 "\"role\":\"ops\",\"revoked\":true}]}";
+    static const char groups[] =
+        "{\"groups\":[{\"name\":\"lab\",\"devices\":[\"cam-1\",\"cam-2\"]}]}";
+    static const char models[] = "{\"models\":[{\"name\":\"a\",\"versions\":[{\"version\":"
+                                 "\"va\"}]},{\"name\":\"b\",\"versions\":[{\"version\":\"vb\"}]}]}";
+    struct mfctl c;
+    char *text = NULL;
+    size_t len = 0;
+
+    (void)state;
+    memset(&c, 0, sizeof(c));
+    mf_ctx__init(&c.ctx, NULL, NULL, NULL, "test");
+    c.out = open_memstream(&text, &len);
+    assert_int_equal(mfctl__print_pins(&c, pins, strlen(pins)), MF_OK);
+    assert_int_equal(mfctl__print_tokens(&c, tokens, strlen(tokens)), MF_OK);
+    assert_int_equal(mfctl__print_groups(&c, groups, strlen(groups)), MF_OK);
+    assert_int_equal(mfctl__print_versions(&c, models, strlen(models), "b"), MF_OK);
+    assert_int_equal(mfctl__print_pins(&c, tokens, strlen(tokens)), MF_E_INVALID);
+    (void)fclose(c.out);
+    assert_non_null(strstr(text, "SCOPE"));
+    assert_non_null(strstr(text, "group    lab"));
+    assert_non_null(strstr(text, "fleet    *"));
+    assert_non_null(strstr(text, "0123456789abcdef ops    alice"));
+    assert_non_null(strstr(text, "revoked"));
+    assert_non_null(strstr(text, "cam-1,cam-2"));
+    assert_non_null(strstr(text, "vb"));
+    assert_null(strstr(text, "va")); /* versions MODEL prints that model only */
+    free(text);
+}
+
+static void test_mfctl__fleet_usage_errors(void **state)
+{
+    static const char *const cmds[] = {"device",   "groups", "pins",
+                                       "rollback", "tokens", "versions"};
+    struct run r;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+        RUN(&r, cmds[i], "--help");
+        assert_int_equal(r.rc, 0);
+        assert_non_null(strstr(r.out, "usage: mfctl"));
+        run_free(&r);
+    }
+    RUN(&r, "pins", "set", "device", "cam-1");
+    assert_int_equal(r.rc, 2);
+    run_free(&r);
+    RUN(&r, "pins", "set", "device", "../x", "det", "v1");
+    assert_int_equal(r.rc, 2);
+    assert_non_null(strstr(r.err, "\"../x\""));
+    run_free(&r);
+    RUN(&r, "device", "groups", "cam-1", "a,,b");
+    assert_int_equal(r.rc, 2);
+    run_free(&r);
+    RUN(&r, "device", "reboot", "cam-1");
+    assert_int_equal(r.rc, 2);
+    run_free(&r);
+    RUN(&r, "tokens", "create", "ops");
+    assert_int_equal(r.rc, 2);
+    run_free(&r);
+    RUN(&r, "rollback", "start", "det");
+    assert_int_equal(r.rc, 2);
+    run_free(&r);
+    RUN(&r, "versions");
+    assert_int_equal(r.rc, 2);
+    run_free(&r);
+}
+
+/* Each fleet command sends the request of docs/openapi.yaml. */
+static void test_mfctl__fleet_requests(void **state)
+{
+    static const char no_content[] = "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n";
+    static const char token[] =
+        "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 59\r\n"
+        "Connection: close\r\n\r\n"
+        "{\"id\":\"0123456789abcdef\",\"role\":\"ops\",\"token\":\"mfa_secret\"}";
+    static const struct {
+        const char *args[6];
+        const char *reply, *head, *body, *out;
+    } cases[] = {
+        {{"pins", "set", "device", "cam-1", "det", "v1"},
+         no_content,
+         "PUT /v1/admin/pins/device/cam-1/det HTTP/1.1",
+         "{\"version\":\"v1\"}",
+         "pinned"},
+        {{"pins", "clear", "group", "lab", "det"},
+         no_content,
+         "DELETE /v1/admin/pins/group/lab/det HTTP/1.1",
+         NULL,
+         "pin cleared"},
+        {{"rollback", "start", "det", "v0"},
+         no_content,
+         "PUT /v1/admin/rollbacks/det HTTP/1.1",
+         "{\"version\":\"v0\"}",
+         "fleet rollback active"},
+        {{"device", "groups", "cam-1", "lab,eu"},
+         no_content,
+         "PUT /v1/admin/devices/cam-1/groups HTTP/1.1",
+         "{\"groups\":[\"lab\",\"eu\"]}",
+         "groups set"},
+        {{"device", "channel", "cam-1", "beta"},
+         no_content,
+         "PUT /v1/admin/devices/cam-1/channel HTTP/1.1",
+         "{\"channel\":\"beta\"}",
+         "channel set"},
+        {{"device", "revoke", "cam-1"},
+         no_content,
+         "DELETE /v1/admin/devices/cam-1/credential HTTP/1.1",
+         NULL,
+         "credential revoked"},
+        {{"tokens", "create", "ops", "alice"},
+         token,
+         "POST /v1/admin/tokens HTTP/1.1",
+         "{\"role\":\"ops\",\"name\":\"alice\"}",
+         "mfa_secret"},
+    };
+    char tok[] = "/tmp/mfctl-tok-XXXXXX";
+    char url[64];
+
+    (void)state;
+    assert_int_equal(strlen(strstr(token, "\r\n\r\n") + 4), 59);
+    (void)close(mkstemp(tok));
+    write_file(tok, "mfa_x", 5);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *argv[12] = {"mfctl", "--server", url, "--token-file", tok};
+        struct one_shot s;
+        struct run r;
+        int argc = 5, port = one_shot_start(&s, cases[i].reply);
+
+        (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+        for (int k = 0; k < 6 && cases[i].args[k]; k++)
+            argv[argc++] = cases[i].args[k];
+        run_mfctl(&r, argc, argv);
+        one_shot_join(&s);
+        if (r.rc != 0)
+            fail_msg("mfctl %s: rc %d: %s", cases[i].args[0], r.rc, r.err);
+        assert_non_null(strstr(s.head, cases[i].head));
+        if (cases[i].body) {
+            assert_int_equal(s.body_len, strlen(cases[i].body));
+            assert_memory_equal(s.body, cases[i].body, s.body_len);
+        }
+        assert_non_null(strstr(r.out, cases[i].out));
+        free(s.body);
+        run_free(&r);
+    }
+    (void)unlink(tok);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup(fn, setup_env)
@@ -420,6 +573,9 @@ int main(void)
         T(test_mfctl__upload_streams_file_with_sha256),
         T(test_mfctl__publish_conflict_is_reported),
         T(test_mfctl__models_table_and_json),
+        T(test_mfctl__fleet_tables),
+        T(test_mfctl__fleet_usage_errors),
+        T(test_mfctl__fleet_requests),
     };
 #undef T
     return cmocka_run_group_tests_name("mfctl", tests, NULL, NULL);
