@@ -34,8 +34,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 1:
         if (mf_reqparse__checkin(&checkin, &ctx, root) == 0) {
             for (size_t i = 0; i < checkin.n_models; i++) {
-                if (!mf_names__valid_id(checkin.models[i].name))
+                const struct mf_checkin_model *m = &checkin.models[i];
+
+                if (!mf_names__valid_id(m->name) || (m->pin && !mf_names__valid_id(m->pin)) ||
+                    m->n_rolled_back > MF_CHECKIN_MAX_ROLLED_BACK)
                     abort();
+                for (size_t k = 0; k < m->n_rolled_back; k++) {
+                    if (!mf_names__valid_sha256(m->rolled_back[k]))
+                        abort();
+                }
             }
         }
         break;

@@ -17,13 +17,17 @@
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <arpa/inet.h>
 #include <ftw.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -198,8 +202,8 @@ static void key_file(char *path, size_t cap)
     (void)fclose(f);
 }
 
-static void start_server(struct mf_server **out, const char *cert, const char *key, double rate,
-                         int worker)
+static void start_server_timeout(struct mf_server **out, const char *cert, const char *key,
+                                 double rate, int worker, unsigned timeout_s)
 {
     struct mf_server_options o;
     struct mf_ctx ctx;
@@ -208,7 +212,7 @@ static void start_server(struct mf_server **out, const char *cert, const char *k
     mf_server__options_init(&o);
     o.data_dir = fx.data;
     o.listen = "127.0.0.1:0";
-    o.conn_timeout_s = 10;
+    o.conn_timeout_s = timeout_s;
     o.log_fn = mf_log_stderr;
     o.log_payload = &log_level;
     o.tls_cert = cert;
@@ -218,6 +222,12 @@ static void start_server(struct mf_server **out, const char *cert, const char *k
     o.delta_worker = worker;
     if (mf_server__start(out, &ctx, &o) < 0)
         fail_msg("start: %s", mf_ctx__errmsg(&ctx));
+}
+
+static void start_server(struct mf_server **out, const char *cert, const char *key, double rate,
+                         int worker)
+{
+    start_server_timeout(out, cert, key, rate, worker, 10);
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -724,6 +734,44 @@ static void test_server_fleet__rate_limit_per_device(void **state)
     mf_server__stop(limited);
 }
 
+/* A client that sends half a request and stalls is cut off at the idle timeout, and the
+ * half request changes nothing. */
+static void test_server_fleet__slow_client_times_out(void **state)
+{
+    struct mf_server *srv = NULL;
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    char head[512], buf[256];
+    struct resp r;
+    int fd, closed = 0;
+
+    (void)state;
+    start_server_timeout(&srv, NULL, NULL, 0, 0, 1);
+    a.sin_port = htons(mf_server__port(srv));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    (void)snprintf(head, sizeof(head),
+                   "POST /v1/admin/tokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                   "Content-Type: application/json\r\nContent-Length: 40\r\n\r\n"
+                   "{\"role\":\"admin\",\"name\":\"slow",
+                   fx.admin);
+    assert_int_equal(send(fd, head, strlen(head), 0), (ssize_t)strlen(head));
+    /* Bounded wait: the server closes within its 1 s timeout (plus scheduling slack). */
+    for (int i = 0; i < 100 && !closed; i++) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+
+        if (poll(&p, 1, 100) > 0)
+            closed = recv(fd, buf, sizeof(buf), 0) <= 0;
+    }
+    (void)close(fd);
+    assert_true(closed);
+    mf_server__stop(srv);
+    assert_int_equal(call(&r, "GET", "/v1/admin/tokens", fx.admin, NULL), 200);
+    assert_null(strstr(r.body, "\"slow"));
+    free(r.body);
+}
+
 /* Runs `cmd` and returns its first output line in `out`. */
 static void run_line(char *out, size_t cap, const char *cmd)
 {
@@ -886,6 +934,7 @@ int main(void)
         cmocka_unit_test(test_server_fleet__device_revocation),
         cmocka_unit_test(test_server_fleet__rate_limit_per_device),
         cmocka_unit_test(test_server_fleet__tls_with_curl_cacert),
+        cmocka_unit_test(test_server_fleet__slow_client_times_out),
         cmocka_unit_test(test_server_fleet__openapi_matches_the_route_table),
     };
 
