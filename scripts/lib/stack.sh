@@ -4,15 +4,35 @@
 # Source it with BIN set to the directory holding mf-server, mfctl and mf-agent.
 
 MF_SERVER_PID=""
+MF_PASSED=0
+MF_FAILED=0
+
+# mf_check "what" COMMAND...: one step of an integration test: runs COMMAND, prints ok/FAIL
+# and counts it in MF_PASSED / MF_FAILED for the test's summary.
+mf_check() {
+    local what=$1
+    shift
+    if "$@"; then
+        MF_PASSED=$((MF_PASSED + 1))
+        echo "ok   - $what"
+    else
+        MF_FAILED=$((MF_FAILED + 1))
+        echo "FAIL - $what"
+    fi
+}
 
 # mf_stack_start DATA_DIR LOG_FILE: init the data dir and serve it on 127.0.0.1:<ephemeral>.
-# Sets MF_URL and MF_ADMIN_TOKEN_FILE, MF_ENROLL_TOKEN_FILE.
+# Sets MF_URL and MF_ADMIN_TOKEN_FILE, MF_ENROLL_TOKEN_FILE. With MF_TEST_STORE_URL set
+# (tests/pg/with_db.sh) the server runs on that PostgreSQL store, seeded with init's tokens.
 mf_stack_start() {
     local data=$1 log=$2
     "$BIN/mf-server" init --data-dir "$data" >>"$log" 2>&1
+    if [ -n "${MF_TEST_STORE_URL:-}" ]; then
+        "$BIN/mf_pg_seed" "$MF_TEST_STORE_URL" "$data" >>"$log" 2>&1 || return 1
+    fi
     rm -f "$data/port"
     "$BIN/mf-server" serve --data-dir "$data" --listen 127.0.0.1:0 --port-file "$data/port" \
-        >>"$log" 2>&1 &
+        ${MF_TEST_STORE_URL:+--store "$MF_TEST_STORE_URL"} >>"$log" 2>&1 &
     MF_SERVER_PID=$!
     # Bounded wait: 100 x 0.1 s for the port file the server writes once it listens.
     for _ in $(seq 1 100); do

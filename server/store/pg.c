@@ -6,19 +6,12 @@
  * read-check-write takes a row lock first (release_set locks the model's row) or is one
  * atomic statement (reserve_sequence's UPDATE ... RETURNING).
  */
-#include "store/pg_pool.h"
-#include "store/store.h"
+#include "store/pg_store.h"
 
 #include "mf/ct.h"
 
 #include <stdio.h>
 #include <string.h>
-
-struct pg_store {
-    struct mf_store base; /* first: callers see only this */
-    struct mf_pg_pool *pool;
-    mf_allocator alloc;
-};
 
 /*
  * Numbered migrations, the same numbering as sqlite.c's (entry i brings the schema from
@@ -84,6 +77,47 @@ static const char *const pg_migrations[] = {
     "  created_at BIGINT NOT NULL,"
     "  PRIMARY KEY (kind, version));"
     "ALTER TABLE devices ADD COLUMN assign_seq BIGINT NOT NULL DEFAULT 0;",
+    /* 3: the director's inputs, admin token roles, device revocation, jobs claimed across
+     * nodes, precomputed deltas (see sqlite.c). `seq` keeps tokens in creation order, which
+     * SQLite reads from its rowid. */
+    "ALTER TABLE tokens ADD COLUMN role BIGINT NOT NULL DEFAULT 4;"
+    "ALTER TABLE tokens ADD COLUMN name TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE tokens ADD COLUMN seq BIGSERIAL;"
+    "ALTER TABLE devices ADD COLUMN channel TEXT NOT NULL DEFAULT 'stable';"
+    "ALTER TABLE devices ADD COLUMN revoked BIGINT NOT NULL DEFAULT 0;"
+    "CREATE TABLE device_groups ("
+    "  device_id BIGINT NOT NULL REFERENCES devices(id),"
+    "  grp TEXT NOT NULL,"
+    "  PRIMARY KEY (device_id, grp));"
+    "CREATE INDEX device_groups_by_group ON device_groups(grp);"
+    "CREATE TABLE pins ("
+    "  scope BIGINT NOT NULL CHECK (scope BETWEEN 1 AND 4),"
+    "  target TEXT NOT NULL,"
+    "  model TEXT NOT NULL,"
+    "  version TEXT NOT NULL,"
+    "  created_at BIGINT NOT NULL,"
+    "  PRIMARY KEY (scope, target, model));"
+    "CREATE TABLE jobs ("
+    "  id BIGSERIAL PRIMARY KEY,"
+    "  kind TEXT NOT NULL,"
+    "  arg TEXT NOT NULL,"
+    "  state TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued','running','done','failed')),"
+    "  owner TEXT NOT NULL DEFAULT '',"
+    "  lease_until BIGINT NOT NULL DEFAULT 0,"
+    "  attempts BIGINT NOT NULL DEFAULT 0,"
+    "  error TEXT NOT NULL DEFAULT '',"
+    "  created_at BIGINT NOT NULL);"
+    "CREATE UNIQUE INDEX jobs_pending ON jobs(kind, arg) WHERE state IN ('queued','running');"
+    "CREATE TABLE deltas ("
+    "  model TEXT NOT NULL,"
+    "  from_sha256 TEXT NOT NULL CHECK (length(from_sha256) = 64),"
+    "  to_sha256 TEXT NOT NULL CHECK (length(to_sha256) = 64),"
+    "  delta_sha256 TEXT NOT NULL CHECK (length(delta_sha256) = 64),"
+    "  size BIGINT NOT NULL,"
+    "  format TEXT NOT NULL,"
+    "  created_at BIGINT NOT NULL,"
+    "  PRIMARY KEY (from_sha256, to_sha256));"
+    "CREATE INDEX device_models_by_model ON device_models(model, sha256);",
 };
 
 #define PG_SCHEMA_LATEST ((int)(sizeof(pg_migrations) / sizeof(pg_migrations[0])))
@@ -91,25 +125,24 @@ static const char *const pg_migrations[] = {
 /* pg_advisory_xact_lock key serialising migrations across nodes ("mfmigrat" in ASCII). */
 #define PG_MIGRATE_LOCK "7882411618358407540"
 
-static struct pg_store *to_pg(struct mf_store *s)
+static struct mf_pg_store *to_pg(struct mf_store *s)
 {
-    return (struct pg_store *)s;
+    return (struct mf_pg_store *)s;
 }
 
-/* Borrows a connection for one op; every op pairs it with `pg_put`. */
-static int pg_get(PGconn **out, struct mf_store *base, struct mf_ctx *ctx)
+int mf_pg__get(PGconn **out, struct mf_store *base, struct mf_ctx *ctx)
 {
     return mf_pg__acquire(out, to_pg(base)->pool, ctx);
 }
 
-static void pg_put(struct mf_store *base, PGconn *c)
+void mf_pg__put(struct mf_store *base, PGconn *c)
 {
     mf_pg__release(to_pg(base)->pool, c);
 }
 
 static void pg_close(struct mf_store *base)
 {
-    struct pg_store *s = to_pg(base);
+    struct mf_pg_store *s = to_pg(base);
     mf_allocator alloc;
 
     if (!s)
@@ -125,7 +158,7 @@ static int pg_open_as(struct mf_store **out, struct mf_ctx *ctx, const char *sch
                       const char *location, const struct mf_store_ops *ops)
 {
     char url[MF_PG_URL_MAX];
-    struct pg_store *s;
+    struct mf_pg_store *s;
     int n, err;
 
     *out = NULL;
@@ -188,7 +221,7 @@ static int read_schema_version(int *out, PGconn *c, struct mf_ctx *ctx)
     return err;
 }
 
-static int migrate_locked(int *applied_out, PGconn *c, struct mf_ctx *ctx)
+static int migrate_locked(int *applied_out, PGconn *c, struct mf_ctx *ctx, int target)
 {
     int cur = 0, err;
 
@@ -208,7 +241,7 @@ static int migrate_locked(int *applied_out, PGconn *c, struct mf_ctx *ctx)
     if (cur > PG_SCHEMA_LATEST)
         return mf_fail(ctx, MF_E_STATE, "store schema version %d is newer than this server's %d",
                        cur, PG_SCHEMA_LATEST);
-    for (int v = cur + 1; v <= PG_SCHEMA_LATEST && err == MF_OK; v++) {
+    for (int v = cur + 1; v <= target && err == MF_OK; v++) {
         struct mf_pg_params p = {0};
 
         err = mf_pg__exec_script(c, ctx, pg_migrations[v - 1], "migration");
@@ -224,22 +257,30 @@ static int migrate_locked(int *applied_out, PGconn *c, struct mf_ctx *ctx)
     return err;
 }
 
-static int pg_migrate(int *applied_out, struct mf_store *base, struct mf_ctx *ctx)
+int mf_pg__migrate_to(int *applied_out, struct mf_store *base, struct mf_ctx *ctx, int target)
 {
     PGconn *c;
     int err;
 
     *applied_out = 0;
-    err = pg_get(&c, base, ctx);
+    if (target < 1 || target > PG_SCHEMA_LATEST)
+        return mf_fail(ctx, MF_E_INVALID, "no schema version %d (latest %d)", target,
+                       PG_SCHEMA_LATEST);
+    err = mf_pg__get(&c, base, ctx);
     if (err < 0)
         return err;
     err = mf_pg__begin(c, ctx);
     if (err == MF_OK)
-        err = mf_pg__end(c, ctx, migrate_locked(applied_out, c, ctx));
+        err = mf_pg__end(c, ctx, migrate_locked(applied_out, c, ctx, target));
     if (err < 0)
         *applied_out = 0;
-    pg_put(base, c);
+    mf_pg__put(base, c);
     return err;
+}
+
+static int pg_migrate(int *applied_out, struct mf_store *base, struct mf_ctx *ctx)
+{
+    return mf_pg__migrate_to(applied_out, base, ctx, PG_SCHEMA_LATEST);
 }
 
 static int pg_schema_version(int *version_out, struct mf_store *base, struct mf_ctx *ctx)
@@ -248,32 +289,42 @@ static int pg_schema_version(int *version_out, struct mf_store *base, struct mf_
     int err;
 
     *version_out = 0;
-    err = pg_get(&c, base, ctx);
+    err = mf_pg__get(&c, base, ctx);
     if (err < 0)
         return err;
     err = read_schema_version(version_out, c, ctx);
-    pg_put(base, c);
+    mf_pg__put(base, c);
     return err;
 }
 
-/* One statement on a borrowed connection: the common shape of the simple ops. `res_out`
- * may be NULL when the rows are not needed. */
-static int pg_run(PGresult **res_out, struct mf_store *base, struct mf_ctx *ctx, const char *sql,
-                  const struct mf_pg_params *p, const char *what)
+int mf_pg__run(PGresult **res_out, struct mf_store *base, struct mf_ctx *ctx, const char *sql,
+               const struct mf_pg_params *p, const char *what)
 {
     PGresult *res = NULL;
     PGconn *c;
     int err;
 
-    err = pg_get(&c, base, ctx);
+    err = mf_pg__get(&c, base, ctx);
     if (err < 0)
         return err;
     err = mf_pg__query(&res, c, ctx, sql, p, what);
-    pg_put(base, c);
+    mf_pg__put(base, c);
     if (res_out)
         *res_out = res;
     else
         PQclear(res);
+    return err;
+}
+
+int mf_pg__run_change(struct mf_store *base, struct mf_ctx *ctx, const char *sql,
+                      const struct mf_pg_params *p, const char *missing)
+{
+    PGresult *res = NULL;
+    int err = mf_pg__run(&res, base, ctx, sql, p, missing);
+
+    if (err == MF_OK && mf_pg__changes(res) == 0)
+        err = mf_fail(ctx, MF_E_NOTFOUND, "%s", missing);
+    PQclear(res);
     return err;
 }
 
@@ -285,8 +336,8 @@ static int pg_token_count(int *count_out, struct mf_store *base, struct mf_ctx *
 
     *count_out = 0;
     mf_pg__param_i64(&p, kind);
-    err = pg_run(&res, base, ctx, "SELECT count(*) FROM tokens WHERE kind = $1 AND revoked = 0", &p,
-                 "counting tokens");
+    err = mf_pg__run(&res, base, ctx, "SELECT count(*) FROM tokens WHERE kind = $1 AND revoked = 0",
+                     &p, "counting tokens");
     if (err == MF_OK)
         *count_out = (int)mf_pg__col_i64(res, 0, 0);
     PQclear(res);
@@ -301,8 +352,9 @@ static int pg_token_insert(struct mf_store *base, struct mf_ctx *ctx, int kind,
     mf_pg__param_blob(&p, hash, MF_SHA256_LEN);
     mf_pg__param_i64(&p, kind);
     mf_pg__param_i64(&p, now);
-    return pg_run(NULL, base, ctx, "INSERT INTO tokens(hash, kind, created_at) VALUES($1, $2, $3)",
-                  &p, "inserting a token");
+    return mf_pg__run(NULL, base, ctx,
+                      "INSERT INTO tokens(hash, kind, created_at) VALUES($1, $2, $3)", &p,
+                      "inserting a token");
 }
 
 /* The index found the row by hash; the secret-derived bytes are compared in constant time
@@ -322,9 +374,9 @@ static int pg_token_check(struct mf_store *base, struct mf_ctx *ctx, int kind,
 
     mf_pg__param_blob(&p, hash, MF_SHA256_LEN);
     mf_pg__param_i64(&p, kind);
-    err = pg_run(&res, base, ctx,
-                 "SELECT hash FROM tokens WHERE hash = $1 AND kind = $2 AND revoked = 0", &p,
-                 "token lookup");
+    err = mf_pg__run(&res, base, ctx,
+                     "SELECT hash FROM tokens WHERE hash = $1 AND kind = $2 AND revoked = 0", &p,
+                     "token lookup");
     if (err == MF_OK && !hash_row_matches(res, 0, hash))
         err = mf_fail(ctx, MF_E_AUTH, "unknown or revoked token");
     PQclear(res);
@@ -340,12 +392,12 @@ static int pg_device_enroll(struct mf_store *base, struct mf_ctx *ctx, const cha
     mf_pg__param_blob(&p, cred_hash, MF_SHA256_LEN);
     mf_pg__param_i64(&p, now);
     /* Re-enrolment replaces the credential hash, which revokes the old credential. */
-    return pg_run(NULL, base, ctx,
-                  "INSERT INTO devices(device_id, credential_hash, enrolled_at)"
-                  " VALUES($1, $2, $3) ON CONFLICT(device_id) DO UPDATE SET"
-                  " credential_hash = excluded.credential_hash,"
-                  " enrolled_at = excluded.enrolled_at",
-                  &p, "enrolling a device");
+    return mf_pg__run(NULL, base, ctx,
+                      "INSERT INTO devices(device_id, credential_hash, enrolled_at)"
+                      " VALUES($1, $2, $3) ON CONFLICT(device_id) DO UPDATE SET"
+                      " credential_hash = excluded.credential_hash,"
+                      " enrolled_at = excluded.enrolled_at, revoked = 0",
+                      &p, "enrolling a device");
 }
 
 static int pg_device_auth(char device_id_out[MF_STORE_NAME_SIZE], struct mf_store *base,
@@ -357,9 +409,9 @@ static int pg_device_auth(char device_id_out[MF_STORE_NAME_SIZE], struct mf_stor
 
     device_id_out[0] = '\0';
     mf_pg__param_blob(&p, cred_hash, MF_SHA256_LEN);
-    err = pg_run(&res, base, ctx,
-                 "SELECT device_id, credential_hash FROM devices WHERE credential_hash = $1", &p,
-                 "credential lookup");
+    err = mf_pg__run(&res, base, ctx,
+                     "SELECT device_id, credential_hash FROM devices WHERE credential_hash = $1",
+                     &p, "credential lookup");
     if (err == MF_OK && hash_row_matches(res, 1, cred_hash))
         mf_pg__col_text(device_id_out, MF_STORE_NAME_SIZE, res, 0, 0);
     else if (err == MF_OK)
@@ -375,8 +427,8 @@ static int pg_device_touch(struct mf_store *base, struct mf_ctx *ctx, const char
 
     mf_pg__param_i64(&p, now);
     mf_pg__param_text(&p, device_id);
-    return pg_run(NULL, base, ctx, "UPDATE devices SET last_seen = $1 WHERE device_id = $2", &p,
-                  "touching a device");
+    return mf_pg__run(NULL, base, ctx, "UPDATE devices SET last_seen = $1 WHERE device_id = $2", &p,
+                      "touching a device");
 }
 
 static int version_insert_tx(PGconn *c, struct mf_ctx *ctx, const struct mf_store_version *v)
@@ -408,26 +460,13 @@ static int version_insert_tx(PGconn *c, struct mf_ctx *ctx, const struct mf_stor
     return err;
 }
 
-/* Runs `call` (which uses `c`) between BEGIN and COMMIT on a borrowed connection; a failure
- * rolls back and keeps the callee's message. Sets `err`. */
-#define PG_IN_TRANSACTION(base, ctx, c, call)                                                      \
-    do {                                                                                           \
-        err = pg_get(&(c), base, ctx);                                                             \
-        if (err == MF_OK) {                                                                        \
-            err = mf_pg__begin(c, ctx);                                                            \
-            if (err == MF_OK)                                                                      \
-                err = mf_pg__end(c, ctx, (call));                                                  \
-            pg_put(base, c);                                                                       \
-        }                                                                                          \
-    } while (0)
-
 static int pg_version_insert(struct mf_store *base, struct mf_ctx *ctx,
                              const struct mf_store_version *v)
 {
     PGconn *c = NULL;
     int err;
 
-    PG_IN_TRANSACTION(base, ctx, c, version_insert_tx(c, ctx, v));
+    MF_PG_IN_TRANSACTION(base, ctx, c, version_insert_tx(c, ctx, v));
     return err;
 }
 
@@ -459,7 +498,7 @@ static int version_query(struct mf_store_version *out, struct mf_store *base, st
     mf_pg__param_text(&p, p1);
     if (p2)
         mf_pg__param_text(&p, p2);
-    err = pg_run(&res, base, ctx, sql, &p, "version lookup");
+    err = mf_pg__run(&res, base, ctx, sql, &p, "version lookup");
     if (err == MF_OK && PQntuples(res) > 0)
         read_version_row(out, res, 0);
     else if (err == MF_OK)
@@ -547,7 +586,7 @@ static int pg_release_set(struct mf_store *base, struct mf_ctx *ctx,
     if (len > MF_STORE_ENVELOPE_MAX)
         return mf_fail(ctx, MF_E_LIMIT, "release envelope of %zu bytes exceeds %u", len,
                        MF_STORE_ENVELOPE_MAX);
-    PG_IN_TRANSACTION(base, ctx, c, release_set_tx(c, ctx, v, env, len));
+    MF_PG_IN_TRANSACTION(base, ctx, c, release_set_tx(c, ctx, v, env, len));
     return err;
 }
 
@@ -577,10 +616,10 @@ static int pg_release_get(struct mf_dynbuf *out, struct mf_store *base, struct m
     mf_dynbuf__init(out, &ctx->alloc, 1);
     mf_pg__param_text(&p, model);
     mf_pg__param_text(&p, version);
-    err = pg_run(&res, base, ctx,
-                 "SELECT v.release FROM model_versions v JOIN models m ON m.id = v.model_id"
-                 " WHERE m.name = $1 AND v.version = $2 AND v.sequence > 0",
-                 &p, "release lookup");
+    err = mf_pg__run(&res, base, ctx,
+                     "SELECT v.release FROM model_versions v JOIN models m ON m.id = v.model_id"
+                     " WHERE m.name = $1 AND v.version = $2 AND v.sequence > 0",
+                     &p, "release lookup");
     if (err == MF_OK)
         err = read_blob(out, ctx, res, 0, "release");
     PQclear(res);
@@ -599,10 +638,10 @@ static int pg_trust_put(struct mf_store *base, struct mf_ctx *ctx, int kind, uin
     mf_pg__param_i64(&p, kind);
     mf_pg__param_i64(&p, (int64_t)version);
     mf_pg__param_blob(&p, env, len);
-    err = pg_run(NULL, base, ctx,
-                 "INSERT INTO trust_docs(kind, version, envelope, created_at)"
-                 " VALUES($1, $2, $3, extract(epoch FROM now())::bigint)",
-                 &p, "storing a trust document");
+    err = mf_pg__run(NULL, base, ctx,
+                     "INSERT INTO trust_docs(kind, version, envelope, created_at)"
+                     " VALUES($1, $2, $3, extract(epoch FROM now())::bigint)",
+                     &p, "storing a trust document");
     if (err == MF_E_STATE)
         return mf_fail(ctx, MF_E_STATE, "trust document version %llu exists already",
                        (unsigned long long)version);
@@ -619,10 +658,10 @@ static int pg_trust_latest(uint64_t *version_out, struct mf_dynbuf *out, struct 
     *version_out = 0;
     mf_dynbuf__init(out, &ctx->alloc, 1);
     mf_pg__param_i64(&p, kind);
-    err = pg_run(&res, base, ctx,
-                 "SELECT envelope, version FROM trust_docs WHERE kind = $1"
-                 " ORDER BY version DESC LIMIT 1",
-                 &p, "trust document lookup");
+    err = mf_pg__run(&res, base, ctx,
+                     "SELECT envelope, version FROM trust_docs WHERE kind = $1"
+                     " ORDER BY version DESC LIMIT 1",
+                     &p, "trust document lookup");
     if (err == MF_OK)
         err = read_blob(out, ctx, res, 0, kind == MF_STORE_TRUST_ROOT ? "root" : "keys document");
     if (err == MF_OK)
@@ -644,18 +683,17 @@ static int visit_root(const PGresult *res, void *payload)
                  (size_t)PQgetlength(res, 0, 1));
 }
 
-/* Streams `sql`'s rows into `visit` on a borrowed connection. */
-static int pg_walk(struct mf_store *base, struct mf_ctx *ctx, const char *sql,
-                   const struct mf_pg_params *p, mf_pg_row_fn visit, void *payload)
+int mf_pg__store_walk(struct mf_store *base, struct mf_ctx *ctx, const char *sql,
+                      const struct mf_pg_params *p, mf_pg_row_fn visit, void *payload)
 {
     PGconn *c;
     int err;
 
-    err = pg_get(&c, base, ctx);
+    err = mf_pg__get(&c, base, ctx);
     if (err < 0)
         return err;
     err = mf_pg__walk(c, ctx, sql, p, visit, payload);
-    pg_put(base, c);
+    mf_pg__put(base, c);
     return err;
 }
 
@@ -668,10 +706,11 @@ static int pg_trust_roots_after(struct mf_store *base, struct mf_ctx *ctx, uint6
     mf_pg__param_i64(&p, MF_STORE_TRUST_ROOT);
     mf_pg__param_i64(&p, (int64_t)after);
     mf_pg__param_i64(&p, (int64_t)max);
-    return pg_walk(base, ctx,
-                   "SELECT version, envelope FROM trust_docs WHERE kind = $1 AND version > $2"
-                   " ORDER BY version LIMIT $3",
-                   &p, visit_root, &w);
+    return mf_pg__store_walk(
+        base, ctx,
+        "SELECT version, envelope FROM trust_docs WHERE kind = $1 AND version > $2"
+        " ORDER BY version LIMIT $3",
+        &p, visit_root, &w);
 }
 
 static int pg_device_reserve_sequence(uint64_t *first_out, struct mf_store *base,
@@ -686,10 +725,10 @@ static int pg_device_reserve_sequence(uint64_t *first_out, struct mf_store *base
     mf_pg__param_text(&p, device_id);
     /* One statement: the row lock of the UPDATE serialises concurrent check-ins of the same
      * device on every node, so blocks never overlap. */
-    err = pg_run(&res, base, ctx,
-                 "UPDATE devices SET assign_seq = assign_seq + $1 WHERE device_id = $2"
-                 " RETURNING assign_seq",
-                 &p, "reserving assignment sequence numbers");
+    err = mf_pg__run(&res, base, ctx,
+                     "UPDATE devices SET assign_seq = assign_seq + $1 WHERE device_id = $2"
+                     " RETURNING assign_seq",
+                     &p, "reserving assignment sequence numbers");
     if (err == MF_OK && PQntuples(res) == 1)
         *first_out = (uint64_t)mf_pg__col_i64(res, 0, 0) - n + 1;
     else if (err == MF_OK)
@@ -736,7 +775,7 @@ static int pg_report_insert(struct mf_store *base, struct mf_ctx *ctx,
     PGconn *c = NULL;
     int err;
 
-    PG_IN_TRANSACTION(base, ctx, c, report_insert_tx(c, ctx, r));
+    MF_PG_IN_TRANSACTION(base, ctx, c, report_insert_tx(c, ctx, r));
     return err;
 }
 
@@ -763,6 +802,8 @@ static int visit_device(const PGresult *res, void *payload)
     mf_pg__col_text(d.device_id, sizeof(d.device_id), res, 0, 0);
     d.enrolled_at = mf_pg__col_i64(res, 0, 1);
     d.last_seen = mf_pg__col_i64(res, 0, 2);
+    mf_pg__col_text(d.channel, sizeof(d.channel), res, 0, 3);
+    d.revoked = (int)mf_pg__col_i64(res, 0, 4);
     return ((mf_store_device_fn)w->fn)(w->payload, &d);
 }
 
@@ -786,8 +827,8 @@ static int pg_versions_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_
 {
     struct list_walk w = {(void (*)(void))fn, payload};
 
-    return pg_walk(base, ctx, VERSION_SELECT " ORDER BY m.name COLLATE \"C\", v.id", NULL,
-                   visit_version, &w);
+    return mf_pg__store_walk(base, ctx, VERSION_SELECT " ORDER BY m.name COLLATE \"C\", v.id", NULL,
+                             visit_version, &w);
 }
 
 static int pg_devices_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_device_fn fn,
@@ -796,10 +837,11 @@ static int pg_devices_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_d
     struct list_walk w = {(void (*)(void))fn, payload};
 
     /* COLLATE "C": byte order, the same as SQLite's, whatever the database's locale. */
-    return pg_walk(base, ctx,
-                   "SELECT device_id, enrolled_at, last_seen FROM devices"
-                   " ORDER BY device_id COLLATE \"C\"",
-                   NULL, visit_device, &w);
+    return mf_pg__store_walk(
+        base, ctx,
+        "SELECT device_id, enrolled_at, last_seen, channel, revoked FROM devices"
+        " ORDER BY device_id COLLATE \"C\"",
+        NULL, visit_device, &w);
 }
 
 static int pg_statuses_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_status_fn fn,
@@ -807,11 +849,12 @@ static int pg_statuses_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_
 {
     struct list_walk w = {(void (*)(void))fn, payload};
 
-    return pg_walk(base, ctx,
-                   "SELECT d.device_id, s.model, s.version, s.sha256, s.status, s.detail,"
-                   " s.reported_at FROM device_models s JOIN devices d ON d.id = s.device_id"
-                   " ORDER BY d.device_id COLLATE \"C\", s.model COLLATE \"C\"",
-                   NULL, visit_status, &w);
+    return mf_pg__store_walk(
+        base, ctx,
+        "SELECT d.device_id, s.model, s.version, s.sha256, s.status, s.detail,"
+        " s.reported_at FROM device_models s JOIN devices d ON d.id = s.device_id"
+        " ORDER BY d.device_id COLLATE \"C\", s.model COLLATE \"C\"",
+        NULL, visit_status, &w);
 }
 
 /* Both URL schemes libpq accepts select this backend; one list of ops serves both. */
@@ -828,7 +871,18 @@ static int pg_statuses_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_
         .trust_latest = pg_trust_latest, .trust_roots_after = pg_trust_roots_after,                \
         .device_reserve_sequence = pg_device_reserve_sequence, .report_insert = pg_report_insert,  \
         .versions_list = pg_versions_list, .devices_list = pg_devices_list,                        \
-        .statuses_list = pg_statuses_list,                                                         \
+        .statuses_list = pg_statuses_list, .device_groups_set = mf_pg__device_groups_set,          \
+        .device_channel_set = mf_pg__device_channel_set, .groups_list = mf_pg__groups_list,        \
+        .device_revoke = mf_pg__device_revoke, .pin_set = mf_pg__pin_set,                          \
+        .pin_clear = mf_pg__pin_clear, .pins_list = mf_pg__pins_list,                              \
+        .directives_get = mf_pg__directives_get, .admin_token_insert = mf_pg__admin_token_insert,  \
+        .admin_token_auth = mf_pg__admin_token_auth,                                               \
+        .admin_token_revoke = mf_pg__admin_token_revoke,                                           \
+        .admin_tokens_list = mf_pg__admin_tokens_list, .job_enqueue = mf_pg__job_enqueue,          \
+        .job_claim = mf_pg__job_claim, .job_complete = mf_pg__job_complete,                        \
+        .job_fail = mf_pg__job_fail, .job_counts = mf_pg__job_counts,                              \
+        .delta_insert = mf_pg__delta_insert, .delta_find = mf_pg__delta_find,                      \
+        .delta_count = mf_pg__delta_count, .fleet_sha256s = mf_pg__fleet_sha256s,                  \
     }
 
 const struct mf_store_ops mf_store__pg_ops = PG_OPS("postgresql", pg_open);

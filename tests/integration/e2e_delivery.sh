@@ -9,6 +9,7 @@
 # tampered on the server (bad chunk), a missing blob, an unreleased model pushed by an
 # attacker holding the director key and the store, a replayed check-in answer, and a
 # release below the device's security floor.
+# With MF_TEST_STORE_URL the server runs on PostgreSQL (integration_e2e_delivery_pg).
 # Usage: e2e_delivery.sh BIN_DIR   (run by ctest as integration_e2e_delivery)
 set -uo pipefail
 BIN=$1
@@ -18,20 +19,15 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 
 work=$(mktemp -d /tmp/mf-e2e.XXXXXX)
 trap 'mf_stack_stop; rm -rf "$work"' EXIT
-passed=0
-failed=0
-check() { # check "what" command...
-    local what=$1
-    shift
-    if "$@"; then
-        passed=$((passed + 1))
-        echo "ok   - $what"
+check() { mf_check "$@"; }
+agent() { "$BIN/mf-agent" --config "$work/$1.json" run --once >>"$work/$1.log" 2>&1; }
+store_sql() { # store_sql SQL: straight into the server's store (the attacker below has it)
+    if [ -n "${MF_TEST_STORE_URL:-}" ]; then
+        psql -q -v ON_ERROR_STOP=1 "$MF_TEST_STORE_URL" -c "$1" >/dev/null
     else
-        failed=$((failed + 1))
-        echo "FAIL - $what"
+        sqlite3 "$work/server/store.db" "$1"
     fi
 }
-agent() { "$BIN/mf-agent" --config "$work/$1.json" run --once >>"$work/$1.log" 2>&1; }
 http_code() { # http_code TOKEN METHOD PATH [BODY]
     curl -s -o /dev/null -w '%{http_code}' -X "$2" -H "Authorization: Bearer $1" \
         ${4:+-H 'Content-Type: application/json' --data "$4"} "$MF_URL$3"
@@ -128,14 +124,17 @@ evilsha=$(sha256sum "$work/evil.bin" | cut -c1-64)
 mkdir -p "$work/server/blobs/${evilsha:0:2}"
 cp "$work/evil.bin" "$work/server/blobs/${evilsha:0:2}/$evilsha"
 evil_digest=$(sed -n 's/.*"payload":"\([^"]*\)".*/\1/p' "$work/evil-release.json" | base64 -d | sha256sum | cut -c1-64)
-check "attacker inserts an unreleased version with a forged release" sqlite3 "$work/server/store.db" \
-    "INSERT INTO model_versions(model_id, version, sha256, size, created_at, sequence, security_floor, release_digest, release) SELECT id, 'v666', '$evilsha', 65536, 0, 1000, 0, '$evil_digest', readfile('$work/evil-release.json') FROM models WHERE name = 'detector'"
+evil_hex=$(od -An -v -tx1 "$work/evil-release.json" | tr -d ' \n')
+evil_blob="X'$evil_hex'"
+[ -n "${MF_TEST_STORE_URL:-}" ] && evil_blob="decode('$evil_hex', 'hex')"
+check "attacker inserts an unreleased version with a forged release" store_sql \
+    "INSERT INTO model_versions(model_id, version, sha256, size, created_at, sequence, security_floor, release_digest, release) SELECT id, 'v666', '$evilsha', 65536, 0, 1000, 0, '$evil_digest', $evil_blob FROM models WHERE name = 'detector'"
 check "the device refuses the director-signed assignment of it" bash -c "! '$BIN/mf-agent' --config '$work/devA.json' run --once >'$work/devA-evil.log' 2>&1"
 check "  ... because no release key signed it" grep -q 'assignment refused.*unknown or revoked key' "$work/devA-evil.log"
 check "  ... and never downloads it" bash -c "! grep -q 'installing v666' '$work/devA-evil.log'"
 active=$(mf_active_path "$work/devA" detector)
 check "  ... and keeps v2" cmp -s "$active" "$work/v2.bin"
-sqlite3 "$work/server/store.db" "DELETE FROM model_versions WHERE version = 'v666'"
+store_sql "DELETE FROM model_versions WHERE version = 'v666'"
 
 # --- a replayed check-in answer --------------------------------------------------------------
 # A genuine, fully signed answer for devA (captured by anyone on the path), replayed to devA
@@ -188,8 +187,8 @@ active=$(mf_active_path "$work/devA" detector)
 check "  ... and keeps v3" cmp -s "$active" "$work/v3.bin"
 check "  ... and the server saw why" bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' devices | grep -E 'devA +.*detector +v4 +failed' | grep -q 'below security floor'"
 
-echo "$passed passed, $failed failed"
-if [ "$failed" -ne 0 ]; then
+echo "$MF_PASSED passed, $MF_FAILED failed"
+if [ "$MF_FAILED" -ne 0 ]; then
     echo "--- server log (tail)"; tail -20 "$work/server.log"
     for f in "$work"/*.log; do echo "--- $f"; tail -5 "$f"; done
     exit 1

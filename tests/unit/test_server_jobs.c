@@ -6,6 +6,7 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include "mf_test.h"
+#include "pg_testutil.h"
 #include "app/token.h"
 #include "store/store.h"
 
@@ -35,8 +36,21 @@ static int sqlite_url(char *url, size_t cap, const char *tmpdir)
     return 0;
 }
 
+/* A fresh database on the mf_pg fixture's server; skipped where none is configured. */
+static int pg_url(char *url, size_t cap, const char *tmpdir)
+{
+    char u[MF_PGTEST_URL_MAX];
+
+    (void)tmpdir;
+    if (!mf_pgtest__enabled())
+        return -1;
+    mf_pgtest__create_db(u, "jobs");
+    return snprintf(url, cap, "%s", u) < (int)cap ? 0 : -1;
+}
+
 static const struct backend backends[] = {
     {"sqlite", sqlite_url},
+    {"postgresql", pg_url},
 };
 
 static const struct backend *backend_under_test = &backends[0];
@@ -71,6 +85,8 @@ static int teardown(void **state)
     struct jobs_fixture *f = *state;
 
     mf_store__close(f->s);
+    if (strncmp(f->url, "postgresql:", 11) == 0)
+        mf_pgtest__drop_db(f->url);
     (void)nftw(f->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
     free(f);
     return 0;

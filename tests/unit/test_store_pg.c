@@ -9,8 +9,7 @@
 #include "mf_test.h"
 #include "pg_testutil.h"
 #include "app/token.h"
-#include "store/pg_pool.h"
-#include "store/store.h"
+#include "store/pg_store.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 #define NODES 2
 #define THREADS_PER_NODE 12 /* 24 > MF_PG_POOL_MAX: exercises waiting for a free connection */
 #define RESERVES_PER_THREAD 25
+#define JOBS 60
 
 struct pg_fixture {
     char url[MF_PGTEST_URL_MAX];
@@ -279,6 +279,125 @@ static void test_store_pg__reconnects_after_drop(void **state)
     }
 }
 
+struct claim_arg {
+    struct mf_store *s;
+    char owner[16];
+    int64_t ids[JOBS];
+    int n;
+    int err;
+};
+
+static void *claim_thread(void *p)
+{
+    struct claim_arg *a = p;
+    struct mf_store_job job;
+    struct mf_ctx ctx;
+
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    for (;;) {
+        int err = a->s->ops->job_claim(&job, a->s, &ctx, a->owner, 1000, 60);
+
+        if (err == MF_E_NOTFOUND)
+            break;
+        if (err == MF_OK)
+            err = a->s->ops->job_complete(a->s, &ctx, job.id, a->owner);
+        if (err < 0) {
+            a->err = err;
+            break;
+        }
+        a->ids[a->n++] = job.id;
+    }
+    return NULL;
+}
+
+/* Workers of both nodes drain one queue at once: FOR UPDATE SKIP LOCKED hands every job to
+ * exactly one of them, none is lost, and each one's completion is accepted. */
+static void test_store_pg__jobs_claimed_once_across_nodes(void **state)
+{
+    enum { N = NODES * 4 };
+    struct pg_fixture *f = *state;
+    static struct claim_arg a[N];
+    static int seen[JOBS + 1];
+    int64_t queued = -1, running = -1, max_id = 0;
+    pthread_t t[N];
+    char arg[32];
+    int total = 0;
+
+    open_nodes(f);
+    for (int i = 0; i < JOBS; i++) {
+        (void)snprintf(arg, sizeof(arg), "m/v%d", i);
+        assert_int_equal(
+            f->node[i % NODES]->ops->job_enqueue(f->node[i % NODES], &f->ctx, "test", arg, 1000),
+            MF_OK);
+    }
+    /* Enqueueing a pending job again is a no-op. */
+    assert_int_equal(f->node[1]->ops->job_enqueue(f->node[1], &f->ctx, "test", "m/v0", 1000),
+                     MF_OK);
+    for (int i = 0; i < N; i++) {
+        memset(&a[i], 0, sizeof(a[i]));
+        a[i].s = f->node[i % NODES];
+        (void)snprintf(a[i].owner, sizeof(a[i].owner), "node%d-w%d", i % NODES, i);
+        assert_int_equal(pthread_create(&t[i], NULL, claim_thread, &a[i]), 0);
+    }
+    for (int i = 0; i < N; i++)
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+    memset(seen, 0, sizeof(seen));
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(a[i].err, MF_OK);
+        for (int j = 0; j < a[i].n; j++) {
+            assert_true(a[i].ids[j] >= 1 && a[i].ids[j] <= JOBS);
+            seen[a[i].ids[j]]++;
+            max_id = a[i].ids[j] > max_id ? a[i].ids[j] : max_id;
+        }
+        total += a[i].n;
+    }
+    assert_int_equal(total, JOBS);
+    for (int id = 1; id <= JOBS; id++)
+        assert_int_equal(seen[id], 1);
+    assert_int_equal(f->node[0]->ops->job_counts(&queued, &running, f->node[0], &f->ctx, 1000),
+                     MF_OK);
+    assert_int_equal(queued, 0);
+    assert_int_equal(running, 0);
+    assert_int_equal(mf_pgtest__query_ll(f->url, "SELECT count(*) FROM jobs WHERE state = 'done'"
+                                                 " AND attempts = 1"),
+                     JOBS);
+}
+
+/* A database an older server left at schema 2, with a token and a device in it: the
+ * migration to the latest schema keeps both working (the token gets the admin role, the
+ * device the default channel). */
+static void test_store_pg__migrate_from_schema_2(void **state)
+{
+    struct pg_fixture *f = *state;
+    struct mf_store *s;
+    struct mf_store_directives d;
+    uint8_t h[MF_SHA256_LEN];
+    char dev[MF_STORE_NAME_SIZE];
+    int applied = 0, version = 0, role = 0;
+
+    assert_int_equal(mf_store__open(&f->node[0], &f->ctx, f->url, 0), MF_OK);
+    s = f->node[0];
+    assert_int_equal(mf_pg__migrate_to(&applied, s, &f->ctx, 2), MF_OK);
+    assert_int_equal(applied, 2);
+    assert_int_equal(mf_pg__migrate_to(&applied, s, &f->ctx, 99), MF_E_INVALID);
+    mf_token__hash(h, "mfa_old", 7);
+    assert_int_equal(s->ops->token_insert(s, &f->ctx, MF_TOKEN_ADMIN, h, 1), MF_OK);
+    /* A device row as schema 2 wrote it (today's enroll SQL needs schema 3 columns). */
+    mf_pgtest__exec(f->url, "INSERT INTO devices(device_id, credential_hash, enrolled_at)"
+                            " VALUES('old-cam', sha256('old-cam'), 1)");
+    assert_int_equal(s->ops->migrate(&applied, s, &f->ctx), MF_OK);
+    assert_true(applied >= 1);
+    assert_int_equal(s->ops->schema_version(&version, s, &f->ctx), MF_OK);
+    assert_int_equal(version, 2 + applied);
+    assert_int_equal(s->ops->admin_token_auth(&role, s, &f->ctx, h), MF_OK);
+    assert_int_equal(role, MF_ROLE_ADMIN);
+    mf_token__hash(h, "old-cam", 7);
+    assert_int_equal(s->ops->device_auth(dev, s, &f->ctx, h), MF_OK);
+    assert_string_equal(dev, "old-cam");
+    assert_int_equal(s->ops->directives_get(&d, s, &f->ctx, "old-cam", "m"), MF_OK);
+    assert_string_equal(d.channel, "stable");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +409,10 @@ int main(void)
                                         pg_teardown),
         cmocka_unit_test_setup_teardown(test_store_pg__walk_stopped_early, pg_setup, pg_teardown),
         cmocka_unit_test_setup_teardown(test_store_pg__reconnects_after_drop, pg_setup,
+                                        pg_teardown),
+        cmocka_unit_test_setup_teardown(test_store_pg__jobs_claimed_once_across_nodes, pg_setup,
+                                        pg_teardown),
+        cmocka_unit_test_setup_teardown(test_store_pg__migrate_from_schema_2, pg_setup,
                                         pg_teardown),
     };
 

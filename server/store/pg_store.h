@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Inside the PostgreSQL store: its handle and the op-level helpers pg.c and pg_fleet.c share.
+ * pg.c has the ops table, open/migrate and the registry ops; pg_fleet.c the director inputs,
+ * roles, jobs and deltas of schema migration 3.
+ */
+#ifndef MF_SERVER_STORE_PG_STORE_H
+#define MF_SERVER_STORE_PG_STORE_H
+
+#include "store/pg_pool.h"
+#include "store/store.h"
+
+struct mf_pg_store {
+    struct mf_store base; /* first: callers see only this */
+    struct mf_pg_pool *pool;
+    mf_allocator alloc;
+};
+
+/* One statement on a borrowed connection. `res_out` may be NULL when the rows are not
+ * needed; otherwise the caller PQclear()s it (also on failure, where it is NULL). */
+int mf_pg__run(PGresult **res_out, struct mf_store *base, struct mf_ctx *ctx, const char *sql,
+               const struct mf_pg_params *p, const char *what);
+/* mf_pg__run for an UPDATE/DELETE that must change a row: MF_E_NOTFOUND with `missing`
+ * (a complete message) when it changed none. */
+int mf_pg__run_change(struct mf_store *base, struct mf_ctx *ctx, const char *sql,
+                      const struct mf_pg_params *p, const char *missing);
+/* mf_pg__walk (single-row mode) on a borrowed connection. */
+int mf_pg__store_walk(struct mf_store *base, struct mf_ctx *ctx, const char *sql,
+                      const struct mf_pg_params *p, mf_pg_row_fn visit, void *payload);
+/* Applies the pending migrations up to schema `target` (migrate is this up to the latest);
+ * tests use it to build a store as an older release left it. MF_E_INVALID for a target
+ * beyond the latest. */
+int mf_pg__migrate_to(int *applied_out, struct mf_store *base, struct mf_ctx *ctx, int target);
+/* Borrows a connection for one op; every op pairs it with mf_pg__put. */
+int mf_pg__get(PGconn **out, struct mf_store *base, struct mf_ctx *ctx);
+void mf_pg__put(struct mf_store *base, PGconn *c);
+
+/* Runs `call` (which uses `c`) between BEGIN and COMMIT on a borrowed connection; a failure
+ * rolls back and keeps the callee's message. Sets `err`. */
+#define MF_PG_IN_TRANSACTION(base, ctx, c, call)                                                   \
+    do {                                                                                           \
+        err = mf_pg__get(&(c), base, ctx);                                                         \
+        if (err == MF_OK) {                                                                        \
+            err = mf_pg__begin(c, ctx);                                                            \
+            if (err == MF_OK)                                                                      \
+                err = mf_pg__end(c, ctx, (call));                                                  \
+            mf_pg__put(base, c);                                                                   \
+        }                                                                                          \
+    } while (0)
+
+/* pg_fleet.c: the ops of schema migration 3, semantics as in store.h. */
+int mf_pg__device_groups_set(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                             const char *const *groups, size_t n);
+int mf_pg__device_channel_set(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                              const char *channel);
+int mf_pg__groups_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_pair_fn fn, void *payload);
+int mf_pg__device_revoke(struct mf_store *s, struct mf_ctx *ctx, const char *device_id);
+int mf_pg__pin_set(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_pin *p);
+int mf_pg__pin_clear(struct mf_store *s, struct mf_ctx *ctx, int scope, const char *target,
+                     const char *model);
+int mf_pg__pins_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_pin_fn fn, void *payload);
+int mf_pg__directives_get(struct mf_store_directives *out, struct mf_store *s, struct mf_ctx *ctx,
+                          const char *device_id, const char *model);
+int mf_pg__admin_token_insert(struct mf_store *s, struct mf_ctx *ctx,
+                              const uint8_t hash[MF_SHA256_LEN], int role, const char *name,
+                              int64_t now);
+int mf_pg__admin_token_auth(int *role_out, struct mf_store *s, struct mf_ctx *ctx,
+                            const uint8_t hash[MF_SHA256_LEN]);
+int mf_pg__admin_token_revoke(struct mf_store *s, struct mf_ctx *ctx, const char *id);
+int mf_pg__admin_tokens_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_token_fn fn,
+                             void *payload);
+int mf_pg__job_enqueue(struct mf_store *s, struct mf_ctx *ctx, const char *kind, const char *arg,
+                       int64_t now);
+int mf_pg__job_claim(struct mf_store_job *out, struct mf_store *s, struct mf_ctx *ctx,
+                     const char *owner, int64_t now, int64_t lease_s);
+int mf_pg__job_complete(struct mf_store *s, struct mf_ctx *ctx, int64_t id, const char *owner);
+int mf_pg__job_fail(struct mf_store *s, struct mf_ctx *ctx, int64_t id, const char *owner,
+                    const char *error);
+int mf_pg__job_counts(int64_t *queued_out, int64_t *running_out, struct mf_store *s,
+                      struct mf_ctx *ctx, int64_t now);
+int mf_pg__delta_insert(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_delta *d);
+int mf_pg__delta_find(struct mf_store_delta *out, struct mf_store *s, struct mf_ctx *ctx,
+                      const char *from_sha256, const char *to_sha256);
+int mf_pg__delta_count(int64_t *count_out, struct mf_store *s, struct mf_ctx *ctx);
+int mf_pg__fleet_sha256s(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                         mf_store_pair_fn fn, void *payload);
+
+#endif /* MF_SERVER_STORE_PG_STORE_H */
