@@ -67,7 +67,9 @@ static int check_role(struct mf_httpd_req *r)
     return err < 0 ? err : MF_E_AUTH;
 }
 
-/* After a valid device credential: the device's token bucket (429 with Retry-After). */
+/* After a valid device credential: the device's token bucket (429 with Retry-After). Only
+ * the JSON routes (check-in, report) spend tokens: they are the ones that read and write the
+ * store, while blob downloads are file reads a resuming device may split into many ranges. */
 static int check_rate(struct mf_httpd_req *r)
 {
     struct timespec now;
@@ -76,8 +78,9 @@ static int check_rate(struct mf_httpd_req *r)
     int err;
 
     (void)clock_gettime(CLOCK_MONOTONIC, &now);
-    if (!r->env->ratelimit || mf_ratelimit__take(&retry, r->env->ratelimit, r->device_id,
-                                                 (double)now.tv_sec + (double)now.tv_nsec / 1e9))
+    if (!r->env->ratelimit || r->route->body != MF_HTTPD_BODY_JSON ||
+        mf_ratelimit__take(&retry, r->env->ratelimit, r->device_id,
+                           (double)now.tv_sec + (double)now.tv_nsec / 1e9))
         return MF_OK;
     mf_metrics__count(&r->env->metrics->rate_limited, 1);
     err = mf_httpd__reply_error(r, MHD_HTTP_TOO_MANY_REQUESTS,

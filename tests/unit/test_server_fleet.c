@@ -727,6 +727,12 @@ static void test_server_fleet__rate_limit_per_device(void **state)
     assert_non_null(strstr(r.body, "\"too_many_requests\""));
     assert_true(strtol(r.retry_after, NULL, 10) >= 1);
     free(r.body);
+    /* Blob downloads (file reads, resumed in ranges) do not spend the device's tokens. */
+    call_port(&r, port, "GET",
+              "/v1/blobs/eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee",
+              fx.device, NULL, 0, NULL);
+    assert_int_equal(r.status, 404);
+    free(r.body);
     /* Another device has its own bucket. */
     call_port(&r, port, "POST", "/v1/checkin", other, body, strlen(body), NULL);
     assert_int_equal(r.status, 200);
