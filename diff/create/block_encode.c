@@ -39,7 +39,7 @@ int mf_diff__worker_init(struct mf_block_worker *w, struct mf_ctx *ctx, size_t w
     w->cctx = ZSTD_createCCtx();
     w->decoded = mf_ctx__alloc(ctx, window);
     w->sparse = mf_ctx__alloc(ctx, window);
-    w->trial_cap = ZSTD_compressBound(window);
+    w->trial_cap = ZSTD_compressBound(window) + 5 * ZSTD_compressBound(0);
     w->trial = mf_ctx__alloc(ctx, w->trial_cap);
     if (!w->cctx || !w->decoded || !w->sparse || !w->trial) {
         mf_diff__worker_free(w, ctx);
@@ -236,16 +236,60 @@ static size_t build(const uint8_t **src, struct mf_delta_block *b, const struct 
     return job->len;
 }
 
-static size_t compress(struct mf_block_worker *w, const uint8_t *src, size_t len, int level)
+/*
+ * Streams of different statistics (byte planes; sparse gaps and values; bsdiff control, diff
+ * and extra) get a zstd frame each, so each gets its own entropy tables; the decoder
+ * decompresses the concatenated frames in one call. Returns the part count.
+ */
+static size_t split_parts(size_t *parts, const struct mf_delta_block *b, const uint8_t *src,
+                          size_t len)
 {
-    size_t r;
+    uint64_t count = 0;
+    size_t n = 0;
+
+    if (b->kind == MF_DELTA_BSDIFF) {
+        parts[0] = b->ctrl_len;
+        parts[1] = b->diff_len;
+        parts[2] = len - b->ctrl_len - b->diff_len;
+        return 3;
+    }
+    if (b->kind != MF_DELTA_NUMERIC) {
+        parts[0] = len;
+        return 1;
+    }
+    if (b->flags & MF_DELTA_NUM_SPARSE) {
+        (void)mf_delta__varint_get(&count, src, len);
+        parts[n++] = len - (size_t)count * b->word;
+        for (unsigned int k = 0; k < b->word; k++)
+            parts[n++] = (size_t)count;
+        return n;
+    }
+    for (unsigned int k = 0; k < b->word; k++)
+        parts[n++] = len / b->word;
+    return n;
+}
+
+static size_t compress(struct mf_block_worker *w, const uint8_t *src, size_t len, int level,
+                       const struct mf_delta_block *b)
+{
+    size_t parts[1 + 4], np = split_parts(parts, b, src, len), out = 0;
 
     ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_and_parameters);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 0);
-    r = ZSTD_compress2(w->cctx, w->trial, w->trial_cap, src, len);
-    return ZSTD_isError(r) ? SIZE_MAX : r;
+    for (size_t i = 0; i < np; i++) {
+        size_t r;
+
+        if (parts[i] == 0)
+            continue;
+        r = ZSTD_compress2(w->cctx, w->trial + out, w->trial_cap - out, src, parts[i]);
+        if (ZSTD_isError(r))
+            return SIZE_MAX;
+        out += r;
+        src += parts[i];
+    }
+    return out;
 }
 
 /* Appends one block (header + payload) to the job's output. */
@@ -327,7 +371,7 @@ static void choose(struct choice *out, struct mf_block_worker *w, const struct m
 
         if (!dlen)
             continue;
-        sz = compress(w, src, dlen, TRIAL_LEVEL);
+        sz = compress(w, src, dlen, TRIAL_LEVEL, &b);
         if (sz < out->size) {
             out->size = sz;
             out->c = cands[i];
@@ -352,7 +396,7 @@ static int finalize(struct mf_block_job *job, struct mf_block_worker *w, struct 
         return emit(job, ctx, &b, NULL);
     }
     dlen = build(&src, &b, &ch->c, w, r, in);
-    final = dlen ? compress(w, src, dlen, in->level) : SIZE_MAX;
+    final = dlen ? compress(w, src, dlen, in->level, &b) : SIZE_MAX;
     if (final == SIZE_MAX)
         return mf_fail(ctx, MF_E_GENERIC, "zstd failed on block at %llu",
                        (unsigned long long)r->start);
