@@ -12,26 +12,34 @@
 #include <stdio.h>
 #include <string.h>
 
-enum key_kind { KEY_STRING, KEY_MODELS, KEY_INTERVAL, KEY_LEVEL };
+enum key_kind { KEY_STRING, KEY_MODELS, KEY_INT, KEY_LEVEL, KEY_BOOL, KEY_CONFIRM };
 
 struct key_spec {
     const char *name;
     enum key_kind kind;
-    size_t offset; /* of the char * field, for KEY_STRING */
+    size_t offset; /* of the char * (KEY_STRING), long (KEY_INT) or int (KEY_BOOL) field */
     int required;
+    long min, max; /* KEY_INT */
 };
 
 static const struct key_spec keys[] = {
-    {"server_url", KEY_STRING, offsetof(struct mf_agent_config, server_url), 1},
-    {"device_id", KEY_STRING, offsetof(struct mf_agent_config, device_id), 1},
+    {"server_url", KEY_STRING, offsetof(struct mf_agent_config, server_url), 1, 0, 0},
+    {"device_id", KEY_STRING, offsetof(struct mf_agent_config, device_id), 1, 0, 0},
     {"enrollment_token_file", KEY_STRING, offsetof(struct mf_agent_config, enrollment_token_file),
-     0},
-    {"state_dir", KEY_STRING, offsetof(struct mf_agent_config, state_dir), 1},
-    {"ca_file", KEY_STRING, offsetof(struct mf_agent_config, ca_file), 0},
-    {"trust_root_file", KEY_STRING, offsetof(struct mf_agent_config, trust_root_file), 1},
-    {"models", KEY_MODELS, 0, 1},
-    {"poll_interval_s", KEY_INTERVAL, 0, 0},
-    {"log_level", KEY_LEVEL, 0, 0},
+     0, 0, 0},
+    {"state_dir", KEY_STRING, offsetof(struct mf_agent_config, state_dir), 1, 0, 0},
+    {"ca_file", KEY_STRING, offsetof(struct mf_agent_config, ca_file), 0, 0, 0},
+    {"trust_root_file", KEY_STRING, offsetof(struct mf_agent_config, trust_root_file), 1, 0, 0},
+    {"models", KEY_MODELS, 0, 1, 0, 0},
+    {"poll_interval_s", KEY_INT, offsetof(struct mf_agent_config, poll_interval_s), 0, 1, 86400},
+    {"log_level", KEY_LEVEL, 0, 0, 0, 0},
+    {"confirm", KEY_CONFIRM, 0, 0, 0, 0},
+    {"max_unconfirmed_starts", KEY_INT, offsetof(struct mf_agent_config, max_unconfirmed_starts), 0,
+     1, 1000},
+    {"metered", KEY_BOOL, offsetof(struct mf_agent_config, metered), 0, 0, 0},
+    {"max_recv_bytes_per_s", KEY_INT, offsetof(struct mf_agent_config, max_recv_bytes_per_s), 0, 0,
+     1L << 40},
+    {"stall_timeout_s", KEY_INT, offsetof(struct mf_agent_config, stall_timeout_s), 0, 1, 3600},
 };
 
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
@@ -99,12 +107,25 @@ static int set_key(struct mf_agent_config *c, struct mf_ctx *ctx, const char *fi
         return set_string(c, ctx, file, k, v);
     case KEY_MODELS:
         return set_models(c, ctx, file, v);
-    case KEY_INTERVAL:
-        if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 86400 ||
-            v->valuedouble != (double)(long)v->valuedouble)
+    case KEY_INT:
+        if (!cJSON_IsNumber(v) || v->valuedouble < (double)k->min ||
+            v->valuedouble > (double)k->max || v->valuedouble != (double)(long)v->valuedouble)
+            return mf_fail(ctx, MF_E_INVALID, "%s: key \"%s\": expected an integer in %ld..%ld",
+                           file, k->name, k->min, k->max);
+        *(long *)((char *)c + k->offset) = (long)v->valuedouble;
+        return MF_OK;
+    case KEY_BOOL:
+        if (!cJSON_IsBool(v))
+            return mf_fail(ctx, MF_E_INVALID, "%s: key \"%s\": expected true or false", file,
+                           k->name);
+        *(int *)((char *)c + k->offset) = cJSON_IsTrue(v);
+        return MF_OK;
+    case KEY_CONFIRM:
+        if (!cJSON_IsString(v) ||
+            (strcmp(v->valuestring, "auto") != 0 && strcmp(v->valuestring, "manual") != 0))
             return mf_fail(ctx, MF_E_INVALID,
-                           "%s: key \"poll_interval_s\": expected an integer in 1..86400", file);
-        c->poll_interval_s = (long)v->valuedouble;
+                           "%s: key \"confirm\": expected \"auto\" or \"manual\"", file);
+        c->confirm_manual = strcmp(v->valuestring, "manual") == 0;
         return MF_OK;
     case KEY_LEVEL:
         return set_level(c, ctx, file, v);
@@ -163,6 +184,8 @@ int mf_agent_config__parse(struct mf_agent_config *out, struct mf_ctx *ctx, cons
     memset(out, 0, sizeof(*out));
     out->poll_interval_s = 60;
     out->log_level = MF_LOG_INFO;
+    out->max_unconfirmed_starts = 3;
+    out->stall_timeout_s = 60;
     doc = cJSON_ParseWithLengthOpts(json, len, &end, 0);
     if (!doc)
         return mf_fail(ctx, MF_E_INVALID, "%s: line %d: not valid JSON", file,

@@ -6,7 +6,9 @@
  *   {"server_url": "http://127.0.0.1:8080", "device_id": "cam-0001",
  *    "enrollment_token_file": "/etc/mf/enroll.token", "state_dir": "/var/lib/mf-agent",
  *    "models": ["detector"], "poll_interval_s": 60, "log_level": "info",
- *    "ca_file": "/etc/ssl/certs/ca.pem", "trust_root_file": "/etc/mf/root.json"}
+ *    "ca_file": "/etc/ssl/certs/ca.pem", "trust_root_file": "/etc/mf/root.json",
+ *    "confirm": "auto", "max_unconfirmed_starts": 3, "metered": false,
+ *    "max_recv_bytes_per_s": 0, "stall_timeout_s": 60}
  *
  * trust_root_file is required: the signed root the device is provisioned with (no trust
  * on first use); it is read only until the agent has saved its own trust state.
@@ -29,8 +31,13 @@ struct mf_agent_config {
     char *trust_root_file;       /* required: the provisioned root envelope */
     char **models;               /* required, 1..MF_AGENT_MAX_MODELS names */
     size_t n_models;
-    long poll_interval_s; /* 1..86400, default 60 */
-    int log_level;        /* an mf_log_level, default MF_LOG_INFO */
+    long poll_interval_s;        /* 1..86400, default 60 */
+    int log_level;               /* an mf_log_level, default MF_LOG_INFO */
+    int confirm_manual;          /* "confirm": "manual": new versions wait for `mf-agent confirm` */
+    long max_unconfirmed_starts; /* 1..1000, default 3 */
+    int metered;                 /* no delta-to-full fallback */
+    long max_recv_bytes_per_s;   /* bandwidth cap, 0 (default): none */
+    long stall_timeout_s;        /* 1..3600, default 60 */
 };
 
 /*

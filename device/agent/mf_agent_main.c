@@ -1,53 +1,85 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * mf-agent: the Linux daemon/CLI on libmf.
+ * mf-agent: the Linux daemon/CLI on libmf (docs/agent.md).
  *   mf-agent --config FILE run [--once] [--max-cycles N]
  *   mf-agent --config FILE status
- * `run` calls mf_agent_step() every poll interval (the server's, else the config's) until
- * SIGTERM/SIGINT, which are honoured between steps. `--once` runs one step and exits 0
- * only when every tracked model runs its assignment. Logs go to stderr.
+ *   mf-agent --config FILE check-now
+ *   mf-agent --config FILE pin MODEL [VERSION]      (default: the installed version)
+ *   mf-agent --config FILE unpin MODEL
+ *   mf-agent --config FILE rollback MODEL [REASON]
+ *   mf-agent --config FILE confirm MODEL
+ * Commands come from a static table; each lives in agent_daemon.c or agent_commands.c.
+ * Exit codes: 0 success, 1 failure (reason on stderr), 2 usage error.
  */
-#include "agent_config.h"
-#include "mf/agent.h"
+#include "agent_cli.h"
 #include "mf/ct.h"
-#include "mf/sys/platform_posix.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* A root envelope is capped at 32 KiB by the device library (docs/formats/manifest.md). */
 #define MF_AGENT_ROOT_MAX (32 * 1024 + 1)
 
-static volatile sig_atomic_t stop_requested;
+struct command {
+    const char *name;
+    int (*fn)(struct agent_cli *c);
+    int min_args, max_args; /* positional arguments after the command */
+    int control;            /* opens a control handle (not an app start) */
+};
 
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop_requested = 1;
-}
+static const struct command commands[] = {
+    {"run", agent_daemon_run, 0, 0, 0},          {"status", agent_cmd_status, 0, 0, 1},
+    {"check-now", agent_cmd_check_now, 0, 0, 1}, {"pin", agent_cmd_pin, 1, 2, 1},
+    {"unpin", agent_cmd_unpin, 1, 1, 1},         {"rollback", agent_cmd_rollback, 1, 2, 1},
+    {"confirm", agent_cmd_confirm, 1, 1, 1},
+};
 
 static int usage(FILE *out)
 {
-    (void)fprintf(out, "usage: mf-agent --config FILE run [--once] [--max-cycles N]\n"
-                       "       mf-agent --config FILE status\n"
-                       "       mf-agent --help\n");
+    (void)fprintf(out,
+                  "usage: mf-agent --config FILE run [--once] [--max-cycles N]\n"
+                  "       mf-agent --config FILE status\n"
+                  "       mf-agent --config FILE check-now\n"
+                  "       mf-agent --config FILE pin MODEL [VERSION]\n"
+                  "       mf-agent --config FILE unpin MODEL\n"
+                  "       mf-agent --config FILE rollback MODEL [REASON]\n"
+                  "       mf-agent --config FILE confirm MODEL\n"
+                  "       mf-agent --help\n"
+                  "options: --wait SECONDS  how long a command waits for a busy daemon (60)\n");
     return out == stdout ? 0 : 2;
 }
 
-struct cli {
-    const char *config;
-    const char *command;
-    int once;
-    long max_cycles; /* 0: unbounded */
-};
-
-static int parse_cli(struct cli *cli, int argc, char **argv)
+static int parse_long(long *out, const char *opt, const char *s)
 {
+    char *end = NULL;
+
+    errno = 0;
+    *out = strtol(s, &end, 10);
+    if (errno || !end || *end || *out < 1) {
+        (void)fprintf(stderr, "mf-agent: %s: \"%s\" is not a positive number\n", opt, s);
+        return -1;
+    }
+    return 0;
+}
+
+static const struct command *find_command(const char *name)
+{
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    }
+    return NULL;
+}
+
+static int parse_cli(struct cli *cli, const struct command **cmd_out, int argc, char **argv)
+{
+    int nargs = 0;
+
     memset(cli, 0, sizeof(*cli));
+    cli->wait_s = 60;
+    *cmd_out = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
 
@@ -59,192 +91,143 @@ static int parse_cli(struct cli *cli, int argc, char **argv)
         } else if (strcmp(a, "--once") == 0) {
             cli->once = 1;
         } else if (strcmp(a, "--max-cycles") == 0 && i + 1 < argc) {
-            char *end = NULL;
-
-            errno = 0;
-            cli->max_cycles = strtol(argv[++i], &end, 10);
-            if (errno || !end || *end || cli->max_cycles < 1) {
-                (void)fprintf(stderr, "mf-agent: --max-cycles: \"%s\" is not a positive number\n",
-                              argv[i]);
+            if (parse_long(&cli->max_cycles, a, argv[++i]) < 0)
                 return -1;
-            }
-        } else if (!cli->command && (strcmp(a, "run") == 0 || strcmp(a, "status") == 0)) {
+        } else if (strcmp(a, "--wait") == 0 && i + 1 < argc) {
+            if (parse_long(&cli->wait_s, a, argv[++i]) < 0)
+                return -1;
+        } else if (!*cmd_out && find_command(a)) {
+            *cmd_out = find_command(a);
             cli->command = a;
+        } else if (*cmd_out && nargs < (*cmd_out)->max_args && a[0] != '-') {
+            if (nargs++ == 0)
+                cli->arg1 = a;
+            else
+                cli->arg2 = a;
         } else {
             (void)fprintf(stderr, "mf-agent: unexpected argument \"%s\"\n", a);
             return -1;
         }
     }
-    if (!cli->config || !cli->command) {
+    if (!cli->config || !*cmd_out) {
         (void)fprintf(stderr, "mf-agent: --config FILE and a command are required\n");
+        return -1;
+    }
+    if (nargs < (*cmd_out)->min_args) {
+        (void)fprintf(stderr, "mf-agent: %s needs a MODEL\n", cli->command);
         return -1;
     }
     return 0;
 }
 
-static void on_ready(void *payload, const char *model, const char *version, const char *path)
+/* The app side of mf-agent: with "confirm": "manual" a new version waits for `confirm`. */
+static int on_health(void *payload, const char *model, const char *version, const char *path)
 {
-    if (*(const int *)payload >= MF_LOG_INFO)
-        (void)fprintf(stderr, "info  mf-agent: model %s %s ready at %s\n", model, version, path);
+    const struct agent_cli *c = payload;
+
+    if (c->log_level >= MF_LOG_INFO)
+        (void)fprintf(stderr, "info  mf-agent: model %s %s ready at %s%s\n", model, version, path,
+                      c->cfg.confirm_manual ? " (run `mf-agent confirm` once it is healthy)" : "");
+    return c->cfg.confirm_manual ? MF_AGENT_CONFIRM_LATER : MF_AGENT_HEALTHY;
 }
 
-static void sleep_s(long seconds)
+/* Options from the config; on the heap (the struct is large for the stack ceiling). */
+static int fill_options(mf_agent_options *o, struct agent_cli *c, const mf_platform_ops *ops,
+                        const char *root, size_t root_len, const char *token, int control)
 {
-    /* One-second naps so a signal between steps is noticed promptly. */
-    for (long i = 0; i < seconds && !stop_requested; i++) {
-        struct timespec ts = {1, 0};
+    int err = mf_agent_options_init(o, MF_AGENT_OPTIONS_VERSION);
 
-        (void)nanosleep(&ts, NULL);
-    }
+    o->trust_root = root;
+    o->trust_root_len = root_len;
+    o->server_url = c->cfg.server_url;
+    o->device_id = c->cfg.device_id;
+    o->enrollment_token = token[0] ? token : NULL;
+    o->state_dir = c->cfg.state_dir;
+    o->models = (const char *const *)c->cfg.models;
+    o->n_models = c->cfg.n_models;
+    o->platform = ops;
+    o->ca_file = c->cfg.ca_file;
+    o->log_fn = mf_log_stderr;
+    o->log_payload = &c->log_level;
+    o->health_fn = on_health;
+    o->health_payload = c;
+    o->max_unconfirmed_starts = (unsigned int)c->cfg.max_unconfirmed_starts;
+    o->metered = c->cfg.metered;
+    o->max_recv_bytes_per_s = c->cfg.max_recv_bytes_per_s;
+    o->stall_timeout_s = c->cfg.stall_timeout_s;
+    o->control_only = control;
+    agent_daemon_progress(o);
+    return err;
 }
 
-static int all_up_to_date(const mf_agent *agent, const struct mf_agent_config *cfg)
-{
-    for (size_t i = 0; i < cfg->n_models; i++) {
-        mf_agent_model_status st;
-
-        if (mf_agent_status(&st, agent, cfg->models[i]) < 0 || !st.up_to_date)
-            return 0;
-    }
-    return 1;
-}
-
-static int run(mf_agent *agent, const struct mf_agent_config *cfg, const struct cli *cli)
-{
-    struct sigaction sa;
-    long cycles = 0;
-    int err = MF_OK;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    (void)sigaction(SIGTERM, &sa, NULL);
-    (void)sigaction(SIGINT, &sa, NULL);
-    while (!stop_requested) {
-        long interval;
-
-        err = mf_agent_step(agent);
-        cycles++;
-        if (err < 0)
-            (void)fprintf(stderr, "error mf-agent: step failed (%s): %s\n", mf_strerror(err),
-                          mf_agent_errmsg(agent));
-        if (cli->once)
-            return err == MF_OK && all_up_to_date(agent, cfg) ? 0 : 1;
-        if (cli->max_cycles && cycles >= cli->max_cycles)
-            break;
-        interval = mf_agent_poll_interval_s(agent);
-        sleep_s(interval > 0 ? interval : cfg->poll_interval_s);
-    }
-    if (stop_requested)
-        (void)fprintf(stderr, "info  mf-agent: stopping after %ld cycle(s)\n", cycles);
-    return err == MF_OK ? 0 : 1;
-}
-
-static int status(const mf_agent *agent, const struct mf_agent_config *cfg)
-{
-    mf_agent_trust_state ts;
-
-    for (size_t i = 0; i < cfg->n_models; i++) {
-        mf_agent_model_status st;
-
-        if (mf_agent_status(&st, agent, cfg->models[i]) < 0)
-            continue;
-        if (st.installed)
-            printf("%-24s %-16s slot %c  %12llu bytes  sha256 %s  floor %llu\n", cfg->models[i],
-                   st.version, st.slot, (unsigned long long)st.size, st.sha256,
-                   (unsigned long long)st.security_floor);
-        else
-            printf("%-24s (nothing installed)\n", cfg->models[i]);
-    }
-    mf_agent_trust_status(&ts, agent);
-    printf("trust: root v%llu, keys v%llu, director sequence %llu\n",
-           (unsigned long long)ts.root_version, (unsigned long long)ts.keys_version,
-           (unsigned long long)ts.assignment_sequence);
-    return 0;
-}
-
-/* Builds the agent from the config; the token file is read only when present. */
-static int open_agent(mf_agent **out, mf_platform_posix *posix, const struct mf_agent_config *cfg,
-                      int *log_level)
+int agent_cli_open(struct agent_cli *c, int control)
 {
     mf_platform_ops ops;
-    mf_agent_options o;
     struct mf_ctx ctx;
     char token[256] = "";
     size_t root_len = 0;
-    char *root = NULL;
-    int err;
+    char *root = mf_alloc(NULL, MF_AGENT_ROOT_MAX);
+    mf_agent_options *o = mf_alloc(NULL, sizeof(*o));
+    int err = root && o ? MF_OK : MF_E_NOMEM;
 
     mf_ctx__init(&ctx, NULL, NULL, NULL, "mf-agent");
-    root = mf_alloc(NULL, MF_AGENT_ROOT_MAX);
-    if (!root)
-        return MF_E_NOMEM;
-    err =
-        mf_agent_config__read_file(root, MF_AGENT_ROOT_MAX, &root_len, &ctx, cfg->trust_root_file);
-    if (err < 0) {
+    if (err >= 0)
+        err = mf_agent_config__read_file(root, MF_AGENT_ROOT_MAX, &root_len, &ctx,
+                                         c->cfg.trust_root_file);
+    if (err < 0)
         (void)fprintf(stderr, "error mf-agent: trust_root_file: %s\n", mf_ctx__errmsg(&ctx));
-        mf_free(NULL, root);
-        return err;
-    }
-    if (cfg->enrollment_token_file &&
-        mf_agent_config__read_secret(token, sizeof(token), &ctx, cfg->enrollment_token_file) < 0)
+    if (err >= 0 && c->cfg.enrollment_token_file &&
+        mf_agent_config__read_secret(token, sizeof(token), &ctx, c->cfg.enrollment_token_file) < 0)
         (void)fprintf(stderr, "warn  mf-agent: %s (enrollment will fail if needed)\n",
                       mf_ctx__errmsg(&ctx));
-    err = mf_platform_posix_init(&ops, posix, cfg->state_dir);
-    if (err < 0) {
-        (void)fprintf(stderr, "error mf-agent: cannot open state_dir %s\n", cfg->state_dir);
-        mf_secure_zero(token, sizeof(token));
-        mf_free(NULL, root);
-        return err;
+    if (err >= 0) {
+        err = mf_platform_posix_init(&ops, &c->posix, c->cfg.state_dir);
+        if (err < 0)
+            (void)fprintf(stderr, "error mf-agent: cannot open state_dir %s\n", c->cfg.state_dir);
     }
-    err = mf_agent_options_init(&o, MF_AGENT_OPTIONS_VERSION);
-    o.trust_root = root;
-    o.trust_root_len = root_len;
-    o.server_url = cfg->server_url;
-    o.device_id = cfg->device_id;
-    o.enrollment_token = token[0] ? token : NULL;
-    o.state_dir = cfg->state_dir;
-    o.models = (const char *const *)cfg->models;
-    o.n_models = cfg->n_models;
-    o.platform = &ops;
-    o.ca_file = cfg->ca_file;
-    o.log_fn = mf_log_stderr;
-    o.log_payload = log_level;
-    o.ready_fn = on_ready;
-    o.ready_payload = log_level;
     if (err >= 0)
-        err = mf_agent_new(out, &o); /* copies the token; bootstraps from the root */
+        err = fill_options(o, c, &ops, root, root_len, token, control);
+    if (err >= 0)
+        err = mf_agent_new(&c->agent, o); /* copies the token; bootstraps from the root */
     mf_secure_zero(token, sizeof(token));
     mf_free(NULL, root);
+    mf_free(NULL, o);
     return err;
 }
 
 int main(int argc, char **argv)
 {
-    struct mf_agent_config cfg;
-    mf_platform_posix posix = {-1};
-    mf_agent *agent = NULL;
+    struct agent_cli *c = mf_alloc(NULL, sizeof(*c));
+    const struct command *cmd = NULL;
     struct mf_ctx ctx;
-    struct cli cli;
     int rc;
 
-    if (parse_cli(&cli, argc, argv) < 0)
+    if (!c)
+        return 1;
+    memset(c, 0, sizeof(*c));
+    c->posix.dirfd = -1;
+    if (parse_cli(&c->cli, &cmd, argc, argv) < 0) {
+        mf_free(NULL, c);
         return usage(stderr);
-    if (strcmp(cli.command, "help") == 0)
+    }
+    if (strcmp(c->cli.command, "help") == 0) {
+        mf_free(NULL, c);
         return usage(stdout);
+    }
     mf_ctx__init(&ctx, NULL, NULL, NULL, "mf-agent");
-    if (mf_agent_config__load(&cfg, &ctx, cli.config) < 0) {
+    if (mf_agent_config__load(&c->cfg, &ctx, c->cli.config) < 0) {
         (void)fprintf(stderr, "mf-agent: %s\n", mf_ctx__errmsg(&ctx));
+        mf_free(NULL, c);
         return 2;
     }
-    if (open_agent(&agent, &posix, &cfg, &cfg.log_level) < 0) {
+    c->log_level = c->cfg.log_level;
+    if (agent_cli_open(c, cmd->control) < 0)
         rc = 1; /* the reason was logged through the log callback */
-    } else if (strcmp(cli.command, "status") == 0) {
-        rc = status(agent, &cfg);
-    } else {
-        rc = run(agent, &cfg, &cli);
-    }
-    mf_agent_free(agent);
-    mf_platform_posix_close(&posix);
-    mf_agent_config__free(&cfg, &ctx);
+    else
+        rc = cmd->fn(c);
+    mf_agent_free(c->agent);
+    mf_platform_posix_close(&c->posix);
+    mf_agent_config__free(&c->cfg, &ctx);
+    mf_free(NULL, c);
     return rc;
 }

@@ -247,6 +247,19 @@ static int posix_mkdir(void *payload, const char *name)
     return MF_OK;
 }
 
+static int posix_truncate(void *payload, mf_platform_file *file, uint64_t size)
+{
+    int rc;
+
+    (void)payload;
+    if (size > (uint64_t)INT64_MAX)
+        return MF_E_INVALID;
+    do {
+        rc = ftruncate(file_to_fd(file), (off_t)size);
+    } while (rc != 0 && errno == EINTR);
+    return rc == 0 ? MF_OK : MF_E_IO;
+}
+
 int mf_platform_posix_init(mf_platform_ops *ops_out, mf_platform_posix *posix,
                            const char *state_dir)
 {
@@ -264,6 +277,7 @@ int mf_platform_posix_init(mf_platform_ops *ops_out, mf_platform_posix *posix,
         .rename = posix_rename,
         .remove = posix_remove,
         .mkdir = posix_mkdir,
+        .truncate = posix_truncate,
     };
 
     posix->dirfd = -1;

@@ -7,26 +7,40 @@
  */
 #include "mf_agent_int.h"
 
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
+
+/* Bytes of mf_agent_options that a caller of `version` owns (fields are only appended). */
+static size_t options_size(unsigned int version)
+{
+    return version == 1 ? offsetof(mf_agent_options, health_fn) : sizeof(mf_agent_options);
+}
 
 int mf_agent_options_init(mf_agent_options *opts, unsigned int version)
 {
-    memset(opts, 0, sizeof(*opts));
-    if (version != MF_AGENT_OPTIONS_VERSION)
+    if (version < 1 || version > MF_AGENT_OPTIONS_VERSION)
         return MF_E_INVALID;
+    memset(opts, 0, options_size(version));
     opts->version = version;
     opts->connect_timeout_ms = 10000;
     opts->request_timeout_ms = 30000;
     opts->stall_timeout_s = 60;
     opts->stall_bytes_per_s = 1;
     opts->max_json_body = MF_AGENT_DEFAULT_MAX_JSON;
+    if (version >= 2) {
+        opts->max_unconfirmed_starts = 3;
+        opts->retry_base_ms = 2000;
+        opts->retry_max_ms = 600000;
+        opts->max_patch_window = MF_AGENT_DEFAULT_PATCH_WINDOW;
+    }
     return MF_OK;
 }
 
 static int check_options(struct mf_ctx *ctx, const mf_agent_options *o)
 {
-    if (o->version != MF_AGENT_OPTIONS_VERSION)
-        return mf_fail(ctx, MF_E_INVALID, "options version %u, expected %d", o->version,
+    if (o->version < 1 || o->version > MF_AGENT_OPTIONS_VERSION)
+        return mf_fail(ctx, MF_E_INVALID, "options version %u, expected 1..%d", o->version,
                        MF_AGENT_OPTIONS_VERSION);
     if (!o->server_url ||
         (strncmp(o->server_url, "http://", 7) != 0 && strncmp(o->server_url, "https://", 8) != 0))
@@ -78,6 +92,43 @@ static int copy_strings(mf_agent *a, const mf_agent_options *o)
     return MF_OK;
 }
 
+/* Picks up an interrupted download's verified progress from storage (status of a fresh
+ * or control handle); a missing or unreadable record just means "none". */
+static void load_progress(mf_agent *a, struct agent_model *m)
+{
+    static const char *const suffix[] = {".part", ".delta"};
+    char slot = m->state.active.slot == 'a' ? 'b' : 'a';
+
+    m->dl_done = m->dl_total = 0;
+    m->dl_kind[0] = '\0';
+    for (size_t i = 0; i < 2; i++) {
+        char leaf[24], name[MF_AGENT_STORE_NAME_MAX];
+        struct mf_agent_progress pr;
+
+        (void)snprintf(leaf, sizeof(leaf), "slot-%c%s", slot, suffix[i]);
+        if (mf_agent__store_name(a, name, m->name, leaf) >= 0 &&
+            mf_agent__progress_load(a, &pr, name) >= 0) {
+            m->dl_done = pr.verified;
+            m->dl_total = pr.size;
+            (void)snprintf(m->dl_kind, sizeof(m->dl_kind), "%s", i ? "delta" : "model");
+        }
+    }
+    mf_ctx__clear(&a->ctx);
+}
+
+int mf_agent_reload(mf_agent *a)
+{
+    mf_ctx__clear(&a->ctx);
+    for (size_t i = 0; i < a->n_models; i++) {
+        int err = mf_agent__state_load(a, &a->models[i]);
+
+        if (err < 0)
+            return err;
+        load_progress(a, &a->models[i]);
+    }
+    return MF_OK;
+}
+
 static int setup_models(mf_agent *a, const mf_agent_options *o)
 {
     a->n_models = o->n_models;
@@ -95,6 +146,7 @@ static int setup_models(mf_agent *a, const mf_agent_options *o)
         err = mf_agent__state_load(a, m);
         if (err < 0)
             return err;
+        load_progress(a, m);
     }
     return MF_OK;
 }
@@ -110,9 +162,28 @@ static int setup(mf_agent *a, const mf_agent_options *o)
     };
     int err;
 
-    a->plat = *o->platform;
+    /* A version-1 port table ends before `truncate`: copy only what the port owns. */
+    memcpy(&a->plat, o->platform,
+           o->platform->version >= 2 ? sizeof(a->plat) : offsetof(mf_platform_ops, truncate));
     a->ready_fn = o->ready_fn;
     a->ready_payload = o->ready_payload;
+    a->max_unconfirmed_starts = 3;
+    a->retry_base_ms = 2000;
+    a->retry_max_ms = 600000;
+    a->max_patch_window = MF_AGENT_DEFAULT_PATCH_WINDOW;
+    if (o->version >= 2) {
+        a->health_fn = o->health_fn;
+        a->health_payload = o->health_payload;
+        a->progress_fn = o->progress_fn;
+        a->progress_payload = o->progress_payload;
+        a->max_unconfirmed_starts = o->max_unconfirmed_starts ? o->max_unconfirmed_starts : 1;
+        a->metered = o->metered;
+        a->max_recv_bytes_per_s = o->max_recv_bytes_per_s;
+        a->retry_base_ms = o->retry_base_ms > 0 ? o->retry_base_ms : 0;
+        a->retry_max_ms = o->retry_max_ms > 0 ? o->retry_max_ms : 600000;
+        a->max_patch_window = o->max_patch_window;
+        a->control_only = o->control_only;
+    }
     err = copy_strings(a, o);
     if (err >= 0) {
         hc.ca_file = a->ca_file;
@@ -124,6 +195,8 @@ static int setup(mf_agent *a, const mf_agent_options *o)
         err = mf_agent__trust_open(a, o->trust_root, o->trust_root_len);
     if (err >= 0)
         err = mf_agent__credential_load(a);
+    if (err >= 0 && !a->control_only)
+        err = mf_agent__count_start(a);
     return err;
 }
 
@@ -206,7 +279,7 @@ static int fail_assignment(mf_agent *a, struct agent_model *m, const struct mf_a
     m->up_to_date = 0;
     memcpy(m->last_errmsg, a->ctx.errmsg, sizeof(m->last_errmsg));
     MF_LOG_ERR(&a->ctx, "model %s: %s", m->name, m->last_errmsg);
-    if (mf_agent__report(a, as, "failed", m->last_errmsg) < 0)
+    if (mf_agent__report(a, as->model, as->version, as->sha256, "failed", m->last_errmsg) < 0)
         MF_LOG_WARN(&a->ctx, "%s", a->ctx.errmsg);
     memcpy(a->ctx.errmsg, m->last_errmsg, sizeof(m->last_errmsg));
     return err;
@@ -216,14 +289,24 @@ static int fail_assignment(mf_agent *a, struct agent_model *m, const struct mf_a
 static int apply_assignment(mf_agent *a, struct agent_model *m,
                             const struct mf_agent_assignment *as)
 {
-    int err = mf_agent__install(a, m, as);
+    int err;
 
-    if (err < 0)
+    if (mf_agent__retry_waiting(a, m)) {
+        MF_LOG_INFO(&a->ctx, "model %s: %s waits for its retry time", m->name, as->version);
+        m->up_to_date = 0;
+        return MF_OK;
+    }
+    err = mf_agent__install(a, m, as);
+    if (err < 0) {
+        mf_agent__retry_failed(a, m);
         return fail_assignment(a, m, as, err);
+    }
+    mf_agent__retry_ok(m);
     m->last_error = MF_OK;
     m->last_errmsg[0] = '\0';
-    m->up_to_date = 1;
-    m->report_pending = 1;
+    m->dl_done = m->dl_total = 0;
+    m->up_to_date = !m->report_rollback;
+    m->report_pending = !m->report_rollback;
     return MF_OK;
 }
 
@@ -235,10 +318,27 @@ static int send_pending_report(mf_agent *a, struct agent_model *m,
 
     if (!m->report_pending)
         return MF_OK;
-    err = mf_agent__report(a, as, "installed", "");
+    err = mf_agent__report(a, as->model, as->version, as->sha256, "installed", "");
     if (err < 0)
         return err;
     m->report_pending = 0;
+    return MF_OK;
+}
+
+/* Reports the newest rollback of `m` as a failure of the abandoned version. */
+static int send_rollback_report(mf_agent *a, struct agent_model *m)
+{
+    const struct mf_agent_rolled_back *rb = &m->state.rolled_back[0];
+    char detail[MF_AGENT_REASON_MAX + 16];
+    int err;
+
+    if (!m->report_rollback || m->state.n_rolled_back == 0)
+        return MF_OK;
+    (void)snprintf(detail, sizeof(detail), "rolled back: %s", rb->reason);
+    err = mf_agent__report(a, m->name, rb->version, rb->sha256, "failed", detail);
+    if (err < 0)
+        return err;
+    m->report_rollback = 0;
     return MF_OK;
 }
 
@@ -258,6 +358,13 @@ static int step_assignments(mf_agent *a, size_t n)
         if (err < 0) {
             m->report_pending = 0;
             err = fail_assignment(a, m, as, err);
+        } else if ((!m->state.active.slot ||
+                    !mf_ct_memeq(m->state.active.sha256, as->sha256, MF_SHA256_HEX_LEN)) &&
+                   mf_agent__held(a, m, as)) {
+            /* Pinned elsewhere or rolled back: staying is the intended state. */
+            m->release_sequence = as->verified->release->sequence;
+            m->up_to_date = 1;
+            err = MF_OK;
         } else if (!m->state.active.slot ||
                    !mf_ct_memeq(m->state.active.sha256, as->sha256, MF_SHA256_HEX_LEN)) {
             m->release_sequence = as->verified->release->sequence;
@@ -265,6 +372,7 @@ static int step_assignments(mf_agent *a, size_t n)
             m->report_pending = 0;
             err = apply_assignment(a, m, as);
         } else {
+            m->held = 0;
             /* Runs the assigned release already; a floor not yet recorded (a power cut
              * between install and commit) is recorded now. */
             m->release_sequence = as->verified->release->sequence;
@@ -272,6 +380,12 @@ static int step_assignments(mf_agent *a, size_t n)
         }
         if (err >= 0)
             err = send_pending_report(a, m, as);
+        if (err < 0 && first == MF_OK)
+            first = err;
+    }
+    for (size_t i = 0; i < a->n_models; i++) {
+        int err = send_rollback_report(a, &a->models[i]);
+
         if (err < 0 && first == MF_OK)
             first = err;
     }
@@ -319,7 +433,35 @@ int mf_agent_status(mf_agent_model_status *out, const mf_agent *a, const char *m
     memcpy(out->last_errmsg, m->last_errmsg, sizeof(out->last_errmsg));
     out->security_floor = mf_trust_floor(a->trust, m->name);
     out->release_sequence = m->release_sequence;
+    out->pending = m->state.pending;
+    out->unconfirmed_starts = m->state.starts;
+    memcpy(out->pinned, m->state.pin, sizeof(out->pinned));
+    memcpy(out->previous_version, m->state.previous.version, sizeof(out->previous_version));
+    out->previous_slot = m->state.previous.slot;
+    out->held = m->held;
+    memcpy(out->hold_reason, m->hold_reason, sizeof(out->hold_reason));
+    out->rolled_back = m->state.n_rolled_back;
+    if (m->state.n_rolled_back)
+        memcpy(out->last_rollback, m->state.rolled_back[0].reason, sizeof(out->last_rollback));
+    out->download_done = m->dl_done;
+    out->download_total = m->dl_total;
+    memcpy(out->download_kind, m->dl_kind, sizeof(out->download_kind));
     return MF_OK;
+}
+
+void mf_agent_set_metered(mf_agent *a, int metered)
+{
+    a->metered = metered != 0;
+}
+
+void mf_agent_stats(mf_agent_counters *out, const mf_agent *a)
+{
+    out->blob_requests = a->stats.requests;
+    out->blob_bytes = a->stats.bytes_received;
+    out->delta_installs = a->stats.delta_installs;
+    out->full_installs = a->stats.full_installs;
+    out->delta_fallbacks = a->stats.delta_fallbacks;
+    out->resumes = a->stats.resumes;
 }
 
 void mf_agent_trust_status(mf_agent_trust_state *out, const mf_agent *a)
@@ -331,7 +473,12 @@ void mf_agent_trust_status(mf_agent_trust_state *out, const mf_agent *a)
 
 long mf_agent_poll_interval_s(const mf_agent *a)
 {
-    return a->poll_interval_s;
+    long long retry = mf_agent__retry_next_ms(a);
+    long s = a->poll_interval_s;
+
+    if (retry >= 0 && s > 0 && (retry + 999) / 1000 < s)
+        s = (long)((retry + 999) / 1000) + 0;
+    return s > 0 && retry >= 0 && s < 1 ? 1 : s;
 }
 
 const char *mf_agent_errmsg(const mf_agent *a)

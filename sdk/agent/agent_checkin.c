@@ -19,6 +19,32 @@
 #define MAX_RELEASE_DOC (1024u * 1024u)
 #define MAX_ASSIGNMENT_DOC (8u * 1024u)
 
+/* The optional pin / pending / rolled_back members (docs/protocol.md), closing the object. */
+static int append_health(struct mf_dynbuf *b, const struct mf_agent_model_state *st)
+{
+    int err = MF_OK;
+
+    if (st->pin[0])
+        err = mf_dynbuf__appendf(b, ",\"pin\":\"%s\"", st->pin);
+    if (err >= 0 && st->pending)
+        err = mf_dynbuf__append(b, ",\"pending\":true", 15);
+    if (err >= 0 && st->n_rolled_back)
+        err = mf_dynbuf__append(b, ",\"rolled_back\":[", 16);
+    for (size_t i = 0; i < st->n_rolled_back && err >= 0; i++) {
+        err = mf_dynbuf__appendf(b, "%s{\"sha256\":\"%s\",\"reason\":", i ? "," : "",
+                                 st->rolled_back[i].sha256);
+        if (err >= 0)
+            err = mf_agent__json_str(b, st->rolled_back[i].reason);
+        if (err >= 0)
+            err = mf_dynbuf__append(b, "}", 1);
+    }
+    if (err >= 0 && st->n_rolled_back)
+        err = mf_dynbuf__append(b, "]", 1);
+    if (err >= 0)
+        err = mf_dynbuf__append(b, "}", 1);
+    return err;
+}
+
 static int build_request(struct mf_agent *a, struct mf_dynbuf *b, const char *nonce)
 {
     int err = mf_dynbuf__appendf(b,
@@ -34,10 +60,12 @@ static int build_request(struct mf_agent *a, struct mf_dynbuf *b, const char *no
         if (err >= 0)
             err = mf_agent__json_str(b, a->models[i].name);
         if (err >= 0 && s->slot)
-            err = mf_dynbuf__appendf(b, ",\"version\":\"%s\",\"sha256\":\"%s\"}", s->version,
+            err = mf_dynbuf__appendf(b, ",\"version\":\"%s\",\"sha256\":\"%s\"", s->version,
                                      s->sha256);
         else if (err >= 0)
-            err = mf_dynbuf__appendf(b, "%s", ",\"version\":null,\"sha256\":null}");
+            err = mf_dynbuf__appendf(b, "%s", ",\"version\":null,\"sha256\":null");
+        if (err >= 0)
+            err = append_health(b, &a->models[i].state);
     }
     if (err >= 0)
         err = mf_dynbuf__append(b, "]}", 2);
@@ -99,6 +127,56 @@ static int parse_trust(struct mf_ctx *ctx, struct mf_agent_trust_docs *t, const 
     return MF_OK;
 }
 
+/* A server-relative path only: the agent never follows a check-in to another host. */
+static int blob_path_ok(const cJSON *blob)
+{
+    return cJSON_IsString(blob) && blob->valuestring[0] == '/' &&
+           strlen(blob->valuestring) <= MF_AGENT_BLOB_PATH_MAX &&
+           !strstr(blob->valuestring, "..") && !strpbrk(blob->valuestring, " \t\r\n\"\\?#%");
+}
+
+/*
+ * The optional "deltas" list: unsigned offers, kept only in the streaming "mfdelta" format
+ * (bsdiff40 needs the whole new image in memory). At most MF_AGENT_MAX_DELTAS are kept.
+ */
+static int parse_deltas(struct mf_ctx *ctx, struct mf_agent_assignment *as, const cJSON *obj)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(obj, "deltas");
+    const cJSON *item;
+
+    if (!list || cJSON_IsNull(list))
+        return MF_OK;
+    if (!cJSON_IsArray(list))
+        return mf_fail(ctx, MF_E_INVALID, "assignment.deltas of model %s is not an array",
+                       as->model);
+    cJSON_ArrayForEach(item, list)
+    {
+        struct mf_agent_delta_ref *d = &as->deltas[as->n_deltas];
+        const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(item, "format");
+        const cJSON *blob = cJSON_GetObjectItemCaseSensitive(item, "blob");
+        int err;
+
+        if (!cJSON_IsObject(item))
+            return mf_fail(ctx, MF_E_INVALID, "assignment.deltas entry is not an object");
+        if (as->n_deltas == MF_AGENT_MAX_DELTAS ||
+            (cJSON_IsString(fmt) && strcmp(fmt->valuestring, "mfdelta") != 0))
+            continue;
+        err = mf_agent__json_sha256(ctx, d->from_sha256, item, "from_sha256", "delta");
+        if (err >= 0)
+            err = mf_agent__json_sha256(ctx, d->sha256, item, "sha256", "delta");
+        if (err >= 0)
+            err = mf_agent__json_u64(ctx, &d->size, item, "size", UINT64_MAX, "delta");
+        if (err < 0)
+            return err;
+        if (d->size == 0 || !blob_path_ok(blob))
+            return mf_fail(ctx, MF_E_INVALID, "delta of model %s: bad size or blob path",
+                           as->model);
+        memcpy(d->blob, blob->valuestring, strlen(blob->valuestring) + 1);
+        as->n_deltas++;
+    }
+    return MF_OK;
+}
+
 static int parse_assignment(struct mf_ctx *ctx, struct mf_agent_assignment *as, const cJSON *obj)
 {
     const cJSON *blob = cJSON_GetObjectItemCaseSensitive(obj, "blob");
@@ -116,10 +194,7 @@ static int parse_assignment(struct mf_ctx *ctx, struct mf_agent_assignment *as, 
         err = mf_agent__json_u64(ctx, &as->size, obj, "size", UINT64_MAX, "assignment");
     if (err < 0)
         return err;
-    /* A server-relative path only: the agent never follows a check-in to another host. */
-    if (!cJSON_IsString(blob) || blob->valuestring[0] != '/' ||
-        strlen(blob->valuestring) > MF_AGENT_BLOB_PATH_MAX || strstr(blob->valuestring, "..") ||
-        strpbrk(blob->valuestring, " \t\r\n\"\\?#%"))
+    if (!blob_path_ok(blob))
         return mf_fail(ctx, MF_E_INVALID, "assignment.blob of model %s is not a server path",
                        as->model);
     memcpy(as->blob, blob->valuestring, strlen(blob->valuestring) + 1);
@@ -128,6 +203,8 @@ static int parse_assignment(struct mf_ctx *ctx, struct mf_agent_assignment *as, 
     if (err >= 0)
         err = get_envelope(ctx, &as->assignment_env, &as->assignment_len, obj, "assignment",
                            MAX_ASSIGNMENT_DOC, "assignment");
+    if (err >= 0)
+        err = parse_deltas(ctx, as, obj);
     return err;
 }
 

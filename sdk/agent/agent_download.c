@@ -1,195 +1,326 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Full blob download into a .part storage object, verified while streaming against the
- * verified release: bytes are hashed (mbedTLS SHA-256) as they arrive, and each time a
- * chunk of the release's chunk_size is complete its digest is compared in constant time
- * with the signed chunk hash, aborting the transfer at the first bad chunk (a tampered
- * blob costs at most one chunk of traffic). The total is bounded by the signed size (more
- * bytes abort at once) and the whole-blob digest is compared at the end. Only a complete,
- * matching, synced .part is handed to the installer. Range resume slots in here later: a
- * resume restarts at a chunk boundary, so it never trusts unverified bytes.
+ * Resumable, verified download of one blob into a .part storage object.
+ *
+ * Every byte goes through the verifier (agent_verify.c) before it is written: for a release
+ * each chunk is checked against its signed hash the moment it is complete, the total is
+ * bounded by the signed size, and the whole digest is compared at the end. Progress is
+ * persisted in "<part>.prog" (agent_progress.c) at verified chunk boundaries, after the
+ * .part was synced, at most every MF_AGENT_PERSIST_EVERY bytes, so a restart resumes from
+ * the end of the last verified chunk and re-downloads less than one chunk (or 64 KiB).
+ *
+ * The resume protocol (docs/protocol.md, blobs):
+ *   - "Range: bytes=<verified>-" with "If-Range: <ETag of the first answer>";
+ *   - a 206 must carry "Content-Range: bytes <verified>-<size-1>/<size>" and the same ETag;
+ *     anything else is refused (a wrong range could splice foreign bytes at our offset);
+ *   - a 200 to a ranged request means "start again": the .part is truncated to 0 and the
+ *     body is taken from byte 0, never written at the resume offset;
+ *   - a chunk that fails its hash is dropped (the .part is cut back to the last verified
+ *     boundary) and fetched again once; a second failure ends the download.
+ * Within one call a cut connection is resumed at once while each attempt makes progress;
+ * across calls the caller backs off (agent_retry.c).
  */
 #include "mf_agent_int.h"
 
-#include <mbedtls/sha256.h>
-#include <mbedtls/version.h>
+#include <stdio.h>
 #include <string.h>
 
-#if MBEDTLS_VERSION_MAJOR >= 3
-#define sha256_starts mbedtls_sha256_starts
-#define sha256_update mbedtls_sha256_update
-#define sha256_finish mbedtls_sha256_finish
-#else
-#define sha256_starts mbedtls_sha256_starts_ret
-#define sha256_update mbedtls_sha256_update_ret
-#define sha256_finish mbedtls_sha256_finish_ret
-#endif
+#define FETCH_ATTEMPTS 4
+#define BAD_CHUNK_RETRIES 1
 
-struct download {
+struct fetch {
     struct mf_agent *a;
-    const struct mf_agent_assignment *as;
-    const mf_manifest_release *rel;
-    const char *part;
-    mf_platform_file *f;
-    mbedtls_sha256_context sha;   /* the whole blob */
-    mbedtls_sha256_context chunk; /* the chunk being received */
-    uint64_t got;
-    uint32_t in_chunk; /* bytes of the current chunk so far */
-    size_t chunk_index;
+    const struct mf_agent_fetch *f;
+    struct mf_agent_vfy vfy;
+    struct mf_agent_progress prog; /* what the record says (etag, verified) */
+    mf_platform_file *file;
+    struct mf_http_response *resp;
+    uint64_t range_from; /* of the running attempt */
+    int body_started;    /* the running attempt's first body byte was seen */
+    int bad_chunk;       /* the running attempt failed on a chunk hash */
+    int restart;         /* a 206 with another ETag: start from 0 next attempt */
 };
 
-/* Closes the current chunk: its digest must be the signed one. */
-static int chunk_done(struct download *d)
+static int can_truncate(const struct mf_agent *a)
 {
-    uint8_t got[MF_SHA256_LEN];
+    return a->plat.version >= 2 && a->plat.truncate;
+}
 
-    if (d->chunk_index >= d->rel->chunk_count || sha256_finish(&d->chunk, got) != 0)
-        return mf_fail(&d->a->ctx, MF_E_GENERIC, "chunk %zu of model %s has no signed hash",
-                       d->chunk_index, d->as->model);
-    if (!mf_ct_memeq(got, d->rel->chunks[d->chunk_index], sizeof(got)))
-        return mf_fail(&d->a->ctx, MF_E_SIGNATURE,
-                       "model %s %s: chunk %zu (bytes from %llu) does not match its signed "
-                       "sha256; download aborted",
-                       d->as->model, d->as->version, d->chunk_index,
-                       (unsigned long long)d->chunk_index * d->rel->chunk_size);
-    d->chunk_index++;
-    d->in_chunk = 0;
-    if (sha256_starts(&d->chunk, 0) != 0)
-        return mf_fail(&d->a->ctx, MF_E_GENERIC, "SHA-256 init failed");
+/* Cuts the .part back to `size` bytes (writes then append from there). */
+static int part_cut(struct fetch *d, uint64_t size)
+{
+    const mf_platform_ops *p = &d->a->plat;
+    int err;
+
+    if (can_truncate(d->a))
+        err = p->truncate(p->payload, d->file, size);
+    else if (size == 0) {
+        p->close(p->payload, d->file);
+        d->file = NULL;
+        err = p->open(p->payload, &d->file, d->f->part, MF_PLATFORM_OPEN_WRITE);
+    } else
+        err = MF_E_STATE;
+    if (err < 0)
+        return mf_fail(&d->a->ctx, err == MF_E_STATE ? MF_E_IO : err,
+                       "cannot cut %s back to %llu bytes", d->f->part, (unsigned long long)size);
     return MF_OK;
 }
 
-/* Hashes `len` bytes into the whole and the chunk digests, closing chunks as they fill. */
-static int hash_chunks(struct download *d, const uint8_t *data, size_t len)
+/* Makes the verified prefix durable, then records it. */
+static int persist(struct fetch *d)
 {
-    if (sha256_update(&d->sha, data, len) != 0)
-        return mf_fail(&d->a->ctx, MF_E_GENERIC, "SHA-256 update failed");
-    while (len > 0) {
-        size_t room = d->rel->chunk_size - d->in_chunk;
-        size_t take = len < room ? len : room;
-        int err;
+    const mf_platform_ops *p = &d->a->plat;
+    int err;
 
-        if (sha256_update(&d->chunk, data, take) != 0)
-            return mf_fail(&d->a->ctx, MF_E_GENERIC, "SHA-256 update failed");
-        d->in_chunk += (uint32_t)take;
-        data += take;
-        len -= take;
-        if (d->in_chunk == d->rel->chunk_size) {
-            err = chunk_done(d);
+    if (d->vfy.verified == d->prog.verified)
+        return MF_OK;
+    err = p->sync(p->payload, d->file);
+    if (err < 0)
+        return mf_fail(&d->a->ctx, err, "cannot sync %s", d->f->part);
+    d->prog.verified = d->vfy.verified;
+    return mf_agent__progress_save(d->a, d->f->part, &d->prog);
+}
+
+/* Checks the status and headers of an attempt's answer before its first body byte. */
+static int on_first_byte(struct fetch *d)
+{
+    const struct mf_http_headers *hd = &d->a->http.headers;
+    struct mf_agent *a = d->a;
+    int err;
+
+    d->body_started = 1;
+    if (hd->status == 200) {
+        if (d->range_from > 0) {
+            MF_LOG_WARN(&a->ctx, "%s: server answered 200 to a range request: restarting at 0",
+                        d->f->what);
+            mf_agent__vfy_reset(&d->vfy);
+            err = part_cut(d, 0);
             if (err < 0)
                 return err;
+            d->prog.verified = 0;
+        }
+    } else if (hd->status == 206) {
+        if (d->range_from == 0)
+            return mf_fail(&a->ctx, MF_E_NET, "%s: 206 answer to a request without Range",
+                           d->f->what);
+        if (!hd->range_ok || hd->range_first != d->range_from || hd->range_total != d->f->size ||
+            hd->range_last != d->f->size - 1)
+            return mf_fail(
+                &a->ctx, MF_E_NET,
+                "%s: wrong Content-Range for bytes %llu-%llu/%llu (got %s%llu-%llu/%llu)",
+                d->f->what, (unsigned long long)d->range_from, (unsigned long long)d->f->size - 1,
+                (unsigned long long)d->f->size, hd->range_ok ? "" : "unparsable ",
+                (unsigned long long)hd->range_first, (unsigned long long)hd->range_last,
+                (unsigned long long)hd->range_total);
+        if (d->prog.etag[0] && hd->etag[0] && strcmp(d->prog.etag, hd->etag) != 0) {
+            d->restart = 1;
+            return mf_fail(&a->ctx, MF_E_NET, "%s: 206 with ETag %s, resumed on %s", d->f->what,
+                           hd->etag, d->prog.etag);
         }
     }
+    if (hd->etag[0])
+        memcpy(d->prog.etag, hd->etag, sizeof(d->prog.etag));
     return MF_OK;
 }
 
 static int sink(void *payload, const void *data, size_t len)
 {
-    struct download *d = payload;
+    struct fetch *d = payload;
     const mf_platform_ops *p = &d->a->plat;
-    int err;
+    uint64_t at;
+    int err = MF_OK;
 
-    if (d->got > d->rel->size || len > d->rel->size - d->got)
-        return mf_fail(&d->a->ctx, MF_E_LIMIT,
-                       "model %s %s: server sent more than the signed %llu bytes", d->as->model,
-                       d->as->version, (unsigned long long)d->rel->size);
-    /* Verify before writing: a bad chunk never reaches storage. */
-    err = hash_chunks(d, data, len);
+    d->a->stats.bytes_received += len; /* counted as received, verified or not */
+    if (!d->body_started)
+        err = on_first_byte(d);
+    at = d->vfy.got;
+    if (err >= 0)
+        err = mf_agent__vfy_update(&d->vfy, data, len);
+    if (err == MF_E_SIGNATURE)
+        d->bad_chunk = 1;
     if (err < 0)
         return err;
-    err = p->write(p->payload, d->f, data, len);
+    /* Bytes of a chunk still being checked are written; a resume cuts them off. */
+    err = p->write(p->payload, d->file, data, len);
     if (err < 0)
-        return mf_fail(&d->a->ctx, err, "cannot write %s at offset %llu", d->part,
-                       (unsigned long long)d->got);
-    d->got += len;
-    return MF_OK;
+        return mf_fail(&d->a->ctx, err, "cannot write %s at offset %llu", d->f->part,
+                       (unsigned long long)at);
+    if (d->f->m) {
+        d->f->m->dl_done = d->vfy.got;
+        d->f->m->dl_total = d->f->size;
+        (void)snprintf(d->f->m->dl_kind, sizeof(d->f->m->dl_kind), "%s", d->f->kind);
+    }
+    if (d->vfy.verified >= d->prog.verified + MF_AGENT_PERSIST_EVERY)
+        err = persist(d);
+    if (err >= 0 && d->a->progress_fn)
+        d->a->progress_fn(d->a->progress_payload, d->f->model, d->f->kind, d->vfy.got, d->f->size);
+    return err;
 }
 
-/* Size, last chunk and digest checks once the transfer ended with a 200. */
-static int verify(struct download *d)
+/* Restores the verified prefix named by the progress record, or starts from zero. */
+static int prepare(struct fetch *d)
 {
-    const struct mf_agent_assignment *as = d->as;
-    uint8_t got[MF_SHA256_LEN];
-    char got_hex[MF_SHA256_HEX_LEN + 1];
-    int err;
-
-    if (d->got != d->rel->size)
-        return mf_fail(&d->a->ctx, MF_E_NET, "model %s %s: blob ended after %llu of %llu bytes",
-                       as->model, as->version, (unsigned long long)d->got,
-                       (unsigned long long)d->rel->size);
-    if (d->in_chunk) {
-        err = chunk_done(d); /* the shorter last chunk */
-        if (err < 0)
-            return err;
-    }
-    if (sha256_finish(&d->sha, got) != 0)
-        return mf_fail(&d->a->ctx, MF_E_GENERIC, "SHA-256 finish failed");
-    if (!mf_ct_memeq(d->rel->sha256, got, sizeof(got))) {
-        mf_hex__encode(got_hex, got, sizeof(got));
-        return mf_fail(&d->a->ctx, MF_E_SIGNATURE,
-                       "model %s %s: sha256 mismatch, assigned %.12s..., received %.12s...",
-                       as->model, as->version, as->sha256, got_hex);
-    }
-    return MF_OK;
-}
-
-int mf_agent__download(struct mf_agent *a, const char *part, const struct mf_agent_assignment *as)
-{
+    struct mf_agent *a = d->a;
     const mf_platform_ops *p = &a->plat;
-    /* On the heap: the SHA-256 context would push this frame past the 512-byte ceiling. */
-    struct download *d = mf_ctx__alloc(&a->ctx, sizeof(*d));
+    int err = can_truncate(a) ? mf_agent__progress_load(a, &d->prog, d->f->part) : MF_E_NOTFOUND;
+
+    if (err >= 0 &&
+        (d->prog.size != d->f->size || !mf_ct_memeq(d->prog.sha256, d->f->sha256, MF_SHA256_LEN)))
+        err = MF_E_INVALID; /* the record is about another object */
+    if (err >= 0 && d->prog.verified > 0)
+        err = mf_agent__vfy_replay(&d->vfy, a, d->f->part, d->prog.verified);
+    if (err >= 0 && d->vfy.verified != d->prog.verified)
+        err = MF_E_INVALID; /* the record does not end on a verified boundary */
+    if (err >= 0)
+        err = p->open(p->payload, &d->file, d->f->part, MF_PLATFORM_OPEN_RESUME);
+    if (err >= 0 && d->file)
+        err = part_cut(d, d->vfy.verified);
+    if (err >= 0) {
+        if (d->vfy.verified)
+            a->stats.resumes++;
+        if (d->vfy.verified)
+            MF_LOG_INFO(&a->ctx, "%s: resuming at %llu of %llu bytes (verified)", d->f->what,
+                        (unsigned long long)d->vfy.verified, (unsigned long long)d->f->size);
+        return MF_OK;
+    }
+    /* Nothing usable: start from byte 0 with a fresh record. */
+    mf_ctx__clear(&a->ctx);
+    if (d->file)
+        p->close(p->payload, d->file);
+    d->file = NULL;
+    mf_agent__vfy_reset(&d->vfy);
+    memset(&d->prog, 0, sizeof(d->prog));
+    memcpy(d->prog.sha256, d->f->sha256, MF_SHA256_LEN);
+    d->prog.size = d->f->size;
+    /* Remove, then append-open: with O_APPEND-like writes a later cut-back (truncate)
+     * keeps writes at the end of the file instead of leaving a hole. */
+    mf_agent__progress_drop(a, d->f->part, 1);
+    err = p->open(p->payload, &d->file, d->f->part,
+                  can_truncate(a) ? MF_PLATFORM_OPEN_RESUME : MF_PLATFORM_OPEN_WRITE);
+    if (err < 0)
+        return mf_fail(&a->ctx, err, "cannot create %s", d->f->part);
+    return MF_OK;
+}
+
+/* One GET of the missing bytes. MF_OK when the object is complete. */
+static int attempt(struct fetch *d, const char *url)
+{
+    struct mf_agent *a = d->a;
     struct mf_http_request req = {
         .method = "GET",
+        .url = url,
         .bearer = a->credential,
         .sink = sink,
+        .sink_payload = d,
         .sink_status = 200,
-        .max_download = as->verified->release->size,
+        .sink_status_alt = 206,
+        .max_download = d->f->size,
         .no_timeout = 1, /* big blobs on slow links: the stall limit applies instead */
+        .max_recv_bytes_per_s = a->max_recv_bytes_per_s,
     };
-    struct mf_http_response resp;
+    int err;
+
+    d->range_from = d->vfy.got;
+    d->body_started = 0;
+    d->bad_chunk = 0;
+    req.range_from = d->range_from;
+    req.if_range = d->prog.etag[0] ? d->prog.etag : NULL;
+    a->stats.requests++;
+    err = mf_http__perform(&a->http, d->resp, &req);
+    if (err >= 0 && d->resp->status != 200 && d->resp->status != 206)
+        return mf_http__fail_status(&a->http, d->resp, url);
+    if (err >= 0 && !d->body_started && d->f->size > 0)
+        err = mf_fail(&a->ctx, MF_E_NET, "%s: empty answer", d->f->what);
+    if (err >= 0)
+        err = mf_agent__vfy_finish(&d->vfy);
+    return err;
+}
+
+/* Decides after a failed attempt whether to try again at once. */
+static int retry_now(struct fetch *d, int err, uint64_t verified_before, int *bad_retries)
+{
+    if (err == MF_E_SIGNATURE && d->bad_chunk && *bad_retries < BAD_CHUNK_RETRIES) {
+        (*bad_retries)++;
+        MF_LOG_WARN(&d->a->ctx, "%s; fetching that chunk again", d->a->ctx.errmsg);
+        mf_agent__vfy_rewind(&d->vfy);
+        return part_cut(d, d->vfy.verified) >= 0;
+    }
+    if (err == MF_E_NET && d->restart) {
+        d->restart = 0;
+        d->prog.etag[0] = '\0';
+        mf_agent__vfy_reset(&d->vfy);
+        return part_cut(d, 0) >= 0;
+    }
+    if (err == MF_E_NET && d->vfy.verified > verified_before) {
+        MF_LOG_WARN(&d->a->ctx, "%s (resuming at %llu)", d->a->ctx.errmsg,
+                    (unsigned long long)d->vfy.verified);
+        mf_agent__vfy_rewind(&d->vfy); /* unverified tail bytes are fetched again */
+        return part_cut(d, d->vfy.verified) >= 0;
+    }
+    return 0;
+}
+
+/* After the last attempt: keep a verified prefix for a transport failure, else clean up. */
+static int finish(struct fetch *d, int err)
+{
+    struct mf_agent *a = d->a;
+    const mf_platform_ops *p = &a->plat;
+
+    if (err >= 0) {
+        err = p->sync(p->payload, d->file);
+        if (err < 0)
+            err = mf_fail(&a->ctx, err, "cannot sync %s", d->f->part);
+    } else if (err == MF_E_NET && d->vfy.verified > 0 && can_truncate(a)) {
+        /* Keep exactly the verified prefix: the unchecked tail is fetched again anyway. */
+        mf_agent__vfy_rewind(&d->vfy);
+        if (part_cut(d, d->vfy.verified) < 0 || persist(d) < 0)
+            MF_LOG_WARN(&a->ctx, "cannot record the progress of %s", d->f->part);
+        p->close(p->payload, d->file);
+        return err;
+    } else if (err == MF_E_SIGNATURE && d->bad_chunk) {
+        char why[MF_ERRMSG_MAX];
+
+        memcpy(why, a->ctx.errmsg, sizeof(why));
+        err = mf_fail(&a->ctx, err, "%s; download aborted", why);
+    }
+    p->close(p->payload, d->file);
+    mf_agent__progress_drop(a, d->f->part, err < 0);
+    return err;
+}
+
+int mf_agent__fetch(struct mf_agent *a, const struct mf_agent_fetch *f)
+{
+    /* On the heap: two SHA-256 contexts would push this frame past the stack ceiling. */
+    struct fetch *d = mf_ctx__alloc(&a->ctx, sizeof(*d) + sizeof(struct mf_http_response));
+    uint64_t before = 0;
+    int bad_retries = 0;
     struct mf_dynbuf url;
     int err;
 
     if (!d)
-        return mf_fail(&a->ctx, MF_E_NOMEM, "no memory to download model %s", as->model);
+        return mf_fail(&a->ctx, MF_E_NOMEM, "no memory to download %s", f->what);
     memset(d, 0, sizeof(*d));
     d->a = a;
-    d->as = as;
-    d->rel = as->verified->release;
-    d->part = part;
-    req.sink_payload = d;
-    err = mf_agent__url(a, &url, as->blob);
-    if (err >= 0) {
-        err = p->open(p->payload, &d->f, part, MF_PLATFORM_OPEN_WRITE);
-        if (err < 0) {
-            mf_dynbuf__free(&url);
-            err = mf_fail(&a->ctx, err, "cannot create %s", part);
-        }
-    }
-    if (err < 0) {
-        mf_ctx__free(&a->ctx, d);
-        return err;
-    }
-    mbedtls_sha256_init(&d->sha);
-    mbedtls_sha256_init(&d->chunk);
-    mf_http__response_init(&resp, &a->http);
-    req.url = (const char *)url.data;
-    err = sha256_starts(&d->sha, 0) != 0 || sha256_starts(&d->chunk, 0) != 0
-              ? mf_fail(&a->ctx, MF_E_GENERIC, "SHA-256 init failed")
-              : mf_http__perform(&a->http, &resp, &req);
-    if (err >= 0 && resp.status != 200)
-        err = mf_http__fail_status(&a->http, &resp, (const char *)url.data);
+    d->f = f;
+    d->resp = (struct mf_http_response *)(d + 1);
+    mf_agent__vfy_init(&d->vfy, &a->ctx, f->what, f->rel, f->size, f->sha256);
+    mf_http__response_init(d->resp, &a->http);
+    err = mf_agent__url(a, &url, f->blob);
     if (err >= 0)
-        err = verify(d);
-    if (err >= 0 && p->sync(p->payload, d->f) < 0)
-        err = mf_fail(&a->ctx, MF_E_IO, "cannot sync %s", part);
-    p->close(p->payload, d->f);
-    if (err < 0)
-        (void)p->remove(p->payload, part);
-    mbedtls_sha256_free(&d->sha);
-    mbedtls_sha256_free(&d->chunk);
-    mf_ctx__free(&a->ctx, d);
-    mf_http__response_free(&resp);
+        err = prepare(d);
+    if (err >= 0) {
+        for (int i = 0; i < FETCH_ATTEMPTS; i++) {
+            before = d->vfy.verified;
+            err = attempt(d, (const char *)url.data);
+            if (err >= 0 || !retry_now(d, err, before, &bad_retries))
+                break;
+            mf_ctx__clear(&a->ctx);
+        }
+        err = finish(d, err);
+    }
+    mf_agent__vfy_free(&d->vfy);
+    mf_http__response_free(d->resp);
     mf_dynbuf__free(&url);
+    mf_ctx__free(&a->ctx, d);
     return err;
 }

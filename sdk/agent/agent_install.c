@@ -2,16 +2,21 @@
 /*
  * A/B install of one model. The new version always goes to the inactive slot; the active
  * one is not touched until the state file switches, which is the single atomic commit:
- *   1. download + verify into models/<m>/slot-<x>.part (agent_download.c);
+ *   1. build a verified image in models/<m>/slot-<x>.part, from a delta when the check-in
+ *      offers one from the active version (agent_delta.c; the delta itself is downloaded
+ *      resumably into slot-<x>.delta), else by downloading the full blob (agent_download.c).
+ *      A failed delta falls back to the full blob, except in metered mode (report, wait);
  *   2. if the state still names slot x as "previous", forget it first (durably), so no
  *      state file ever describes bytes that are no longer there;
  *   3. durable rename .part -> slot-<x>;
- *   4. write the state file: active = x, previous = the old active slot.
+ *   4. write the state file: active = x (pending when the app confirms health), previous =
+ *      the old active slot;
  *   5. raise the model's security floor to the release's (trust.state), so no release
- *      below it is accepted again.
+ *      below it is accepted again;
+ *   6. ask the app (agent_health.c): healthy confirms, unhealthy reverts.
  * A power cut before 4 leaves the old model active; after 4 the new one; between 4 and 5
- * the next check-in records the floor (the release is verified again then).
- * Delta apply into the inactive slot slots in before step 3.
+ * the next check-in records the floor (the release is verified again then). Interrupted
+ * downloads and applies resume from their progress record / checkpoint (1).
  */
 #include "mf_agent_int.h"
 
@@ -29,46 +34,139 @@ static int make_dirs(struct mf_agent *a, const char *dir)
     return MF_OK;
 }
 
-static void notify_ready(struct mf_agent *a, const struct agent_model *m, const char *slot_name)
+int mf_agent__path(struct mf_agent *a, struct mf_dynbuf *out, const char *name)
 {
-    struct mf_dynbuf path;
-
-    if (!a->ready_fn)
-        return;
-    mf_dynbuf__init(&path, &a->ctx.alloc, 4096);
-    if (mf_dynbuf__appendf(&path, "%s/%s", a->state_dir, slot_name) < 0) {
-        /* The install is committed; the app finds the model through mf_agent_status(). */
-        MF_LOG_WARN(&a->ctx, "no memory to announce model %s", m->name);
-    } else {
-        a->ready_fn(a->ready_payload, m->name, m->state.active.version, (const char *)path.data);
+    mf_dynbuf__init(out, &a->ctx.alloc, 4096);
+    if (mf_dynbuf__appendf(out, "%s/%s", a->state_dir, name) < 0) {
+        mf_dynbuf__free(out);
+        return MF_E_NOMEM;
     }
-    mf_dynbuf__free(&path);
+    return MF_OK;
 }
 
 /* Storage names and the next state of one install; on the heap to keep frames small. */
 struct install_work {
     char dir[MF_AGENT_STORE_NAME_MAX];
     char part[MF_AGENT_STORE_NAME_MAX];
+    char delta[MF_AGENT_STORE_NAME_MAX];
     char slot_name[MF_AGENT_STORE_NAME_MAX];
+    char active_name[MF_AGENT_STORE_NAME_MAX];
+    char what[MF_AGENT_NAME_MAX * 2 + 32];
     struct mf_agent_model_state next;
+    struct mf_agent_fetch fetch;
 };
 
-static int name_work(struct mf_agent *a, struct install_work *w, const char *model, char slot)
+static int name_work(struct mf_agent *a, struct install_work *w, const struct agent_model *m,
+                     char slot)
 {
-    char leaf[16];
+    char leaf[24];
     int err;
 
     (void)snprintf(leaf, sizeof(leaf), "slot-%c", slot);
-    err = mf_agent__store_name(a, w->dir, model, "");
+    err = mf_agent__store_name(a, w->dir, m->name, "");
     if (err >= 0)
-        err = mf_agent__store_name(a, w->slot_name, model, leaf);
+        err = mf_agent__store_name(a, w->slot_name, m->name, leaf);
     (void)snprintf(leaf, sizeof(leaf), "slot-%c.part", slot);
     if (err >= 0)
-        err = mf_agent__store_name(a, w->part, model, leaf);
+        err = mf_agent__store_name(a, w->part, m->name, leaf);
+    (void)snprintf(leaf, sizeof(leaf), "slot-%c.delta", slot);
+    if (err >= 0)
+        err = mf_agent__store_name(a, w->delta, m->name, leaf);
+    (void)snprintf(leaf, sizeof(leaf), "slot-%c",
+                   m->state.active.slot ? m->state.active.slot : 'a');
+    if (err >= 0)
+        err = mf_agent__store_name(a, w->active_name, m->name, leaf);
     return err;
 }
 
-/* Steps 1-3 of the file comment: a verified blob in slot `slot`, nothing activated yet. */
+/* The check-in's delta from the active version, if any. */
+static const struct mf_agent_delta_ref *pick_delta(const struct agent_model *m,
+                                                   const struct mf_agent_assignment *as)
+{
+    if (!m->state.active.slot)
+        return NULL;
+    for (size_t i = 0; i < as->n_deltas; i++) {
+        if (strcmp(as->deltas[i].from_sha256, m->state.active.sha256) == 0)
+            return &as->deltas[i];
+    }
+    return NULL;
+}
+
+static void fetch_of(struct install_work *w, struct agent_model *m, const char *kind,
+                     const char *blob, const char *part, uint64_t size, const uint8_t *sha256,
+                     const mf_manifest_release *rel)
+{
+    w->fetch = (struct mf_agent_fetch){.m = m,
+                                       .model = m->name,
+                                       .kind = kind,
+                                       .what = w->what,
+                                       .blob = blob,
+                                       .part = part,
+                                       .size = size,
+                                       .sha256 = sha256,
+                                       .rel = rel};
+}
+
+/* Step 1 from a delta: resumable download of the patch, then the checkpointed apply. */
+static int build_from_delta(struct mf_agent *a, struct install_work *w, struct agent_model *m,
+                            const struct mf_agent_assignment *as,
+                            const struct mf_agent_delta_ref *dr)
+{
+    uint8_t sha[MF_SHA256_LEN];
+    int err;
+
+    (void)mf_hex__decode(sha, sizeof(sha), dr->sha256, MF_SHA256_HEX_LEN);
+    (void)snprintf(w->what, sizeof(w->what), "delta of model %s %s", as->model, as->version);
+    fetch_of(w, m, "delta", dr->blob, w->delta, dr->size, sha, NULL);
+    err = mf_agent__fetch(a, &w->fetch);
+    if (err >= 0)
+        err = mf_agent__delta_apply(a, w->part, w->active_name, w->delta, as, dr);
+    if (err != MF_E_NET && err != MF_E_IO)
+        mf_agent__progress_drop(a, w->delta, 1); /* applied, or of no use */
+    return err;
+}
+
+static int build_full(struct mf_agent *a, struct install_work *w, struct agent_model *m,
+                      const struct mf_agent_assignment *as)
+{
+    const mf_manifest_release *rel = as->verified->release;
+
+    (void)snprintf(w->what, sizeof(w->what), "model %s %s", as->model, as->version);
+    fetch_of(w, m, "model", as->blob, w->part, rel->size, rel->sha256, rel);
+    return mf_agent__fetch(a, &w->fetch);
+}
+
+/* Step 1: delta when offered, full otherwise or after a failed delta (unless metered). */
+static int build(struct mf_agent *a, struct install_work *w, struct agent_model *m,
+                 const struct mf_agent_assignment *as)
+{
+    const struct mf_agent_delta_ref *dr = pick_delta(m, as);
+    char why[MF_ERRMSG_MAX];
+    int err;
+
+    if (dr) {
+        err = build_from_delta(a, w, m, as, dr);
+        if (err >= 0) {
+            a->stats.delta_installs++;
+            return MF_OK;
+        }
+        if (err == MF_E_NET || err == MF_E_IO)
+            return err; /* the delta download or apply resumes at the next attempt */
+        memcpy(why, a->ctx.errmsg, sizeof(why));
+        if (a->metered)
+            return mf_fail(&a->ctx, err, "%s; metered link: not falling back to the full blob",
+                           why);
+        MF_LOG_WARN(&a->ctx, "%s; falling back to the full blob", why);
+        mf_ctx__clear(&a->ctx);
+        a->stats.delta_fallbacks++;
+    }
+    err = build_full(a, w, m, as);
+    if (err >= 0)
+        a->stats.full_installs++;
+    return err;
+}
+
+/* Steps 1-3 of the file comment: a verified image in slot `slot`, nothing activated yet. */
 static int stage(struct mf_agent *a, struct agent_model *m, struct install_work *w,
                  const struct mf_agent_assignment *as, char slot)
 {
@@ -78,7 +176,7 @@ static int stage(struct mf_agent *a, struct agent_model *m, struct install_work 
         return err;
     MF_LOG_INFO(&a->ctx, "model %s: installing %s (%llu bytes) into slot %c", m->name, as->version,
                 (unsigned long long)as->size, slot);
-    err = mf_agent__download(a, w->part, as);
+    err = build(a, w, m, as);
     if (err < 0)
         return err;
     if (w->next.previous.slot == slot) {
@@ -104,24 +202,31 @@ int mf_agent__install(struct mf_agent *a, struct agent_model *m,
 
     if (!w)
         return mf_fail(&a->ctx, MF_E_NOMEM, "no memory to install model %s", m->name);
+    memset(w, 0, sizeof(*w));
     w->next = m->state;
-    err = name_work(a, w, m->name, slot);
+    err = name_work(a, w, m, slot);
     if (err >= 0)
         err = stage(a, m, w, as, slot);
     if (err >= 0) {
         /* Step 4, the commit: the state file names the new slot. */
         w->next.previous = m->state.active;
+        if (w->next.previous.slot == slot)
+            memset(&w->next.previous, 0, sizeof(w->next.previous));
         w->next.active.slot = slot;
         memcpy(w->next.active.version, as->version, sizeof(w->next.active.version));
         memcpy(w->next.active.sha256, as->sha256, sizeof(w->next.active.sha256));
         w->next.active.size = as->size;
+        w->next.active.sequence = as->verified->release->sequence;
+        w->next.pending = a->health_fn != NULL;
+        w->next.starts = 0;
         err = mf_agent__state_save(a, m, &w->next);
     }
     if (err >= 0) {
-        MF_LOG_INFO(&a->ctx, "model %s: %s active in slot %c", m->name, as->version, slot);
+        MF_LOG_INFO(&a->ctx, "model %s: %s active in slot %c%s", m->name, as->version, slot,
+                    w->next.pending ? " (pending confirmation)" : "");
         if (mf_agent__trust_commit(a, as->verified->release) < 0)
             MF_LOG_WARN(&a->ctx, "%s (retried at the next check-in)", a->ctx.errmsg);
-        notify_ready(a, m, w->slot_name);
+        err = mf_agent__after_activate(a, m);
     }
     mf_ctx__free(&a->ctx, w);
     return err;

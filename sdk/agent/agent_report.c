@@ -2,8 +2,8 @@
 /* Install reports (POST /v1/report): "installed", or "failed" with the reason as detail. */
 #include "mf_agent_int.h"
 
-int mf_agent__report(struct mf_agent *a, const struct mf_agent_assignment *as, const char *status,
-                     const char *detail)
+int mf_agent__report(struct mf_agent *a, const char *model, const char *version, const char *sha256,
+                     const char *status, const char *detail)
 {
     struct mf_http_response resp;
     struct mf_dynbuf body;
@@ -15,13 +15,13 @@ int mf_agent__report(struct mf_agent *a, const struct mf_agent_assignment *as, c
     err = mf_dynbuf__appendf(&body,
                              "{\"model\":\"%s\",\"version\":\"%s\",\"sha256\":\"%s\","
                              "\"status\":\"%s\",\"detail\":",
-                             as->model, as->version, as->sha256, status);
+                             model, version, sha256, status);
     if (err >= 0)
         err = mf_agent__json_str(&body, detail);
     if (err >= 0)
         err = mf_dynbuf__append(&body, "}", 1);
     if (err < 0)
-        err = mf_fail(&a->ctx, err, "cannot build the report for model %s", as->model);
+        err = mf_fail(&a->ctx, err, "cannot build the report for model %s", model);
     else
         err = mf_agent__post_json(a, &resp, "/v1/report", &body, 1, "report");
     mf_dynbuf__free(&body);

@@ -9,7 +9,9 @@
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* Per-request state shared with the libcurl callbacks. */
 struct xfer {
@@ -18,7 +20,44 @@ struct xfer {
     const struct mf_http_request *req;
     uint64_t received; /* 2xx bytes handed to the sink */
     int abort_err;     /* set by a callback that stopped the transfer */
+    char range[32];    /* "<from>-" for CURLOPT_RANGE */
+    curl_off_t last_dl, last_ul;
+    uint64_t last_change_ms; /* when a byte last moved */
 };
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/*
+ * Stall detector: libcurl's low-speed limit averages over several seconds, so a burst
+ * followed by silence goes unnoticed for a long time. This aborts once no byte has moved
+ * for low_speed_time_s (libcurl calls it about once per second even when idle).
+ */
+static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    struct xfer *x = userdata;
+    uint64_t now = now_ms();
+
+    (void)dltotal;
+    (void)ultotal;
+    if (dlnow != x->last_dl || ulnow != x->last_ul) {
+        x->last_dl = dlnow;
+        x->last_ul = ulnow;
+        x->last_change_ms = now;
+        return 0;
+    }
+    if (now - x->last_change_ms < (uint64_t)x->h->cfg.low_speed_time_s * 1000u)
+        return 0;
+    x->abort_err = mf_fail(x->h->ctx, MF_E_NET, "%s stalled: no data for %ld s", x->req->url,
+                           x->h->cfg.low_speed_time_s);
+    return 1;
+}
 
 int mf_http__init(struct mf_http *h, struct mf_ctx *ctx, const struct mf_http_config *cfg)
 {
@@ -58,7 +97,8 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
     int err;
 
     (void)curl_easy_getinfo(x->h->curl, CURLINFO_RESPONSE_CODE, &status);
-    if (x->req->sink && status == (x->req->sink_status ? x->req->sink_status : 200)) {
+    if (x->req->sink && (status == (x->req->sink_status ? x->req->sink_status : 200) ||
+                         (x->req->sink_status_alt && status == x->req->sink_status_alt))) {
         uint64_t max = x->req->max_download;
 
         if (max && (x->received > max || n > max - x->received)) {
@@ -83,6 +123,103 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userdata)
         return 0;
     }
     return n;
+}
+
+/* Case-insensitive "Name:" prefix match of a raw header line; returns the value start. */
+static const char *header_value(const char *line, size_t len, const char *name)
+{
+    size_t n = strlen(name);
+
+    if (len <= n || line[n] != ':')
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        char c = line[i];
+
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (c != name[i])
+            return NULL;
+    }
+    line += n + 1;
+    while (*line == ' ' || *line == '\t')
+        line++;
+    return line;
+}
+
+/* Reads a decimal number of at most 19 digits; returns the end or NULL. */
+static const char *parse_u64(uint64_t *out, const char *p, const char *end)
+{
+    const char *start = p;
+
+    *out = 0;
+    while (p < end && *p >= '0' && *p <= '9' && p - start < 19)
+        *out = *out * 10 + (uint64_t)(*p++ - '0');
+    return p == start || (p < end && *p >= '0' && *p <= '9') ? NULL : p;
+}
+
+/* "bytes a-b/n", or an unknown total ("/" then an asterisk) as 0; else range_ok stays 0. */
+static void parse_content_range(struct mf_http_headers *hd, const char *v, const char *end)
+{
+    hd->has_content_range = 1;
+    hd->range_ok = 0;
+    if (end - v < 6 || memcmp(v, "bytes ", 6) != 0)
+        return;
+    v = parse_u64(&hd->range_first, v + 6, end);
+    if (!v || v >= end || *v != '-')
+        return;
+    v = parse_u64(&hd->range_last, v + 1, end);
+    if (!v || v >= end || *v != '/')
+        return;
+    v++;
+    if (v < end && *v == '*') {
+        hd->range_total = 0;
+        v++;
+    } else {
+        v = parse_u64(&hd->range_total, v, end);
+        if (!v)
+            return;
+    }
+    hd->range_ok = v == end && hd->range_first <= hd->range_last;
+}
+
+void mf_http__parse_header(struct mf_http_headers *hd, const char *line, size_t len)
+{
+    const char *end = line + len;
+    const char *v;
+
+    while (end > line && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+        end--;
+    len = (size_t)(end - line);
+    if (len >= 5 && memcmp(line, "HTTP/", 5) == 0) {
+        const char *sp = memchr(line, ' ', len);
+        uint64_t code = 0;
+
+        memset(hd, 0, sizeof(*hd)); /* a new response (after a 100 Continue, say) */
+        if (sp && parse_u64(&code, sp + 1, end) && code < 1000)
+            hd->status = (long)code;
+        return;
+    }
+    v = header_value(line, len, "etag");
+    if (v) {
+        size_t n = (size_t)(end - v);
+
+        if (n <= MF_HTTP_ETAG_MAX) {
+            memcpy(hd->etag, v, n);
+            hd->etag[n] = '\0';
+        }
+        return;
+    }
+    v = header_value(line, len, "content-range");
+    if (v)
+        parse_content_range(hd, v, end);
+}
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *userdata)
+{
+    struct xfer *x = userdata;
+
+    mf_http__parse_header(&x->h->headers, data, size * nmemb);
+    return size * nmemb;
 }
 
 static size_t on_read(char *buf, size_t size, size_t nitems, void *userdata)
@@ -134,6 +271,8 @@ static int build_headers(struct curl_slist **out, struct mf_http *h,
         err = add_header(out, h->ctx, "Content-Type: ", req->content_type);
     if (err >= 0 && req->extra_header)
         err = add_header(out, h->ctx, "", req->extra_header);
+    if (err >= 0 && req->if_range && req->range_from > 0)
+        err = add_header(out, h->ctx, "If-Range: ", req->if_range);
     return err;
 }
 
@@ -152,6 +291,17 @@ static void set_options(struct mf_http *h, struct xfer *x, struct curl_slist *he
     (void)curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
     (void)curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
     (void)curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+    (void)curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    (void)curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
+    /* CURLOPT_RANGE, not RESUME_FROM: libcurl then hands a 200 answer to the sink, where
+     * the caller restarts from byte 0, instead of failing the transfer itself. */
+    if (req->range_from > 0) {
+        (void)snprintf(x->range, sizeof(x->range), "%llu-", (unsigned long long)req->range_from);
+        (void)curl_easy_setopt(c, CURLOPT_RANGE, x->range);
+    }
+    if (req->max_recv_bytes_per_s > 0)
+        (void)curl_easy_setopt(c, CURLOPT_MAX_RECV_SPEED_LARGE,
+                               (curl_off_t)req->max_recv_bytes_per_s);
     if (h->cfg.connect_timeout_ms > 0)
         (void)curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, h->cfg.connect_timeout_ms);
     if (h->cfg.request_timeout_ms > 0 && !req->no_timeout)
@@ -159,6 +309,10 @@ static void set_options(struct mf_http *h, struct xfer *x, struct curl_slist *he
     if (h->cfg.low_speed_time_s > 0) {
         (void)curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, h->cfg.low_speed_bytes);
         (void)curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->cfg.low_speed_time_s);
+        x->last_change_ms = now_ms();
+        (void)curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        (void)curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+        (void)curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
     }
     if (h->cfg.ca_file)
         (void)curl_easy_setopt(c, CURLOPT_CAINFO, h->cfg.ca_file);
@@ -210,6 +364,7 @@ int mf_http__perform(struct mf_http *h, struct mf_http_response *resp,
     int err;
 
     resp->status = 0;
+    memset(&h->headers, 0, sizeof(h->headers));
     mf_dynbuf__reset(&resp->body);
     h->curl_err[0] = '\0';
     err = build_headers(&headers, h, req);

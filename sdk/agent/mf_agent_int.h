@@ -9,8 +9,13 @@
  *   agent_enroll.c   credential load and enrollment
  *   agent_checkin.c  check-in request and answer parsing
  *   agent_trust.c    the trust chain: state, root/keys updates, assignment verification
- *   agent_download.c blob download into a .part file, verified chunk by chunk
- *   agent_install.c  slot choice, activation, ready callback
+ *   agent_verify.c   running digests: signed chunk hashes, whole sha256, prefix replay
+ *   agent_progress.c the crash-safe progress record next to a .part
+ *   agent_download.c resumable blob download (Range/If-Range) into a .part, verified
+ *   agent_delta.c    delta apply into the inactive slot, checkpointed for power cuts
+ *   agent_install.c  slot choice, delta-or-full, activation, ready/health callback
+ *   agent_health.c   pending/confirm, rollback, pins, rolled-back holds
+ *   agent_retry.c    backoff with jitter between failed attempts
  *   agent_report.c   install reports
  */
 #ifndef MF_AGENT_INT_H
@@ -23,15 +28,27 @@
 #include "mf_dynbuf.h"
 #include "mf_hex.h"
 #include "mf_http.h"
+#include "mf_sha256.h"
 
 /* "mfd_" + 64 hex digits today; room for longer credentials later. */
 #define MF_AGENT_CRED_MAX 128
 /* Longest blob path accepted from a check-in ("/v1/blobs/" + 64 hex today). */
 #define MF_AGENT_BLOB_PATH_MAX 160
 /* Longest state file or credential file read back. */
-#define MF_AGENT_SMALL_FILE_MAX 4096
+#define MF_AGENT_SMALL_FILE_MAX 8192
 /* Longest storage name the agent builds ("models/<64>/slot-a.part" and such). */
-#define MF_AGENT_STORE_NAME_MAX 96
+#define MF_AGENT_STORE_NAME_MAX 112
+/* Read buffer for replaying a prefix or reading a delta from storage. */
+#define MF_AGENT_IO_BUF (16u * 1024u)
+/* A download records its verified progress at most this often (bytes). */
+#define MF_AGENT_PERSIST_EVERY (64u * 1024u)
+/* A delta apply saves its checkpoint at most this often (output bytes). */
+#define MF_AGENT_CKPT_EVERY (256u * 1024u)
+/* Rolled-back versions remembered per model (and sent in the check-in). */
+#define MF_AGENT_MAX_ROLLED_BACK 8
+#define MF_AGENT_REASON_MAX 128
+/* Deltas considered per assignment. */
+#define MF_AGENT_MAX_DELTAS 4
 /* Root rotations accepted from one check-in (mf_trust's default walk bound). */
 #define MF_AGENT_MAX_ROOTS 16
 /* Largest trust.state read back: two 32 KiB envelopes, floors, header. */
@@ -45,12 +62,34 @@ struct mf_agent_slot {
     char version[MF_AGENT_NAME_MAX + 1];
     char sha256[MF_SHA256_HEX_LEN + 1];
     uint64_t size;
+    uint64_t sequence; /* release sequence, 0 when unknown (older state files) */
+};
+
+/* A version this device reverted; not retried until a release with a higher sequence. */
+struct mf_agent_rolled_back {
+    char version[MF_AGENT_NAME_MAX + 1];
+    char sha256[MF_SHA256_HEX_LEN + 1];
+    uint64_t sequence;
+    char reason[MF_AGENT_REASON_MAX];
 };
 
 /* Content of models/<name>/state.json. */
 struct mf_agent_model_state {
     struct mf_agent_slot active;
-    struct mf_agent_slot previous; /* kept for rollback */
+    struct mf_agent_slot previous;   /* kept for rollback */
+    int pending;                     /* active not yet confirmed healthy by the app */
+    uint32_t starts;                 /* agent starts while pending */
+    char pin[MF_AGENT_NAME_MAX + 1]; /* pinned version, "" when not pinned */
+    struct mf_agent_rolled_back rolled_back[MF_AGENT_MAX_ROLLED_BACK]; /* newest first */
+    size_t n_rolled_back;
+};
+
+/* A delta offered by the check-in (unsigned: the output is verified, docs/protocol.md). */
+struct mf_agent_delta_ref {
+    char from_sha256[MF_SHA256_HEX_LEN + 1];
+    char sha256[MF_SHA256_HEX_LEN + 1];
+    char blob[MF_AGENT_BLOB_PATH_MAX + 1];
+    uint64_t size;
 };
 
 /*
@@ -69,6 +108,8 @@ struct mf_agent_assignment {
     const char *assignment_env; /* borrowed from the check-in answer's tree */
     size_t assignment_len;
     mf_manifest_assignment *verified; /* owned; NULL until mf_agent__trust_verify() */
+    struct mf_agent_delta_ref deltas[MF_AGENT_MAX_DELTAS]; /* unsigned offers, check-in */
+    size_t n_deltas;
 };
 
 /* The trust documents of a check-in answer, borrowed from its tree. */
@@ -88,6 +129,58 @@ struct agent_model {
     int last_error;
     char last_errmsg[MF_ERRMSG_MAX];
     uint64_t release_sequence; /* of the last verified release assigned */
+    /* retries (agent_retry.c): consecutive failures and when the next attempt may start */
+    unsigned int failures;
+    uint64_t retry_at_ms;
+    int report_rollback; /* a "failed: rolled back" report still has to be sent */
+    int held;            /* the assignment is held back (pin or rolled back) */
+    char hold_reason[MF_AGENT_REASON_MAX];
+    uint64_t dl_done, dl_total; /* progress of the running or interrupted download */
+    char dl_kind[8];            /* "model" or "delta" */
+};
+
+/* Transfer counters, for tests and benchmarks (mf_agent_stats). */
+struct mf_agent_counters {
+    uint64_t requests;       /* blob GETs sent */
+    uint64_t bytes_received; /* blob body bytes received, including re-sent ones */
+    uint64_t delta_installs, full_installs, delta_fallbacks, resumes;
+};
+
+/* Verifier of one object's bytes (agent_verify.c). */
+struct mf_agent_vfy {
+    struct mf_ctx *ctx;
+    const char *what;               /* names the object in messages */
+    const mf_manifest_release *rel; /* signed chunk hashes, or NULL (delta blobs) */
+    uint64_t size;
+    uint8_t sha256[MF_SHA256_LEN];
+    struct mf_sha256 whole, chunk;
+    struct mf_sha256 whole_ck; /* whole digest at `verified` */
+    uint64_t got;              /* bytes hashed */
+    uint64_t verified;         /* bytes whose chunks matched their signed hashes */
+    uint32_t in_chunk;
+    size_t chunk_index;
+};
+
+/* The progress record of a .part (agent_progress.c). */
+struct mf_agent_progress {
+    uint8_t sha256[MF_SHA256_LEN];
+    uint64_t size;
+    uint64_t verified;
+    char etag[MF_HTTP_ETAG_MAX + 1];
+};
+
+/* One object to download (agent_download.c). */
+struct agent_model;
+struct mf_agent_fetch {
+    struct agent_model *m; /* its dl_* progress fields are kept current */
+    const char *model;
+    const char *kind; /* "model" or "delta" (progress callback) */
+    const char *what; /* "model detector v2" (messages) */
+    const char *blob; /* server path */
+    const char *part; /* storage name */
+    uint64_t size;
+    const uint8_t *sha256;          /* 32 bytes */
+    const mf_manifest_release *rel; /* chunk hashes, or NULL */
 };
 
 struct mf_agent {
@@ -111,6 +204,17 @@ struct mf_agent {
     long poll_interval_s;
     mf_agent_ready_fn ready_fn;
     void *ready_payload;
+    mf_agent_health_fn health_fn;
+    void *health_payload;
+    mf_agent_progress_fn progress_fn;
+    void *progress_payload;
+    unsigned int max_unconfirmed_starts;
+    int metered;
+    long long max_recv_bytes_per_s;
+    long retry_base_ms, retry_max_ms;
+    size_t max_patch_window;
+    int control_only;
+    struct mf_agent_counters stats;
 };
 
 /* 1 when `s` matches [A-Za-z0-9._-]{1,64} and is not "." or ".." (names, versions, ids). */
@@ -150,6 +254,9 @@ int mf_agent__state_format(struct mf_dynbuf *out, const struct mf_agent_model_st
 int mf_agent__state_load(struct mf_agent *a, struct agent_model *m);
 int mf_agent__state_save(struct mf_agent *a, struct agent_model *m,
                          const struct mf_agent_model_state *st);
+/* A heap copy of m->state to edit (kilobytes: never on the stack); NULL after mf_fail().
+ * Release with mf_ctx__free(). */
+struct mf_agent_model_state *mf_agent__state_copy(struct mf_agent *a, const struct agent_model *m);
 
 /* agent_enroll.c */
 int mf_agent__credential_load(struct mf_agent *a);
@@ -182,16 +289,69 @@ int mf_agent__trust_verify(struct mf_agent *a, struct mf_agent_assignment *as);
 /* Raises the model's floor to the installed release's and saves the state (idempotent). */
 int mf_agent__trust_commit(struct mf_agent *a, const mf_manifest_release *r);
 
-/* agent_download.c: full fetch of the verified release of `as` into the storage object
- * `part`, every chunk checked against its signed hash as it arrives. */
-int mf_agent__download(struct mf_agent *a, const char *part, const struct mf_agent_assignment *as);
+/* agent_verify.c */
+void mf_agent__vfy_init(struct mf_agent_vfy *v, struct mf_ctx *ctx, const char *what,
+                        const mf_manifest_release *rel, uint64_t size, const uint8_t *sha256);
+void mf_agent__vfy_reset(struct mf_agent_vfy *v);
+/* Back to the last verified boundary (drops the partial chunk). */
+void mf_agent__vfy_rewind(struct mf_agent_vfy *v);
+void mf_agent__vfy_free(struct mf_agent_vfy *v);
+/* MF_E_SIGNATURE for a chunk that does not match, MF_E_LIMIT past the size. */
+int mf_agent__vfy_update(struct mf_agent_vfy *v, const void *data, size_t len);
+/* All bytes there and the whole digest right: MF_OK; MF_E_NET short, MF_E_SIGNATURE. */
+int mf_agent__vfy_finish(struct mf_agent_vfy *v);
+/* Resets `v` and feeds it the first `upto` bytes of the storage object `name`. */
+int mf_agent__vfy_replay(struct mf_agent_vfy *v, struct mf_agent *a, const char *name,
+                         uint64_t upto);
+
+/* agent_progress.c (and the little-endian fields of the records next to a .part) */
+void mf_agent__put_u64(uint8_t *p, uint64_t v);
+uint64_t mf_agent__get_u64(const uint8_t *p);
+int mf_agent__progress_name(struct mf_agent *a, char *out, const char *part);
+int mf_agent__progress_save(struct mf_agent *a, const char *part,
+                            const struct mf_agent_progress *pr);
+int mf_agent__progress_load(struct mf_agent *a, struct mf_agent_progress *out, const char *part);
+/* Removes the record (and the .part when `with_part`); missing files are fine. */
+void mf_agent__progress_drop(struct mf_agent *a, const char *part, int with_part);
+
+/* agent_download.c: resumable download of `f` into f->part, verified as it arrives.
+ * MF_OK leaves a complete, verified, synced .part; MF_E_NET keeps a verified prefix and its
+ * progress record for the next call; other errors remove both. */
+int mf_agent__fetch(struct mf_agent *a, const struct mf_agent_fetch *f);
+
+/* agent_delta.c: builds `part` (the new image of as's release) from the active slot
+ * `old_name` and the downloaded delta `delta_part`, checkpointed in "<part>.ckpt";
+ * every output chunk is checked against the signed chunk hashes. */
+int mf_agent__delta_apply(struct mf_agent *a, const char *part, const char *old_name,
+                          const char *delta_part, const struct mf_agent_assignment *as,
+                          const struct mf_agent_delta_ref *dr);
 
 /* agent_install.c */
 int mf_agent__install(struct mf_agent *a, struct agent_model *m,
                       const struct mf_agent_assignment *as);
+/* Full path of a storage name, for the app callbacks (caller frees with mf_dynbuf__free). */
+int mf_agent__path(struct mf_agent *a, struct mf_dynbuf *out, const char *name);
+
+/* agent_health.c */
+/* After an activation: asks the app (health_fn / ready_fn) and confirms or reverts. */
+int mf_agent__after_activate(struct mf_agent *a, struct agent_model *m);
+/* Makes the previous slot active again and remembers why (`reason`). */
+int mf_agent__revert(struct mf_agent *a, struct agent_model *m, const char *reason);
+/* Counts one start for every pending model; reverts those unconfirmed too often. */
+int mf_agent__count_start(struct mf_agent *a);
+/* 1 when the verified assignment must not be installed now (pin, rolled back). */
+int mf_agent__held(struct mf_agent *a, struct agent_model *m, const struct mf_agent_assignment *as);
+
+/* agent_retry.c */
+/* 1 while the model waits out its backoff. */
+int mf_agent__retry_waiting(struct mf_agent *a, const struct agent_model *m);
+void mf_agent__retry_failed(struct mf_agent *a, struct agent_model *m);
+void mf_agent__retry_ok(struct agent_model *m);
+/* Milliseconds until the earliest pending retry, or -1 when none waits. */
+long long mf_agent__retry_next_ms(const struct mf_agent *a);
 
 /* agent_report.c */
-int mf_agent__report(struct mf_agent *a, const struct mf_agent_assignment *as, const char *status,
-                     const char *detail);
+int mf_agent__report(struct mf_agent *a, const char *model, const char *version, const char *sha256,
+                     const char *status, const char *detail);
 
 #endif /* MF_AGENT_INT_H */

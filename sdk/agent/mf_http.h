@@ -40,9 +40,25 @@ struct mf_http_request {
     uint64_t upload_size;
     mf_http_sink_fn sink; /* NULL: every body is collected into the response */
     void *sink_payload;
-    long sink_status;      /* only a body with this status goes to the sink (0: 200) */
+    long sink_status;      /* only a body with this status goes to the sink (0: 200) ... */
+    long sink_status_alt;  /* ... or with this one (0: none), e.g. 200 and 206 */
     uint64_t max_download; /* with sink: bytes beyond this abort with MF_E_LIMIT; 0: none */
     int no_timeout;        /* 1 for bulk transfers: only the stall limit applies */
+    /* Ranged GET: with range_from > 0, "Range: bytes=<range_from>-" is sent, plus
+     * "If-Range: <if_range>" when if_range is set (an ETag, quotes included). */
+    uint64_t range_from;
+    const char *if_range;
+    long long max_recv_bytes_per_s; /* bandwidth cap of this transfer; 0: none */
+};
+
+/* Response headers the caller may need, captured while the response arrives. */
+#define MF_HTTP_ETAG_MAX 80
+struct mf_http_headers {
+    long status;                                   /* from the status line */
+    char etag[MF_HTTP_ETAG_MAX + 1];               /* "" when absent or too long */
+    int has_content_range;                         /* 1 when a Content-Range header arrived */
+    uint64_t range_first, range_last, range_total; /* "bytes a-b/n" (total 0 when "*") */
+    int range_ok; /* 1 when Content-Range parsed as "bytes a-b/n" */
 };
 
 struct mf_http_response {
@@ -55,6 +71,9 @@ struct mf_http {
     struct mf_http_config cfg;
     void *curl; /* CURL * (kept opaque so includers need no curl headers) */
     char curl_err[256];
+    /* Headers of the running or last response (valid once its body starts); kept on the
+     * handle, not the response, so callers' frames stay small. */
+    struct mf_http_headers headers;
 };
 
 /* MF_OK or MF_E_NOMEM. `ctx` and `cfg->ca_file` are borrowed for the handle's life. */
@@ -78,5 +97,11 @@ int mf_http__perform(struct mf_http *h, struct mf_http_response *resp,
  * server's {"message"} when the body has one.
  */
 int mf_http__fail_status(struct mf_http *h, const struct mf_http_response *resp, const char *what);
+
+/*
+ * Parses one raw header line (as libcurl delivers it, CRLF included) into `hd`: ETag and
+ * Content-Range; other lines are ignored. Exposed for the unit tests and the fuzz target.
+ */
+void mf_http__parse_header(struct mf_http_headers *hd, const char *line, size_t len);
 
 #endif /* MF_HTTP_H */

@@ -42,8 +42,9 @@
 
 MF_BEGIN_DECLS
 
-/** Version of mf_agent_options described by this header; fields are only appended. */
-#define MF_AGENT_OPTIONS_VERSION 1
+/** Version of mf_agent_options described by this header; fields are only appended.
+ *  Version 1 ends at `trust_root_len`; version 2 adds health, pins, resume and deltas. */
+#define MF_AGENT_OPTIONS_VERSION 2
 /** Longest model name, version string or device id, in bytes. */
 #define MF_AGENT_NAME_MAX 64
 /** Most models one agent tracks. */
@@ -65,6 +66,29 @@ typedef struct mf_agent mf_agent;
  */
 typedef void (*mf_agent_ready_fn)(void *payload, const char *model, const char *version,
                                   const char *path);
+
+/** Answers of an mf_agent_health_fn. */
+typedef enum mf_agent_health {
+    MF_AGENT_HEALTHY = 0,      /**< confirm the new version now */
+    MF_AGENT_UNHEALTHY = 1,    /**< revert to the previous slot at once */
+    MF_AGENT_CONFIRM_LATER = 2 /**< stay pending until mf_agent_confirm() (or too many starts) */
+} mf_agent_health;
+
+/**
+ * @brief Called after a new version was activated (instead of `ready_fn` when set): the app
+ * loads the model at `path`, checks it, and answers with an mf_agent_health value.
+ * Also called, with its answer ignored, for a version restored by a rollback.
+ * All strings are valid only during the call.
+ */
+typedef int (*mf_agent_health_fn)(void *payload, const char *model, const char *version,
+                                  const char *path);
+
+/**
+ * @brief Download progress: `done` of `total` bytes of `model`'s `kind` ("model" for the
+ * full blob, "delta" for a patch). Called from inside mf_agent_step(), often.
+ */
+typedef void (*mf_agent_progress_fn)(void *payload, const char *model, const char *kind,
+                                     uint64_t done, uint64_t total);
 
 /** Options of mf_agent_new(); initialise with mf_agent_options_init(). */
 typedef struct mf_agent_options {
@@ -91,7 +115,27 @@ typedef struct mf_agent_options {
      *  as shipped with the image. Used only while no trust.state exists; copied. */
     const void *trust_root;
     size_t trust_root_len;
+    /* ---- version 2 ---- */
+    mf_agent_health_fn health_fn;        /**< NULL: versions are confirmed at activation */
+    void *health_payload;                /**< passed to health_fn */
+    unsigned int max_unconfirmed_starts; /**< revert a version still pending at this many
+                                              agent starts; default 3, minimum 1 */
+    int metered;                         /**< 1: never fall back from a failed delta to the full
+                                              blob (report and wait); see mf_agent_set_metered() */
+    long long max_recv_bytes_per_s;      /**< download bandwidth cap; 0: none */
+    long retry_base_ms;                  /**< first backoff after a failed install; default 2000;
+                                              0 disables backoff */
+    long retry_max_ms;                   /**< backoff ceiling; default 600000 */
+    size_t max_patch_window;             /**< largest delta window accepted (workspace ~2x);
+                                              default MF_AGENT_DEFAULT_PATCH_WINDOW */
+    mf_agent_progress_fn progress_fn;    /**< NULL: none */
+    void *progress_payload;              /**< passed to progress_fn */
+    int control_only;                    /**< 1: a handle for status/pin/confirm/rollback tools;
+                                              its creation does not count as a start */
 } mf_agent_options;
+
+/** Default largest delta window: the encoder's default (mf/diff.h). */
+#define MF_AGENT_DEFAULT_PATCH_WINDOW (512u * 1024u)
 
 /** What one tracked model runs, as returned by mf_agent_status(). */
 typedef struct mf_agent_model_status {
@@ -105,7 +149,30 @@ typedef struct mf_agent_model_status {
     char last_errmsg[256]; /**< its message, "" if none */
     uint64_t security_floor;   /**< the model's trusted security floor (0: none yet) */
     uint64_t release_sequence; /**< sequence of the last verified release assigned, 0 if none */
+    /* fields below: since options version 2 */
+    int pending;                                  /**< installed version not yet confirmed */
+    unsigned int unconfirmed_starts;              /**< starts while pending */
+    char pinned[MF_AGENT_NAME_MAX + 1];           /**< pinned version, "" when not pinned */
+    char previous_version[MF_AGENT_NAME_MAX + 1]; /**< kept in the other slot, "" if none */
+    char previous_slot;                           /**< 'a', 'b' or 0 */
+    int held;                                     /**< the last assignment is held back */
+    char hold_reason[128];                        /**< why ("pinned to v1", "rolled back: ...") */
+    size_t rolled_back;                           /**< versions remembered as rolled back */
+    char last_rollback[128];                      /**< reason of the newest rollback, "" if none */
+    uint64_t download_done;                       /**< bytes of the running/interrupted download */
+    uint64_t download_total;                      /**< its size, 0 when none */
+    char download_kind[8];                        /**< "model", "delta" or "" */
 } mf_agent_model_status;
+
+/** Transfer counters since mf_agent_new(), from mf_agent_stats(). */
+typedef struct mf_agent_counters_public {
+    uint64_t blob_requests;   /**< blob GETs sent (first requests and resumes) */
+    uint64_t blob_bytes;      /**< blob body bytes received, re-sent ones included */
+    uint64_t delta_installs;  /**< versions built from a delta */
+    uint64_t full_installs;   /**< versions downloaded whole */
+    uint64_t delta_fallbacks; /**< failed deltas followed by a full download */
+    uint64_t resumes;         /**< downloads that resumed a verified prefix */
+} mf_agent_counters;
 
 /** The device's trust state, as returned by mf_agent_trust_status(). */
 typedef struct mf_agent_trust_status {
@@ -160,7 +227,8 @@ MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_status(mf_agent_model_status *statu
                                                     const mf_agent *agent, const char *model);
 
 /**
- * @brief Poll interval the server asked for in the last check-in.
+ * @brief Seconds until the agent wants its next step: the server's poll interval, or less
+ * when a failed download's backoff ends earlier.
  * @return seconds, or 0 when no check-in has answered yet.
  */
 MF_EXTERN long mf_agent_poll_interval_s(const mf_agent *agent);
@@ -171,6 +239,48 @@ MF_EXTERN long mf_agent_poll_interval_s(const mf_agent *agent);
  * @param agent the agent.
  */
 MF_EXTERN void mf_agent_trust_status(mf_agent_trust_state *out, const mf_agent *agent);
+
+/**
+ * @brief Confirms the pending version of `model` as healthy (it stops counting starts).
+ * @return MF_OK (also when nothing is pending), MF_E_NOTFOUND (not tracked), MF_E_IO.
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_confirm(mf_agent *agent, const char *model);
+
+/**
+ * @brief Reverts `model` to its previous slot now and remembers the abandoned version as
+ * rolled back (not installed again until the server assigns a release with a higher
+ * sequence). `reason` (NULL: "manual rollback") is reported to the server.
+ * @return MF_OK, MF_E_NOTFOUND (not tracked), MF_E_STATE (no previous version), MF_E_IO.
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_rollback(mf_agent *agent, const char *model,
+                                                      const char *reason);
+
+/**
+ * @brief Pins `model` to `version` (NULL: the installed one). A pinned model ignores
+ * assignments of other versions unless they raise the security floor; the pin survives
+ * restarts and is sent in the check-in.
+ * @return MF_OK, MF_E_NOTFOUND (not tracked), MF_E_STATE (NULL and nothing installed),
+ * MF_E_INVALID (bad version name), MF_E_IO.
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_pin(mf_agent *agent, const char *model,
+                                                 const char *version);
+
+/** @brief Removes the pin of `model`. @return MF_OK, MF_E_NOTFOUND, MF_E_IO. */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_unpin(mf_agent *agent, const char *model);
+
+/**
+ * @brief Re-reads every model's state file (and interrupted download progress) from
+ * storage: for a daemon whose state directory tools changed (pin, rollback, confirm from
+ * another process, under the caller's own lock).
+ * @return MF_OK, MF_E_INVALID (a damaged state file), MF_E_IO.
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_reload(mf_agent *agent);
+
+/** @brief Switches metered mode (no delta-to-full fallback) at run time. */
+MF_EXTERN void mf_agent_set_metered(mf_agent *agent, int metered);
+
+/** @brief Reports the transfer counters since mf_agent_new(). */
+MF_EXTERN void mf_agent_stats(mf_agent_counters *out, const mf_agent *agent);
 
 /** @return the message of the last failure, "" if none. Borrowed; valid until the next call. */
 MF_EXTERN const char *mf_agent_errmsg(const mf_agent *agent);

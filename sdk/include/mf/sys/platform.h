@@ -20,7 +20,7 @@
 MF_BEGIN_DECLS
 
 /** Version of struct mf_platform_ops described by this header; fields are only appended. */
-#define MF_PLATFORM_OPS_VERSION 1
+#define MF_PLATFORM_OPS_VERSION 2
 
 /** An open storage object; its layout belongs to the port. */
 typedef struct mf_platform_file mf_platform_file;
@@ -70,6 +70,13 @@ typedef struct mf_platform_ops {
     int (*remove)(void *payload, const char *name);
     /** Creates the directory `name`; MF_OK when it already exists. */
     int (*mkdir)(void *payload, const char *name);
+    /* ---- version 2 ---- */
+    /**
+     * Cuts `file` (opened with MF_PLATFORM_OPEN_RESUME) to `size` bytes; later writes
+     * append from there. NULL or a version-1 port: downloads and delta applies restart
+     * from zero instead of resuming.
+     */
+    int (*truncate)(void *payload, mf_platform_file *file, uint64_t size);
 } mf_platform_ops;
 
 MF_END_DECLS

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The byte verifier every download and every delta apply feeds: a running SHA-256 of the
+ * whole object and, when the object is a signed release, one SHA-256 per chunk compared in
+ * constant time with the release's signed chunk hash as soon as the chunk is complete.
+ * It also re-reads a prefix already on storage (mf_agent__vfy_replay): that is how a resume
+ * rebuilds the running digests without trusting anything but the signed hashes, so no
+ * digest state ever has to be persisted.
+ */
+#include "mf_agent_int.h"
+
+#include <string.h>
+
+void mf_agent__vfy_init(struct mf_agent_vfy *v, struct mf_ctx *ctx, const char *what,
+                        const mf_manifest_release *rel, uint64_t size, const uint8_t *sha256)
+{
+    memset(v, 0, sizeof(*v));
+    v->ctx = ctx;
+    v->what = what;
+    v->rel = rel;
+    v->size = size;
+    memcpy(v->sha256, sha256, MF_SHA256_LEN);
+    mf_sha256__init(&v->whole);
+    mf_sha256__init(&v->chunk);
+    v->whole_ck = v->whole;
+}
+
+void mf_agent__vfy_reset(struct mf_agent_vfy *v)
+{
+    mf_sha256__abort(&v->whole);
+    mf_sha256__abort(&v->chunk);
+    mf_sha256__init(&v->whole);
+    mf_sha256__init(&v->chunk);
+    v->got = 0;
+    v->in_chunk = 0;
+    v->chunk_index = 0;
+    v->verified = 0;
+    v->whole_ck = v->whole;
+}
+
+void mf_agent__vfy_rewind(struct mf_agent_vfy *v)
+{
+    v->whole = v->whole_ck;
+    mf_sha256__abort(&v->chunk);
+    mf_sha256__init(&v->chunk);
+    v->got = v->verified;
+    v->in_chunk = 0;
+}
+
+void mf_agent__vfy_free(struct mf_agent_vfy *v)
+{
+    mf_sha256__abort(&v->whole);
+    mf_sha256__abort(&v->chunk);
+}
+
+/* Closes the current chunk: its digest must be the signed one. */
+static int chunk_done(struct mf_agent_vfy *v)
+{
+    uint8_t got[MF_SHA256_LEN];
+
+    if (v->chunk_index >= v->rel->chunk_count)
+        return mf_fail(v->ctx, MF_E_SIGNATURE, "%s: chunk %zu has no signed hash", v->what,
+                       v->chunk_index);
+    mf_sha256__final(&v->chunk, got);
+    mf_sha256__init(&v->chunk);
+    if (!mf_ct_memeq(got, v->rel->chunks[v->chunk_index], sizeof(got)))
+        return mf_fail(v->ctx, MF_E_SIGNATURE,
+                       "%s: chunk %zu (bytes from %llu) does not match its signed sha256", v->what,
+                       v->chunk_index, (unsigned long long)v->chunk_index * v->rel->chunk_size);
+    v->chunk_index++;
+    v->in_chunk = 0;
+    v->verified = v->got;
+    /* Snapshot of the whole digest at this boundary, so a bad chunk can be re-fetched
+     * without re-reading the prefix (mf_sha256 holds a plain mbedTLS context: copyable). */
+    v->whole_ck = v->whole;
+    return MF_OK;
+}
+
+int mf_agent__vfy_update(struct mf_agent_vfy *v, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+
+    if (v->got > v->size || len > v->size - v->got)
+        return mf_fail(v->ctx, MF_E_LIMIT, "%s: more than the signed %llu bytes", v->what,
+                       (unsigned long long)v->size);
+    if (!v->rel) {
+        mf_sha256__update(&v->whole, p, len);
+        v->got += len;
+        v->verified = v->got; /* no chunk hashes: only the final digest decides */
+        v->whole_ck = v->whole;
+        return MF_OK;
+    }
+    while (len > 0) {
+        size_t room = v->rel->chunk_size - v->in_chunk;
+        size_t take = len < room ? len : room;
+        int err;
+
+        /* Chunk by chunk, so whole_ck snapshots exactly the verified prefix. */
+        mf_sha256__update(&v->whole, p, take);
+        mf_sha256__update(&v->chunk, p, take);
+        v->in_chunk += (uint32_t)take;
+        v->got += take;
+        p += take;
+        len -= take;
+        if (v->in_chunk == v->rel->chunk_size || v->got == v->size) {
+            err = chunk_done(v);
+            if (err < 0)
+                return err;
+        }
+    }
+    return MF_OK;
+}
+
+int mf_agent__vfy_finish(struct mf_agent_vfy *v)
+{
+    uint8_t got[MF_SHA256_LEN];
+    char got_hex[MF_SHA256_HEX_LEN + 1];
+
+    if (v->got != v->size)
+        return mf_fail(v->ctx, MF_E_NET, "%s: ended after %llu of %llu bytes", v->what,
+                       (unsigned long long)v->got, (unsigned long long)v->size);
+    mf_sha256__final(&v->whole, got);
+    mf_sha256__init(&v->whole);
+    if (!mf_ct_memeq(v->sha256, got, sizeof(got))) {
+        mf_hex__encode(got_hex, got, sizeof(got));
+        return mf_fail(v->ctx, MF_E_SIGNATURE, "%s: sha256 mismatch, received %.12s...", v->what,
+                       got_hex);
+    }
+    return MF_OK;
+}
+
+int mf_agent__vfy_replay(struct mf_agent_vfy *v, struct mf_agent *a, const char *name,
+                         uint64_t upto)
+{
+    const mf_platform_ops *p = &a->plat;
+    mf_platform_file *f = NULL;
+    uint8_t *buf;
+    int err;
+
+    mf_agent__vfy_reset(v);
+    if (upto == 0)
+        return MF_OK;
+    buf = mf_ctx__alloc(&a->ctx, MF_AGENT_IO_BUF);
+    if (!buf)
+        return mf_fail(&a->ctx, MF_E_NOMEM, "no memory to re-read %s", name);
+    err = p->open(p->payload, &f, name, MF_PLATFORM_OPEN_READ);
+    if (err < 0)
+        err = mf_fail(&a->ctx, err, "cannot open %s", name);
+    while (err >= 0 && v->got < upto) {
+        uint64_t left = upto - v->got;
+        size_t want = left < MF_AGENT_IO_BUF ? (size_t)left : MF_AGENT_IO_BUF;
+        size_t got = 0;
+
+        err = p->read_at(p->payload, &got, f, v->got, buf, want);
+        if (err < 0)
+            err = mf_fail(&a->ctx, err, "cannot read %s at %llu", name, (unsigned long long)v->got);
+        else if (got == 0)
+            err = mf_fail(&a->ctx, MF_E_IO, "%s ends at %llu, expected %llu", name,
+                          (unsigned long long)v->got, (unsigned long long)upto);
+        else
+            err = mf_agent__vfy_update(v, buf, got);
+    }
+    if (f)
+        p->close(p->payload, f);
+    mf_ctx__free(&a->ctx, buf);
+    return err;
+}

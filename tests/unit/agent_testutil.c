@@ -1,0 +1,604 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The fake mf-server and the fixture of the libmf tests (agent_testutil.h). */
+#include "agent_testutil.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <mbedtls/sha256.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct fx world;
+
+void sha256_hex(char *out, const uint8_t *p, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    uint8_t d[32];
+
+    mbedtls_sha256_ret(p, n, d, 0);
+    for (int i = 0; i < 32; i++) {
+        out[2 * i] = digits[d[i] >> 4];
+        out[2 * i + 1] = digits[d[i] & 15];
+    }
+    out[64] = '\0';
+}
+
+/* Small models in 16-byte chunks (several per model), big ones in 1 MiB chunks. */
+uint32_t chunk_size_for(size_t len)
+{
+    return len > 4096 ? 1u << 20 : 16u;
+}
+
+/* A release of `data` signed with the release key (or the director key when forging). */
+void sign_release(struct fake_server *s, const char *version, const uint8_t *data, size_t len)
+{
+    mf_free(NULL, s->release_env);
+    s->release_env = fx_release_of(&s->release_len, &world, "detector", version, ++s->release_seq,
+                                   s->floor, data, len, chunk_size_for(len),
+                                   s->release_by_director ? BY(K_DIR) : BY(K_REL0));
+    fx_digest(s->release_digest, s->release_env, s->release_len);
+}
+
+/* Assign `version` with the digest and size of `data`, and serve `served` bytes for it. */
+void fake_assign(struct fake_server *s, const char *version, const uint8_t *data, size_t len,
+                 const uint8_t *served, size_t served_len)
+{
+    pthread_mutex_lock(&s->lock);
+    (void)snprintf(s->version, sizeof(s->version), "%s", version);
+    sha256_hex(s->sha256, data, len);
+    s->size = len;
+    s->blob = served;
+    s->blob_len = served_len;
+    sign_release(s, version, data, len);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void send_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+
+    while (n > 0) {
+        ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+
+        if (w <= 0)
+            return;
+        c += w;
+        n -= (size_t)w;
+    }
+}
+
+static void respond(int fd, int status, const char *body)
+{
+    char head[256];
+    int n = snprintf(head, sizeof(head),
+                     "HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                     status, strlen(body));
+
+    send_all(fd, head, (size_t)n);
+    send_all(fd, body, strlen(body));
+}
+
+/* Reads one request: head into `buf`, body after it; returns the body or NULL. */
+static char *read_request(int fd, char *buf, size_t cap, size_t *body_len)
+{
+    size_t len = 0, need = 0;
+    char *body = NULL;
+
+    for (;;) {
+        ssize_t r;
+
+        if (body && len >= (size_t)(body - buf) + need)
+            break;
+        if (len + 1 >= cap)
+            return NULL;
+        r = recv(fd, buf + len, cap - 1 - len, 0);
+        if (r <= 0)
+            return NULL;
+        len += (size_t)r;
+        buf[len] = '\0';
+        if (!body) {
+            char *end = strstr(buf, "\r\n\r\n");
+            const char *cl;
+
+            if (!end)
+                continue;
+            body = end + 4;
+            cl = strstr(buf, "Content-Length: ");
+            need = cl && cl < end ? (size_t)strtoul(cl + 16, NULL, 10) : 0;
+        }
+    }
+    body[need] = '\0';
+    *body_len = need;
+    return body;
+}
+
+static int authorized(const char *head)
+{
+    return strstr(head, "Authorization: Bearer " CREDENTIAL "\r\n") != NULL;
+}
+
+static void handle_enroll(struct fake_server *s, int fd, const char *body)
+{
+    cJSON *doc = cJSON_Parse(body);
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(doc, "enrollment_token");
+
+    s->n_enroll++;
+    if (cJSON_IsString(tok) && strcmp(tok->valuestring, ENROLL_TOKEN) == 0)
+        respond(fd, 201, "{\"device_id\":\"cam-1\",\"credential\":\"" CREDENTIAL "\"}");
+    else
+        respond(fd, 401, "{\"error\":\"unauthorized\",\"message\":\"enrollment token rejected\"}");
+    cJSON_Delete(doc);
+}
+
+/* The detector assignment: plain hints plus the release and a director-signed assignment. */
+static void add_detector(struct fake_server *s, cJSON *list, const char *nonce)
+{
+    char blob[80];
+    cJSON *a = cJSON_CreateObject();
+    uint8_t *env;
+    size_t len;
+
+    (void)snprintf(blob, sizeof(blob), "/v1/blobs/%s", s->sha256);
+    cJSON_AddStringToObject(a, "model", "detector");
+    cJSON_AddStringToObject(a, "version", s->version);
+    cJSON_AddStringToObject(a, "sha256", s->sha256);
+    cJSON_AddNumberToObject(a, "size", (double)s->size);
+    cJSON_AddStringToObject(a, "blob", blob);
+    if (s->checkin_mode != CHECKIN_NO_RELEASE)
+        cJSON_AddStringToObject(a, "release", (const char *)s->release_env);
+    env = fx_assignment(&len, &world, "cam-1", "detector", s->release_digest,
+                        s->checkin_mode == CHECKIN_REPLAY ? FX_NONCE : nonce, ++s->assign_seq,
+                        BY(K_DIR));
+    cJSON_AddStringToObject(a, "assignment", (const char *)env);
+    mf_free(NULL, env);
+    if (s->delta) {
+        cJSON *deltas = cJSON_AddArrayToObject(a, "deltas");
+        cJSON *d = cJSON_CreateObject();
+
+        (void)snprintf(blob, sizeof(blob), "/v1/blobs/%s", s->delta_sha);
+        cJSON_AddStringToObject(d, "from_sha256", s->delta_from);
+        cJSON_AddStringToObject(d, "blob", blob);
+        cJSON_AddStringToObject(d, "sha256", s->delta_sha);
+        cJSON_AddNumberToObject(d, "size", (double)s->delta_len);
+        cJSON_AddStringToObject(d, "format", "mfdelta");
+        cJSON_AddItemToArray(deltas, d);
+    }
+    cJSON_AddItemToArray(list, a);
+}
+
+static void handle_checkin(struct fake_server *s, int fd, const char *body)
+{
+    cJSON *doc = cJSON_Parse(body);
+    const cJSON *nonce = cJSON_GetObjectItemCaseSensitive(doc, "nonce");
+    const cJSON *kv = cJSON_GetObjectItemCaseSensitive(doc, "keys_version");
+    cJSON *out, *list, *other;
+    char *text;
+
+    s->n_checkin++;
+    (void)snprintf(s->checkin_body, sizeof(s->checkin_body), "%s", body);
+    if (s->checkin_mode == CHECKIN_MALFORMED) {
+        respond(fd, 200, "{\"nonce\": [unterminated");
+        cJSON_Delete(doc);
+        return;
+    }
+    if (!cJSON_IsString(nonce)) {
+        respond(fd, 400, "{\"error\":\"bad_request\",\"message\":\"no nonce\"}");
+        cJSON_Delete(doc);
+        return;
+    }
+    out = cJSON_CreateObject();
+    cJSON_AddStringToObject(out, "nonce",
+                            s->checkin_mode == CHECKIN_BAD_NONCE ? "00" : nonce->valuestring);
+    cJSON_AddNumberToObject(out, "poll_interval_s", 5);
+    if (cJSON_GetNumberValue(kv) != 1) {
+        cJSON *trust = cJSON_AddObjectToObject(out, "trust");
+
+        cJSON_AddArrayToObject(trust, "roots");
+        cJSON_AddStringToObject(trust, "keys", (const char *)s->keys_env);
+    }
+    list = cJSON_AddArrayToObject(out, "assignments");
+    if (s->version[0]) {
+        /* An untracked model first: the agent skips it. */
+        other = cJSON_CreateObject();
+        cJSON_AddStringToObject(other, "model", "other");
+        cJSON_AddItemToArray(list, other);
+        add_detector(s, list, nonce->valuestring);
+    }
+    text = cJSON_PrintUnformatted(out);
+    respond(fd, 200, text);
+    cJSON_free(text);
+    cJSON_Delete(out);
+    cJSON_Delete(doc);
+}
+
+/* The silent second half of a stalled response, sent later from its own thread so the
+ * server keeps answering other requests (the client's resume) meanwhile. */
+static void *stall_main(void *arg)
+{
+    struct fake_server *s = arg;
+    struct timespec ts = {s->stall_ms / 1000, (long)(s->stall_ms % 1000) * 1000000L};
+
+    (void)nanosleep(&ts, NULL);
+    send_all(s->stall_fd, s->stall_data, (size_t)s->stall_len);
+    (void)close(s->stall_fd);
+    return NULL;
+}
+
+/* Sends `n` bytes of `data` from `from` on, applying the cut/corrupt/stall faults. */
+static void send_body(struct fake_server *s, int fd, const uint8_t *data, uint64_t from, uint64_t n)
+{
+    uint64_t end = from + n, at = from;
+
+    if (s->cut_at > from && s->cut_at < end && s->cuts_left > 0) {
+        end = s->cut_at;
+        s->cuts_left--;
+    }
+    if (s->blob_mode == BLOB_STALL && s->stall_left > 0 && end - from > 1 && !s->stalling) {
+        uint64_t half = (end - from) / 2;
+
+        s->stall_left--;
+        send_all(fd, data + from, (size_t)half);
+        s->bytes_served += half;
+        s->stall_fd = dup(fd);
+        s->stall_data = data + from + half;
+        s->stall_len = end - from - half;
+        s->stalling = 1;
+        s->handed_off = 1;
+        assert_int_equal(pthread_create(&s->stall_thread, NULL, stall_main, s), 0);
+        return;
+    }
+    if (s->corrupt_left > 0 && s->corrupt_at >= at && s->corrupt_at < end) {
+        uint8_t bad = data[s->corrupt_at] ^ 0x5a;
+
+        send_all(fd, data + at, (size_t)(s->corrupt_at - at));
+        send_all(fd, &bad, 1);
+        s->corrupt_left--;
+        s->bytes_served += s->corrupt_at + 1 - at;
+        at = s->corrupt_at + 1;
+    }
+    send_all(fd, data + at, (size_t)(end - at));
+    s->bytes_served += end - at;
+}
+
+/* GET /v1/blobs/<sha>: the model or the delta, with Range/If-Range (docs/protocol.md). */
+static void handle_blob(struct fake_server *s, int fd, const char *req)
+{
+    const char *range = strstr(req, "\r\nRange: bytes=");
+    const char *if_range = strstr(req, "\r\nIf-Range: ");
+    const uint8_t *data = s->blob;
+    uint64_t len = s->blob_len, from = 0;
+    char head[512], etag[80];
+    int n;
+
+    if (s->delta && strstr(req, s->delta_sha)) {
+        s->n_delta_blob++;
+        data = s->delta;
+        len = s->delta_len;
+        (void)snprintf(etag, sizeof(etag), "\"%s\"", s->delta_sha);
+    } else {
+        s->n_blob++;
+        (void)snprintf(etag, sizeof(etag), "\"%s\"", s->sha256);
+    }
+    if (s->blob_mode == BLOB_404) {
+        respond(fd, 404, "{\"error\":\"not_found\",\"message\":\"no such blob\"}");
+        return;
+    }
+    if (s->blob_mode == BLOB_CHUNKED) {
+        n = snprintf(head, sizeof(head),
+                     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                     "Connection: close\r\n\r\n%zx\r\n",
+                     (size_t)len);
+        send_all(fd, head, (size_t)n);
+        send_all(fd, data, (size_t)len);
+        send_all(fd, "\r\n0\r\n\r\n", 7);
+        return;
+    }
+    if (range) {
+        from = strtoull(range + 15, NULL, 10);
+        s->n_ranged++;
+        s->last_range_from = from;
+    }
+    if (if_range && strncmp(if_range + 12, etag, strlen(etag)) != 0)
+        from = 0; /* another representation: the whole thing */
+    if (from > 0 && from < len && s->blob_mode != BLOB_NO_RANGE) {
+        n = snprintf(head, sizeof(head),
+                     "HTTP/1.1 206 Partial Content\r\nContent-Type: application/octet-stream\r\n"
+                     "ETag: %s\r\nContent-Range: bytes %llu-%llu/%llu\r\n"
+                     "Content-Length: %llu\r\nConnection: close\r\n\r\n",
+                     s->blob_mode == BLOB_NEW_ETAG ? "\"republished\"" : etag,
+                     s->blob_mode == BLOB_WRONG_RANGE ? 0ull : (unsigned long long)from,
+                     (unsigned long long)len - 1, (unsigned long long)len,
+                     (unsigned long long)(len - from));
+        send_all(fd, head, (size_t)n);
+        send_body(s, fd, data, from, s->blob_mode == BLOB_TRUNCATE ? (len - from) / 2 : len - from);
+        return;
+    }
+    n = snprintf(head, sizeof(head),
+                 "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nETag: %s\r\n"
+                 "Content-Length: %llu\r\nConnection: close\r\n\r\n",
+                 etag, (unsigned long long)len);
+    send_all(fd, head, (size_t)n);
+    send_body(s, fd, data, 0, s->blob_mode == BLOB_TRUNCATE ? len / 2 : len);
+}
+
+static void handle_report(struct fake_server *s, int fd, const char *body)
+{
+    cJSON *doc = cJSON_Parse(body);
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(doc, "status");
+    const cJSON *detail = cJSON_GetObjectItemCaseSensitive(doc, "detail");
+
+    s->n_report++;
+    (void)snprintf(s->report_status, sizeof(s->report_status), "%s",
+                   cJSON_IsString(st) ? st->valuestring : "?");
+    (void)snprintf(s->report_detail, sizeof(s->report_detail), "%s",
+                   cJSON_IsString(detail) ? detail->valuestring : "?");
+    respond(fd, 204, "");
+    cJSON_Delete(doc);
+}
+
+static void serve_one(struct fake_server *s, int fd)
+{
+    static char buf[64 * 1024];
+    size_t body_len = 0;
+    char *body = read_request(fd, buf, sizeof(buf), &body_len);
+
+    if (!body)
+        return;
+    pthread_mutex_lock(&s->lock);
+    if (strncmp(buf, "POST /v1/enroll ", 16) == 0)
+        handle_enroll(s, fd, body);
+    else if (!authorized(buf))
+        respond(fd, 401, "{\"error\":\"unauthorized\",\"message\":\"unknown credential\"}");
+    else if (strncmp(buf, "POST /v1/checkin ", 17) == 0)
+        handle_checkin(s, fd, body);
+    else if (strncmp(buf, "GET /v1/blobs/", 14) == 0)
+        handle_blob(s, fd, buf);
+    else if (strncmp(buf, "POST /v1/report ", 16) == 0)
+        handle_report(s, fd, body);
+    else
+        respond(fd, 404, "{\"error\":\"not_found\",\"message\":\"no route\"}");
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void *server_main(void *arg)
+{
+    struct fake_server *s = arg;
+
+    for (;;) {
+        struct pollfd pfd = {.fd = s->listen_fd, .events = POLLIN};
+        int stop, fd;
+
+        pthread_mutex_lock(&s->lock);
+        stop = s->stop;
+        pthread_mutex_unlock(&s->lock);
+        if (stop)
+            break;
+        if (poll(&pfd, 1, 50) <= 0)
+            continue;
+        fd = accept(s->listen_fd, NULL, NULL);
+        if (fd < 0)
+            continue;
+        serve_one(s, fd);
+        if (!s->handed_off)
+            (void)shutdown(fd, SHUT_WR); /* a stalled response stays open in its thread */
+        s->handed_off = 0;
+        (void)close(fd);
+    }
+    return NULL;
+}
+
+void fake_start(struct fake_server *s)
+{
+    struct sockaddr_in addr = {.sin_family = AF_INET};
+    socklen_t alen = sizeof(addr);
+
+    memset(s, 0, sizeof(*s));
+    pthread_mutex_init(&s->lock, NULL);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    s->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(s->listen_fd >= 0);
+    assert_int_equal(bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+    assert_int_equal(listen(s->listen_fd, 16), 0);
+    assert_int_equal(getsockname(s->listen_fd, (struct sockaddr *)&addr, &alen), 0);
+    s->port = ntohs(addr.sin_port);
+    s->keys_env = fx_keys_v1(&s->keys_len, &world);
+    assert_int_equal(pthread_create(&s->thread, NULL, server_main, s), 0);
+}
+
+void fake_stop(struct fake_server *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->stop = 1;
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    if (s->stalling)
+        pthread_join(s->stall_thread, NULL);
+    (void)close(s->listen_fd);
+    pthread_mutex_destroy(&s->lock);
+    mf_free(NULL, s->keys_env);
+    mf_free(NULL, s->release_env);
+}
+
+/* ---- test fixture: a fake server, a state dir and the POSIX port ---- */
+
+void on_ready(void *payload, const char *model, const char *version, const char *path)
+{
+    struct fixture *fx = payload;
+
+    assert_string_equal(model, "detector");
+    fx->ready_calls++;
+    (void)snprintf(fx->ready_path, sizeof(fx->ready_path), "%s", path);
+    (void)snprintf(fx->ready_version, sizeof(fx->ready_version), "%s", version);
+}
+
+void rmtree(int parent, const char *name)
+{
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY);
+    DIR *d;
+    struct dirent *e;
+
+    if (fd < 0) {
+        (void)unlinkat(parent, name, 0);
+        return;
+    }
+    d = fdopendir(fd);
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            rmtree(fd, e->d_name);
+    }
+    (void)closedir(d);
+    (void)unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+void fresh_state_dir(struct fixture *fx)
+{
+    mf_platform_posix_close(&fx->posix);
+    rmtree(AT_FDCWD, fx->dir);
+    assert_int_equal(mf_platform_posix_init(&fx->ops, &fx->posix, fx->dir), MF_OK);
+}
+
+int setup(void **state)
+{
+    struct fixture *fx = test_calloc(1, sizeof(*fx));
+
+    fake_start(&fx->srv);
+    (void)snprintf(fx->dir, sizeof(fx->dir), "/tmp/mf-agent-XXXXXX");
+    assert_non_null(mkdtemp(fx->dir));
+    (void)snprintf(fx->url, sizeof(fx->url), "http://127.0.0.1:%d/", fx->srv.port);
+    assert_int_equal(mf_platform_posix_init(&fx->ops, &fx->posix, fx->dir), MF_OK);
+    assert_int_equal(mf_agent_options_init(&fx->opts, MF_AGENT_OPTIONS_VERSION), MF_OK);
+    fx->models[0] = "detector";
+    fx->models[1] = "classifier";
+    fx->opts.server_url = fx->url;
+    fx->opts.device_id = "cam-1";
+    fx->opts.enrollment_token = ENROLL_TOKEN;
+    fx->opts.state_dir = fx->dir;
+    fx->opts.models = fx->models;
+    fx->opts.n_models = 2;
+    fx->opts.platform = &fx->ops;
+    fx->opts.request_timeout_ms = 5000;
+    fx->opts.connect_timeout_ms = 2000;
+    fx->opts.stall_timeout_s = 5;
+    fx->opts.retry_base_ms = 0; /* steps follow each other at once; backoff has its own test */
+    fx->opts.ready_fn = on_ready;
+    fx->opts.ready_payload = fx;
+    fx->root_env = fx_root_v1(&fx->root_len, &world);
+    fx->opts.trust_root = fx->root_env;
+    fx->opts.trust_root_len = fx->root_len;
+    *state = fx;
+    return 0;
+}
+
+int teardown(void **state)
+{
+    struct fixture *fx = *state;
+
+    fake_stop(&fx->srv);
+    mf_platform_posix_close(&fx->posix);
+    rmtree(AT_FDCWD, fx->dir);
+    mf_free(NULL, fx->root_env);
+    test_free(fx);
+    return 0;
+}
+
+/* Reads a file of the state dir into a test_malloc'd buffer. */
+uint8_t *slurp(const struct fixture *fx, const char *name, size_t *len)
+{
+    char path[256];
+    uint8_t *buf;
+    FILE *f;
+    long n;
+
+    (void)snprintf(path, sizeof(path), "%s/%s", fx->dir, name);
+    f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    n = ftell(f);
+    assert_int_equal(fseek(f, 0, SEEK_SET), 0);
+    buf = test_malloc((size_t)n + 1);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = 0;
+    (void)fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+int exists(const struct fixture *fx, const char *name)
+{
+    char path[256];
+    struct stat st;
+
+    (void)snprintf(path, sizeof(path), "%s/%s", fx->dir, name);
+    return stat(path, &st) == 0;
+}
+
+void assert_file_equals(const struct fixture *fx, const char *name, const uint8_t *data, size_t len)
+{
+    size_t got = 0;
+    uint8_t *buf = slurp(fx, name, &got);
+
+    assert_non_null(buf);
+    assert_int_equal(got, len);
+    assert_memory_equal(buf, data, len);
+    test_free(buf);
+}
+
+const uint8_t model_v1[] = "detector weights, version one\n";
+const uint8_t model_v2[] = "detector weights, version two: a little longer than one\n";
+
+/* Runs one step and checks its result, showing the agent's message when it differs. */
+void step_expect(mf_agent *agent, int expect)
+{
+    int err = mf_agent_step(agent);
+
+    if (err != expect)
+        print_error("step returned %d: %s\n", err, mf_agent_errmsg(agent));
+    assert_int_equal(err, expect);
+}
+
+void assert_active(mf_agent *agent, const char *version, char slot)
+{
+    mf_agent_model_status st;
+
+    assert_int_equal(mf_agent_status(&st, agent, "detector"), MF_OK);
+    assert_true(st.installed);
+    assert_string_equal(st.version, version);
+    assert_int_equal(st.slot, slot);
+}
+
+/* Installs v1 through one step; used as the starting point of failure tests. */
+mf_agent *agent_with_v1(struct fixture *fx)
+{
+    mf_agent *agent = NULL;
+
+    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v1", 'a');
+    return agent;
+}
+
+void fake_offer_delta(struct fake_server *s, const uint8_t *delta, size_t delta_len,
+                      const uint8_t *from, size_t from_len)
+{
+    pthread_mutex_lock(&s->lock);
+    s->delta = delta;
+    s->delta_len = delta_len;
+    if (delta) {
+        sha256_hex(s->delta_sha, delta, delta_len);
+        sha256_hex(s->delta_from, from, from_len);
+    }
+    pthread_mutex_unlock(&s->lock);
+}

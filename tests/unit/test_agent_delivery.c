@@ -1,0 +1,572 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libmf delivery against a hostile or broken server (agent_testutil.c's fake): resumable
+ * downloads (Range + If-Range on the ETag, verified-prefix progress across a restart),
+ * connection cuts, corrupted bytes (only the bad chunk is fetched again), stalls, a 200
+ * to a ranged request, a wrong Content-Range, a new ETag after a re-publish, the bandwidth
+ * cap; deltas (applied into the inactive slot, resumed from their checkpoint after a cut
+ * write, fallback to the full blob, metered refusal); and the peak heap of a large update.
+ * Every case ends in a clear error or a correct install, never a corrupt one.
+ */
+#include "agent_testutil.h"
+#include "mf/diff.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define MIB (1024u * 1024u)
+
+/* A model of `n` bytes that differs per `seed` in a few places only (deltas stay small). */
+static uint8_t *make_model(size_t n, unsigned int seed)
+{
+    uint8_t *m = test_malloc(n);
+
+    for (size_t i = 0; i < n; i++)
+        m[i] = (uint8_t)((i * 2654435761u) >> 13);
+    for (size_t i = 0; i < n; i += 65536)
+        m[i] = (uint8_t)(m[i] + seed);
+    return m;
+}
+
+static mf_agent_counters stats_of(mf_agent *agent)
+{
+    mf_agent_counters c;
+
+    mf_agent_stats(&c, agent);
+    return c;
+}
+
+/* An agent with `old` installed as v1 (slot a). */
+static mf_agent *agent_with(struct fixture *fx, const uint8_t *old, size_t n)
+{
+    mf_agent *agent = NULL;
+
+    fake_assign(&fx->srv, "v1", old, n, old, n);
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v1", 'a');
+    return agent;
+}
+
+static void test_agent_delivery__cut_resumes_and_refetches_at_most_one_chunk(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(3 * MIB, 2);
+    mf_agent *agent = agent_with(fx, model_v1, sizeof(model_v1));
+    mf_agent_counters before = stats_of(agent), after;
+
+    /* Cut 100 bytes past 1.5 MiB: chunk 0 (1 MiB) is verified, chunk 1 is not. */
+    fake_assign(&fx->srv, "v2", v2, 3 * MIB, v2, 3 * MIB);
+    fx->srv.cut_at = 3 * MIB / 2 + 100;
+    fx->srv.cuts_left = 1;
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    /* The resume asked from the end of the last verified chunk, with If-Range. */
+    assert_int_equal(fx->srv.n_ranged, 1);
+    assert_int_equal(fx->srv.last_range_from, MIB);
+    after = stats_of(agent);
+    assert_int_equal(after.blob_requests - before.blob_requests, 2);
+    /* Re-downloaded: the unverified half chunk only (<= one chunk). */
+    assert_true(after.blob_bytes - before.blob_bytes - 3 * MIB <= MIB);
+    assert_false(exists(fx, "models/detector/slot-b.part.prog"));
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
+static void test_agent_delivery__progress_survives_a_restart(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(3 * MIB, 2);
+    mf_agent *agent = agent_with(fx, model_v1, sizeof(model_v1));
+    mf_agent_model_status st;
+    mf_agent_counters c;
+
+    /* Every request is cut at 2.5 MiB: two chunks verified, then no more progress. */
+    fake_assign(&fx->srv, "v2", v2, 3 * MIB, v2, 3 * MIB);
+    fx->srv.cut_at = 5 * MIB / 2;
+    fx->srv.cuts_left = 100;
+    step_expect(agent, MF_E_NET);
+    assert_active(agent, "v1", 'a');
+    assert_int_equal(mf_agent_status(&st, agent, "detector"), MF_OK);
+    assert_string_equal(st.download_kind, "model");
+    assert_int_equal(st.download_total, 3 * MIB);
+    mf_agent_free(agent);
+    /* On storage: exactly the verified prefix and its record. */
+    assert_true(exists(fx, "models/detector/slot-b.part.prog"));
+    assert_file_equals(fx, "models/detector/slot-b.part", v2, 2 * MIB);
+
+    /* A new process (power cut) resumes at 2 MiB: only the last MiB crosses the wire. */
+    fx->srv.cuts_left = 0;
+    agent = NULL;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    assert_int_equal(fx->srv.last_range_from, 2 * MIB);
+    c = stats_of(agent);
+    assert_int_equal(c.blob_bytes, MIB);
+    assert_int_equal(c.resumes, 1);
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
+/* Leaves v2's first two MiB verified on storage (progress record included). */
+static mf_agent *interrupted_v2(struct fixture *fx, const uint8_t *v2)
+{
+    mf_agent *agent = agent_with(fx, model_v1, sizeof(model_v1));
+
+    fake_assign(&fx->srv, "v2", v2, 3 * MIB, v2, 3 * MIB);
+    fx->srv.cut_at = 5 * MIB / 2;
+    fx->srv.cuts_left = 100;
+    step_expect(agent, MF_E_NET);
+    fx->srv.cuts_left = 0;
+    return agent;
+}
+
+static void test_agent_delivery__200_to_a_range_restarts_from_zero(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(3 * MIB, 2);
+    mf_agent *agent = interrupted_v2(fx, v2);
+    mf_agent_counters before = stats_of(agent);
+
+    fx->srv.blob_mode = BLOB_NO_RANGE;
+    step_expect(agent, MF_OK);
+    /* The 200 body was taken from byte 0, not written at the resume offset. */
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    assert_int_equal(stats_of(agent).blob_bytes - before.blob_bytes, 3 * MIB);
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
+static void test_agent_delivery__wrong_content_range_is_refused(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(3 * MIB, 2);
+    mf_agent *agent = interrupted_v2(fx, v2);
+
+    fx->srv.blob_mode = BLOB_WRONG_RANGE;
+    step_expect(agent, MF_E_NET);
+    assert_non_null(strstr(mf_agent_errmsg(agent), "wrong Content-Range"));
+    assert_active(agent, "v1", 'a');
+    assert_false(exists(fx, "models/detector/slot-b"));
+    /* Nothing foreign was spliced in: the verified prefix is still all there is. */
+    assert_file_equals(fx, "models/detector/slot-b.part", v2, 2 * MIB);
+    fx->srv.blob_mode = BLOB_OK;
+    step_expect(agent, MF_OK);
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
+static void test_agent_delivery__new_etag_on_206_starts_over(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(3 * MIB, 2);
+    mf_agent *agent = interrupted_v2(fx, v2);
+    mf_agent_counters before = stats_of(agent);
+
+    /* A 206 under another ETag (a re-publish the server did not check If-Range against):
+     * the agent starts over from byte 0 with a plain GET, which is served normally. */
+    fx->srv.blob_mode = BLOB_NEW_ETAG;
+    step_expect(agent, MF_OK);
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    assert_true(stats_of(agent).blob_requests - before.blob_requests >= 2);
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
+static void test_agent_delivery__corrupt_chunk_is_fetched_again_alone(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(3 * MIB, 2);
+    mf_agent *agent = agent_with(fx, model_v1, sizeof(model_v1));
+    mf_agent_counters before = stats_of(agent);
+
+    fake_assign(&fx->srv, "v2", v2, 3 * MIB, v2, 3 * MIB);
+    fx->srv.corrupt_at = MIB + 12345; /* in chunk 1, once */
+    fx->srv.corrupt_left = 1;
+    step_expect(agent, MF_OK);
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    assert_int_equal(fx->srv.last_range_from, MIB);
+    /* The bad chunk came twice, nothing else did (plus what was in flight at the abort). */
+    assert_true(stats_of(agent).blob_bytes - before.blob_bytes >= 4 * MIB);
+    assert_true(stats_of(agent).blob_bytes - before.blob_bytes <= 4 * MIB + 256 * 1024);
+    /* Corrupt every time: a clear refusal naming the chunk, v1 untouched. */
+    fake_assign(&fx->srv, "v3", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    fx->srv.corrupt_at = 20;
+    fx->srv.corrupt_left = 100;
+    step_expect(agent, MF_E_SIGNATURE);
+    assert_non_null(strstr(mf_agent_errmsg(agent), "chunk 1 (bytes from 16)"));
+    assert_non_null(strstr(mf_agent_errmsg(agent), "download aborted"));
+    assert_active(agent, "v2", 'b');
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
+static void test_agent_delivery__stall_is_cut_and_resumed(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(3 * MIB, 2);
+    mf_agent *agent = NULL;
+    struct timespec t0, t1;
+    double s;
+
+    /* Slower than 64 KiB/s for a second counts as a stall. */
+    fx->opts.stall_timeout_s = 1;
+    fx->opts.stall_bytes_per_s = 64 * 1024;
+    agent = agent_with(fx, model_v1, sizeof(model_v1));
+    fake_assign(&fx->srv, "v2", v2, 3 * MIB, v2, 3 * MIB);
+    /* The server sends half, then goes silent for 4 s (once). */
+    fx->srv.blob_mode = BLOB_STALL;
+    fx->srv.stall_ms = 4000;
+    fx->srv.stall_left = 1;
+    (void)clock_gettime(CLOCK_MONOTONIC, &t0);
+    step_expect(agent, MF_OK);
+    (void)clock_gettime(CLOCK_MONOTONIC, &t1);
+    s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    print_message("stalled transfer abandoned and resumed in %.2f s\n", s);
+    assert_true(s < 3.5); /* well before the server's 4 s of silence end */
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    assert_int_equal(fx->srv.n_ranged, 1);
+    assert_int_equal(fx->srv.last_range_from, MIB); /* 1.5 MiB arrived: chunk 0 verified */
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
+static void test_agent_delivery__oversized_206_is_refused(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(3 * MIB, 2);
+    uint8_t *longer = test_malloc(3 * MIB + 4096);
+    mf_agent *agent = interrupted_v2(fx, v2);
+
+    /* The server now holds more bytes than signed: the resumed 206 would overrun. */
+    memcpy(longer, v2, 3 * MIB);
+    memset(longer + 3 * MIB, 'x', 4096);
+    fx->srv.blob = longer;
+    fx->srv.blob_len = 3 * MIB + 4096;
+    step_expect(agent, MF_E_NET);
+    assert_active(agent, "v1", 'a');
+    assert_false(exists(fx, "models/detector/slot-b"));
+    mf_agent_free(agent);
+    test_free(longer);
+    test_free(v2);
+}
+
+static void test_agent_delivery__bandwidth_cap_slows_the_download(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(6 * MIB, 2);
+    mf_agent *agent = NULL;
+    struct timespec t0, t1;
+    double s;
+
+    fx->opts.max_recv_bytes_per_s = 2 * MIB;
+    agent = agent_with(fx, model_v1, sizeof(model_v1));
+    fake_assign(&fx->srv, "v2", v2, 6 * MIB, v2, 6 * MIB);
+    (void)clock_gettime(CLOCK_MONOTONIC, &t0);
+    step_expect(agent, MF_OK);
+    (void)clock_gettime(CLOCK_MONOTONIC, &t1);
+    s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    print_message("6 MiB at a 2 MiB/s cap took %.2f s\n", s);
+    /* 3 s nominal; libcurl lets a first burst through. Uncapped this is ~0.05 s. */
+    assert_true(s >= 1.0);
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
+/* ---- deltas ---- */
+
+static uint8_t *make_delta(size_t *len, const uint8_t *old, size_t old_len, const uint8_t *neu,
+                           size_t new_len)
+{
+    mf_diff *d = NULL;
+    uint8_t *patch = NULL, *copy;
+
+    assert_int_equal(mf_diff_new(&d, NULL, NULL), MF_OK);
+    assert_int_equal(mf_diff_create(&patch, len, d, old, old_len, neu, new_len), MF_OK);
+    copy = test_malloc(*len);
+    memcpy(copy, patch, *len);
+    mf_free(NULL, patch);
+    mf_diff_free(d);
+    return copy;
+}
+
+static void test_agent_delivery__delta_is_applied_into_the_inactive_slot(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v1 = make_model(2 * MIB, 1), *v2 = make_model(2 * MIB, 2);
+    size_t dlen = 0;
+    uint8_t *delta = make_delta(&dlen, v1, 2 * MIB, v2, 2 * MIB);
+    mf_agent *agent = agent_with(fx, v1, 2 * MIB);
+    int blobs = fx->srv.n_blob;
+    mf_agent_counters before = stats_of(agent), c;
+
+    fake_assign(&fx->srv, "v2", v2, 2 * MIB, v2, 2 * MIB);
+    fake_offer_delta(&fx->srv, delta, dlen, v1, 2 * MIB);
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    assert_file_equals(fx, "models/detector/slot-b", v2, 2 * MIB);
+    assert_file_equals(fx, "models/detector/slot-a", v1, 2 * MIB);
+    assert_int_equal(fx->srv.n_delta_blob, 1);
+    assert_int_equal(fx->srv.n_blob, blobs); /* the full blob was never fetched */
+    c = stats_of(agent);
+    assert_int_equal(c.delta_installs, 1);
+    assert_int_equal(c.blob_bytes - before.blob_bytes, dlen);
+    print_message("2 MiB update by a %zu-byte delta\n", dlen);
+    assert_false(exists(fx, "models/detector/slot-b.delta"));
+    assert_false(exists(fx, "models/detector/slot-b.part.ckpt"));
+    mf_agent_free(agent);
+    test_free(delta);
+    test_free(v1);
+    test_free(v2);
+}
+
+static void test_agent_delivery__bad_delta_falls_back_unless_metered(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v1 = make_model(MIB, 1), *v2 = make_model(MIB, 2), *other = make_model(MIB, 9);
+    size_t dlen = 0;
+    /* A delta from another old image: it decodes, but the output fails the chunk hashes. */
+    uint8_t *delta = make_delta(&dlen, other, MIB, v2, MIB);
+    mf_agent *agent = agent_with(fx, v1, MIB);
+    int blobs = fx->srv.n_blob;
+
+    fake_assign(&fx->srv, "v2", v2, MIB, v2, MIB);
+    fake_offer_delta(&fx->srv, delta, dlen, v1, MIB);
+    mf_agent_set_metered(agent, 1);
+    step_expect(agent, MF_E_SIGNATURE);
+    assert_non_null(strstr(mf_agent_errmsg(agent), "metered"));
+    assert_int_equal(fx->srv.n_blob, blobs); /* no full download on a metered link */
+    assert_active(agent, "v1", 'a');
+    assert_non_null(strstr(fx->srv.report_detail, "not falling back"));
+    mf_agent_set_metered(agent, 0);
+    step_expect(agent, MF_OK);
+    assert_int_equal(fx->srv.n_blob, blobs + 1);
+    assert_int_equal(stats_of(agent).delta_fallbacks, 1);
+    assert_file_equals(fx, "models/detector/slot-b", v2, MIB);
+    mf_agent_free(agent);
+    test_free(delta);
+    test_free(v1);
+    test_free(v2);
+    test_free(other);
+}
+
+/* A port whose writes to the slot .part fail after `budget` bytes: a power cut mid-apply. */
+struct cut_port {
+    mf_platform_ops inner;
+    long long budget;
+};
+
+static int cut_write(void *payload, mf_platform_file *file, const void *buf, size_t len)
+{
+    struct cut_port *c = payload;
+
+    if (c->budget >= 0 && (long long)len > c->budget)
+        return MF_E_IO;
+    if (c->budget >= 0)
+        c->budget -= (long long)len;
+    return c->inner.write(c->inner.payload, file, buf, len);
+}
+
+#define FWD(name, ret, params, args)                                                               \
+    static ret cut_##name params                                                                   \
+    {                                                                                              \
+        struct cut_port *c = payload;                                                              \
+        return c->inner.name args;                                                                 \
+    }
+FWD(random, int, (void *payload, void *buf, size_t len), (c->inner.payload, buf, len))
+FWD(monotonic_ms, uint64_t, (void *payload), (c->inner.payload))
+FWD(wall_clock_s, int64_t, (void *payload), (c->inner.payload))
+FWD(open, int, (void *payload, mf_platform_file **f, const char *name, int mode),
+    (c->inner.payload, f, name, mode))
+FWD(read_at, int,
+    (void *payload, size_t *n, mf_platform_file *f, uint64_t off, void *buf, size_t len),
+    (c->inner.payload, n, f, off, buf, len))
+FWD(sync, int, (void *payload, mf_platform_file *f), (c->inner.payload, f))
+FWD(size, int, (void *payload, uint64_t *out, const char *name), (c->inner.payload, out, name))
+FWD(rename, int, (void *payload, const char *from, const char *to), (c->inner.payload, from, to))
+FWD(remove, int, (void *payload, const char *name), (c->inner.payload, name))
+FWD(mkdir, int, (void *payload, const char *name), (c->inner.payload, name))
+FWD(truncate, int, (void *payload, mf_platform_file *f, uint64_t size), (c->inner.payload, f, size))
+
+static void cut_close(void *payload, mf_platform_file *f)
+{
+    struct cut_port *c = payload;
+
+    c->inner.close(c->inner.payload, f);
+}
+
+static void test_agent_delivery__delta_apply_resumes_from_its_checkpoint(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v1 = make_model(3 * MIB, 1), *v2 = make_model(3 * MIB, 2);
+    size_t dlen = 0;
+    uint8_t *delta = make_delta(&dlen, v1, 3 * MIB, v2, 3 * MIB);
+    struct cut_port cut = {fx->ops, -1};
+    const mf_platform_ops ops = {
+        .version = MF_PLATFORM_OPS_VERSION,
+        .payload = &cut,
+        .random = cut_random,
+        .monotonic_ms = cut_monotonic_ms,
+        .wall_clock_s = cut_wall_clock_s,
+        .open = cut_open,
+        .read_at = cut_read_at,
+        .write = cut_write,
+        .sync = cut_sync,
+        .close = cut_close,
+        .size = cut_size,
+        .rename = cut_rename,
+        .remove = cut_remove,
+        .mkdir = cut_mkdir,
+        .truncate = cut_truncate,
+    };
+    mf_agent *agent = agent_with(fx, v1, 3 * MIB);
+    mf_agent_counters c;
+
+    mf_agent_free(agent);
+    fx->opts.platform = &ops;
+    agent = NULL;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    fake_assign(&fx->srv, "v2", v2, 3 * MIB, v2, 3 * MIB);
+    fake_offer_delta(&fx->srv, delta, dlen, v1, 3 * MIB);
+    /* Storage dies after the delta and 2 MiB of output: the apply stops with MF_E_IO. */
+    cut.budget = (long long)dlen + 2 * MIB;
+    assert_true(mf_agent_step(agent) < 0);
+    mf_agent_free(agent);
+    /* the old model is intact */
+    assert_file_equals(fx, "models/detector/slot-a", v1, 3 * MIB);
+    assert_true(exists(fx, "models/detector/slot-b.part.ckpt"));
+
+    /* After the "reboot" storage works again: the apply resumes, nothing is downloaded
+     * twice past the delta, and the image is exact. */
+    cut.budget = -1;
+    agent = NULL;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    c = stats_of(agent);
+    assert_int_equal(c.resumes, 1);
+    assert_int_equal(c.delta_installs, 1);
+    mf_agent_free(agent);
+    test_free(delta);
+    test_free(v1);
+    test_free(v2);
+}
+
+/* ---- memory ---- */
+
+struct peak_alloc {
+    size_t live, peak;
+};
+
+static void *peak_alloc_fn(void *payload, size_t size)
+{
+    struct peak_alloc *pa = payload;
+    size_t *h = test_malloc(size + sizeof(size_t) * 2);
+
+    if (!h)
+        return NULL;
+    h[0] = size;
+    pa->live += size;
+    if (pa->live > pa->peak)
+        pa->peak = pa->live;
+    return h + 2;
+}
+
+static void peak_free_fn(void *payload, void *ptr)
+{
+    size_t *h = (size_t *)ptr - 2;
+
+    ((struct peak_alloc *)payload)->live -= h[0];
+    test_free(h);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define LARGE_MODEL (32u * MIB) /* ASan build: same code path, smaller model */
+#else
+#define LARGE_MODEL (256u * MIB)
+#endif
+
+static void test_agent_delivery__large_update_heap_is_bounded(void **state)
+{
+    struct fixture *fx = *state;
+    struct peak_alloc pa = {0, 0};
+    mf_allocator alloc = {peak_alloc_fn, peak_free_fn, &pa};
+    uint8_t *big = make_model(LARGE_MODEL, 3);
+    mf_agent_model_status st;
+    mf_agent *agent = NULL;
+
+    fake_assign(&fx->srv, "v1", big, LARGE_MODEL, big, LARGE_MODEL);
+    fx->opts.allocator = &alloc;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_int_equal(mf_agent_status(&st, agent, "detector"), MF_OK);
+    assert_string_equal(st.sha256, fx->srv.sha256);
+    assert_int_equal(st.size, LARGE_MODEL);
+    mf_agent_free(agent);
+    assert_int_equal(pa.live, 0);
+    print_message("peak agent heap for a %u MiB full install: %zu bytes\n", LARGE_MODEL / MIB,
+                  pa.peak);
+    assert_true(pa.peak < 1024 * 1024);
+    test_free(big);
+}
+
+static void test_agent_delivery__delta_heap_is_bounded(void **state)
+{
+    struct fixture *fx = *state;
+    struct peak_alloc pa = {0, 0};
+    mf_allocator alloc = {peak_alloc_fn, peak_free_fn, &pa};
+    uint8_t *v1 = make_model(4 * MIB, 1), *v2 = make_model(4 * MIB, 2);
+    size_t dlen = 0;
+    uint8_t *delta = make_delta(&dlen, v1, 4 * MIB, v2, 4 * MIB);
+    mf_agent *agent = agent_with(fx, v1, 4 * MIB);
+
+    mf_agent_free(agent);
+    fx->opts.allocator = &alloc;
+    agent = NULL;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    fake_assign(&fx->srv, "v2", v2, 4 * MIB, v2, 4 * MIB);
+    fake_offer_delta(&fx->srv, delta, dlen, v1, 4 * MIB);
+    step_expect(agent, MF_OK);
+    assert_int_equal(stats_of(agent).delta_installs, 1);
+    mf_agent_free(agent);
+    print_message("peak agent heap for a 4 MiB delta install: %zu bytes\n", pa.peak);
+    /* The decoder's workspace (2 x 512 KiB window + zstd) plus ~100 KiB of the agent. */
+    assert_true(pa.peak < 1536 * 1024);
+    test_free(delta);
+    test_free(v1);
+    test_free(v2);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_agent_delivery__cut_resumes_and_refetches_at_most_one_chunk),
+        T(test_agent_delivery__progress_survives_a_restart),
+        T(test_agent_delivery__200_to_a_range_restarts_from_zero),
+        T(test_agent_delivery__wrong_content_range_is_refused),
+        T(test_agent_delivery__new_etag_on_206_starts_over),
+        T(test_agent_delivery__corrupt_chunk_is_fetched_again_alone),
+        T(test_agent_delivery__stall_is_cut_and_resumed),
+        T(test_agent_delivery__oversized_206_is_refused),
+        T(test_agent_delivery__bandwidth_cap_slows_the_download),
+        T(test_agent_delivery__delta_is_applied_into_the_inactive_slot),
+        T(test_agent_delivery__bad_delta_falls_back_unless_metered),
+        T(test_agent_delivery__delta_apply_resumes_from_its_checkpoint),
+        T(test_agent_delivery__large_update_heap_is_bounded),
+        T(test_agent_delivery__delta_heap_is_bounded),
+    };
+#undef T
+    int rc;
+
+    fx_init(&world);
+    rc = cmocka_run_group_tests_name("agent_delivery", tests, NULL, NULL);
+    fx_free(&world);
+    return rc;
+}
