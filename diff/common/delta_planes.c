@@ -82,6 +82,37 @@ void mf_delta__planes_merge(uint8_t *buf, const uint8_t *planes, size_t nwords, 
     }
 }
 
+/*
+ * Gaps are one byte below 255, else 255 and a varint of the rest: unlike a plain varint,
+ * the common short gaps then map one-to-one onto byte values zstd's Huffman stage models.
+ */
+static size_t gap_put(uint8_t *out, uint64_t gap)
+{
+    if (gap < 255) {
+        out[0] = (uint8_t)gap;
+        return 1;
+    }
+    out[0] = 255;
+    return 1 + mf_delta__varint_put(out + 1, gap - 255);
+}
+
+static size_t gap_get(uint64_t *gap, const uint8_t *in, size_t len)
+{
+    size_t n;
+
+    if (len == 0)
+        return 0;
+    if (in[0] < 255) {
+        *gap = in[0];
+        return 1;
+    }
+    n = mf_delta__varint_get(gap, in + 1, len - 1);
+    if (!n || *gap > UINT64_MAX - 255)
+        return 0;
+    *gap += 255;
+    return n + 1;
+}
+
 static int word_is_zero(const uint8_t *planes, size_t nwords, size_t i, unsigned int word)
 {
     for (unsigned int k = 0; k < word; k++)
@@ -106,7 +137,7 @@ size_t mf_delta__sparse_encode(uint8_t *out, size_t cap, const uint8_t *planes, 
     for (size_t i = 0; i < nwords; i++) {
         if (word_is_zero(planes, nwords, i, word))
             continue;
-        pos += mf_delta__varint_put(out + pos, i - last);
+        pos += gap_put(out + pos, i - last);
         last = i + 1;
     }
     for (unsigned int k = 0; k < word; k++) {
@@ -130,7 +161,7 @@ int mf_delta__sparse_expand(uint8_t *planes, size_t nwords, unsigned int word, c
     vals = in + len - count * word;
     memset(planes, 0, nwords * word);
     for (uint64_t j = 0; j < count; j++) {
-        size_t n = mf_delta__varint_get(&gap, in + pos, (size_t)(vals - in) - pos);
+        size_t n = gap_get(&gap, in + pos, (size_t)(vals - in) - pos);
 
         if (!n || gap >= nwords - idx)
             return MF_E_INVALID;

@@ -25,7 +25,8 @@ void mf_delta__planes_merge(uint8_t *buf, const uint8_t *planes, size_t nwords, 
 
 /*
  * Sparse form (flag MF_DELTA_NUM_SPARSE), for residuals that are mostly zero words:
- *   varint count | count varint gaps (zero words skipped before each listed word) |
+ *   varint count | count gaps (zero words skipped before each listed word: one byte if
+ *   below 255, else 255 and a varint of gap - 255) |
  *   `word` planes of `count` bytes each (the listed words' bytes).
  * sparse_size returns the encoded size, or 0 when it would exceed `cap`.
  */
