@@ -14,5 +14,6 @@
 #include "mf/sys/platform.h"
 #include "mf/agent.h"
 #include "mf/offload.h"
+#include "mf/telemetry.h"
 
 #endif /* MF_H */

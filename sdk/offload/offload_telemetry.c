@@ -6,7 +6,8 @@
  */
 #include "mf_offload_int.h"
 
-#include <stdarg.h>
+#include "mf_strbuf.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -87,35 +88,10 @@ void mf_offload_telemetry_reset(mf_offload *o)
     }
 }
 
-/* A bounded writer over the caller's buffer. */
-struct out {
-    char *buf;
-    size_t cap, len;
-    int overflow;
-};
-
-static void put(struct out *w, const char *fmt, ...) MF_PRINTF(2, 3);
-
-static void put(struct out *w, const char *fmt, ...)
+static void put_slot(struct mf_strbuf *w, const mf_offload_telemetry *t)
 {
-    va_list ap;
-    int n;
-
-    if (w->overflow)
-        return;
-    va_start(ap, fmt);
-    n = vsnprintf(w->buf + w->len, w->cap - w->len, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= w->cap - w->len) {
-        w->overflow = 1;
-        return;
-    }
-    w->len += (size_t)n;
-}
-
-static void put_slot(struct out *w, const mf_offload_telemetry *t)
-{
-    put(w,
+    mf_strbuf__put(
+        w,
         "{\"model_version\":\"%s\",\"asked\":%llu,\"uncertain\":%llu,\"teacher\":%llu,"
         "\"fell_back\":%llu,\"queued\":%llu,\"audit\":%llu,\"capped\":%llu,\"bytes_up\":%llu,"
         "\"bytes_down\":%llu,\"hist_bins\":%d,\"hist\":[",
@@ -124,34 +100,36 @@ static void put_slot(struct out *w, const mf_offload_telemetry *t)
         (unsigned long long)t->queued, (unsigned long long)t->audit, (unsigned long long)t->capped,
         (unsigned long long)t->bytes_up, (unsigned long long)t->bytes_down, MF_OFFLOAD_HIST_BINS);
     for (int i = 0; i < MF_OFFLOAD_HIST_BINS; i++)
-        put(w, "%s%u", i ? "," : "", (unsigned)t->hist[i]);
-    put(w, "]}");
+        mf_strbuf__put(w, "%s%u", i ? "," : "", (unsigned)t->hist[i]);
+    mf_strbuf__put(w, "]}");
 }
 
 int mf_offload_telemetry_json(size_t *len_out, char *buf, size_t cap, const mf_offload *o)
 {
     const mf_offload_policy *p = mf_offload_policy_get(o);
     static const char *const methods[] = {"max_softmax", "margin", "entropy"};
-    struct out w = {buf, cap, 0, cap == 0};
+    struct mf_strbuf w;
     int first = 1;
 
     *len_out = 0;
-    put(&w, "{\"policy_version\":%d,\"model\":\"%s\",\"method\":\"%s\",", MF_OFFLOAD_POLICY_VERSION,
-        o->model, methods[p ? p->method : MF_OFFLOAD_MAX_SOFTMAX]);
+    mf_strbuf__init(&w, buf, cap);
+    mf_strbuf__put(&w, "{\"policy_version\":%d,\"model\":\"%s\",\"method\":\"%s\",",
+                   MF_OFFLOAD_POLICY_VERSION, o->model,
+                   methods[p ? p->method : MF_OFFLOAD_MAX_SOFTMAX]);
     if (p)
-        put(&w, "\"threshold\":%.6g,\"target_rate\":%.6g,", (double)p->threshold,
-            (double)p->target_rate);
-    put(&w, "\"queue\":{\"count\":%llu,\"bytes\":%llu},\"versions\":[",
-        (unsigned long long)o->queue.count, (unsigned long long)o->queue.bytes);
+        mf_strbuf__put(&w, "\"threshold\":%.6g,\"target_rate\":%.6g,", (double)p->threshold,
+                       (double)p->target_rate);
+    mf_strbuf__put(&w, "\"queue\":{\"count\":%llu,\"bytes\":%llu},\"versions\":[",
+                   (unsigned long long)o->queue.count, (unsigned long long)o->queue.bytes);
     for (int i = 0; i < MF_OFFLOAD_TELEMETRY_SLOTS; i++) {
         if (!o->tele[i].model_version[0])
             continue;
         if (!first)
-            put(&w, ",");
+            mf_strbuf__put(&w, ",");
         put_slot(&w, &o->tele[i]);
         first = 0;
     }
-    put(&w, "]}");
+    mf_strbuf__put(&w, "]}");
     if (w.overflow)
         return MF_E_LIMIT;
     *len_out = w.len;

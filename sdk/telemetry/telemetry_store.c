@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Persisting the totals through the platform port: a header (magic, format, slot size), the
+ * slots, and a SHA-256 of both, written to "<name>.tmp", synced and renamed over "<name>",
+ * so a power cut leaves either the old or the new totals, never a torn mix (FIELD-NOTES 1).
+ * The layout is the in-memory one: the file never leaves the device that wrote it, and a
+ * build with another layout reads it as foreign (the slot size is in the header).
+ */
+#include "mf_telemetry_int.h"
+
+#include "mf/ct.h"
+#include "mf_sha256.h"
+
+#include <string.h>
+
+#define STORE_MAGIC 0x4d46544cu /* "MFTL" */
+#define STORE_FORMAT 1u
+
+struct store_header {
+    uint32_t magic, format, slot_size, slots;
+};
+
+static void digest(uint8_t out[MF_SHA256_DIGEST_LEN], const struct store_header *h,
+                   const struct mf_telemetry *t)
+{
+    struct mf_sha256 c;
+
+    mf_sha256__init(&c);
+    mf_sha256__update(&c, h, sizeof(*h));
+    mf_sha256__update(&c, t->slot, sizeof(t->slot));
+    mf_sha256__final(&c, out);
+}
+
+static void header(struct store_header *h)
+{
+    h->magic = STORE_MAGIC;
+    h->format = STORE_FORMAT;
+    h->slot_size = (uint32_t)sizeof(mf_telemetry_version);
+    h->slots = MF_TELEMETRY_MAX_VERSIONS;
+}
+
+int mf_telemetry_save(mf_telemetry *t)
+{
+    const mf_platform_ops *p = &t->platform;
+    struct store_header h;
+    uint8_t sum[MF_SHA256_DIGEST_LEN];
+    mf_platform_file *f = NULL;
+    int err;
+
+    if (!t->has_platform)
+        return MF_E_INVALID;
+    header(&h);
+    digest(sum, &h, t);
+    err = p->open(p->payload, &f, t->tmp_name, MF_PLATFORM_OPEN_WRITE);
+    if (err < 0)
+        return err;
+    err = p->write(p->payload, f, &h, sizeof(h));
+    if (err == MF_OK)
+        err = p->write(p->payload, f, t->slot, sizeof(t->slot));
+    if (err == MF_OK)
+        err = p->write(p->payload, f, sum, sizeof(sum));
+    if (err == MF_OK)
+        err = p->sync(p->payload, f);
+    p->close(p->payload, f);
+    if (err == MF_OK)
+        err = p->rename(p->payload, t->tmp_name, t->name);
+    return err;
+}
+
+/* Reads exactly `len` bytes at `off`; a short object is damaged (MF_E_INVALID). */
+static int read_exact(const mf_platform_ops *p, mf_platform_file *f, uint64_t off, void *buf,
+                      size_t len)
+{
+    size_t got = 0;
+
+    while (got < len) {
+        size_t n = 0;
+        int err = p->read_at(p->payload, &n, f, off + got, (uint8_t *)buf + got, len - got);
+
+        if (err < 0)
+            return err;
+        if (n == 0)
+            return MF_E_INVALID;
+        got += n;
+    }
+    return MF_OK;
+}
+
+int mf_telemetry_load(mf_telemetry *t)
+{
+    const mf_platform_ops *p = &t->platform;
+    struct store_header h, want;
+    uint8_t sum[MF_SHA256_DIGEST_LEN], calc[MF_SHA256_DIGEST_LEN];
+    mf_platform_file *f = NULL;
+    int err;
+
+    if (!t->has_platform)
+        return MF_E_INVALID;
+    err = p->open(p->payload, &f, t->name, MF_PLATFORM_OPEN_READ);
+    if (err == MF_E_NOTFOUND)
+        return MF_OK; /* nothing saved yet */
+    if (err < 0)
+        return err;
+    header(&want);
+    err = read_exact(p, f, 0, &h, sizeof(h));
+    if (err == MF_OK && memcmp(&h, &want, sizeof(h)) != 0)
+        err = MF_E_INVALID;
+    if (err == MF_OK)
+        err = read_exact(p, f, sizeof(h), t->slot, sizeof(t->slot));
+    if (err == MF_OK)
+        err = read_exact(p, f, sizeof(h) + sizeof(t->slot), sum, sizeof(sum));
+    p->close(p->payload, f);
+    if (err == MF_OK) {
+        digest(calc, &h, t);
+        if (!mf_ct_memeq(calc, sum, sizeof(sum)))
+            err = MF_E_INVALID;
+    }
+    if (err < 0)
+        memset(t->slot, 0, sizeof(t->slot)); /* never half-loaded totals */
+    for (int i = 0; i < MF_TELEMETRY_MAX_VERSIONS; i++)
+        t->last_use[i] = 0;
+    return err;
+}

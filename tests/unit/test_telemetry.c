@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Device runtime reports (sdk/telemetry): bucket arithmetic, exact merging checked against
+ * percentiles of the raw samples, slots and their recycling, the check-in JSON and its worst
+ * case, offload counters merged in, and crash-safe persistence with storage failing at every
+ * call.
+ */
+#include "test_offload_util.h"
+#include "mf/telemetry.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEVICES 24
+#define PER_DEVICE 500
+
+static uint32_t rng_next(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return *s >> 8;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+static void test_telemetry__buckets_tile_the_range(void **state)
+{
+    (void)state;
+    assert_int_equal(mf_telemetry_bucket_low(0), 0);
+    for (unsigned i = 0; i < MF_TELEMETRY_LAT_BUCKETS; i++) {
+        uint64_t lo = mf_telemetry_bucket_low(i), hi = mf_telemetry_bucket_high(i);
+
+        assert_true(lo <= hi);
+        assert_int_equal(mf_telemetry_bucket(lo), i);
+        assert_int_equal(mf_telemetry_bucket(hi), i);
+        if (i + 1 < MF_TELEMETRY_LAT_BUCKETS)
+            assert_int_equal(mf_telemetry_bucket_low(i + 1), hi + 1);
+        /* At most 12.5 % wide above the linear part. */
+        if (lo >= 16)
+            assert_true((hi - lo + 1) * 8 <= lo);
+    }
+    assert_int_equal(mf_telemetry_bucket_high(MF_TELEMETRY_LAT_BUCKETS - 1), UINT32_MAX);
+    assert_int_equal(mf_telemetry_bucket(UINT64_MAX), MF_TELEMETRY_LAT_BUCKETS - 1);
+}
+
+/* The fleet's P50/P95/P99 from merged per-device histograms equal the quantiles of the
+ * histogram of every raw sample, and land in the bucket of the raw nearest-rank sample. */
+static void test_telemetry__merge_is_exact(void **state)
+{
+    static uint64_t raw[DEVICES * PER_DEVICE];
+    static const double qs[] = {0.5, 0.95, 0.99, 1.0};
+    uint32_t merged[MF_TELEMETRY_LAT_BUCKETS] = {0};
+    mf_telemetry *all = NULL, *dev = NULL;
+    uint32_t seed = 7;
+    size_t n = 0;
+    double avg_p99 = 0;
+
+    (void)state;
+    assert_int_equal(mf_telemetry_new(&all, NULL, NULL, "t"), MF_OK);
+    for (int d = 0; d < DEVICES; d++) {
+        /* Devices differ: every third one is slow, so averaging percentiles would lie. */
+        uint64_t base = d % 3 == 0 ? 20000 : 3000;
+
+        assert_int_equal(mf_telemetry_new(&dev, NULL, NULL, "t"), MF_OK);
+        for (int i = 0; i < PER_DEVICE; i++) {
+            uint64_t us = base + rng_next(&seed) % (base * 2);
+
+            raw[n++] = us;
+            assert_int_equal(mf_telemetry_record_latency(dev, "det", "v2", us), MF_OK);
+            assert_int_equal(mf_telemetry_record_latency(all, "det", "v2", us), MF_OK);
+        }
+        mf_telemetry_hist_merge(merged, mf_telemetry_get(dev, "det", "v2")->latency);
+        avg_p99 +=
+            (double)mf_telemetry_hist_quantile(mf_telemetry_get(dev, "det", "v2")->latency, 0.99) /
+            DEVICES;
+        mf_telemetry_free(dev);
+    }
+    assert_memory_equal(merged, mf_telemetry_get(all, "det", "v2")->latency, sizeof(merged));
+    assert_int_equal(mf_telemetry_get(all, "det", "v2")->inferences, n);
+    qsort(raw, n, sizeof(raw[0]), cmp_u64);
+    for (size_t k = 0; k < sizeof(qs) / sizeof(qs[0]); k++) {
+        size_t rank = (size_t)(qs[k] * (double)n + 0.999999);
+        uint64_t exact = raw[rank - 1];
+        uint64_t got = mf_telemetry_hist_quantile(merged, qs[k]);
+
+        assert_int_equal(got, mf_telemetry_bucket_high(mf_telemetry_bucket(exact)));
+        assert_true(got >= exact);
+        assert_true(got - exact <= exact / 8);
+    }
+    /* The average of per-device P99s is not the fleet's P99 (why the server merges). */
+    assert_true(avg_p99 < (double)mf_telemetry_hist_quantile(merged, 0.99) * 0.9);
+    assert_int_equal(mf_telemetry_hist_quantile((uint32_t[MF_TELEMETRY_LAT_BUCKETS]){0}, 0.99), 0);
+    mf_telemetry_free(all);
+}
+
+static void test_telemetry__counters_and_bad_input(void **state)
+{
+    mf_telemetry *t = NULL;
+    const mf_telemetry_version *v;
+    char long_name[80];
+
+    (void)state;
+    memset(long_name, 'a', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+    assert_int_equal(mf_telemetry_new(&t, NULL, NULL, ""), MF_E_INVALID);
+    assert_null(t);
+    assert_int_equal(mf_telemetry_new(&t, NULL, NULL, "t"), MF_OK);
+    assert_int_equal(mf_telemetry_record_latency(t, "", "v1", 5), MF_E_INVALID);
+    assert_int_equal(mf_telemetry_record_latency(t, "det", long_name, 5), MF_E_INVALID);
+    assert_int_equal(mf_telemetry_record_memory(t, "det", "v1", 100), MF_OK);
+    assert_int_equal(mf_telemetry_record_memory(t, "det", "v1", 50), MF_OK);
+    assert_int_equal(mf_telemetry_record_health(t, "det", "v1", 1), MF_OK);
+    assert_int_equal(mf_telemetry_record_health(t, "det", "v1", 0), MF_OK);
+    assert_int_equal(mf_telemetry_record_install(t, "det", "v1", 0), MF_OK);
+    assert_int_equal(mf_telemetry_record_rollback(t, "det", "v1", "unhealthy: \"probe\""), MF_OK);
+    assert_int_equal(mf_telemetry_record_teacher(t, "det", "v1", 1), MF_OK);
+    assert_int_equal(mf_telemetry_record_teacher(t, "det", "v1", 0), MF_OK);
+    v = mf_telemetry_get(t, "det", "v1");
+    assert_non_null(v);
+    assert_int_equal(v->peak_memory, 100);
+    assert_int_equal(v->health_ok, 1);
+    assert_int_equal(v->health_failed, 1);
+    assert_int_equal(v->install_failed, 1);
+    assert_int_equal(v->rollbacks, 1);
+    assert_int_equal(v->teacher_compared, 2);
+    assert_int_equal(v->teacher_agreed, 1);
+    assert_string_equal(v->last_rollback, "unhealthy: \"probe\"");
+    assert_null(mf_telemetry_get(t, "det", "v9"));
+    mf_telemetry_free(t);
+}
+
+static void test_telemetry__offload_counters_merge_in(void **state)
+{
+    mf_offload_telemetry o;
+    mf_telemetry *t = NULL;
+    const mf_telemetry_version *v;
+
+    (void)state;
+    memset(&o, 0, sizeof(o));
+    o.asked = 10;
+    o.uncertain = 3;
+    o.hist[5] = 4;
+    o.hist[99] = 6;
+    assert_int_equal(mf_telemetry_new(&t, NULL, NULL, "t"), MF_OK);
+    assert_int_equal(mf_telemetry_add_offload(t, "det", "v1", &o), MF_OK);
+    assert_int_equal(mf_telemetry_add_offload(t, "det", "v1", &o), MF_OK);
+    v = mf_telemetry_get(t, "det", "v1");
+    assert_int_equal(v->offload.asked, 20);
+    assert_int_equal(v->offload.uncertain, 6);
+    assert_int_equal(v->offload.hist[5], 8);
+    assert_int_equal(v->offload.hist[99], 12);
+    mf_telemetry_free(t);
+}
+
+/* Four unacknowledged versions fill the handle; after an ack the least recently used slot
+ * is recycled and the others keep their totals. */
+static void test_telemetry__slots_recycle_only_after_ack(void **state)
+{
+    static const char *const vs[] = {"v1", "v2", "v3", "v4"};
+    void *small[2];
+    mf_telemetry *t = NULL;
+
+    (void)state;
+    {
+        void *mem = malloc(mf_telemetry_workspace_size());
+
+        assert_int_equal(mf_telemetry_init_static(&t, small, sizeof(small), NULL, "t"), MF_E_LIMIT);
+        assert_int_equal(
+            mf_telemetry_init_static(&t, mem, mf_telemetry_workspace_size(), NULL, "t"), MF_OK);
+        for (int i = 0; i < 4; i++)
+            assert_int_equal(mf_telemetry_record_latency(t, "det", vs[i], 10), MF_OK);
+        assert_int_equal(mf_telemetry_record_latency(t, "det", "v5", 10), MF_E_LIMIT);
+        mf_telemetry_ack(t);
+        assert_int_equal(mf_telemetry_record_latency(t, "det", "v2", 10), MF_OK);
+        assert_int_equal(mf_telemetry_record_latency(t, "det", "v5", 10), MF_OK);
+        assert_null(mf_telemetry_get(t, "det", "v1")); /* least recently used went */
+        assert_int_equal(mf_telemetry_get(t, "det", "v2")->inferences, 2);
+        assert_int_equal(mf_telemetry_get(t, "det", "v5")->inferences, 1);
+        free(mem);
+    }
+}
+
+static void test_telemetry__checkin_json(void **state)
+{
+    char buf[MF_TELEMETRY_JSON_MAX];
+    mf_telemetry *t = NULL;
+    size_t len = 0;
+
+    (void)state;
+    assert_int_equal(mf_telemetry_new(&t, NULL, NULL, "t"), MF_OK);
+    assert_int_equal(mf_telemetry_checkin_json(&len, buf, sizeof(buf), t, "det"), MF_E_NOTFOUND);
+    assert_int_equal(mf_telemetry_record_latency(t, "det", "v1", 3), MF_OK);
+    assert_int_equal(mf_telemetry_record_latency(t, "det", "v1", 3), MF_OK);
+    assert_int_equal(mf_telemetry_record_latency(t, "det", "v1", 1000), MF_OK);
+    assert_int_equal(mf_telemetry_record_rollback(t, "det", "v1", "bad \"q\"\n"), MF_OK);
+    assert_int_equal(mf_telemetry_record_latency(t, "other", "v7", 3), MF_OK);
+    assert_int_equal(mf_telemetry_checkin_json(&len, buf, sizeof(buf), t, "det"), MF_OK);
+    assert_int_equal(strlen(buf), len);
+    assert_non_null(strstr(buf, "\"version\":\"v1\",\"inferences\":3,"));
+    assert_non_null(strstr(buf, "\"latency_us\":[[3,2],[63,1]]"));
+    assert_non_null(strstr(buf, "\"last_rollback\":\"bad \\\"q\\\"?\""));
+    assert_null(strstr(buf, "v7"));
+    assert_int_equal(mf_telemetry_checkin_json(&len, buf, 20, t, "det"), MF_E_LIMIT);
+    mf_telemetry_free(t);
+}
+
+/* Every slot of one model full in every bucket, counters and reason at their widest: the
+ * documented bound holds. */
+static void test_telemetry__json_worst_case_fits(void **state)
+{
+    static char buf[MF_TELEMETRY_JSON_MAX];
+    static const char *const vs[] = {"v1", "v2", "v3", "v4"};
+    char name[MF_OFFLOAD_NAME_MAX + 1], reason[200];
+    mf_offload_telemetry o;
+    mf_telemetry *t = NULL;
+    size_t len = 0;
+
+    (void)state;
+    memset(name, 'm', MF_OFFLOAD_NAME_MAX);
+    name[MF_OFFLOAD_NAME_MAX] = '\0';
+    memset(reason, '"', sizeof(reason) - 1);
+    reason[sizeof(reason) - 1] = '\0';
+    memset(&o, 0xff, sizeof(o));
+    assert_int_equal(mf_telemetry_new(&t, NULL, NULL, "t"), MF_OK);
+    for (int i = 0; i < 4; i++) {
+        char ver[MF_OFFLOAD_NAME_MAX + 1];
+
+        (void)snprintf(ver, sizeof(ver), "%s%060d", vs[i], 0);
+        for (unsigned b = 0; b < MF_TELEMETRY_LAT_BUCKETS; b++)
+            assert_int_equal(mf_telemetry_record_latency(t, name, ver, mf_telemetry_bucket_low(b)),
+                             MF_OK);
+        assert_int_equal(mf_telemetry_add_offload(t, name, ver, &o), MF_OK);
+        assert_int_equal(mf_telemetry_add_offload(t, name, ver, &o), MF_OK);
+        assert_int_equal(mf_telemetry_record_rollback(t, name, ver, reason), MF_OK);
+        /* Force every counter and bucket to its widest printed value. */
+        {
+            mf_telemetry_version *v = (mf_telemetry_version *)mf_telemetry_get(t, name, ver);
+
+            memset(v->latency, 0xff, sizeof(v->latency));
+            v->inferences = v->peak_memory = v->health_ok = v->health_failed = UINT64_MAX;
+            v->install_ok = v->install_failed = v->rollbacks = UINT64_MAX;
+            v->teacher_compared = v->teacher_agreed = UINT64_MAX;
+        }
+    }
+    assert_int_equal(mf_telemetry_checkin_json(&len, buf, sizeof(buf), t, name), MF_OK);
+    assert_true(len < sizeof(buf));
+    mf_telemetry_free(t);
+}
+
+/* Totals survive a restart; a damaged object is refused and leaves empty totals; storage
+ * failing at every call during a save leaves the previous save readable. */
+static void test_telemetry__persists_crash_safely(void **state)
+{
+    struct tplat p;
+    mf_telemetry *t = NULL;
+    char path[256];
+    FILE *f;
+
+    (void)state;
+    tplat_init(&p);
+    assert_int_equal(mf_telemetry_new(&t, NULL, &p.ops, "telemetry.state"), MF_OK);
+    assert_int_equal(mf_telemetry_load(t), MF_OK); /* nothing saved yet */
+    assert_int_equal(mf_telemetry_record_latency(t, "det", "v1", 100), MF_OK);
+    assert_int_equal(mf_telemetry_save(t), MF_OK);
+    assert_int_equal(mf_telemetry_record_latency(t, "det", "v1", 100), MF_OK);
+    for (long n = 0;; n++) {
+        int err;
+
+        p.io_calls = 0;
+        p.fail_at = n;
+        err = mf_telemetry_save(t);
+        p.fail_at = -1;
+        if (err == MF_OK)
+            break;
+        {
+            mf_telemetry *r = NULL;
+
+            assert_int_equal(mf_telemetry_new(&r, NULL, &p.ops, "telemetry.state"), MF_OK);
+            assert_int_equal(mf_telemetry_load(r), MF_OK);
+            assert_int_equal(mf_telemetry_get(r, "det", "v1")->inferences, 1);
+            mf_telemetry_free(r);
+        }
+    }
+    mf_telemetry_free(t);
+    tplat_reopen(&p);
+    assert_int_equal(mf_telemetry_new(&t, NULL, &p.ops, "telemetry.state"), MF_OK);
+    assert_int_equal(mf_telemetry_load(t), MF_OK);
+    assert_int_equal(mf_telemetry_get(t, "det", "v1")->inferences, 2);
+    mf_telemetry_free(t);
+    /* Flip one byte: the digest catches it. */
+    tplat_path(&p, path, sizeof(path), "telemetry.state");
+    f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 40, SEEK_SET), 0);
+    assert_int_equal(fputc('X', f), 'X');
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(mf_telemetry_new(&t, NULL, &p.ops, "telemetry.state"), MF_OK);
+    assert_int_equal(mf_telemetry_load(t), MF_E_INVALID);
+    assert_null(mf_telemetry_get(t, "det", "v1"));
+    mf_telemetry_free(t);
+    assert_int_equal(mf_telemetry_new(&t, NULL, NULL, "telemetry.state"), MF_OK);
+    assert_int_equal(mf_telemetry_save(t), MF_E_INVALID); /* no port */
+    mf_telemetry_free(t);
+    tplat_done(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_telemetry__buckets_tile_the_range),
+        cmocka_unit_test(test_telemetry__merge_is_exact),
+        cmocka_unit_test(test_telemetry__counters_and_bad_input),
+        cmocka_unit_test(test_telemetry__offload_counters_merge_in),
+        cmocka_unit_test(test_telemetry__slots_recycle_only_after_ack),
+        cmocka_unit_test(test_telemetry__checkin_json),
+        cmocka_unit_test(test_telemetry__json_worst_case_fits),
+        cmocka_unit_test(test_telemetry__persists_crash_safely),
+    };
+    return cmocka_run_group_tests_name("telemetry", tests, NULL, NULL);
+}
