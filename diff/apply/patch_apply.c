@@ -55,6 +55,7 @@ int mf_patch_init_static(mf_patch **out, void *ws, size_t ws_size, const mf_patc
     uint8_t *base = ws;
     struct mf_patch *p;
     size_t off;
+    int wlog = ZSTD_WINDOWLOG_MIN;
 
     *out = NULL;
     if (opts->version != MF_PATCH_OPTIONS_VERSION || !opts->source_read || need == 0)
@@ -69,6 +70,12 @@ int mf_patch_init_static(mf_patch **out, void *ws, size_t ws_size, const mf_patc
     off = align_up(sizeof(*p));
     p->dctx = ZSTD_initStaticDCtx(base + off, align_up(ZSTD_estimateDCtxSize()));
     if (!p->dctx)
+        return MF_E_INVALID;
+    /* Payloads are decoded in one shot into a window-sized buffer, so no frame may declare
+     * a larger window; the cap also guards any future streaming use of this DCtx. */
+    while (((size_t)1 << wlog) < p->window)
+        wlog++;
+    if (ZSTD_isError(ZSTD_DCtx_setParameter(p->dctx, ZSTD_d_windowLogMax, wlog)))
         return MF_E_INVALID;
     off += align_up(ZSTD_estimateDCtxSize());
     p->cbuf = base + off;

@@ -161,7 +161,7 @@ static int pread_source(void *payload, uint64_t offset, void *buf, size_t len)
 }
 
 /* Streams an mf patch from `pf` into `nf`; the old image is read from `old_fd`. */
-static int stream_apply(int old_fd, FILE *pf, FILE *nf)
+static int stream_apply(int old_fd, FILE *pf, FILE *nf, size_t window)
 {
     mf_patch_options o;
     mf_patch *p = NULL;
@@ -176,6 +176,8 @@ static int stream_apply(int old_fd, FILE *pf, FILE *nf)
     o.source_read = pread_source;
     o.source_payload = &old_fd;
     o.source_size = (uint64_t)st.st_size;
+    if (window)
+        o.max_window = window;
     ibuf = mf_alloc(NULL, chunk);
     obuf = mf_alloc(NULL, chunk);
     if (!ibuf || !obuf || mf_patch_new(&p, &o, NULL) < 0)
@@ -237,6 +239,7 @@ int mf_delta_cli_patch(int argc, char **argv)
 {
     const char *pos[3];
     int np = 0, fmt = -1, rc = 1, old_fd;
+    size_t window = 0;
     char magic[8] = {0};
     FILE *pf, *nf;
 
@@ -247,14 +250,20 @@ int mf_delta_cli_patch(int argc, char **argv)
             if (parse_format(argv[++i], &f) < 0)
                 return usage("--format must be mf or bsdiff40");
             fmt = (int)f;
+        } else if (strcmp(argv[i], "--window") == 0 && i + 1 < argc) {
+            unsigned long long v;
+
+            if (parse_uint(argv[++i], &v) < 0 || v > (1ull << 30))
+                return usage("bad --window");
+            window = (size_t)v;
         } else if (np < 3) {
             pos[np++] = argv[i];
         } else {
-            return usage("usage: patch [--format mf|bsdiff40] OLD PATCH NEW");
+            return usage("usage: patch [--format mf|bsdiff40] [--window BYTES] OLD PATCH NEW");
         }
     }
     if (np != 3)
-        return usage("usage: patch [--format mf|bsdiff40] OLD PATCH NEW");
+        return usage("usage: patch [--format mf|bsdiff40] [--window BYTES] OLD PATCH NEW");
     pf = fopen(pos[1], "rb");
     if (!pf) {
         (void)fprintf(stderr, "%s: %s\n", pos[1], strerror(errno));
@@ -275,7 +284,7 @@ int mf_delta_cli_patch(int argc, char **argv)
     if (old_fd < 0 || !nf)
         (void)fprintf(stderr, "cannot open %s or %s\n", pos[0], pos[2]);
     else
-        rc = stream_apply(old_fd, pf, nf);
+        rc = stream_apply(old_fd, pf, nf, window);
     if (nf && fclose(nf) != 0)
         rc = 1;
     if (old_fd >= 0)

@@ -13,8 +13,9 @@ int main(int argc, char **argv)
         return mf_delta_cli_patch(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "info") == 0)
         return mf_delta_cli_info(argc - 2, argv + 2);
-    (void)fprintf(stderr, "usage: mf-delta diff [--format mf|bsdiff40] OLD NEW PATCH\n"
-                          "       mf-delta patch [--format mf|bsdiff40] OLD PATCH NEW\n"
-                          "       mf-delta info PATCH\n");
+    (void)fprintf(stderr,
+                  "usage: mf-delta diff [--format mf|bsdiff40] OLD NEW PATCH\n"
+                  "       mf-delta patch [--format mf|bsdiff40] [--window BYTES] OLD PATCH NEW\n"
+                  "       mf-delta info PATCH\n");
     return 2;
 }

@@ -14,10 +14,12 @@
     "--info prints a patch's header and the encoding of every block.\n"
 
 #define MFCTL_PATCH_USAGE                                                                          \
-    "usage: mfctl patch [--format mf|bsdiff40] OLD PATCH NEW\n"                                    \
+    "usage: mfctl patch [--format mf|bsdiff40] [--window BYTES] OLD PATCH NEW\n"                   \
     "       mfctl patch --info PATCH\n"                                                            \
     "Applies PATCH to OLD and writes NEW (format detected when --format is omitted). mf\n"         \
-    "patches stream in a fixed 1.2 MiB workspace and are checked against their sha256.\n"
+    "patches stream in a fixed workspace (1.2 MiB for the default 512 KiB window; a patch\n"       \
+    "made with a larger --window needs the same --window here) and are checked against\n"          \
+    "their sha256.\n"
 
 int mfctl__cmd_diff(struct mfctl *c, int argc, char **argv);
 int mfctl__cmd_patch(struct mfctl *c, int argc, char **argv);

@@ -22,6 +22,17 @@ printf 'appended tail\n' >>new
 "$tool" patch old p.mf out.mf
 cmp out.mf new
 "$tool" info p.mf | grep -q '^format mf delta v1'
+# A patch made for a larger window needs --window on apply (memory bound, MF_E_LIMIT).
+i=0
+while [ $i -lt 12 ]; do cat old; i=$((i + 1)); done >big.old
+{ cat new; cat big.old; } >big.new
+"$tool" diff --window 2097152 big.old big.new p.big
+if "$tool" patch --window 4096 big.old p.big out.big 2>/dev/null; then
+    echo "patch above --window accepted" >&2
+    exit 1
+fi
+"$tool" patch --window 2097152 big.old p.big out.big
+cmp out.big big.new
 "$tool" diff --format bsdiff40 old new p.bsd
 "$tool" patch old p.bsd out.bsd
 cmp out.bsd new
