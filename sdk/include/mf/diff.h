@@ -137,8 +137,7 @@ typedef struct {
     unsigned int version;  /**< MF_DIFF_OPTIONS_VERSION */
     mf_diff_format format; /**< output format of mf_diff_create() */
     int level;             /**< zstd level of the final encoding (default 19) */
-    unsigned int
-        threads; /**< encoder threads (default 2); above 1 the allocator must be thread-safe */
+    unsigned int threads;  /**< encoder threads (default 2); > 1: allocator thread-safe */
     size_t max_window;     /**< window of the produced patch (default MF_PATCH_DEFAULT_WINDOW) */
     uint64_t max_new_size; /**< largest new image BSDIFF40 apply will build (default 4 GiB) */
 } mf_diff_options;
