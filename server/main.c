@@ -31,7 +31,8 @@ static void usage(FILE *f)
                   "                       [--conn-timeout SECONDS] [--conn-limit N]\n"
                   "                       [--threads N] [--tls-cert CERT.pem --tls-key KEY.pem]\n"
                   "                       [--device-rate PER_S] [--device-burst N]\n"
-                  "                       [--delta-worker 0|1] [--delta-k K]\n");
+                  "                       [--delta-worker 0|1] [--delta-k K]\n"
+                  "                       [--offload-config FILE]\n");
 }
 
 static int parse_level(const char *s)
@@ -114,6 +115,8 @@ static int parse_args(struct cli *c, int argc, char **argv)
             c->opts.delta_worker = (int)v;
         } else if (strcmp(k, "--delta-k") == 0 && parse_u64(&v, val, 64) == 0) {
             c->opts.delta_k = (unsigned)v;
+        } else if (strcmp(k, "--offload-config") == 0) {
+            c->opts.offload_config = val;
         } else {
             (void)fprintf(stderr, "mf-server: bad option or value: %s %s\n", k, val);
             return -1;

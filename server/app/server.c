@@ -9,6 +9,7 @@
 #include "http/http_ratelimit.h"
 #include "http/http_req.h"
 #include "mf/ct.h"
+#include "offload/offload_srv.h"
 #include "store/store.h"
 
 #include <arpa/inet.h>
@@ -25,7 +26,8 @@ struct mf_server {
     struct MHD_Daemon *mhd;
     struct mf_httpd_env env;
     struct mf_metrics metrics;
-    struct mf_dynbuf tls_cert, tls_key; /* PEM text, alive as long as the daemon */
+    struct mf_dynbuf tls_cert, tls_key;  /* PEM text, alive as long as the daemon */
+    struct mf_offload_jobs offload_jobs; /* the label job kind's state, read by the worker */
     uint16_t port;
 };
 
@@ -193,6 +195,32 @@ static int load_tls(struct mf_server *s, struct mf_ctx *ctx, const struct mf_ser
     return err;
 }
 
+/* Teachers and policies from the offload configuration file. */
+static int start_offload(struct mf_server *s, struct mf_ctx *ctx, const char *path)
+{
+    struct mf_offload_config *cfg = mf_calloc(&ctx->alloc, 1, sizeof(*cfg));
+    int err;
+
+    if (!cfg)
+        return mf_fail(ctx, MF_E_NOMEM, "out of memory reading the offload config");
+    err = mf_offsrv__config_load(cfg, ctx, path);
+    if (err == MF_OK) {
+        /* The server's allocator: teachers live as long as the server, not `ctx`. */
+        struct mf_ctx sctx;
+
+        mf_ctx__init(&sctx, &s->alloc, s->env.log_fn, s->env.log_payload, "offload");
+        err = mf_offsrv__srv_new(&s->env.offload, &sctx, cfg);
+        if (err < 0)
+            err = mf_fail(ctx, err, "%s", mf_ctx__errmsg(&sctx));
+    }
+    mf_free(&ctx->alloc, cfg);
+    s->offload_jobs.srv = s->env.offload;
+    s->offload_jobs.store = s->env.store;
+    (void)snprintf(s->offload_jobs.blob_root, sizeof(s->offload_jobs.blob_root), "%s",
+                   s->env.blob_root);
+    return err;
+}
+
 /* The per-node parts that are not the HTTP daemon: metrics, rate limiter, delta worker. */
 static int start_services(struct mf_server *s, struct mf_ctx *ctx,
                           const struct mf_server_options *o)
@@ -202,9 +230,13 @@ static int start_services(struct mf_server *s, struct mf_ctx *ctx,
 
     s->env.metrics = &s->metrics;
     err = mf_ratelimit__new(&s->env.ratelimit, ctx, o->device_rate, o->device_burst);
+    if (err == MF_OK && o->offload_config)
+        err = start_offload(s, ctx, o->offload_config);
     if (err == MF_OK && o->delta_worker) {
         mf_delta__options_init(&d);
         d.k = o->delta_k;
+        if (s->env.offload)
+            mf_offsrv__jobs_kind(&d.kinds[d.n_kinds++], &s->offload_jobs);
         /* The worker logs through the server's sink for its whole life, not the caller's. */
         struct mf_ctx wctx;
 
@@ -292,6 +324,7 @@ void mf_server__stop(struct mf_server *s)
     if (s->mhd)
         MHD_stop_daemon(s->mhd);
     mf_delta__worker_stop(s->env.deltas); /* before the store it uses */
+    mf_offsrv__srv_free(s->env.offload);
     mf_ratelimit__free(s->env.ratelimit);
     mf_store__close(s->env.store);
     mf_director__close(s->env.director);

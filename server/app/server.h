@@ -37,6 +37,9 @@ struct mf_server_options {
     double device_burst; /* per-device bucket size */
     int delta_worker;    /* 1: run the delta precompute thread on this node (default) */
     unsigned delta_k;    /* previous releases each new release is diffed from */
+    /* Appended: offload (docs/operations.md, "Offload"); NULL: no teachers, no policies
+     * (the device routes still store samples). Labelling runs on the delta worker. */
+    const char *offload_config;
 };
 
 /* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 120 s, 256 connections, 4 threads,

@@ -258,3 +258,13 @@ void mf_blob__upload_free(struct mf_blob_upload *u)
     alloc = u->alloc;
     mf_free(&alloc, u);
 }
+
+int mf_blob__remove(struct mf_ctx *ctx, const char *root, const char *sha_hex)
+{
+    char dir[MF_BLOB_PATH_MAX], file[MF_BLOB_PATH_MAX];
+    int err = blob_paths(ctx, dir, file, root, sha_hex);
+
+    if (err == MF_OK && unlink(file) != 0 && errno != ENOENT)
+        err = mf_fail(ctx, MF_E_IO, "cannot remove blob '%s': %s", file, strerror(errno));
+    return err;
+}

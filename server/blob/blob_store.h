@@ -45,4 +45,7 @@ int mf_blob__upload_commit(struct mf_blob_upload *u, struct mf_ctx *ctx);
 /* Releases the upload; an uncommitted temp file is removed. NULL is a no-op. */
 void mf_blob__upload_free(struct mf_blob_upload *u);
 
+/* Removes the blob `sha_hex` (a deleted hard-sample input); a missing blob is fine. */
+int mf_blob__remove(struct mf_ctx *ctx, const char *root, const char *sha_hex);
+
 #endif /* MF_SERVER_BLOB_STORE_H */

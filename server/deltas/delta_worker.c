@@ -50,6 +50,36 @@ static void run_claimed(struct mf_delta_worker *w, const struct mf_store_job *jo
         MF_LOG_WARN(&w->ctx, "delta job %s: %s", job->arg, mf_ctx__errmsg(&w->ctx));
 }
 
+static const struct mf_job_kind *find_kind(const struct mf_delta_worker *w, const char *kind)
+{
+    for (size_t i = 0; i < w->opts.n_kinds; i++) {
+        if (strcmp(w->opts.kinds[i].kind, kind) == 0)
+            return &w->opts.kinds[i];
+    }
+    return NULL;
+}
+
+static void run_other(struct mf_delta_worker *w, const struct mf_job_kind *k,
+                      const struct mf_store_job *job)
+{
+    struct mf_store *s = w->store;
+    int made = 0;
+    int err = k->run(&made, k->payload, &w->ctx, job->arg);
+
+    if (err == MF_OK) {
+        err = s->ops->job_complete(s, &w->ctx, job->id, w->owner);
+    } else {
+        char why[MF_ERRMSG_MAX];
+
+        (void)snprintf(why, sizeof(why), "%s", mf_ctx__errmsg(&w->ctx));
+        MF_LOG_INFO(&w->ctx, "%s job %s (attempt %d, %d done): %s", job->kind, job->arg,
+                    job->attempts, made, why);
+        err = s->ops->job_fail(s, &w->ctx, job->id, w->owner, why);
+    }
+    if (err < 0)
+        MF_LOG_WARN(&w->ctx, "%s job %s: %s", job->kind, job->arg, mf_ctx__errmsg(&w->ctx));
+}
+
 /* Claims and runs jobs until there is none (or stop is asked). */
 static void drain(struct mf_delta_worker *w)
 {
@@ -72,6 +102,8 @@ static void drain(struct mf_delta_worker *w)
         }
         if (strcmp(job.kind, MF_DELTA_JOB_KIND) == 0) {
             run_claimed(w, &job);
+        } else if (find_kind(w, job.kind)) {
+            run_other(w, find_kind(w, job.kind), &job);
         } else {
             /* A kind a newer node queued: leave it to a node that knows it. */
             (void)w->store->ops->job_fail(w->store, &w->ctx, job.id, w->owner, "unknown kind");
@@ -88,6 +120,10 @@ static void *worker_main(void *arg)
         struct timespec until;
 
         (void)pthread_mutex_unlock(&w->lock);
+        for (size_t i = 0; i < w->opts.n_kinds; i++) {
+            if (w->opts.kinds[i].tick)
+                w->opts.kinds[i].tick(w->opts.kinds[i].payload, &w->ctx);
+        }
         drain(w);
         (void)pthread_mutex_lock(&w->lock);
         (void)clock_gettime(CLOCK_REALTIME, &until);

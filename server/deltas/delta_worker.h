@@ -19,12 +19,30 @@
 
 struct mf_metrics;
 
+/*
+ * Another kind of job the same worker runs (offload labelling): `run` does one claimed
+ * job (the worker completes or fails it from the result; *made_out counts work for the
+ * log), `tick` (may be NULL) runs each time the worker wakes, before it claims jobs, so a
+ * kind can queue periodic work.
+ */
+struct mf_job_kind {
+    const char *kind;
+    int (*run)(int *made_out, void *payload, struct mf_ctx *ctx, const char *arg);
+    void (*tick)(void *payload, struct mf_ctx *ctx);
+    void *payload;
+};
+
+#define MF_DELTA_MAX_KINDS 4
+
 struct mf_delta_options {
     unsigned k;           /* previous released versions to diff from (default 3) */
     uint64_t max_bytes;   /* larger blobs are not diffed (default 512 MiB) */
     unsigned interval_ms; /* idle poll for jobs other nodes queued (default 2000) */
     unsigned lease_s;     /* a claimed job's lease (default 900) */
     unsigned threads;     /* encoder threads (default 2) */
+    /* Appended: other job kinds this worker runs (copied at start; none by default). */
+    struct mf_job_kind kinds[MF_DELTA_MAX_KINDS];
+    size_t n_kinds;
 };
 
 void mf_delta__options_init(struct mf_delta_options *o);

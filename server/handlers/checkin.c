@@ -17,6 +17,7 @@
 #include "handlers/req_parse.h"
 #include "http/http_metrics.h"
 #include "mf_hex.h"
+#include "offload/offload_srv.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -293,6 +294,20 @@ static int build_reply(cJSON **out, struct mf_httpd_req *r, const struct mf_chec
     return err;
 }
 
+/* Offload telemetry in, policies out (docs/protocol-offload.md). Telemetry is advisory:
+ * a malformed entry is skipped and logged, never a reason to refuse the check-in that also
+ * carries the device's updates. */
+static int add_offload(cJSON *body, struct mf_httpd_req *r)
+{
+    int skipped = 0;
+    int err = mf_offsrv__checkin(&skipped, body, r->env->offload, r->env->store, &r->ctx, r->json);
+
+    if (skipped)
+        MF_LOG_WARN(&r->ctx, "device %s: %d malformed offload telemetry entries skipped",
+                    r->device_id, skipped);
+    return err;
+}
+
 int mf_handlers__checkin(struct mf_httpd_req *r)
 {
     struct mf_store *s = r->env->store;
@@ -307,6 +322,8 @@ int mf_handlers__checkin(struct mf_httpd_req *r)
     err = s->ops->device_touch(s, &r->ctx, r->device_id, mf_handlers__now());
     if (err == MF_OK)
         err = build_reply(&body, r, &req);
+    if (err == MF_OK)
+        err = add_offload(body, r);
     if (err < 0) {
         cJSON_Delete(body);
         return err;

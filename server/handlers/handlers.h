@@ -41,6 +41,14 @@ int mf_handlers__tokens_list(struct mf_httpd_req *r);
 int mf_handlers__token_create(struct mf_httpd_req *r);
 int mf_handlers__token_revoke(struct mf_httpd_req *r);
 
+/* offload.c, admin_offload.c: docs/protocol-offload.md */
+int mf_handlers__offload_ask(struct mf_httpd_req *r);
+int mf_handlers__offload_batch(struct mf_httpd_req *r);
+int mf_handlers__offload_rates(struct mf_httpd_req *r);
+int mf_handlers__offload_calibration_put(struct mf_httpd_req *r);
+int mf_handlers__offload_samples_export(struct mf_httpd_req *r);
+int mf_handlers__offload_samples_delete(struct mf_httpd_req *r);
+
 /* Replies 200 {"<key>": [...]} with the rows `walk` appends to the array (a store listing);
  * a walk's MF_E_NOMEM gets its message here. */
 typedef int (*mf_handlers_walk_fn)(struct mf_httpd_req *r, cJSON *list);

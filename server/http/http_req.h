@@ -24,6 +24,7 @@ struct mf_director;
 struct mf_metrics;
 struct mf_ratelimit;
 struct mf_delta_worker;
+struct mf_offload_srv;
 
 /* What the handlers share for the server's lifetime; read-only once serving. */
 struct mf_httpd_env {
@@ -38,6 +39,7 @@ struct mf_httpd_env {
     struct mf_metrics *metrics;
     struct mf_ratelimit *ratelimit; /* per-device token buckets */
     struct mf_delta_worker *deltas; /* woken when a release lands; may be NULL */
+    struct mf_offload_srv *offload; /* teachers and policies; NULL: none configured */
 };
 
 enum mf_httpd_auth {
@@ -71,6 +73,7 @@ struct mf_httpd_route {
     /* Admin routes: the token roles (enum mf_store_role bits) allowed. The router denies
      * any other role with 403 before the handler runs. */
     unsigned roles;
+    size_t max_body; /* JSON routes: body cap in bytes; 0 means MF_HTTPD_JSON_MAX */
 };
 
 struct mf_httpd_req {

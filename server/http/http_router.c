@@ -94,6 +94,12 @@ static int route_request(struct mf_httpd_req *r, const char *url)
     return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "no route for %s", url);
 }
 
+/* The route's JSON body cap (its length must stay below it). */
+static size_t body_max(const struct mf_httpd_req *r)
+{
+    return r->route && r->route->max_body ? r->route->max_body : MF_HTTPD_JSON_MAX;
+}
+
 /* JSON bodies: refuse by Content-Length before reading when it is already too big. */
 static int check_declared_length(struct mf_httpd_req *r)
 {
@@ -104,10 +110,9 @@ static int check_declared_length(struct mf_httpd_req *r)
     if (!cl)
         return MF_OK;
     n = strtoull(cl, &end, 10);
-    if (end != cl && *end == '\0' && n >= MF_HTTPD_JSON_MAX)
+    if (end != cl && *end == '\0' && n >= body_max(r))
         return mf_httpd__reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE,
-                                     "request body of %llu bytes exceeds %d", n,
-                                     MF_HTTPD_JSON_MAX - 1);
+                                     "request body of %llu bytes exceeds %zu", n, body_max(r) - 1);
     return MF_OK;
 }
 
@@ -126,6 +131,7 @@ static int begin_request(struct mf_httpd_req *r, const char *url)
     case MF_HTTPD_BODY_NONE:
         return r->route->handle(r);
     case MF_HTTPD_BODY_JSON:
+        r->body.max = body_max(r);
         return check_declared_length(r);
     case MF_HTTPD_BODY_STREAM:
         return r->route->on_begin(r);
@@ -158,8 +164,8 @@ static int finish_request(struct mf_httpd_req *r)
     if (r->resp)
         return MF_OK; /* decided while the body streamed in (e.g. 413) */
     if (r->body_too_large)
-        return mf_httpd__reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE, "request body exceeds %d bytes",
-                                     MF_HTTPD_JSON_MAX - 1);
+        return mf_httpd__reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE,
+                                     "request body exceeds %zu bytes", body_max(r) - 1);
     if (r->route->body == MF_HTTPD_BODY_JSON) {
         r->json = cJSON_ParseWithLength((const char *)r->body.data, r->body.len);
         if (!r->json || !cJSON_IsObject(r->json))

@@ -12,6 +12,7 @@
 #include "http/http_req.h"
 
 #include "handlers/handlers.h"
+#include "offload/offload_srv.h"
 
 #define ALL_ROLES (MF_ROLE_OPS | MF_ROLE_DATA | MF_ROLE_ADMIN)
 #define OPS (MF_ROLE_OPS | MF_ROLE_ADMIN)
@@ -27,6 +28,13 @@
     {                                                                                              \
         .method = m, .pattern = p, .auth = MF_HTTPD_AUTH_ADMIN, .body = MF_HTTPD_BODY_STREAM,      \
         .on_begin = begin, .on_data = data, .handle = end, .roles = r                              \
+    }
+
+/* A device JSON route whose body may reach MF_OFFLOAD_BODY_MAX, not MF_HTTPD_JSON_MAX. */
+#define DEVICE_BIG(m, p, h)                                                                        \
+    {                                                                                              \
+        .method = m, .pattern = p, .auth = MF_HTTPD_AUTH_DEVICE, .body = MF_HTTPD_BODY_JSON,       \
+        .handle = h, .max_body = MF_OFFLOAD_BODY_MAX                                               \
     }
 
 const struct mf_httpd_route mf_httpd__routes[] = {
@@ -60,6 +68,15 @@ const struct mf_httpd_route mf_httpd__routes[] = {
     ROUTE("GET", "/v1/admin/tokens", ADMIN, NONE, mf_handlers__tokens_list, ADMIN),
     ROUTE("POST", "/v1/admin/tokens", ADMIN, JSON, mf_handlers__token_create, ADMIN),
     ROUTE("DELETE", "/v1/admin/tokens/{}", ADMIN, NONE, mf_handlers__token_revoke, ADMIN),
+    /* Offload (docs/protocol-offload.md): device routes take bodies up to 1 MiB. */
+    DEVICE_BIG("POST", "/v1/offload/ask", mf_handlers__offload_ask),
+    DEVICE_BIG("POST", "/v1/offload/batch", mf_handlers__offload_batch),
+    ROUTE("GET", "/v1/admin/offload/rates", ADMIN, NONE, mf_handlers__offload_rates, ALL_ROLES),
+    ROUTE("PUT", "/v1/admin/offload/calibration/{}/{}", ADMIN, JSON,
+          mf_handlers__offload_calibration_put, DATA),
+    ROUTE("GET", "/v1/admin/samples", ADMIN, NONE, mf_handlers__offload_samples_export, DATA),
+    ROUTE("DELETE", "/v1/admin/devices/{}/samples", ADMIN, NONE,
+          mf_handlers__offload_samples_delete, OPS | DATA),
 };
 
 const size_t mf_httpd__route_count = sizeof(mf_httpd__routes) / sizeof(mf_httpd__routes[0]);

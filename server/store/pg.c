@@ -118,6 +118,48 @@ static const char *const pg_migrations[] = {
     "  created_at BIGINT NOT NULL,"
     "  PRIMARY KEY (from_sha256, to_sha256));"
     "CREATE INDEX device_models_by_model ON device_models(model, sha256);",
+    /* 4: offload: hard samples, uplink batch ids, score histograms (see sqlite.c). */
+    "CREATE TABLE offload_samples ("
+    "  seq BIGSERIAL PRIMARY KEY,"
+    "  id TEXT NOT NULL UNIQUE CHECK (length(id) = 32),"
+    "  device_id TEXT NOT NULL,"
+    "  model TEXT NOT NULL,"
+    "  model_version TEXT NOT NULL,"
+    "  kind TEXT NOT NULL CHECK (kind IN ('hard','audit')),"
+    "  method TEXT NOT NULL,"
+    "  score DOUBLE PRECISION NOT NULL,"
+    "  created_at BIGINT NOT NULL,"
+    "  received_at BIGINT NOT NULL,"
+    "  output_kind TEXT NOT NULL,"
+    "  output TEXT NOT NULL,"
+    "  input_sha256 TEXT NOT NULL CHECK (length(input_sha256) = 64),"
+    "  input_size BIGINT NOT NULL,"
+    "  teacher_version TEXT NOT NULL DEFAULT '',"
+    "  teacher_output TEXT NOT NULL DEFAULT '',"
+    "  teacher_confidence DOUBLE PRECISION NOT NULL DEFAULT 0,"
+    "  labelled_at BIGINT NOT NULL DEFAULT 0);"
+    "CREATE INDEX offload_samples_by_model ON offload_samples(model, seq);"
+    "CREATE INDEX offload_samples_by_device ON offload_samples(device_id);"
+    "CREATE INDEX offload_samples_by_input ON offload_samples(input_sha256);"
+    "CREATE INDEX offload_samples_by_time ON offload_samples(received_at);"
+    "CREATE TABLE offload_batches ("
+    "  device_id TEXT NOT NULL,"
+    "  batch_id TEXT NOT NULL CHECK (length(batch_id) = 32),"
+    "  accepted BIGINT NOT NULL,"
+    "  duplicates BIGINT NOT NULL,"
+    "  created_at BIGINT NOT NULL,"
+    "  PRIMARY KEY (device_id, batch_id));"
+    "CREATE INDEX offload_batches_by_time ON offload_batches(created_at);"
+    "CREATE TABLE offload_hists ("
+    "  model TEXT NOT NULL,"
+    "  version TEXT NOT NULL,"
+    "  method TEXT NOT NULL,"
+    "  source BIGINT NOT NULL,"
+    "  bins TEXT NOT NULL,"
+    "  asked BIGINT NOT NULL,"
+    "  uncertain BIGINT NOT NULL,"
+    "  updated_at BIGINT NOT NULL,"
+    "  PRIMARY KEY (model, version, method, source));",
 };
 
 #define PG_SCHEMA_LATEST ((int)(sizeof(pg_migrations) / sizeof(pg_migrations[0])))
@@ -890,6 +932,9 @@ static int pg_statuses_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_
         .job_fail = mf_pg__job_fail, .job_counts = mf_pg__job_counts,                              \
         .delta_insert = mf_pg__delta_insert, .delta_find = mf_pg__delta_find,                      \
         .delta_count = mf_pg__delta_count, .fleet_sha256s = mf_pg__fleet_sha256s,                  \
+        .sample_batch_put = mf_pg__sample_batch_put, .sample_label = mf_pg__sample_label,          \
+        .samples_walk = mf_pg__samples_walk, .samples_delete = mf_pg__samples_delete,              \
+        .hist_add = mf_pg__hist_add, .hists_list = mf_pg__hists_list,                              \
     }
 
 const struct mf_store_ops mf_store__pg_ops = PG_OPS("postgresql", pg_open);

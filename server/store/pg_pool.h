@@ -19,7 +19,7 @@
 
 #define MF_PG_POOL_MAX 16   /* connections per mf-server node (MHD runs 4 threads by default) */
 #define MF_PG_URL_MAX 1024  /* a postgresql:// URL, bytes */
-#define MF_PG_PARAMS_MAX 10 /* parameters of one statement */
+#define MF_PG_PARAMS_MAX 16 /* parameters of one statement */
 
 struct mf_pg_pool;
 

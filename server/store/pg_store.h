@@ -85,4 +85,22 @@ int mf_pg__delta_count(int64_t *count_out, struct mf_store *s, struct mf_ctx *ct
 int mf_pg__fleet_sha256s(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                          mf_store_pair_fn fn, void *payload);
 
+/* pg_offload.c: the ops of schema migration 4, semantics as in store.h. */
+int mf_pg__sample_batch_put(int *replayed_out, int *accepted_out, int *dups_out, struct mf_store *s,
+                            struct mf_ctx *ctx, const char *device_id, const char *batch_id,
+                            const struct mf_store_sample *rows, size_t n);
+int mf_pg__sample_label(struct mf_store *s, struct mf_ctx *ctx, const char *id,
+                        const char *teacher_version, const char *teacher_output, double confidence,
+                        int64_t now);
+int mf_pg__samples_walk(struct mf_store *s, struct mf_ctx *ctx,
+                        const struct mf_store_sample_query *q, mf_store_sample_fn fn,
+                        void *payload);
+int mf_pg__samples_delete(int64_t *deleted_out, struct mf_store *s, struct mf_ctx *ctx,
+                          const char *device_id, int64_t before, mf_store_pair_fn orphan_fn,
+                          void *payload);
+int mf_pg__hist_add(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_hist *h,
+                    int replace);
+int mf_pg__hists_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                      mf_store_hist_fn fn, void *payload);
+
 #endif /* MF_SERVER_STORE_PG_STORE_H */

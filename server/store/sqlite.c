@@ -5,7 +5,7 @@
  * transactions stay atomic while MHD's worker threads share the handle, and the write
  * rate of a registry is far below what one connection sustains.
  */
-#include "store/store.h"
+#include "store/sqlite_store.h"
 
 #include "mf/ct.h"
 
@@ -126,6 +126,49 @@ static const char *const store_migrations[] = {
     "  created_at INTEGER NOT NULL,"
     "  PRIMARY KEY (from_sha256, to_sha256));"
     "CREATE INDEX device_models_by_model ON device_models(model, sha256);",
+    /* 4: offload (docs/protocol-offload.md): the hard-sample store with provenance and the
+     * teacher's label, the batch ids that make uplinks idempotent, score histograms. */
+    "CREATE TABLE offload_samples ("
+    "  seq INTEGER PRIMARY KEY,"
+    "  id TEXT NOT NULL UNIQUE CHECK (length(id) = 32),"
+    "  device_id TEXT NOT NULL,"
+    "  model TEXT NOT NULL,"
+    "  model_version TEXT NOT NULL,"
+    "  kind TEXT NOT NULL CHECK (kind IN ('hard','audit')),"
+    "  method TEXT NOT NULL,"
+    "  score REAL NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  received_at INTEGER NOT NULL,"
+    "  output_kind TEXT NOT NULL,"
+    "  output TEXT NOT NULL,"
+    "  input_sha256 TEXT NOT NULL CHECK (length(input_sha256) = 64),"
+    "  input_size INTEGER NOT NULL,"
+    "  teacher_version TEXT NOT NULL DEFAULT '',"
+    "  teacher_output TEXT NOT NULL DEFAULT '',"
+    "  teacher_confidence REAL NOT NULL DEFAULT 0,"
+    "  labelled_at INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX offload_samples_by_model ON offload_samples(model, seq);"
+    "CREATE INDEX offload_samples_by_device ON offload_samples(device_id);"
+    "CREATE INDEX offload_samples_by_input ON offload_samples(input_sha256);"
+    "CREATE INDEX offload_samples_by_time ON offload_samples(received_at);"
+    "CREATE TABLE offload_batches ("
+    "  device_id TEXT NOT NULL,"
+    "  batch_id TEXT NOT NULL CHECK (length(batch_id) = 32),"
+    "  accepted INTEGER NOT NULL,"
+    "  duplicates INTEGER NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (device_id, batch_id));"
+    "CREATE INDEX offload_batches_by_time ON offload_batches(created_at);"
+    "CREATE TABLE offload_hists ("
+    "  model TEXT NOT NULL,"
+    "  version TEXT NOT NULL,"
+    "  method TEXT NOT NULL,"
+    "  source INTEGER NOT NULL,"
+    "  bins TEXT NOT NULL,"
+    "  asked INTEGER NOT NULL,"
+    "  uncertain INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (model, version, method, source));",
 };
 
 #define STORE_SCHEMA_LATEST ((int)(sizeof(store_migrations) / sizeof(store_migrations[0])))
@@ -1538,6 +1581,18 @@ static int sqlite_fleet_sha256s(struct mf_store *base, struct mf_ctx *ctx, const
     return err;
 }
 
+/* sqlite_offload.c runs its ops on this connection, under this lock. */
+sqlite3 *mf_sqlite__lock(struct mf_store *base)
+{
+    store_lock(to_sqlite(base));
+    return to_sqlite(base)->db;
+}
+
+void mf_sqlite__unlock(struct mf_store *base)
+{
+    store_unlock(to_sqlite(base));
+}
+
 const struct mf_store_ops mf_store__sqlite_ops = {
     .scheme = "sqlite",
     .open = sqlite_open,
@@ -1585,4 +1640,10 @@ const struct mf_store_ops mf_store__sqlite_ops = {
     .delta_find = sqlite_delta_find,
     .delta_count = sqlite_delta_count,
     .fleet_sha256s = sqlite_fleet_sha256s,
+    .sample_batch_put = mf_sqlite__sample_batch_put,
+    .sample_label = mf_sqlite__sample_label,
+    .samples_walk = mf_sqlite__samples_walk,
+    .samples_delete = mf_sqlite__samples_delete,
+    .hist_add = mf_sqlite__hist_add,
+    .hists_list = mf_sqlite__hists_list,
 };

@@ -140,6 +140,63 @@ typedef int (*mf_store_token_fn)(void *payload, const struct mf_store_token *t);
 /* A (device id, group) membership, or a distinct sha256 in fleet_sha256s (device_id ""). */
 typedef int (*mf_store_pair_fn)(void *payload, const char *a, const char *b);
 
+/* ---- Offload (migration 4): the hard-sample store and score histograms ---- */
+#define MF_STORE_SAMPLE_ID_LEN 32 /* hex of 16 random bytes (docs/protocol-offload.md) */
+#define MF_STORE_HIST_BINS 100    /* score histogram bins, as devices report them */
+
+/* One uplinked sample with its provenance and, once labelled, the teacher's answer. The
+ * output texts are JSON arrays of numbers, borrowed (valid for the call or the visit). */
+struct mf_store_sample {
+    int64_t seq; /* row order, set by the store: the export cursor */
+    char id[MF_STORE_SAMPLE_ID_LEN + 1];
+    char device_id[MF_STORE_NAME_SIZE];
+    char model[MF_STORE_NAME_SIZE];
+    char model_version[MF_STORE_NAME_SIZE];
+    char kind[8];    /* "hard" or "audit" */
+    char method[16]; /* "max_softmax", "margin" or "entropy" */
+    double score;
+    int64_t created_at;  /* device clock, Unix seconds; 0: the device had no clock */
+    int64_t received_at; /* server clock */
+    char output_kind[8]; /* "logits" or "probs" */
+    const char *output;
+    char input_sha256[MF_SHA256_HEX_LEN + 1]; /* the input bytes, a blob */
+    uint64_t input_size;
+    char teacher_version[MF_STORE_NAME_SIZE]; /* "": not labelled yet */
+    const char *teacher_output;               /* "" until labelled: probabilities */
+    double teacher_confidence;                /* the teacher's top probability */
+    int64_t labelled_at;
+};
+
+/* What samples_walk returns: every non-empty / non-zero field filters. */
+struct mf_store_sample_query {
+    const char *model; /* "" any */
+    const char *version;
+    const char *kind;
+    const char *device_id;
+    int64_t since, until;  /* received_at in [since, until); 0: open */
+    double min_confidence; /* > 0: labelled samples whose teacher confidence is >= it */
+    int unlabelled;        /* 1: only samples without a label */
+    int64_t after_seq;     /* rows with seq above it, ascending */
+    int64_t limit;         /* rows at most; 0: no limit */
+};
+
+/* Score histogram of one (model, version, method): from device telemetry (summed over the
+ * fleet) or from a calibration set uploaded with the release. */
+enum mf_store_hist_source { MF_STORE_HIST_FLEET = 0, MF_STORE_HIST_CALIBRATION = 1 };
+
+struct mf_store_hist {
+    char model[MF_STORE_NAME_SIZE];
+    char version[MF_STORE_NAME_SIZE];
+    char method[16];
+    int source; /* enum mf_store_hist_source */
+    uint64_t bins[MF_STORE_HIST_BINS];
+    uint64_t asked, uncertain; /* fleet counters (realised rate = uncertain / asked) */
+    int64_t updated_at;
+};
+
+typedef int (*mf_store_sample_fn)(void *payload, const struct mf_store_sample *smp);
+typedef int (*mf_store_hist_fn)(void *payload, const struct mf_store_hist *h);
+
 struct mf_store;
 
 struct mf_store_ops {
@@ -285,6 +342,42 @@ struct mf_store_ops {
     int (*delta_count)(int64_t *count_out, struct mf_store *s, struct mf_ctx *ctx);
     int (*fleet_sha256s)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                          mf_store_pair_fn fn, void *payload);
+
+    /* ---- Appended with schema migration 4 (offload: hard samples, score histograms).
+     * Every backend implements each of these with the semantics stated here. ---- */
+
+    /* Stores `n` samples of one device in one transaction. With a `batch_id` (NULL for a
+     * sync ask): a batch id the device already stored stores nothing and sets *replayed_out
+     * with the counts of that first time; otherwise the batch id is recorded with the
+     * counts in the same transaction. Samples whose id is stored already are skipped and
+     * counted in *dups_out; the others in *accepted_out. */
+    int (*sample_batch_put)(int *replayed_out, int *accepted_out, int *dups_out, struct mf_store *s,
+                            struct mf_ctx *ctx, const char *device_id, const char *batch_id,
+                            const struct mf_store_sample *rows, size_t n);
+    /* Sets a sample's teacher label (version, output, confidence, labelled_at = now);
+     * MF_E_NOTFOUND for an unknown id. */
+    int (*sample_label)(struct mf_store *s, struct mf_ctx *ctx, const char *id,
+                        const char *teacher_version, const char *teacher_output, double confidence,
+                        int64_t now);
+    /* Visits the samples `q` selects, by seq. */
+    int (*samples_walk)(struct mf_store *s, struct mf_ctx *ctx,
+                        const struct mf_store_sample_query *q, mf_store_sample_fn fn,
+                        void *payload);
+    /* Deletes the samples of `device_id` ("" any) received before `before` (0: any time);
+     * at least one of the two must be given (MF_E_INVALID otherwise). Atomic. After the
+     * commit, `orphan_fn` (may be NULL) gets ("", sha256) for each input no sample refers
+     * to any more, so the caller can remove the blob. */
+    int (*samples_delete)(int64_t *deleted_out, struct mf_store *s, struct mf_ctx *ctx,
+                          const char *device_id, int64_t before, mf_store_pair_fn orphan_fn,
+                          void *payload);
+    /* Adds h's bins and counters to the stored histogram of (model, version, method,
+     * source), or replaces it when `replace`; updated_at = h->updated_at. Atomic. */
+    int (*hist_add)(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_hist *h,
+                    int replace);
+    /* Visits the histograms of `model` ("" every model), by model, version, method,
+     * source. */
+    int (*hists_list)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                      mf_store_hist_fn fn, void *payload);
 };
 
 struct mf_store {

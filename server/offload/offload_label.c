@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Background labelling and deletion of hard samples. Labelling runs as "label" jobs on the
+ * store's job queue (claimed once across nodes by the worker in server/deltas): it takes a
+ * page of unlabelled samples of one model, reads each input blob and asks the teacher.
+ * The page is copied out of the store before any teacher call, so no store lock is held
+ * while a teacher thinks.
+ */
+#include "offload/offload_srv.h"
+
+#include "blob/blob_store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LABEL_PAGE_MAX 64
+
+struct label_item {
+    char id[MF_STORE_SAMPLE_ID_LEN + 1];
+    char sha[MF_SHA256_HEX_LEN + 1];
+    uint64_t size;
+    size_t n_classes;
+};
+
+struct label_page {
+    struct label_item items[LABEL_PAGE_MAX];
+    size_t n;
+};
+
+static int collect(void *payload, const struct mf_store_sample *m)
+{
+    struct label_page *p = payload;
+    struct label_item *it = &p->items[p->n];
+
+    if (p->n == LABEL_PAGE_MAX)
+        return MF_OK;
+    (void)snprintf(it->id, sizeof(it->id), "%s", m->id);
+    (void)snprintf(it->sha, sizeof(it->sha), "%s", m->input_sha256);
+    it->size = m->input_size;
+    /* The stored output is "[a,b,...]" written by the sample parser: classes = commas + 1. */
+    it->n_classes = 1;
+    for (const char *c = m->output; *c; c++)
+        it->n_classes += *c == ',';
+    p->n++;
+    return MF_OK;
+}
+
+static int read_input(uint8_t *buf, struct mf_ctx *ctx, const char *root,
+                      const struct label_item *it)
+{
+    uint64_t size = 0;
+    size_t got = 0;
+    int fd = -1;
+    int err = mf_blob__open(&fd, &size, ctx, root, it->sha);
+
+    if (err < 0)
+        return err;
+    while (err == MF_OK && got < size && size <= MF_OFFLOAD_INPUT_MAX) {
+        ssize_t n = read(fd, buf + got, (size_t)size - got);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            err = mf_fail(ctx, MF_E_IO, "reading input blob %s failed", it->sha);
+        else
+            got += (size_t)n;
+    }
+    (void)close(fd);
+    if (err == MF_OK && (size != it->size || size > MF_OFFLOAD_INPUT_MAX))
+        err = mf_fail(ctx, MF_E_IO, "input blob %s has %llu bytes, not %llu", it->sha,
+                      (unsigned long long)size, (unsigned long long)it->size);
+    return err;
+}
+
+/* "[p0,p1,...]" at float32 precision into a ctx allocation. */
+static char *format_probs(struct mf_ctx *ctx, const float *p, size_t n)
+{
+    struct mf_dynbuf b;
+    int err;
+
+    mf_dynbuf__init(&b, &ctx->alloc, n * 18 + 3);
+    err = mf_dynbuf__append(&b, "[", 1);
+    for (size_t i = 0; err == MF_OK && i < n; i++)
+        err = mf_dynbuf__appendf(&b, "%s%.9g", i ? "," : "", (double)p[i]);
+    if (err == MF_OK)
+        err = mf_dynbuf__append(&b, "]", 2);
+    if (err < 0) {
+        mf_dynbuf__free(&b);
+        return NULL;
+    }
+    return (char *)mf_dynbuf__take(&b, NULL);
+}
+
+static int label_one(struct mf_teacher *t, struct mf_store *s, struct mf_ctx *ctx, const char *root,
+                     const struct label_item *it, uint8_t *in, float *probs)
+{
+    char version[MF_STORE_NAME_SIZE];
+    float conf = 0.0f;
+    char *text;
+    int err = read_input(in, ctx, root, it);
+
+    if (err == MF_OK)
+        err = mf_teacher__ask(probs, version, t, ctx, in, (size_t)it->size, it->n_classes, 0);
+    if (err < 0)
+        return err;
+    for (size_t c = 0; c < it->n_classes; c++)
+        conf = probs[c] > conf ? probs[c] : conf;
+    text = format_probs(ctx, probs, it->n_classes);
+    if (!text)
+        return mf_fail(ctx, MF_E_NOMEM, "out of memory storing a label");
+    err = s->ops->sample_label(s, ctx, it->id, version, text, conf, (int64_t)time(NULL));
+    mf_free(&ctx->alloc, text);
+    return err;
+}
+
+int mf_offsrv__label_run(int *made_out, struct mf_offload_srv *srv, struct mf_store *s,
+                         struct mf_ctx *ctx, const char *blob_root, const char *model, size_t max)
+{
+    struct mf_teacher *t = mf_offsrv__teacher(srv, model);
+    struct mf_store_sample_query q;
+    struct label_page *page;
+    uint8_t *in;
+    float *probs;
+    int err;
+
+    *made_out = 0;
+    if (!t)
+        return mf_fail(ctx, MF_E_NOTFOUND, "no teacher configured for model '%s'", model);
+    page = mf_calloc(&ctx->alloc, 1, sizeof(*page));
+    in = mf_alloc(&ctx->alloc, MF_OFFLOAD_INPUT_MAX);
+    probs = mf_alloc(&ctx->alloc, MF_TEACHER_MAX_CLASSES * sizeof(float));
+    if (!page || !in || !probs) {
+        err = mf_fail(ctx, MF_E_NOMEM, "out of memory labelling samples");
+        goto out;
+    }
+    memset(&q, 0, sizeof(q));
+    q.model = model;
+    q.unlabelled = 1;
+    q.limit = (int64_t)(max < LABEL_PAGE_MAX ? max : LABEL_PAGE_MAX);
+    err = s->ops->samples_walk(s, ctx, &q, collect, page);
+    for (size_t i = 0; err == MF_OK && i < page->n; i++) {
+        if (page->items[i].n_classes > MF_TEACHER_MAX_CLASSES)
+            continue;
+        err = label_one(t, s, ctx, blob_root, &page->items[i], in, probs);
+        if (err == MF_OK)
+            (*made_out)++;
+    }
+out:
+    mf_free(&ctx->alloc, probs);
+    mf_free(&ctx->alloc, in);
+    mf_free(&ctx->alloc, page);
+    return err;
+}
+
+struct orphans {
+    struct mf_ctx *ctx;
+    const char *root;
+};
+
+static int remove_blob(void *payload, const char *unused, const char *sha)
+{
+    struct orphans *o = payload;
+
+    (void)unused;
+    return mf_blob__remove(o->ctx, o->root, sha);
+}
+
+int mf_offsrv__delete(int64_t *deleted_out, struct mf_store *s, struct mf_ctx *ctx,
+                      const char *blob_root, const char *device_id, int64_t before)
+{
+    struct orphans o = {ctx, blob_root};
+
+    return s->ops->samples_delete(deleted_out, s, ctx, device_id, before, remove_blob, &o);
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Inside the SQLite store: what sqlite.c shares with sqlite_offload.c. The offload ops run
+ * on the store's one connection under its lock, like every other op.
+ */
+#ifndef MF_SERVER_STORE_SQLITE_STORE_H
+#define MF_SERVER_STORE_SQLITE_STORE_H
+
+#include "store/store.h"
+
+#include <sqlite3.h>
+
+/* Takes the store lock and returns the connection; pair with mf_sqlite__unlock. */
+sqlite3 *mf_sqlite__lock(struct mf_store *base);
+void mf_sqlite__unlock(struct mf_store *base);
+
+/* sqlite_offload.c: the ops of schema migration 4, semantics as in store.h. */
+int mf_sqlite__sample_batch_put(int *replayed_out, int *accepted_out, int *dups_out,
+                                struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                                const char *batch_id, const struct mf_store_sample *rows, size_t n);
+int mf_sqlite__sample_label(struct mf_store *s, struct mf_ctx *ctx, const char *id,
+                            const char *teacher_version, const char *teacher_output,
+                            double confidence, int64_t now);
+int mf_sqlite__samples_walk(struct mf_store *s, struct mf_ctx *ctx,
+                            const struct mf_store_sample_query *q, mf_store_sample_fn fn,
+                            void *payload);
+int mf_sqlite__samples_delete(int64_t *deleted_out, struct mf_store *s, struct mf_ctx *ctx,
+                              const char *device_id, int64_t before, mf_store_pair_fn orphan_fn,
+                              void *payload);
+int mf_sqlite__hist_add(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_hist *h,
+                        int replace);
+int mf_sqlite__hists_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                          mf_store_hist_fn fn, void *payload);
+
+#endif /* MF_SERVER_STORE_SQLITE_STORE_H */

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Teacher connectors and their guards (server/offload/teacher.c): a KServe v2 request and
+ * response against a fake Open Inference Protocol server started here, the external
+ * command contract, the built-in teacher of the example family against the float MLP it
+ * loads, timeouts that end a slow call within its deadline, and the circuit breaker
+ * (opens after N failures, fails fast while open, half-opens for one trial, closes).
+ */
+#define _GNU_SOURCE
+#include "mf_test.h"
+#include "test_teacher_fake.h"
+
+#include "mf_ctx.h"
+#include "mf_mlp.h"
+#include "offload/offload_srv.h"
+#include "offload/teacher.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const float three[3] = {0.2f, 0.3f, 0.5f};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void kserve_config(struct mf_teacher_config *c, uint16_t port)
+{
+    mf_teacher__config_init(c, "digits", "kserve");
+    (void)snprintf(c->url, sizeof(c->url), "http://127.0.0.1:%u", port);
+    (void)snprintf(c->remote_name, sizeof(c->remote_name), "teach");
+    c->timeout_ms = 1000;
+}
+
+static void test_teacher__kserve_request_and_response(void **state)
+{
+    struct mf_teacher_config c;
+    struct mf_teacher *t = NULL;
+    struct fake_oip f;
+    struct mf_ctx ctx;
+    const uint8_t in[4] = {0, 7, 200, 255};
+    char ver[MF_STORE_NAME_SIZE];
+    float p[3];
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    fake_oip_start(&f, three, 3);
+    kserve_config(&c, f.port);
+    assert_int_equal(mf_teacher__new(&t, &ctx, &c), MF_OK);
+    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, sizeof(in), 3, 0), MF_OK);
+    for (int i = 0; i < 3; i++)
+        assert_true(fabsf(p[i] - three[i]) < 1e-6f);
+    assert_string_equal(ver, "k-3"); /* the server's model_version wins over the config */
+    assert_string_equal(f.last_path, "/v2/models/teach/infer");
+    assert_non_null(strstr(f.last_body, "\"shape\":[1,4]"));
+    assert_non_null(strstr(f.last_body, "\"datatype\":\"UINT8\""));
+    assert_non_null(strstr(f.last_body, "\"data\":[0,7,200,255]"));
+    /* Another shape than asked: the answer is refused. */
+    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, sizeof(in), 4, 0), MF_E_INVALID);
+    mf_teacher__free(t);
+    fake_oip_stop(&f);
+}
+
+static void test_teacher__slow_teacher_ends_at_the_deadline(void **state)
+{
+    struct mf_teacher_config c;
+    struct mf_teacher *t = NULL;
+    struct fake_oip f;
+    struct mf_ctx ctx;
+    const uint8_t in[2] = {1, 2};
+    char ver[MF_STORE_NAME_SIZE];
+    float p[3];
+    double t0;
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    fake_oip_start(&f, three, 3);
+    fake_oip_set(&f, FAKE_SLOW, 1500);
+    kserve_config(&c, f.port);
+    assert_int_equal(mf_teacher__new(&t, &ctx, &c), MF_OK);
+    t0 = now_ms();
+    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, sizeof(in), 3, 150), MF_E_NET);
+    assert_true(now_ms() - t0 < 600); /* the caller's 150 ms, not the teacher's 1.5 s */
+    mf_teacher__free(t);
+    fake_oip_stop(&f);
+}
+
+static void test_teacher__breaker_opens_and_half_opens(void **state)
+{
+    struct mf_teacher_config c;
+    struct mf_teacher *t = NULL;
+    struct fake_oip f;
+    struct mf_ctx ctx;
+    const uint8_t in[2] = {1, 2};
+    char ver[MF_STORE_NAME_SIZE];
+    float p[3];
+    unsigned calls;
+    double t0;
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    fake_oip_start(&f, three, 3);
+    fake_oip_set(&f, FAKE_FAIL, 0);
+    kserve_config(&c, f.port);
+    c.breaker_failures = 2;
+    c.breaker_open_ms = 300;
+    assert_int_equal(mf_teacher__new(&t, &ctx, &c), MF_OK);
+    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_E_NET);
+    assert_int_equal(mf_teacher__breaker(t), MF_TEACHER_CLOSED);
+    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_E_NET);
+    assert_int_equal(mf_teacher__breaker(t), MF_TEACHER_OPEN);
+    /* Open: fails at once, without reaching the teacher. */
+    calls = fake_oip_calls(&f);
+    t0 = now_ms();
+    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_E_STATE);
+    assert_true(now_ms() - t0 < 20);
+    assert_int_equal(fake_oip_calls(&f), calls);
+    /* After the open period: one trial; it fails, so the breaker opens again. */
+    usleep(350 * 1000);
+    assert_int_equal(mf_teacher__breaker(t), MF_TEACHER_HALF_OPEN);
+    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_E_NET);
+    assert_int_equal(mf_teacher__breaker(t), MF_TEACHER_OPEN);
+    /* The teacher recovers: the next trial succeeds and closes the breaker. */
+    fake_oip_set(&f, FAKE_OK, 0);
+    usleep(350 * 1000);
+    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_OK);
+    assert_int_equal(mf_teacher__breaker(t), MF_TEACHER_CLOSED);
+    mf_teacher__free(t);
+    fake_oip_stop(&f);
+}
+
+static void test_teacher__down_teacher_fails_fast(void **state)
+{
+    struct mf_teacher_config c;
+    struct mf_teacher *t = NULL;
+    struct fake_oip f;
+    struct mf_ctx ctx;
+    const uint8_t in[2] = {1, 2};
+    char ver[MF_STORE_NAME_SIZE];
+    float p[3];
+    double t0;
+    uint16_t port;
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    fake_oip_start(&f, three, 3);
+    port = f.port;
+    fake_oip_stop(&f); /* nothing listens there now: connection refused */
+    kserve_config(&c, port);
+    c.timeout_ms = 5000;
+    assert_int_equal(mf_teacher__new(&t, &ctx, &c), MF_OK);
+    t0 = now_ms();
+    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_E_NET);
+    assert_true(now_ms() - t0 < 1000);
+    assert_non_null(strstr(mf_ctx__errmsg(&ctx), "kserve"));
+    mf_teacher__free(t);
+}
+
+static void command_config(struct mf_teacher_config *c, const char *script)
+{
+    mf_teacher__config_init(c, "digits", "command");
+    (void)snprintf(c->argv_store, sizeof(c->argv_store), "/bin/sh%c-c%c%s", 0, 0, script);
+    c->argv[0] = c->argv_store;
+    c->argv[1] = c->argv_store + 8;
+    c->argv[2] = c->argv_store + 11;
+    c->argv[3] = NULL;
+    c->timeout_ms = 3000;
+}
+
+static void test_teacher__command_contract(void **state)
+{
+    struct mf_teacher_config c;
+    struct mf_teacher *t = NULL;
+    struct mf_ctx ctx;
+    uint8_t in[300];
+    char ver[MF_STORE_NAME_SIZE];
+    float p[2];
+    double t0;
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    for (size_t i = 0; i < sizeof(in); i++)
+        in[i] = (uint8_t)i;
+    /* The program checks what it was sent: the model, the class count and base64. */
+    command_config(&c, "read -r line; case \"$line\" in"
+                       " *'\"model\":\"digits\",\"n_classes\":2,\"input\":\"AAECAwQF'*)"
+                       " echo '{\"probs\":[0.25,0.75],\"version\":\"cmd-1\"}';;"
+                       " *) echo '{}';; esac");
+    assert_int_equal(mf_teacher__new(&t, &ctx, &c), MF_OK);
+    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, sizeof(in), 2, 0), MF_OK);
+    assert_true(p[0] == 0.25f && p[1] == 0.75f);
+    assert_string_equal(ver, "cmd-1");
+    mf_teacher__free(t);
+    /* A failing program, and one that never answers (killed at the timeout). */
+    command_config(&c, "cat >/dev/null; exit 3");
+    assert_int_equal(mf_teacher__new(&t, &ctx, &c), MF_OK);
+    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, sizeof(in), 2, 0), MF_E_NET);
+    mf_teacher__free(t);
+    command_config(&c, "exec sleep 30");
+    assert_int_equal(mf_teacher__new(&t, &ctx, &c), MF_OK);
+    t0 = now_ms();
+    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, sizeof(in), 2, 200), MF_E_NET);
+    assert_true(now_ms() - t0 < 1500);
+    mf_teacher__free(t);
+}
+
+static void test_teacher__builtin_matches_the_example_teacher(void **state)
+{
+    static const uint32_t sizes[3] = {16, 12, 4};
+    struct mf_teacher_config c;
+    struct mf_teacher *t = NULL;
+    struct mf_ctx ctx;
+    mf_mlp *m = NULL;
+    char path[] = "/tmp/mf-teacher-XXXXXX";
+    char ver[MF_STORE_NAME_SIZE];
+    uint8_t in[16];
+    float want[4], p[4];
+    int fd;
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(mf_mlp_new(&m, &ctx, NULL, sizes, 3, 1.0f / 255.0f, 42), MF_OK);
+    assert_int_equal(mf_mlp_save(m, &ctx, path, NULL, 0), MF_OK);
+    for (size_t i = 0; i < sizeof(in); i++)
+        in[i] = (uint8_t)(i * 16);
+    assert_int_equal(mf_mlp_logits(want, &ctx, m, in, 1, 1), MF_OK);
+    mf_teacher__softmax(want, 4);
+    mf_teacher__config_init(&c, "digits", "builtin");
+    c.output_logits = 1;
+    (void)snprintf(c.path, sizeof(c.path), "%s", path);
+    (void)snprintf(c.version, sizeof(c.version), "mlp-1");
+    assert_int_equal(mf_teacher__new(&t, &ctx, &c), MF_OK);
+    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, sizeof(in), 4, 0), MF_OK);
+    for (int i = 0; i < 4; i++)
+        assert_true(fabsf(p[i] - want[i]) < 1e-6f);
+    assert_string_equal(ver, "mlp-1");
+    /* Wrong input size or class count: refused with a message. */
+    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 8, 4, 0), MF_E_INVALID);
+    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, sizeof(in), 3, 0), MF_E_INVALID);
+    mf_teacher__free(t);
+    /* A missing file fails at open. */
+    (void)snprintf(c.path, sizeof(c.path), "%s.missing", path);
+    assert_true(mf_teacher__new(&t, &ctx, &c) < 0);
+    mf_mlp_free(m);
+    unlink(path);
+}
+
+static void test_teacher__config_errors(void **state)
+{
+    static const char *const bad[] = {
+        "[]",
+        "{\"models\":{\"d\":{\"policy\":{\"enabled\":true,\"bogus\":1}}}}",
+        "{\"models\":{\"d\":{\"policy\":{\"method\":\"margin\"}}}}",
+        "{\"models\":{\"d\":{\"policy\":{\"enabled\":true,\"target_rate\":2}}}}",
+        "{\"models\":{\"d\":{\"teacher\":{\"connector\":\"kserve\",\"output\":\"odds\"}}}}",
+        "{\"models\":{\"d\":{\"teacher\":{\"connector\":\"command\",\"command\":[]}}}}",
+        "{\"retention_days\":-1}",
+    };
+    struct mf_offload_config *cfg = calloc(1, sizeof(*cfg));
+    struct mf_offload_srv *srv = NULL;
+    struct mf_ctx ctx;
+    const char *unknown = "{\"models\":{\"d\":{\"teacher\":{\"connector\":\"telepathy\"}}}}";
+    const char *good = "{\"retention_days\":30,\"models\":{\"d\":{\"teacher\":{\"connector\":"
+                       "\"command\",\"command\":[\"/bin/true\"],\"version\":\"t-1\"},"
+                       "\"policy\":{\"enabled\":true,\"method\":\"margin\","
+                       "\"target_rate\":0.1}}}}";
+
+    (void)state;
+    assert_non_null(cfg);
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (mf_offsrv__config_parse(cfg, &ctx, bad[i], strlen(bad[i])) != MF_E_INVALID)
+            fail_msg("config %zu accepted: %s", i, bad[i]);
+    }
+    assert_int_equal(mf_offsrv__config_parse(cfg, &ctx, unknown, strlen(unknown)), MF_OK);
+    assert_int_equal(mf_offsrv__srv_new(&srv, &ctx, cfg), MF_E_INVALID);
+    assert_non_null(strstr(mf_ctx__errmsg(&ctx), "telepathy"));
+    assert_int_equal(mf_offsrv__config_parse(cfg, &ctx, good, strlen(good)), MF_OK);
+    assert_int_equal(cfg->retention_days, 30);
+    assert_string_equal(cfg->models[0].method, "margin");
+    assert_true(cfg->models[0].target_rate == 0.1);
+    assert_string_equal(cfg->models[0].teacher.argv[0], "/bin/true");
+    assert_int_equal(mf_offsrv__srv_new(&srv, &ctx, cfg), MF_OK);
+    assert_non_null(mf_offsrv__teacher(srv, "d"));
+    assert_null(mf_offsrv__teacher(srv, "e"));
+    mf_offsrv__srv_free(srv);
+    free(cfg);
+}
+
+static void test_teacher__hist_quantile(void **state)
+{
+    uint64_t bins[MF_STORE_HIST_BINS] = {0};
+
+    (void)state;
+    assert_true(mf_offsrv__hist_quantile(bins, 0.1) < 0);
+    /* Uniform over [0, 1): the 10% quantile is 0.1, also with counts beyond 32 bits. */
+    for (int i = 0; i < MF_STORE_HIST_BINS; i++)
+        bins[i] = 1ull << 40;
+    assert_true(fabs(mf_offsrv__hist_quantile(bins, 0.1) - 0.1) < 1e-3);
+    assert_true(fabs(mf_offsrv__hist_quantile(bins, 0.5) - 0.5) < 1e-3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_teacher__kserve_request_and_response),
+        cmocka_unit_test(test_teacher__slow_teacher_ends_at_the_deadline),
+        cmocka_unit_test(test_teacher__breaker_opens_and_half_opens),
+        cmocka_unit_test(test_teacher__down_teacher_fails_fast),
+        cmocka_unit_test(test_teacher__command_contract),
+        cmocka_unit_test(test_teacher__builtin_matches_the_example_teacher),
+        cmocka_unit_test(test_teacher__config_errors),
+        cmocka_unit_test(test_teacher__hist_quantile),
+    };
+    (void)signal(SIGPIPE, SIG_IGN); /* a teacher command that exits before reading */
+    return cmocka_run_group_tests_name("teacher", tests, NULL, NULL);
+}
