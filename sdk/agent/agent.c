@@ -336,6 +336,15 @@ static int send_rollback_report(mf_agent *a, struct agent_model *m)
         return MF_OK;
     (void)snprintf(detail, sizeof(detail), "rolled back: %s", rb->reason);
     err = mf_agent__report(a, m->name, rb->version, rb->sha256, "failed", detail);
+    if (err >= 0) {
+        struct mf_agent_model_state *next = mf_agent__state_copy(a, m);
+
+        if (!next)
+            return MF_E_NOMEM;
+        next->rolled_back[0].reported = 1;
+        err = mf_agent__state_save(a, m, next);
+        mf_ctx__free(&a->ctx, next);
+    }
     if (err < 0)
         return err;
     m->report_rollback = 0;

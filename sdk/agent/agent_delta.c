@@ -7,13 +7,13 @@
  * release's signed chunk hash and the whole image against its signed sha256. The delta
  * itself is unsigned (docs/protocol.md): a bad delta costs bandwidth, never a bad install.
  *
- * Power cuts: every MF_AGENT_CKPT_EVERY output bytes the .part is synced and the decoder's
- * checkpoint (mf_patch_checkpoint_get) is saved in "<part>.ckpt" through the atomic store:
- *   "MFCK" u8 format=1, 32-byte release sha256, 32-byte delta sha256,
- *   u64 patch_offset, u64 new_offset (LE), MF_PATCH_CHECKPOINT_STATE_SIZE opaque bytes
- * A restart restores the decoder, cuts the .part back to new_offset, replays that prefix
- * through the verifier (chunk hashes) and feeds the patch from patch_offset. A checkpoint
- * for another release or delta, or one the decoder refuses, means starting over.
+ * Power cuts: at most every MF_AGENT_CKPT_MS, at a block boundary, the .part is synced and the
+ * decoder's checkpoint (mf_patch_checkpoint_get) is saved in "<part>.ckpt" through the atomic
+ * store: "MFCK" u8 format=1, 32-byte release sha256, 32-byte delta sha256, u64 patch_offset, u64
+ * new_offset (LE), MF_PATCH_CHECKPOINT_STATE_SIZE opaque bytes A restart restores the decoder, cuts
+ * the .part back to new_offset, replays that prefix through the verifier (chunk hashes) and feeds
+ * the patch from patch_offset. A checkpoint for another release or delta, or one the decoder
+ * refuses, means starting over.
  */
 #include "mf_agent_int.h"
 #include "mf/diff.h"
@@ -35,6 +35,7 @@ struct apply {
     uint64_t old_size;
     uint64_t in_off;    /* next patch byte to read */
     uint64_t saved_new; /* new_offset of the last saved checkpoint */
+    uint64_t saved_ms;  /* when it was saved */
     struct mf_agent_vfy vfy;
     mf_patch *patch;
     mf_patch_checkpoint ck;
@@ -86,6 +87,7 @@ static int save_checkpoint(struct apply *w)
     err = mf_agent__store_write(w->a, w->ck_name, w->rec, CK_LEN, 0);
     if (err >= 0)
         w->saved_new = w->ck.new_offset;
+    w->saved_ms = p->monotonic_ms(p->payload);
     return err;
 }
 
@@ -118,7 +120,7 @@ static int try_restore(struct apply *w)
     if (err >= 0)
         err = mf_patch_restore(w->patch, &w->ck);
     if (err >= 0)
-        err = mf_agent__vfy_replay(&w->vfy, a, w->part, w->ck.new_offset);
+        err = mf_agent__vfy_replay(&w->vfy, a, w->part, w->ck.new_offset, 0);
     if (err >= 0)
         err = p->open(p->payload, &w->out, w->part, MF_PLATFORM_OPEN_RESUME);
     if (err >= 0)
@@ -127,6 +129,7 @@ static int try_restore(struct apply *w)
         return err;
     w->in_off = w->ck.patch_offset;
     w->saved_new = w->ck.new_offset;
+    w->saved_ms = p->monotonic_ms(p->payload);
     a->stats.resumes++;
     MF_LOG_INFO(&a->ctx, "model %s: delta apply resumes at %llu bytes of output", w->as->model,
                 (unsigned long long)w->ck.new_offset);
@@ -150,7 +153,7 @@ static int drain(struct apply *w, mf_outbuf *out)
     out->pos = 0;
     if (err >= 0 && w->a->progress_fn)
         w->a->progress_fn(w->a->progress_payload, w->as->model, "apply", w->vfy.got, w->vfy.size);
-    if (err >= 0 && w->vfy.got >= w->saved_new + MF_AGENT_CKPT_EVERY)
+    if (err >= 0 && w->a->plat.monotonic_ms(w->a->plat.payload) - w->saved_ms >= MF_AGENT_CKPT_MS)
         err = save_checkpoint(w);
     return err;
 }

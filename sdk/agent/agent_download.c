@@ -4,10 +4,13 @@
  *
  * Every byte goes through the verifier (agent_verify.c) before it is written: for a release
  * each chunk is checked against its signed hash the moment it is complete, the total is
- * bounded by the signed size, and the whole digest is compared at the end. Progress is
- * persisted in "<part>.prog" (agent_progress.c) at verified chunk boundaries, after the
- * .part was synced, at most every MF_AGENT_PERSIST_EVERY bytes, so a restart resumes from
- * the end of the last verified chunk and re-downloads less than one chunk (or 64 KiB).
+ * bounded by the signed size, and the whole digest is compared at the end. The record
+ * "<part>.prog" (agent_progress.c) binds the .part to its object and ETag and notes the
+ * verified length, written after a sync of the .part at most every MF_AGENT_PERSIST_MS.
+ * A restart re-verifies whatever the .part holds against the signed chunk hashes and
+ * resumes at the end of the last verified chunk: after a crash of the process it fetches
+ * again less than one chunk; after a power cut also what was not synced yet. (A delta blob
+ * has no chunk hashes: it resumes from the recorded, synced length only.)
  *
  * The resume protocol (docs/protocol.md, blobs):
  *   - "Range: bytes=<verified>-" with "If-Range: <ETag of the first answer>";
@@ -35,11 +38,17 @@ struct fetch {
     struct mf_agent_progress prog; /* what the record says (etag, verified) */
     mf_platform_file *file;
     struct mf_http_response *resp;
-    uint64_t range_from; /* of the running attempt */
-    int body_started;    /* the running attempt's first body byte was seen */
-    int bad_chunk;       /* the running attempt failed on a chunk hash */
-    int restart;         /* a 206 with another ETag: start from 0 next attempt */
+    uint64_t range_from;   /* of the running attempt */
+    int body_started;      /* the running attempt's first body byte was seen */
+    int bad_chunk;         /* the running attempt failed on a chunk hash */
+    int restart;           /* a 206 with another ETag: start from 0 next attempt */
+    uint64_t persisted_ms; /* when the record was last written */
 };
+
+static uint64_t now_ms(const struct mf_agent *a)
+{
+    return a->plat.monotonic_ms ? a->plat.monotonic_ms(a->plat.payload) : 0;
+}
 
 static int can_truncate(const struct mf_agent *a)
 {
@@ -78,6 +87,7 @@ static int persist(struct fetch *d)
     if (err < 0)
         return mf_fail(&d->a->ctx, err, "cannot sync %s", d->f->part);
     d->prog.verified = d->vfy.verified;
+    d->persisted_ms = now_ms(d->a);
     return mf_agent__progress_save(d->a, d->f->part, &d->prog);
 }
 
@@ -150,33 +160,41 @@ static int sink(void *payload, const void *data, size_t len)
         d->f->m->dl_total = d->f->size;
         (void)snprintf(d->f->m->dl_kind, sizeof(d->f->m->dl_kind), "%s", d->f->kind);
     }
-    if (d->vfy.verified >= d->prog.verified + MF_AGENT_PERSIST_EVERY)
+    if (d->vfy.verified > d->prog.verified && now_ms(d->a) - d->persisted_ms >= MF_AGENT_PERSIST_MS)
         err = persist(d);
     if (err >= 0 && d->a->progress_fn)
         d->a->progress_fn(d->a->progress_payload, d->f->model, d->f->kind, d->vfy.got, d->f->size);
     return err;
 }
 
-/* Restores the verified prefix named by the progress record, or starts from zero. */
+/* Restores the verified prefix of the .part named by the progress record, or starts from
+ * zero. With chunk hashes everything the .part holds is re-verified (the record may lag
+ * behind); without, only what the record says was synced. */
 static int prepare(struct fetch *d)
 {
     struct mf_agent *a = d->a;
     const mf_platform_ops *p = &a->plat;
+    uint64_t have = 0;
     int err = can_truncate(a) ? mf_agent__progress_load(a, &d->prog, d->f->part) : MF_E_NOTFOUND;
 
     if (err >= 0 &&
         (d->prog.size != d->f->size || !mf_ct_memeq(d->prog.sha256, d->f->sha256, MF_SHA256_LEN)))
         err = MF_E_INVALID; /* the record is about another object */
+    if (err >= 0)
+        err = p->size(p->payload, &have, d->f->part);
+    if (err >= 0 && d->f->rel)
+        d->prog.verified = have < d->f->size ? have : d->f->size;
+    else if (err >= 0 && have < d->prog.verified)
+        err = MF_E_INVALID; /* fewer bytes than were synced: storage lost them */
     if (err >= 0 && d->prog.verified > 0)
-        err = mf_agent__vfy_replay(&d->vfy, a, d->f->part, d->prog.verified);
-    if (err >= 0 && d->vfy.verified != d->prog.verified)
-        err = MF_E_INVALID; /* the record does not end on a verified boundary */
+        err = mf_agent__vfy_replay(&d->vfy, a, d->f->part, d->prog.verified, d->f->rel != NULL);
+    d->prog.verified = d->vfy.verified;
     if (err >= 0)
         err = p->open(p->payload, &d->file, d->f->part, MF_PLATFORM_OPEN_RESUME);
     if (err >= 0 && d->file)
         err = part_cut(d, d->vfy.verified);
     if (err >= 0) {
-        if (d->vfy.verified)
+        if (d->vfy.verified && d->vfy.verified < d->f->size)
             a->stats.resumes++;
         if (d->vfy.verified)
             MF_LOG_INFO(&a->ctx, "%s: resuming at %llu of %llu bytes (verified)", d->f->what,
@@ -267,9 +285,10 @@ static int finish(struct fetch *d, int err)
     const mf_platform_ops *p = &a->plat;
 
     if (err >= 0) {
-        err = p->sync(p->payload, d->file);
-        if (err < 0)
-            err = mf_fail(&a->ctx, err, "cannot sync %s", d->f->part);
+        /* Complete: synced and recorded as such, so a crash before the caller is done
+         * with the .part (rename, delta apply) does not download it again. The caller
+         * drops the record. */
+        err = persist(d);
     } else if (err == MF_E_NET && d->vfy.verified > 0 && can_truncate(a)) {
         /* Keep exactly the verified prefix: the unchecked tail is fetched again anyway. */
         mf_agent__vfy_rewind(&d->vfy);
@@ -284,7 +303,8 @@ static int finish(struct fetch *d, int err)
         err = mf_fail(&a->ctx, err, "%s; download aborted", why);
     }
     p->close(p->payload, d->file);
-    mf_agent__progress_drop(a, d->f->part, err < 0);
+    if (err < 0)
+        mf_agent__progress_drop(a, d->f->part, 1);
     return err;
 }
 
@@ -308,7 +328,10 @@ int mf_agent__fetch(struct mf_agent *a, const struct mf_agent_fetch *f)
     err = mf_agent__url(a, &url, f->blob);
     if (err >= 0)
         err = prepare(d);
-    if (err >= 0) {
+    if (err >= 0 && d->vfy.got == f->size) {
+        err = mf_agent__vfy_finish(&d->vfy); /* complete on storage already */
+        err = finish(d, err);
+    } else if (err >= 0) {
         for (int i = 0; i < FETCH_ATTEMPTS; i++) {
             before = d->vfy.verified;
             err = attempt(d, (const char *)url.data);

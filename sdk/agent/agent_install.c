@@ -148,6 +148,8 @@ static int build(struct mf_agent *a, struct install_work *w, struct agent_model 
         err = build_from_delta(a, w, m, as, dr);
         if (err >= 0) {
             a->stats.delta_installs++;
+            MF_LOG_INFO(&a->ctx, "model %s: %s built from a %llu-byte delta", m->name, as->version,
+                        (unsigned long long)dr->size);
             return MF_OK;
         }
         if (err == MF_E_NET || err == MF_E_IO)
@@ -161,8 +163,11 @@ static int build(struct mf_agent *a, struct install_work *w, struct agent_model 
         a->stats.delta_fallbacks++;
     }
     err = build_full(a, w, m, as);
-    if (err >= 0)
+    if (err >= 0) {
         a->stats.full_installs++;
+        MF_LOG_INFO(&a->ctx, "model %s: %s downloaded in full (%llu bytes)", m->name, as->version,
+                    (unsigned long long)as->verified->release->size);
+    }
     return err;
 }
 
@@ -188,8 +193,8 @@ static int stage(struct mf_agent *a, struct agent_model *m, struct install_work 
         if (err < 0)
             err = mf_fail(&a->ctx, err, "cannot rename %s to %s", w->part, w->slot_name);
     }
-    if (err < 0)
-        (void)a->plat.remove(a->plat.payload, w->part);
+    /* The .part is the slot now (or of no use): its record goes, with it on failure. */
+    mf_agent__progress_drop(a, w->part, err < 0);
     return err;
 }
 

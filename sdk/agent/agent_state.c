@@ -8,7 +8,8 @@
  *    "active":{"slot":"a","version":"v2","sha256":"<hex>","size":123,"sequence":2},
  *    "previous":{"slot":"b",...} or null,
  *    "pending":false, "starts":0, "pin":"v1" or null,
- *    "rolled_back":[{"version":"v3","sha256":"<hex>","sequence":3,"reason":"..."}]}
+ *    "rolled_back":[{"version":"v3","sha256":"<hex>","sequence":3,"reason":"...",
+ *                    "reported":true}]}
  *
  * The members after "previous" (and "sequence") are optional, so a state file written by
  * an older agent still loads; an older agent ignores them.
@@ -76,6 +77,7 @@ static int parse_rolled_back(struct mf_ctx *ctx, struct mf_agent_model_state *ou
         if (!cJSON_IsString(why) || strlen(why->valuestring) >= sizeof(rb->reason))
             return mf_fail(ctx, MF_E_INVALID, "state.rolled_back.reason is not a short string");
         memcpy(rb->reason, why->valuestring, strlen(why->valuestring) + 1);
+        rb->reported = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(item, "reported"));
         out->n_rolled_back++;
     }
     return MF_OK;
@@ -166,7 +168,7 @@ static int format_health(struct mf_dynbuf *b, const struct mf_agent_model_state 
         if (err >= 0)
             err = mf_agent__json_str(b, rb->reason);
         if (err >= 0)
-            err = mf_dynbuf__append(b, "}", 1);
+            err = mf_dynbuf__appendf(b, ",\"reported\":%s}", rb->reported ? "true" : "false");
     }
     if (err >= 0)
         err = mf_dynbuf__append(b, "]", 1);
@@ -209,6 +211,8 @@ int mf_agent__state_load(struct mf_agent *a, struct agent_model *m)
         return err;
     err = mf_agent__state_parse(&a->ctx, &m->state, (const char *)buf.data, buf.len);
     mf_dynbuf__free(&buf);
+    /* A rollback made by another process (mf-agent rollback) is reported by this one. */
+    m->report_rollback = err >= 0 && m->state.n_rolled_back && !m->state.rolled_back[0].reported;
     if (err < 0) {
         /* Keep the parser's reason, prefixed with the file it came from. */
         char why[MF_ERRMSG_MAX];

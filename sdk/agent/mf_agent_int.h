@@ -40,10 +40,13 @@
 #define MF_AGENT_STORE_NAME_MAX 112
 /* Read buffer for replaying a prefix or reading a delta from storage. */
 #define MF_AGENT_IO_BUF (16u * 1024u)
-/* A download records its verified progress at most this often (bytes). */
-#define MF_AGENT_PERSIST_EVERY (64u * 1024u)
-/* A delta apply saves its checkpoint at most this often (output bytes). */
-#define MF_AGENT_CKPT_EVERY (256u * 1024u)
+/* A download syncs its .part and records its verified progress at most this often (ms):
+ * an fsync per chunk would bound throughput by the storage's sync rate. A crash of the
+ * process loses nothing verified (the resume re-verifies whatever the .part holds); a
+ * power cut loses at most this much transfer time. */
+#define MF_AGENT_PERSIST_MS 1000u
+/* A delta apply saves its checkpoint at most this often (ms, at block boundaries). */
+#define MF_AGENT_CKPT_MS 250u
 /* Rolled-back versions remembered per model (and sent in the check-in). */
 #define MF_AGENT_MAX_ROLLED_BACK 8
 #define MF_AGENT_REASON_MAX 128
@@ -71,6 +74,7 @@ struct mf_agent_rolled_back {
     char sha256[MF_SHA256_HEX_LEN + 1];
     uint64_t sequence;
     char reason[MF_AGENT_REASON_MAX];
+    int reported; /* the server got the "failed: rolled back" report (survives restarts) */
 };
 
 /* Content of models/<name>/state.json. */
@@ -300,9 +304,11 @@ void mf_agent__vfy_free(struct mf_agent_vfy *v);
 int mf_agent__vfy_update(struct mf_agent_vfy *v, const void *data, size_t len);
 /* All bytes there and the whole digest right: MF_OK; MF_E_NET short, MF_E_SIGNATURE. */
 int mf_agent__vfy_finish(struct mf_agent_vfy *v);
-/* Resets `v` and feeds it the first `upto` bytes of the storage object `name`. */
+/* Resets `v` and feeds it the first `upto` bytes of the storage object `name`. `tolerant`:
+ * stop quietly at a short read or a chunk that does not verify, and end on the last
+ * verified boundary (a resume keeps the longest verified prefix). */
 int mf_agent__vfy_replay(struct mf_agent_vfy *v, struct mf_agent *a, const char *name,
-                         uint64_t upto);
+                         uint64_t upto, int tolerant);
 
 /* agent_progress.c (and the little-endian fields of the records next to a .part) */
 void mf_agent__put_u64(uint8_t *p, uint64_t v);
@@ -315,8 +321,9 @@ int mf_agent__progress_load(struct mf_agent *a, struct mf_agent_progress *out, c
 void mf_agent__progress_drop(struct mf_agent *a, const char *part, int with_part);
 
 /* agent_download.c: resumable download of `f` into f->part, verified as it arrives.
- * MF_OK leaves a complete, verified, synced .part; MF_E_NET keeps a verified prefix and its
- * progress record for the next call; other errors remove both. */
+ * MF_OK leaves a complete, verified, synced .part and its record (the caller drops both
+ * once done with it; a complete one is not fetched again); MF_E_NET keeps a verified
+ * prefix and its progress record for the next call; other errors remove both. */
 int mf_agent__fetch(struct mf_agent *a, const struct mf_agent_fetch *f);
 
 /* agent_delta.c: builds `part` (the new image of as's release) from the active slot

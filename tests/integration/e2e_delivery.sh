@@ -8,7 +8,9 @@
 # wrong enrollment token, wrong admin token, a release signed by an unknown key, a blob
 # tampered on the server (bad chunk), a missing blob, an unreleased model pushed by an
 # attacker holding the director key and the store, a replayed check-in answer, and a
-# release below the device's security floor.
+# release below the device's security floor. A second device gets a delta update through
+# the server's precomputed delta, rolls it back with `mf-agent rollback` (and is not offered
+# it again), and holds a pin until `mf-agent unpin`.
 # With MF_TEST_STORE_URL the server runs on PostgreSQL (integration_e2e_delivery_pg).
 # Usage: e2e_delivery.sh BIN_DIR   (run by ctest as integration_e2e_delivery)
 set -uo pipefail
@@ -186,6 +188,45 @@ check "  ... as below its security floor" grep -q 'below security floor' "$work/
 active=$(mf_active_path "$work/devA" detector)
 check "  ... and keeps v3" cmp -s "$active" "$work/v3.bin"
 check "  ... and the server saw why" bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' devices | grep -E 'devA +.*detector +v4 +failed' | grep -q 'below security floor'"
+
+# --- delta, rollback and pin on a second device (issue 5) -----------------------------------
+metric() {
+    curl -s -H "Authorization: Bearer $(cat "$MF_ADMIN_TOKEN_FILE")" "$MF_URL/metrics" |
+        sed -n "s/^$1 \([0-9]*\)\$/\1/p"
+}
+agentB() { "$BIN/mf-agent" --config "$work/devB.json" "$@" >>"$work/devB.log" 2>&1; }
+mf_make_model "$work/c1.bin" 4194304 e2e-c1
+cp "$work/c1.bin" "$work/c2.bin"
+head -c 65536 /dev/urandom | dd of="$work/c2.bin" bs=65536 seek=7 conv=notrunc status=none
+mf_make_model "$work/c3.bin" 1048576 e2e-c3
+mkdir -p "$work/devB"
+mf_agent_config "$work/devB.json" devB "$work/devB" "$MF_ENROLL_TOKEN_FILE" classifier
+check "publish classifier c1" mf_publish classifier c1 "$work/c1.bin"
+check "devB installs c1" agentB run --once
+deltas=$(metric mf_deltas_computed_total)
+check "publish classifier c2 (a 64 KiB change)" mf_publish classifier c2 "$work/c2.bin"
+for _ in $(seq 1 100); do # bounded wait for the server's delta job
+    [ "$(metric mf_deltas_computed_total)" -gt "${deltas:-0}" ] && break
+    sleep 0.1
+done
+check "devB updates to c2" agentB run --once
+check "  ... from a delta, not the 4 MiB blob" grep -q 'c2 built from a [0-9]*-byte delta' "$work/devB.log"
+check "  ... and the bytes are c2's" cmp -s "$(mf_active_path "$work/devB" classifier)" "$work/c2.bin"
+check "mf-agent rollback classifier" agentB rollback classifier
+check "  ... c1 is active again" cmp -s "$(mf_active_path "$work/devB" classifier)" "$work/c1.bin"
+check "  ... status says why" bash -c "'$BIN/mf-agent' --config '$work/devB.json' status | grep -q 'rolled back: 1 version(s), last: manual rollback'"
+check "a run after the rollback keeps c1 (no loop)" agentB run --once
+check "  ... c1 still active" cmp -s "$(mf_active_path "$work/devB" classifier)" "$work/c1.bin"
+check "  ... the server saw the rollback" bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' devices | grep -E 'devB +.*classifier' | grep -q 'rolled back'"
+check "mf-agent pin classifier (to c1)" agentB pin classifier
+check "publish classifier c3" mf_publish classifier c3 "$work/c3.bin"
+check "a pinned device stays on c1" agentB run --once
+check "  ... c1 still active" cmp -s "$(mf_active_path "$work/devB" classifier)" "$work/c1.bin"
+check "  ... status shows the pin" bash -c "'$BIN/mf-agent' --config '$work/devB.json' status | grep -q 'pinned: c1'"
+check "mf-agent unpin classifier" agentB unpin classifier
+check "unpinned, it updates to c3" agentB run --once
+check "  ... c3 active" cmp -s "$(mf_active_path "$work/devB" classifier)" "$work/c3.bin"
+check "mf-agent rejects a command without a model" bash -c "'$BIN/mf-agent' --config '$work/devB.json' pin; test \$? -eq 2"
 
 echo "$MF_PASSED passed, $MF_FAILED failed"
 if [ "$MF_FAILED" -ne 0 ]; then

@@ -416,14 +416,20 @@ void fake_start(struct fake_server *s)
     assert_int_equal(pthread_create(&s->thread, NULL, server_main, s), 0);
 }
 
+void fake_settle(struct fake_server *s)
+{
+    if (s->stalling)
+        pthread_join(s->stall_thread, NULL);
+    s->stalling = 0;
+}
+
 void fake_stop(struct fake_server *s)
 {
     pthread_mutex_lock(&s->lock);
     s->stop = 1;
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->thread, NULL);
-    if (s->stalling)
-        pthread_join(s->stall_thread, NULL);
+    fake_settle(s);
     (void)close(s->listen_fd);
     pthread_mutex_destroy(&s->lock);
     mf_free(NULL, s->keys_env);

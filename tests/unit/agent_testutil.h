@@ -125,6 +125,8 @@ void fake_offer_delta(struct fake_server *s, const uint8_t *delta, size_t delta_
                       const uint8_t *from, size_t from_len);
 void fake_start(struct fake_server *s);
 void fake_stop(struct fake_server *s);
+/* Waits for a stalled response's thread to finish with the served bytes. */
+void fake_settle(struct fake_server *s);
 
 void on_ready(void *payload, const char *model, const char *version, const char *path);
 void rmtree(int parent, const char *name);

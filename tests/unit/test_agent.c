@@ -749,7 +749,7 @@ static void test_agent__state_parser_round_trip_and_rejects(void **state)
         .pending = 1,
         .starts = 2,
         .pin = "v1",
-        .rolled_back = {{"v9", SHA, 9, "unhealthy: \"quoted\" reason"}},
+        .rolled_back = {{"v9", SHA, 9, "unhealthy: \"quoted\" reason", 0}},
         .n_rolled_back = 1,
     };
     static struct mf_agent_model_state back;

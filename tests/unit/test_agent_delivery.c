@@ -125,6 +125,60 @@ static mf_agent *interrupted_v2(struct fixture *fx, const uint8_t *v2)
     return agent;
 }
 
+/* Appends `n` bytes to a file of the state dir. */
+static void append_to(const struct fixture *fx, const char *name, const void *p, size_t n)
+{
+    char path[256];
+    FILE *f;
+
+    (void)snprintf(path, sizeof(path), "%s/%s", fx->dir, name);
+    f = fopen(path, "ab");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void test_agent_delivery__resume_reverifies_what_storage_holds(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(3 * MIB, 2);
+    mf_agent *agent = interrupted_v2(fx, v2);
+    static const uint8_t junk[4096] = {1, 2, 3};
+    char path[256];
+    FILE *f;
+
+    /* A process killed after the last record: more verified bytes than recorded are on
+     * storage, then a torn tail. The resume keeps every chunk that verifies. */
+    append_to(fx, "models/detector/slot-b.part", v2 + 2 * MIB, MIB / 2);
+    append_to(fx, "models/detector/slot-b.part", junk, sizeof(junk));
+    mf_agent_free(agent);
+    agent = NULL;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_int_equal(fx->srv.last_range_from, 2 * MIB);
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    mf_agent_free(agent);
+
+    /* Storage damage inside a recorded chunk: the resume starts before it, not after. */
+    agent = agent_with(fx, model_v1, sizeof(model_v1));
+    mf_agent_free(agent);
+    agent = interrupted_v2(fx, v2);
+    mf_agent_free(agent);
+    (void)snprintf(path, sizeof(path), "%s/models/detector/slot-b.part", fx->dir);
+    f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, (long)MIB + 77, SEEK_SET), 0);
+    assert_int_equal(fputc(0xff ^ v2[MIB + 77], f), 0xff ^ v2[MIB + 77]);
+    assert_int_equal(fclose(f), 0);
+    agent = NULL;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_int_equal(fx->srv.last_range_from, MIB);
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
 static void test_agent_delivery__200_to_a_range_restarts_from_zero(void **state)
 {
     struct fixture *fx = *state;
@@ -219,20 +273,21 @@ static void test_agent_delivery__stall_is_cut_and_resumed(void **state)
     fx->opts.stall_bytes_per_s = 64 * 1024;
     agent = agent_with(fx, model_v1, sizeof(model_v1));
     fake_assign(&fx->srv, "v2", v2, 3 * MIB, v2, 3 * MIB);
-    /* The server sends half, then goes silent for 4 s (once). */
+    /* The server sends half, then goes silent for 2.5 s (once). */
     fx->srv.blob_mode = BLOB_STALL;
-    fx->srv.stall_ms = 4000;
+    fx->srv.stall_ms = 2500;
     fx->srv.stall_left = 1;
     (void)clock_gettime(CLOCK_MONOTONIC, &t0);
     step_expect(agent, MF_OK);
     (void)clock_gettime(CLOCK_MONOTONIC, &t1);
     s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     print_message("stalled transfer abandoned and resumed in %.2f s\n", s);
-    assert_true(s < 3.5); /* well before the server's 4 s of silence end */
+    assert_true(s < 2.4); /* before the server's 2.5 s of silence end */
     assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
     assert_int_equal(fx->srv.n_ranged, 1);
     assert_int_equal(fx->srv.last_range_from, MIB); /* 1.5 MiB arrived: chunk 0 verified */
     mf_agent_free(agent);
+    fake_settle(&fx->srv); /* the silent half still reads v2 */
     test_free(v2);
 }
 
@@ -452,6 +507,7 @@ static void test_agent_delivery__delta_apply_resumes_from_its_checkpoint(void **
     c = stats_of(agent);
     assert_int_equal(c.resumes, 1);
     assert_int_equal(c.delta_installs, 1);
+    assert_int_equal(c.blob_bytes, 0); /* the complete delta on storage was reused */
     mf_agent_free(agent);
     test_free(delta);
     test_free(v1);
@@ -549,6 +605,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_agent_delivery__cut_resumes_and_refetches_at_most_one_chunk),
         T(test_agent_delivery__progress_survives_a_restart),
+        T(test_agent_delivery__resume_reverifies_what_storage_holds),
         T(test_agent_delivery__200_to_a_range_restarts_from_zero),
         T(test_agent_delivery__wrong_content_range_is_refused),
         T(test_agent_delivery__new_etag_on_206_starts_over),

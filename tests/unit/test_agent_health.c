@@ -172,6 +172,7 @@ static void test_agent_health__manual_rollback(void **state)
 {
     struct fixture *fx = *state;
     mf_agent *agent = agent_with_v1(fx);
+    int reports;
 
     assert_int_equal(mf_agent_rollback(agent, "detector", NULL), MF_E_STATE);
     assert_non_null(strstr(mf_agent_errmsg(agent), "no previous version"));
@@ -181,7 +182,8 @@ static void test_agent_health__manual_rollback(void **state)
     assert_int_equal(mf_agent_rollback(agent, "detector", NULL), MF_OK);
     assert_rolled_back_to_v1(fx, agent, "manual rollback");
     assert_string_equal(fx->ready_version, "v1");
-    /* Survives a restart; the same release is not installed again. */
+    /* Survives a restart (as if `mf-agent rollback` ran in another process); the same
+     * release is not installed again. */
     mf_agent_free(agent);
     agent = NULL;
     assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
@@ -189,6 +191,12 @@ static void test_agent_health__manual_rollback(void **state)
     fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
     step_expect(agent, MF_OK);
     assert_active(agent, "v1", 'a');
+    /* The rollback (made before the restart) reaches the server once. */
+    assert_string_equal(fx->srv.report_status, "failed");
+    assert_non_null(strstr(fx->srv.report_detail, "rolled back: manual rollback"));
+    reports = fx->srv.n_report;
+    step_expect(agent, MF_OK);
+    assert_int_equal(fx->srv.n_report, reports);
     assert_int_equal(mf_agent_rollback(agent, "classifier", NULL), MF_E_STATE);
     assert_int_equal(mf_agent_rollback(agent, "other", NULL), MF_E_NOTFOUND);
     mf_agent_free(agent);
