@@ -23,7 +23,8 @@ mf_check() {
 
 # mf_stack_start DATA_DIR LOG_FILE: init the data dir and serve it on 127.0.0.1:<ephemeral>.
 # Sets MF_URL and MF_ADMIN_TOKEN_FILE, MF_ENROLL_TOKEN_FILE. With MF_TEST_STORE_URL set
-# (tests/pg/with_db.sh) the server runs on that PostgreSQL store, seeded with init's tokens.
+# (tests/pg/with_db.sh) the server runs on that PostgreSQL store, seeded with init's tokens;
+# MF_SERVE_ARGS adds serve options (word-split: bench/server/run.sh's --threads, limits).
 mf_stack_start() {
     local data=$1 log=$2
     "$BIN/mf-server" init --data-dir "$data" >>"$log" 2>&1
@@ -32,7 +33,7 @@ mf_stack_start() {
     fi
     rm -f "$data/port"
     "$BIN/mf-server" serve --data-dir "$data" --listen 127.0.0.1:0 --port-file "$data/port" \
-        ${MF_TEST_STORE_URL:+--store "$MF_TEST_STORE_URL"} >>"$log" 2>&1 &
+        ${MF_TEST_STORE_URL:+--store "$MF_TEST_STORE_URL"} ${MF_SERVE_ARGS:-} >>"$log" 2>&1 &
     MF_SERVER_PID=$!
     # Bounded wait: 100 x 0.1 s for the port file the server writes once it listens.
     for _ in $(seq 1 100); do

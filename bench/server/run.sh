@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Server benchmarks, side by side in one run on loopback with wrk (bench/server/README.md):
+#   1. blob serving: mf-server GET /v1/blobs/<sha256> vs nginx serving the same file, both
+#      with random 1 MiB Range requests (range.lua);
+#   2. check-ins: authenticated POST /v1/checkin (credential lookup, last-seen and sequence
+#      writes, a signed assignment) vs nginx serving a static JSON file of the same size;
+# each on the SQLite store and on PostgreSQL (a private, durable cluster from tests/pg/),
+# printed as ratios to nginx. Not a test: it takes about 6 x SECONDS plus set-up.
+# Usage: bench/server/run.sh BIN_DIR [SECONDS]   (BIN_DIR holds mf-server, mfctl, mf_pg_seed)
+# Tunables (environment): MF_BENCH_CONNS (16), MF_BENCH_WRK_THREADS (2), MF_BENCH_BLOB_MB (64),
+# MF_BENCH_DEVICES (64), MF_BENCH_SERVER_THREADS (4).
+set -euo pipefail
+BIN=$(cd "$1" && pwd)
+secs=${2:-10}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+conns=${MF_BENCH_CONNS:-16}
+wrk_threads=${MF_BENCH_WRK_THREADS:-2}
+blob_mb=${MF_BENCH_BLOB_MB:-64}
+devices=${MF_BENCH_DEVICES:-64}
+srv_threads=${MF_BENCH_SERVER_THREADS:-4}
+# shellcheck source=scripts/lib/stack.sh
+. "$root/scripts/lib/stack.sh"
+
+"$here/install-deps.sh"
+work=$(mktemp -d /tmp/mf-bench.XXXXXX)
+nginx_conf=""
+cleanup() {
+    [ -n "$nginx_conf" ] && nginx -c "$nginx_conf" -p "$work" -s stop 2>/dev/null
+    mf_stack_stop
+    bash "$root/tests/pg/stop.sh" "$work/pg" >/dev/null 2>&1
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# run_wrk NAME SCRIPT URL: runs wrk (SCRIPT "" for plain GETs), prints "<requests/s> <MiB/s>";
+# fails on any error reply.
+run_wrk() {
+    local name=$1 script=$2 url=$3 out="$work/$1.wrk" sopt=()
+    [ -n "$script" ] && sopt=(-s "$script")
+    wrk -t"$wrk_threads" -c"$conns" -d"${secs}s" --latency "${sopt[@]}" "$url" >"$out" 2>&1
+    if grep -q 'Non-2xx' "$out"; then
+        echo "$name: error replies:" >&2
+        cat "$out" >&2
+        return 1
+    fi
+    awk '/^Requests\/sec/ { rps = $2 }
+         /^Transfer\/sec/ { v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[A-Za-z]+$/, "", v);
+                            f = (u == "GB") ? 1024 : (u == "MB") ? 1 : (u == "KB") ? 1 / 1024 : 1 / 1048576;
+                            mib = v * f }
+         END { printf "%.0f %.1f\n", rps, mib }' "$out"
+}
+
+mf_make_model "$work/model.bin" $((blob_mb * 1048576)) bench
+sha=$(sha256sum "$work/model.bin" | cut -c1-64)
+export MF_SERVE_ARGS="--threads $srv_threads --log-level warn --delta-worker 0 \
+--device-rate 1000000 --device-burst 1000000 --conn-limit 1024"
+
+# bench_store LABEL: one mf-server (on MF_TEST_STORE_URL if set, else SQLite) with the model
+# published and $devices devices enrolled; sets blob_LABEL and checkin_LABEL.
+bench_store() {
+    local label=$1 data="$work/$1" i cred
+    mf_stack_start "$data" "$work/$label-server.log" || return 1
+    mf_trust_setup "$work/$label-keys" >/dev/null
+    mf_publish detector v1 "$work/model.bin" >/dev/null
+    : >"$work/$label.creds"
+    for i in $(seq 1 "$devices"); do
+        cred=$(curl -s -X POST -H 'Content-Type: application/json' \
+            --data "{\"enrollment_token\":\"$(cat "$MF_ENROLL_TOKEN_FILE")\",\"device_id\":\"dev-$i\"}" \
+            "$MF_URL/v1/enroll" | python3 -c 'import json,sys; print(json.load(sys.stdin)["credential"])')
+        echo "$cred" >>"$work/$label.creds"
+    done
+    cred=$(head -n 1 "$work/$label.creds")
+    # One answer as the benchmark requests it: its size is what nginx serves statically.
+    curl -s -H "Authorization: Bearer $cred" -H 'Content-Type: application/json' \
+        --data "{\"nonce\":\"00112233445566778899aabbccddeeff\",\"root_version\":1,\"keys_version\":1,\"models\":[{\"name\":\"detector\",\"version\":\"v1\",\"sha256\":\"$sha\"}]}" \
+        "$MF_URL/v1/checkin" >"$work/$label-checkin.json"
+    grep -q '"assignment"' "$work/$label-checkin.json" || { echo "$label: no assignment" >&2; return 1; }
+    blob=$(MF_PATH="/v1/blobs/$sha" MF_SIZE=$((blob_mb * 1048576)) MF_TOKEN=$cred \
+        run_wrk "$label-blob" "$here/range.lua" "$MF_URL")
+    checkin=$(MF_CREDS="$work/$label.creds" MF_MODEL=detector MF_VERSION=v1 MF_SHA256=$sha \
+        run_wrk "$label-checkin" "$here/checkin.lua" "$MF_URL")
+    eval "blob_$label='$blob'; checkin_$label='$checkin'"
+    mf_stack_stop
+}
+
+echo "bench: $(nproc) cores, wrk -t$wrk_threads -c$conns -d${secs}s, ${blob_mb} MiB blob, $devices devices, mf-server --threads $srv_threads"
+unset MF_TEST_STORE_URL
+bench_store sqlite
+
+MF_PG_DURABLE=1 bash "$root/tests/pg/start.sh" "$work/pg" >/dev/null
+pg_base=$(cat "$work/pg/url")
+psql -q "$pg_base" -c "CREATE DATABASE mfbench" >/dev/null
+MF_TEST_STORE_URL=$(printf '%s' "$pg_base" | sed -E 's#^(postgres(ql)?://[^/?]*)/[^?]*#\1/mfbench#')
+export MF_TEST_STORE_URL
+bench_store pg
+unset MF_TEST_STORE_URL
+
+# nginx: the same blob file (a hard link) and a static JSON file the size of a check-in answer.
+mkdir -p "$work/www"
+ln "$work/sqlite/blobs/${sha:0:2}/$sha" "$work/www/blob"
+json_size=$(stat -c %s "$work/sqlite-checkin.json")
+head -c "$json_size" "$work/sqlite-checkin.json" >"$work/www/checkin.json"
+port=$(free_port)
+nginx_conf="$work/nginx.conf"
+user_line=""
+[ "$(id -u)" -eq 0 ] && user_line="user root;"
+cat >"$nginx_conf" <<CONF
+$user_line
+worker_processes auto;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    types { application/json json; }
+    default_type application/octet-stream;
+    server { listen 127.0.0.1:$port; root $work/www; }
+}
+CONF
+nginx -c "$nginx_conf" -p "$work"
+for _ in $(seq 1 50); do [ -s "$work/nginx.pid" ] && break; sleep 0.1; done
+res=$(MF_PATH=/blob MF_SIZE=$((blob_mb * 1048576)) MF_TOKEN='' \
+    run_wrk nginx-blob "$here/range.lua" "http://127.0.0.1:$port")
+read -r nginx_blob_rps nginx_blob_mib <<<"$res"
+res=$(run_wrk nginx-json "" "http://127.0.0.1:$port/checkin.json")
+read -r nginx_json_rps nginx_json_mib <<<"$res"
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }'; }
+set -- $blob_sqlite
+bs_rps=$1 bs_mib=$2
+set -- $blob_pg
+bp_rps=$1 bp_mib=$2
+set -- $checkin_sqlite
+cs_rps=$1
+set -- $checkin_pg
+cp_rps=$1
+printf '\n%-44s %12s %10s %8s\n' "benchmark" "requests/s" "MiB/s" "ratio"
+printf '%-44s %12s %10s %8s\n' "blob, 1 MiB ranges: nginx" "$nginx_blob_rps" "$nginx_blob_mib" "1.00"
+printf '%-44s %12s %10s %8s\n' "blob, 1 MiB ranges: mf-server (SQLite)" "$bs_rps" "$bs_mib" "$(ratio "$bs_mib" "$nginx_blob_mib")"
+printf '%-44s %12s %10s %8s\n' "blob, 1 MiB ranges: mf-server (PostgreSQL)" "$bp_rps" "$bp_mib" "$(ratio "$bp_mib" "$nginx_blob_mib")"
+printf '%-44s %12s %10s %8s\n' "static JSON, $json_size B: nginx" "$nginx_json_rps" "$nginx_json_mib" "1.00"
+printf '%-44s %12s %10s %8s\n' "check-in, $json_size B answer: mf-server (SQLite)" "$cs_rps" "-" "$(ratio "$cs_rps" "$nginx_json_rps")"
+printf '%-44s %12s %10s %8s\n' "check-in, $json_size B answer: mf-server (PostgreSQL)" "$cp_rps" "-" "$(ratio "$cp_rps" "$nginx_json_rps")"
+echo "targets: blob >= 0.90 x nginx; check-ins >= 0.30 x nginx static"
