@@ -160,6 +160,35 @@ static const char *const pg_migrations[] = {
     "  uncertain BIGINT NOT NULL,"
     "  updated_at BIGINT NOT NULL,"
     "  PRIMARY KEY (model, version, method, source));",
+    /* 5: rollouts (see sqlite.c). */
+    "CREATE TABLE telemetry ("
+    "  device_id TEXT NOT NULL,"
+    "  model TEXT NOT NULL,"
+    "  version TEXT NOT NULL,"
+    "  report TEXT NOT NULL,"
+    "  reported_at BIGINT NOT NULL,"
+    "  PRIMARY KEY (model, device_id, version));"
+    "CREATE TABLE rollouts ("
+    "  id BIGSERIAL PRIMARY KEY,"
+    "  model TEXT NOT NULL,"
+    "  version TEXT NOT NULL,"
+    "  prev_version TEXT NOT NULL,"
+    "  state TEXT NOT NULL,"
+    "  wave BIGINT NOT NULL,"
+    "  wave_started_at BIGINT NOT NULL,"
+    "  created_at BIGINT NOT NULL,"
+    "  updated_at BIGINT NOT NULL,"
+    "  plan TEXT NOT NULL,"
+    "  breach TEXT NOT NULL DEFAULT '');"
+    "CREATE INDEX rollouts_by_model ON rollouts(model, id);"
+    "CREATE TABLE rollout_events ("
+    "  seq BIGSERIAL PRIMARY KEY,"
+    "  rollout_id BIGINT NOT NULL,"
+    "  at BIGINT NOT NULL,"
+    "  kind TEXT NOT NULL,"
+    "  detail TEXT NOT NULL);"
+    "CREATE INDEX rollout_events_by_rollout ON rollout_events(rollout_id, seq);",
+
 };
 
 #define PG_SCHEMA_LATEST ((int)(sizeof(pg_migrations) / sizeof(pg_migrations[0])))
@@ -935,6 +964,11 @@ static int pg_statuses_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_
         .sample_batch_put = mf_pg__sample_batch_put, .sample_label = mf_pg__sample_label,          \
         .samples_walk = mf_pg__samples_walk, .samples_delete = mf_pg__samples_delete,              \
         .hist_add = mf_pg__hist_add, .hists_list = mf_pg__hists_list,                              \
+        .job_claim_kind = mf_pg__job_claim_kind, .telemetry_put = mf_pg__telemetry_put,            \
+        .telemetry_list = mf_pg__telemetry_list, .rollout_put = mf_pg__rollout_put,                \
+        .rollout_get = mf_pg__rollout_get, .rollouts_list = mf_pg__rollouts_list,                  \
+        .rollout_event_add = mf_pg__rollout_event_add,                                             \
+        .rollout_events_list = mf_pg__rollout_events_list,                                         \
     }
 
 const struct mf_store_ops mf_store__pg_ops = PG_OPS("postgresql", pg_open);

@@ -306,8 +306,9 @@ int mf_pg__job_enqueue(struct mf_store *base, struct mf_ctx *ctx, const char *ki
                       &p, "enqueueing a job");
 }
 
-static int claim_tx(struct mf_store_job *out, PGconn *c, struct mf_ctx *ctx, const char *owner,
-                    int64_t now, int64_t lease_s)
+/* `kind` NULL: any kind. */
+static int claim_tx(struct mf_store_job *out, PGconn *c, struct mf_ctx *ctx, const char *kind,
+                    const char *owner, int64_t now, int64_t lease_s)
 {
     struct mf_pg_params p = {0};
     PGresult *res = NULL;
@@ -326,13 +327,14 @@ static int claim_tx(struct mf_store_job *out, PGconn *c, struct mf_ctx *ctx, con
     mf_pg__param_text(&p, owner);
     mf_pg__param_i64(&p, now);
     mf_pg__param_i64(&p, lease_s);
+    mf_pg__param_text(&p, kind ? kind : "");
     /* SKIP LOCKED: a row another node is claiming right now is passed over, so each job
      * goes to exactly one claimer and nobody waits. */
     err = mf_pg__query(&res, c, ctx,
                        "UPDATE jobs SET state = 'running', owner = $1, lease_until = $2 + $3,"
                        " attempts = attempts + 1 WHERE id = (SELECT id FROM jobs"
-                       " WHERE state = 'queued' OR (state = 'running' AND lease_until <= $2)"
-                       " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)"
+                       " WHERE (state = 'queued' OR (state = 'running' AND lease_until <= $2))"
+                       " AND ($4 = '' OR kind = $4) ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)"
                        " RETURNING id, kind, arg, attempts",
                        &p, "claiming a job");
     if (err == MF_OK && PQntuples(res) == 1) {
@@ -354,7 +356,18 @@ int mf_pg__job_claim(struct mf_store_job *out, struct mf_store *base, struct mf_
     int err;
 
     memset(out, 0, sizeof(*out));
-    MF_PG_IN_TRANSACTION(base, ctx, c, claim_tx(out, c, ctx, owner, now, lease_s));
+    MF_PG_IN_TRANSACTION(base, ctx, c, claim_tx(out, c, ctx, NULL, owner, now, lease_s));
+    return err;
+}
+
+int mf_pg__job_claim_kind(struct mf_store_job *out, struct mf_store *base, struct mf_ctx *ctx,
+                          const char *kind, const char *owner, int64_t now, int64_t lease_s)
+{
+    PGconn *c = NULL;
+    int err;
+
+    memset(out, 0, sizeof(*out));
+    MF_PG_IN_TRANSACTION(base, ctx, c, claim_tx(out, c, ctx, kind, owner, now, lease_s));
     return err;
 }
 

@@ -103,4 +103,23 @@ int mf_pg__hist_add(struct mf_store *s, struct mf_ctx *ctx, const struct mf_stor
 int mf_pg__hists_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                       mf_store_hist_fn fn, void *payload);
 
+/* pg_fleet.c: job_claim restricted to one kind. pg_rollout.c: the ops of the rollout
+ * migration. Semantics as in store.h. */
+int mf_pg__job_claim_kind(struct mf_store_job *out, struct mf_store *s, struct mf_ctx *ctx,
+                          const char *kind, const char *owner, int64_t now, int64_t lease_s);
+int mf_pg__telemetry_put(struct mf_store *s, struct mf_ctx *ctx,
+                         const struct mf_store_telemetry *t);
+int mf_pg__telemetry_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                          mf_store_telemetry_fn fn, void *payload);
+int mf_pg__rollout_put(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_rollout *r,
+                       const char *expect_state);
+int mf_pg__rollout_get(struct mf_store_rollout *out, struct mf_store *s, struct mf_ctx *ctx,
+                       int64_t id);
+int mf_pg__rollouts_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                         mf_store_rollout_fn fn, void *payload);
+int mf_pg__rollout_event_add(struct mf_store *s, struct mf_ctx *ctx,
+                             const struct mf_store_rollout_event *e);
+int mf_pg__rollout_events_list(struct mf_store *s, struct mf_ctx *ctx, int64_t rollout_id,
+                               mf_store_rollout_event_fn fn, void *payload);
+
 #endif /* MF_SERVER_STORE_PG_STORE_H */

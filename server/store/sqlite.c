@@ -169,6 +169,37 @@ static const char *const store_migrations[] = {
     "  uncertain INTEGER NOT NULL,"
     "  updated_at INTEGER NOT NULL,"
     "  PRIMARY KEY (model, version, method, source));",
+    /* 5: rollouts (docs/rollouts.md): each device's newest cumulative runtime report per
+     * (model, version), replaced and never added; rollouts with their wave state; the
+     * events of each rollout (advances, pauses, the red line that halted it). */
+    "CREATE TABLE telemetry ("
+    "  device_id TEXT NOT NULL,"
+    "  model TEXT NOT NULL,"
+    "  version TEXT NOT NULL,"
+    "  report TEXT NOT NULL,"
+    "  reported_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (model, device_id, version));"
+    "CREATE TABLE rollouts ("
+    "  id INTEGER PRIMARY KEY,"
+    "  model TEXT NOT NULL,"
+    "  version TEXT NOT NULL,"
+    "  prev_version TEXT NOT NULL,"
+    "  state TEXT NOT NULL,"
+    "  wave INTEGER NOT NULL,"
+    "  wave_started_at INTEGER NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL,"
+    "  plan TEXT NOT NULL,"
+    "  breach TEXT NOT NULL DEFAULT '');"
+    "CREATE INDEX rollouts_by_model ON rollouts(model, id);"
+    "CREATE TABLE rollout_events ("
+    "  seq INTEGER PRIMARY KEY,"
+    "  rollout_id INTEGER NOT NULL,"
+    "  at INTEGER NOT NULL,"
+    "  kind TEXT NOT NULL,"
+    "  detail TEXT NOT NULL);"
+    "CREATE INDEX rollout_events_by_rollout ON rollout_events(rollout_id, seq);",
+
 };
 
 #define STORE_SCHEMA_LATEST ((int)(sizeof(store_migrations) / sizeof(store_migrations[0])))
@@ -1376,8 +1407,9 @@ static int sqlite_job_enqueue(struct mf_store *base, struct mf_ctx *ctx, const c
                 "tti", kind, arg, now);
 }
 
+/* `kind` NULL: any kind. */
 static int claim_locked(struct mf_store_job *out, struct sqlite_store *s, struct mf_ctx *ctx,
-                        const char *owner, int64_t now, int64_t lease_s)
+                        const char *kind, const char *owner, int64_t now, int64_t lease_s)
 {
     sqlite3_stmt *st = NULL;
     int err, rc;
@@ -1392,13 +1424,16 @@ static int claim_locked(struct mf_store_job *out, struct sqlite_store *s, struct
     err = db_prepare(&st, s, ctx,
                      "UPDATE jobs SET state = 'running', owner = ?1, lease_until = ?2 + ?3,"
                      " attempts = attempts + 1 WHERE id = (SELECT id FROM jobs"
-                     " WHERE state = 'queued' OR (state = 'running' AND lease_until <= ?2)"
+                     " WHERE (state = 'queued' OR (state = 'running' AND lease_until <= ?2))"
+                     " AND (?4 IS NULL OR kind = ?4)"
                      " ORDER BY id LIMIT 1) RETURNING id, kind, arg, attempts");
     if (err < 0)
         return err;
     sqlite3_bind_text(st, 1, owner, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, now);
     sqlite3_bind_int64(st, 3, lease_s);
+    if (kind)
+        sqlite3_bind_text(st, 4, kind, -1, SQLITE_STATIC);
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         out->id = sqlite3_column_int64(st, 0);
@@ -1423,7 +1458,19 @@ static int sqlite_job_claim(struct mf_store_job *out, struct mf_store *base, str
     memset(out, 0, sizeof(*out));
     /* BEGIN IMMEDIATE takes the write lock first, so two processes on one file cannot
      * both read the same queued row before either updates it. */
-    IN_TRANSACTION(s, ctx, claim_locked(out, s, ctx, owner, now, lease_s));
+    IN_TRANSACTION(s, ctx, claim_locked(out, s, ctx, NULL, owner, now, lease_s));
+    return err;
+}
+
+static int sqlite_job_claim_kind(struct mf_store_job *out, struct mf_store *base,
+                                 struct mf_ctx *ctx, const char *kind, const char *owner,
+                                 int64_t now, int64_t lease_s)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    int err;
+
+    memset(out, 0, sizeof(*out));
+    IN_TRANSACTION(s, ctx, claim_locked(out, s, ctx, kind, owner, now, lease_s));
     return err;
 }
 
@@ -1646,4 +1693,12 @@ const struct mf_store_ops mf_store__sqlite_ops = {
     .samples_delete = mf_sqlite__samples_delete,
     .hist_add = mf_sqlite__hist_add,
     .hists_list = mf_sqlite__hists_list,
+    .job_claim_kind = sqlite_job_claim_kind,
+    .telemetry_put = mf_sqlite__telemetry_put,
+    .telemetry_list = mf_sqlite__telemetry_list,
+    .rollout_put = mf_sqlite__rollout_put,
+    .rollout_get = mf_sqlite__rollout_get,
+    .rollouts_list = mf_sqlite__rollouts_list,
+    .rollout_event_add = mf_sqlite__rollout_event_add,
+    .rollout_events_list = mf_sqlite__rollout_events_list,
 };

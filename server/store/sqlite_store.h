@@ -32,4 +32,20 @@ int mf_sqlite__hist_add(struct mf_store *s, struct mf_ctx *ctx, const struct mf_
 int mf_sqlite__hists_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                           mf_store_hist_fn fn, void *payload);
 
+/* sqlite_rollout.c: the ops of the rollout migration, semantics as in store.h. */
+int mf_sqlite__telemetry_put(struct mf_store *s, struct mf_ctx *ctx,
+                             const struct mf_store_telemetry *t);
+int mf_sqlite__telemetry_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                              mf_store_telemetry_fn fn, void *payload);
+int mf_sqlite__rollout_put(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_rollout *r,
+                           const char *expect_state);
+int mf_sqlite__rollout_get(struct mf_store_rollout *out, struct mf_store *s, struct mf_ctx *ctx,
+                           int64_t id);
+int mf_sqlite__rollouts_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                             mf_store_rollout_fn fn, void *payload);
+int mf_sqlite__rollout_event_add(struct mf_store *s, struct mf_ctx *ctx,
+                                 const struct mf_store_rollout_event *e);
+int mf_sqlite__rollout_events_list(struct mf_store *s, struct mf_ctx *ctx, int64_t rollout_id,
+                                   mf_store_rollout_event_fn fn, void *payload);
+
 #endif /* MF_SERVER_STORE_SQLITE_STORE_H */

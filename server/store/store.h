@@ -197,6 +197,49 @@ struct mf_store_hist {
 typedef int (*mf_store_sample_fn)(void *payload, const struct mf_store_sample *smp);
 typedef int (*mf_store_hist_fn)(void *payload, const struct mf_store_hist *h);
 
+/* ---- Rollouts (docs/rollouts.md): device runtime reports, rollouts and their events ---- */
+
+/* One device's newest cumulative report of one (model, version): the JSON object of one
+ * entry of the check-in's telemetry "versions" array (docs/protocol.md), as text, bounded
+ * by MF_STORE_TELEMETRY_MAX. Borrowed in visits. */
+#define MF_STORE_TELEMETRY_MAX (16u * 1024u)
+
+struct mf_store_telemetry {
+    char device_id[MF_STORE_NAME_SIZE];
+    char model[MF_STORE_NAME_SIZE];
+    char version[MF_STORE_NAME_SIZE];
+    const char *report;
+    int64_t reported_at;
+};
+
+#define MF_STORE_PLAN_MAX (8u * 1024u) /* a rollout plan's JSON text */
+#define MF_STORE_BREACH_MAX 255        /* the breach record, one line */
+
+/* A rollout of `version` of `model`, replacing `prev_version` (docs/rollouts.md). */
+struct mf_store_rollout {
+    int64_t id; /* set by rollout_put on insert */
+    char model[MF_STORE_NAME_SIZE];
+    char version[MF_STORE_NAME_SIZE];
+    char prev_version[MF_STORE_NAME_SIZE];
+    char state[16]; /* running, paused, done, aborted, halted, rolled_back */
+    int wave;       /* waves 0..wave are admitted */
+    int64_t wave_started_at;
+    int64_t created_at, updated_at;
+    char plan[MF_STORE_PLAN_MAX + 1];
+    char breach[MF_STORE_BREACH_MAX + 1]; /* "" unless halted by a red line */
+};
+
+struct mf_store_rollout_event {
+    int64_t rollout_id;
+    int64_t at;
+    char kind[16];                        /* created, advanced, paused, ..., halted */
+    char detail[MF_STORE_BREACH_MAX + 1]; /* e.g. the line and its numbers */
+};
+
+typedef int (*mf_store_telemetry_fn)(void *payload, const struct mf_store_telemetry *t);
+typedef int (*mf_store_rollout_fn)(void *payload, const struct mf_store_rollout *r);
+typedef int (*mf_store_rollout_event_fn)(void *payload, const struct mf_store_rollout_event *e);
+
 struct mf_store;
 
 struct mf_store_ops {
@@ -378,6 +421,37 @@ struct mf_store_ops {
      * source. */
     int (*hists_list)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                       mf_store_hist_fn fn, void *payload);
+    /* ---- Appended with the rollout migration (docs/rollouts.md). Every backend
+     * implements each of these with the semantics stated here. ---- */
+
+    /* job_claim restricted to jobs of `kind`, so a worker never burns a kind it does not
+     * run; otherwise the same semantics. */
+    int (*job_claim_kind)(struct mf_store_job *out, struct mf_store *s, struct mf_ctx *ctx,
+                          const char *kind, const char *owner, int64_t now, int64_t lease_s);
+    /* Stores the report of (device, model, version), replacing the one stored (cumulative
+     * totals: never added). MF_E_LIMIT beyond MF_STORE_TELEMETRY_MAX bytes. */
+    int (*telemetry_put)(struct mf_store *s, struct mf_ctx *ctx,
+                         const struct mf_store_telemetry *t);
+    /* Visits the reports of `model`, by device id then version. */
+    int (*telemetry_list)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                          mf_store_telemetry_fn fn, void *payload);
+    /* Inserts a rollout when r->id is 0 (sets r->id) or updates rollout r->id; an update
+     * with `expect_state` non-empty changes the row only while its state is that one
+     * (MF_E_STATE otherwise), so an admin action and the evaluation never overwrite each
+     * other. MF_E_NOTFOUND for an unknown id. */
+    int (*rollout_put)(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_rollout *r,
+                       const char *expect_state);
+    /* MF_E_NOTFOUND for an unknown id. */
+    int (*rollout_get)(struct mf_store_rollout *out, struct mf_store *s, struct mf_ctx *ctx,
+                       int64_t id);
+    /* Visits the rollouts of `model` ("" every model), newest first. */
+    int (*rollouts_list)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                         mf_store_rollout_fn fn, void *payload);
+    /* Appends an event to a rollout's history; events_list visits them oldest first. */
+    int (*rollout_event_add)(struct mf_store *s, struct mf_ctx *ctx,
+                             const struct mf_store_rollout_event *e);
+    int (*rollout_events_list)(struct mf_store *s, struct mf_ctx *ctx, int64_t rollout_id,
+                               mf_store_rollout_event_fn fn, void *payload);
 };
 
 struct mf_store {
