@@ -8,6 +8,7 @@
 
 #include "mf_strbuf.h"
 
+#include <float.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -56,7 +57,13 @@ float mf_offload_hist_quantile(const uint32_t hist[MF_OFFLOAD_HIST_BINS], float 
         return 0.0f;
     if (rate >= 1.0f)
         return 1.0f;
+    /*
+     * `rate` is a float: 0.1f is 0.10000000149, so 0.1 of 10 samples would ask for 1.0000000149
+     * samples and step past the bin that holds exactly the first one. Take off one float
+     * rounding step so a whole-number target lands on its own bin.
+     */
     want = (double)rate * total;
+    want -= want * (double)FLT_EPSILON;
     for (int i = 0; i < MF_OFFLOAD_HIST_BINS; i++) {
         if (hist[i] && cum + hist[i] >= want)
             return (float)((i + (want - cum) / hist[i]) / MF_OFFLOAD_HIST_BINS);

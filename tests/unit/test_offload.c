@@ -428,6 +428,20 @@ static void test_offload__histogram_quantile_and_merge(void **state)
     assert_true(fabsf(q - 0.1f) < 0.011f);
     q = mf_offload_hist_quantile(a.hist, 0.5f);
     assert_true(fabsf(q - 0.5f) < 0.011f);
+    {
+        /* One sample in each of 10 spread bins: the 0.1 quantile is inside the first sample's
+         * bin, not the second's (0.1f * 10 is a hair above 1 in float arithmetic). */
+        uint32_t ten[MF_OFFLOAD_HIST_BINS] = {0};
+        const int step = MF_OFFLOAD_HIST_BINS / 10;
+
+        for (int i = 0; i < 10; i++)
+            ten[i * step] = 1;
+        q = mf_offload_hist_quantile(ten, 0.1f);
+        assert_true(q <= 1.0f / MF_OFFLOAD_HIST_BINS);
+        q = mf_offload_hist_quantile(ten, 0.3f);
+        assert_true(q > (float)(2 * step) / MF_OFFLOAD_HIST_BINS);
+        assert_true(q <= (float)(2 * step + 1) / MF_OFFLOAD_HIST_BINS);
+    }
     a.asked = 1000;
     b.asked = 2;
     b.bytes_up = UINT64_MAX;
