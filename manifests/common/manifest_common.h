@@ -8,6 +8,7 @@
 #ifndef MF_MANIFEST_COMMON_H
 #define MF_MANIFEST_COMMON_H
 
+#include "mf_base64.h"
 #include "mf/manifest.h"
 #include "mf_ctx.h"
 
@@ -62,15 +63,6 @@ struct mf_menvelope {
     struct mf_msig sigs[MF_MANIFEST_MAX_SIGS];
     size_t nsigs;
 };
-
-/* base64: encode with the standard alphabet and padding; decode either alphabet. */
-size_t mf_manifest__b64_encoded_len(size_t n);
-/* Writes mf_manifest__b64_encoded_len(n) characters plus NUL into out. */
-void mf_manifest__b64_encode(char *out, const uint8_t *in, size_t n);
-/* Decodes into out (room `cap`); MF_E_INVALID on a bad character or length, MF_E_LIMIT when
- * the result would not fit. */
-int mf_manifest__b64_decode(uint8_t *out, size_t cap, size_t *out_len, const char *in,
-                            size_t in_len);
 
 /* Writes "DSSEv1 <len(type)> <type> <payload_len> " (no NUL) into out; returns its length,
  * or 0 when type is empty or longer than MF_MANIFEST_TYPE_MAX. */

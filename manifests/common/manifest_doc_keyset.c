@@ -40,7 +40,7 @@ static int parse_key(struct mf_mkey *key, struct mf_ctx *ctx, const cJSON *item)
     err = mf_manifest__json_str(&s, ctx, item, "public", 128);
     if (err < 0)
         return err;
-    err = mf_manifest__b64_decode(key->der, sizeof(key->der), &n, s, strlen(s));
+    err = mf_base64__decode(key->der, sizeof(key->der), &n, s, strlen(s));
     if (err < 0 || n != MF_MANIFEST_SPKI_LEN ||
         memcmp(key->der, spki_p256_prefix, sizeof(spki_p256_prefix)) != 0)
         return mf_fail(ctx, MF_E_INVALID,

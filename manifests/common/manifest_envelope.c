@@ -40,7 +40,7 @@ static int parse_sig(struct mf_msig *sig, struct mf_ctx *ctx, const cJSON *item,
     err = mf_manifest__json_str(&s, ctx, item, "sig", 96);
     if (err < 0)
         return err;
-    err = mf_manifest__b64_decode(sig->sig, sizeof(sig->sig), &sig->sig_len, s, strlen(s));
+    err = mf_base64__decode(sig->sig, sizeof(sig->sig), &sig->sig_len, s, strlen(s));
     if (err < 0 || sig->sig_len == 0)
         return mf_fail(ctx, MF_E_INVALID, "envelope: signature %zu is not valid base64", idx);
     return MF_OK;
@@ -76,7 +76,7 @@ static int parse_fields(struct mf_menvelope *env, struct mf_ctx *ctx, const cJSO
     env->payload = mf_ctx__alloc(ctx, cap);
     if (!env->payload)
         return mf_fail(ctx, MF_E_NOMEM, "envelope: no memory for a %zu-byte payload", cap);
-    err = mf_manifest__b64_decode(env->payload, cap, &env->payload_len, s, n);
+    err = mf_base64__decode(env->payload, cap, &env->payload_len, s, n);
     if (err < 0)
         return mf_fail(ctx, MF_E_INVALID, "envelope: payload is not valid base64");
     if (env->payload_len == 0)

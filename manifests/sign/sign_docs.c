@@ -59,7 +59,7 @@ static int add_role(cJSON *keys, cJSON *roles, struct mf_manifest_signer *s, con
         if (err < 0)
             return err;
         mf_hex__encode(hex, id, sizeof(id));
-        mf_manifest__b64_encode(b64, der, sizeof(der));
+        mf_base64__encode(b64, der, sizeof(der));
         if (!cJSON_AddItemToArray(ids, cJSON_CreateString(hex)))
             return mf_fail(&s->ctx, MF_E_NOMEM, "no memory for role '%s'", name);
         if (cJSON_GetObjectItemCaseSensitive(keys, hex))

@@ -35,13 +35,13 @@ static int sign_one(uint8_t *sig, size_t *sig_len, struct mf_ctx *ctx, EVP_PKEY 
 
 static int append_b64(struct mf_dynbuf *b, struct mf_ctx *ctx, const void *p, size_t n)
 {
-    size_t enc = mf_manifest__b64_encoded_len(n);
+    size_t enc = mf_base64__encoded_len(n);
     char *tmp = mf_ctx__alloc(ctx, enc + 1);
     int err;
 
     if (!tmp)
         return MF_E_NOMEM;
-    mf_manifest__b64_encode(tmp, p, n);
+    mf_base64__encode(tmp, p, n);
     err = mf_dynbuf__append(b, tmp, enc);
     mf_ctx__free(ctx, tmp);
     return err;

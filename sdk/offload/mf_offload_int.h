@@ -80,7 +80,6 @@ int mf_offload__wire_parse_answer(struct mf_ctx *ctx, mf_offload_answer *ans, fl
 /* Checks a batch ack echoes `batch_id`. */
 int mf_offload__wire_parse_ack(struct mf_ctx *ctx, const char *batch_id, const char *body,
                                size_t len);
-void mf_offload__hex(char *out, const uint8_t *id, size_t n);
 
 /* ---- queue (offload_queue.c) ---- */
 struct mf_offload_queue {

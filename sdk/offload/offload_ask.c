@@ -7,6 +7,7 @@
  * sample, so the data team still gets it.
  */
 #include "mf_offload_int.h"
+#include "mf_hex.h"
 
 #include <string.h>
 
@@ -62,7 +63,7 @@ int mf_offload__ask_teacher(mf_offload *o, mf_offload_answer *ans, float *probs,
     err = mf_offload__http(o);
     if (err < 0)
         return err;
-    mf_offload__hex(rid, r->id, MF_OFFLOAD_ID_LEN);
+    mf_hex__encode(rid, r->id, MF_OFFLOAD_ID_LEN);
     mf_dynbuf__init(&body, &o->ctx.alloc, 2 * o->max_record + 1024);
     err = build_ask(o, &body, r, rid);
     if (err < 0) {

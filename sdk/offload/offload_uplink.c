@@ -12,6 +12,7 @@
  * not come back in lockstep.
  */
 #include "mf_offload_int.h"
+#include "mf_hex.h"
 
 #include <string.h>
 
@@ -133,7 +134,7 @@ static int drain_one(mf_offload *o)
         (void)mf_offload__put_u64(b.id, mf_offload__rng_next(&o->rng));
         (void)mf_offload__put_u64(b.id + 8, mf_offload__rng_next(&o->rng));
     }
-    mf_offload__hex(b.id_hex, b.id, sizeof(b.id));
+    mf_hex__encode(b.id_hex, b.id, sizeof(b.id));
     err = collect(o, &b);
     if (err >= 0 && b.consumed == 0 && !q->inflight)
         err = MF_AGAIN;

@@ -6,6 +6,8 @@
  * round-trip a float32 exactly.
  */
 #include "mf_offload_int.h"
+#include "mf_base64.h"
+#include "mf_hex.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -15,45 +17,19 @@ static const char *const kind_names[] = {"hard", "audit"};
 static const char *const method_names[] = {"max_softmax", "margin", "entropy"};
 static const char *const output_names[] = {"logits", "probs"};
 
-void mf_offload__hex(char *out, const uint8_t *id, size_t n)
-{
-    static const char digits[] = "0123456789abcdef";
-
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[id[i] >> 4];
-        out[2 * i + 1] = digits[id[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
-/* Appends the base64 of `p` in chunks of 48 input bytes (64 characters). */
+/* Appends the base64 of `p`, 48 input bytes (64 characters) at a time. */
 static int append_base64(struct mf_dynbuf *b, const uint8_t *p, size_t n)
 {
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char out[64];
-    size_t o = 0;
-    int err;
+    char out[65];
+    int err = MF_OK;
 
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16;
-        size_t left = n - i;
+    for (size_t i = 0; i < n && err >= 0; i += 48) {
+        size_t take = n - i < 48 ? n - i : 48;
 
-        if (left > 1)
-            v |= (uint32_t)p[i + 1] << 8;
-        if (left > 2)
-            v |= p[i + 2];
-        out[o++] = tab[v >> 18];
-        out[o++] = tab[(v >> 12) & 63];
-        out[o++] = left > 1 ? tab[(v >> 6) & 63] : '=';
-        out[o++] = left > 2 ? tab[v & 63] : '=';
-        if (o == sizeof(out)) {
-            err = mf_dynbuf__append(b, out, o);
-            if (err < 0)
-                return err;
-            o = 0;
-        }
+        mf_base64__encode(out, p + i, take);
+        err = mf_dynbuf__append(b, out, mf_base64__encoded_len(take));
     }
-    return o ? mf_dynbuf__append(b, out, o) : MF_OK;
+    return err;
 }
 
 static int append_float(struct mf_dynbuf *b, const char *sep, float f)
@@ -68,7 +44,7 @@ int mf_offload__wire_sample(struct mf_dynbuf *b, const char *model,
     char id[MF_OFFLOAD_ID_HEX + 1];
     int err;
 
-    mf_offload__hex(id, r->id, MF_OFFLOAD_ID_LEN);
+    mf_hex__encode(id, r->id, MF_OFFLOAD_ID_LEN);
     err = mf_dynbuf__appendf(b,
                              "{\"id\":\"%s\",\"kind\":\"%s\",\"model\":\"%s\",\"model_version\":"
                              "\"%s\",\"method\":\"%s\",\"score\":",

@@ -199,9 +199,9 @@ static int read_blob_b64(char **out, struct mf_ctx *ctx, const char *root, const
     if (fd >= 0)
         (void)close(fd);
     if (err == MF_OK) {
-        *out = mf_alloc(&ctx->alloc, mf_manifest__b64_encoded_len((size_t)size) + 1);
+        *out = mf_alloc(&ctx->alloc, mf_base64__encoded_len((size_t)size) + 1);
         if (*out)
-            mf_manifest__b64_encode(*out, raw, (size_t)size);
+            mf_base64__encode(*out, raw, (size_t)size);
         else
             err = mf_fail(ctx, MF_E_NOMEM, "out of memory exporting input %s", sha);
     }

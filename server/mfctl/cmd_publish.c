@@ -9,6 +9,7 @@
  * against X-MF-Sha256, so a file that changes between the passes is refused.
  */
 #include "mfctl.h"
+#include "mf_hex.h"
 #include "cmd_keys.h"
 
 #include <cjson/cJSON.h>
@@ -123,17 +124,6 @@ FILE *mfctl__open_model(struct mfctl *c, const char *path, uint64_t *size)
     return f;
 }
 
-void mfctl__hex(char *out, const uint8_t *p, size_t n)
-{
-    static const char digits[] = "0123456789abcdef";
-
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[p[i] >> 4];
-        out[2 * i + 1] = digits[p[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 int mfctl__cmd_upload(struct mfctl *c, int argc, char **argv)
 {
     mf_manifest_release_spec spec = {.chunk_size = MFCTL_DEFAULT_CHUNK};
@@ -164,7 +154,7 @@ int mfctl__cmd_upload(struct mfctl *c, int argc, char **argv)
     mf_http__response_init(&resp, &c->http);
     err = mfctl__hash_model(&spec, &chunks, c, argv[3]);
     mf_free(&c->ctx.alloc, chunks);
-    mfctl__hex(sha_hex, spec.sha256, sizeof(spec.sha256));
+    mf_hex__encode(sha_hex, spec.sha256, sizeof(spec.sha256));
     if (err >= 0)
         err = mfctl__upload(c, &resp, argv[1], argv[2], f, size, sha_hex);
     (void)fclose(f);

@@ -8,6 +8,7 @@
  * There is no unsigned publish: without --release-key the command refuses to run.
  */
 #include "mfctl.h"
+#include "mf_hex.h"
 #include "cmd_keys.h"
 
 #include <cjson/cJSON.h>
@@ -167,7 +168,7 @@ static int publish(struct mfctl *c, const struct publish_args *a, FILE *f, uint6
     if (err >= 0)
         err = mfctl__release_sign(&env, &len, keyid, &spec, c, s, a->pos[2],
                                   (const char *const *)a->keys, a->nkeys);
-    mfctl__hex(sha_hex, spec.sha256, sizeof(spec.sha256));
+    mf_hex__encode(sha_hex, spec.sha256, sizeof(spec.sha256));
     if (err >= 0 && spec.size != size)
         err = mf_fail(&c->ctx, MF_E_IO, "%s changed while being signed", a->pos[2]);
     if (err >= 0)

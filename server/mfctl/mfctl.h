@@ -72,8 +72,6 @@ int mfctl__put_release(struct mfctl *c, struct mf_http_response *resp, const cha
 int mfctl__check_names(struct mfctl *c, const char *name, const char *version);
 /* FILE as a regular file and its size; NULL after printing why not. */
 FILE *mfctl__open_model(struct mfctl *c, const char *path, uint64_t *size);
-/* Lower-case hex of `n` bytes into `out` (2n + 1 bytes). */
-void mfctl__hex(char *out, const uint8_t *p, size_t n);
 int mfctl__cmd_models(struct mfctl *c, int argc, char **argv);
 int mfctl__cmd_devices(struct mfctl *c, int argc, char **argv);
 int mfctl__cmd_versions(struct mfctl *c, int argc, char **argv);

@@ -125,7 +125,7 @@ static int parse_input(struct mf_offload_sample_in *out, struct mf_ctx *ctx, con
     out->input = mf_alloc(&ctx->alloc, cap);
     if (!out->input)
         return mf_fail(ctx, MF_E_NOMEM, "out of memory decoding sample %s", out->row.id);
-    err = mf_manifest__b64_decode(out->input, cap, &out->input_len, in, len);
+    err = mf_base64__decode(out->input, cap, &out->input_len, in, len);
     if (err < 0 || !out->input_len)
         return mf_fail(ctx, MF_E_INVALID, "sample %s: 'input' is not base64", out->row.id);
     if (out->input_len > max_input)

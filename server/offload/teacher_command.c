@@ -154,14 +154,14 @@ static int build_request(struct mf_dynbuf *req, struct mf_ctx *ctx,
                          const struct mf_teacher_config *c, const uint8_t *input, size_t len,
                          size_t n_classes)
 {
-    size_t b64 = mf_manifest__b64_encoded_len(len);
+    size_t b64 = mf_base64__encoded_len(len);
     int err = mf_dynbuf__appendf(req, "{\"model\":\"%s\",\"n_classes\":%zu,\"input\":\"", c->model,
                                  n_classes);
     char *enc = mf_alloc(&ctx->alloc, b64 + 1);
 
     if (!enc)
         return mf_fail(ctx, MF_E_NOMEM, "out of memory encoding a teacher request");
-    mf_manifest__b64_encode(enc, input, len);
+    mf_base64__encode(enc, input, len);
     if (err == MF_OK)
         err = mf_dynbuf__append(req, enc, b64);
     if (err == MF_OK)

@@ -30,18 +30,17 @@ static void test_manifest_format__base64_vectors(void **state)
 
     (void)state;
     for (size_t i = 0; i < 7; i++) {
-        mf_manifest__b64_encode(buf, (const uint8_t *)plain[i], strlen(plain[i]));
+        mf_base64__encode(buf, (const uint8_t *)plain[i], strlen(plain[i]));
         assert_string_equal(buf, enc[i]);
-        assert_int_equal(mf_manifest__b64_encoded_len(strlen(plain[i])), strlen(enc[i]));
-        assert_int_equal(mf_manifest__b64_decode(out, sizeof(out), &n, enc[i], strlen(enc[i])),
-                         MF_OK);
+        assert_int_equal(mf_base64__encoded_len(strlen(plain[i])), strlen(enc[i]));
+        assert_int_equal(mf_base64__decode(out, sizeof(out), &n, enc[i], strlen(enc[i])), MF_OK);
         assert_int_equal(n, strlen(plain[i]));
         assert_memory_equal(out, plain[i], n);
     }
     /* unpadded and URL-safe forms decode too (DSSE allows both) */
-    assert_int_equal(mf_manifest__b64_decode(out, sizeof(out), &n, "Zm9vYg", 6), MF_OK);
+    assert_int_equal(mf_base64__decode(out, sizeof(out), &n, "Zm9vYg", 6), MF_OK);
     assert_int_equal(n, 4);
-    assert_int_equal(mf_manifest__b64_decode(out, sizeof(out), &n, "-_8=", 4), MF_OK);
+    assert_int_equal(mf_base64__decode(out, sizeof(out), &n, "-_8=", 4), MF_OK);
     assert_int_equal(n, 2);
     assert_int_equal(out[0], 0xfb);
     assert_int_equal(out[1], 0xff);
@@ -55,10 +54,10 @@ static void test_manifest_format__base64_rejects(void **state)
 
     (void)state;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        assert_int_equal(mf_manifest__b64_decode(out, sizeof(out), &n, bad[i], strlen(bad[i])),
+        assert_int_equal(mf_base64__decode(out, sizeof(out), &n, bad[i], strlen(bad[i])),
                          MF_E_INVALID);
     /* never writes past cap */
-    assert_int_equal(mf_manifest__b64_decode(out, 5, &n, "Zm9vYmFy", 8), MF_E_LIMIT);
+    assert_int_equal(mf_base64__decode(out, 5, &n, "Zm9vYmFy", 8), MF_E_LIMIT);
 }
 
 static void test_manifest_format__pae_vector(void **state)
@@ -160,7 +159,7 @@ static void make_spki(void)
                                          0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00, 0x04};
 
     memset(der + 27, 0x11, sizeof(der) - 27);
-    mf_manifest__b64_encode(spki_b64, der, sizeof(der));
+    mf_base64__encode(spki_b64, der, sizeof(der));
 }
 
 #define KID2 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"

@@ -125,12 +125,12 @@ static void test_manifest_interop__openssl_cli_signs_device_verifies(void **stat
     sig = fx_read_file(&sig_len, tmp_path("sig.der"));
     assert_non_null(sig);
     {
-        size_t pl = mf_manifest__b64_encoded_len(env->payload_len);
-        size_t sl = mf_manifest__b64_encoded_len(sig_len);
+        size_t pl = mf_base64__encoded_len(env->payload_len);
+        size_t sl = mf_base64__encoded_len(sig_len);
         char *pb = mf_alloc(NULL, pl + 1), *sb = mf_alloc(NULL, sl + 1);
 
-        mf_manifest__b64_encode(pb, env->payload, env->payload_len);
-        mf_manifest__b64_encode(sb, sig, sig_len);
+        mf_base64__encode(pb, env->payload, env->payload_len);
+        mf_base64__encode(sb, sig, sig_len);
         json_len = pl + sl + 256;
         json = mf_alloc(NULL, json_len);
         n = (size_t)snprintf((char *)json, json_len,
@@ -150,9 +150,9 @@ static void test_manifest_interop__openssl_cli_signs_device_verifies(void **stat
     sig = fx_read_file(&sig_len, tmp_path("sig2.der"));
     {
         char *hit = strstr((char *)json, "\"sig\":\"") + 7;
-        char *sb = mf_alloc(NULL, mf_manifest__b64_encoded_len(sig_len) + 1);
+        char *sb = mf_alloc(NULL, mf_base64__encoded_len(sig_len) + 1);
 
-        mf_manifest__b64_encode(sb, sig, sig_len);
+        mf_base64__encode(sb, sig, sig_len);
         (void)snprintf(hit, json_len - (size_t)(hit - (char *)json), "%s\"}]}", sb);
         n = strlen((char *)json);
         mf_free(NULL, sb);

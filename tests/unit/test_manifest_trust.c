@@ -61,7 +61,7 @@ static char *payload_of(const uint8_t *env)
     size_t n = (size_t)(strchr(p, '"') - p), out_len;
     char *out = mf_alloc(NULL, n + 1);
 
-    assert_int_equal(mf_manifest__b64_decode((uint8_t *)out, n, &out_len, p, n), MF_OK);
+    assert_int_equal(mf_base64__decode((uint8_t *)out, n, &out_len, p, n), MF_OK);
     out[out_len] = 0;
     return out;
 }

@@ -1,20 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Base64 for DSSE payloads and signatures. DSSE allows the standard and the URL-safe
- * alphabet, with or without padding, so decoding accepts both; we always emit standard
- * with padding. The decoder never trusts a length from the input: it writes at most `cap`.
+ * Base64 (RFC 4648) for every module that carries bytes in JSON: DSSE payloads and signatures,
+ * offloaded samples, exported inputs. Encoding uses the standard alphabet with padding;
+ * decoding accepts the standard and the URL-safe alphabet, with or without padding (DSSE
+ * allows both). The decoder never trusts a length from the input: it writes at most `cap`.
  */
-#include "manifest_common.h"
+#include "mf_base64.h"
+#include "mf/error.h"
 
 static const char b64_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-size_t mf_manifest__b64_encoded_len(size_t n)
+size_t mf_base64__encoded_len(size_t n)
 {
     return (n + 2) / 3 * 4;
 }
 
-void mf_manifest__b64_encode(char *out, const uint8_t *in, size_t n)
+void mf_base64__encode(char *out, const uint8_t *in, size_t n)
 {
     size_t o = 0;
 
@@ -49,8 +51,7 @@ static int b64_value(char c)
     return -1;
 }
 
-int mf_manifest__b64_decode(uint8_t *out, size_t cap, size_t *out_len, const char *in,
-                            size_t in_len)
+int mf_base64__decode(uint8_t *out, size_t cap, size_t *out_len, const char *in, size_t in_len)
 {
     uint32_t acc = 0;
     size_t bits = 0, o = 0;
