@@ -6,6 +6,7 @@
 #include "mfctl.h"
 #include "cmd_keys.h"
 #include "cmd_diff.h"
+#include "cmd_samples.h"
 #include "mf/ct.h"
 
 #include <stdlib.h>
@@ -87,6 +88,8 @@ static const struct mfctl_command commands[] = {
      mfctl__cmd_keys},
     {"diff", "create a model delta (offline)", MFCTL_DIFF_USAGE, mfctl__cmd_diff},
     {"patch", "apply a model delta (offline)", MFCTL_PATCH_USAGE, mfctl__cmd_patch},
+    {"samples", "export hard samples for training (JSONL + .npy); delete a device's",
+     MFCTL_SAMPLES_USAGE, mfctl__cmd_samples},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mfctl samples (server/mfctl/cmd_samples*.c): the .npy v1.0 header against bytes numpy
+ * 1.24 writes, the streaming writer, argument errors, and `samples export | delete` against
+ * a fake server on 127.0.0.1 (ephemeral port, one thread) that serves canned pages: paging
+ * by cursor, inputs of different lengths (flat inputs.npy + input_offsets.npy), NaN teacher
+ * rows for unlabelled samples, and an input that does not match its digest (no files left).
+ */
+#include "mf_test.h"
+#include "cmd_samples.h"
+#include "mf_hex.h"
+#include "mf_sha256.h"
+
+#include <arpa/inet.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* np.save(f, np.zeros((3, 10), '<f4')) and np.zeros((7,), '<i8'): the first 128 bytes. */
+static const char numpy_f4_3x10[] = "\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': "
+                                    "False, 'shape': (3, 10), }";
+static const char numpy_i8_7[] = "\x93NUMPY\x01\x00v\x00{'descr': '<i8', 'fortran_order': "
+                                 "False, 'shape': (7,), }";
+
+/* `numpy_head` holds NUL bytes (version, length): its length `n` comes from sizeof. */
+static void expect_header(const char *numpy_head, size_t n, const char *descr, int ndim, uint64_t a,
+                          uint64_t b)
+{
+    char want[MFCTL_NPY_HEADER_LEN], got[MFCTL_NPY_HEADER_LEN];
+    uint64_t shape[2] = {a, b};
+
+    memset(want, ' ', sizeof(want));
+    memcpy(want, numpy_head, n);
+    want[sizeof(want) - 1] = '\n';
+    mfctl__npy_header(got, descr, ndim, shape);
+    assert_memory_equal(got, want, sizeof(want));
+}
+
+static void test_mfctl_samples__npy_header_is_numpys(void **state)
+{
+    char h[MFCTL_NPY_HEADER_LEN];
+    uint64_t big[2] = {UINT64_MAX, UINT64_MAX};
+
+    (void)state;
+    expect_header(numpy_f4_3x10, sizeof(numpy_f4_3x10) - 1, "<f4", 2, 3, 10);
+    expect_header(numpy_i8_7, sizeof(numpy_i8_7) - 1, "<i8", 1, 7, 0);
+    /* The largest shape still fits; the total is a multiple of 64 and the length field
+     * (little-endian) says so. */
+    mfctl__npy_header(h, "|u1", 2, big);
+    assert_int_equal(MFCTL_NPY_HEADER_LEN % 64, 0);
+    assert_int_equal((uint8_t)h[8] | ((uint8_t)h[9] << 8), MFCTL_NPY_HEADER_LEN - 10);
+    assert_non_null(strstr(h + 10, "(18446744073709551615, 18446744073709551615), }"));
+    assert_int_equal(h[MFCTL_NPY_HEADER_LEN - 1], '\n');
+}
+
+static char g_dir[64];
+
+static void slurp(uint8_t *out, size_t cap, size_t *len, const char *name)
+{
+    char path[128];
+    FILE *f;
+
+    (void)snprintf(path, sizeof(path), "%s/%s", g_dir, name);
+    f = fopen(path, "rb");
+    if (!f)
+        fail_msg("%s missing", path);
+    *len = fread(out, 1, cap, f);
+    (void)fclose(f);
+}
+
+static int exists(const char *name)
+{
+    char path[128];
+    struct stat st;
+
+    (void)snprintf(path, sizeof(path), "%s/%s", g_dir, name);
+    return stat(path, &st) == 0;
+}
+
+static void test_mfctl_samples__npy_writer(void **state)
+{
+    struct mfctl_npy n;
+    struct mf_ctx ctx;
+    char path[128], hdr[MFCTL_NPY_HEADER_LEN];
+    uint8_t buf[512];
+    uint64_t shape[2] = {2, 2};
+    size_t len;
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    (void)snprintf(path, sizeof(path), "%s/a.npy", g_dir);
+    assert_int_equal(mfctl__npy_open(&n, &ctx, path, "<f4"), MF_OK);
+    assert_true(exists("a.npy.part") && !exists("a.npy"));
+    assert_int_equal(mfctl__npy_put_f32(&n, &ctx, 1.0f), MF_OK);
+    assert_int_equal(mfctl__npy_put_f32(&n, &ctx, -2.5f), MF_OK);
+    assert_int_equal(mfctl__npy_put_f32(&n, &ctx, NAN), MF_OK);
+    assert_int_equal(mfctl__npy_put_f32(&n, &ctx, 0.0f), MF_OK);
+    assert_int_equal(mfctl__npy_finish(&n, &ctx, 2, shape), MF_OK);
+    assert_true(exists("a.npy") && !exists("a.npy.part"));
+    slurp(buf, sizeof(buf), &len, "a.npy");
+    assert_int_equal(len, MFCTL_NPY_HEADER_LEN + 16);
+    mfctl__npy_header(hdr, "<f4", 2, shape);
+    assert_memory_equal(buf, hdr, sizeof(hdr));
+    /* IEEE-754 binary32, little-endian: 1.0 = 0x3f800000, -2.5 = 0xc0200000. */
+    assert_memory_equal(buf + 128, "\x00\x00\x80\x3f\x00\x00\x20\xc0", 8);
+    assert_true(buf[128 + 11] == 0x7f && (buf[128 + 10] & 0x80)); /* a NaN */
+    /* Abort: the part file goes, nothing appears. */
+    (void)snprintf(path, sizeof(path), "%s/b.npy", g_dir);
+    assert_int_equal(mfctl__npy_open(&n, &ctx, path, "|u1"), MF_OK);
+    mfctl__npy_abort(&n);
+    assert_true(!exists("b.npy") && !exists("b.npy.part"));
+    /* An unwritable place: a clear error naming it. */
+    assert_int_equal(mfctl__npy_open(&n, &ctx, "/nonexistent-dir/x.npy", "|u1"), MF_E_IO);
+    assert_non_null(strstr(mf_ctx__errmsg(&ctx), "/nonexistent-dir/x.npy.part"));
+}
+
+/* ---- running mfctl ---- */
+
+static int run(char **err_text, int argc, const char *const *argv_in)
+{
+    static char errbuf[8192];
+    char *argv[16];
+    FILE *out = fopen("/dev/null", "w"), *err = fmemopen(errbuf, sizeof(errbuf) - 1, "w");
+    int rc;
+
+    assert_true(argc < 16);
+    for (int i = 0; i <= argc; i++)
+        argv[i] = (char *)argv_in[i]; /* mfctl reorders positional arguments in place */
+    memset(errbuf, 0, sizeof(errbuf));
+    rc = mfctl__main(argc, argv, out, err);
+    (void)fclose(out);
+    (void)fclose(err);
+    *err_text = errbuf;
+    return rc;
+}
+
+static void test_mfctl_samples__usage_errors(void **state)
+{
+    static const char *const bad[][6] = {
+        {"samples", "export", "out", NULL},                   /* no --model */
+        {"samples", "export", "--model", "digits", NULL},     /* no OUTDIR */
+        {"samples", "export", "--model", "a b", "out", NULL}, /* not a name */
+        {"samples", "export", "--kind", "easy", "out", NULL}, /* kind */
+        {"samples", "export", "--since", "-5", "out", NULL},  /* time */
+        {"samples", "export", "--min-teacher-confidence", "1.5", "out", NULL},
+        {"samples", "export", "--model", NULL},         /* missing value */
+        {"samples", "delete", NULL},                    /* no --device */
+        {"samples", "delete", "--device", "a/b", NULL}, /* not an id */
+        {"samples", "frobnicate", NULL},
+    };
+    const char *argv[8];
+    char *err;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int argc = 0;
+
+        argv[argc++] = "mfctl";
+        for (int k = 0; bad[i][k]; k++)
+            argv[argc++] = bad[i][k];
+        argv[argc] = NULL;
+        if (run(&err, argc, argv) != 2)
+            fail_msg("case %zu: not a usage error", i);
+        assert_non_null(strstr(err, "usage: mfctl"));
+    }
+}
+
+/* ---- a fake server serving canned answers, one per connection ---- */
+
+struct fake {
+    int fd, port, stop, n_req;
+    pthread_t thread;
+    const char *answers[4];
+    char requests[4][512];
+};
+
+static void *serve(void *arg)
+{
+    struct fake *s = arg;
+    char buf[4096];
+
+    while (!s->stop && s->n_req < 4 && s->answers[s->n_req]) {
+        struct pollfd p = {.fd = s->fd, .events = POLLIN};
+        char head[160];
+        size_t len = 0;
+        int c;
+
+        if (poll(&p, 1, 20) <= 0)
+            continue;
+        c = accept(s->fd, NULL, NULL);
+        buf[0] = '\0';
+        while (c >= 0 && len + 1 < sizeof(buf) && !strstr(buf, "\r\n\r\n")) {
+            ssize_t r = recv(c, buf + len, sizeof(buf) - 1 - len, 0);
+
+            if (r <= 0)
+                break;
+            len += (size_t)r;
+            buf[len] = '\0';
+        }
+        (void)snprintf(s->requests[s->n_req], sizeof(s->requests[0]), "%.*s",
+                       (int)strcspn(buf, "\r"), buf);
+        (void)snprintf(head, sizeof(head),
+                       "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                       "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                       strlen(s->answers[s->n_req]));
+        (void)send(c, head, strlen(head), MSG_NOSIGNAL);
+        (void)send(c, s->answers[s->n_req], strlen(s->answers[s->n_req]), MSG_NOSIGNAL);
+        s->n_req++;
+        (void)close(c);
+    }
+    return NULL;
+}
+
+static void fake_start(struct fake *s)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t alen = sizeof(a);
+
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    s->fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(bind(s->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(s->fd, 4), 0);
+    assert_int_equal(getsockname(s->fd, (struct sockaddr *)&a, &alen), 0);
+    s->port = ntohs(a.sin_port);
+    assert_int_equal(pthread_create(&s->thread, NULL, serve, s), 0);
+}
+
+static void fake_stop(struct fake *s)
+{
+    s->stop = 1;
+    pthread_join(s->thread, NULL);
+    (void)close(s->fd);
+}
+
+/* One sample of the export route; `b64` decodes to `raw` (n bytes), teacher NULL: none. */
+static void sample(char *out, size_t cap, int seq, const char *b64, const char *raw, size_t n,
+                   const char *teacher, const char *sha_override)
+{
+    uint8_t d[MF_SHA256_DIGEST_LEN];
+    char hex[MF_SHA256_HEX_LEN + 1];
+
+    mf_sha256__digest(d, raw, n);
+    mf_hex__encode(hex, d, sizeof(d));
+    (void)snprintf(out, cap,
+                   "{\"seq\":%d,\"id\":\"%032d\",\"device_id\":\"cam-%d\",\"model\":\"digits\","
+                   "\"model_version\":\"v3\",\"kind\":\"hard\",\"method\":\"max_softmax\","
+                   "\"score\":0.5,\"created_at\":1764500000,\"received_at\":1764500001,"
+                   "\"output_kind\":\"logits\",\"output\":[1,%d,-1],\"input_sha256\":\"%s\","
+                   "\"input\":\"%s\",\"teacher_version\":%s,\"teacher_output\":%s,"
+                   "\"teacher_confidence\":%s%s}",
+                   seq, seq, seq, seq, sha_override ? sha_override : hex, b64,
+                   teacher ? "\"t-1\"" : "null", teacher ? teacher : "null",
+                   teacher ? "0.9" : "null", teacher ? ",\"labelled_at\":1764500002" : "");
+}
+
+static int export_against(struct fake *f, char **err)
+{
+    char url[64], tok[128], out[96];
+    const char *argv[] = {"mfctl",  "--server", url,      "--token-file", tok,    "samples",
+                          "export", "--model",  "digits", "--kind",       "hard", "--since",
+                          "100",    out,        NULL};
+    FILE *t;
+
+    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d", f->port);
+    (void)snprintf(tok, sizeof(tok), "%s/token", g_dir);
+    (void)snprintf(out, sizeof(out), "%s/export", g_dir);
+    t = fopen(tok, "w");
+    assert_non_null(t);
+    fputs("mfa_test\n", t);
+    fclose(t);
+    return run(err, 14, argv);
+}
+
+static void test_mfctl_samples__export_pages_ragged_unlabelled(void **state)
+{
+    char s1[1024], s2[1024], s3[1024], p1[4096], p2[2048], *err;
+    struct fake f;
+    uint8_t buf[4096];
+    int64_t offs[4];
+    float t[9];
+    size_t len;
+
+    (void)state;
+    memset(&f, 0, sizeof(f));
+    sample(s1, sizeof(s1), 3, "AAEC", "\x00\x01\x02", 3, "[0.1,0.8,0.1]", NULL);
+    sample(s2, sizeof(s2), 7, "aGVsbG8=", "hello", 5, NULL, NULL);
+    sample(s3, sizeof(s3), 9, "/+8=", "\xff\xef", 2, "[0.2,0.2,0.6]", NULL);
+    (void)snprintf(p1, sizeof(p1), "{\"samples\":[%s,%s],\"next\":7}", s1, s2);
+    (void)snprintf(p2, sizeof(p2), "{\"samples\":[%s],\"next\":0}", s3);
+    f.answers[0] = p1;
+    f.answers[1] = p2;
+    fake_start(&f);
+    if (export_against(&f, &err) != 0)
+        fail_msg("export failed: %s", err);
+    fake_stop(&f);
+    assert_int_equal(f.n_req, 2);
+    assert_non_null(strstr(f.requests[0], "GET /v1/admin/samples?model=digits&limit=500&after=0"
+                                          "&kind=hard&since=100 "));
+    assert_non_null(strstr(f.requests[1], "&after=7&"));
+    (void)snprintf(g_dir + strlen(g_dir), sizeof(g_dir) - strlen(g_dir), "/export");
+    /* Lengths 3, 5, 2: flat inputs [10] and offsets [4]. */
+    slurp(buf, sizeof(buf), &len, "inputs.npy");
+    assert_int_equal(len, 128 + 10);
+    assert_non_null(strstr((char *)buf + 10, "'descr': '|u1', 'fortran_order': False, "
+                                             "'shape': (10,), }"));
+    assert_memory_equal(buf + 128, "\x00\x01\x02hello\xff\xef", 10);
+    slurp(buf, sizeof(buf), &len, "input_offsets.npy");
+    assert_int_equal(len, 128 + 32);
+    assert_non_null(strstr((char *)buf + 10, "'descr': '<i8'"));
+    memcpy(offs, buf + 128, sizeof(offs)); /* little-endian host */
+    assert_true(offs[0] == 0 && offs[1] == 3 && offs[2] == 8 && offs[3] == 10);
+    slurp(buf, sizeof(buf), &len, "teacher.npy");
+    assert_int_equal(len, 128 + 36);
+    assert_non_null(strstr((char *)buf + 10, "'shape': (3, 3), }"));
+    memcpy(t, buf + 128, sizeof(t));
+    assert_true(fabsf(t[1] - 0.8f) < 1e-7f && isnan(t[3]) && isnan(t[5]) &&
+                fabsf(t[8] - 0.6f) < 1e-7f);
+    slurp(buf, sizeof(buf), &len, "student.npy");
+    memcpy(t, buf + 128, sizeof(t));
+    assert_true(t[1] == 3.0f && t[4] == 7.0f && t[7] == 9.0f);
+    slurp(buf, sizeof(buf) - 1, &len, "samples.jsonl");
+    buf[len] = '\0';
+    assert_non_null(strstr((char *)buf, "{\"row\":0,\"device\":\"cam-3\",\"id\":"));
+    assert_non_null(strstr((char *)buf, "\"row\":1,\"device\":\"cam-7\""));
+    assert_non_null(strstr((char *)buf, "\"teacher_output\":null"));
+    assert_non_null(strstr((char *)buf, "\"student_output\":[1,9,-1]"));
+    assert_non_null(strstr((char *)buf, "\"input_len\":2}\n"));
+    g_dir[strlen(g_dir) - strlen("/export")] = '\0';
+}
+
+static void test_mfctl_samples__bad_digest_leaves_nothing(void **state)
+{
+    char s1[1024], p1[2048], *err;
+    struct fake f;
+
+    (void)state;
+    memset(&f, 0, sizeof(f));
+    sample(s1, sizeof(s1), 3, "AAEC", "\x00\x01\x02", 3, NULL,
+           "0000000000000000000000000000000000000000000000000000000000000000");
+    (void)snprintf(p1, sizeof(p1), "{\"samples\":[%s],\"next\":0}", s1);
+    f.answers[0] = p1;
+    fake_start(&f);
+    assert_int_equal(export_against(&f, &err), 1);
+    fake_stop(&f);
+    assert_non_null(strstr(err, "does not match input_sha256"));
+    assert_false(exists("export/samples.jsonl") || exists("export/samples.jsonl.part") ||
+                 exists("export/inputs.npy") || exists("export/inputs.npy.part") ||
+                 exists("export/teacher.npy.part"));
+}
+
+static void test_mfctl_samples__delete(void **state)
+{
+    char url[64], tok[128], *err;
+    const char *argv[] = {"mfctl",   "--server", url,        "--token-file", tok,
+                          "samples", "delete",   "--device", "cam-1",        NULL};
+    struct fake f;
+    FILE *t;
+
+    (void)state;
+    memset(&f, 0, sizeof(f));
+    f.answers[0] = "{\"deleted\":4}";
+    f.answers[1] = "{\"nothing\":1}";
+    fake_start(&f);
+    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d", f.port);
+    (void)snprintf(tok, sizeof(tok), "%s/token", g_dir);
+    t = fopen(tok, "w");
+    assert_non_null(t);
+    fputs("mfa_test\n", t);
+    fclose(t);
+    assert_int_equal(run(&err, 9, argv), 0);
+    assert_non_null(strstr(f.requests[0], "DELETE /v1/admin/devices/cam-1/samples "));
+    assert_int_equal(run(&err, 9, argv), 1); /* an answer without the count */
+    assert_non_null(strstr(err, "no \"deleted\" count"));
+    fake_stop(&f);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    (void)snprintf(g_dir, sizeof(g_dir), "/tmp/mf-mfctl-smp-XXXXXX");
+    assert_non_null(mkdtemp(g_dir));
+    (void)unsetenv("MF_SERVER");
+    (void)unsetenv("MF_TOKEN_FILE");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[128];
+
+    (void)state;
+    (void)snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
+    assert_int_equal(system(cmd), 0);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mfctl_samples__npy_header_is_numpys),
+        cmocka_unit_test_setup_teardown(test_mfctl_samples__npy_writer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mfctl_samples__usage_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mfctl_samples__export_pages_ragged_unlabelled, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_mfctl_samples__bad_digest_leaves_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_mfctl_samples__delete, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("mfctl_samples", tests, NULL, NULL);
+}
