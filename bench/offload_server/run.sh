@@ -37,7 +37,10 @@ for i in $(seq 1 "$devices"); do
 done
 export MF_CREDS=$work/creds
 wrk -t"$wrk_threads" -c"$conns" -d"${secs}s" --latency -s "$here/batch.lua" \
-    "$MF_URL/v1/offload/batch" >"$work/wrk.out" 2>&1
+    "$MF_URL/v1/offload/batch" >"$work/wrk.out" 2>&1 || {
+    cat "$work/wrk.out" >&2
+    exit 1
+}
 if grep -q 'Non-2xx\|batch.lua: status' "$work/wrk.out"; then
     cat "$work/wrk.out" >&2
     exit 1
