@@ -482,12 +482,13 @@ void mf_agent_trust_status(mf_agent_trust_state *out, const mf_agent *a)
 
 long mf_agent_poll_interval_s(const mf_agent *a)
 {
-    long long retry = mf_agent__retry_next_ms(a);
-    long s = a->poll_interval_s;
+    long long retry_ms = mf_agent__retry_next_ms(a);
+    long wait_s = retry_ms < 0 ? 0 : (long)((retry_ms + 999) / 1000);
 
-    if (retry >= 0 && s > 0 && (retry + 999) / 1000 < s)
-        s = (long)((retry + 999) / 1000) + 0;
-    return s > 0 && retry >= 0 && s < 1 ? 1 : s;
+    /* A retry due before the next regular check-in wakes the caller earlier (>= 1 s). */
+    if (a->poll_interval_s > 0 && retry_ms >= 0 && wait_s < a->poll_interval_s)
+        return wait_s > 0 ? wait_s : 1;
+    return a->poll_interval_s;
 }
 
 const char *mf_agent_errmsg(const mf_agent *a)

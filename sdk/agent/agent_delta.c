@@ -218,9 +218,13 @@ static int open_all(struct apply *w, const char *old_name, const char *delta_par
     if (err < 0)
         return mf_fail(&a->ctx, err, "cannot set up the delta decoder (window %zu)",
                        a->max_patch_window);
-    if (try_restore(w) >= 0)
+    err = try_restore(w);
+    if (err >= 0)
         return MF_OK;
     /* No usable checkpoint: a fresh decoder and an empty .part. */
+    if (err != MF_E_NOTFOUND)
+        MF_LOG_INFO(&a->ctx, "model %s: delta checkpoint not usable (%s): applying from the start",
+                    w->as->model, a->ctx.errmsg[0] ? a->ctx.errmsg : mf_strerror(err));
     mf_ctx__clear(&a->ctx);
     mf_patch_free(w->patch);
     w->patch = NULL;

@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mf_ctx__init(&ctx, NULL, NULL, NULL, "fuzz");
     if (mf_agent__state_parse(&ctx, &st, (const char *)data, size) < 0)
         return 0;
-    mf_dynbuf__init(&buf, NULL, 4096);
+    mf_dynbuf__init(&buf, NULL, MF_AGENT_SMALL_FILE_MAX);
     if (mf_agent__state_format(&buf, &st) < 0 ||
         mf_agent__state_parse(&ctx, &again, (const char *)buf.data, buf.len) < 0 ||
         memcmp(&st, &again, sizeof(st)) != 0)

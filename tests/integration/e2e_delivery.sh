@@ -205,7 +205,7 @@ check "publish classifier c1" mf_publish classifier c1 "$work/c1.bin"
 check "devB installs c1" agentB run --once
 deltas=$(metric mf_deltas_computed_total)
 check "publish classifier c2 (a 64 KiB change)" mf_publish classifier c2 "$work/c2.bin"
-for _ in $(seq 1 100); do # bounded wait for the server's delta job
+for _ in $(seq 1 600); do # bounded wait (60 s: sanitizer builds encode slowly) for the delta job
     [ "$(metric mf_deltas_computed_total)" -gt "${deltas:-0}" ] && break
     sleep 0.1
 done

@@ -12,7 +12,9 @@
     "{\n  \"server_url\": \"http://127.0.0.1:8080\",\n  \"device_id\": \"cam-1\",\n"               \
     "  \"enrollment_token_file\": \"/etc/mf/enroll.token\",\n  \"state_dir\": \"/var/lib/mf\",\n"  \
     "  \"models\": [\"detector\", \"classifier\"],\n  \"poll_interval_s\": 30,\n"                  \
-    "  \"log_level\": \"debug\",\n  \"trust_root_file\": \"/etc/mf/root.json\"\n}\n"
+    "  \"log_level\": \"debug\",\n  \"trust_root_file\": \"/etc/mf/root.json\",\n"                 \
+    "  \"confirm\": \"manual\", \"max_unconfirmed_starts\": 5, \"metered\": true,\n"               \
+    "  \"max_recv_bytes_per_s\": 1048576, \"stall_timeout_s\": 20\n}\n"
 
 static void test_agent_config__parses_every_key(void **state)
 {
@@ -32,6 +34,11 @@ static void test_agent_config__parses_every_key(void **state)
     assert_int_equal(c.log_level, MF_LOG_DEBUG);
     assert_string_equal(c.trust_root_file, "/etc/mf/root.json");
     assert_null(c.ca_file);
+    assert_true(c.confirm_manual);
+    assert_int_equal(c.max_unconfirmed_starts, 5);
+    assert_true(c.metered);
+    assert_int_equal(c.max_recv_bytes_per_s, 1048576);
+    assert_int_equal(c.stall_timeout_s, 20);
     mf_agent_config__free(&c, &ctx);
 }
 
@@ -48,6 +55,11 @@ static void test_agent_config__defaults(void **state)
     assert_int_equal(c.poll_interval_s, 60);
     assert_int_equal(c.log_level, MF_LOG_INFO);
     assert_null(c.enrollment_token_file);
+    assert_false(c.confirm_manual);
+    assert_int_equal(c.max_unconfirmed_starts, 3);
+    assert_false(c.metered);
+    assert_int_equal(c.max_recv_bytes_per_s, 0);
+    assert_int_equal(c.stall_timeout_s, 60);
     mf_agent_config__free(&c, &ctx);
 }
 
@@ -72,6 +84,12 @@ static void test_agent_config__errors_cite_file_and_key(void **state)
         {"{\"poll_interval_s\":1.5}", "key \"poll_interval_s\""},
         {"{\"poll_interval_s\":\"60\"}", "key \"poll_interval_s\""},
         {"{\"log_level\":\"loud\"}", "key \"log_level\""},
+        {"{\"confirm\":\"sometimes\"}", "key \"confirm\": expected \"auto\" or \"manual\""},
+        {"{\"metered\":1}", "key \"metered\": expected true or false"},
+        {"{\"max_unconfirmed_starts\":0}",
+         "key \"max_unconfirmed_starts\": expected an integer in 1..1000"},
+        {"{\"max_recv_bytes_per_s\":-1}", "key \"max_recv_bytes_per_s\""},
+        {"{\"stall_timeout_s\":3601}", "key \"stall_timeout_s\": expected an integer in 1..3600"},
         {"{\"device_id\":\"a\",\"device_id\":\"b\"}", "key \"device_id\" given twice"},
         /* No trust on first use: the provisioned root is required. */
         {"{\"server_url\":\"http://h\",\"device_id\":\"d\",\"state_dir\":\"s\",\"models\":[\"m\"]}",

@@ -285,6 +285,22 @@ static void test_agent_health__backoff_defers_the_next_attempt(void **state)
     mf_agent_free(agent);
 }
 
+static void test_agent_health__retry_before_the_poll_wakes_earlier(void **state)
+{
+    struct fixture *fx = *state;
+    mf_agent *agent = NULL;
+    long poll;
+
+    fx->opts.retry_base_ms = 2000; /* first retry in 1..2 s, the server polls every 5 s */
+    agent = agent_with_v1(fx);
+    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    fx->srv.blob_mode = BLOB_404;
+    step_expect(agent, MF_E_NOTFOUND);
+    poll = mf_agent_poll_interval_s(agent);
+    assert_true(poll >= 1 && poll <= 2);
+    mf_agent_free(agent);
+}
+
 static void test_agent_health__header_parser(void **state)
 {
     static const struct {
@@ -420,6 +436,7 @@ int main(void)
         T(test_agent_health__pin_holds_until_unpinned),
         T(test_agent_health__pin_to_a_named_version_and_the_floor),
         T(test_agent_health__backoff_defers_the_next_attempt),
+        T(test_agent_health__retry_before_the_poll_wakes_earlier),
         T(test_agent_health__progress_record_round_trip_and_rejects),
         cmocka_unit_test(test_agent_health__header_parser),
         cmocka_unit_test(test_agent_health__checkin_deltas_are_parsed_and_checked),
