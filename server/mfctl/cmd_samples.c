@@ -8,12 +8,12 @@
  * 500 samples and about 8 MiB of input); the arrays are streamed to disk.
  */
 #include "cmd_samples.h"
+#include "mf_base64.h"
 #include "mf_hex.h"
 #include "mf_sha256.h"
 #include "mf/ct.h"
 
 #include <cjson/cJSON.h>
-#include <mbedtls/base64.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -165,9 +165,7 @@ static int put_input(struct export *e, size_t *len, const cJSON *s, const char *
     *len = 0;
     if (!b64 || !sha || strlen(sha) != 2 * MF_SHA256_DIGEST_LEN)
         return mf_fail(ctx, MF_E_INVALID, "sample %s has no input or input_sha256", id);
-    /* mbedTLS's decoder: mfctl links it anyway, and it rejects bad characters and padding. */
-    if (mbedtls_base64_decode(e->raw, SAMPLE_INPUT_MAX, len, (const unsigned char *)b64,
-                              strlen(b64)) != 0)
+    if (mf_base64__decode(e->raw, SAMPLE_INPUT_MAX, len, b64, strlen(b64)) < 0)
         return mf_fail(ctx, MF_E_INVALID, "sample %s: input is not base64 of at most %u bytes", id,
                        SAMPLE_INPUT_MAX);
     mf_sha256__digest(digest, e->raw, *len);

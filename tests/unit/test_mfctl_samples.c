@@ -4,7 +4,8 @@
  * 1.24 writes, the streaming writer, argument errors, and `samples export | delete` against
  * a fake server on 127.0.0.1 (ephemeral port, one thread) that serves canned pages: paging
  * by cursor, inputs of different lengths (flat inputs.npy + input_offsets.npy), NaN teacher
- * rows for unlabelled samples, and an input that does not match its digest (no files left).
+ * rows for unlabelled samples, and inputs that do not match their digest or are not base64
+ * (a clear error, no files left).
  */
 #include "mf_test.h"
 #include "cmd_samples.h"
@@ -335,9 +336,9 @@ static void test_mfctl_samples__export_pages_ragged_unlabelled(void **state)
     g_dir[strlen(g_dir) - strlen("/export")] = '\0';
 }
 
-static void test_mfctl_samples__bad_digest_leaves_nothing(void **state)
+static void test_mfctl_samples__bad_input_leaves_nothing(void **state)
 {
-    char s1[1024], p1[2048], *err;
+    char s1[1024], s2[1024], p1[2048], p2[2048], *err;
     struct fake f;
 
     (void)state;
@@ -345,11 +346,16 @@ static void test_mfctl_samples__bad_digest_leaves_nothing(void **state)
     sample(s1, sizeof(s1), 3, "AAEC", "\x00\x01\x02", 3, NULL,
            "0000000000000000000000000000000000000000000000000000000000000000");
     (void)snprintf(p1, sizeof(p1), "{\"samples\":[%s],\"next\":0}", s1);
+    sample(s2, sizeof(s2), 4, "A*EC", "\x00\x01\x02", 3, NULL, NULL);
+    (void)snprintf(p2, sizeof(p2), "{\"samples\":[%s],\"next\":0}", s2);
     f.answers[0] = p1;
+    f.answers[1] = p2;
     fake_start(&f);
     assert_int_equal(export_against(&f, &err), 1);
-    fake_stop(&f);
     assert_non_null(strstr(err, "does not match input_sha256"));
+    assert_int_equal(export_against(&f, &err), 1);
+    assert_non_null(strstr(err, "sample 00000000000000000000000000000004: input is not base64"));
+    fake_stop(&f);
     assert_false(exists("export/samples.jsonl") || exists("export/samples.jsonl.part") ||
                  exists("export/inputs.npy") || exists("export/inputs.npy.part") ||
                  exists("export/teacher.npy.part"));
@@ -409,7 +415,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mfctl_samples__usage_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mfctl_samples__export_pages_ragged_unlabelled, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_mfctl_samples__bad_digest_leaves_nothing, setup,
+        cmocka_unit_test_setup_teardown(test_mfctl_samples__bad_input_leaves_nothing, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_mfctl_samples__delete, setup, teardown),
     };
