@@ -128,10 +128,10 @@ while [ "$kills" -lt "$KILLS" ]; do
         agent_pid=$!
         runs=$((runs + 1))
         # A random moment inside the run, a run may also finish first: within 1 s for a
-        # full download, 400 ms when a delta is applied (download, apply and install are
-        # short). The window widens with each kill of the same update, so every update
+        # full download of 24 MiB, 400 ms when a delta is applied (download, apply and
+        # install are short), scaled by the model size. The window widens with each kill of the same update, so every update
         # completes however the dice fall (a resume re-verifies what is on storage first).
-        window=$(((similar ? 400 : 1000) * (4 + kills - k0) / 4))
+        window=$(((similar ? 400 : 1000) * SIZE_MIB / 24 * (4 + kills - k0) / 4 + 50))
         ms=$(((RANDOM * 32768 + RANDOM) % window))
         sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
         if kill -KILL "$agent_pid" 2>/dev/null; then
