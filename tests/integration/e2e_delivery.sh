@@ -227,6 +227,17 @@ check "mf-agent unpin classifier" agentB unpin classifier
 check "unpinned, it updates to c3" agentB run --once
 check "  ... c3 active" cmp -s "$(mf_active_path "$work/devB" classifier)" "$work/c3.bin"
 check "mf-agent rejects a command without a model" bash -c "'$BIN/mf-agent' --config '$work/devB.json' pin; test \$? -eq 2"
+mf_make_model "$work/c4.bin" 1048576 e2e-c4
+check "publish classifier c4" mf_publish classifier c4 "$work/c4.bin"
+check "check-now without a daemon runs one step" agentB check-now
+check "  ... c4 active" cmp -s "$(mf_active_path "$work/devB" classifier)" "$work/c4.bin"
+sed -i 's/"log_level": "info"/"log_level": "info", "confirm": "manual"/' "$work/devB.json"
+mf_make_model "$work/c5.bin" 1048576 e2e-c5
+check "publish classifier c5" mf_publish classifier c5 "$work/c5.bin"
+check "with confirm manual, c5 installs pending" agentB run --once
+check "  ... status shows PENDING" bash -c "'$BIN/mf-agent' --config '$work/devB.json' status | grep -q 'c5 .*PENDING'"
+check "mf-agent confirm classifier" agentB confirm classifier
+check "  ... no longer pending" bash -c "! '$BIN/mf-agent' --config '$work/devB.json' status | grep -q PENDING"
 
 echo "$MF_PASSED passed, $MF_FAILED failed"
 if [ "$MF_FAILED" -ne 0 ]; then
