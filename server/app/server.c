@@ -10,6 +10,7 @@
 #include "http/http_req.h"
 #include "mf/ct.h"
 #include "offload/offload_srv.h"
+#include "rollout/rollout_ctl.h"
 #include "store/store.h"
 
 #include <arpa/inet.h>
@@ -237,6 +238,9 @@ static int start_services(struct mf_server *s, struct mf_ctx *ctx,
         d.k = o->delta_k;
         if (s->env.offload)
             mf_offsrv__jobs_kind(&d.kinds[d.n_kinds++], &s->offload_jobs);
+        /* Rollout evaluation: one job per running rollout per tick, once across nodes. */
+        d.kinds[d.n_kinds++] = (struct mf_job_kind){MF_ROLLOUT_JOB_KIND, mf_rollout__jobs_run,
+                                                    mf_rollout__jobs_tick, s->env.store};
         /* The worker logs through the server's sink for its whole life, not the caller's. */
         struct mf_ctx wctx;
 

@@ -18,6 +18,7 @@
 #include "http/http_metrics.h"
 #include "mf_hex.h"
 #include "offload/offload_srv.h"
+#include "rollout/rollout_fleet.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -313,11 +314,16 @@ int mf_handlers__checkin(struct mf_httpd_req *r)
     struct mf_store *s = r->env->store;
     struct mf_checkin_req req;
     cJSON *body = NULL;
+    int stored = 0;
     int err;
 
     err = mf_reqparse__checkin(&req, &r->ctx, r->json);
-    if (err < 0)
+    if (err == MF_OK)
+        err = mf_rollout__ingest(&stored, s, &r->ctx, r->device_id, r->json, mf_handlers__now());
+    if (err == MF_E_INVALID) /* runtime reports: all valid or none stored (docs/rollouts.md) */
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "%s", mf_ctx__errmsg(&r->ctx));
+    if (err < 0)
+        return err;
     mf_metrics__count(&r->env->metrics->checkins, 1);
     err = s->ops->device_touch(s, &r->ctx, r->device_id, mf_handlers__now());
     if (err == MF_OK)

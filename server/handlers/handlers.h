@@ -49,6 +49,13 @@ int mf_handlers__offload_calibration_put(struct mf_httpd_req *r);
 int mf_handlers__offload_samples_export(struct mf_httpd_req *r);
 int mf_handlers__offload_samples_delete(struct mf_httpd_req *r);
 
+/* admin_rollouts.c, admin_stats.c: docs/protocol.md, "Rollouts" */
+int mf_handlers__rollout_create(struct mf_httpd_req *r);
+int mf_handlers__rollouts_list(struct mf_httpd_req *r);
+int mf_handlers__rollout_get(struct mf_httpd_req *r);
+int mf_handlers__rollout_act(struct mf_httpd_req *r);
+int mf_handlers__model_stats(struct mf_httpd_req *r);
+
 /* Replies 200 {"<key>": [...]} with the rows `walk` appends to the array (a store listing);
  * a walk's MF_E_NOMEM gets its message here. */
 typedef int (*mf_handlers_walk_fn)(struct mf_httpd_req *r, cJSON *list);

@@ -77,6 +77,12 @@ const struct mf_httpd_route mf_httpd__routes[] = {
     ROUTE("GET", "/v1/admin/samples", ADMIN, NONE, mf_handlers__offload_samples_export, DATA),
     ROUTE("DELETE", "/v1/admin/devices/{}/samples", ADMIN, NONE,
           mf_handlers__offload_samples_delete, OPS | DATA),
+    /* Rollouts (docs/protocol.md, "Rollouts"): ops act, every role reads. */
+    ROUTE("POST", "/v1/admin/rollouts", ADMIN, JSON, mf_handlers__rollout_create, OPS),
+    ROUTE("GET", "/v1/admin/rollouts", ADMIN, NONE, mf_handlers__rollouts_list, ALL_ROLES),
+    ROUTE("GET", "/v1/admin/rollouts/{}", ADMIN, NONE, mf_handlers__rollout_get, ALL_ROLES),
+    ROUTE("POST", "/v1/admin/rollouts/{}/{}", ADMIN, JSON, mf_handlers__rollout_act, OPS),
+    ROUTE("GET", "/v1/admin/models/{}/stats", ADMIN, NONE, mf_handlers__model_stats, ALL_ROLES),
 };
 
 const size_t mf_httpd__route_count = sizeof(mf_httpd__routes) / sizeof(mf_httpd__routes[0]);

@@ -5,6 +5,7 @@
  * without a server.
  */
 #include "mfctl.h"
+#include "cmd_rollout.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -183,7 +184,9 @@ int mfctl__cmd_versions(struct mfctl *c, int argc, char **argv)
 
     if (rc >= 0)
         return rc;
-    if (nargs != 1 || !mfctl__name_ok(argv[1])) {
+    if (nargs == 2 && strcmp(argv[1], "stats") == 0 && mfctl__name_ok(argv[2]))
+        return mfctl__versions_stats(c, argv[2], json); /* cmd_rollout.c */
+    if (nargs != 1 || !mfctl__name_ok(argv[1]) || strcmp(argv[1], "stats") == 0) {
         (void)fprintf(c->err, "mfctl versions: expected one MODEL name\n%s", c->cmd->usage);
         return 2;
     }

@@ -7,6 +7,7 @@
 #include "cmd_keys.h"
 #include "cmd_diff.h"
 #include "cmd_samples.h"
+#include "cmd_rollout.h"
 #include "mf/ct.h"
 
 #include <stdlib.h>
@@ -50,9 +51,12 @@ static const struct mfctl_command commands[] = {
      "usage: mfctl [global options] devices [--json]\n"
      "Lists every device with its last check-in and the reported state of each model.\n",
      mfctl__cmd_devices},
-    {"versions", "list the versions of one model",
+    {"versions", "list the versions of one model; fleet figures per version",
      "usage: mfctl [global options] versions MODEL [--json]\n"
-     "Lists MODEL's versions (oldest first) with size, digest and release state.\n",
+     "       mfctl [global options] versions stats MODEL [--json]\n"
+     "Lists MODEL's versions (oldest first) with size, digest and release state. stats:\n"
+     "per version the devices running and reporting it, installs, P50/P95/P99 latency from\n"
+     "the merged device histograms, peak memory, offload rate and teacher agreement.\n",
      mfctl__cmd_versions},
     {"device", "set a device's groups or channel; revoke its credential",
      "usage: mfctl [global options] device groups DEVICE [GROUP[,GROUP...]]\n"
@@ -90,6 +94,8 @@ static const struct mfctl_command commands[] = {
     {"patch", "apply a model delta (offline)", MFCTL_PATCH_USAGE, mfctl__cmd_patch},
     {"samples", "export hard samples for training (JSONL + .npy); delete a device's",
      MFCTL_SAMPLES_USAGE, mfctl__cmd_samples},
+    {"rollout", "waves watched by red lines: create, status, pause, resume, abort, rollback",
+     MFCTL_ROLLOUT_USAGE, mfctl__cmd_rollout},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -51,7 +51,14 @@ struct mf_rollout_line {
     double limit; /* absolute bound, or the factor */
 };
 
+#define MF_ROLLOUT_DEFAULT_SOAK_S 3600
+#define MF_ROLLOUT_MAX_SOAK_S (30 * 86400)
+
 struct mf_rollout_plan {
+    /* A wave advances once it has been clean for soak_s seconds with at least min_devices
+     * of its devices reporting the new version ("soak_s", "min_devices"; defaults 3600, 1). */
+    int64_t soak_s;
+    uint64_t min_devices;
     struct mf_rollout_wave waves[MF_ROLLOUT_MAX_WAVES];
     size_t n_waves;
     struct mf_rollout_line lines[MF_ROLLOUT_MAX_LINES];
@@ -81,8 +88,8 @@ struct mf_rollout_verdict {
     int breached;
 };
 
-/* Parses {"waves": [...], "red_lines": [...]} of POST /v1/admin/rollouts (docs/rollouts.md).
- * MF_E_INVALID with a message naming the field. */
+/* Parses {"soak_s": n, "min_devices": n, "waves": [...], "red_lines": [...]} of POST
+ * /v1/admin/rollouts (docs/rollouts.md). MF_E_INVALID with a message naming the field. */
 int mf_rollout__plan_parse(struct mf_rollout_plan *out, struct mf_ctx *ctx, const cJSON *body);
 
 /* The device's stable bucket in 0..9999. */

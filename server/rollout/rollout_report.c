@@ -98,6 +98,12 @@ static int parse_version(mf_telemetry_version *v, struct mf_ctx *ctx, const char
     return err;
 }
 
+int mf_rollout__report_parse_one(mf_telemetry_version *out, struct mf_ctx *ctx, const char *model,
+                                 const cJSON *entry)
+{
+    return parse_version(out, ctx, model, entry);
+}
+
 int mf_rollout__report_parse(mf_telemetry_version *out, size_t *n_out, struct mf_ctx *ctx,
                              const char *model, const cJSON *value)
 {

@@ -22,4 +22,8 @@
 int mf_rollout__report_parse(mf_telemetry_version *out, size_t *n_out, struct mf_ctx *ctx,
                              const char *model, const cJSON *value);
 
+/* One entry of "versions" (what the store keeps per device and version) into `out`. */
+int mf_rollout__report_parse_one(mf_telemetry_version *out, struct mf_ctx *ctx, const char *model,
+                                 const cJSON *entry);
+
 #endif /* MF_SERVER_ROLLOUT_REPORT_H */

@@ -126,6 +126,29 @@ static int parse_line(struct mf_rollout_line *l, struct mf_ctx *ctx, const cJSON
     return MF_OK;
 }
 
+/* "soak_s" in 0..MF_ROLLOUT_MAX_SOAK_S and "min_devices" in 1..10^9, both optional. */
+static int parse_pace(struct mf_rollout_plan *out, struct mf_ctx *ctx, const cJSON *body)
+{
+    const cJSON *soak = cJSON_GetObjectItemCaseSensitive(body, "soak_s");
+    const cJSON *min = cJSON_GetObjectItemCaseSensitive(body, "min_devices");
+
+    out->soak_s = MF_ROLLOUT_DEFAULT_SOAK_S;
+    out->min_devices = 1;
+    if (soak && (!cJSON_IsNumber(soak) || !(soak->valuedouble >= 0) ||
+                 soak->valuedouble > MF_ROLLOUT_MAX_SOAK_S ||
+                 soak->valuedouble != (double)(int64_t)soak->valuedouble))
+        return mf_fail(ctx, MF_E_INVALID, "field 'soak_s' must be an integer in 0..%d",
+                       MF_ROLLOUT_MAX_SOAK_S);
+    if (min && (!cJSON_IsNumber(min) || !(min->valuedouble >= 1) || min->valuedouble > 1e9 ||
+                min->valuedouble != (double)(int64_t)min->valuedouble))
+        return mf_fail(ctx, MF_E_INVALID, "field 'min_devices' must be an integer in 1..10^9");
+    if (soak)
+        out->soak_s = (int64_t)soak->valuedouble;
+    if (min)
+        out->min_devices = (uint64_t)min->valuedouble;
+    return MF_OK;
+}
+
 int mf_rollout__plan_parse(struct mf_rollout_plan *out, struct mf_ctx *ctx, const cJSON *body)
 {
     const cJSON *waves = cJSON_GetObjectItemCaseSensitive(body, "waves");
@@ -141,6 +164,7 @@ int mf_rollout__plan_parse(struct mf_rollout_plan *out, struct mf_ctx *ctx, cons
     if (lines && (!cJSON_IsArray(lines) || cJSON_GetArraySize(lines) > MF_ROLLOUT_MAX_LINES))
         return mf_fail(ctx, MF_E_INVALID, "field 'red_lines' must be an array of at most %d",
                        MF_ROLLOUT_MAX_LINES);
+    err = parse_pace(out, ctx, body);
     cJSON_ArrayForEach(it, waves)
     {
         if (err == MF_OK)

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mf-sim: a fleet of simulated devices in one process (docs/rollouts.md). Each device is a
+ * real libmf agent (mf/agent.h) with its own state directory talking HTTP to a real
+ * mf-server, plus an mf_telemetry that records what the installed model version "does"
+ * (latency, memory, health, offloads) as the command line describes it per version.
+ */
+#ifndef MF_SIM_H
+#define MF_SIM_H
+
+#include "mf/agent.h"
+#include "mf/telemetry.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SIM_MAX_BEHAVIOURS 8
+#define SIM_MAX_DEVICES 20000
+
+/* What a model version does on every device that runs it. */
+struct sim_behaviour {
+    char version[MF_AGENT_NAME_MAX + 1];
+    uint64_t latency_us;  /* samples spread over [l, 2l) */
+    uint64_t memory;      /* peak bytes */
+    int health_fail;      /* 1: its health checks fail */
+    unsigned offload_pct; /* uncertain share of asked samples */
+};
+
+struct sim_config {
+    const char *server_url;
+    const char *enroll_token; /* the token itself */
+    const void *trust_root;
+    size_t trust_root_len;
+    const char *state_root; /* device i keeps its state in <state_root>/<prefix>-<i> */
+    const char *prefix;
+    const char *model;
+    unsigned devices;
+    unsigned cycles;
+    unsigned interval_ms;
+    unsigned inferences;               /* per device per cycle */
+    unsigned offline_from, offline_to; /* devices [from, to) skip cycles ... */
+    unsigned offline_c0, offline_c1;   /* ... [c0, c1); to == 0: nobody is offline */
+    struct sim_behaviour behave[SIM_MAX_BEHAVIOURS];
+    size_t n_behave;
+    const char *report_path; /* final "<device> <version>" lines; NULL: none */
+};
+
+/* Parses "VERSION:lat=N,mem=N,health=ok|fail,offload=PCT" into `b`. 0 or -1. */
+int sim__parse_behaviour(struct sim_behaviour *b, const char *spec);
+
+/* One simulated device. */
+struct sim_device;
+
+/* Creates device `index` (its agent enrolls on its first step). NULL after printing why. */
+struct sim_device *sim__device_new(const struct sim_config *cfg, unsigned index);
+void sim__device_free(struct sim_device *d);
+
+/* One cycle: the agent's step (check-in, installs), then `inferences` simulated inferences
+ * of the installed version recorded into the device's telemetry, sent with an
+ * authenticated check-in whose round trip goes to *report_us (left alone when none was
+ * sent). Returns 0, or -1 when the step or the report failed (the device tries again next
+ * cycle). */
+int sim__device_cycle(uint64_t *report_us, struct sim_device *d);
+
+/* The installed version ("" when none) and the device id. Borrowed. */
+const char *sim__device_version(const struct sim_device *d);
+const char *sim__device_id(const struct sim_device *d);
+
+#endif /* MF_SIM_H */

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mf-sim: drives a fleet of simulated devices (sim.h) against a real mf-server for a number
+ * of cycles, then prints how many devices run each version (and, with --report, each
+ * device's version), so rollout tests and the benchmark can check where the fleet ended.
+ */
+#define _POSIX_C_SOURCE 200809L /* nanosleep, clock_gettime */
+#include "sim.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+static const char usage[] =
+    "usage: mf-sim --server URL --enroll-token-file F --trust-root ROOT.json --state DIR\n"
+    "              --model NAME --devices N --cycles K [--interval-ms MS] [--inferences N]\n"
+    "              [--prefix P] [--behave "
+    "VERSION:lat=US,mem=BYTES|NM,health=ok|fail,offload=PCT]...\n"
+    "              [--offline FROM-TO:C0-C1] [--report FILE]\n"
+    "Each cycle every device steps its libmf agent (check-in, install), runs N simulated\n"
+    "inferences of its installed version as --behave describes it, and reports them with an\n"
+    "authenticated check-in. --offline: devices FROM..TO-1 skip cycles C0..C1-1.\n";
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = f ? mf_alloc(NULL, 65537) : NULL;
+    size_t n = buf ? fread(buf, 1, 65536, f) : 0;
+
+    if (f)
+        (void)fclose(f);
+    if (!buf)
+        return NULL;
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+static int parse_range(unsigned *a, unsigned *b, const char *s)
+{
+    return sscanf(s, "%u-%u", a, b) == 2 && *a < *b ? 0 : -1;
+}
+
+static int parse_args(struct sim_config *c, int argc, char **argv, char **token, char **root)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        size_t len = 0;
+
+        if (!v)
+            return -1;
+        i++;
+        if (strcmp(k, "--server") == 0)
+            c->server_url = v;
+        else if (strcmp(k, "--enroll-token-file") == 0 && (*token = slurp(v, &len))) {
+            (*token)[strcspn(*token, "\r\n")] = '\0';
+            c->enroll_token = *token;
+        } else if (strcmp(k, "--trust-root") == 0 && (*root = slurp(v, &c->trust_root_len)))
+            c->trust_root = *root;
+        else if (strcmp(k, "--state") == 0)
+            c->state_root = v;
+        else if (strcmp(k, "--model") == 0)
+            c->model = v;
+        else if (strcmp(k, "--prefix") == 0)
+            c->prefix = v;
+        else if (strcmp(k, "--devices") == 0)
+            c->devices = (unsigned)strtoul(v, NULL, 10);
+        else if (strcmp(k, "--cycles") == 0)
+            c->cycles = (unsigned)strtoul(v, NULL, 10);
+        else if (strcmp(k, "--interval-ms") == 0)
+            c->interval_ms = (unsigned)strtoul(v, NULL, 10);
+        else if (strcmp(k, "--inferences") == 0)
+            c->inferences = (unsigned)strtoul(v, NULL, 10);
+        else if (strcmp(k, "--report") == 0)
+            c->report_path = v;
+        else if (strcmp(k, "--behave") == 0 && c->n_behave < SIM_MAX_BEHAVIOURS &&
+                 sim__parse_behaviour(&c->behave[c->n_behave], v) == 0)
+            c->n_behave++;
+        else if (strcmp(k, "--offline") == 0 && strchr(v, ':') &&
+                 parse_range(&c->offline_from, &c->offline_to, v) == 0 &&
+                 parse_range(&c->offline_c0, &c->offline_c1, strchr(v, ':') + 1) == 0)
+            continue;
+        else
+            return -1;
+    }
+    return c->server_url && c->enroll_token && c->trust_root && c->state_root && c->model &&
+                   c->devices > 0 && c->devices <= SIM_MAX_DEVICES && c->cycles > 0
+               ? 0
+               : -1;
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+    (void)nanosleep(&ts, NULL);
+}
+
+static int offline(const struct sim_config *c, unsigned dev, unsigned cycle)
+{
+    return dev >= c->offline_from && dev < c->offline_to && cycle >= c->offline_c0 &&
+           cycle < c->offline_c1;
+}
+
+/* Prints "<version> <devices>" per installed version and writes the per-device report. */
+static int summary(const struct sim_config *c, struct sim_device **devs)
+{
+    FILE *rep = c->report_path ? fopen(c->report_path, "w") : NULL;
+
+    if (c->report_path && !rep)
+        return -1;
+    for (unsigned i = 0; i < c->devices; i++) {
+        unsigned same = 0;
+        int first = 1;
+
+        if (rep)
+            (void)fprintf(rep, "%s %s\n", sim__device_id(devs[i]),
+                          sim__device_version(devs[i])[0] ? sim__device_version(devs[i]) : "-");
+        for (unsigned j = 0; j < c->devices; j++) {
+            if (strcmp(sim__device_version(devs[i]), sim__device_version(devs[j])) == 0) {
+                first = first && j >= i;
+                same++;
+            }
+        }
+        if (first)
+            (void)printf("version %s devices %u\n",
+                         sim__device_version(devs[i])[0] ? sim__device_version(devs[i]) : "-",
+                         same);
+    }
+    return rep && fclose(rep) != 0 ? -1 : 0;
+}
+
+/* "cycle K at MS v2 N": wall clock (ms) and how many devices run the last --behave version
+ * after each cycle, so the benchmark can time a fleet rollback. */
+static void progress(const struct sim_config *c, struct sim_device **devs, unsigned cycle)
+{
+    const char *watch = c->n_behave ? c->behave[c->n_behave - 1].version : "";
+    struct timespec now;
+    unsigned on = 0;
+
+    for (unsigned i = 0; i < c->devices; i++)
+        on += strcmp(sim__device_version(devs[i]), watch) == 0;
+    (void)clock_gettime(CLOCK_REALTIME, &now);
+    (void)printf("cycle %u at %lld %s %u\n", cycle,
+                 (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000, watch[0] ? watch : "-", on);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Report check-ins: count, rate over the run, p50/p99 round trip. */
+static void timing(uint64_t *lat, size_t n, double seconds)
+{
+    if (!n)
+        return;
+    qsort(lat, n, sizeof(*lat), cmp_u64);
+    (void)printf("report check-ins %zu in %.1f s (%.0f/s); p50 %.2f ms p99 %.2f ms\n", n, seconds,
+                 (double)n / seconds, lat[(n - 1) / 2] / 1000.0,
+                 lat[(size_t)((double)(n - 1) * 0.99)] / 1000.0);
+}
+
+int main(int argc, char **argv)
+{
+    struct sim_config c = {.prefix = "sim", .interval_ms = 500, .inferences = 20};
+    struct sim_device **devs = NULL;
+    char *token = NULL, *root = NULL;
+    unsigned long failures = 0;
+    struct timespec t0, t1;
+    uint64_t *lat = NULL;
+    size_t n_lat = 0;
+    int rc = 1;
+
+    if (parse_args(&c, argc, argv, &token, &root) < 0) {
+        (void)fputs(usage, stderr);
+        mf_free(NULL, token);
+        mf_free(NULL, root);
+        return 2;
+    }
+    (void)curl_global_init(CURL_GLOBAL_DEFAULT); /* before agents on one thread: mf/agent.h */
+    devs = mf_calloc(NULL, c.devices, sizeof(*devs));
+    for (unsigned i = 0; devs && i < c.devices; i++) {
+        devs[i] = sim__device_new(&c, i);
+        if (!devs[i])
+            goto out;
+    }
+    lat = devs ? mf_calloc(NULL, (size_t)c.devices * c.cycles, sizeof(*lat)) : NULL;
+    (void)clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (unsigned cycle = 0; lat && cycle < c.cycles; cycle++) {
+        for (unsigned i = 0; i < c.devices; i++) {
+            uint64_t us = UINT64_MAX;
+
+            if (!offline(&c, i, cycle) && sim__device_cycle(&us, devs[i]) < 0)
+                failures++;
+            if (us != UINT64_MAX)
+                lat[n_lat++] = us;
+        }
+        progress(&c, devs, cycle);
+        if (cycle + 1 < c.cycles)
+            sleep_ms(c.interval_ms);
+    }
+    (void)clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (lat)
+        timing(lat, n_lat, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+    rc = devs && lat && summary(&c, devs) == 0 ? 0 : 1;
+    (void)printf("failed device cycles %lu\n", failures);
+out:
+    for (unsigned i = 0; devs && i < c.devices; i++)
+        sim__device_free(devs[i]);
+    mf_free(NULL, devs);
+    mf_free(NULL, lat);
+    mf_free(NULL, token);
+    mf_free(NULL, root);
+    curl_global_cleanup();
+    return rc;
+}

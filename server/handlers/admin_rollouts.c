@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Rollout routes (docs/protocol.md, "Rollouts"): create, list, the status view (waves,
+ * devices, each red line's value against its bound, events) and the ops actions.
+ */
+#include "handlers/handlers.h"
+
+#include "rollout/rollout_ctl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Adds `n` to `o` under `key`; a failed add is remembered in *ok. */
+static void add_num(int *ok, cJSON *o, const char *key, double n)
+{
+    if (!cJSON_AddNumberToObject(o, key, n))
+        *ok = 0;
+}
+
+static void add_str(int *ok, cJSON *o, const char *key, const char *s)
+{
+    if (!cJSON_AddStringToObject(o, key, s))
+        *ok = 0;
+}
+
+static cJSON *rollout_json(int *ok, const struct mf_store_rollout *r)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    *ok = o != NULL;
+    if (!o)
+        return NULL;
+    add_num(ok, o, "id", (double)r->id);
+    add_str(ok, o, "model", r->model);
+    add_str(ok, o, "version", r->version);
+    add_str(ok, o, "previous", r->prev_version);
+    add_str(ok, o, "state", r->state);
+    add_num(ok, o, "wave", r->wave);
+    add_num(ok, o, "wave_started_at", (double)r->wave_started_at);
+    add_num(ok, o, "created_at", (double)r->created_at);
+    add_num(ok, o, "updated_at", (double)r->updated_at);
+    add_str(ok, o, "breach", r->breach);
+    return o;
+}
+
+static const char *const wave_kinds[] = {"?", "percent", "group", "devices"};
+
+static void add_waves(int *ok, cJSON *o, const struct mf_rollout_status *st)
+{
+    cJSON *list = cJSON_AddArrayToObject(o, "waves");
+
+    for (size_t i = 0; list && i < st->plan.n_waves; i++) {
+        const struct mf_rollout_wave *w = &st->plan.waves[i];
+        cJSON *x = cJSON_CreateObject();
+
+        if (!x || !cJSON_AddItemToArray(list, x)) {
+            cJSON_Delete(x);
+            *ok = 0;
+            return;
+        }
+        add_str(ok, x, "kind", wave_kinds[w->kind]);
+        if (w->kind == MF_WAVE_PERCENT)
+            add_num(ok, x, "percent", w->percent_bp / 100.0);
+        if (w->kind == MF_WAVE_GROUP)
+            add_str(ok, x, "group", w->group);
+        add_num(ok, x, "devices", (double)st->wave_devices[i]);
+        add_str(ok, x, "state", (int)i <= st->r.wave ? "admitted" : "waiting");
+    }
+    if (!list)
+        *ok = 0;
+}
+
+static void add_lines(int *ok, cJSON *o, const struct mf_rollout_status *st)
+{
+    cJSON *list = cJSON_AddArrayToObject(o, "red_lines");
+
+    for (size_t i = 0; list && i < st->plan.n_lines; i++) {
+        const struct mf_rollout_line *l = &st->plan.lines[i];
+        const struct mf_rollout_verdict *v = &st->verdicts[i];
+        cJSON *x = cJSON_CreateObject();
+
+        if (!x || !cJSON_AddItemToArray(list, x)) {
+            cJSON_Delete(x);
+            *ok = 0;
+            return;
+        }
+        add_str(ok, x, "metric", mf_rollout__metric_name(l->metric));
+        add_str(ok, x, "kind", l->relative ? "relative" : "absolute");
+        add_num(ok, x, "limit", l->limit);
+        if (!cJSON_AddBoolToObject(x, "evaluated", v->evaluated) ||
+            !cJSON_AddBoolToObject(x, "breached", v->breached))
+            *ok = 0;
+        if (v->evaluated) {
+            add_num(ok, x, "value", v->value);
+            add_num(ok, x, "bound", v->bound);
+        }
+    }
+    if (!list)
+        *ok = 0;
+}
+
+static int add_event(void *payload, const struct mf_store_rollout_event *e)
+{
+    cJSON *x = cJSON_CreateObject();
+    int ok = x != NULL;
+
+    if (!x || !cJSON_AddItemToArray(payload, x)) {
+        cJSON_Delete(x);
+        return MF_E_NOMEM;
+    }
+    add_num(&ok, x, "at", (double)e->at);
+    add_str(&ok, x, "kind", e->kind);
+    add_str(&ok, x, "detail", e->detail);
+    return ok ? MF_OK : MF_E_NOMEM;
+}
+
+/* Replies `status` with the full view of rollout `id`. */
+static int reply_status(struct mf_httpd_req *r, unsigned status, int64_t id)
+{
+    struct mf_store *s = r->env->store;
+    struct mf_rollout_status *st = mf_calloc(NULL, 1, sizeof(*st));
+    cJSON *body = NULL, *events;
+    int ok = 1;
+    int err = st ? mf_rollout__status(st, s, &r->ctx, id) : MF_E_NOMEM;
+
+    if (err == MF_OK) {
+        body = rollout_json(&ok, &st->r);
+        if (body) {
+            add_num(&ok, body, "soak_s", (double)st->plan.soak_s);
+            add_num(&ok, body, "min_devices", (double)st->plan.min_devices);
+            add_num(&ok, body, "reporting", (double)st->reporting);
+            add_waves(&ok, body, st);
+            add_lines(&ok, body, st);
+        }
+        events = body ? cJSON_AddArrayToObject(body, "events") : NULL;
+        err = ok && events ? s->ops->rollout_events_list(s, &r->ctx, id, add_event, events)
+                           : MF_E_NOMEM;
+    }
+    mf_free(NULL, st);
+    if (err == MF_E_NOMEM)
+        err = mf_fail(&r->ctx, err, "out of memory answering rollout %lld", (long long)id);
+    if (err == MF_E_NOTFOUND) {
+        cJSON_Delete(body);
+        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
+    }
+    if (err < 0) {
+        cJSON_Delete(body);
+        return err;
+    }
+    return mf_httpd__reply_json(r, status, body);
+}
+
+/* A rollout error the client caused becomes its 4xx; anything else is the server's. */
+static int reply_failure(struct mf_httpd_req *r, int err)
+{
+    unsigned code = err == MF_E_INVALID || err == MF_E_LIMIT ? MHD_HTTP_BAD_REQUEST
+                    : err == MF_E_NOTFOUND                   ? MHD_HTTP_NOT_FOUND
+                    : err == MF_E_STATE                      ? MHD_HTTP_CONFLICT
+                                                             : 0;
+
+    if (!code)
+        return err;
+    return mf_httpd__reply_error(r, code, "%s", mf_ctx__errmsg(&r->ctx));
+}
+
+int mf_handlers__rollout_create(struct mf_httpd_req *r)
+{
+    const char *model = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r->json, "model"));
+    const char *version =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r->json, "version"));
+    const char *previous =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r->json, "previous"));
+    struct mf_store_rollout *ro = mf_calloc(NULL, 1, sizeof(*ro));
+    int64_t id;
+    int err;
+
+    if (!ro)
+        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory creating a rollout");
+    if (!model || !version || strlen(model) >= MF_STORE_NAME_SIZE ||
+        strlen(version) >= MF_STORE_NAME_SIZE ||
+        (previous && strlen(previous) >= MF_STORE_NAME_SIZE)) {
+        mf_free(NULL, ro);
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
+                                     "fields 'model' and 'version' must be names");
+    }
+    err = mf_rollout__create(ro, r->env->store, &r->ctx, model, version, previous ? previous : "",
+                             r->json, mf_handlers__now());
+    id = ro->id;
+    mf_free(NULL, ro);
+    if (err < 0)
+        return reply_failure(r, err);
+    MF_LOG_INFO(&r->ctx, "rollout %lld of %s %s created", (long long)id, model, version);
+    return reply_status(r, MHD_HTTP_CREATED, id);
+}
+
+static int add_rollout(void *payload, const struct mf_store_rollout *ro)
+{
+    int ok = 1;
+    cJSON *o = rollout_json(&ok, ro);
+
+    if (!o || !ok || !cJSON_AddItemToArray(payload, o)) {
+        cJSON_Delete(o);
+        return MF_E_NOMEM;
+    }
+    return MF_OK;
+}
+
+static int walk_rollouts(struct mf_httpd_req *r, cJSON *list)
+{
+    return r->env->store->ops->rollouts_list(r->env->store, &r->ctx, "", add_rollout, list);
+}
+
+int mf_handlers__rollouts_list(struct mf_httpd_req *r)
+{
+    return mf_handlers__reply_list(r, "rollouts", walk_rollouts);
+}
+
+/* params[0]: a positive decimal id. */
+static int rollout_id(int64_t *out, struct mf_httpd_req *r)
+{
+    char *end = NULL;
+    long long id = strtoll(r->params[0], &end, 10);
+
+    if (!r->params[0][0] || *end || id <= 0)
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "'%s' is not a rollout id",
+                                     r->params[0]);
+    *out = id;
+    return MF_OK;
+}
+
+int mf_handlers__rollout_get(struct mf_httpd_req *r)
+{
+    int64_t id = 0;
+    int err = rollout_id(&id, r);
+
+    if (err < 0 || r->resp)
+        return err;
+    return reply_status(r, MHD_HTTP_OK, id);
+}
+
+int mf_handlers__rollout_act(struct mf_httpd_req *r)
+{
+    struct mf_store_rollout *ro = mf_calloc(NULL, 1, sizeof(*ro));
+    int64_t id = 0;
+    int err = ro ? rollout_id(&id, r) : mf_fail(&r->ctx, MF_E_NOMEM, "out of memory");
+
+    if (err == MF_OK && !r->resp)
+        err = mf_rollout__act(ro, r->env->store, &r->ctx, id, r->params[1], mf_handlers__now());
+    mf_free(NULL, ro);
+    if (err < 0)
+        return reply_failure(r, err);
+    if (r->resp)
+        return MF_OK;
+    MF_LOG_INFO(&r->ctx, "rollout %lld: %s by ops", (long long)id, r->params[1]);
+    return reply_status(r, MHD_HTTP_OK, id);
+}

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * GET /v1/admin/models/{name}/stats: per version, the devices running it (their last
+ * report says installed) and the fleet figures of the device runtime reports, percentiles
+ * from the merged histogram (never averaged; docs/rollouts.md).
+ */
+#include "handlers/handlers.h"
+
+#include "rollout/rollout_fleet.h"
+
+#include <string.h>
+
+struct running {
+    const char *model;
+    struct mf_rollout_fleet *fleet;
+    uint64_t count[MF_ROLLOUT_FLEET_VERSIONS];
+};
+
+static int count_running(void *payload, const struct mf_store_status *st)
+{
+    struct running *run = payload;
+
+    if (strcmp(st->model, run->model) != 0 || strcmp(st->status, "installed") != 0)
+        return MF_OK;
+    for (size_t i = 0; i < run->fleet->n; i++) {
+        if (strcmp(run->fleet->v[i].version, st->version) == 0)
+            run->count[i]++;
+    }
+    return MF_OK;
+}
+
+static cJSON *version_json(const struct mf_rollout_version_agg *v, uint64_t running)
+{
+    const struct mf_rollout_agg *a = &v->agg;
+    cJSON *o = cJSON_CreateObject();
+    int ok = o != NULL;
+
+    ok = ok && cJSON_AddStringToObject(o, "version", v->version);
+    ok = ok && cJSON_AddNumberToObject(o, "devices_running", (double)running);
+    ok = ok && cJSON_AddNumberToObject(o, "devices_reporting", (double)a->devices);
+    ok = ok && cJSON_AddNumberToObject(o, "install_ok", (double)a->install_ok);
+    ok = ok && cJSON_AddNumberToObject(o, "install_failed", (double)a->install_failed);
+    ok = ok && cJSON_AddNumberToObject(o, "unhealthy_devices", (double)a->unhealthy_devices);
+    ok = ok &&
+         cJSON_AddNumberToObject(o, "p50_us", (double)mf_telemetry_hist_quantile(a->latency, 0.50));
+    ok = ok &&
+         cJSON_AddNumberToObject(o, "p95_us", (double)mf_telemetry_hist_quantile(a->latency, 0.95));
+    ok = ok &&
+         cJSON_AddNumberToObject(o, "p99_us", (double)mf_telemetry_hist_quantile(a->latency, 0.99));
+    ok = ok && cJSON_AddNumberToObject(o, "peak_memory", (double)a->peak_memory);
+    ok = ok && cJSON_AddNumberToObject(o, "offload_rate",
+                                       a->offload_asked
+                                           ? (double)a->offload_uncertain / (double)a->offload_asked
+                                           : 0.0);
+    ok = ok && cJSON_AddNumberToObject(o, "teacher_agreement",
+                                       a->teacher_compared
+                                           ? (double)a->teacher_agreed / (double)a->teacher_compared
+                                           : 0.0);
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+int mf_handlers__model_stats(struct mf_httpd_req *r)
+{
+    struct mf_store *s = r->env->store;
+    struct running *run = NULL;
+    cJSON *body = NULL, *list = NULL;
+    int err = mf_handlers__check_names(r, 1);
+
+    if (err < 0 || r->resp)
+        return err;
+    run = mf_calloc(NULL, 1, sizeof(*run));
+    if (run)
+        run->fleet = mf_calloc(NULL, 1, sizeof(*run->fleet));
+    err = run && run->fleet ? MF_OK : MF_E_NOMEM;
+    if (err == MF_OK) {
+        run->model = r->params[0];
+        err = mf_rollout__fleet_collect(run->fleet, s, &r->ctx, r->params[0], NULL, NULL);
+    }
+    if (err == MF_OK)
+        err = s->ops->statuses_list(s, &r->ctx, count_running, run);
+    if (err == MF_OK) {
+        body = cJSON_CreateObject();
+        list = body && cJSON_AddStringToObject(body, "model", r->params[0])
+                   ? cJSON_AddArrayToObject(body, "versions")
+                   : NULL;
+        err = list && cJSON_AddNumberToObject(body, "skipped_reports", (double)run->fleet->skipped)
+                  ? MF_OK
+                  : MF_E_NOMEM;
+    }
+    for (size_t i = 0; err == MF_OK && i < run->fleet->n; i++) {
+        cJSON *v = version_json(&run->fleet->v[i], run->count[i]);
+
+        if (!v || !cJSON_AddItemToArray(list, v)) {
+            cJSON_Delete(v);
+            err = MF_E_NOMEM;
+        }
+    }
+    if (run)
+        mf_free(NULL, run->fleet);
+    mf_free(NULL, run);
+    if (err == MF_E_NOMEM)
+        err = mf_fail(&r->ctx, err, "out of memory answering stats of '%s'", r->params[0]);
+    if (err < 0) {
+        cJSON_Delete(body);
+        return err;
+    }
+    return mf_httpd__reply_json(r, MHD_HTTP_OK, body);
+}

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mfctl rollout create|status|pause|resume|abort|rollback and mfctl versions stats: the
+ * admin routes of docs/protocol.md, "Rollouts", with readable tables.
+ */
+#include "cmd_rollout.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PLAN_FILE_MAX (8u * 1024u) /* the server's plan bound (MF_STORE_PLAN_MAX) */
+
+static double num(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+    return cJSON_IsNumber(v) ? v->valuedouble : 0.0;
+}
+
+static const char *str(const cJSON *o, const char *key)
+{
+    const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
+
+    return s ? s : "";
+}
+
+static cJSON *parse(struct mfctl *c, const char *json, size_t len, const char *key)
+{
+    cJSON *doc = json ? cJSON_ParseWithLength(json, len) : NULL;
+
+    if (!doc || (key && !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, key)))) {
+        cJSON_Delete(doc);
+        (void)mf_fail(&c->ctx, MF_E_INVALID, "unexpected answer from the server");
+        return NULL;
+    }
+    return doc;
+}
+
+static void print_waves(struct mfctl *c, const cJSON *doc)
+{
+    const cJSON *w;
+    int i = 0;
+
+    (void)fprintf(c->out, "waves:\n  %-2s %-8s %-24s %8s  %s\n", "#", "KIND", "TARGET", "DEVICES",
+                  "STATE");
+    cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(doc, "waves"))
+    {
+        char target[32] = "list";
+
+        if (strcmp(str(w, "kind"), "percent") == 0)
+            (void)snprintf(target, sizeof(target), "%g %%", num(w, "percent"));
+        else if (strcmp(str(w, "kind"), "group") == 0)
+            (void)snprintf(target, sizeof(target), "%s", str(w, "group"));
+        (void)fprintf(c->out, "  %-2d %-8s %-24s %8.0f  %s\n", i++, str(w, "kind"), target,
+                      num(w, "devices"), str(w, "state"));
+    }
+}
+
+static void print_lines(struct mfctl *c, const cJSON *doc)
+{
+    const cJSON *l;
+
+    (void)fprintf(c->out, "red lines:\n  %-22s %-9s %10s %14s %14s  %s\n", "METRIC", "KIND",
+                  "LIMIT", "VALUE", "BOUND", "STATUS");
+    cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(doc, "red_lines"))
+    {
+        int evaluated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(l, "evaluated"));
+        int breached = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(l, "breached"));
+
+        if (evaluated)
+            (void)fprintf(c->out, "  %-22s %-9s %10g %14g %14g  %s\n", str(l, "metric"),
+                          str(l, "kind"), num(l, "limit"), num(l, "value"), num(l, "bound"),
+                          breached ? "BREACHED" : "ok");
+        else
+            (void)fprintf(c->out, "  %-22s %-9s %10g %14s %14s  %s\n", str(l, "metric"),
+                          str(l, "kind"), num(l, "limit"), "-", "-", "no data");
+    }
+}
+
+int mfctl__print_rollout(struct mfctl *c, const char *json, size_t len)
+{
+    cJSON *doc = parse(c, json, len, "waves");
+    const cJSON *e;
+
+    if (!doc)
+        return MF_E_INVALID;
+    (void)fprintf(c->out,
+                  "rollout %.0f: %s %s (previous %s)  state %s  wave %.0f of %d\n"
+                  "soak %.0f s, at least %.0f devices reporting; %.0f reporting now\n",
+                  num(doc, "id"), str(doc, "model"), str(doc, "version"), str(doc, "previous"),
+                  str(doc, "state"), num(doc, "wave") + 1,
+                  cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "waves")),
+                  num(doc, "soak_s"), num(doc, "min_devices"), num(doc, "reporting"));
+    if (str(doc, "breach")[0])
+        (void)fprintf(c->out, "halted by: %s\n", str(doc, "breach"));
+    print_waves(c, doc);
+    print_lines(c, doc);
+    (void)fprintf(c->out, "events:\n");
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "events"))
+    {
+        (void)fprintf(c->out, "  %.0f %-9s %s\n", num(e, "at"), str(e, "kind"), str(e, "detail"));
+    }
+    cJSON_Delete(doc);
+    return MF_OK;
+}
+
+int mfctl__print_rollouts(struct mfctl *c, const char *json, size_t len)
+{
+    cJSON *doc = parse(c, json, len, "rollouts");
+    const cJSON *r;
+
+    if (!doc)
+        return MF_E_INVALID;
+    (void)fprintf(c->out, "%-5s %-20s %-12s %-12s %-12s %4s\n", "ID", "MODEL", "VERSION",
+                  "PREVIOUS", "STATE", "WAVE");
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "rollouts"))
+    {
+        (void)fprintf(c->out, "%-5.0f %-20s %-12s %-12s %-12s %4.0f\n", num(r, "id"),
+                      str(r, "model"), str(r, "version"), str(r, "previous"), str(r, "state"),
+                      num(r, "wave"));
+    }
+    cJSON_Delete(doc);
+    return MF_OK;
+}
+
+int mfctl__print_stats(struct mfctl *c, const char *json, size_t len)
+{
+    cJSON *doc = parse(c, json, len, "versions");
+    const cJSON *v;
+
+    if (!doc)
+        return MF_E_INVALID;
+    (void)fprintf(c->out, "%-12s %8s %9s %7s %7s %9s %9s %9s %11s %8s %8s\n", "VERSION", "RUNNING",
+                  "REPORTING", "INST_OK", "INST_KO", "P50_US", "P95_US", "P99_US", "PEAK_MEM",
+                  "OFFLOAD", "AGREE");
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(doc, "versions"))
+    {
+        (void)fprintf(c->out,
+                      "%-12s %8.0f %9.0f %7.0f %7.0f %9.0f %9.0f %9.0f %11.0f %8.4f %8.4f\n",
+                      str(v, "version"), num(v, "devices_running"), num(v, "devices_reporting"),
+                      num(v, "install_ok"), num(v, "install_failed"), num(v, "p50_us"),
+                      num(v, "p95_us"), num(v, "p99_us"), num(v, "peak_memory"),
+                      num(v, "offload_rate"), num(v, "teacher_agreement"));
+    }
+    cJSON_Delete(doc);
+    return MF_OK;
+}
+
+/* One request; prints the answer with `print` or raw (--json). */
+static int call(struct mfctl *c, const char *method, const char *path, const char *body, int json,
+                int (*print)(struct mfctl *, const char *, size_t))
+{
+    struct mf_http_response resp;
+    int err;
+
+    if (mfctl__connect(c) != 0)
+        return 1;
+    mf_http__response_init(&resp, &c->http);
+    err = mfctl__request(c, &resp, method, path, body, body ? strlen(body) : 0);
+    if (err >= 0 && json)
+        (void)fprintf(c->out, "%s\n", resp.body.data ? (const char *)resp.body.data : "");
+    else if (err >= 0)
+        err = print(c, (const char *)resp.body.data, resp.body.len);
+    mf_http__response_free(&resp);
+    return err < 0 ? mfctl__report(c, err) : 0;
+}
+
+static int usage(struct mfctl *c, const char *why)
+{
+    (void)fprintf(c->err, "mfctl %s: %s\n%s", c->cmd->name, why, c->cmd->usage);
+    return 2;
+}
+
+/* PLAN.json plus model, version and previous, as the create body (caller frees). */
+static char *create_body(struct mfctl *c, const char *path, const char *model, const char *version,
+                         const char *previous)
+{
+    char *buf = mf_alloc(&c->ctx.alloc, PLAN_FILE_MAX + 1), *out = NULL;
+    FILE *f = fopen(path, "rb");
+    size_t n = f && buf ? fread(buf, 1, PLAN_FILE_MAX + 1, f) : 0;
+    cJSON *plan = NULL;
+
+    if (f)
+        (void)fclose(f);
+    if (!f || !buf || n > PLAN_FILE_MAX) {
+        (void)fprintf(c->err, "mfctl rollout: cannot read %s (at most %u bytes)\n", path,
+                      PLAN_FILE_MAX);
+        mf_free(&c->ctx.alloc, buf);
+        return NULL;
+    }
+    plan = cJSON_ParseWithLength(buf, n);
+    mf_free(&c->ctx.alloc, buf);
+    if (!cJSON_IsObject(plan)) {
+        (void)fprintf(c->err, "mfctl rollout: %s is not a JSON object\n", path);
+        cJSON_Delete(plan);
+        return NULL;
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(plan, "model");
+    cJSON_DeleteItemFromObjectCaseSensitive(plan, "version");
+    cJSON_DeleteItemFromObjectCaseSensitive(plan, "previous");
+    if (cJSON_AddStringToObject(plan, "model", model) &&
+        cJSON_AddStringToObject(plan, "version", version) &&
+        (!previous || cJSON_AddStringToObject(plan, "previous", previous)))
+        out = cJSON_PrintUnformatted(plan);
+    cJSON_Delete(plan);
+    return out;
+}
+
+static int id_ok(const char *s)
+{
+    return s[0] && strspn(s, "0123456789") == strlen(s) && strlen(s) < 19;
+}
+
+int mfctl__cmd_rollout(struct mfctl *c, int argc, char **argv)
+{
+    static const char *const actions[] = {"pause", "resume", "abort", "rollback"};
+    char path[96];
+    int json, nargs, rc = mfctl__common_flags(c, argc, argv, &json, &nargs);
+
+    if (rc >= 0)
+        return rc;
+    if (nargs >= 4 && nargs <= 5 && strcmp(argv[1], "create") == 0) {
+        char *body;
+
+        if (!mfctl__name_ok(argv[2]) || !mfctl__name_ok(argv[3]) ||
+            (nargs == 5 && !mfctl__name_ok(argv[5])))
+            return usage(c, "MODEL, VERSION and PREVIOUS must match [A-Za-z0-9._-]{1,64}");
+        body = create_body(c, argv[4], argv[2], argv[3], nargs == 5 ? argv[5] : NULL);
+        if (!body)
+            return 1;
+        rc = call(c, "POST", "/v1/admin/rollouts", body, json, mfctl__print_rollout);
+        cJSON_free(body);
+        return rc;
+    }
+    if (nargs == 1 && strcmp(argv[1], "status") == 0)
+        return call(c, "GET", "/v1/admin/rollouts", NULL, json, mfctl__print_rollouts);
+    if (nargs == 2 && strcmp(argv[1], "status") == 0 && id_ok(argv[2])) {
+        (void)snprintf(path, sizeof(path), "/v1/admin/rollouts/%s", argv[2]);
+        return call(c, "GET", path, NULL, json, mfctl__print_rollout);
+    }
+    for (size_t i = 0; nargs == 2 && i < sizeof(actions) / sizeof(actions[0]); i++) {
+        if (strcmp(argv[1], actions[i]) == 0 && id_ok(argv[2])) {
+            (void)snprintf(path, sizeof(path), "/v1/admin/rollouts/%s/%s", argv[2], actions[i]);
+            return call(c, "POST", path, "{}", json, mfctl__print_rollout); /* body: {} */
+        }
+    }
+    return usage(c, "expected create, status, pause, resume, abort or rollback");
+}
+
+int mfctl__versions_stats(struct mfctl *c, const char *model, int json)
+{
+    char path[128];
+
+    (void)snprintf(path, sizeof(path), "/v1/admin/models/%s/stats", model);
+    return call(c, "GET", path, NULL, json, mfctl__print_stats);
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Rollouts over the store (docs/rollouts.md): create, the ops actions, the evaluation that
+ * advances or halts a wave, and the status view. States:
+ *
+ *   running --pause--> paused --resume--> running      (resume restarts the wave's soak)
+ *   running/paused --abort--> aborted    frozen: admitted waves keep the new release, the
+ *                                        rest the previous one; nothing advances any more
+ *   running --clean soak, last wave--> done
+ *   running --red line breached--> halted      + fleet rollback to the previous release
+ *   any but rolled_back/halted --rollback--> rolled_back   + fleet rollback
+ *
+ * Every state change is a compare-and-set on the state read (rollout_put's expect_state),
+ * so an ops action and an evaluation on another node never overwrite each other, and each
+ * records an event.
+ */
+#ifndef MF_SERVER_ROLLOUT_CTL_H
+#define MF_SERVER_ROLLOUT_CTL_H
+
+#include "rollout/rollout_plan.h"
+#include "store/store.h"
+
+#define MF_ROLLOUT_JOB_KIND "rollout" /* arg: the rollout id in decimal */
+
+/* What the status view and the evaluation compute for one rollout. */
+struct mf_rollout_status {
+    struct mf_store_rollout r;
+    struct mf_rollout_plan plan;
+    uint64_t wave_devices[MF_ROLLOUT_MAX_WAVES]; /* enrolled devices first covered by wave i */
+    uint64_t reporting;                          /* admitted devices reporting the new version */
+    struct mf_rollout_figures cur, prev; /* new and previous version on the admitted devices */
+    struct mf_rollout_verdict verdicts[MF_ROLLOUT_MAX_LINES];
+    int breached; /* index of the first breached line, or -1 */
+};
+
+/*
+ * Creates a running rollout of released `version` of `model` with the plan in `body`
+ * (docs/rollouts.md), replacing `previous` ("" : the released version just below it by
+ * sequence). MF_E_INVALID (bad plan), MF_E_NOTFOUND (no such release), MF_E_STATE (another
+ * rollout of the model is running or paused, or no previous release), MF_E_LIMIT (plan text
+ * over MF_STORE_PLAN_MAX).
+ */
+int mf_rollout__create(struct mf_store_rollout *out, struct mf_store *s, struct mf_ctx *ctx,
+                       const char *model, const char *version, const char *previous,
+                       const cJSON *body, int64_t now);
+
+/* "pause", "resume", "abort" or "rollback" on rollout `id`. MF_E_INVALID for another
+ * action, MF_E_NOTFOUND, MF_E_STATE when the rollout's state does not allow it. */
+int mf_rollout__act(struct mf_store_rollout *out, struct mf_store *s, struct mf_ctx *ctx,
+                    int64_t id, const char *action, int64_t now);
+
+/* Moves `r` (with its wave fields as the caller set them) to state `to` if it is still in
+ * the state read (MF_E_STATE otherwise), records `event` with `detail` (also the breach
+ * record for "halted"), and for halted / rolled_back sets the fleet rollback to
+ * r->prev_version first. */
+int mf_rollout__transition(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_rollout *r,
+                           const char *to, const char *event, const char *detail, int64_t now);
+
+/* Loads rollout `id` and evaluates its admitted waves into `out` (heap-sized: allocate). */
+int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct mf_ctx *ctx,
+                       int64_t id);
+
+/* One evaluation of a running rollout (what the "rollout" job does): halts and rolls back
+ * on a breach, else advances a wave that soaked clean with enough devices reporting.
+ * Other states: nothing. */
+int mf_rollout__step(struct mf_store *s, struct mf_ctx *ctx, int64_t id, int64_t now);
+
+/* Group memberships for group waves, read once before a walk: a store visitor must not
+ * call the store (SQLite runs every op under one lock). Empty when no wave is a group. */
+struct mf_rollout_members {
+    size_t n, cap;
+    char (*rows)[2][MF_STORE_NAME_SIZE]; /* (device id, group) */
+};
+
+int mf_rollout__members_load(struct mf_rollout_members *out, struct mf_store *s, struct mf_ctx *ctx,
+                             const struct mf_rollout_plan *plan);
+void mf_rollout__members_free(struct mf_rollout_members *m);
+/* The wave (0-based) that first covers the device, or -1. Pure. */
+int mf_rollout__members_wave(const struct mf_rollout_plan *plan, const struct mf_rollout_members *m,
+                             const char *device_id);
+
+/* The same for one device, loading the memberships itself (the director's hook). */
+int mf_rollout__device_wave(int *wave_out, struct mf_store *s, struct mf_ctx *ctx,
+                            const struct mf_rollout_plan *plan, const char *device_id);
+
+/* Parses a stored rollout's plan text (the store keeps what create validated). */
+int mf_rollout__plan_load(struct mf_rollout_plan *out, struct mf_ctx *ctx,
+                          const struct mf_store_rollout *r);
+
+/* Enqueues a "rollout" job for every running rollout (the worker's tick). */
+void mf_rollout__jobs_tick(void *store, struct mf_ctx *ctx);
+/* Runs one claimed "rollout" job: mf_rollout__step on the id in `arg`. */
+int mf_rollout__jobs_run(int *made_out, void *store, struct mf_ctx *ctx, const char *arg);
+
+#endif /* MF_SERVER_ROLLOUT_CTL_H */

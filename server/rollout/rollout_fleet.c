@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Per-version fleet aggregates from the stored device reports (rollout_fleet.h). */
+#include "rollout/rollout_fleet.h"
+
+#include "rollout/rollout_report.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct collect {
+    struct mf_rollout_fleet *out;
+    struct mf_ctx *ctx;
+    mf_rollout_keep_fn keep;
+    void *payload;
+    mf_telemetry_version row; /* one parsed report; ~1.5 KiB, kept off the visit's stack */
+};
+
+static struct mf_rollout_agg *slot(struct mf_rollout_fleet *f, const char *version)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        if (strcmp(f->v[i].version, version) == 0)
+            return &f->v[i].agg;
+    }
+    if (f->n == MF_ROLLOUT_FLEET_VERSIONS)
+        return NULL;
+    (void)snprintf(f->v[f->n].version, sizeof(f->v[0].version), "%s", version);
+    return &f->v[f->n++].agg;
+}
+
+static int add_report(void *payload, const struct mf_store_telemetry *t)
+{
+    struct collect *c = payload;
+    struct mf_rollout_agg *agg;
+    cJSON *entry;
+    int err;
+
+    if (c->keep && !c->keep(c->payload, t->device_id))
+        return MF_OK;
+    agg = slot(c->out, t->version);
+    entry = agg ? cJSON_Parse(t->report) : NULL;
+    /* The check-in validated every stored report; one that no longer parses (a newer
+     * server's field, a damaged row) is counted rather than failing the whole view. */
+    err = entry ? mf_rollout__report_parse_one(&c->row, c->ctx, t->model, entry) : MF_E_INVALID;
+    cJSON_Delete(entry);
+    if (err < 0 || strcmp(c->row.version, t->version) != 0) {
+        c->out->skipped++;
+        return MF_OK;
+    }
+    mf_rollout__agg_add(agg, &c->row);
+    return MF_OK;
+}
+
+int mf_rollout__fleet_collect(struct mf_rollout_fleet *out, struct mf_store *s, struct mf_ctx *ctx,
+                              const char *model, mf_rollout_keep_fn keep, void *payload)
+{
+    struct collect *c = mf_calloc(NULL, 1, sizeof(*c));
+    int err;
+
+    memset(out, 0, sizeof(*out));
+    if (!c)
+        return mf_fail(ctx, MF_E_NOMEM, "out of memory aggregating reports of '%s'", model);
+    c->out = out;
+    c->ctx = ctx;
+    c->keep = keep;
+    c->payload = payload;
+    err = s->ops->telemetry_list(s, ctx, model, add_report, c);
+    mf_free(NULL, c);
+    return err;
+}
+
+const struct mf_rollout_agg *mf_rollout__fleet_find(const struct mf_rollout_fleet *f,
+                                                    const char *version)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        if (strcmp(f->v[i].version, version) == 0)
+            return &f->v[i].agg;
+    }
+    return NULL;
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Fleet figures of one model from the stored device reports (docs/rollouts.md): check-in
+ * ingest (every version of every model validated before anything is stored) and the
+ * per-version aggregates that the stats view and the rollout evaluation read. Aggregates
+ * merge histograms and sum counters; percentiles come from the merged counts.
+ */
+#ifndef MF_SERVER_ROLLOUT_FLEET_H
+#define MF_SERVER_ROLLOUT_FLEET_H
+
+#include "rollout/rollout_plan.h"
+#include "store/store.h"
+
+#define MF_ROLLOUT_FLEET_VERSIONS 32 /* versions of one model in one view; more are counted */
+
+struct mf_rollout_version_agg {
+    char version[MF_STORE_NAME_SIZE];
+    struct mf_rollout_agg agg;
+};
+
+struct mf_rollout_fleet {
+    struct mf_rollout_version_agg v[MF_ROLLOUT_FLEET_VERSIONS];
+    size_t n;
+    uint64_t skipped; /* reports of versions beyond the table, or unreadable */
+};
+
+/* Which devices a view covers: 1 to include. NULL in collect: every device. */
+typedef int (*mf_rollout_keep_fn)(void *payload, const char *device_id);
+
+/*
+ * Aggregates the stored reports of `model` per version into `out` (zeroed first).
+ * Returns what the store's walk returns.
+ */
+int mf_rollout__fleet_collect(struct mf_rollout_fleet *out, struct mf_store *s, struct mf_ctx *ctx,
+                              const char *model, mf_rollout_keep_fn keep, void *payload);
+
+/* The aggregate of `version` in `f`, or NULL. Borrowed from f. */
+const struct mf_rollout_agg *mf_rollout__fleet_find(const struct mf_rollout_fleet *f,
+                                                    const char *version);
+
+/*
+ * Check-in ingest: validates the "telemetry" value of every entry of root["models"] (at most
+ * MF_TELEMETRY_MAX_VERSIONS versions in all, as a device keeps), then stores each version's
+ * entry for (device_id, model, version), replacing the previous report. MF_E_INVALID (with
+ * the message naming the field) before anything is stored; *stored_out counts the rows.
+ */
+int mf_rollout__ingest(int *stored_out, struct mf_store *s, struct mf_ctx *ctx,
+                       const char *device_id, const cJSON *root, int64_t now);
+
+#endif /* MF_SERVER_ROLLOUT_FLEET_H */

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Rollouts on the real programs: mf-server on 127.0.0.1 (ephemeral port, SQLite) and mf-sim,
+# a fleet of real libmf agents each with its own state directory, reporting per-version
+# runtime figures (docs/rollouts.md). Every scenario starts from the fleet on v1, publishes
+# v2 and starts a three-wave rollout (soak 1 s, 2 devices reporting, red lines relative to
+# v1), then runs the fleet for bounded cycles:
+#   good     v2 behaves like v1: every wave advances, the rollout is done, all run v2
+#   p99      v2 has 2x the latency: halted in wave 0, the line recorded, all end on v1
+#   memory   1.5x peak memory          health   failing health checks
+#   offload  2.4x the offload rate     (each: halted in wave 0, the fleet ends on v1)
+#   actions  pause keeps the wave, resume, manual rollback with 5 devices offline: the
+#            others go back to v1 at once, the offline ones when they return
+# Usage: rollout_sim.sh BIN_DIR SCENARIO   (ctest: integration_rollout_<scenario>)
+set -uo pipefail
+BIN=$1
+scenario=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=scripts/lib/stack.sh
+. "$root/scripts/lib/stack.sh"
+
+work=$(mktemp -d /tmp/mf-rollout.XXXXXX)
+trap 'mf_stack_stop; rm -rf "$work"' EXIT
+check() { mf_check "$@"; }
+devices=20
+sim() { # sim CYCLES [mf-sim options...]: run the fleet; its summary in $work/sim.out
+    local cycles=$1
+    shift
+    "$BIN/mf-sim" --server "$MF_URL" --enroll-token-file "$MF_ENROLL_TOKEN_FILE" \
+        --trust-root "$MF_ROOT_FILE" --state "$work/fleet" --model det --devices "$devices" \
+        --cycles "$cycles" --interval-ms 250 --behave v1:lat=1000,mem=40M,offload=5 \
+        --report "$work/report.txt" "$@" >"$work/sim.out" 2>>"$work/sim.log"
+}
+on() { grep -q "^version $1 devices $2\$" "$work/sim.out"; } # on VERSION N
+state_is() { mfctl_admin rollout status 1 --json | grep -q "\"state\":\"$1\""; }
+# run_until STATE CYCLES [mf-sim options]: the fleet runs in 4-cycle rounds until the rollout
+# reaches STATE or the rounds run out (bounded: CYCLES / 4 rounds).
+run_until() {
+    local want=$1 rounds=$(($2 / 4))
+    shift 2
+    for _ in $(seq 1 "$rounds"); do
+        sim 4 "$@" || return 1
+        state_is "$want" && return 0
+    done
+    return 1
+}
+
+mf_stack_start "$work/server" "$work/server.log" || exit 1
+check "trust installed" mf_trust_setup "$work/keys"
+mf_make_model "$work/v1.bin" 40000 1
+mf_make_model "$work/v2.bin" 40000 2
+check "v1 published" mf_publish det v1 "$work/v1.bin"
+check "the fleet enrolls and installs v1" sim 3
+check "  ... all $devices devices on v1" on v1 "$devices"
+check "v2 published" mf_publish det v2 "$work/v2.bin"
+cat >"$work/plan.json" <<'JSON'
+{"soak_s": 1, "min_devices": 2,
+ "waves": [{"percent": 10}, {"percent": 50}, {"percent": 100}],
+ "red_lines": [{"metric": "p99_latency_us", "relative": 1.5},
+               {"metric": "peak_memory", "relative": 1.2},
+               {"metric": "health_rollback_rate", "max": 0.1},
+               {"metric": "offload_rate", "relative": 1.5}]}
+JSON
+case $scenario in
+actions) echo '{"soak_s": 3600, "waves": [{"percent": 100}]}' >"$work/plan.json" ;;
+esac
+check "rollout of v2 created" mfctl_admin rollout create det v2 "$work/plan.json"
+check "  ... running in wave 1 of its plan" state_is running
+
+halted_on() { # halted_on METRIC V2_BEHAVIOUR: the rollout halts on METRIC, the fleet ends on v1
+    check "v2 ($2): the rollout halts" run_until halted 40 --behave "v2:$2"
+    check "  ... in wave 0" sh -c "\"$BIN/mfctl\" --server $MF_URL --token-file \
+        $MF_ADMIN_TOKEN_FILE rollout status 1 --json | grep -q '\"wave\":0,'"
+    mfctl_admin rollout status 1 >"$work/status.txt"
+    check "  ... the status view names the breached line" \
+        grep -q "halted by: $1" "$work/status.txt"
+    check "  ... and shows it BREACHED against its bound" grep -q "BREACHED" "$work/status.txt"
+    check "  ... the fleet rollback to v1 is set" sh -c "\"$BIN/mfctl\" --server $MF_URL \
+        --token-file $MF_ADMIN_TOKEN_FILE pins --json | grep -q '\"version\":\"v1\"'"
+    check "  ... and the whole fleet ends on v1" sim 6 --behave "v2:$2"
+    check "  ... all $devices devices" on v1 "$devices"
+}
+
+case $scenario in
+good)
+    check "v2 like v1: every wave advances to done" run_until done 60 \
+        --behave v2:lat=1000,mem=40M,offload=5
+    mfctl_admin rollout status 1 >"$work/status.txt"
+    check "  ... two advances recorded" test "$(grep -c ' advanced ' "$work/status.txt")" -eq 2
+    check "  ... no breach" sh -c "! grep -q 'halted by' '$work/status.txt'"
+    check "  ... the fleet ends on v2" sim 4 --behave v2:lat=1000,mem=40M,offload=5
+    check "  ... all $devices devices" on v2 "$devices"
+    mfctl_admin versions stats det >"$work/stats.txt"
+    check "versions stats lists both versions with P99" \
+        sh -c "grep -q '^v1 ' '$work/stats.txt' && grep -q '^v2 ' '$work/stats.txt' && grep -q P99_US '$work/stats.txt'"
+    ;;
+p99) halted_on p99_latency_us lat=2000,mem=40M,offload=5 ;;
+memory) halted_on peak_memory lat=1000,mem=60M,offload=5 ;;
+health) halted_on health_rollback_rate lat=1000,mem=40M,offload=5,health=fail ;;
+offload) halted_on offload_rate lat=1000,mem=40M,offload=12 ;;
+actions)
+    good=v2:lat=1000,mem=40M,offload=5
+    check "wave 0 (100 %) takes v2" sim 4 --behave "$good"
+    check "  ... all $devices devices on v2" on v2 "$devices"
+    check "pause" mfctl_admin rollout pause 1
+    check "  ... paused" state_is paused
+    check "pause again is refused (409)" sh -c "! \"$BIN/mfctl\" --server $MF_URL \
+        --token-file $MF_ADMIN_TOKEN_FILE rollout pause 1 2>/dev/null"
+    check "resume" mfctl_admin rollout resume 1
+    check "  ... running" state_is running
+    check "manual fleet rollback" mfctl_admin rollout rollback 1
+    check "  ... rolled_back" state_is rolled_back
+    check "devices 0-4 offline: the others go back to v1" sim 4 --behave "$good" \
+        --offline 0-5:0-100
+    check "  ... 15 on v1, 5 still on v2" sh -c "grep -q '^version v1 devices 15\$' \
+        '$work/sim.out' && grep -q '^version v2 devices 5\$' '$work/sim.out'"
+    check "  ... the offline ones are sim-00000..4" sh -c "grep -c 'v2\$' '$work/report.txt' \
+        | grep -qx 5 && grep -q '^sim-00004 v2\$' '$work/report.txt'"
+    check "the offline devices return and converge" sim 4 --behave "$good"
+    check "  ... all $devices devices on v1" on v1 "$devices"
+    ;;
+*)
+    echo "unknown scenario $scenario" >&2
+    exit 2
+    ;;
+esac
+echo "$MF_PASSED passed, $MF_FAILED failed"
+if [ "$MF_FAILED" -ne 0 ]; then
+    echo "--- server log (tail)"; tail -20 "$work/server.log"
+    echo "--- mf-sim log (tail)"; tail -20 "$work/sim.log"
+    echo "--- last mf-sim summary"; cat "$work/sim.out"
+    mfctl_admin rollout status 1
+    exit 1
+fi

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mfctl rollout and versions stats tables (cmd_rollout.c) from the server's JSON, and their
+ * usage errors; the network half runs in tests/integration/rollout_e2e.sh.
+ */
+#define _XOPEN_SOURCE 700 /* open_memstream */
+#include "mf_test.h"
+#include "cmd_rollout.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *print_with(int (*print)(struct mfctl *, const char *, size_t), const char *json,
+                        int expect)
+{
+    struct mfctl c;
+    char *text = NULL;
+    size_t len = 0;
+
+    memset(&c, 0, sizeof(c));
+    mf_ctx__init(&c.ctx, NULL, NULL, NULL, "test");
+    c.out = open_memstream(&text, &len);
+    assert_non_null(c.out);
+    assert_int_equal(print(&c, json, strlen(json)), expect);
+    (void)fclose(c.out);
+    return text;
+}
+
+static void test_rollout_mfctl__status_view_shows_waves_lines_and_events(void **state)
+{
+    static const char json[] =
+        "{\"id\":3,\"model\":\"det\",\"version\":\"v2\",\"previous\":\"v1\",\"state\":\"halted\","
+        "\"wave\":0,\"soak_s\":60,\"min_devices\":5,\"reporting\":7,"
+        "\"breach\":\"p99_latency_us 4095 > bound 3070.5\","
+        "\"waves\":[{\"kind\":\"percent\",\"percent\":5,\"devices\":9,\"state\":\"admitted\"},"
+        "{\"kind\":\"group\",\"group\":\"lab\",\"devices\":4,\"state\":\"waiting\"}],"
+        "\"red_lines\":[{\"metric\":\"p99_latency_us\",\"kind\":\"relative\",\"limit\":1.5,"
+        "\"evaluated\":true,\"breached\":true,\"value\":4095,\"bound\":3070.5},"
+        "{\"metric\":\"teacher_agreement\",\"kind\":\"absolute\",\"limit\":0.9,"
+        "\"evaluated\":false,\"breached\":false}],"
+        "\"events\":[{\"at\":100,\"kind\":\"created\",\"detail\":\"{}\"},"
+        "{\"at\":160,\"kind\":\"halted\",\"detail\":\"p99\"}]}";
+    char *text = print_with(mfctl__print_rollout, json, MF_OK);
+
+    (void)state;
+    assert_non_null(strstr(text, "rollout 3: det v2 (previous v1)  state halted  wave 1 of 2"));
+    assert_non_null(strstr(text, "halted by: p99_latency_us 4095 > bound 3070.5"));
+    assert_non_null(strstr(text, "percent  5 %"));
+    assert_non_null(strstr(text, "group    lab"));
+    assert_non_null(strstr(text, "admitted"));
+    assert_non_null(strstr(text, "3070.5  BREACHED"));
+    assert_non_null(strstr(text, "no data"));
+    assert_non_null(strstr(text, "160 halted"));
+    free(text);
+}
+
+static void test_rollout_mfctl__stats_and_list_tables(void **state)
+{
+    static const char stats[] =
+        "{\"model\":\"det\",\"skipped_reports\":0,\"versions\":[{\"version\":\"v1\","
+        "\"devices_running\":30,\"devices_reporting\":31,\"install_ok\":31,\"install_failed\":1,"
+        "\"p50_us\":1087,\"p95_us\":1983,\"p99_us\":2047,\"peak_memory\":41943040,"
+        "\"offload_rate\":0.05,\"teacher_agreement\":0.97}]}";
+    static const char list[] = "{\"rollouts\":[{\"id\":4,\"model\":\"det\",\"version\":\"v3\","
+                               "\"previous\":\"v2\",\"state\":\"running\",\"wave\":1}]}";
+    char *text = print_with(mfctl__print_stats, stats, MF_OK);
+
+    (void)state;
+    assert_non_null(strstr(text, "P99_US"));
+    assert_non_null(strstr(text, "v1"));
+    assert_non_null(strstr(text, "2047"));
+    assert_non_null(strstr(text, "41943040"));
+    assert_non_null(strstr(text, "0.0500"));
+    free(text);
+    text = print_with(mfctl__print_rollouts, list, MF_OK);
+    assert_non_null(strstr(text, "4     det"));
+    assert_non_null(strstr(text, "running"));
+    free(text);
+    text = print_with(mfctl__print_rollouts, stats, MF_E_INVALID); /* not a rollout list */
+    free(text);
+    text = print_with(mfctl__print_stats, "not json", MF_E_INVALID);
+    free(text);
+}
+
+static void test_rollout_mfctl__usage_errors(void **state)
+{
+    static const char *const bad[][6] = {
+        {"mfctl", "rollout", NULL},
+        {"mfctl", "rollout", "pause", NULL},
+        {"mfctl", "rollout", "pause", "x1", NULL},
+        {"mfctl", "rollout", "launch", "1", NULL},
+        {"mfctl", "rollout", "create", "det", "v/2", "plan.json"},
+        {"mfctl", "versions", "stats", NULL},
+    };
+    char *out = NULL, *err = NULL;
+    size_t ol = 0, el = 0;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *argv[8] = {0};
+        int argc = 0;
+        FILE *o = open_memstream(&out, &ol), *e = open_memstream(&err, &el);
+
+        while (argc < 6 && bad[i][argc]) {
+            argv[argc] = (char *)(uintptr_t)bad[i][argc];
+            argc++;
+        }
+        assert_int_equal(mfctl__main(argc, argv, o, e), 2);
+        (void)fclose(o);
+        (void)fclose(e);
+        assert_non_null(strstr(err, "usage: mfctl"));
+        free(out);
+        free(err);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rollout_mfctl__status_view_shows_waves_lines_and_events),
+        cmocka_unit_test(test_rollout_mfctl__stats_and_list_tables),
+        cmocka_unit_test(test_rollout_mfctl__usage_errors),
+    };
+
+    return cmocka_run_group_tests_name("rollout_mfctl", tests, NULL, NULL);
+}
