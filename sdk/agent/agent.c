@@ -14,7 +14,11 @@
 /* Bytes of mf_agent_options that a caller of `version` owns (fields are only appended). */
 static size_t options_size(unsigned int version)
 {
-    return version == 1 ? offsetof(mf_agent_options, health_fn) : sizeof(mf_agent_options);
+    if (version == 1)
+        return offsetof(mf_agent_options, health_fn);
+    if (version == 2)
+        return offsetof(mf_agent_options, offloads);
+    return sizeof(mf_agent_options);
 }
 
 int mf_agent_options_init(mf_agent_options *opts, unsigned int version)
@@ -143,6 +147,7 @@ static int setup_models(mf_agent *a, const mf_agent_options *o)
 
         memcpy(m->name, o->models[i], strlen(o->models[i]) + 1);
         a->model_names[i] = m->name;
+        m->offload = o->version >= 3 && o->offloads ? o->offloads[i] : NULL;
         err = mf_agent__state_load(a, m);
         if (err < 0)
             return err;
@@ -420,7 +425,10 @@ int mf_agent_step(mf_agent *a)
     }
     if (err < 0)
         return err;
-    return step_assignments(a, n);
+    mf_agent__offload_answer(a);
+    err = step_assignments(a, n);
+    mf_agent__offload_versions(a);
+    return err;
 }
 
 int mf_agent_status(mf_agent_model_status *out, const mf_agent *a, const char *model)

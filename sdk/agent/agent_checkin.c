@@ -68,7 +68,11 @@ static int build_request(struct mf_agent *a, struct mf_dynbuf *b, const char *no
             err = append_health(b, &a->models[i].state);
     }
     if (err >= 0)
-        err = mf_dynbuf__append(b, "]}", 2);
+        err = mf_dynbuf__append(b, "]", 1);
+    if (err >= 0)
+        err = mf_agent__offload_request(a, b);
+    if (err >= 0)
+        err = mf_dynbuf__append(b, "}", 1);
     return err;
 }
 
@@ -322,7 +326,8 @@ int mf_agent__checkin(struct mf_agent *a, size_t *n_out)
     trust = mf_ctx__alloc(&a->ctx, sizeof(*trust));
     if (!trust)
         return mf_fail(&a->ctx, MF_E_NOMEM, "no memory for the check-in");
-    mf_dynbuf__init(&body, &a->ctx.alloc, 64 * 1024);
+    /* 64 KiB of model entries plus each offload handle's telemetry (8 KiB at most). */
+    mf_dynbuf__init(&body, &a->ctx.alloc, 64 * 1024 + MF_AGENT_MAX_MODELS * 8 * 1024);
     mf_http__response_init(&resp, &a->http);
     err = build_request(a, &body, nonce);
     if (err < 0)

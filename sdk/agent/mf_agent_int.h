@@ -141,6 +141,7 @@ struct agent_model {
     char hold_reason[MF_AGENT_REASON_MAX];
     uint64_t dl_done, dl_total; /* progress of the running or interrupted download */
     char dl_kind[8];            /* "model" or "delta" */
+    mf_offload *offload;        /* the app's offload handle for this model, or NULL */
 };
 
 /* Transfer counters, for tests and benchmarks (mf_agent_stats). */
@@ -360,5 +361,13 @@ long long mf_agent__retry_next_ms(const struct mf_agent *a);
 /* agent_report.c */
 int mf_agent__report(struct mf_agent *a, const char *model, const char *version, const char *sha256,
                      const char *status, const char *detail);
+
+/* agent_offload.c: the offload handles' side of the check-in. */
+/* Appends `,"offload":[telemetry, ...]` when any tracked model has an offload handle. */
+int mf_agent__offload_request(struct mf_agent *a, struct mf_dynbuf *b);
+/* After an answered check-in: installs each model's policy, forgets reported telemetry. */
+void mf_agent__offload_answer(struct mf_agent *a);
+/* Tells every offload handle the model version that is active now. */
+void mf_agent__offload_versions(struct mf_agent *a);
 
 #endif /* MF_AGENT_INT_H */

@@ -207,6 +207,9 @@ static void handle_checkin(struct fake_server *s, int fd, const char *body)
         cJSON_AddArrayToObject(trust, "roots");
         cJSON_AddStringToObject(trust, "keys", (const char *)s->keys_env);
     }
+    if (s->offload_policy)
+        cJSON_AddItemToObject(cJSON_AddObjectToObject(out, "offload"), "detector",
+                              cJSON_Parse(s->offload_policy));
     list = cJSON_AddArrayToObject(out, "assignments");
     if (s->version[0]) {
         /* An untracked model first: the agent skips it. */

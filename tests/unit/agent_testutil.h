@@ -56,6 +56,7 @@ struct fake_server {
     uint64_t size; /* assigned size */
     enum blob_mode blob_mode;
     enum checkin_mode checkin_mode;
+    const char *offload_policy; /* policy object answered for "detector", or NULL */
     /* the signed documents */
     uint8_t *keys_env;
     size_t keys_len;

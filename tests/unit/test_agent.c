@@ -769,11 +769,55 @@ static void test_agent__state_parser_round_trip_and_rejects(void **state)
     }
 }
 
+/* The app's offload handle rides the agent's check-in: its telemetry goes up, the server's
+ * policy for that model comes down and is installed, and the handle learns the version that
+ * was installed (docs/protocol-offload.md). */
+static void test_agent__offload_rides_the_checkin(void **state)
+{
+    struct fixture *fx = *state;
+    mf_offload_options oo;
+    mf_offload *off = NULL;
+    mf_offload *offs[2] = {NULL, NULL};
+    mf_agent *agent = NULL;
+    const mf_offload_policy *p;
+
+    assert_int_equal(mf_offload_options_init(&oo, MF_OFFLOAD_OPTIONS_VERSION), MF_OK);
+    oo.model = "detector";
+    oo.model_version = "v0";
+    oo.platform = &fx->ops;
+    assert_int_equal(mf_offload_new(&off, &oo), MF_OK);
+    assert_null(mf_offload_policy_get(off));
+    offs[0] = off;
+    fx->opts.offloads = offs;
+    fx->srv.offload_policy =
+        "{\"enabled\":true,\"method\":\"margin\",\"threshold\":0.25,\"model_version\":\"v1\"}";
+    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_non_null(strstr(fx->srv.checkin_body, "\"offload\":[{"));
+    assert_non_null(strstr(fx->srv.checkin_body, "\"model\":\"detector\""));
+    p = mf_offload_policy_get(off);
+    assert_non_null(p);
+    assert_true(p->enabled);
+    assert_int_equal(p->method, MF_OFFLOAD_MARGIN);
+    assert_true(p->threshold > 0.249f && p->threshold < 0.251f);
+    assert_string_equal(mf_offload_telemetry_get(off)->model_version, "v1");
+    /* A policy the handle refuses keeps the old one and does not fail the step. */
+    fx->srv.offload_policy = "{\"enabled\":true,\"method\":\"guess\",\"threshold\":0.5}";
+    step_expect(agent, MF_OK);
+    p = mf_offload_policy_get(off);
+    assert_non_null(p);
+    assert_int_equal(p->method, MF_OFFLOAD_MARGIN);
+    mf_agent_free(agent);
+    mf_offload_free(off);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_agent__enroll_checkin_install_report),
+        T(test_agent__offload_rides_the_checkin),
         T(test_agent__state_file_records_active_and_previous),
         T(test_agent__wrong_enrollment_token_is_auth_error),
         T(test_agent__no_token_no_credential_is_auth_error),

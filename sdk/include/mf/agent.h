@@ -38,13 +38,14 @@
 #include "mf/common.h"
 #include "mf/alloc.h"
 #include "mf/log.h"
+#include "mf/offload.h"
 #include "mf/sys/platform.h"
 
 MF_BEGIN_DECLS
 
 /** Version of mf_agent_options described by this header; fields are only appended.
  *  Version 1 ends at `trust_root_len`; version 2 adds health, pins, resume and deltas. */
-#define MF_AGENT_OPTIONS_VERSION 2
+#define MF_AGENT_OPTIONS_VERSION 3
 /** Longest model name, version string or device id, in bytes. */
 #define MF_AGENT_NAME_MAX 64
 /** Most models one agent tracks. */
@@ -132,6 +133,15 @@ typedef struct mf_agent_options {
     void *progress_payload;              /**< passed to progress_fn */
     int control_only;                    /**< 1: a handle for status/pin/confirm/rollback tools;
                                               its creation does not count as a start */
+    /* version 3 */
+    /**
+     * NULL, or one offload handle per tracked model, in the order of `models` (NULL entries
+     * allowed). The agent then carries each handle's telemetry in the check-in, installs the
+     * offload policy the server sends for that model (mf_offload_set_policy_json) and tells the
+     * handle which version is active (mf_offload_set_model_version). Borrowed: the handles
+     * MUST outlive the agent and MUST NOT be used from another thread during mf_agent_step().
+     */
+    mf_offload *const *offloads;
 } mf_agent_options;
 
 /** Default largest delta window: the encoder's default (mf/diff.h). */
