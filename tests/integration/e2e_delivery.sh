@@ -205,8 +205,14 @@ check "publish classifier c1" mf_publish classifier c1 "$work/c1.bin"
 check "devB installs c1" agentB run --once
 deltas=$(metric mf_deltas_computed_total)
 check "publish classifier c2 (a 64 KiB change)" mf_publish classifier c2 "$work/c2.bin"
-for _ in $(seq 1 600); do # bounded wait (60 s: sanitizer builds encode slowly) for the delta job
-    [ "$(metric mf_deltas_computed_total)" -gt "${deltas:-0}" ] && break
+# Bounded wait (60 s: sanitizer builds encode slowly) until c2's delta job is done: a delta was
+# stored AND no job is queued or running (under load an earlier model's job can finish first).
+for _ in $(seq 1 600); do
+    if [ "$(metric mf_deltas_computed_total)" -gt "${deltas:-0}" ] &&
+        [ "$(metric 'mf_jobs{state="queued"}')" = 0 ] &&
+        [ "$(metric 'mf_jobs{state="running"}')" = 0 ]; then
+        break
+    fi
     sleep 0.1
 done
 check "devB updates to c2" agentB run --once
