@@ -143,3 +143,23 @@ mf_active_path() {
     [ -n "$slot" ] && echo "$state/models/$model/slot-$slot"
     return 0
 }
+
+# mf_metric NAME: the value of one sample of the running server's /metrics (admin token).
+mf_metric() {
+    curl -s -H "Authorization: Bearer $(cat "$MF_ADMIN_TOKEN_FILE")" "$MF_URL/metrics" |
+        sed -n "s/^$1 \([0-9]*\)\$/\1/p"
+}
+
+# mf_wait_jobs SECONDS: bounded wait until the server's background jobs (delta precompute,
+# labelling) are all done; returns non-zero if they are not done in time.
+mf_wait_jobs() {
+    local i
+    for i in $(seq 1 $(($1 * 10))); do
+        if [ "$(mf_metric 'mf_jobs{state="queued"}')" = 0 ] &&
+            [ "$(mf_metric 'mf_jobs{state="running"}')" = 0 ]; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}

@@ -190,10 +190,6 @@ check "  ... and keeps v3" cmp -s "$active" "$work/v3.bin"
 check "  ... and the server saw why" bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' devices | grep -E 'devA +.*detector +v4 +failed' | grep -q 'below security floor'"
 
 # --- delta, rollback and pin on a second device (issue 5) -----------------------------------
-metric() {
-    curl -s -H "Authorization: Bearer $(cat "$MF_ADMIN_TOKEN_FILE")" "$MF_URL/metrics" |
-        sed -n "s/^$1 \([0-9]*\)\$/\1/p"
-}
 agentB() { "$BIN/mf-agent" --config "$work/devB.json" "$@" >>"$work/devB.log" 2>&1; }
 mf_make_model "$work/c1.bin" 4194304 e2e-c1
 cp "$work/c1.bin" "$work/c2.bin"
@@ -203,18 +199,12 @@ mkdir -p "$work/devB"
 mf_agent_config "$work/devB.json" devB "$work/devB" "$MF_ENROLL_TOKEN_FILE" classifier
 check "publish classifier c1" mf_publish classifier c1 "$work/c1.bin"
 check "devB installs c1" agentB run --once
-deltas=$(metric mf_deltas_computed_total)
+deltas=$(mf_metric mf_deltas_computed_total)
 check "publish classifier c2 (a 64 KiB change)" mf_publish classifier c2 "$work/c2.bin"
-# Bounded wait (60 s: sanitizer builds encode slowly) until c2's delta job is done: a delta was
-# stored AND no job is queued or running (under load an earlier model's job can finish first).
-for _ in $(seq 1 600); do
-    if [ "$(metric mf_deltas_computed_total)" -gt "${deltas:-0}" ] &&
-        [ "$(metric 'mf_jobs{state="queued"}')" = 0 ] &&
-        [ "$(metric 'mf_jobs{state="running"}')" = 0 ]; then
-        break
-    fi
-    sleep 0.1
-done
+# Bounded wait (60 s: sanitizer builds encode slowly) until c2's delta job is done: every job
+# finished (under load an earlier model's job can finish first) and a delta was stored.
+mf_wait_jobs 60 || echo "delta jobs still busy after 60 s"
+check "  ... its delta was precomputed" test "$(mf_metric mf_deltas_computed_total)" -gt "${deltas:-0}"
 check "devB updates to c2" agentB run --once
 check "  ... from a delta, not the 4 MiB blob" grep -q 'c2 built from a [0-9]*-byte delta' "$work/devB.log"
 check "  ... and the bytes are c2's" cmp -s "$(mf_active_path "$work/devB" classifier)" "$work/c2.bin"
