@@ -24,7 +24,7 @@ struct cli {
 static void usage(FILE *f)
 {
     (void)fprintf(f,
-                  "usage: mf-server init  --data-dir DIR [--director-key PRIV.pem]\n"
+                  "usage: mf-server init  --data-dir DIR [--director-key PRIV.pem] [--store URL]\n"
                   "       mf-server serve --data-dir DIR [--listen ADDR:PORT] [--port-file F]\n"
                   "                       [--log-level error|warn|info|debug]\n"
                   "                       [--max-upload BYTES] [--store URL]\n"
@@ -136,7 +136,7 @@ static int cmd_init(struct cli *c, struct mf_ctx *ctx)
     if (err == MF_OK && c->director_key)
         err = mf_director__init_key(&changed, ctx, c->opts.data_dir, c->director_key);
     if (err == MF_OK)
-        err = mf_server__init_data_dir(&changed, ctx, c->opts.data_dir);
+        err = mf_server__init_data_dir(&changed, ctx, c->opts.data_dir, c->opts.store_url);
     if (err == MF_OK)
         err = mf_director__open(&d, ctx, c->opts.data_dir);
     if (err < 0) {

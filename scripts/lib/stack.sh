@@ -23,14 +23,12 @@ mf_check() {
 
 # mf_stack_start DATA_DIR LOG_FILE: init the data dir and serve it on 127.0.0.1:<ephemeral>.
 # Sets MF_URL and MF_ADMIN_TOKEN_FILE, MF_ENROLL_TOKEN_FILE. With MF_TEST_STORE_URL set
-# (tests/pg/with_db.sh) the server runs on that PostgreSQL store, seeded with init's tokens;
+# (tests/pg/with_db.sh) init and serve run on that PostgreSQL store;
 # MF_SERVE_ARGS adds serve options (word-split: bench/server/run.sh's --threads, limits).
 mf_stack_start() {
     local data=$1 log=$2
-    "$BIN/mf-server" init --data-dir "$data" >>"$log" 2>&1
-    if [ -n "${MF_TEST_STORE_URL:-}" ]; then
-        "$BIN/mf_pg_seed" "$MF_TEST_STORE_URL" "$data" >>"$log" 2>&1 || return 1
-    fi
+    "$BIN/mf-server" init --data-dir "$data" ${MF_TEST_STORE_URL:+--store "$MF_TEST_STORE_URL"} \
+        >>"$log" 2>&1 || return 1
     rm -f "$data/port"
     "$BIN/mf-server" serve --data-dir "$data" --listen 127.0.0.1:0 --port-file "$data/port" \
         ${MF_TEST_STORE_URL:+--store "$MF_TEST_STORE_URL"} ${MF_SERVE_ARGS:-} >>"$log" 2>&1 &

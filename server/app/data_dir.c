@@ -124,7 +124,8 @@ static int make_dir(int *changed, struct mf_ctx *ctx, const char *path)
     return mf_fail(ctx, MF_E_IO, "cannot create directory '%s': %s", path, strerror(errno));
 }
 
-int mf_server__init_data_dir(int *changed_out, struct mf_ctx *ctx, const char *data_dir)
+int mf_server__init_data_dir(int *changed_out, struct mf_ctx *ctx, const char *data_dir,
+                             const char *store_url)
 {
     char blobs[DATA_PATH_MAX], tmp[DATA_PATH_MAX], db[DATA_PATH_MAX];
     struct mf_store *s = NULL;
@@ -140,10 +141,12 @@ int mf_server__init_data_dir(int *changed_out, struct mf_ctx *ctx, const char *d
         err = path_join(ctx, tmp, blobs, "tmp");
     if (err == MF_OK)
         err = make_dir(changed_out, ctx, tmp);
-    if (err == MF_OK)
+    /* The embedded default lives in the data dir; a URL (PostgreSQL) is initialised in place,
+     * so a cluster's first node seeds the shared store and writes the token files. */
+    if (err == MF_OK && (!store_url || !store_url[0]))
         err = path_join(ctx, db, data_dir, "store.db");
     if (err == MF_OK)
-        err = mf_store__open(&s, ctx, db, 1);
+        err = mf_store__open(&s, ctx, store_url && store_url[0] ? store_url : db, 1);
     if (err == MF_OK)
         err = s->ops->migrate(&applied, s, ctx);
     if (err == MF_OK && applied > 0)

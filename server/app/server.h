@@ -49,9 +49,12 @@ void mf_server__options_init(struct mf_server_options *o);
 /*
  * Creates or completes the data directory: directories, store with migrations, the first
  * admin and enrollment tokens when none exist, a director key when there is none. *changed_out is 0
- * when nothing had to be done (a second init). MF_E_IO or the store's errors.
+ * when nothing had to be done (a second init). `store_url` NULL or "": the embedded SQLite store
+ * DIR/store.db; else that store (postgresql://...) is migrated and seeded. MF_E_IO or the
+ * store's errors.
  */
-int mf_server__init_data_dir(int *changed_out, struct mf_ctx *ctx, const char *data_dir);
+int mf_server__init_data_dir(int *changed_out, struct mf_ctx *ctx, const char *data_dir,
+                             const char *store_url);
 
 struct mf_server;
 

@@ -91,7 +91,7 @@ static int setup(void **state)
                " \"threshold\": 0.8, \"deadline_ms\": 5000, \"metered\": \"allow\"}}}}");
     fclose(f);
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(mf_server__init_data_dir(&changed, &ctx, fx.data), MF_OK);
+    assert_int_equal(mf_server__init_data_dir(&changed, &ctx, fx.data, NULL), MF_OK);
     mf_server__options_init(&o);
     o.data_dir = fx.data;
     o.listen = "127.0.0.1:0";

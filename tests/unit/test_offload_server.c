@@ -142,7 +142,7 @@ static int setup(void **state)
             fx.teacher.port);
     fclose(f);
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(mf_server__init_data_dir(&changed, &ctx, fx.data), MF_OK);
+    assert_int_equal(mf_server__init_data_dir(&changed, &ctx, fx.data, NULL), MF_OK);
     mf_server__options_init(&o);
     o.data_dir = fx.data;
     o.listen = "127.0.0.1:0";

@@ -256,7 +256,7 @@ static int group_setup(void **state)
     key_file(key, sizeof(key));
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
     assert_int_equal(mf_director__init_key(&changed, &ctx, fx.data, key), MF_OK);
-    assert_int_equal(mf_server__init_data_dir(&changed, &ctx, fx.data), MF_OK);
+    assert_int_equal(mf_server__init_data_dir(&changed, &ctx, fx.data, NULL), MF_OK);
     start_server(&fx.srv, NULL, NULL, 0, 1);
     fx.port = mf_server__port(fx.srv);
     read_token(fx.admin, "admin.token");

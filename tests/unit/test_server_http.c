@@ -298,7 +298,7 @@ static int group_setup(void **state)
         assert_int_equal(mf_director__init_key(&changed, &ctx, fx.data, key), MF_OK);
         assert_int_equal(mf_director__init_key(&changed, &ctx, fx.data, key), MF_E_STATE);
     }
-    assert_int_equal(mf_server__init_data_dir(&changed, &ctx, fx.data), MF_OK);
+    assert_int_equal(mf_server__init_data_dir(&changed, &ctx, fx.data, NULL), MF_OK);
     mf_server__options_init(&o);
     o.data_dir = fx.data;
     o.listen = "127.0.0.1:0";

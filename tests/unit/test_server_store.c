@@ -316,7 +316,7 @@ static void test_server_store__init_data_dir_idempotent(void **state)
     if (f->pg)
         skip(); /* init makes a SQLite store in the data directory */
     (void)snprintf(data, sizeof(data), "%s/data", f->dir);
-    assert_int_equal(mf_server__init_data_dir(&changed, &f->ctx, data), MF_OK);
+    assert_int_equal(mf_server__init_data_dir(&changed, &f->ctx, data, NULL), MF_OK);
     assert_int_equal(changed, 1);
     (void)snprintf(path, sizeof(path), "%s/admin.token", data);
     read_file(admin1, sizeof(admin1), path, &mode);
@@ -330,7 +330,7 @@ static void test_server_store__init_data_dir_idempotent(void **state)
     assert_int_equal(mf_token__kind(enroll, MF_TOKEN_LEN), MF_TOKEN_ENROLL);
 
     /* Second run: nothing changes, the token is not rotated. */
-    assert_int_equal(mf_server__init_data_dir(&changed, &f->ctx, data), MF_OK);
+    assert_int_equal(mf_server__init_data_dir(&changed, &f->ctx, data, NULL), MF_OK);
     assert_int_equal(changed, 0);
     (void)snprintf(path, sizeof(path), "%s/admin.token", data);
     read_file(admin2, sizeof(admin2), path, &mode);
