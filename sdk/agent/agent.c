@@ -171,6 +171,7 @@ static int setup(mf_agent *a, const mf_agent_options *o)
     memcpy(&a->plat, o->platform,
            o->platform->version >= 2 ? sizeof(a->plat) : offsetof(mf_platform_ops, truncate));
     a->ready_fn = o->ready_fn;
+    a->telemetry = o->version >= 3 ? o->telemetry : NULL;
     a->ready_payload = o->ready_payload;
     a->max_unconfirmed_starts = 3;
     a->retry_base_ms = 2000;
@@ -284,6 +285,7 @@ static int fail_assignment(mf_agent *a, struct agent_model *m, const struct mf_a
     m->up_to_date = 0;
     memcpy(m->last_errmsg, a->ctx.errmsg, sizeof(m->last_errmsg));
     MF_LOG_ERR(&a->ctx, "model %s: %s", m->name, m->last_errmsg);
+    mf_agent__telemetry_install(a, as->model, as->version, 0);
     if (mf_agent__report(a, as->model, as->version, as->sha256, "failed", m->last_errmsg) < 0)
         MF_LOG_WARN(&a->ctx, "%s", a->ctx.errmsg);
     memcpy(a->ctx.errmsg, m->last_errmsg, sizeof(m->last_errmsg));
@@ -327,6 +329,7 @@ static int send_pending_report(mf_agent *a, struct agent_model *m,
     if (err < 0)
         return err;
     m->report_pending = 0;
+    mf_agent__telemetry_install(a, as->model, as->version, 1);
     return MF_OK;
 }
 
@@ -341,6 +344,8 @@ static int send_rollback_report(mf_agent *a, struct agent_model *m)
         return MF_OK;
     (void)snprintf(detail, sizeof(detail), "rolled back: %s", rb->reason);
     err = mf_agent__report(a, m->name, rb->version, rb->sha256, "failed", detail);
+    if (err >= 0)
+        mf_agent__telemetry_rollback(a, m->name, rb->version, rb->reason);
     if (err >= 0) {
         struct mf_agent_model_state *next = mf_agent__state_copy(a, m);
 
@@ -426,6 +431,8 @@ int mf_agent_step(mf_agent *a)
     if (err < 0)
         return err;
     mf_agent__offload_answer(a);
+    if (a->telemetry)
+        mf_telemetry_ack(a->telemetry); /* the server holds these totals now */
     err = step_assignments(a, n);
     mf_agent__offload_versions(a);
     return err;

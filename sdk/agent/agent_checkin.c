@@ -65,6 +65,8 @@ static int build_request(struct mf_agent *a, struct mf_dynbuf *b, const char *no
         else if (err >= 0)
             err = mf_dynbuf__appendf(b, "%s", ",\"version\":null,\"sha256\":null");
         if (err >= 0)
+            err = mf_agent__telemetry_member(a, b, a->models[i].name);
+        if (err >= 0)
             err = append_health(b, &a->models[i].state);
     }
     if (err >= 0)
@@ -326,8 +328,10 @@ int mf_agent__checkin(struct mf_agent *a, size_t *n_out)
     trust = mf_ctx__alloc(&a->ctx, sizeof(*trust));
     if (!trust)
         return mf_fail(&a->ctx, MF_E_NOMEM, "no memory for the check-in");
-    /* 64 KiB of model entries plus each offload handle's telemetry (8 KiB at most). */
-    mf_dynbuf__init(&body, &a->ctx.alloc, 64 * 1024 + MF_AGENT_MAX_MODELS * 8 * 1024);
+    /* 64 KiB of model entries plus, per model, the offload telemetry (8 KiB at most) and the
+     * runtime reports (MF_TELEMETRY_JSON_MAX). */
+    mf_dynbuf__init(&body, &a->ctx.alloc,
+                    64 * 1024 + MF_AGENT_MAX_MODELS * (8 * 1024 + MF_TELEMETRY_JSON_MAX));
     mf_http__response_init(&resp, &a->http);
     err = build_request(a, &body, nonce);
     if (err < 0)

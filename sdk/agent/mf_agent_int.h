@@ -206,6 +206,7 @@ struct mf_agent {
     struct cJSON *checkin_doc;          /* the last check-in answer; assignments borrow from it */
     char nonce[MF_AGENT_NONCE_LEN + 1]; /* sent with the last check-in */
     mf_trust *trust;
+    mf_telemetry *telemetry; /* the app's runtime reports, or NULL */
     long poll_interval_s;
     mf_agent_ready_fn ready_fn;
     void *ready_payload;
@@ -369,5 +370,13 @@ int mf_agent__offload_request(struct mf_agent *a, struct mf_dynbuf *b);
 void mf_agent__offload_answer(struct mf_agent *a);
 /* Tells every offload handle the model version that is active now. */
 void mf_agent__offload_versions(struct mf_agent *a);
+
+/* agent_telemetry.c: the runtime reports' side of the check-in and of install results. */
+/* Appends `,"telemetry":{...}` to a model's check-in entry when the app's handle has any. */
+int mf_agent__telemetry_member(struct mf_agent *a, struct mf_dynbuf *b, const char *model);
+void mf_agent__telemetry_install(struct mf_agent *a, const char *model, const char *version,
+                                 int ok);
+void mf_agent__telemetry_rollback(struct mf_agent *a, const char *model, const char *version,
+                                  const char *reason);
 
 #endif /* MF_AGENT_INT_H */

@@ -812,12 +812,41 @@ static void test_agent__offload_rides_the_checkin(void **state)
     mf_offload_free(off);
 }
 
+/* The app's runtime-report handle rides the check-in: the agent counts the install it made,
+ * and the model's totals (with the app's own latency samples) go up in its check-in entry. */
+static void test_agent__runtime_reports_ride_the_checkin(void **state)
+{
+    struct fixture *fx = *state;
+    mf_telemetry *t = NULL;
+    mf_agent *agent = NULL;
+    const mf_telemetry_version *v;
+
+    assert_int_equal(mf_telemetry_new(&t, NULL, &fx->ops, "telemetry"), MF_OK);
+    fx->opts.telemetry = t;
+    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    v = mf_telemetry_get(t, "detector", "v1");
+    assert_non_null(v);
+    assert_int_equal(v->install_ok, 1);
+    assert_int_equal(v->install_failed, 0);
+    /* Nothing was recorded before the first check-in: no member was sent. */
+    assert_null(strstr(fx->srv.checkin_body, "\"telemetry\":"));
+    assert_int_equal(mf_telemetry_record_latency(t, "detector", "v1", 1500), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_non_null(strstr(fx->srv.checkin_body, "\"telemetry\":"));
+    assert_int_equal(mf_telemetry_get(t, "detector", "v1")->install_ok, 1); /* counted once */
+    mf_agent_free(agent);
+    mf_telemetry_free(t);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_agent__enroll_checkin_install_report),
         T(test_agent__offload_rides_the_checkin),
+        T(test_agent__runtime_reports_ride_the_checkin),
         T(test_agent__state_file_records_active_and_previous),
         T(test_agent__wrong_enrollment_token_is_auth_error),
         T(test_agent__no_token_no_credential_is_auth_error),

@@ -40,6 +40,7 @@
 #include "mf/log.h"
 #include "mf/offload.h"
 #include "mf/sys/platform.h"
+#include "mf/telemetry.h"
 
 MF_BEGIN_DECLS
 
@@ -142,6 +143,14 @@ typedef struct mf_agent_options {
      * MUST outlive the agent and MUST NOT be used from another thread during mf_agent_step().
      */
     mf_offload *const *offloads;
+    /**
+     * NULL, or the app's runtime-report handle (mf/telemetry.h): the agent adds install results
+     * and rollbacks to it, sends each model's totals with the check-in (`"telemetry"`, read by
+     * the server's fleet views and rollout red lines) and acknowledges them when the server
+     * answered. The app records latency, memory, health and teacher agreement itself and saves
+     * the handle on its own schedule. Borrowed: MUST outlive the agent.
+     */
+    mf_telemetry *telemetry;
 } mf_agent_options;
 
 /** Default largest delta window: the encoder's default (mf/diff.h). */
