@@ -8,10 +8,10 @@
 # and the time from the breach (the halted event, 1 s resolution) to the cycle after which
 # no device runs v2 any more.
 # Usage: bench/rollout/run.sh BIN_DIR [DEVICES]   (BIN_DIR holds mf-server, mfctl, mf-sim,
-# mf_pg_seed; default 1000 devices)
+# mf_pg_seed; default 200 devices, see README.md for why not 10,000)
 set -uo pipefail
 BIN=${1:?usage: run.sh BIN_DIR [DEVICES]}
-devices=${2:-1000}
+devices=${2:-200}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=scripts/lib/stack.sh
 . "$root/scripts/lib/stack.sh"
@@ -58,7 +58,7 @@ bench_store() { # bench_store LABEL
  "red_lines": [{"metric": "p99_latency_us", "relative": 1.5}]}
 JSON
     mfctl_admin rollout create det v2 "$work/plan.json" >/dev/null || return 1
-    sim "$label" 25 --behave v2:lat=2000,mem=40M,offload=5 >"$work/$label-rollout.out"
+    sim "$label" 12 --behave v2:lat=2000,mem=40M,offload=5 >"$work/$label-rollout.out"
     grep '^report\|^version\|^failed' "$work/$label-rollout.out" | sed "s/^/$label: rollout run: /"
     mfctl_admin rollout status 1 >"$work/$label-status.txt"
     grep '^rollout\|halted by' "$work/$label-status.txt" | sed "s/^/$label: /"

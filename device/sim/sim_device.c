@@ -36,6 +36,7 @@ struct sim_device {
     char version[MF_AGENT_NAME_MAX + 1]; /* installed */
     char sha256[65];
     uint32_t seed;
+    uint64_t offload_carry; /* asked x percent not yet counted as uncertain */
     uint64_t nonce;
 };
 
@@ -157,9 +158,12 @@ static int simulate(struct sim_device *d)
         err = mf_telemetry_record_latency(d->tele, m, v,
                                           b->latency_us + next(&d->seed) % b->latency_us);
         off.asked++;
-        if (next(&d->seed) % 100 < b->offload_pct)
-            off.uncertain++;
     }
+    /* Exactly offload_pct % of the asked samples (the remainder carried to the next cycle):
+     * a coin per sample would let a 12 % version look like 7 % on a small wave. */
+    d->offload_carry += off.asked * b->offload_pct;
+    off.uncertain = d->offload_carry / 100;
+    d->offload_carry %= 100;
     if (err == MF_OK)
         err = mf_telemetry_record_memory(d->tele, m, v, b->memory);
     if (err == MF_OK)

@@ -183,6 +183,7 @@ int main(int argc, char **argv)
         mf_free(NULL, root);
         return 2;
     }
+    (void)setvbuf(stdout, NULL, _IOLBF, 0);      /* progress lines as they happen */
     (void)curl_global_init(CURL_GLOBAL_DEFAULT); /* before agents on one thread: mf/agent.h */
     devs = mf_calloc(NULL, c.devices, sizeof(*devs));
     for (unsigned i = 0; devs && i < c.devices; i++) {

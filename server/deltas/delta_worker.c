@@ -80,6 +80,19 @@ static void run_other(struct mf_delta_worker *w, const struct mf_job_kind *k,
         MF_LOG_WARN(&w->ctx, "%s job %s: %s", job->kind, job->arg, mf_ctx__errmsg(&w->ctx));
 }
 
+/* Claims the oldest job of a kind this worker runs, one kind at a time (deltas first): a
+ * kind only a newer node knows is left queued for it instead of being failed here. */
+static int claim_known(struct mf_store_job *job, struct mf_delta_worker *w)
+{
+    int err = MF_E_NOTFOUND;
+
+    for (size_t i = 0; err == MF_E_NOTFOUND && i <= w->opts.n_kinds; i++)
+        err = w->store->ops->job_claim_kind(
+            job, w->store, &w->ctx, i == 0 ? MF_DELTA_JOB_KIND : w->opts.kinds[i - 1].kind,
+            w->owner, (int64_t)time(NULL), (int64_t)w->opts.lease_s);
+    return err;
+}
+
 /* Claims and runs jobs until there is none (or stop is asked). */
 static void drain(struct mf_delta_worker *w)
 {
@@ -92,22 +105,17 @@ static void drain(struct mf_delta_worker *w)
         (void)pthread_mutex_unlock(&w->lock);
         if (stop)
             return;
-        err = w->store->ops->job_claim(&job, w->store, &w->ctx, w->owner, (int64_t)time(NULL),
-                                       (int64_t)w->opts.lease_s);
+        err = claim_known(&job, w);
         if (err == MF_E_NOTFOUND)
             return;
         if (err < 0) {
             MF_LOG_WARN(&w->ctx, "claiming a job: %s", mf_ctx__errmsg(&w->ctx));
             return;
         }
-        if (strcmp(job.kind, MF_DELTA_JOB_KIND) == 0) {
+        if (strcmp(job.kind, MF_DELTA_JOB_KIND) == 0)
             run_claimed(w, &job);
-        } else if (find_kind(w, job.kind)) {
-            run_other(w, find_kind(w, job.kind), &job);
-        } else {
-            /* A kind a newer node queued: leave it to a node that knows it. */
-            (void)w->store->ops->job_fail(w->store, &w->ctx, job.id, w->owner, "unknown kind");
-        }
+        else
+            run_other(w, find_kind(w, job.kind), &job); /* claim_known took a known kind */
     }
 }
 

@@ -9,6 +9,7 @@
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include "mf_test.h"
 #include "app/token.h"
+#include "deltas/delta_worker.h"
 #include "director/rollout_wave.h"
 #include "rollout/rollout_ctl.h"
 #include "rollout/rollout_fleet.h"
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DEVICES 40
@@ -433,6 +435,37 @@ static void test_rollout_engine__tick_job_and_group_waves(void **state)
     assert_int_equal(mf_rollout__jobs_run(&made, f->s, &f->ctx, "7x"), MF_E_INVALID);
 }
 
+/* The server's worker runs "rollout" jobs as one of its kinds, and leaves a kind it does
+ * not run queued for a node that does (claimed per kind), instead of failing it. */
+static void test_rollout_engine__worker_runs_rollouts_and_leaves_unknown_kinds(void **state)
+{
+    struct eng *f = *state;
+    struct mf_delta_options o;
+    struct mf_delta_worker *w = NULL;
+    struct mf_store_rollout r = {0};
+    int64_t id = create(f, "{\"soak_s\": 0, \"waves\": [{\"percent\": 100}, {\"percent\": 100}]}");
+    int64_t queued = 0, running = 0;
+
+    for (int i = 0; i < 3; i++)
+        run(f, i, "v2", &baseline, 1500);
+    assert_int_equal(f->s->ops->job_enqueue(f->s, &f->ctx, "from-a-newer-node", "x", 1), MF_OK);
+    mf_delta__options_init(&o);
+    o.interval_ms = 20;
+    o.kinds[o.n_kinds++] = (struct mf_job_kind){MF_ROLLOUT_JOB_KIND, mf_rollout__jobs_run,
+                                                mf_rollout__jobs_tick, f->s};
+    assert_int_equal(mf_delta__worker_start(&w, &f->ctx, f->s, f->dir, NULL, &o), MF_OK);
+    for (int k = 0; k < 250 && r.wave == 0; k++) { /* bounded: 5 s */
+        struct timespec ts = {0, 20 * 1000000L};
+
+        (void)nanosleep(&ts, NULL);
+        assert_int_equal(f->s->ops->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    }
+    mf_delta__worker_stop(w);
+    assert_int_equal(r.wave, 1);
+    assert_int_equal(f->s->ops->job_counts(&queued, &running, f->s, &f->ctx, 10), MF_OK);
+    assert_int_equal(queued, 1); /* the unknown kind, untouched */
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -492,6 +525,9 @@ int main(void)
             eng_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_engine__tick_job_and_group_waves, eng_setup,
                                         eng_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_rollout_engine__worker_runs_rollouts_and_leaves_unknown_kinds, eng_setup,
+            eng_teardown),
     };
 
     return cmocka_run_group_tests_name("rollout_engine", tests, NULL, NULL);
