@@ -258,6 +258,21 @@ static void store_unlock(struct sqlite_store *s)
     (void)pthread_mutex_unlock(&s->lock);
 }
 
+/* Runs `call` inside BEGIN IMMEDIATE ... COMMIT under the store lock (ROLLBACK on failure). */
+#define IN_TRANSACTION(s, ctx, call)                                                               \
+    do {                                                                                           \
+        store_lock(s);                                                                             \
+        err = db_exec(s, ctx, "BEGIN IMMEDIATE");                                                  \
+        if (err == MF_OK) {                                                                        \
+            err = (call);                                                                          \
+            if (err == MF_OK)                                                                      \
+                err = db_exec(s, ctx, "COMMIT");                                                   \
+            if (err < 0)                                                                           \
+                (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);                           \
+        }                                                                                          \
+        store_unlock(s);                                                                           \
+    } while (0)
+
 static void sqlite_close(struct mf_store *base)
 {
     struct sqlite_store *s = to_sqlite(base);
@@ -374,19 +389,10 @@ int mf_store__sqlite_migrate_to(int *applied_out, struct mf_store *base, struct 
     if (target < 0 || target > STORE_SCHEMA_LATEST)
         return mf_fail(ctx, MF_E_INVALID, "no schema version %d (latest %d)", target,
                        STORE_SCHEMA_LATEST);
-    store_lock(s);
     /* IMMEDIATE: two servers starting on one file cannot both apply migration N. */
-    err = db_exec(s, ctx, "BEGIN IMMEDIATE");
-    if (err == MF_OK) {
-        err = migrate_locked(applied_out, s, ctx, target);
-        if (err == MF_OK)
-            err = db_exec(s, ctx, "COMMIT");
-        if (err < 0) {
-            (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-            *applied_out = 0;
-        }
-    }
-    store_unlock(s);
+    IN_TRANSACTION(s, ctx, migrate_locked(applied_out, s, ctx, target));
+    if (err < 0)
+        *applied_out = 0; /* rolled back: nothing was applied */
     return err;
 }
 
@@ -591,16 +597,7 @@ static int sqlite_version_insert(struct mf_store *base, struct mf_ctx *ctx,
     struct sqlite_store *s = to_sqlite(base);
     int err;
 
-    store_lock(s);
-    err = db_exec(s, ctx, "BEGIN IMMEDIATE");
-    if (err == MF_OK) {
-        err = version_insert_locked(s, ctx, v);
-        if (err == MF_OK)
-            err = db_exec(s, ctx, "COMMIT");
-        if (err < 0)
-            (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-    }
-    store_unlock(s);
+    IN_TRANSACTION(s, ctx, version_insert_locked(s, ctx, v));
     return err;
 }
 
@@ -720,21 +717,6 @@ static int release_set_locked(struct sqlite_store *s, struct mf_ctx *ctx,
     sqlite3_finalize(st);
     return err;
 }
-
-/* Runs `fn` inside BEGIN IMMEDIATE ... COMMIT under the store lock (ROLLBACK on failure). */
-#define IN_TRANSACTION(s, ctx, call)                                                               \
-    do {                                                                                           \
-        store_lock(s);                                                                             \
-        err = db_exec(s, ctx, "BEGIN IMMEDIATE");                                                  \
-        if (err == MF_OK) {                                                                        \
-            err = (call);                                                                          \
-            if (err == MF_OK)                                                                      \
-                err = db_exec(s, ctx, "COMMIT");                                                   \
-            if (err < 0)                                                                           \
-                (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);                           \
-        }                                                                                          \
-        store_unlock(s);                                                                           \
-    } while (0)
 
 static int sqlite_release_set(struct mf_store *base, struct mf_ctx *ctx,
                               const struct mf_store_version *v, const void *env, size_t len)
@@ -963,16 +945,7 @@ static int sqlite_report_insert(struct mf_store *base, struct mf_ctx *ctx,
     struct sqlite_store *s = to_sqlite(base);
     int err;
 
-    store_lock(s);
-    err = db_exec(s, ctx, "BEGIN IMMEDIATE");
-    if (err == MF_OK) {
-        err = report_insert_locked(s, ctx, r);
-        if (err == MF_OK)
-            err = db_exec(s, ctx, "COMMIT");
-        if (err < 0)
-            (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-    }
-    store_unlock(s);
+    IN_TRANSACTION(s, ctx, report_insert_locked(s, ctx, r));
     return err;
 }
 
