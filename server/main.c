@@ -32,7 +32,7 @@ static void usage(FILE *f)
                   "                       [--threads N] [--tls-cert CERT.pem --tls-key KEY.pem]\n"
                   "                       [--device-rate PER_S] [--device-burst N]\n"
                   "                       [--delta-worker 0|1] [--delta-k K]\n"
-                  "                       [--offload-config FILE]\n");
+                  "                       [--offload-config FILE] [--distill-config FILE]\n");
 }
 
 static int parse_level(const char *s)
@@ -117,6 +117,8 @@ static int parse_args(struct cli *c, int argc, char **argv)
             c->opts.delta_k = (unsigned)v;
         } else if (strcmp(k, "--offload-config") == 0) {
             c->opts.offload_config = val;
+        } else if (strcmp(k, "--distill-config") == 0) {
+            c->opts.distill_config = val;
         } else {
             (void)fprintf(stderr, "mf-server: bad option or value: %s %s\n", k, val);
             return -1;

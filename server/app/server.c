@@ -5,6 +5,7 @@
 #include "app/director.h"
 #include "blob/blob_store.h"
 #include "deltas/delta_worker.h"
+#include "distill/job/distill_job.h"
 #include "http/http_metrics.h"
 #include "http/http_ratelimit.h"
 #include "http/http_req.h"
@@ -29,6 +30,9 @@ struct mf_server {
     struct mf_metrics metrics;
     struct mf_dynbuf tls_cert, tls_key;  /* PEM text, alive as long as the daemon */
     struct mf_offload_jobs offload_jobs; /* the label job kind's state, read by the worker */
+    struct mf_distill_config distill_cfg; /* read once at start */
+    struct mf_distill_jobs distill_jobs;  /* the distill job kind's state */
+    struct mf_delta_worker *distill_worker;
     uint16_t port;
 };
 
@@ -222,6 +226,36 @@ static int start_offload(struct mf_server *s, struct mf_ctx *ctx, const char *pa
     return err;
 }
 
+/* The distillation loop: its config, and a worker of its own (runs take minutes). */
+static int start_distill(struct mf_server *s, struct mf_ctx *ctx, const struct mf_server_options *o)
+{
+    struct mf_delta_options d;
+    struct mf_ctx wctx;
+    int err = mf_distill__config_load(&s->distill_cfg, ctx, o->distill_config);
+
+    if (err < 0)
+        return err;
+    s->distill_jobs.cfg = &s->distill_cfg;
+    s->distill_jobs.store = s->env.store;
+    s->distill_jobs.offload = s->env.offload;
+    s->distill_jobs.deltas = &s->env.deltas;
+    (void)snprintf(s->distill_jobs.blob_root, sizeof(s->distill_jobs.blob_root), "%s",
+                   s->env.blob_root);
+    s->env.distill = &s->distill_jobs;
+    if (!o->delta_worker)
+        return MF_OK; /* runs execute on the nodes that do background work */
+    mf_delta__options_init(&d);
+    d.run_deltas = 0;
+    mf_distill__jobs_kind(&d.kinds[d.n_kinds++], &s->distill_jobs);
+    d.lease_s = 3600;
+    mf_ctx__init(&wctx, &s->alloc, s->env.log_fn, s->env.log_payload, "distill");
+    err = mf_delta__worker_start(&s->distill_worker, &wctx, s->env.store, s->env.blob_root, NULL, &d);
+    s->distill_jobs.worker = s->distill_worker;
+    if (err < 0)
+        err = mf_fail(ctx, err, "%s", mf_ctx__errmsg(&wctx));
+    return err;
+}
+
 /* The per-node parts that are not the HTTP daemon: metrics, rate limiter, delta worker. */
 static int start_services(struct mf_server *s, struct mf_ctx *ctx,
                           const struct mf_server_options *o)
@@ -250,6 +284,8 @@ static int start_services(struct mf_server *s, struct mf_ctx *ctx,
         if (err < 0)
             err = mf_fail(ctx, err, "%s", mf_ctx__errmsg(&wctx));
     }
+    if (err == MF_OK && o->distill_config)
+        err = start_distill(s, ctx, o);
     return err;
 }
 
@@ -327,6 +363,8 @@ void mf_server__stop(struct mf_server *s)
         return;
     if (s->mhd)
         MHD_stop_daemon(s->mhd);
+    mf_delta__worker_stop(s->distill_worker); /* before the store and the teachers */
+    mf_distill__config_free(&s->distill_cfg);
     mf_delta__worker_stop(s->env.deltas); /* before the store it uses */
     mf_offsrv__srv_free(s->env.offload);
     mf_ratelimit__free(s->env.ratelimit);

@@ -40,6 +40,9 @@ struct mf_server_options {
     /* Appended: offload (docs/operations.md, "Offload"); NULL: no teachers, no policies
      * (the device routes still store samples). Labelling runs on the delta worker. */
     const char *offload_config;
+    /* Appended: the distillation loop (docs/distill.md); NULL: no runs. The runs execute
+     * on a second background thread of nodes with delta_worker on. */
+    const char *distill_config;
 };
 
 /* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 120 s, 256 connections, 4 threads,

@@ -131,6 +131,35 @@ int mf_blob__open(int *fd_out, uint64_t *size_out, struct mf_ctx *ctx, const cha
     return MF_OK;
 }
 
+int mf_blob__read(uint8_t *buf, size_t cap, size_t *len_out, struct mf_ctx *ctx, const char *root,
+                  const char *sha_hex)
+{
+    uint64_t size = 0;
+    size_t got = 0;
+    int fd = -1;
+    int err = mf_blob__open(&fd, &size, ctx, root, sha_hex);
+
+    *len_out = 0;
+    if (err < 0)
+        return err;
+    if (size > cap)
+        err = mf_fail(ctx, MF_E_LIMIT, "blob %s has %llu bytes, more than %zu", sha_hex,
+                      (unsigned long long)size, cap);
+    while (err == MF_OK && got < size) {
+        ssize_t n = read(fd, buf + got, (size_t)size - got);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            err = mf_fail(ctx, MF_E_IO, "reading blob %s failed", sha_hex);
+        else
+            got += (size_t)n;
+    }
+    (void)close(fd);
+    *len_out = got;
+    return err;
+}
+
 int mf_blob__upload_begin(struct mf_blob_upload **out, struct mf_ctx *ctx, const char *root,
                           uint64_t max_bytes)
 {

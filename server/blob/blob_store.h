@@ -27,6 +27,11 @@ int mf_blob__sweep_tmp(int *removed_out, struct mf_ctx *ctx, const char *root);
 int mf_blob__open(int *fd_out, uint64_t *size_out, struct mf_ctx *ctx, const char *root,
                   const char *sha_hex);
 
+/* Reads blob `sha_hex` whole into `buf` (at most `cap` bytes): MF_E_NOTFOUND, MF_E_LIMIT
+ * (larger than cap) or MF_E_IO. */
+int mf_blob__read(uint8_t *buf, size_t cap, size_t *len_out, struct mf_ctx *ctx, const char *root,
+                  const char *sha_hex);
+
 struct mf_blob_upload;
 
 /* Starts an upload capped at `max_bytes`. Ownership: mf_blob__upload_free(). */

@@ -32,6 +32,7 @@ void mf_delta__options_init(struct mf_delta_options *o)
     o->interval_ms = 2000;
     o->lease_s = 900;
     o->threads = 2;
+    o->run_deltas = 1;
 }
 
 int mf_delta__enqueue(struct mf_store *s, struct mf_ctx *ctx, const char *model,

@@ -86,7 +86,7 @@ static int claim_known(struct mf_store_job *job, struct mf_delta_worker *w)
 {
     int err = MF_E_NOTFOUND;
 
-    for (size_t i = 0; err == MF_E_NOTFOUND && i <= w->opts.n_kinds; i++)
+    for (size_t i = w->opts.run_deltas ? 0 : 1; err == MF_E_NOTFOUND && i <= w->opts.n_kinds; i++)
         err = w->store->ops->job_claim_kind(
             job, w->store, &w->ctx, i == 0 ? MF_DELTA_JOB_KIND : w->opts.kinds[i - 1].kind,
             w->owner, (int64_t)time(NULL), (int64_t)w->opts.lease_s);

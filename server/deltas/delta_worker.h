@@ -43,6 +43,9 @@ struct mf_delta_options {
     /* Appended: other job kinds this worker runs (copied at start; none by default). */
     struct mf_job_kind kinds[MF_DELTA_MAX_KINDS];
     size_t n_kinds;
+    /* Appended: 0 makes a worker of the other kinds only (a second thread for long jobs,
+     * so a distillation run does not hold up deltas and rollout evaluation). Default 1. */
+    int run_deltas;
 };
 
 void mf_delta__options_init(struct mf_delta_options *o);

@@ -17,36 +17,7 @@
 /* A trust state holding the store's newest root and, if `need_keys`, keys document. */
 int mf_handlers__trust_load(mf_trust **out, struct mf_httpd_req *r, int need_keys)
 {
-    struct mf_store *s = r->env->store;
-    struct mf_dynbuf root, keys;
-    uint64_t rv = 0, kv = 0;
-    mf_trust *t = NULL;
-    int err;
-
-    *out = NULL;
-    mf_dynbuf__init(&keys, &r->ctx.alloc, 1);
-    err = s->ops->trust_latest(&rv, &root, s, &r->ctx, MF_STORE_TRUST_ROOT);
-    if (err == MF_OK && need_keys)
-        err = s->ops->trust_latest(&kv, &keys, s, &r->ctx, MF_STORE_TRUST_KEYS);
-    if (err == MF_OK && mf_trust_new(&t, NULL, NULL) < 0)
-        err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory loading the trust state");
-    /* The stored documents were verified on the way in; time does not matter here (a
-     * stored root may have expired since), the document being judged is checked with it. */
-    if (err == MF_OK && mf_trust_bootstrap(t, root.data, root.len, MF_TRUST_TIME_UNKNOWN) < 0)
-        err = mf_fail(&r->ctx, MF_E_STATE, "stored root v%llu no longer verifies: %s",
-                      (unsigned long long)rv, mf_trust_errmsg(t));
-    if (err == MF_OK && need_keys &&
-        mf_trust_update_keys(t, keys.data, keys.len, MF_TRUST_TIME_UNKNOWN) < 0)
-        err = mf_fail(&r->ctx, MF_E_STATE, "stored keys v%llu no longer verify: %s",
-                      (unsigned long long)kv, mf_trust_errmsg(t));
-    mf_dynbuf__free(&root);
-    mf_dynbuf__free(&keys);
-    if (err < 0) {
-        mf_trust_free(t);
-        return err;
-    }
-    *out = t;
-    return MF_OK;
+    return mf_store__trust_load(out, r->env->store, &r->ctx, need_keys);
 }
 
 /* 400 naming the trust rule a document broke. */

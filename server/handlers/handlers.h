@@ -56,6 +56,12 @@ int mf_handlers__rollout_get(struct mf_httpd_req *r);
 int mf_handlers__rollout_act(struct mf_httpd_req *r);
 int mf_handlers__model_stats(struct mf_httpd_req *r);
 
+/* admin_distill.c: docs/distill.md */
+int mf_handlers__distill_run_create(struct mf_httpd_req *r);
+int mf_handlers__distill_runs_list(struct mf_httpd_req *r);
+int mf_handlers__distill_run_get(struct mf_httpd_req *r);
+int mf_handlers__version_get(struct mf_httpd_req *r);
+
 /* Replies 200 {"<key>": [...]} with the rows `walk` appends to the array (a store listing);
  * a walk's MF_E_NOMEM gets its message here. */
 typedef int (*mf_handlers_walk_fn)(struct mf_httpd_req *r, cJSON *list);

@@ -83,6 +83,12 @@ const struct mf_httpd_route mf_httpd__routes[] = {
     ROUTE("GET", "/v1/admin/rollouts/{}", ADMIN, NONE, mf_handlers__rollout_get, ALL_ROLES),
     ROUTE("POST", "/v1/admin/rollouts/{}/{}", ADMIN, JSON, mf_handlers__rollout_act, OPS),
     ROUTE("GET", "/v1/admin/models/{}/stats", ADMIN, NONE, mf_handlers__model_stats, ALL_ROLES),
+    ROUTE("GET", "/v1/admin/models/{}/versions/{}", ADMIN, NONE, mf_handlers__version_get,
+          ALL_ROLES),
+    ROUTE("POST", "/v1/admin/distill/{}/runs", ADMIN, JSON, mf_handlers__distill_run_create, DATA),
+    ROUTE("GET", "/v1/admin/distill/runs", ADMIN, NONE, mf_handlers__distill_runs_list, ALL_ROLES),
+    ROUTE("GET", "/v1/admin/distill/runs/{}", ADMIN, NONE, mf_handlers__distill_run_get,
+          ALL_ROLES),
 };
 
 const size_t mf_httpd__route_count = sizeof(mf_httpd__routes) / sizeof(mf_httpd__routes[0]);

@@ -5,6 +5,7 @@
  * without a server.
  */
 #include "mfctl.h"
+#include "cmd_distill.h"
 #include "cmd_rollout.h"
 
 #include <cjson/cJSON.h>
@@ -186,6 +187,9 @@ int mfctl__cmd_versions(struct mfctl *c, int argc, char **argv)
         return rc;
     if (nargs == 2 && strcmp(argv[1], "stats") == 0 && mfctl__name_ok(argv[2]))
         return mfctl__versions_stats(c, argv[2], json); /* cmd_rollout.c */
+    if (nargs == 3 && strcmp(argv[1], "show") == 0 && mfctl__name_ok(argv[2]) &&
+        mfctl__name_ok(argv[3]))
+        return mfctl__versions_show(c, argv[2], argv[3], json); /* cmd_distill.c */
     if (nargs != 1 || !mfctl__name_ok(argv[1]) || strcmp(argv[1], "stats") == 0) {
         (void)fprintf(c->err, "mfctl versions: expected one MODEL name\n%s", c->cmd->usage);
         return 2;

@@ -12,21 +12,21 @@
 
 #define PLAN_FILE_MAX (8u * 1024u) /* the server's plan bound (MF_STORE_PLAN_MAX) */
 
-static double num(const cJSON *o, const char *key)
+double mfctl__num(const cJSON *o, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 
     return cJSON_IsNumber(v) ? v->valuedouble : 0.0;
 }
 
-static const char *str(const cJSON *o, const char *key)
+const char *mfctl__str(const cJSON *o, const char *key)
 {
     const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
 
     return s ? s : "";
 }
 
-static cJSON *parse(struct mfctl *c, const char *json, size_t len, const char *key)
+cJSON *mfctl__parse(struct mfctl *c, const char *json, size_t len, const char *key)
 {
     cJSON *doc = json ? cJSON_ParseWithLength(json, len) : NULL;
 
@@ -49,12 +49,12 @@ static void print_waves(struct mfctl *c, const cJSON *doc)
     {
         char target[32] = "list";
 
-        if (strcmp(str(w, "kind"), "percent") == 0)
-            (void)snprintf(target, sizeof(target), "%g %%", num(w, "percent"));
-        else if (strcmp(str(w, "kind"), "group") == 0)
-            (void)snprintf(target, sizeof(target), "%s", str(w, "group"));
-        (void)fprintf(c->out, "  %-2d %-8s %-24s %8.0f  %s\n", i++, str(w, "kind"), target,
-                      num(w, "devices"), str(w, "state"));
+        if (strcmp(mfctl__str(w, "kind"), "percent") == 0)
+            (void)snprintf(target, sizeof(target), "%g %%", mfctl__num(w, "percent"));
+        else if (strcmp(mfctl__str(w, "kind"), "group") == 0)
+            (void)snprintf(target, sizeof(target), "%s", mfctl__str(w, "group"));
+        (void)fprintf(c->out, "  %-2d %-8s %-24s %8.0f  %s\n", i++, mfctl__str(w, "kind"), target,
+                      mfctl__num(w, "devices"), mfctl__str(w, "state"));
     }
 }
 
@@ -70,18 +70,18 @@ static void print_lines(struct mfctl *c, const cJSON *doc)
         int breached = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(l, "breached"));
 
         if (evaluated)
-            (void)fprintf(c->out, "  %-22s %-9s %10g %14g %14g  %s\n", str(l, "metric"),
-                          str(l, "kind"), num(l, "limit"), num(l, "value"), num(l, "bound"),
+            (void)fprintf(c->out, "  %-22s %-9s %10g %14g %14g  %s\n", mfctl__str(l, "metric"),
+                          mfctl__str(l, "kind"), mfctl__num(l, "limit"), mfctl__num(l, "value"), mfctl__num(l, "bound"),
                           breached ? "BREACHED" : "ok");
         else
-            (void)fprintf(c->out, "  %-22s %-9s %10g %14s %14s  %s\n", str(l, "metric"),
-                          str(l, "kind"), num(l, "limit"), "-", "-", "no data");
+            (void)fprintf(c->out, "  %-22s %-9s %10g %14s %14s  %s\n", mfctl__str(l, "metric"),
+                          mfctl__str(l, "kind"), mfctl__num(l, "limit"), "-", "-", "no data");
     }
 }
 
 int mfctl__print_rollout(struct mfctl *c, const char *json, size_t len)
 {
-    cJSON *doc = parse(c, json, len, "waves");
+    cJSON *doc = mfctl__parse(c, json, len, "waves");
     const cJSON *e;
 
     if (!doc)
@@ -89,18 +89,18 @@ int mfctl__print_rollout(struct mfctl *c, const char *json, size_t len)
     (void)fprintf(c->out,
                   "rollout %.0f: %s %s (previous %s)  state %s  wave %.0f of %d\n"
                   "soak %.0f s, at least %.0f devices reporting; %.0f reporting now\n",
-                  num(doc, "id"), str(doc, "model"), str(doc, "version"), str(doc, "previous"),
-                  str(doc, "state"), num(doc, "wave") + 1,
+                  mfctl__num(doc, "id"), mfctl__str(doc, "model"), mfctl__str(doc, "version"), mfctl__str(doc, "previous"),
+                  mfctl__str(doc, "state"), mfctl__num(doc, "wave") + 1,
                   cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "waves")),
-                  num(doc, "soak_s"), num(doc, "min_devices"), num(doc, "reporting"));
-    if (str(doc, "breach")[0])
-        (void)fprintf(c->out, "halted by: %s\n", str(doc, "breach"));
+                  mfctl__num(doc, "soak_s"), mfctl__num(doc, "min_devices"), mfctl__num(doc, "reporting"));
+    if (mfctl__str(doc, "breach")[0])
+        (void)fprintf(c->out, "halted by: %s\n", mfctl__str(doc, "breach"));
     print_waves(c, doc);
     print_lines(c, doc);
     (void)fprintf(c->out, "events:\n");
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "events"))
     {
-        (void)fprintf(c->out, "  %.0f %-9s %s\n", num(e, "at"), str(e, "kind"), str(e, "detail"));
+        (void)fprintf(c->out, "  %.0f %-9s %s\n", mfctl__num(e, "at"), mfctl__str(e, "kind"), mfctl__str(e, "detail"));
     }
     cJSON_Delete(doc);
     return MF_OK;
@@ -108,7 +108,7 @@ int mfctl__print_rollout(struct mfctl *c, const char *json, size_t len)
 
 int mfctl__print_rollouts(struct mfctl *c, const char *json, size_t len)
 {
-    cJSON *doc = parse(c, json, len, "rollouts");
+    cJSON *doc = mfctl__parse(c, json, len, "rollouts");
     const cJSON *r;
 
     if (!doc)
@@ -117,9 +117,9 @@ int mfctl__print_rollouts(struct mfctl *c, const char *json, size_t len)
                   "PREVIOUS", "STATE", "WAVE");
     cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "rollouts"))
     {
-        (void)fprintf(c->out, "%-5.0f %-20s %-12s %-12s %-12s %4.0f\n", num(r, "id"),
-                      str(r, "model"), str(r, "version"), str(r, "previous"), str(r, "state"),
-                      num(r, "wave"));
+        (void)fprintf(c->out, "%-5.0f %-20s %-12s %-12s %-12s %4.0f\n", mfctl__num(r, "id"),
+                      mfctl__str(r, "model"), mfctl__str(r, "version"), mfctl__str(r, "previous"), mfctl__str(r, "state"),
+                      mfctl__num(r, "wave"));
     }
     cJSON_Delete(doc);
     return MF_OK;
@@ -127,7 +127,7 @@ int mfctl__print_rollouts(struct mfctl *c, const char *json, size_t len)
 
 int mfctl__print_stats(struct mfctl *c, const char *json, size_t len)
 {
-    cJSON *doc = parse(c, json, len, "versions");
+    cJSON *doc = mfctl__parse(c, json, len, "versions");
     const cJSON *v;
 
     if (!doc)
@@ -139,17 +139,16 @@ int mfctl__print_stats(struct mfctl *c, const char *json, size_t len)
     {
         (void)fprintf(c->out,
                       "%-12s %8.0f %9.0f %7.0f %7.0f %9.0f %9.0f %9.0f %11.0f %8.4f %8.4f\n",
-                      str(v, "version"), num(v, "devices_running"), num(v, "devices_reporting"),
-                      num(v, "install_ok"), num(v, "install_failed"), num(v, "p50_us"),
-                      num(v, "p95_us"), num(v, "p99_us"), num(v, "peak_memory"),
-                      num(v, "offload_rate"), num(v, "teacher_agreement"));
+                      mfctl__str(v, "version"), mfctl__num(v, "devices_running"), mfctl__num(v, "devices_reporting"),
+                      mfctl__num(v, "install_ok"), mfctl__num(v, "install_failed"), mfctl__num(v, "p50_us"),
+                      mfctl__num(v, "p95_us"), mfctl__num(v, "p99_us"), mfctl__num(v, "peak_memory"),
+                      mfctl__num(v, "offload_rate"), mfctl__num(v, "teacher_agreement"));
     }
     cJSON_Delete(doc);
     return MF_OK;
 }
 
-/* One request; prints the answer with `print` or raw (--json). */
-static int call(struct mfctl *c, const char *method, const char *path, const char *body, int json,
+int mfctl__call(struct mfctl *c, const char *method, const char *path, const char *body, int json,
                 int (*print)(struct mfctl *, const char *, size_t))
 {
     struct mf_http_response resp;
@@ -230,20 +229,20 @@ int mfctl__cmd_rollout(struct mfctl *c, int argc, char **argv)
         body = create_body(c, argv[4], argv[2], argv[3], nargs == 5 ? argv[5] : NULL);
         if (!body)
             return 1;
-        rc = call(c, "POST", "/v1/admin/rollouts", body, json, mfctl__print_rollout);
+        rc = mfctl__call(c, "POST", "/v1/admin/rollouts", body, json, mfctl__print_rollout);
         cJSON_free(body);
         return rc;
     }
     if (nargs == 1 && strcmp(argv[1], "status") == 0)
-        return call(c, "GET", "/v1/admin/rollouts", NULL, json, mfctl__print_rollouts);
+        return mfctl__call(c, "GET", "/v1/admin/rollouts", NULL, json, mfctl__print_rollouts);
     if (nargs == 2 && strcmp(argv[1], "status") == 0 && id_ok(argv[2])) {
         (void)snprintf(path, sizeof(path), "/v1/admin/rollouts/%s", argv[2]);
-        return call(c, "GET", path, NULL, json, mfctl__print_rollout);
+        return mfctl__call(c, "GET", path, NULL, json, mfctl__print_rollout);
     }
     for (size_t i = 0; nargs == 2 && i < sizeof(actions) / sizeof(actions[0]); i++) {
         if (strcmp(argv[1], actions[i]) == 0 && id_ok(argv[2])) {
             (void)snprintf(path, sizeof(path), "/v1/admin/rollouts/%s/%s", argv[2], actions[i]);
-            return call(c, "POST", path, "{}", json, mfctl__print_rollout); /* body: {} */
+            return mfctl__call(c, "POST", path, "{}", json, mfctl__print_rollout); /* body: {} */
         }
     }
     return usage(c, "expected create, status, pause, resume, abort or rollback");
@@ -254,5 +253,5 @@ int mfctl__versions_stats(struct mfctl *c, const char *model, int json)
     char path[128];
 
     (void)snprintf(path, sizeof(path), "/v1/admin/models/%s/stats", model);
-    return call(c, "GET", path, NULL, json, mfctl__print_stats);
+    return mfctl__call(c, "GET", path, NULL, json, mfctl__print_stats);
 }

@@ -7,6 +7,7 @@
 #include "cmd_keys.h"
 #include "cmd_diff.h"
 #include "cmd_samples.h"
+#include "cmd_distill.h"
 #include "cmd_rollout.h"
 #include "mf/ct.h"
 
@@ -54,6 +55,7 @@ static const struct mfctl_command commands[] = {
     {"versions", "list the versions of one model; fleet figures per version",
      "usage: mfctl [global options] versions MODEL [--json]\n"
      "       mfctl [global options] versions stats MODEL [--json]\n"
+     "       mfctl [global options] versions show MODEL VERSION [--json]\n"
      "Lists MODEL's versions (oldest first) with size, digest and release state. stats:\n"
      "per version the devices running and reporting it, installs, P50/P95/P99 latency from\n"
      "the merged device histograms, peak memory, offload rate and teacher agreement.\n",
@@ -96,6 +98,8 @@ static const struct mfctl_command commands[] = {
      MFCTL_SAMPLES_USAGE, mfctl__cmd_samples},
     {"rollout", "waves watched by red lines: create, status, pause, resume, abort, rollback",
      MFCTL_ROLLOUT_USAGE, mfctl__cmd_rollout},
+    {"distill", "the distillation loop: run, status, wait", MFCTL_DISTILL_USAGE,
+     mfctl__cmd_distill},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

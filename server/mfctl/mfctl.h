@@ -10,6 +10,8 @@
 #include "mf_ctx.h"
 #include "mf_http.h"
 
+#include <cjson/cJSON.h>
+
 #include <stdio.h>
 
 #define MFCTL_TOKEN_MAX 256
@@ -53,6 +55,15 @@ int mfctl__request(struct mfctl *c, struct mf_http_response *resp, const char *m
 int mfctl__report(struct mfctl *c, int err);
 /* 1 when `s` matches [A-Za-z0-9._-]{1,64} (model names and versions, docs/protocol.md). */
 int mfctl__name_ok(const char *s);
+
+/* Answer helpers (cmd_rollout.c): a number or string member (0 / "" when absent); the
+ * answer parsed, with an array under `key` (NULL: any JSON) or NULL and a message; one
+ * request whose answer is printed with `print`, or raw with --json (exit status). */
+double mfctl__num(const cJSON *o, const char *key);
+const char *mfctl__str(const cJSON *o, const char *key);
+cJSON *mfctl__parse(struct mfctl *c, const char *json, size_t len, const char *key);
+int mfctl__call(struct mfctl *c, const char *method, const char *path, const char *body, int json,
+                int (*print)(struct mfctl *, const char *, size_t));
 /* Handles the flags every command takes: `--help` (returns 0 after printing usage) and
  * `--json` (sets *json). Returns -1 to continue, else the exit code. Rejects other flags. */
 int mfctl__common_flags(struct mfctl *c, int argc, char **argv, int *json, int *nargs);

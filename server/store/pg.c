@@ -188,6 +188,23 @@ static const char *const pg_migrations[] = {
     "  kind TEXT NOT NULL,"
     "  detail TEXT NOT NULL);"
     "CREATE INDEX rollout_events_by_rollout ON rollout_events(rollout_id, seq);",
+    /* 6: distillation runs (see sqlite.c). */
+    "CREATE TABLE distill_runs ("
+    "  id BIGSERIAL PRIMARY KEY,"
+    "  model TEXT NOT NULL,"
+    "  state TEXT NOT NULL CHECK (state IN ('queued','running','published','rejected','failed')),"
+    "  trigger TEXT NOT NULL,"
+    "  parent_version TEXT NOT NULL DEFAULT '',"
+    "  version TEXT NOT NULL DEFAULT '',"
+    "  rollout_id BIGINT NOT NULL DEFAULT 0,"
+    "  samples_until BIGINT NOT NULL DEFAULT 0,"
+    "  record TEXT NOT NULL DEFAULT '',"
+    "  error TEXT NOT NULL DEFAULT '',"
+    "  created_at BIGINT NOT NULL,"
+    "  updated_at BIGINT NOT NULL);"
+    "CREATE INDEX distill_runs_by_model ON distill_runs(model, id);"
+    "CREATE UNIQUE INDEX distill_runs_pending ON distill_runs(model)"
+    "  WHERE state IN ('queued','running');",
 
 };
 
@@ -969,6 +986,8 @@ static int pg_statuses_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_
         .rollout_get = mf_pg__rollout_get, .rollouts_list = mf_pg__rollouts_list,                  \
         .rollout_event_add = mf_pg__rollout_event_add,                                             \
         .rollout_events_list = mf_pg__rollout_events_list,                                         \
+        .distill_run_put = mf_pg__distill_run_put, .distill_run_get = mf_pg__distill_run_get,      \
+        .distill_runs_list = mf_pg__distill_runs_list,                                             \
     }
 
 const struct mf_store_ops mf_store__pg_ops = PG_OPS("postgresql", pg_open);

@@ -122,4 +122,12 @@ int mf_pg__rollout_event_add(struct mf_store *s, struct mf_ctx *ctx,
 int mf_pg__rollout_events_list(struct mf_store *s, struct mf_ctx *ctx, int64_t rollout_id,
                                mf_store_rollout_event_fn fn, void *payload);
 
+/* pg_distill.c: the ops of the distillation migration, semantics as in store.h. */
+int mf_pg__distill_run_put(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_distill_run *r,
+                           const char *expect_state);
+int mf_pg__distill_run_get(struct mf_store *s, struct mf_ctx *ctx, int64_t id,
+                           mf_store_distill_run_fn fn, void *payload);
+int mf_pg__distill_runs_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                             mf_store_distill_run_fn fn, void *payload);
+
 #endif /* MF_SERVER_STORE_PG_STORE_H */

@@ -199,6 +199,24 @@ static const char *const store_migrations[] = {
     "  kind TEXT NOT NULL,"
     "  detail TEXT NOT NULL);"
     "CREATE INDEX rollout_events_by_rollout ON rollout_events(rollout_id, seq);",
+    /* 6: distillation runs (docs/distill.md): the loop's jobs with their provenance. At
+     * most one queued or running run per model. */
+    "CREATE TABLE distill_runs ("
+    "  id INTEGER PRIMARY KEY,"
+    "  model TEXT NOT NULL,"
+    "  state TEXT NOT NULL CHECK (state IN ('queued','running','published','rejected','failed')),"
+    "  trigger TEXT NOT NULL,"
+    "  parent_version TEXT NOT NULL DEFAULT '',"
+    "  version TEXT NOT NULL DEFAULT '',"
+    "  rollout_id INTEGER NOT NULL DEFAULT 0,"
+    "  samples_until INTEGER NOT NULL DEFAULT 0,"
+    "  record TEXT NOT NULL DEFAULT '',"
+    "  error TEXT NOT NULL DEFAULT '',"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL);"
+    "CREATE INDEX distill_runs_by_model ON distill_runs(model, id);"
+    "CREATE UNIQUE INDEX distill_runs_pending ON distill_runs(model)"
+    "  WHERE state IN ('queued','running');",
 
 };
 
@@ -1674,4 +1692,7 @@ const struct mf_store_ops mf_store__sqlite_ops = {
     .rollouts_list = mf_sqlite__rollouts_list,
     .rollout_event_add = mf_sqlite__rollout_event_add,
     .rollout_events_list = mf_sqlite__rollout_events_list,
+    .distill_run_put = mf_sqlite__distill_run_put,
+    .distill_run_get = mf_sqlite__distill_run_get,
+    .distill_runs_list = mf_sqlite__distill_runs_list,
 };

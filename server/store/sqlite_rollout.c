@@ -32,7 +32,7 @@ static int bind_stmt(sqlite3_stmt **out, sqlite3 *db, struct mf_ctx *ctx, const 
 
 /* Runs one write. *changes_out (may be NULL) gets the rows it changed, *id_out (may be
  * NULL) the rowid an INSERT made. */
-static int write_one(int *changes_out, int64_t *id_out, struct mf_store *base, struct mf_ctx *ctx,
+int mf_sqlite__write(int *changes_out, int64_t *id_out, struct mf_store *base, struct mf_ctx *ctx,
                      const char *sql, const char *types, ...)
 {
     sqlite3 *db = mf_sqlite__lock(base);
@@ -44,7 +44,9 @@ static int write_one(int *changes_out, int64_t *id_out, struct mf_store *base, s
     err = bind_stmt(&st, db, ctx, sql, types, ap);
     va_end(ap);
     if (err == MF_OK && sqlite3_step(st) != SQLITE_DONE)
-        err = mf_fail(ctx, MF_E_IO, "sqlite write: %s", sqlite3_errmsg(db));
+        /* A unique or check constraint is the caller's conflict, not a storage failure. */
+        err = mf_fail(ctx, sqlite3_errcode(db) == SQLITE_CONSTRAINT ? MF_E_STATE : MF_E_IO,
+                      "sqlite write: %s", sqlite3_errmsg(db));
     if (err == MF_OK && changes_out)
         *changes_out = sqlite3_changes(db);
     if (err == MF_OK && id_out)
@@ -54,10 +56,8 @@ static int write_one(int *changes_out, int64_t *id_out, struct mf_store *base, s
     return err;
 }
 
-typedef int (*row_fn)(sqlite3_stmt *st, void *fn, void *payload);
-
 /* Visits the rows of one query; a visitor's negative return stops the walk. */
-static int walk(struct mf_store *base, struct mf_ctx *ctx, row_fn visit, void *fn, void *payload,
+int mf_sqlite__walk(struct mf_store *base, struct mf_ctx *ctx, mf_sqlite_row_fn visit, void *fn, void *payload,
                 const char *sql, const char *types, ...)
 {
     sqlite3 *db = mf_sqlite__lock(base);
@@ -83,7 +83,7 @@ static int walk(struct mf_store *base, struct mf_ctx *ctx, row_fn visit, void *f
     return err;
 }
 
-static void text_col(char *dst, size_t size, sqlite3_stmt *st, int col)
+void mf_sqlite__text_col(char *dst, size_t size, sqlite3_stmt *st, int col)
 {
     const unsigned char *t = sqlite3_column_text(st, col);
 
@@ -97,7 +97,7 @@ int mf_sqlite__telemetry_put(struct mf_store *base, struct mf_ctx *ctx,
         return mf_fail(ctx, MF_E_LIMIT, "telemetry report of '%s' is over %u bytes", t->device_id,
                        MF_STORE_TELEMETRY_MAX);
     /* Replace, never add: the report is the device's cumulative total. */
-    return write_one(NULL, NULL, base, ctx,
+    return mf_sqlite__write(NULL, NULL, base, ctx,
                      "INSERT INTO telemetry(device_id, model, version, report, reported_at)"
                      " VALUES(?, ?, ?, ?, ?) ON CONFLICT(model, device_id, version) DO UPDATE"
                      " SET report = excluded.report, reported_at = excluded.reported_at",
@@ -109,9 +109,9 @@ static int visit_telemetry(sqlite3_stmt *st, void *fn, void *payload)
     struct mf_store_telemetry t;
     const unsigned char *report = sqlite3_column_text(st, 3);
 
-    text_col(t.device_id, sizeof(t.device_id), st, 0);
-    text_col(t.model, sizeof(t.model), st, 1);
-    text_col(t.version, sizeof(t.version), st, 2);
+    mf_sqlite__text_col(t.device_id, sizeof(t.device_id), st, 0);
+    mf_sqlite__text_col(t.model, sizeof(t.model), st, 1);
+    mf_sqlite__text_col(t.version, sizeof(t.version), st, 2);
     t.report = report ? (const char *)report : "";
     t.reported_at = sqlite3_column_int64(st, 4);
     return ((mf_store_telemetry_fn)fn)(payload, &t);
@@ -120,7 +120,7 @@ static int visit_telemetry(sqlite3_stmt *st, void *fn, void *payload)
 int mf_sqlite__telemetry_list(struct mf_store *base, struct mf_ctx *ctx, const char *model,
                               mf_store_telemetry_fn fn, void *payload)
 {
-    return walk(base, ctx, visit_telemetry, (void *)fn, payload,
+    return mf_sqlite__walk(base, ctx, visit_telemetry, (void *)fn, payload,
                 "SELECT device_id, model, version, report, reported_at FROM telemetry"
                 " WHERE model = ? ORDER BY device_id, version",
                 "t", model);
@@ -133,14 +133,14 @@ int mf_sqlite__rollout_put(struct mf_store *base, struct mf_ctx *ctx, struct mf_
     int err;
 
     if (r->id == 0)
-        return write_one(NULL, &r->id, base, ctx,
+        return mf_sqlite__write(NULL, &r->id, base, ctx,
                          "INSERT INTO rollouts(model, version, prev_version, state, wave,"
                          " wave_started_at, created_at, updated_at, plan, breach)"
                          " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          "ttttiiiitt", r->model, r->version, r->prev_version, r->state,
                          (int64_t)r->wave, r->wave_started_at, r->created_at, r->updated_at,
                          r->plan, r->breach);
-    err = write_one(&changes, NULL, base, ctx,
+    err = mf_sqlite__write(&changes, NULL, base, ctx,
                     "UPDATE rollouts SET state = ?, wave = ?, wave_started_at = ?,"
                     " updated_at = ?, breach = ? WHERE id = ? AND (? = '' OR state = ?)",
                     "tiiititt", r->state, (int64_t)r->wave, r->wave_started_at, r->updated_at,
@@ -155,16 +155,16 @@ int mf_sqlite__rollout_put(struct mf_store *base, struct mf_ctx *ctx, struct mf_
 static void read_rollout(struct mf_store_rollout *r, sqlite3_stmt *st)
 {
     r->id = sqlite3_column_int64(st, 0);
-    text_col(r->model, sizeof(r->model), st, 1);
-    text_col(r->version, sizeof(r->version), st, 2);
-    text_col(r->prev_version, sizeof(r->prev_version), st, 3);
-    text_col(r->state, sizeof(r->state), st, 4);
+    mf_sqlite__text_col(r->model, sizeof(r->model), st, 1);
+    mf_sqlite__text_col(r->version, sizeof(r->version), st, 2);
+    mf_sqlite__text_col(r->prev_version, sizeof(r->prev_version), st, 3);
+    mf_sqlite__text_col(r->state, sizeof(r->state), st, 4);
     r->wave = sqlite3_column_int(st, 5);
     r->wave_started_at = sqlite3_column_int64(st, 6);
     r->created_at = sqlite3_column_int64(st, 7);
     r->updated_at = sqlite3_column_int64(st, 8);
-    text_col(r->plan, sizeof(r->plan), st, 9);
-    text_col(r->breach, sizeof(r->breach), st, 10);
+    mf_sqlite__text_col(r->plan, sizeof(r->plan), st, 9);
+    mf_sqlite__text_col(r->breach, sizeof(r->breach), st, 10);
 }
 
 static int copy_rollout(sqlite3_stmt *st, void *fn, void *payload)
@@ -180,7 +180,7 @@ int mf_sqlite__rollout_get(struct mf_store_rollout *out, struct mf_store *base, 
     int err;
 
     out->id = 0;
-    err = walk(base, ctx, copy_rollout, NULL, out,
+    err = mf_sqlite__walk(base, ctx, copy_rollout, NULL, out,
                "SELECT " ROLLOUT_COLUMNS " FROM rollouts WHERE id = ?", "i", id);
     if (err < 0)
         return err;
@@ -200,7 +200,7 @@ static int visit_rollout(sqlite3_stmt *st, void *fn, void *payload)
 int mf_sqlite__rollouts_list(struct mf_store *base, struct mf_ctx *ctx, const char *model,
                              mf_store_rollout_fn fn, void *payload)
 {
-    return walk(base, ctx, visit_rollout, (void *)fn, payload,
+    return mf_sqlite__walk(base, ctx, visit_rollout, (void *)fn, payload,
                 "SELECT " ROLLOUT_COLUMNS " FROM rollouts WHERE ? = '' OR model = ?"
                 " ORDER BY id DESC",
                 "tt", model, model);
@@ -209,7 +209,7 @@ int mf_sqlite__rollouts_list(struct mf_store *base, struct mf_ctx *ctx, const ch
 int mf_sqlite__rollout_event_add(struct mf_store *base, struct mf_ctx *ctx,
                                  const struct mf_store_rollout_event *e)
 {
-    return write_one(NULL, NULL, base, ctx,
+    return mf_sqlite__write(NULL, NULL, base, ctx,
                      "INSERT INTO rollout_events(rollout_id, at, kind, detail) VALUES(?, ?, ?, ?)",
                      "iitt", e->rollout_id, e->at, e->kind, e->detail);
 }
@@ -220,15 +220,15 @@ static int visit_event(sqlite3_stmt *st, void *fn, void *payload)
 
     e.rollout_id = sqlite3_column_int64(st, 0);
     e.at = sqlite3_column_int64(st, 1);
-    text_col(e.kind, sizeof(e.kind), st, 2);
-    text_col(e.detail, sizeof(e.detail), st, 3);
+    mf_sqlite__text_col(e.kind, sizeof(e.kind), st, 2);
+    mf_sqlite__text_col(e.detail, sizeof(e.detail), st, 3);
     return ((mf_store_rollout_event_fn)fn)(payload, &e);
 }
 
 int mf_sqlite__rollout_events_list(struct mf_store *base, struct mf_ctx *ctx, int64_t rollout_id,
                                    mf_store_rollout_event_fn fn, void *payload)
 {
-    return walk(base, ctx, visit_event, (void *)fn, payload,
+    return mf_sqlite__walk(base, ctx, visit_event, (void *)fn, payload,
                 "SELECT rollout_id, at, kind, detail FROM rollout_events WHERE rollout_id = ?"
                 " ORDER BY seq",
                 "i", rollout_id);

@@ -32,6 +32,18 @@ int mf_sqlite__hist_add(struct mf_store *s, struct mf_ctx *ctx, const struct mf_
 int mf_sqlite__hists_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                           mf_store_hist_fn fn, void *payload);
 
+/* sqlite_rollout.c: statement helpers the per-migration files share. `types` names the
+ * parameters in order: 't' text, 'i' int64. write: one statement; *changes_out (may be
+ * NULL) gets the rows it changed, *id_out (may be NULL) the rowid an INSERT made. walk:
+ * visits each row of one query; a visitor's negative return stops the walk. */
+typedef int (*mf_sqlite_row_fn)(sqlite3_stmt *st, void *fn, void *payload);
+int mf_sqlite__write(int *changes_out, int64_t *id_out, struct mf_store *base, struct mf_ctx *ctx,
+                     const char *sql, const char *types, ...);
+int mf_sqlite__walk(struct mf_store *base, struct mf_ctx *ctx, mf_sqlite_row_fn visit, void *fn,
+                    void *payload, const char *sql, const char *types, ...);
+/* Copies a text column into dst (truncating), "" for NULL. */
+void mf_sqlite__text_col(char *dst, size_t size, sqlite3_stmt *st, int col);
+
 /* sqlite_rollout.c: the ops of the rollout migration, semantics as in store.h. */
 int mf_sqlite__telemetry_put(struct mf_store *s, struct mf_ctx *ctx,
                              const struct mf_store_telemetry *t);
@@ -47,5 +59,13 @@ int mf_sqlite__rollout_event_add(struct mf_store *s, struct mf_ctx *ctx,
                                  const struct mf_store_rollout_event *e);
 int mf_sqlite__rollout_events_list(struct mf_store *s, struct mf_ctx *ctx, int64_t rollout_id,
                                    mf_store_rollout_event_fn fn, void *payload);
+
+/* sqlite_distill.c: the ops of the distillation migration, semantics as in store.h. */
+int mf_sqlite__distill_run_put(struct mf_store *s, struct mf_ctx *ctx,
+                               struct mf_store_distill_run *r, const char *expect_state);
+int mf_sqlite__distill_run_get(struct mf_store *s, struct mf_ctx *ctx, int64_t id,
+                               mf_store_distill_run_fn fn, void *payload);
+int mf_sqlite__distill_runs_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                                 mf_store_distill_run_fn fn, void *payload);
 
 #endif /* MF_SERVER_STORE_SQLITE_STORE_H */

@@ -240,6 +240,27 @@ typedef int (*mf_store_telemetry_fn)(void *payload, const struct mf_store_teleme
 typedef int (*mf_store_rollout_fn)(void *payload, const struct mf_store_rollout *r);
 typedef int (*mf_store_rollout_event_fn)(void *payload, const struct mf_store_rollout_event *e);
 
+/* ---- Distillation runs (docs/distill.md): one row per job of the loop, with its
+ * provenance record once it ends ---- */
+#define MF_STORE_DISTILL_RECORD_MAX (4u * 1024u * 1024u) /* the record's JSON text */
+#define MF_STORE_DISTILL_ERROR_MAX 255
+
+struct mf_store_distill_run {
+    int64_t id; /* set by distill_run_put on insert */
+    char model[MF_STORE_NAME_SIZE];
+    char state[16];   /* queued, running, published, rejected, failed */
+    char trigger[16]; /* manual or auto */
+    char parent_version[MF_STORE_NAME_SIZE]; /* "" for the seed student */
+    char version[MF_STORE_NAME_SIZE];        /* the version it published, else "" */
+    int64_t rollout_id;                      /* its canary rollout, else 0 */
+    int64_t samples_until; /* highest sample seq the run may use (auto-trigger cursor) */
+    const char *record;    /* JSON object text ("" until the run ends), borrowed */
+    char error[MF_STORE_DISTILL_ERROR_MAX + 1];
+    int64_t created_at, updated_at;
+};
+
+typedef int (*mf_store_distill_run_fn)(void *payload, const struct mf_store_distill_run *r);
+
 struct mf_store;
 
 struct mf_store_ops {
@@ -452,6 +473,21 @@ struct mf_store_ops {
                              const struct mf_store_rollout_event *e);
     int (*rollout_events_list)(struct mf_store *s, struct mf_ctx *ctx, int64_t rollout_id,
                                mf_store_rollout_event_fn fn, void *payload);
+
+    /* ---- Appended with the distillation migration (docs/distill.md). ---- */
+
+    /* Inserts a run when r->id is 0 (sets r->id) or updates run r->id (state, versions,
+     * rollout, cursor, record, error, updated_at); an update with `expect_state` non-empty
+     * changes the row only while its state is that one (MF_E_STATE otherwise).
+     * MF_E_NOTFOUND for an unknown id; MF_E_LIMIT for a record over the maximum. */
+    int (*distill_run_put)(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_distill_run *r,
+                           const char *expect_state);
+    /* Visits run `id` (fn called once) or MF_E_NOTFOUND. */
+    int (*distill_run_get)(struct mf_store *s, struct mf_ctx *ctx, int64_t id,
+                           mf_store_distill_run_fn fn, void *payload);
+    /* Visits the runs of `model` ("" every model), newest first. */
+    int (*distill_runs_list)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                             mf_store_distill_run_fn fn, void *payload);
 };
 
 struct mf_store {
@@ -464,6 +500,12 @@ struct mf_store {
  * backend's open returns. Ownership: close with mf_store__close().
  */
 int mf_store__open(struct mf_store **out, struct mf_ctx *ctx, const char *url, int create);
+
+/* A trust state (manifests/verify) holding the store's newest root and, when `need_keys`,
+ * its newest keys document: what the server judges incoming documents with. MF_E_NOTFOUND
+ * when the store has none yet. Ownership: release with mf_trust_free(). */
+typedef struct mf_trust mf_trust;
+int mf_store__trust_load(mf_trust **out, struct mf_store *s, struct mf_ctx *ctx, int need_keys);
 void mf_store__close(struct mf_store *s);
 
 extern const struct mf_store_ops mf_store__sqlite_ops;

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The distillation loop's job (docs/distill.md): for a model configured in the distill
+ * config file, a run trains a candidate student from the seed set plus the fleet's
+ * teacher-labelled samples, gates it against the deployed version on a held-out set that
+ * never enters training, and only then publishes it (blob, signed release, calibration
+ * histogram, deltas) and starts its canary rollout. Runs are rows of the store
+ * (distill_runs) and execute as "distill" jobs, so each runs once across nodes; a fault
+ * at any step before the release leaves the fleet on the current version.
+ *
+ *   distill_config.c   the config file
+ *   distill_data.c     seed / calibration / held-out splits and the uplinked samples
+ *   distill_gate.c     evaluation of parent and candidate, the gate's verdict
+ *   distill_publish.c  blob, version, signed release, calibration, deltas, canary
+ *   distill_job.c      the run's state machine, provenance record, auto trigger
+ */
+#ifndef MF_SERVER_DISTILL_JOB_H
+#define MF_SERVER_DISTILL_JOB_H
+
+#include "mf_ctx.h"
+#include "mf_dataset.h"
+#include "mf_student_model.h"
+#include "store/store.h"
+
+#include <cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MF_DISTILL_JOB_KIND "distill" /* arg: the run id in decimal */
+#define MF_DISTILL_MAX_MODELS 16
+#define MF_DISTILL_PATH_MAX 1024
+#define MF_DISTILL_ARGV_MAX 16
+
+struct mf_distill_model_cfg {
+    char model[MF_STORE_NAME_SIZE];
+    /* data: IDX files (gzip or plain); held-out items [heldout_begin, heldout_end) */
+    char train_images[MF_DISTILL_PATH_MAX], train_labels[MF_DISTILL_PATH_MAX];
+    char heldout_images[MF_DISTILL_PATH_MAX], heldout_labels[MF_DISTILL_PATH_MAX];
+    size_t heldout_begin, heldout_end; /* 0, 0: every item */
+    double seed_fraction;              /* of train, with true labels (0.1) */
+    size_t calibration;                /* train items after the seed set (5000) */
+    uint64_t split_seed;               /* permutation of train (1) */
+    /* trainer */
+    int command;                             /* 0: built-in C trainer; 1: external command */
+    char argv_store[2048];                   /* command: NUL-separated arguments */
+    const char *argv[MF_DISTILL_ARGV_MAX + 1];
+    unsigned timeout_s;                      /* command (600) */
+    uint32_t epochs, hidden;                 /* built-in (20, 32) */
+    float temperature;                       /* soft targets (2) */
+    int warm_start;                          /* start from the parent's weights (0) */
+    uint64_t train_seed;                     /* (1) */
+    /* samples */
+    double min_teacher_confidence; /* drop samples the teacher was unsure of (0.5) */
+    size_t max_samples;            /* newest first (50000) */
+    size_t auto_samples;           /* run by itself after this many new samples; 0: manual */
+    /* offload target and gate */
+    double target_rate;    /* offload rate the threshold is fitted for (0.1) */
+    double gate_tolerance; /* candidate cascade >= parent cascade - this (0) */
+    /* release */
+    char release_key[MF_DISTILL_PATH_MAX]; /* PEM of a release key of the keys document */
+    char version_prefix[16];               /* version = prefix + sequence ("d") */
+    uint64_t security_floor;
+    uint64_t expires_s;  /* release lifetime (365 days) */
+    uint32_t chunk_size; /* (65536) */
+    char *rollout_plan;  /* the canary plan's JSON text (heap), NULL: none */
+};
+
+struct mf_distill_config {
+    size_t n;
+    struct mf_distill_model_cfg models[MF_DISTILL_MAX_MODELS];
+};
+
+int mf_distill__config_parse(struct mf_distill_config *out, struct mf_ctx *ctx, const char *json,
+                             size_t len);
+int mf_distill__config_load(struct mf_distill_config *out, struct mf_ctx *ctx, const char *path);
+void mf_distill__config_free(struct mf_distill_config *c);
+const struct mf_distill_model_cfg *mf_distill__config_model(const struct mf_distill_config *c,
+                                                            const char *model);
+
+/* ---- data (distill_data.c) ---- */
+struct mf_distill_data {
+    mf_dataset *train, *heldout;
+    size_t n_seed, n_calib;
+    size_t *perm; /* train permutation: seed = perm[0..n_seed), calib = the next n_calib */
+    /* training set: seed rows then uplinked rows */
+    size_t n, n_hard, n_audit, n_dropped_unsure, n_dropped_heldout, n_dropped_shape;
+    uint8_t *x, *y, *has_soft;
+    float *soft;
+    cJSON *sample_ids;     /* array of the sample ids used */
+    cJSON *teacher_versions; /* array of distinct teacher versions */
+    int64_t max_seq;
+};
+
+int mf_distill__data_load(struct mf_distill_data *d, struct mf_ctx *ctx,
+                          const struct mf_distill_model_cfg *c);
+/* Appends the labelled samples of c->model with seq <= until (newest first, at most
+ * c->max_samples) to the training set after the seed rows. */
+int mf_distill__data_samples(struct mf_distill_data *d, struct mf_ctx *ctx, struct mf_store *s,
+                             const char *blob_root, const struct mf_distill_model_cfg *c,
+                             int64_t until);
+void mf_distill__data_free(struct mf_distill_data *d);
+
+/* ---- external trainer (distill_trainer_cmd.c) ---- */
+/* Runs c->argv with a training directory under `dir` (created, removed after) and decodes
+ * its output: MF_E_LIMIT (timeout), MF_E_GENERIC (non-zero exit), MF_E_INVALID (bad output), MF_E_IO. */
+int mf_distill__train_command(mf_student_model **out, struct mf_ctx *ctx,
+                              const struct mf_distill_model_cfg *c,
+                              const struct mf_distill_data *d, const mf_student_model *parent,
+                              const char *dir);
+
+/* ---- gate (distill_gate.c) ---- */
+struct mf_distill_eval {
+    double student_acc, cascade_acc, offload_rate, threshold;
+};
+
+/* Teacher predictions on the held-out set (argmax of its answers). */
+struct mf_teacher;
+int mf_distill__teacher_preds(uint8_t *pred_out, struct mf_ctx *ctx, struct mf_teacher *t,
+                              const mf_dataset *ds);
+/* Student and cascade accuracy on held-out, the threshold fitted on the calibration items
+ * for c->target_rate. */
+int mf_distill__evaluate(struct mf_distill_eval *out, struct mf_ctx *ctx,
+                         const mf_student_model *m, const struct mf_distill_data *d,
+                         const uint8_t *teacher_pred, double target_rate);
+/* The calibration histogram (MF_STORE_HIST_BINS bins of max-softmax scores). */
+void mf_distill__calibration_hist(uint64_t *bins, const mf_student_model *m,
+                                  const struct mf_distill_data *d);
+
+/* ---- publish (distill_publish.c) ---- */
+struct mf_distill_published {
+    char version[MF_STORE_NAME_SIZE];
+    char sha256[MF_SHA256_HEX_LEN + 1];
+    uint64_t size, sequence;
+    int64_t rollout_id;
+};
+
+/* Publishes `bytes` as the next version of c->model built on `parent` ("" for none) and
+ * starts the canary rollout when the config has a plan and there is a parent. */
+int mf_distill__publish(struct mf_distill_published *out, struct mf_ctx *ctx, struct mf_store *s,
+                        const char *blob_root, const struct mf_distill_model_cfg *c,
+                        const char *parent, const uint8_t *bytes, size_t len,
+                        const uint64_t *calib_bins);
+
+/* ---- the job (distill_job.c) ---- */
+struct mf_offload_srv;
+struct mf_delta_worker;
+struct mf_distill_jobs {
+    struct mf_distill_config *cfg;
+    struct mf_store *store;
+    struct mf_offload_srv *offload; /* teachers for the gate */
+    struct mf_delta_worker **deltas; /* woken after a release */
+    struct mf_delta_worker *worker;  /* the runs' own thread; NULL on nodes without one */
+    char blob_root[4096];
+};
+
+/* Creates a queued run of `model` and its job. MF_E_NOTFOUND (model not configured),
+ * MF_E_STATE (a run of the model is queued or running). */
+int mf_distill__run_create(struct mf_store_distill_run *out, struct mf_distill_jobs *j,
+                           struct mf_ctx *ctx, const char *model, const char *trigger,
+                           int64_t now);
+/* Runs run `id` to its end (the "distill" job). */
+int mf_distill__run(struct mf_distill_jobs *j, struct mf_ctx *ctx, int64_t id);
+
+struct mf_job_kind;
+void mf_distill__jobs_kind(struct mf_job_kind *out, struct mf_distill_jobs *j);
+
+#endif /* MF_SERVER_DISTILL_JOB_H */

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mf-train-teacher: trains the example family's float teacher with the project's own
+ * trainer and writes it as the safetensors file the builtin teacher connector serves
+ * (docs/distill.md). The file is a cache keyed by data and recipe: run again with the same
+ * inputs and it is loaded, not retrained.
+ * Usage: mf-train-teacher --train-images F --train-labels F --out PATH
+ *                         [--hidden 512,256] [--epochs 15] [--test-images F --test-labels F]
+ */
+#include "mf_ctx.h"
+#include "mf_distill.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SIZES (MF_MLP_MAX_LAYERS + 1)
+
+struct args {
+    const char *images, *labels, *out, *test_images, *test_labels, *hidden;
+    unsigned long epochs;
+};
+
+static int usage(void)
+{
+    (void)fprintf(stderr, "usage: mf-train-teacher --train-images F --train-labels F --out PATH\n"
+                          "       [--hidden 512,256] [--epochs 15] [--test-images F --test-labels F]\n");
+    return 2;
+}
+
+static int parse(struct args *a, int argc, char **argv)
+{
+    memset(a, 0, sizeof(*a));
+    a->hidden = "512,256";
+    a->epochs = 15;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *k = argv[i], *v = argv[i + 1];
+
+        if (strcmp(k, "--train-images") == 0)
+            a->images = v;
+        else if (strcmp(k, "--train-labels") == 0)
+            a->labels = v;
+        else if (strcmp(k, "--out") == 0)
+            a->out = v;
+        else if (strcmp(k, "--test-images") == 0)
+            a->test_images = v;
+        else if (strcmp(k, "--test-labels") == 0)
+            a->test_labels = v;
+        else if (strcmp(k, "--hidden") == 0)
+            a->hidden = v;
+        else if (strcmp(k, "--epochs") == 0)
+            a->epochs = strtoul(v, NULL, 10);
+        else
+            return -1;
+    }
+    return argc % 2 == 1 && a->images && a->labels && a->out && a->epochs > 0 &&
+                   a->epochs <= 1000 && !a->test_images == !a->test_labels
+               ? 0
+               : -1;
+}
+
+/* "512,256" -> sizes {dim, 512, 256, 10}. */
+static int parse_sizes(uint32_t *sizes, uint32_t *n, uint32_t dim, const char *hidden)
+{
+    const char *p = hidden;
+
+    *n = 0;
+    sizes[(*n)++] = dim;
+    while (*p) {
+        char *end;
+        unsigned long h = strtoul(p, &end, 10);
+
+        if (end == p || h == 0 || h > 4096 || *n + 1 >= MAX_SIZES)
+            return -1;
+        sizes[(*n)++] = (uint32_t)h;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return -1;
+    }
+    sizes[(*n)++] = MF_DATASET_CLASSES;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct mf_ctx ctx;
+    struct args a;
+    mf_dataset *train = NULL, *test = NULL;
+    mf_mlp *t = NULL;
+    mf_train_options o;
+    uint32_t sizes[MAX_SIZES], n = 0;
+    int trained = 0, err;
+
+    if (parse(&a, argc, argv) < 0)
+        return usage();
+    mf_ctx__init(&ctx, mf_allocator_default(), NULL, NULL, "teacher");
+    err = mf_dataset_load_idx(&train, &ctx, &ctx.alloc, a.images, a.labels);
+    if (err == MF_OK && parse_sizes(sizes, &n, train->dim, a.hidden) < 0) {
+        mf_dataset_free(train);
+        return usage();
+    }
+    if (err == MF_OK)
+        err = mf_train_options_init(&o, MF_TRAIN_OPTIONS_VERSION);
+    o.epochs = (uint32_t)a.epochs;
+    o.batch = 128;
+    o.lr = 1e-3f;
+    o.lr_final = 5e-5f;
+    o.seed = 2024;
+    if (err == MF_OK)
+        err = mf_teacher_load_or_train(&t, &trained, &ctx, train, sizes, n, &o, a.out);
+    if (err == MF_OK && a.test_images)
+        err = mf_dataset_load_idx(&test, &ctx, &ctx.alloc, a.test_images, a.test_labels);
+    if (err == MF_OK && test) {
+        float *logits = mf_calloc(&ctx.alloc, test->n, MF_DATASET_CLASSES * sizeof(float));
+        uint8_t *pred = mf_alloc(&ctx.alloc, test->n);
+
+        err = logits && pred ? mf_mlp_logits(logits, &ctx, t, test->x, test->n, 2) : MF_E_NOMEM;
+        if (err == MF_OK) {
+            mf_eval_argmax(pred, logits, test->n, MF_DATASET_CLASSES);
+            (void)printf("teacher accuracy on %zu test items: %.2f %%\n", test->n,
+                         100.0 * mf_eval_accuracy(pred, test->y, test->n));
+        }
+        mf_free(&ctx.alloc, logits);
+        mf_free(&ctx.alloc, pred);
+    }
+    if (err == MF_OK)
+        (void)printf("teacher %s: %s\n", trained ? "trained" : "loaded (cached)", a.out);
+    else
+        (void)fprintf(stderr, "mf-train-teacher: %s\n", mf_ctx__errmsg(&ctx));
+    mf_mlp_free(t);
+    mf_dataset_free(train);
+    mf_dataset_free(test);
+    return err == MF_OK ? 0 : 1;
+}

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The distillation loop's server side on the real programs (docs/distill.md): mf-server on
+# 127.0.0.1 with a builtin teacher (trained here by mf-train-teacher, small and quick) and a
+# distill config for model "fashion" (Fashion-MNIST from Debian). Run 1 has no parent: the
+# seed student is published as d1 without a canary. A device uplinks hard samples through
+# the offload route; run 2 trains on seed + samples, is gated against d1 on the held-out
+# items and either publishes d2 under a canary rollout or is rejected, with provenance
+# either way. Faults: a trainer that crashes, one that writes garbage, and one that writes a
+# worse student each end without a new version; a second run while one is pending is
+# refused; an unconfigured model is 404; the data role may start runs, the ops role not.
+# Usage: distill_loop.sh BIN_DIR   (ctest: integration_distill_loop)
+set -uo pipefail
+BIN=$1
+root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=scripts/lib/stack.sh
+. "$root/scripts/lib/stack.sh"
+FM=/usr/share/datasets/fashion-mnist
+work=$(mktemp -d /tmp/mf-distill.XXXXXX)
+trap 'mf_stack_stop; [ -n "${MF_KEEP:-}" ] || rm -rf "$work"' EXIT
+check() { mf_check "$@"; }
+runs() { mfctl_admin distill status --json; }
+versions_count() { mfctl_admin versions fashion --json | grep -o '"version":"[^"]*"' | sort -u | wc -l; }
+
+"$BIN/mf-train-teacher" --train-images $FM/train-images-idx3-ubyte.gz \
+    --train-labels $FM/train-labels-idx1-ubyte.gz --hidden 64 --epochs 2 \
+    --out "$work/teacher.safetensors" >"$work/teacher.log" 2>&1 ||
+    { cat "$work/teacher.log"; exit 1; }
+
+# Trainers for the external-command contract: a crash, garbage, and a worse student (the
+# parent with its first layer zeroed: every image looks alike).
+cat >"$work/crash.sh" <<'SH'
+exit 3
+SH
+cat >"$work/garbage.sh" <<'SH'
+echo "not a model" >"$1/out/model.safetensors"
+SH
+cat >"$work/worse.py" <<'PY'
+import json, struct, sys
+d = sys.argv[1]
+job = json.load(open(d + "/job.json"))
+b = bytearray(open(d + "/" + job["parent"], "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+hdr = json.loads(b[8:8 + n])
+s, e = hdr["fc1.weight"]["data_offsets"]
+b[8 + n + s:8 + n + e] = bytes(e - s)
+open(d + "/out/model.safetensors", "wb").write(b)
+PY
+
+cat >"$work/offload.json" <<JSON
+{"models": {"fashion": {
+  "teacher": {"connector": "builtin", "path": "$work/teacher.safetensors", "version": "t1"},
+  "policy": {"enabled": true, "method": "max_softmax", "mode": "sync", "target_rate": 0.1}},
+ "fashion-crash": {"teacher": {"connector": "builtin", "path": "$work/teacher.safetensors"}},
+ "fashion-garbage": {"teacher": {"connector": "builtin", "path": "$work/teacher.safetensors"}},
+ "fashion-worse": {"teacher": {"connector": "builtin", "path": "$work/teacher.safetensors"}}}}
+JSON
+model_cfg() { # model_cfg TRAINER_JSON
+    cat <<JSON
+{"data": {"train_images": "$FM/train-images-idx3-ubyte.gz",
+          "train_labels": "$FM/train-labels-idx1-ubyte.gz",
+          "heldout_images": "$FM/t10k-images-idx3-ubyte.gz",
+          "heldout_labels": "$FM/t10k-labels-idx1-ubyte.gz",
+          "heldout_range": [5000, 7000], "seed_fraction": 0.05, "calibration": 2000},
+ "trainer": $1,
+ "release": {"key": "$work/keys/release.pem"},
+ "rollout": {"soak_s": 1, "min_devices": 1, "waves": [{"percent": 50}, {"percent": 100}],
+             "red_lines": [{"metric": "p99_latency_us", "relative": 2.0}]}}
+JSON
+}
+cat >"$work/distill.json" <<JSON
+{"models": {
+ "fashion": $(model_cfg '{"epochs": 4, "warm_start": true}'),
+ "fashion-crash": $(model_cfg '{"command": ["/bin/sh", "'"$work"'/crash.sh"]}'),
+ "fashion-garbage": $(model_cfg '{"command": ["/bin/sh", "'"$work"'/garbage.sh"]}'),
+ "fashion-worse": $(model_cfg '{"command": ["python3", "'"$work"'/worse.py"]}')}}
+JSON
+MF_SERVE_ARGS="--offload-config $work/offload.json --distill-config $work/distill.json --device-rate 1000"
+export MF_SERVE_ARGS
+mf_stack_start "$work/server" "$work/server.log" || exit 1
+mf_trust_setup "$work/keys" >/dev/null || exit 1 # the key the config names
+tokens() { mfctl_admin tokens create "$1" "$1-team" --json |
+    sed -n 's/.*"token":"\([^"]*\)".*/\1/p'; }
+tokens data >"$work/data.token"
+tokens ops >"$work/ops.token"
+as_role() { local f=$1; shift; "$BIN/mfctl" --server "$MF_URL" --token-file "$f" "$@"; }
+
+# -- run 1: the seed student, no parent, no canary
+check "the ops role may not start a run" \
+    sh -c "! $BIN/mfctl --server $MF_URL --token-file $work/ops.token distill run fashion >/dev/null 2>&1"
+as_role "$work/data.token" distill run fashion >"$work/run1.out" 2>&1
+check "the data role starts run 1" grep -q "run 1: fashion queued" "$work/run1.out"
+check "a second run while one is pending is refused (409)" \
+    sh -c "! $BIN/mfctl --server $MF_URL --token-file $work/data.token distill run fashion 2>&1 | grep -q 'run 2'"
+check "an unconfigured model is refused" \
+    sh -c "! $BIN/mfctl --server $MF_URL --token-file $work/data.token distill run nosuch >/dev/null 2>&1"
+mfctl_admin distill wait 1 300 >"$work/wait1.out" 2>&1
+check "run 1 published d1" grep -q "run 1: fashion published (manual), parent -, version d1" \
+    "$work/wait1.out"
+check "run 1: the first version passes the gate by definition" grep -q "gate: passed: first version" \
+    "$work/wait1.out"
+mfctl_admin versions show fashion d1 >"$work/show1.out"
+check "versions show d1 prints its provenance" grep -q "provenance: made by run 1" "$work/show1.out"
+check "d1 trained on 3000 seed images and no sample" grep -q "samples: 3000 seed, 0 hard, 0 audit" \
+    "$work/show1.out"
+check "d1 is released (sequence 1)" grep -q "sequence 1" "$work/show1.out"
+
+# -- uplink: 400 hard samples labelled by the teacher
+stored=$(python3 "$root/tests/integration/distill_uplink.py" "$MF_URL" "$MF_ENROLL_TOKEN_FILE" \
+    $FM/train-images-idx3-ubyte.gz cam-1 20000 400 d1)
+check "400 uplinked samples stored" test "$stored" = 400
+
+# -- run 2: seed + samples, gated against d1
+mfctl_admin distill run fashion >/dev/null
+mfctl_admin distill wait 2 300 >"$work/wait2.out" 2>&1
+state=$(mfctl_admin distill status 2 --json | sed -n 's/.*"state":"\([a-z]*\)".*/\1/p')
+check "run 2 ended published or rejected (state $state)" \
+    sh -c "[ '$state' = published ] || [ '$state' = rejected ]"
+# every uplinked sample is either trained on or dropped as teacher-unsure (confidence < 0.5)
+used=$(sed -n 's/^samples: 3000 seed, \([0-9]*\) hard, 0 audit (dropped: \([0-9]*\) teacher-unsure, 0 held-out, 0 other).*/\1+\2/p' "$work/wait2.out")
+check "run 2 accounts for the 400 samples ($used)" test "$((${used:-0}))" = 400
+check "run 2 trained on most of them" test "${used%%+*}" -ge 300
+check "run 2 was judged against parent d1" grep -q "  parent .*cascade" "$work/wait2.out"
+check "run 2 records teacher version t1" grep -q "teacher versions: t1" "$work/wait2.out"
+if [ "$state" = published ]; then
+    check "d2 went out as a canary of d1" sh -c "mfctl_admin() { :; }; $BIN/mfctl --server $MF_URL \
+        --token-file $MF_ADMIN_TOKEN_FILE rollout status --json | grep -q '\"version\":\"d2\",\"previous\":\"d1\"'"
+    check "the publish guard was cleared" sh -c "! $BIN/mfctl --server $MF_URL --token-file \
+        $MF_ADMIN_TOKEN_FILE pins --json | grep -q '\"scope\":\"fleet\"'"
+else
+    check "a rejected candidate publishes nothing" test "$(versions_count)" = 1
+fi
+
+# -- faults: each run ends without a version and says why. fashion-worse starts from d1's
+# file published by hand (a parent the external trainer can make worse).
+d1_sha=$(mfctl_admin versions show fashion d1 --json | sed -n 's/.*"sha256":"\([0-9a-f]*\)".*/\1/p' | head -n 1)
+mf_publish fashion-worse v1 "$work/server/blobs/${d1_sha:0:2}/$d1_sha" >/dev/null
+for m in crash garbage worse; do
+    mfctl_admin distill run fashion-$m >/dev/null
+done
+for id in 3 4 5; do mfctl_admin distill wait $id 300 >"$work/wait$id.out" 2>&1; done
+check "a crashing trainer fails the run" grep -q "error: trainer /bin/sh failed (exit status 3)" \
+    "$work/wait3.out"
+check "a trainer's garbage fails the run" grep -q "not a student of the example family" \
+    "$work/wait4.out"
+check "a worse external candidate is rejected by the gate" \
+    grep -q "gate: rejected: cascade accuracy below the parent's" "$work/wait5.out"
+check "the rejected run names its parent v1" grep -q "parent v1" "$work/wait5.out"
+check "fashion-worse still has v1 only" sh -c \
+    "! $BIN/mfctl --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE versions fashion-worse | grep -q d2"
+check "fashion-crash and fashion-garbage have no version" sh -c \
+    "! $BIN/mfctl --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE models --json | grep -q 'fashion-crash\|fashion-garbage'"
+echo "distill_loop: $MF_PASSED passed, $MF_FAILED failed"
+[ "$MF_FAILED" -eq 0 ]
