@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The store ops of the rollout migration (store.h) on SQLite and, with the mf_pg fixture,
- * on PostgreSQL: job claims restricted to one kind, device reports replaced (never added),
- * rollouts updated only from the state the caller expects, and rollout events in order.
+ * The store ops of the rollout and distillation migrations (store.h) on SQLite and, with the
+ * mf_pg fixture, on PostgreSQL: job claims restricted to one kind, device reports replaced
+ * (never added), rollouts updated only from the state the caller expects, rollout events in
+ * order, and distillation runs (one pending per model, compare-and-set, records).
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include "mf_test.h"
@@ -222,6 +223,78 @@ static void test_rollout_store__rollout_state_and_events(void **state)
     assert_non_null(strstr(w.rows[1], " 61 halted wave 1: p99"));
 }
 
+struct runs_seen {
+    int n;
+    int64_t ids[8];
+    char record[64];
+};
+
+static int see_run(void *payload, const struct mf_store_distill_run *r)
+{
+    struct runs_seen *w = payload;
+
+    if (w->n < 8)
+        w->ids[w->n] = r->id;
+    w->n++;
+    (void)snprintf(w->record, sizeof(w->record), "%s", r->record);
+    return MF_OK;
+}
+
+static void test_rollout_store__distill_runs(void **state)
+{
+    struct rs_fixture *f = *state;
+    struct mf_store *s = f->s;
+    struct mf_store_distill_run a = {.state = "queued", .trigger = "manual", .samples_until = 7,
+                                     .record = "", .created_at = 100, .updated_at = 100};
+    struct mf_store_distill_run b, c;
+    struct runs_seen w = {0};
+    char *big;
+
+    (void)snprintf(a.model, sizeof(a.model), "fashion");
+    b = a;
+    c = a;
+    (void)snprintf(c.model, sizeof(c.model), "digits");
+    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &a, ""), MF_OK);
+    assert_true(a.id > 0);
+    /* one queued or running run per model; another model is independent */
+    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &b, ""), MF_E_STATE);
+    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &c, ""), MF_OK);
+    /* compare-and-set: only from the state the caller read */
+    (void)snprintf(a.state, sizeof(a.state), "running");
+    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &a, "queued"), MF_OK);
+    (void)snprintf(a.state, sizeof(a.state), "failed");
+    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &a, "queued"), MF_E_STATE);
+    (void)snprintf(a.state, sizeof(a.state), "published");
+    (void)snprintf(a.version, sizeof(a.version), "d2");
+    a.record = "{\"gate\":\"passed\"}";
+    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &a, "running"), MF_OK);
+    assert_int_equal(s->ops->distill_run_get(s, &f->ctx, a.id, see_run, &w), MF_OK);
+    assert_int_equal(w.n, 1);
+    assert_string_equal(w.record, "{\"gate\":\"passed\"}");
+    /* the run ended: a new one of the model may be queued */
+    b.id = 0;
+    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &b, ""), MF_OK);
+    memset(&w, 0, sizeof(w));
+    assert_int_equal(s->ops->distill_runs_list(s, &f->ctx, "fashion", see_run, &w), MF_OK);
+    assert_int_equal(w.n, 2);
+    assert_true(w.ids[0] == b.id && w.ids[1] == a.id); /* newest first */
+    memset(&w, 0, sizeof(w));
+    assert_int_equal(s->ops->distill_runs_list(s, &f->ctx, "", see_run, &w), MF_OK);
+    assert_int_equal(w.n, 3);
+    assert_int_equal(s->ops->distill_run_get(s, &f->ctx, 9999, see_run, &w), MF_E_NOTFOUND);
+    (void)snprintf(c.state, sizeof(c.state), "failed");
+    c.id = 9999;
+    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &c, ""), MF_E_NOTFOUND);
+    /* a record over the bound is refused, not truncated */
+    big = malloc(MF_STORE_DISTILL_RECORD_MAX + 2);
+    assert_non_null(big);
+    memset(big, 'x', MF_STORE_DISTILL_RECORD_MAX + 1);
+    big[MF_STORE_DISTILL_RECORD_MAX + 1] = '\0';
+    a.record = big;
+    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &a, ""), MF_E_LIMIT);
+    free(big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -231,6 +304,7 @@ int main(void)
                                         rs_setup, rs_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_store__rollout_state_and_events, rs_setup,
                                         rs_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_store__distill_runs, rs_setup, rs_teardown),
     };
     int failed = cmocka_run_group_tests_name("rollout_store_sqlite", tests, NULL, NULL);
 
