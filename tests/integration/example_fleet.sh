@@ -89,6 +89,14 @@ check "cascade_correct >= student_correct - 2" \
     stats "v['v1']['cascade_correct'] >= v['v1']['student_correct'] - 2"
 check "student accuracy is a digits student's (>= 80 %)" \
     stats "v['v1']['student_correct'] >= 0.8 * v['v1']['images']"
+# The runtime reports rode the check-ins: what pass 1 measured went up with pass 2's.
+check "versions stats: v1 reported by every device, offload rate and teacher agreement" \
+    bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' versions stats \
+        digits --json | python3 -c 'import json, sys
+v = json.load(sys.stdin)[\"versions\"][0]
+sys.exit(0 if v[\"version\"] == \"v1\" and v[\"devices_reporting\"] == $devices and
+         0.08 <= v[\"offload_rate\"] <= 0.4 and 0.5 <= v[\"teacher_agreement\"] < 1 and
+         v[\"peak_memory\"] > 0 else 1)'"
 
 # Every sample on the server, labelled (sync asks at once, audit samples by the label job).
 hard=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["versions"][0]["hard"])' \
@@ -152,6 +160,22 @@ check "  ... installed from a delta" stats "v['v3']['installs_delta'] == $device
     v['v3']['installs_full'] == 0"
 check "  ... smaller than the full file" stats "0 < v['v3']['bytes_delta'] < \
     $devices * $(stat -c %s "$work/student-2.safetensors")"
+
+# Until SIGTERM (--passes 0): stops after the device in progress, with a last stats file.
+"$BIN/mf-example-fleet" --server "$MF_URL" --enroll-token-file "$MF_ENROLL_TOKEN_FILE" \
+    --trust-root "$MF_ROOT_FILE" --dir "$work/fleet" --devices "$devices" --model digits \
+    --digits "$DIGITS" --range "$stream" --per-pass 5 --passes 0 --stats "$work/run.json" \
+    >/dev/null 2>>"$work/fleet.log" &
+fleet_pid=$!
+for _ in $(seq 1 100); do # bounded: 10 s for the first pass
+    [ -s "$work/run.json" ] && break
+    sleep 0.1
+done
+kill -TERM "$fleet_pid"
+check "SIGTERM: the fleet exits 0" wait "$fleet_pid"
+check "  ... with a last stats file, not finished" python3 -c 'import json, sys
+s = json.load(open(sys.argv[1])); sys.exit(0 if s["pass"] >= 1 and not s["finished"] else 1)' \
+    "$work/run.json"
 
 echo "example_fleet: $MF_PASSED passed, $MF_FAILED failed"
 if [ "$MF_FAILED" -ne 0 ]; then
