@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One device of mf-example-fleet (fleet.h), written the way an app team embeds the SDK:
+ *   - a libmf agent (mf/agent.h) keeps the model at the version the server assigns: it
+ *     enrolls with the fleet token, verifies the trust chain, installs by delta when one is
+ *     offered, and asks this app (health_fn) whether the new file works: a student file that
+ *     does not load is refused, and the agent goes back to the previous version;
+ *   - an offload handle (mf/offload.h) routes every inference: confident samples are
+ *     answered locally, uncertain ones ask the teacher within the deadline, a random audit
+ *     slice is queued for uplink; the agent carries its telemetry and installs the server's
+ *     policy for the running version;
+ *   - a runtime-report handle (mf/telemetry.h) records each inference's latency, the
+ *     model's memory, health checks and teacher agreement; the agent sends its totals.
+ * The offload handle needs the device credential, which exists only once the agent has
+ * enrolled (docs/offload.md, "Known gaps"), so a new device runs its first step with the
+ * agent alone, then re-opens the agent with the offload handle attached.
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "fleet.h"
+
+#include "mf/agent.h"
+#include "mf/offload.h"
+#include "mf/sys/platform_posix.h"
+#include "mf/telemetry.h"
+#include "mf_ctx.h"
+#include "mf_student_model.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* A credential is "mfd_" and a few dozen characters; anything longer is not one. */
+#define FLEET_CREDENTIAL_MAX 256
+
+struct fleet_device {
+    const struct fleet_config *cfg;
+    char id[32];
+    char dir[512];
+    mf_platform_posix posix;
+    mf_platform_ops ops;
+    mf_agent *agent;
+    mf_offload *offload;
+    mf_telemetry *tele;
+    mf_student_model *student;           /* the loaded model, NULL before the first install */
+    char version[MF_AGENT_NAME_MAX + 1]; /* its version, "" when none */
+    size_t *order;                       /* this device's order of the slice */
+    size_t cursor;
+    mf_fleet_stats stats;
+    /* What the current step installed, for the delivery counters. */
+    char step_version[MF_AGENT_NAME_MAX + 1];
+    int saw_delta, saw_model;
+    uint64_t delta_got;
+    /* What of the offload handle's counters (reset by the agent after each check-in that
+     * carried them) is already in the runtime report. */
+    mf_offload_telemetry in_report;
+};
+
+static void print_log(void *payload, int level, const char *module, const char *msg)
+{
+    const struct fleet_device *d = payload;
+
+    if (level <= MF_LOG_WARN)
+        (void)fprintf(stderr, "mf-example-fleet: %s: %s: %s\n", d->id, module, msg);
+}
+
+/* Loads the student file of `version`; the running one stays if it is broken or does not
+ * fit the dataset. MF_OK or the load's error. */
+static int load_student(struct fleet_device *d, const char *version, const char *path)
+{
+    const mf_dataset *ds = d->cfg->data;
+    mf_student_model *m = NULL;
+    struct mf_ctx ctx;
+    int err;
+
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "fleet");
+    err = mf_student_model_load(&m, &ctx, NULL, path);
+    if (err == MF_OK && (m->net.n_in != ds->dim || m->net.n_out != MF_DATASET_CLASSES))
+        err = mf_fail(&ctx, MF_E_INVALID,
+                      "student %u-%u-%u does not take %u-pixel images of %u "
+                      "classes",
+                      m->net.n_in, m->net.n_hidden, m->net.n_out, ds->dim, MF_DATASET_CLASSES);
+    if (err < 0) {
+        (void)fprintf(stderr, "mf-example-fleet: %s: %s %s refused: %s\n", d->id, d->cfg->model,
+                      version, mf_ctx__errmsg(&ctx));
+        mf_student_model_free(m);
+        return err;
+    }
+    mf_student_model_free(d->student);
+    d->student = m;
+    (void)snprintf(d->version, sizeof(d->version), "%s", version);
+    return MF_OK;
+}
+
+/* The model's memory as the app holds it: weights, biases and the handle. */
+static uint64_t student_bytes(const mf_student *s)
+{
+    return (uint64_t)s->n_hidden * s->n_in + (uint64_t)s->n_out * s->n_hidden +
+           sizeof(float) * ((uint64_t)s->n_hidden + s->n_out) + sizeof(mf_student_model);
+}
+
+/* health_fn (mf/agent.h): a new version is active at `path`; load it, answer. */
+static int on_new_model(void *payload, const char *model, const char *version, const char *path)
+{
+    struct fleet_device *d = payload;
+    mf_fleet_counts *c;
+    int ok = load_student(d, version, path) == MF_OK;
+
+    if (!d->step_version[0])
+        (void)snprintf(d->step_version, sizeof(d->step_version), "%s", version);
+    c = mf_fleet_stats_version(&d->stats, version);
+    if (!ok && c)
+        c->rejected++;
+    if (mf_telemetry_record_health(d->tele, model, version, ok) < 0 ||
+        (ok &&
+         mf_telemetry_record_memory(d->tele, model, version, student_bytes(&d->student->net)) < 0))
+        (void)fprintf(stderr, "mf-example-fleet: %s: runtime report full\n", d->id);
+    return ok ? MF_AGENT_HEALTHY : MF_AGENT_UNHEALTHY;
+}
+
+/* progress_fn: which kinds of blob the step fetched, and how far the delta got. */
+static void on_progress(void *payload, const char *model, const char *kind, uint64_t done,
+                        uint64_t total)
+{
+    struct fleet_device *d = payload;
+
+    (void)model;
+    (void)total;
+    if (strcmp(kind, "delta") == 0) {
+        d->saw_delta = 1;
+        d->delta_got = done;
+    } else if (strcmp(kind, "model") == 0) {
+        d->saw_model = 1;
+    }
+}
+
+static int read_credential(char *out, size_t cap, const struct fleet_device *d)
+{
+    char path[600];
+    FILE *f;
+    size_t n;
+
+    (void)snprintf(path, sizeof(path), "%s/credential", d->dir);
+    f = fopen(path, "rb");
+    if (!f)
+        return MF_E_NOTFOUND;
+    n = fread(out, 1, cap - 1, f);
+    (void)fclose(f);
+    out[n] = '\0';
+    out[strcspn(out, "\r\n")] = '\0';
+    return out[0] ? MF_OK : MF_E_NOTFOUND;
+}
+
+/* The offload handle of the enrolled device (docs/offload.md, "Use"). */
+static int open_offload(struct fleet_device *d)
+{
+    char credential[FLEET_CREDENTIAL_MAX];
+    mf_offload_policy limits;
+    mf_offload_options o;
+    int err = read_credential(credential, sizeof(credential), d);
+
+    if (err == MF_OK)
+        err = mf_offload_options_init(&o, MF_OFFLOAD_OPTIONS_VERSION);
+    if (err == MF_OK && d->cfg->deadline_ms) {
+        /* The app's ceiling: every other field as loose as possible, the deadline tighter. */
+        err = mf_offload_policy_init(&limits, MF_OFFLOAD_POLICY_VERSION);
+        limits.deadline_ms = d->cfg->deadline_ms;
+        o.app_limits = &limits;
+    }
+    if (err == MF_OK) {
+        o.model = d->cfg->model;
+        o.model_version = d->version[0] ? d->version : "none"; /* the agent sets the real one */
+        o.server_url = d->cfg->server_url;
+        o.credential = credential;
+        o.platform = &d->ops;
+        o.log_fn = print_log;
+        o.log_payload = d;
+        err = mf_offload_new(&d->offload, &o);
+    }
+    memset(credential, 0, sizeof(credential));
+    return err;
+}
+
+/* (Re)opens the agent, with the offload handle when there is one. */
+static int open_agent(struct fleet_device *d)
+{
+    mf_offload *const per_model[1] = {d->offload};
+    mf_agent_options o;
+    int err = mf_agent_options_init(&o, MF_AGENT_OPTIONS_VERSION);
+
+    mf_agent_free(d->agent);
+    d->agent = NULL;
+    if (err < 0)
+        return err;
+    o.server_url = d->cfg->server_url;
+    o.device_id = d->id;
+    o.enrollment_token = d->cfg->enroll_token;
+    o.state_dir = d->dir;
+    o.models = &d->cfg->model;
+    o.n_models = 1;
+    o.platform = &d->ops;
+    o.trust_root = d->cfg->trust_root;
+    o.trust_root_len = d->cfg->trust_root_len;
+    o.log_fn = print_log;
+    o.log_payload = d;
+    o.health_fn = on_new_model;
+    o.health_payload = d;
+    o.progress_fn = on_progress;
+    o.progress_payload = d;
+    o.offloads = d->offload ? per_model : NULL; /* copied by the agent */
+    o.telemetry = d->tele;
+    return mf_agent_new(&d->agent, &o);
+}
+
+/* What an earlier run installed: the agent only calls health_fn for new versions. */
+static void load_installed(struct fleet_device *d)
+{
+    mf_agent_model_status st;
+    char path[700];
+
+    if (mf_agent_status(&st, d->agent, d->cfg->model) != MF_OK || !st.installed)
+        return;
+    (void)snprintf(path, sizeof(path), "%s/models/%s/slot-%c", d->dir, d->cfg->model, st.slot);
+    (void)load_student(d, st.version, path);
+}
+
+struct fleet_device *fleet_device_new(const struct fleet_config *cfg, unsigned index)
+{
+    struct fleet_device *d = mf_calloc(NULL, 1, sizeof(*d));
+    size_t n = cfg->end - cfg->first;
+    char credential[FLEET_CREDENTIAL_MAX];
+    int err = MF_E_NOMEM;
+
+    if (!d)
+        return NULL;
+    d->cfg = cfg;
+    (void)snprintf(d->id, sizeof(d->id), "fleet-%05u", index);
+    (void)snprintf(d->dir, sizeof(d->dir), "%s/%s", cfg->state_root, d->id);
+    d->order = mf_calloc(NULL, n, sizeof(*d->order));
+    if (d->order) {
+        /* Each device streams the slice in its own seeded order. */
+        mf_dataset_permutation(d->order, n, cfg->seed ^ (0x9e3779b97f4a7c15ull * (index + 1)));
+        err = mf_platform_posix_init(&d->ops, &d->posix, d->dir);
+    }
+    if (err == MF_OK)
+        err = mf_telemetry_new(&d->tele, NULL, &d->ops, "telemetry.state");
+    if (err == MF_OK && mf_telemetry_load(d->tele) < 0)
+        (void)fprintf(stderr, "mf-example-fleet: %s: saved runtime report ignored\n", d->id);
+    if (err == MF_OK && read_credential(credential, sizeof(credential), d) == MF_OK)
+        err = open_offload(d);
+    memset(credential, 0, sizeof(credential));
+    if (err == MF_OK)
+        err = open_agent(d);
+    if (err < 0) {
+        (void)fprintf(stderr, "mf-example-fleet: device %s: %s\n", d->id, mf_strerror(err));
+        fleet_device_free(d);
+        return NULL;
+    }
+    load_installed(d);
+    return d;
+}
+
+void fleet_device_free(struct fleet_device *d)
+{
+    if (!d)
+        return;
+    mf_agent_free(d->agent); /* before the handles it borrows */
+    mf_offload_free(d->offload);
+    mf_telemetry_free(d->tele);
+    mf_student_model_free(d->student);
+    if (d->ops.version)
+        mf_platform_posix_close(&d->posix);
+    mf_free(NULL, d->order);
+    mf_free(NULL, d);
+}
+
+/* Splits the blob bytes of one step into delta and full and books them, with the install
+ * counts, on the version the step installed. */
+static void count_delivery(struct fleet_device *d, const mf_agent_counters *before,
+                           const mf_agent_counters *after)
+{
+    const uint64_t bytes = after->blob_bytes - before->blob_bytes;
+    uint64_t delta = 0;
+    mf_fleet_counts *c;
+
+    if (d->saw_delta)
+        delta = !d->saw_model || d->delta_got > bytes ? bytes : d->delta_got;
+    d->stats.bytes_delta += delta;
+    d->stats.bytes_full += bytes - delta;
+    if (!d->step_version[0])
+        return;
+    c = mf_fleet_stats_version(&d->stats, d->step_version);
+    if (!c) {
+        d->stats.dropped++;
+        return;
+    }
+    c->installs_delta += after->delta_installs - before->delta_installs;
+    c->installs_full += after->full_installs - before->full_installs;
+    c->bytes_delta += delta;
+    c->bytes_full += bytes - delta;
+}
+
+/* a -= b, field by field (b was an earlier state of a: nothing goes below zero). */
+static void offload_sub(mf_offload_telemetry *a, const mf_offload_telemetry *b)
+{
+    for (int i = 0; i < MF_OFFLOAD_HIST_BINS; i++)
+        a->hist[i] -= b->hist[i];
+    a->asked -= b->asked;
+    a->uncertain -= b->uncertain;
+    a->teacher -= b->teacher;
+    a->fell_back -= b->fell_back;
+    a->queued -= b->queued;
+    a->audit -= b->audit;
+    a->capped -= b->capped;
+    a->bytes_up -= b->bytes_up;
+    a->bytes_down -= b->bytes_down;
+}
+
+/* The runtime report carries the offload counters too (mf/telemetry.h), and must have them
+ * before the check-in that sends both; the agent resets the handle's counters only when
+ * the server answered. So add what is new since the last call, and start over after a
+ * reset: a failed check-in never counts anything twice. */
+static void offload_to_report(struct fleet_device *d, int after_step)
+{
+    const mf_offload_telemetry *cur = mf_offload_telemetry_get(d->offload);
+    mf_offload_telemetry add = *cur;
+    const int same = strcmp(cur->model_version, d->in_report.model_version) == 0;
+
+    if (after_step) {
+        if (!same || cur->asked < d->in_report.asked || cur->bytes_up < d->in_report.bytes_up)
+            d->in_report = *cur; /* reset (or a new version's slot): nothing of it reported */
+        return;
+    }
+    if (same)
+        offload_sub(&add, &d->in_report);
+    if (add.asked == 0 && add.bytes_up == 0 && add.bytes_down == 0)
+        return;
+    if (strcmp(cur->model_version, "none") != 0 &&
+        mf_telemetry_add_offload(d->tele, d->cfg->model, cur->model_version, &add) < 0)
+        (void)fprintf(stderr, "mf-example-fleet: %s: runtime report full\n", d->id);
+    d->in_report = *cur;
+}
+
+/* One agent step, with the delivery counters and the offload counters around it. */
+static int step(struct fleet_device *d)
+{
+    mf_agent_counters before, after;
+    int err;
+
+    if (d->offload)
+        offload_to_report(d, 0);
+    d->step_version[0] = '\0';
+    d->saw_delta = d->saw_model = 0;
+    d->delta_got = 0;
+    mf_agent_stats(&before, d->agent);
+    err = mf_agent_step(d->agent);
+    mf_agent_stats(&after, d->agent);
+    count_delivery(d, &before, &after);
+    if (err < 0)
+        (void)fprintf(stderr, "mf-example-fleet: %s: step: %s\n", d->id, mf_agent_errmsg(d->agent));
+    if (d->offload)
+        offload_to_report(d, 1);
+    return err;
+}
+
+/* The check-in part of a pass. A step that enrolled the device or installed a version is
+ * followed by a second one at once: it brings the offload policy fitted to the version now
+ * running (a policy for another version offloads nothing). */
+static void sync_with_server(struct fleet_device *d)
+{
+    int again;
+
+    (void)step(d);
+    again = d->step_version[0] != '\0';
+    if (!d->offload && open_offload(d) == MF_OK) {
+        again = 1;
+        if (open_agent(d) < 0) {
+            (void)fprintf(stderr, "mf-example-fleet: %s: cannot re-open the agent\n", d->id);
+            return;
+        }
+    }
+    if (again && d->agent)
+        (void)step(d);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+
+    (void)clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Classifies one image and routes it; MF_OK or the offload's error. */
+static int classify_one(struct fleet_device *d, mf_fleet_counts *c, size_t idx)
+{
+    const mf_dataset *ds = d->cfg->data;
+    const uint8_t *x = ds->x + idx * ds->dim;
+    float logits[MF_STUDENT_MAX_OUT];
+    mf_offload_sample s = {x, ds->dim, logits, d->student->net.n_out, MF_OFFLOAD_LOGITS};
+    mf_offload_answer a;
+    const uint64_t t0 = now_ns();
+    const uint32_t label = mf_student_predict(&d->student->net, x, logits);
+    const uint64_t us = (now_ns() - t0 + 999) / 1000;
+    int err = mf_offload_ask(&a, NULL, d->offload, &s);
+
+    if (err < 0)
+        return err;
+    mf_fleet_stats_answer(c, ds->y[idx], label, &a);
+    err = mf_telemetry_record_latency(d->tele, d->cfg->model, d->version, us);
+    if (err == MF_OK && a.by_teacher)
+        err = mf_telemetry_record_teacher(d->tele, d->cfg->model, d->version,
+                                          (uint32_t)a.label == label);
+    return err;
+}
+
+void fleet_device_pass(struct fleet_device *d)
+{
+    const size_t n = d->cfg->end - d->cfg->first;
+    mf_fleet_counts *c;
+    int err = MF_OK;
+
+    if (d->agent)
+        sync_with_server(d);
+    if (!d->student || !d->offload) {
+        d->stats.skipped += d->cfg->per_pass; /* nothing installed yet */
+        return;
+    }
+    c = mf_fleet_stats_version(&d->stats, d->version);
+    if (!c) {
+        d->stats.dropped += d->cfg->per_pass;
+        return;
+    }
+    for (unsigned k = 0; k < d->cfg->per_pass && err == MF_OK; k++)
+        err = classify_one(d, c, d->cfg->first + d->order[d->cursor++ % n]);
+    if (err < 0)
+        (void)fprintf(stderr, "mf-example-fleet: %s: inference: %s (%s)\n", d->id, mf_strerror(err),
+                      mf_offload_errmsg(d->offload));
+    err = mf_offload_drain(d->offload, 16);
+    if (err < 0 && d->cfg->verbose)
+        (void)fprintf(stderr, "mf-example-fleet: %s: uplink: %s\n", d->id,
+                      mf_offload_errmsg(d->offload));
+    if (mf_telemetry_save(d->tele) < 0)
+        (void)fprintf(stderr, "mf-example-fleet: %s: cannot save the runtime report\n", d->id);
+}
+
+const mf_fleet_stats *fleet_device_stats(const struct fleet_device *d)
+{
+    return &d->stats;
+}
+
+const char *fleet_device_version(const struct fleet_device *d)
+{
+    return d->version;
+}

@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The example fleet on the real programs (docs/example-model.md, "The example fleet"):
+# mf-server on 127.0.0.1 (ephemeral port, SQLite) with the builtin teacher for model
+# "digits"; a teacher and students trained in seconds on scikit-learn's digits
+# (example_fleet_models); v1 published as a signed release with its calibration scores
+# (target offload rate 20 %, audit 5 %). mf-example-fleet runs 4 devices (real libmf agents
+# with offload handles) for 2 passes of 50 images of the held-out slice, then:
+#   - every device installed v1 and the stats file's counters add up (images, offload rate
+#     near the target, the cascade not worse than the student);
+#   - the server holds every hard and audit sample; mf-example-sample-check finds their true
+#     labels and the teacher's accuracy on the hard ones is above 80 %;
+#   - a broken v2 is refused by every device (they stay on v1);
+#   - v3 (the student trained a little more) arrives as a delta.
+# Usage: example_fleet.sh BIN_DIR MODELS_PROGRAM   (ctest: integration_example_fleet)
+set -uo pipefail
+BIN=$1
+MODELS=$2
+DIGITS=${MF_DIGITS_CSV:-/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=scripts/lib/stack.sh
+. "$root/scripts/lib/stack.sh"
+
+if [ ! -r "$DIGITS" ] || ! command -v python3 >/dev/null; then
+    echo "skip - $DIGITS (python3-sklearn) not installed"
+    exit 0
+fi
+work=$(mktemp -d /tmp/mf-exfleet.XXXXXX)
+trap 'mf_stack_stop; rm -rf "$work"' EXIT
+check() { mf_check "$@"; }
+devices=4
+per_pass=50
+stream=1300:1797 # items 0..999 trained the models, 1000..1299 calibrated the student
+
+check "models trained (teacher, two students, calibration scores)" \
+    bash -c "'$MODELS' '$DIGITS' '$work' 1000 1300 >'$work/models.txt'"
+cat "$work/models.txt"
+cat >"$work/offload.json" <<JSON
+{"models": {"digits": {
+  "teacher": {"connector": "builtin", "path": "$work/teacher.safetensors", "version": "t-1",
+              "timeout_ms": 5000},
+  "policy": {"enabled": true, "method": "max_softmax", "mode": "sync", "target_rate": 0.2,
+             "audit_fraction": 0.05, "deadline_ms": 5000, "metered": "allow"}}}}
+JSON
+# The fleet compresses hours of a device's traffic into seconds: no per-device rate limit.
+MF_SERVE_ARGS="--offload-config $work/offload.json --device-rate 0" mf_stack_start "$work/server" \
+    "$work/server.log" || exit 1
+check "trust installed" mf_trust_setup "$work/keys"
+check "v1 published (signed release)" mf_publish digits v1 "$work/student-1.safetensors"
+check "v1's calibration scores uploaded" bash -c "curl -sf -o /dev/null -X PUT \
+    -H 'Authorization: Bearer $(cat "$MF_ADMIN_TOKEN_FILE")' --data-binary @'$work/calibration.json' \
+    '$MF_URL/v1/admin/offload/calibration/digits/v1'"
+
+fleet() { # fleet PASSES: run the fleet; summary lines in $work/fleet.out, stats in stats.json
+# (counted from the start of this run)
+    "$BIN/mf-example-fleet" --server "$MF_URL" --enroll-token-file "$MF_ENROLL_TOKEN_FILE" \
+        --trust-root "$MF_ROOT_FILE" --dir "$work/fleet" --devices "$devices" --model digits \
+        --digits "$DIGITS" --range "$stream" --per-pass "$per_pass" --passes "$1" \
+        --threads 2 --seed 7 --stats "$work/stats.json" >"$work/fleet.out" 2>>"$work/fleet.log"
+}
+# stats PYTHON_EXPR: evaluates EXPR with v = {version: counters} and s = the whole document.
+stats() {
+    python3 -c 'import json, sys
+s = json.load(open(sys.argv[1])); v = {x["version"]: x for x in s["versions"]}
+ok = eval(sys.argv[2])
+print(ok if not isinstance(ok, bool) else "", end="")
+sys.exit(0 if ok else 1)' "$work/stats.json" "$1" >/dev/null
+}
+check "the fleet runs 2 passes" fleet 2
+cat "$work/fleet.out"
+check "  ... stats of pass 2, finished" stats 's["pass"] == 2 and s["finished"]'
+check "every device installed v1" stats "v['v1']['devices'] == $devices"
+for i in 0 1 2 3; do
+    check "  ... fleet-0000$i runs v1" \
+        grep -q '"version":"v1"' "$work/fleet/fleet-0000$i/models/digits/state.json"
+done
+check "  ... each from the full blob" stats "v['v1']['installs_full'] == $devices and \
+    v['v1']['bytes_full'] == $devices * $(stat -c %s "$work/student-1.safetensors")"
+check "images == devices x per-pass x passes" stats "v['v1']['images'] == $devices * $per_pass * 2"
+check "no image skipped (the policy came with the install)" stats 's["skipped"] == 0'
+check "by_teacher > 0" stats "v['v1']['by_teacher'] > 0"
+check "  ... hard share near the 20 % target (8-40 %)" \
+    stats "0.08 <= v['v1']['hard'] / v['v1']['images'] <= 0.40"
+check "  ... every hard sample answered by the teacher (no fallback)" \
+    stats "v['v1']['by_teacher'] == v['v1']['hard'] and not v['v1']['fallbacks']"
+check "audit samples queued (5 % of the confident)" \
+    stats "0 < v['v1']['audit'] <= 0.15 * v['v1']['images'] and v['v1']['queued'] >= v['v1']['audit']"
+check "cascade_correct >= student_correct - 2" \
+    stats "v['v1']['cascade_correct'] >= v['v1']['student_correct'] - 2"
+check "student accuracy is a digits student's (>= 80 %)" \
+    stats "v['v1']['student_correct'] >= 0.8 * v['v1']['images']"
+# The runtime reports rode the check-ins: what pass 1 measured went up with pass 2's.
+check "versions stats: v1 reported by every device, offload rate and teacher agreement" \
+    bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' versions stats \
+        digits --json | python3 -c 'import json, sys
+v = json.load(sys.stdin)[\"versions\"][0]
+sys.exit(0 if v[\"version\"] == \"v1\" and v[\"devices_reporting\"] == $devices and
+         0.08 <= v[\"offload_rate\"] <= 0.4 and 0.5 <= v[\"teacher_agreement\"] < 1 and
+         v[\"peak_memory\"] > 0 else 1)'"
+
+# Every sample on the server, labelled (sync asks at once, audit samples by the label job).
+hard=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["versions"][0]["hard"])' \
+    "$work/stats.json")
+audit=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["versions"][0]["audit"])' \
+    "$work/stats.json")
+exported() { # exported KIND: the export of KIND holds as many labelled samples as the fleet sent
+    local want=$hard
+    [ "$1" = audit ] && want=$audit
+    mfctl_admin samples export --model digits --kind "$1" --min-teacher-confidence 0 \
+        "$work/export-$1" >/dev/null 2>&1 &&
+        [ "$(wc -l <"$work/export-$1/samples.jsonl")" -eq "$want" ]
+}
+for _ in $(seq 1 150); do # bounded: 15 s for the label job (every 2 s)
+    exported hard && exported audit && break
+    sleep 0.1
+done
+check "the server holds the $hard hard samples, labelled" exported hard
+check "  ... and the $audit audit samples" exported audit
+check "mf-example-sample-check on the hard samples" bash -c "'$BIN/mf-example-sample-check' \
+    '$work/export-hard' --digits '$DIGITS' >'$work/check-hard.json'"
+cat "$work/check-hard.json"
+sample_check() { # sample_check FILE EXPR: EXPR over g = the first group, t = the document
+    python3 -c 'import json, sys
+t = json.load(open(sys.argv[1])); g = t["groups"][0]
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"
+}
+check "  ... every sample matched to its true label" sample_check "$work/check-hard.json" \
+    "g['kind'] == 'hard' and g['model_version'] == 'v1' and g['count'] == g['matched'] == $hard \
+     and t['unmatched'] == 0"
+check "  ... teacher accuracy on the hard samples > 80 %" \
+    sample_check "$work/check-hard.json" "g['labelled'] == $hard and g['teacher_accuracy'] > 0.8"
+check "  ... the student is worse than the teacher on them" sample_check "$work/check-hard.json" \
+    "g['student_accuracy'] < g['teacher_accuracy']"
+check "mf-example-sample-check on the audit samples" bash -c "'$BIN/mf-example-sample-check' \
+    '$work/export-audit' --digits '$DIGITS' >'$work/check-audit.json'"
+check "  ... matched and labelled" sample_check "$work/check-audit.json" \
+    "g['kind'] == 'audit' and g['matched'] == g['labelled'] == $audit"
+check "sample-check without a dataset is a usage error (2)" \
+    bash -c "'$BIN/mf-example-sample-check' '$work/export-audit' >/dev/null 2>&1; test \$? -eq 2"
+
+# A broken file is refused by the app: the agent reverts, the device stays on v1.
+head -c 3000 /dev/urandom >"$work/broken.safetensors"
+check "v2 (not a student file) published" mf_publish digits v2 "$work/broken.safetensors"
+check "the fleet runs a pass" fleet 1
+check "  ... every device refused v2" stats "v['v2']['rejected'] == $devices and \
+    v['v2']['images'] == 0"
+check "  ... and still runs v1" stats "v['v1']['devices'] == $devices and v['v2']['devices'] == 0"
+check "  ... classifying with it (counters start with each run)" \
+    stats "v['v1']['images'] == $devices * $per_pass"
+check "  ... the server saw the rollbacks" bash -c "'$BIN/mfctl' --server '$MF_URL' \
+    --token-file '$MF_ADMIN_TOKEN_FILE' devices | grep -c 'rolled back' | grep -qx $devices"
+
+# The next version by delta: the server precomputes it from what the fleet runs.
+check "v3 (the student trained a little more) published" \
+    mf_publish digits v3 "$work/student-2.safetensors"
+mf_wait_jobs 60 || echo "delta jobs still busy after 60 s"
+check "the fleet runs a pass" fleet 1
+check "  ... every device on v3" stats "v['v3']['devices'] == $devices"
+check "  ... installed from a delta" stats "v['v3']['installs_delta'] == $devices and \
+    v['v3']['installs_full'] == 0"
+check "  ... smaller than the full file" stats "0 < v['v3']['bytes_delta'] < \
+    $devices * $(stat -c %s "$work/student-2.safetensors")"
+
+# Until SIGTERM (--passes 0): stops after the device in progress, with a last stats file.
+"$BIN/mf-example-fleet" --server "$MF_URL" --enroll-token-file "$MF_ENROLL_TOKEN_FILE" \
+    --trust-root "$MF_ROOT_FILE" --dir "$work/fleet" --devices "$devices" --model digits \
+    --digits "$DIGITS" --range "$stream" --per-pass 5 --passes 0 --stats "$work/run.json" \
+    >/dev/null 2>>"$work/fleet.log" &
+fleet_pid=$!
+for _ in $(seq 1 100); do # bounded: 10 s for the first pass
+    [ -s "$work/run.json" ] && break
+    sleep 0.1
+done
+kill -TERM "$fleet_pid"
+check "SIGTERM: the fleet exits 0" wait "$fleet_pid"
+check "  ... with a last stats file, not finished" python3 -c 'import json, sys
+s = json.load(open(sys.argv[1])); sys.exit(0 if s["pass"] >= 1 and not s["finished"] else 1)' \
+    "$work/run.json"
+
+echo "example_fleet: $MF_PASSED passed, $MF_FAILED failed"
+if [ "$MF_FAILED" -ne 0 ]; then
+    echo "--- stats"; cat "$work/stats.json"
+    echo "--- fleet log (tail)"; tail -20 "$work/fleet.log"
+    echo "--- server log (tail)"; tail -20 "$work/server.log"
+    exit 1
+fi
