@@ -2,12 +2,12 @@
 """The per-round table of scripts/demo (the distillation loop). Reads, from WORK: rounds.jsonl
 (round, run id, outcome), run<ID>.json (the run with its provenance record), stats-<r>.json
 snapshots of mf-example-fleet's counters, check-<r>.json (mf-example-sample-check on the
-sample export). Usage: loop_table.py WORK ROUNDS"""
+sample export). Usage: loop_table.py WORK"""
 import json
 import os
 import sys
 
-work, rounds = sys.argv[1], int(sys.argv[2])
+work = sys.argv[1]
 
 
 def load(name, default):
@@ -19,8 +19,7 @@ def load(name, default):
 
 
 def totals(stats):
-    t = {"images": 0, "cascade_correct": 0, "student_correct": 0, "by_teacher": 0,
-         "hard": 0, "audit": 0}
+    t = {"images": 0, "cascade_correct": 0, "by_teacher": 0, "hard": 0, "audit": 0}
     for v in stats.get("versions", []):
         for k in t:
             t[k] += v.get(k, 0)
@@ -39,35 +38,42 @@ def teacher_audit(check):
 
 
 def pct(x):
-    return "   -  " if x is None else "%6.2f" % (100 * x)
+    return "  -   " if x is None else "%6.2f" % (100 * x)
 
 
 runs = [json.loads(l) for l in open(os.path.join(work, "rounds.jsonl")) if l.strip()]
-print("round  version  student  cascade | fleet: cascade offload(target 10%)  hard audit"
-      "  teacher@audit | delivered delta/full KiB | outcome")
-first = load("run1.json", {}).get("record", {}).get("metrics", {}).get("candidate", {})
-print("%5s  %-7s  %s   %s  | %s" % (0, "d1", pct(first.get("student_accuracy")),
-                                     pct(first.get("cascade_accuracy")), "seed student"))
+seed = load("run1.json", {})
+first = seed.get("record", {}).get("metrics", {}).get("candidate", {})
+deployed, deployed_v = first, seed.get("version", "d1")
+print("      candidate (held-out)              | deployed (held-out) | fleet this round"
+      "                                 | delivered KiB")
+print("round version student cascade  outcome  | version     cascade | cascade offload  hard"
+      " audit teacher@audit | delta    full")
+print("%5d %-7s  %s  %s  seed     | %-7s      %s |" % (0, deployed_v, pct(first.get(
+    "student_accuracy")), pct(first.get("cascade_accuracy")), deployed_v,
+    pct(first.get("cascade_accuracy"))))
 prev = totals(load("stats-0.json", {}))
-deployed = first
 for r in runs:
     run = load("run%d.json" % r["run"], {})
-    m = run.get("record", {}).get("metrics", {})
-    cand = m.get("candidate", {})
-    if r["outcome"] == "done":
-        deployed = cand
+    cand = run.get("record", {}).get("metrics", {}).get("candidate", {})
+    outcome = r["outcome"]
+    if outcome == "done":
+        deployed, deployed_v = cand, run.get("version")
     cur = totals(load("stats-%d.json" % r["round"], {}))
     d = {k: cur[k] - prev[k] for k in cur}
     prev = cur
     img = d["images"] or 1
-    print("%5d  %-7s  %s   %s  |        %s   %s        %5d %5d       %s   | %8.1f / %-8.1f     | %s %s" % (
-        r["round"], run.get("version") or run.get("parent", "?"),
-        pct(deployed.get("student_accuracy")), pct(deployed.get("cascade_accuracy")),
-        pct(d["cascade_correct"] / img), pct(d["by_teacher"] / img), d["hard"], d["audit"],
-        pct(teacher_audit(load("check-%d.json" % r["round"], {}))),
-        d["bytes_delta"] / 1024.0, d["bytes_full"] / 1024.0, run.get("state", "?"),
-        "" if r["outcome"] == run.get("state") else "-> rollout " + r["outcome"]))
-print("\nstudent/cascade: the deployed version on the 5,000 held-out items (gate figures);"
-      " fleet: what the devices measured this round;\nteacher@audit: the teacher's accuracy on"
-      " the audit slice (ground truth from the dataset); delivered: model bytes devices"
-      " downloaded this round.")
+    print("%5d %-7s  %s  %s  %-8s | %-7s      %s |  %s  %s %5d %5d        %s | %7.1f %7.1f" % (
+        r["round"], run.get("version") or "-", pct(cand.get("student_accuracy")),
+        pct(cand.get("cascade_accuracy")), {"done": "promoted"}.get(outcome, outcome),
+        deployed_v, pct(deployed.get("cascade_accuracy")), pct(d["cascade_correct"] / img),
+        pct(d["by_teacher"] / img), d["hard"], d["audit"],
+        pct(teacher_audit(load("check-%d.json" % r["round"], {}))), d["bytes_delta"] / 1024.0,
+        d["bytes_full"] / 1024.0))
+print("""
+candidate: the run's new student on the 5,000 held-out test items (never trained on), its
+  cascade with the threshold fitted for a 10 % offload; outcome: rejected by the gate,
+  promoted or halted by its canary's red lines. deployed: what the fleet runs after the round.
+fleet: measured by the devices on test items 0-4999: cascade accuracy, realised offload rate,
+  hard (uncertain) and audit samples uplinked, the teacher's accuracy on the audit slice
+  (ground truth from the dataset); delivered: model bytes downloaded as deltas / full files.""")

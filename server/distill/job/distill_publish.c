@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Publishing a candidate the gate passed, in the order that keeps a fault harmless: the
- * blob is stored and the version staged (invisible to devices), the release is signed with
+ * blob is stored and the version staged (invisible to devices), its deltas from the fleet's
+ * versions are made (so the canary's devices download deltas), the release is signed with
  * the loop's release key and verified against the server's trust documents exactly as a
  * device will verify it, and only then attached. With a parent and a canary plan, a fleet
  * rollback to the parent is set first and cleared once the rollout exists, so no device
@@ -37,6 +38,22 @@ static int store_blob(struct mf_distill_published *out, struct mf_ctx *ctx, cons
         err = mf_blob__upload_commit(u, ctx);
     mf_blob__upload_free(u);
     return err;
+}
+
+/* Deltas from the fleet's versions to the staged candidate, made before the release so the
+ * canary's first devices already download a delta. A failure costs bandwidth only: the
+ * queued delta job (after the release) tries again. */
+static void make_deltas(struct mf_ctx *ctx, struct mf_store *s, const char *blob_root,
+                        const char *model, const char *version)
+{
+    struct mf_delta_options o;
+    char arg[2 * MF_STORE_NAME_SIZE];
+    int made = 0;
+
+    mf_delta__options_init(&o);
+    (void)snprintf(arg, sizeof(arg), "%s/%s", model, version);
+    if (mf_delta__run(&made, s, ctx, blob_root, &o, arg) < 0)
+        MF_LOG_WARN(ctx, "deltas of %s before its release: %s", arg, mf_ctx__errmsg(ctx));
 }
 
 /* The release envelope of `bytes`, signed with the key in `key_path`. */
@@ -176,6 +193,8 @@ int mf_distill__publish(struct mf_distill_published *out, struct mf_ctx *ctx, st
     v.created_at = (int64_t)time(NULL);
     if (err == MF_OK)
         err = s->ops->version_insert(s, ctx, &v);
+    if (err == MF_OK)
+        make_deltas(ctx, s, blob_root, c->model, out->version);
     if (err == MF_OK)
         err = sign_release(&env, &env_len, ctx, c, out->version, out->sequence, bytes, len);
     if (err == MF_OK)
