@@ -53,7 +53,9 @@ cat >"$work/offload.json" <<JSON
   "policy": {"enabled": true, "method": "max_softmax", "mode": "sync", "target_rate": 0.1}},
  "fashion-crash": {"teacher": {"connector": "builtin", "path": "$work/teacher.safetensors"}},
  "fashion-garbage": {"teacher": {"connector": "builtin", "path": "$work/teacher.safetensors"}},
- "fashion-worse": {"teacher": {"connector": "builtin", "path": "$work/teacher.safetensors"}}}}
+ "fashion-worse": {"teacher": {"connector": "builtin", "path": "$work/teacher.safetensors"}},
+ "fashion-auto": {"teacher": {"connector": "builtin", "path": "$work/teacher.safetensors"}},
+ "fashion-noteacher": {"teacher": {"connector": "command", "command": ["/bin/false"]}}}}
 JSON
 model_cfg() { # model_cfg TRAINER_JSON
     cat <<JSON
@@ -73,7 +75,9 @@ cat >"$work/distill.json" <<JSON
  "fashion": $(model_cfg '{"epochs": 4, "warm_start": true}'),
  "fashion-crash": $(model_cfg '{"command": ["/bin/sh", "'"$work"'/crash.sh"]}'),
  "fashion-garbage": $(model_cfg '{"command": ["/bin/sh", "'"$work"'/garbage.sh"]}'),
- "fashion-worse": $(model_cfg '{"command": ["python3", "'"$work"'/worse.py"]}')}}
+ "fashion-worse": $(model_cfg '{"command": ["python3", "'"$work"'/worse.py"]}'),
+ "fashion-noteacher": $(model_cfg '{"epochs": 1}'),
+ "fashion-auto": $(model_cfg '{"epochs": 1}' | sed 's/^{/{"auto_samples": 50, /')}}
 JSON
 MF_SERVE_ARGS="--offload-config $work/offload.json --distill-config $work/distill.json --device-rate 1000"
 export MF_SERVE_ARGS
@@ -150,5 +154,29 @@ check "fashion-worse still has v1 only" sh -c \
     "! $BIN/mfctl --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE versions fashion-worse | grep -q d2"
 check "fashion-crash and fashion-garbage have no version" sh -c \
     "! $BIN/mfctl --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE models --json | grep -q 'fashion-crash\|fashion-garbage'"
+# -- the teacher is down: the gate cannot judge, the run fails, nothing is published
+mfctl_admin distill run fashion-noteacher >/dev/null
+mfctl_admin distill wait 6 300 >"$work/wait6.out" 2>&1
+check "a run whose teacher is down fails at the gate" grep -q "error: teacher on held-out item 0" \
+    "$work/wait6.out"
+check "... and publishes nothing" sh -c "! $BIN/mfctl --server $MF_URL --token-file \
+    $MF_ADMIN_TOKEN_FILE models --json | grep -q fashion-noteacher"
+
+# -- auto trigger: 50 new labelled samples of fashion-auto start a run by themselves
+sed 's/"model": "fashion"/"model": "fashion-auto"/' "$root/tests/integration/distill_uplink.py" \
+    >"$work/uplink_auto.py"
+python3 "$work/uplink_auto.py" "$MF_URL" "$MF_ENROLL_TOKEN_FILE" \
+    $FM/train-images-idx3-ubyte.gz cam-2 30000 60 none >/dev/null
+auto=""
+for _ in $(seq 1 60); do
+    auto=$(mfctl_admin distill status --json | grep -o '"model":"fashion-auto","state":"[a-z]*","trigger":"auto"' || true)
+    case $auto in *published* | *failed* | *rejected*) break ;; esac
+    sleep 1
+done
+check "enough new samples start a run by themselves ($auto)" sh -c "echo '$auto' | grep -q '\"state\":\"published\",\"trigger\":\"auto\"'"
+sleep 3 # further ticks: no new samples since that run's cursor, so no second run
+check "the auto trigger does not repeat without new samples" \
+    test "$(mfctl_admin distill status --json | grep -o '"model":"fashion-auto"' | wc -l)" = 1
+
 echo "distill_loop: $MF_PASSED passed, $MF_FAILED failed"
 [ "$MF_FAILED" -eq 0 ]
