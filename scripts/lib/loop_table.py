@@ -45,11 +45,11 @@ runs = [json.loads(l) for l in open(os.path.join(work, "rounds.jsonl")) if l.str
 seed = load("run1.json", {})
 first = seed.get("record", {}).get("metrics", {}).get("candidate", {})
 deployed, deployed_v = first, seed.get("version", "d1")
-print("      candidate (held-out)              | deployed (held-out) | fleet this round"
+print("      candidate (held-out)                    | deployed (held-out) | fleet this round"
       "                                 | delivered KiB")
-print("round version student cascade  outcome  | version     cascade | cascade offload  hard"
+print("round version student cascade  outcome  patch | version     cascade | cascade offload  hard"
       " audit teacher@audit | delta    full")
-print("%5d %-7s  %s  %s  seed     | %-7s      %s |" % (0, deployed_v, pct(first.get(
+print("%5d %-7s  %s  %s  seed         - | %-7s      %s |" % (0, deployed_v, pct(first.get(
     "student_accuracy")), pct(first.get("cascade_accuracy")), deployed_v,
     pct(first.get("cascade_accuracy"))))
 prev = totals(load("stats-0.json", {}))
@@ -63,9 +63,11 @@ for r in runs:
     d = {k: cur[k] - prev[k] for k in cur}
     prev = cur
     img = d["images"] or 1
-    print("%5d %-7s  %s  %s  %-8s | %-7s      %s |  %s  %s %5d %5d        %s | %7.1f %7.1f" % (
+    patch = run.get("record", {}).get("delta_bytes")
+    print("%5d %-7s  %s  %s  %-8s %5s | %-7s      %s |  %s  %s %5d %5d        %s | %7.1f %7.1f" % (
         r["round"], run.get("version") or "-", pct(cand.get("student_accuracy")),
         pct(cand.get("cascade_accuracy")), {"done": "promoted"}.get(outcome, outcome),
+        "%.1fK" % (patch / 1024.0) if patch else "-",
         deployed_v, pct(deployed.get("cascade_accuracy")), pct(d["cascade_correct"] / img),
         pct(d["by_teacher"] / img), d["hard"], d["audit"],
         pct(teacher_audit(load("check-%d.json" % r["round"], {}))), d["bytes_delta"] / 1024.0,
@@ -73,7 +75,8 @@ for r in runs:
 print("""
 candidate: the run's new student on the 5,000 held-out test items (never trained on), its
   cascade with the threshold fitted for a 10 % offload; outcome: rejected by the gate,
-  promoted or halted by its canary's red lines. deployed: what the fleet runs after the round.
+  promoted or halted by its canary's red lines; patch: the delta from the parent (warm start
+  keeps it small; the full file is 25.4 KiB). deployed: what the fleet runs after the round.
 fleet: measured by the devices on test items 0-4999: cascade accuracy, realised offload rate,
   hard (uncertain) and audit samples uplinked, the teacher's accuracy on the audit slice
   (ground truth from the dataset); delivered: model bytes downloaded as deltas / full files.""")

@@ -55,9 +55,12 @@ static void print_record(struct mfctl *c, const cJSON *rec)
     if (mfctl__str(rec, "gate")[0])
         (void)fprintf(c->out, "gate: %s\n", mfctl__str(rec, "gate"));
     if (mfctl__num(rec, "model_bytes") > 0)
-        (void)fprintf(c->out, "published %s: %.0f bytes, sha256 %s, rollout %.0f\n",
+        (void)fprintf(c->out,
+                      "published %s: %.0f bytes (delta from the parent %.0f), sha256 %s, "
+                      "rollout %.0f\n",
                       mfctl__str(rec, "version"), mfctl__num(rec, "model_bytes"),
-                      mfctl__str(rec, "sha256"), mfctl__num(rec, "rollout_id"));
+                      mfctl__num(rec, "delta_bytes"), mfctl__str(rec, "sha256"),
+                      mfctl__num(rec, "rollout_id"));
     (void)fprintf(c->out, "took %.0f s\n", mfctl__num(rec, "seconds"));
 }
 

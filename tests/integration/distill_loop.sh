@@ -126,6 +126,12 @@ check "run 2 accounts for the 400 samples ($used)" test "$((${used:-0}))" = 400
 check "run 2 trained on most of them" test "${used%%+*}" -ge 300
 check "run 2 was judged against parent d1" grep -q "  parent .*cascade" "$work/wait2.out"
 check "run 2 records teacher version t1" grep -q "teacher versions: t1" "$work/wait2.out"
+if grep -q "published d2" "$work/wait2.out"; then
+    # a patch is kept only when smaller than the file (0: none kept)
+    sizes=$(sed -n 's/^published d2: \([0-9]*\) bytes (delta from the parent \([0-9]*\)).*/\1 \2/p' \
+        "$work/wait2.out")
+    check "run 2 records its patch from d1 ($sizes)" sh -c "set -- $sizes; [ \$# = 2 ] && [ \$2 -lt \$1 ]"
+fi
 if [ "$state" = published ]; then
     check "d2 went out as a canary of d1" sh -c "mfctl_admin() { :; }; $BIN/mfctl --server $MF_URL \
         --token-file $MF_ADMIN_TOKEN_FILE rollout status --json | grep -q '\"version\":\"d2\",\"previous\":\"d1\"'"

@@ -248,6 +248,7 @@ static int publish(struct run *r, struct mf_ctx *ctx, struct mf_distill_jobs *j)
     (void)cJSON_AddStringToObject(r->record, "version", p.version);
     (void)cJSON_AddStringToObject(r->record, "sha256", p.sha256);
     (void)cJSON_AddNumberToObject(r->record, "model_bytes", (double)p.size);
+    (void)cJSON_AddNumberToObject(r->record, "delta_bytes", (double)p.delta_bytes);
     (void)cJSON_AddNumberToObject(r->record, "rollout_id", (double)p.rollout_id);
     if (j->deltas)
         mf_delta__worker_wake(*j->deltas);

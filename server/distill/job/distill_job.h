@@ -132,6 +132,7 @@ struct mf_distill_published {
     char sha256[MF_SHA256_HEX_LEN + 1];
     uint64_t size, sequence;
     int64_t rollout_id;
+    uint64_t delta_bytes; /* the patch from the parent's file, 0 when none was kept */
 };
 
 /* Publishes `bytes` as the next version of c->model built on `parent` ("" for none) and

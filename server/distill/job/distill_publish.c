@@ -56,6 +56,19 @@ static void make_deltas(struct mf_ctx *ctx, struct mf_store *s, const char *blob
         MF_LOG_WARN(ctx, "deltas of %s before its release: %s", arg, mf_ctx__errmsg(ctx));
 }
 
+/* The size of the patch parent -> candidate (what the canary's devices download). */
+static uint64_t parent_delta(struct mf_ctx *ctx, struct mf_store *s, const char *model,
+                             const char *parent, const char *sha256)
+{
+    struct mf_store_version pv;
+    struct mf_store_delta d;
+
+    if (!parent[0] || s->ops->version_get(&pv, s, ctx, model, parent) < 0 ||
+        s->ops->delta_find(&d, s, ctx, pv.sha256, sha256) < 0)
+        return 0;
+    return d.size;
+}
+
 /* The release envelope of `bytes`, signed with the key in `key_path`. */
 static int sign_release(uint8_t **env_out, size_t *env_len, struct mf_ctx *ctx,
                         const struct mf_distill_model_cfg *c, const char *version,
@@ -193,8 +206,10 @@ int mf_distill__publish(struct mf_distill_published *out, struct mf_ctx *ctx, st
     v.created_at = (int64_t)time(NULL);
     if (err == MF_OK)
         err = s->ops->version_insert(s, ctx, &v);
-    if (err == MF_OK)
+    if (err == MF_OK) {
         make_deltas(ctx, s, blob_root, c->model, out->version);
+        out->delta_bytes = parent_delta(ctx, s, c->model, parent, out->sha256);
+    }
     if (err == MF_OK)
         err = sign_release(&env, &env_len, ctx, c, out->version, out->sequence, bytes, len);
     if (err == MF_OK)
