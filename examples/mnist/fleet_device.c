@@ -45,8 +45,7 @@ struct fleet_device {
     mf_telemetry *tele;
     mf_student_model *student;           /* the loaded model, NULL before the first install */
     char version[MF_AGENT_NAME_MAX + 1]; /* its version, "" when none */
-    size_t *order;                       /* this device's order of the slice */
-    size_t cursor;
+    size_t next, stride;                 /* this device's walk through cfg->order */
     mf_fleet_stats stats;
     /* What the current step installed, for the delivery counters. */
     char step_version[MF_AGENT_NAME_MAX + 1];
@@ -225,24 +224,54 @@ static void load_installed(struct fleet_device *d)
     (void)load_student(d, st.version, path);
 }
 
+static size_t gcd(size_t a, size_t b)
+{
+    while (b) {
+        const size_t t = a % b;
+
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Each device streams the slice in its own order without a permutation of its own (1,000
+ * devices on 60,000 images would hold 480 MB of them): it starts at a random position of
+ * the shared permutation and walks it with a random stride coprime to its length, which
+ * visits every image once per lap. */
+static void walk_init(struct fleet_device *d, size_t n, uint64_t seed)
+{
+    d->next = (size_t)(mf_rng_next(&seed) % n);
+    d->stride = 1;
+    while (n > 2) {
+        d->stride = 1 + (size_t)(mf_rng_next(&seed) % (n - 1));
+        if (gcd(d->stride, n) == 1)
+            break;
+    }
+}
+
+static size_t walk_next(struct fleet_device *d, size_t n)
+{
+    const size_t i = d->cfg->order[d->next];
+
+    d->next = (size_t)(((uint64_t)d->next + d->stride) % n);
+    return i;
+}
+
 struct fleet_device *fleet_device_new(const struct fleet_config *cfg, unsigned index)
 {
     struct fleet_device *d = mf_calloc(NULL, 1, sizeof(*d));
     size_t n = cfg->end - cfg->first;
     char credential[FLEET_CREDENTIAL_MAX];
-    int err = MF_E_NOMEM;
+    int err;
 
     if (!d)
         return NULL;
     d->cfg = cfg;
     (void)snprintf(d->id, sizeof(d->id), "fleet-%05u", index);
     (void)snprintf(d->dir, sizeof(d->dir), "%s/%s", cfg->state_root, d->id);
-    d->order = mf_calloc(NULL, n, sizeof(*d->order));
-    if (d->order) {
-        /* Each device streams the slice in its own seeded order. */
-        mf_dataset_permutation(d->order, n, cfg->seed ^ (0x9e3779b97f4a7c15ull * (index + 1)));
-        err = mf_platform_posix_init(&d->ops, &d->posix, d->dir);
-    }
+    walk_init(d, n, cfg->seed ^ (0x9e3779b97f4a7c15ull * (index + 1)));
+    err = mf_platform_posix_init(&d->ops, &d->posix, d->dir);
     if (err == MF_OK)
         err = mf_telemetry_new(&d->tele, NULL, &d->ops, "telemetry.state");
     if (err == MF_OK && mf_telemetry_load(d->tele) < 0)
@@ -271,7 +300,6 @@ void fleet_device_free(struct fleet_device *d)
     mf_student_model_free(d->student);
     if (d->ops.version)
         mf_platform_posix_close(&d->posix);
-    mf_free(NULL, d->order);
     mf_free(NULL, d);
 }
 
@@ -433,7 +461,7 @@ void fleet_device_pass(struct fleet_device *d)
         return;
     }
     for (unsigned k = 0; k < d->cfg->per_pass && err == MF_OK; k++)
-        err = classify_one(d, c, d->cfg->first + d->order[d->cursor++ % n]);
+        err = classify_one(d, c, d->cfg->first + walk_next(d, n));
     if (err < 0)
         (void)fprintf(stderr, "mf-example-fleet: %s: inference: %s (%s)\n", d->id, mf_strerror(err),
                       mf_offload_errmsg(d->offload));
