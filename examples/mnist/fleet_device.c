@@ -60,7 +60,7 @@ static void print_log(void *payload, int level, const char *module, const char *
 {
     const struct fleet_device *d = payload;
 
-    if (level <= MF_LOG_WARN)
+    if (level <= (d->cfg->verbose ? MF_LOG_INFO : MF_LOG_WARN))
         (void)fprintf(stderr, "mf-example-fleet: %s: %s: %s\n", d->id, module, msg);
 }
 
@@ -262,7 +262,6 @@ struct fleet_device *fleet_device_new(const struct fleet_config *cfg, unsigned i
 {
     struct fleet_device *d = mf_calloc(NULL, 1, sizeof(*d));
     size_t n = cfg->end - cfg->first;
-    char credential[FLEET_CREDENTIAL_MAX];
     int err;
 
     if (!d)
@@ -276,9 +275,13 @@ struct fleet_device *fleet_device_new(const struct fleet_config *cfg, unsigned i
         err = mf_telemetry_new(&d->tele, NULL, &d->ops, "telemetry.state");
     if (err == MF_OK && mf_telemetry_load(d->tele) < 0)
         (void)fprintf(stderr, "mf-example-fleet: %s: saved runtime report ignored\n", d->id);
-    if (err == MF_OK && read_credential(credential, sizeof(credential), d) == MF_OK)
-        err = open_offload(d);
-    memset(credential, 0, sizeof(credential));
+    if (err == MF_OK) {
+        /* An enrolled device (an earlier run) gets its offload handle now; a new one after
+         * its first step. */
+        const int off = open_offload(d);
+
+        err = off == MF_E_NOTFOUND ? MF_OK : off;
+    }
     if (err == MF_OK)
         err = open_agent(d);
     if (err < 0) {
@@ -399,6 +402,8 @@ static void sync_with_server(struct fleet_device *d)
 {
     int again;
 
+    if (!d->agent && open_agent(d) < 0) /* a re-open that failed last pass */
+        return;
     (void)step(d);
     again = d->step_version[0] != '\0';
     if (!d->offload && open_offload(d) == MF_OK) {
@@ -408,7 +413,7 @@ static void sync_with_server(struct fleet_device *d)
             return;
         }
     }
-    if (again && d->agent)
+    if (again)
         (void)step(d);
 }
 
@@ -449,8 +454,7 @@ void fleet_device_pass(struct fleet_device *d)
     mf_fleet_counts *c;
     int err = MF_OK;
 
-    if (d->agent)
-        sync_with_server(d);
+    sync_with_server(d);
     if (!d->student || !d->offload) {
         d->stats.skipped += d->cfg->per_pass; /* nothing installed yet */
         return;
