@@ -51,9 +51,7 @@ struct fleet_device {
     char step_version[MF_AGENT_NAME_MAX + 1];
     int saw_delta, saw_model;
     uint64_t delta_got;
-    /* What of the offload handle's counters (reset by the agent after each check-in that
-     * carried them) is already in the runtime report. */
-    mf_offload_telemetry in_report;
+    mf_fleet_offload_tracker offloaded; /* offload counters already in the runtime report */
 };
 
 static void print_log(void *payload, int level, const char *module, const char *msg)
@@ -332,45 +330,17 @@ static void count_delivery(struct fleet_device *d, const mf_agent_counters *befo
     c->bytes_full += bytes - delta;
 }
 
-/* a -= b, field by field (b was an earlier state of a: nothing goes below zero). */
-static void offload_sub(mf_offload_telemetry *a, const mf_offload_telemetry *b)
-{
-    for (int i = 0; i < MF_OFFLOAD_HIST_BINS; i++)
-        a->hist[i] -= b->hist[i];
-    a->asked -= b->asked;
-    a->uncertain -= b->uncertain;
-    a->teacher -= b->teacher;
-    a->fell_back -= b->fell_back;
-    a->queued -= b->queued;
-    a->audit -= b->audit;
-    a->capped -= b->capped;
-    a->bytes_up -= b->bytes_up;
-    a->bytes_down -= b->bytes_down;
-}
-
-/* The runtime report carries the offload counters too (mf/telemetry.h), and must have them
- * before the check-in that sends both; the agent resets the handle's counters only when
- * the server answered. So add what is new since the last call, and start over after a
- * reset: a failed check-in never counts anything twice. */
-static void offload_to_report(struct fleet_device *d, int after_step)
+/* The offload counters go into the runtime report before the check-in that sends both,
+ * each exactly once (mf_fleet_offload_unreported()). */
+static void offload_to_report(struct fleet_device *d)
 {
     const mf_offload_telemetry *cur = mf_offload_telemetry_get(d->offload);
-    mf_offload_telemetry add = *cur;
-    const int same = strcmp(cur->model_version, d->in_report.model_version) == 0;
+    mf_offload_telemetry add;
 
-    if (after_step) {
-        if (!same || cur->asked < d->in_report.asked || cur->bytes_up < d->in_report.bytes_up)
-            d->in_report = *cur; /* reset (or a new version's slot): nothing of it reported */
-        return;
-    }
-    if (same)
-        offload_sub(&add, &d->in_report);
-    if (add.asked == 0 && add.bytes_up == 0 && add.bytes_down == 0)
-        return;
-    if (strcmp(cur->model_version, "none") != 0 &&
+    if (mf_fleet_offload_unreported(&add, &d->offloaded, cur) &&
+        strcmp(cur->model_version, "none") != 0 &&
         mf_telemetry_add_offload(d->tele, d->cfg->model, cur->model_version, &add) < 0)
         (void)fprintf(stderr, "mf-example-fleet: %s: runtime report full\n", d->id);
-    d->in_report = *cur;
 }
 
 /* One agent step, with the delivery counters and the offload counters around it. */
@@ -380,7 +350,7 @@ static int step(struct fleet_device *d)
     int err;
 
     if (d->offload)
-        offload_to_report(d, 0);
+        offload_to_report(d);
     d->step_version[0] = '\0';
     d->saw_delta = d->saw_model = 0;
     d->delta_got = 0;
@@ -391,7 +361,7 @@ static int step(struct fleet_device *d)
     if (err < 0)
         (void)fprintf(stderr, "mf-example-fleet: %s: step: %s\n", d->id, mf_agent_errmsg(d->agent));
     if (d->offload)
-        offload_to_report(d, 1);
+        mf_fleet_offload_checked_in(&d->offloaded, mf_offload_telemetry_get(d->offload));
     return err;
 }
 
