@@ -261,8 +261,10 @@ int main(int argc, char **argv)
         goto done;
     }
     /* libcurl's global state, once, before agents are used from several threads. */
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        (void)fprintf(stderr, "mf-example-fleet: libcurl cannot be initialised\n");
         goto done;
+    }
     devs = mf_calloc(NULL, a.devices, sizeof(*devs));
     for (made = 0; devs && made < a.devices; made++) {
         devs[made] = fleet_device_new(&a.cfg, made);
