@@ -25,9 +25,10 @@ struct fleet_config {
     const mf_dataset *data; /* one copy, shared by every device */
     size_t first, end;      /* the slice [first, end) of `data` the devices classify */
     unsigned per_pass;      /* images per device per pass */
-    uint64_t seed;          /* each device's order of the slice derives from it */
+    const size_t *order;    /* a seeded permutation of 0..end-first-1, shared */
+    uint64_t seed;          /* each device's walk through `order` derives from it */
     uint32_t deadline_ms;   /* 0, or the app's ceiling on the sync ask deadline */
-    int verbose;            /* 1: SDK warnings to stderr */
+    int verbose;            /* 1: the SDK's info lines too (warnings and errors always) */
 };
 
 struct fleet_device;

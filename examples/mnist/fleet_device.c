@@ -45,23 +45,20 @@ struct fleet_device {
     mf_telemetry *tele;
     mf_student_model *student;           /* the loaded model, NULL before the first install */
     char version[MF_AGENT_NAME_MAX + 1]; /* its version, "" when none */
-    size_t *order;                       /* this device's order of the slice */
-    size_t cursor;
+    size_t next, stride;                 /* this device's walk through cfg->order */
     mf_fleet_stats stats;
     /* What the current step installed, for the delivery counters. */
     char step_version[MF_AGENT_NAME_MAX + 1];
     int saw_delta, saw_model;
     uint64_t delta_got;
-    /* What of the offload handle's counters (reset by the agent after each check-in that
-     * carried them) is already in the runtime report. */
-    mf_offload_telemetry in_report;
+    mf_fleet_offload_tracker offloaded; /* offload counters already in the runtime report */
 };
 
 static void print_log(void *payload, int level, const char *module, const char *msg)
 {
     const struct fleet_device *d = payload;
 
-    if (level <= MF_LOG_WARN)
+    if (level <= (d->cfg->verbose ? MF_LOG_INFO : MF_LOG_WARN))
         (void)fprintf(stderr, "mf-example-fleet: %s: %s: %s\n", d->id, module, msg);
 }
 
@@ -225,31 +222,64 @@ static void load_installed(struct fleet_device *d)
     (void)load_student(d, st.version, path);
 }
 
+static size_t gcd(size_t a, size_t b)
+{
+    while (b) {
+        const size_t t = a % b;
+
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Each device streams the slice in its own order without a permutation of its own (1,000
+ * devices on 60,000 images would hold 480 MB of them): it starts at a random position of
+ * the shared permutation and walks it with a random stride coprime to its length, which
+ * visits every image once per lap. */
+static void walk_init(struct fleet_device *d, size_t n, uint64_t seed)
+{
+    d->next = (size_t)(mf_rng_next(&seed) % n);
+    d->stride = 1;
+    while (n > 2) {
+        d->stride = 1 + (size_t)(mf_rng_next(&seed) % (n - 1));
+        if (gcd(d->stride, n) == 1)
+            break;
+    }
+}
+
+static size_t walk_next(struct fleet_device *d, size_t n)
+{
+    const size_t i = d->cfg->order[d->next];
+
+    d->next = (size_t)(((uint64_t)d->next + d->stride) % n);
+    return i;
+}
+
 struct fleet_device *fleet_device_new(const struct fleet_config *cfg, unsigned index)
 {
     struct fleet_device *d = mf_calloc(NULL, 1, sizeof(*d));
     size_t n = cfg->end - cfg->first;
-    char credential[FLEET_CREDENTIAL_MAX];
-    int err = MF_E_NOMEM;
+    int err;
 
     if (!d)
         return NULL;
     d->cfg = cfg;
     (void)snprintf(d->id, sizeof(d->id), "fleet-%05u", index);
     (void)snprintf(d->dir, sizeof(d->dir), "%s/%s", cfg->state_root, d->id);
-    d->order = mf_calloc(NULL, n, sizeof(*d->order));
-    if (d->order) {
-        /* Each device streams the slice in its own seeded order. */
-        mf_dataset_permutation(d->order, n, cfg->seed ^ (0x9e3779b97f4a7c15ull * (index + 1)));
-        err = mf_platform_posix_init(&d->ops, &d->posix, d->dir);
-    }
+    walk_init(d, n, cfg->seed ^ (0x9e3779b97f4a7c15ull * (index + 1)));
+    err = mf_platform_posix_init(&d->ops, &d->posix, d->dir);
     if (err == MF_OK)
         err = mf_telemetry_new(&d->tele, NULL, &d->ops, "telemetry.state");
     if (err == MF_OK && mf_telemetry_load(d->tele) < 0)
         (void)fprintf(stderr, "mf-example-fleet: %s: saved runtime report ignored\n", d->id);
-    if (err == MF_OK && read_credential(credential, sizeof(credential), d) == MF_OK)
-        err = open_offload(d);
-    memset(credential, 0, sizeof(credential));
+    if (err == MF_OK) {
+        /* An enrolled device (an earlier run) gets its offload handle now; a new one after
+         * its first step. */
+        const int off = open_offload(d);
+
+        err = off == MF_E_NOTFOUND ? MF_OK : off;
+    }
     if (err == MF_OK)
         err = open_agent(d);
     if (err < 0) {
@@ -271,7 +301,6 @@ void fleet_device_free(struct fleet_device *d)
     mf_student_model_free(d->student);
     if (d->ops.version)
         mf_platform_posix_close(&d->posix);
-    mf_free(NULL, d->order);
     mf_free(NULL, d);
 }
 
@@ -301,45 +330,17 @@ static void count_delivery(struct fleet_device *d, const mf_agent_counters *befo
     c->bytes_full += bytes - delta;
 }
 
-/* a -= b, field by field (b was an earlier state of a: nothing goes below zero). */
-static void offload_sub(mf_offload_telemetry *a, const mf_offload_telemetry *b)
-{
-    for (int i = 0; i < MF_OFFLOAD_HIST_BINS; i++)
-        a->hist[i] -= b->hist[i];
-    a->asked -= b->asked;
-    a->uncertain -= b->uncertain;
-    a->teacher -= b->teacher;
-    a->fell_back -= b->fell_back;
-    a->queued -= b->queued;
-    a->audit -= b->audit;
-    a->capped -= b->capped;
-    a->bytes_up -= b->bytes_up;
-    a->bytes_down -= b->bytes_down;
-}
-
-/* The runtime report carries the offload counters too (mf/telemetry.h), and must have them
- * before the check-in that sends both; the agent resets the handle's counters only when
- * the server answered. So add what is new since the last call, and start over after a
- * reset: a failed check-in never counts anything twice. */
-static void offload_to_report(struct fleet_device *d, int after_step)
+/* The offload counters go into the runtime report before the check-in that sends both,
+ * each exactly once (mf_fleet_offload_unreported()). */
+static void offload_to_report(struct fleet_device *d)
 {
     const mf_offload_telemetry *cur = mf_offload_telemetry_get(d->offload);
-    mf_offload_telemetry add = *cur;
-    const int same = strcmp(cur->model_version, d->in_report.model_version) == 0;
+    mf_offload_telemetry add;
 
-    if (after_step) {
-        if (!same || cur->asked < d->in_report.asked || cur->bytes_up < d->in_report.bytes_up)
-            d->in_report = *cur; /* reset (or a new version's slot): nothing of it reported */
-        return;
-    }
-    if (same)
-        offload_sub(&add, &d->in_report);
-    if (add.asked == 0 && add.bytes_up == 0 && add.bytes_down == 0)
-        return;
-    if (strcmp(cur->model_version, "none") != 0 &&
+    if (mf_fleet_offload_unreported(&add, &d->offloaded, cur) &&
+        strcmp(cur->model_version, "none") != 0 &&
         mf_telemetry_add_offload(d->tele, d->cfg->model, cur->model_version, &add) < 0)
         (void)fprintf(stderr, "mf-example-fleet: %s: runtime report full\n", d->id);
-    d->in_report = *cur;
 }
 
 /* One agent step, with the delivery counters and the offload counters around it. */
@@ -349,7 +350,7 @@ static int step(struct fleet_device *d)
     int err;
 
     if (d->offload)
-        offload_to_report(d, 0);
+        offload_to_report(d);
     d->step_version[0] = '\0';
     d->saw_delta = d->saw_model = 0;
     d->delta_got = 0;
@@ -360,7 +361,7 @@ static int step(struct fleet_device *d)
     if (err < 0)
         (void)fprintf(stderr, "mf-example-fleet: %s: step: %s\n", d->id, mf_agent_errmsg(d->agent));
     if (d->offload)
-        offload_to_report(d, 1);
+        mf_fleet_offload_checked_in(&d->offloaded, mf_offload_telemetry_get(d->offload));
     return err;
 }
 
@@ -371,6 +372,8 @@ static void sync_with_server(struct fleet_device *d)
 {
     int again;
 
+    if (!d->agent && open_agent(d) < 0) /* a re-open that failed last pass */
+        return;
     (void)step(d);
     again = d->step_version[0] != '\0';
     if (!d->offload && open_offload(d) == MF_OK) {
@@ -380,7 +383,7 @@ static void sync_with_server(struct fleet_device *d)
             return;
         }
     }
-    if (again && d->agent)
+    if (again)
         (void)step(d);
 }
 
@@ -421,8 +424,7 @@ void fleet_device_pass(struct fleet_device *d)
     mf_fleet_counts *c;
     int err = MF_OK;
 
-    if (d->agent)
-        sync_with_server(d);
+    sync_with_server(d);
     if (!d->student || !d->offload) {
         d->stats.skipped += d->cfg->per_pass; /* nothing installed yet */
         return;
@@ -433,7 +435,7 @@ void fleet_device_pass(struct fleet_device *d)
         return;
     }
     for (unsigned k = 0; k < d->cfg->per_pass && err == MF_OK; k++)
-        err = classify_one(d, c, d->cfg->first + d->order[d->cursor++ % n]);
+        err = classify_one(d, c, d->cfg->first + walk_next(d, n));
     if (err < 0)
         (void)fprintf(stderr, "mf-example-fleet: %s: inference: %s (%s)\n", d->id, mf_strerror(err),
                       mf_offload_errmsg(d->offload));

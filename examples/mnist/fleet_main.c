@@ -135,8 +135,9 @@ static char *read_small(struct mf_ctx *ctx, const char *path, size_t *len_out)
     return (char *)buf;
 }
 
-/* Loads the dataset and checks the slice; MF_OK or an error already printed. */
-static int load_data(struct fleet_args *a, mf_dataset **out, struct mf_ctx *ctx)
+/* Loads the dataset, checks the slice and shuffles it once for every device (seeded);
+ * MF_OK or an error already printed. */
+static int load_data(struct fleet_args *a, mf_dataset **out, size_t **order, struct mf_ctx *ctx)
 {
     unsigned long first = 0, end = 0;
     int err = a->digits ? mf_dataset_load_digits(out, ctx, NULL, a->digits)
@@ -156,6 +157,13 @@ static int load_data(struct fleet_args *a, mf_dataset **out, struct mf_ctx *ctx)
     a->cfg.data = *out;
     a->cfg.first = first;
     a->cfg.end = end;
+    *order = mf_calloc(NULL, end - first, sizeof(**order));
+    if (!*order) {
+        (void)fprintf(stderr, "mf-example-fleet: no memory for %lu images\n", end - first);
+        return MF_E_NOMEM;
+    }
+    mf_dataset_permutation(*order, end - first, a->cfg.seed);
+    a->cfg.order = *order;
     return MF_OK;
 }
 
@@ -232,6 +240,7 @@ int main(int argc, char **argv)
     struct mf_ctx ctx;
     mf_dataset *data = NULL;
     char *token = NULL, *root = NULL;
+    size_t *order = NULL;
     unsigned pass = 0, made = 0;
     int rc = 1;
 
@@ -242,7 +251,7 @@ int main(int argc, char **argv)
     mf_ctx__init(&ctx, NULL, NULL, NULL, "fleet");
     token = read_small(&ctx, a.token_file, NULL);
     root = token ? read_small(&ctx, a.root_file, &a.cfg.trust_root_len) : NULL;
-    if (!root || load_data(&a, &data, &ctx) < 0)
+    if (!root || load_data(&a, &data, &order, &ctx) < 0)
         goto done;
     token[strcspn(token, "\r\n")] = '\0';
     a.cfg.enroll_token = token;
@@ -252,8 +261,10 @@ int main(int argc, char **argv)
         goto done;
     }
     /* libcurl's global state, once, before agents are used from several threads. */
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        (void)fprintf(stderr, "mf-example-fleet: libcurl cannot be initialised\n");
         goto done;
+    }
     devs = mf_calloc(NULL, a.devices, sizeof(*devs));
     for (made = 0; devs && made < a.devices; made++) {
         devs[made] = fleet_device_new(&a.cfg, made);
@@ -283,6 +294,7 @@ cleanup:
     curl_global_cleanup();
 done:
     mf_dataset_free(data);
+    mf_free(NULL, order);
     if (token)
         memset(token, 0, strlen(token));
     mf_free(NULL, token);

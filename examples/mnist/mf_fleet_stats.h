@@ -102,6 +102,31 @@ MF_EXTERN int mf_fleet_stats_write(struct mf_ctx *ctx, const char *path, const m
                                    const char *model, uint64_t pass, unsigned devices,
                                    int finished) MF_WARN_UNUSED_RESULT;
 
+/* ---- offload counters into the runtime report ------------------------------------------ */
+
+/**
+ * What of an offload handle's counters is already in the app's runtime report. The report
+ * (mf/telemetry.h) carries the offload counters too and must get them before the check-in
+ * that sends it, but the agent resets the handle's counters only when the server answered:
+ * adding the whole handle before every check-in would count a failed one twice.
+ */
+typedef struct mf_fleet_offload_tracker {
+    mf_offload_telemetry in_report; /**< the handle's counters at the last add */
+} mf_fleet_offload_tracker;
+
+/**
+ * @brief Before a check-in: the part of `cur` (mf_offload_telemetry_get()) not yet added.
+ * @return 1 with `add_out` filled (it then counts as added: pass it to
+ * mf_telemetry_add_offload()), 0 when nothing is new.
+ */
+MF_EXTERN int mf_fleet_offload_unreported(mf_offload_telemetry *add_out,
+                                          mf_fleet_offload_tracker *t,
+                                          const mf_offload_telemetry *cur);
+
+/** @brief After the check-in: notes a reset of the handle's counters (or a new version's). */
+MF_EXTERN void mf_fleet_offload_checked_in(mf_fleet_offload_tracker *t,
+                                           const mf_offload_telemetry *cur);
+
 MF_END_DECLS
 
 #endif /* MF_EXAMPLE_FLEET_STATS_H */

@@ -30,7 +30,7 @@ trap 'mf_stack_stop; rm -rf "$work"' EXIT
 check() { mf_check "$@"; }
 devices=4
 per_pass=50
-stream=1300:1797 # items 0..999 trained the models, 1000..1299 calibrated the student
+stream=1300:1797 # items 0..999 trained the student, 1000..1299 calibrated it (teacher: 0..1299)
 
 check "models trained (teacher, two students, calibration scores)" \
     bash -c "'$MODELS' '$DIGITS' '$work' 1000 1300 >'$work/models.txt'"

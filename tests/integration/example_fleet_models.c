@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Models for tests/integration/example_fleet.sh, trained in seconds on scikit-learn's
- * digits with the project's own trainer (server/distill): items [0, TRAIN) train a float
- * teacher 64-128-10 and an int8 student 64-32-10 (hard labels); items [TRAIN, CALIB) give
- * the student's calibration scores (max-softmax) that the test uploads for the version, so
- * the server derives the threshold of a target offload rate. A second student, warm-started
+ * digits with the project's own trainer (server/distill): items [0, TRAIN) train an int8
+ * student 64-32-10 (hard labels); items [TRAIN, CALIB) give its calibration scores
+ * (max-softmax) that the test uploads for the version, so the server derives the threshold
+ * of a target offload rate; the float teacher 64-256-128-10 learns from all of [0, CALIB)
+ * (the cloud side has more labelled data than the seed set). A second student, warm-started
  * from the first and trained a little more, stands for the next version (a small delta).
+ * Items [CALIB, n) are left for the fleet to stream.
  * Writes OUT/teacher.safetensors, OUT/student-1.safetensors, OUT/student-2.safetensors and
- * OUT/calibration.json; prints the accuracies on the calibration items.
+ * OUT/calibration.json; prints the accuracies on the streamed items.
  * Usage: example_fleet_models DIGITS_CSV OUT TRAIN CALIB
  */
 #include "mf_confidence.h"
@@ -61,7 +63,7 @@ static double accuracy(const mf_student_model *s, const mf_mlp *t, const mf_data
 
 int main(int argc, char **argv)
 {
-    static const uint32_t tsizes[3] = {64, 128, 10};
+    static const uint32_t tsizes[4] = {64, 256, 128, 10};
     char path[1024];
     struct mf_ctx ctx;
     mf_dataset *ds = NULL;
@@ -81,17 +83,18 @@ int main(int argc, char **argv)
     calib = strtoul(argv[4], NULL, 10);
     mf_ctx__init(&ctx, NULL, NULL, NULL, "models");
     err = mf_dataset_load_digits(&ds, &ctx, NULL, argv[1]);
-    if (err == MF_OK && !(train > 0 && train < calib && calib <= ds->n))
-        err = mf_fail(&ctx, MF_E_INVALID, "need 0 < TRAIN < CALIB <= %zu", ds->n);
+    if (err == MF_OK && !(train > 0 && train < calib && calib < ds->n))
+        err = mf_fail(&ctx, MF_E_INVALID, "need 0 < TRAIN < CALIB < %zu", ds->n);
     if (err == MF_OK)
         err = mf_train_options_init(&to, MF_TRAIN_OPTIONS_VERSION);
     if (err == MF_OK) {
-        /* mf_teacher_load_or_train() trains on the whole set it gets: give it [0, TRAIN). */
+        /* mf_teacher_load_or_train() trains on the whole set it gets: give it [0, CALIB),
+         * everything the fleet does not stream (the cloud side has more labelled data). */
         mf_dataset head = *ds;
 
-        head.n = train;
+        head.n = calib;
         to.epochs = 30;
-        err = mf_teacher_load_or_train(&teacher, NULL, &ctx, &head, tsizes, 3, &to, NULL);
+        err = mf_teacher_load_or_train(&teacher, NULL, &ctx, &head, tsizes, 4, &to, NULL);
     }
     if (err == MF_OK) {
         (void)snprintf(path, sizeof(path), "%s/teacher.safetensors", argv[2]);
@@ -119,10 +122,10 @@ int main(int argc, char **argv)
     if (err == MF_OK && save_scores(s1, ds, train, calib, path) < 0)
         err = mf_fail(&ctx, MF_E_IO, "cannot write %s", path);
     if (err == MF_OK)
-        printf("teacher %.4f student-1 %.4f student-2 %.4f\n",
-               accuracy(NULL, teacher, ds, train, calib, &ctx),
-               accuracy(s1, NULL, ds, train, calib, &ctx),
-               accuracy(s2, NULL, ds, train, calib, &ctx));
+        printf("on items %zu..%zu: teacher %.4f student-1 %.4f student-2 %.4f\n", calib, ds->n - 1,
+               accuracy(NULL, teacher, ds, calib, ds->n, &ctx),
+               accuracy(s1, NULL, ds, calib, ds->n, &ctx),
+               accuracy(s2, NULL, ds, calib, ds->n, &ctx));
     else
         (void)fprintf(stderr, "%s: %s\n", argv[0], mf_ctx__errmsg(&ctx));
     mf_student_model_free(s1);

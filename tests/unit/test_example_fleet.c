@@ -283,6 +283,68 @@ static void test_example_fleet__write_replaces_the_file(void **state)
     assert_int_equal(mf_fleet_stats_write(&ctx, path, &s, "m", 1, 2, 0), MF_E_IO);
 }
 
+/* The handle's counters as the offload library keeps them between check-ins. */
+static void count(mf_offload_telemetry *h, unsigned asked, unsigned bin)
+{
+    h->asked += asked;
+    h->uncertain += asked / 2;
+    h->hist[bin] += asked;
+    h->bytes_up += 100u * asked;
+}
+
+static void test_example_fleet__offload_counters_reported_once(void **state)
+{
+    mf_fleet_offload_tracker t;
+    mf_offload_telemetry h, add, sum;
+
+    (void)state;
+    memset(&t, 0, sizeof(t));
+    memset(&h, 0, sizeof(h));
+    memset(&sum, 0, sizeof(sum));
+    (void)snprintf(h.model_version, sizeof(h.model_version), "v1");
+    /* Nothing happened yet: nothing to add. */
+    assert_int_equal(mf_fleet_offload_unreported(&add, &t, &h), 0);
+    /* Pass 1, then a check-in that fails (no reset): all of pass 1 is added once. */
+    count(&h, 10, 3);
+    assert_int_equal(mf_fleet_offload_unreported(&add, &t, &h), 1);
+    mf_offload_telemetry_merge(&sum, &add);
+    mf_fleet_offload_checked_in(&t, &h);
+    /* Pass 2: only pass 2 is new, though the handle still holds pass 1 too. */
+    count(&h, 4, 7);
+    assert_int_equal(mf_fleet_offload_unreported(&add, &t, &h), 1);
+    assert_int_equal(add.asked, 4);
+    assert_int_equal(add.hist[3], 0);
+    assert_int_equal(add.hist[7], 4);
+    mf_offload_telemetry_merge(&sum, &add);
+    /* The check-in succeeds: the agent resets the handle. */
+    memset(&h, 0, sizeof(h));
+    (void)snprintf(h.model_version, sizeof(h.model_version), "v1");
+    mf_fleet_offload_checked_in(&t, &h);
+    assert_int_equal(mf_fleet_offload_unreported(&add, &t, &h), 0);
+    /* Pass 3 after the reset: counted from zero again. */
+    count(&h, 6, 3);
+    assert_int_equal(mf_fleet_offload_unreported(&add, &t, &h), 1);
+    assert_int_equal(add.asked, 6);
+    mf_offload_telemetry_merge(&sum, &add);
+    assert_int_equal(sum.asked, 20);
+    assert_int_equal(sum.uncertain, 5 + 2 + 3);
+    assert_int_equal(sum.hist[3], 16);
+    assert_int_equal(sum.bytes_up, 2000);
+    /* A new version installed during the step: the handle's first slot is the new one. */
+    memset(&h, 0, sizeof(h));
+    (void)snprintf(h.model_version, sizeof(h.model_version), "v2");
+    mf_fleet_offload_checked_in(&t, &h);
+    count(&h, 2, 9);
+    assert_int_equal(mf_fleet_offload_unreported(&add, &t, &h), 1);
+    assert_string_equal(add.model_version, "v2");
+    assert_int_equal(add.asked, 2);
+    /* Only a drain since the last add (bytes, no asks) is still something to add. */
+    h.bytes_up += 50;
+    assert_int_equal(mf_fleet_offload_unreported(&add, &t, &h), 1);
+    assert_int_equal(add.asked, 0);
+    assert_int_equal(add.bytes_up, 50);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -293,6 +355,7 @@ int main(void)
         cmocka_unit_test(test_example_fleet__merge_into_a_full_table_counts_dropped),
         cmocka_unit_test(test_example_fleet__json_document),
         cmocka_unit_test(test_example_fleet__write_replaces_the_file),
+        cmocka_unit_test(test_example_fleet__offload_counters_reported_once),
     };
     return cmocka_run_group_tests_name("example_fleet", tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include "mf_ctx.h"
 #include "mf_dynbuf.h"
 #include "mf_sample_check.h"
+#include "test_offload_util.h" /* talloc: fails the Nth allocation, leak-checked */
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -110,40 +111,21 @@ static void test_example_sample_check__every_digit_finds_its_label(void **state)
     mf_dataset_free(ds);
 }
 
-struct failing_alloc {
-    int calls, fail_at;
-};
-
-static void *failing_alloc_fn(void *payload, size_t size)
-{
-    struct failing_alloc *f = payload;
-
-    if (f->calls++ == f->fail_at)
-        return NULL;
-    return test_malloc(size);
-}
-
-static void failing_free_fn(void *payload, void *p)
-{
-    (void)payload;
-    test_free(p);
-}
-
 static void test_example_sample_check__index_allocation_failures(void **state)
 {
     uint8_t x[6] = {1, 2, 3, 4, 5, 6}, y[2] = {1, 2};
     mf_dataset ds = make_set(x, y, 2, 3);
-    struct failing_alloc f;
-    const mf_allocator a = {failing_alloc_fn, failing_free_fn, &f};
+    struct talloc ta;
     struct mf_ctx fctx;
     mf_label_index *ix;
-    int n;
+    long n;
 
     (void)state;
     for (n = 0;; n++) {
-        f = (struct failing_alloc){0, n};
-        mf_ctx__init(&fctx, &a, NULL, NULL, "test");
-        ix = (mf_label_index *)&f; /* must be reset to NULL on failure */
+        talloc_init(&ta);
+        ta.fail_at = n;
+        mf_ctx__init(&fctx, &ta.a, NULL, NULL, "test");
+        ix = (mf_label_index *)&ta; /* must be reset to NULL on failure */
         if (mf_label_index_new(&ix, &fctx, &ds) == MF_OK)
             break;
         assert_null(ix);
