@@ -262,11 +262,12 @@ int mf_distill__data_samples(struct mf_distill_data *d, struct mf_ctx *ctx, stru
         n--; /* arrived after the run was created: the next run's */
     if (n > c->max_samples)
         skip = n - c->max_samples; /* rows are by seq: keep the newest */
-    qsort(rows + skip, n - skip, sizeof(*rows), by_sha_then_newest);
+    if (n > skip) /* rows is NULL when there is none */
+        qsort(rows + skip, n - skip, sizeof(*rows), by_sha_then_newest);
     d->n_dropped_unsure = col.unsure;
     d->n_dropped_shape = col.shape;
     if (err == MF_OK)
-        err = fill(d, ctx, blob_root, c, rows + skip, n - skip);
+        err = fill(d, ctx, blob_root, c, n > skip ? rows + skip : NULL, n - skip);
     mf_dynbuf__free(&col.rows);
     return err;
 }
