@@ -28,8 +28,8 @@ struct mf_server {
     struct MHD_Daemon *mhd;
     struct mf_httpd_env env;
     struct mf_metrics metrics;
-    struct mf_dynbuf tls_cert, tls_key;  /* PEM text, alive as long as the daemon */
-    struct mf_offload_jobs offload_jobs; /* the label job kind's state, read by the worker */
+    struct mf_dynbuf tls_cert, tls_key;   /* PEM text, alive as long as the daemon */
+    struct mf_offload_jobs offload_jobs;  /* the label job kind's state, read by the worker */
     struct mf_distill_config distill_cfg; /* read once at start */
     struct mf_distill_jobs distill_jobs;  /* the distill job kind's state */
     struct mf_delta_worker *distill_worker;
@@ -249,7 +249,8 @@ static int start_distill(struct mf_server *s, struct mf_ctx *ctx, const struct m
     mf_distill__jobs_kind(&d.kinds[d.n_kinds++], &s->distill_jobs);
     d.lease_s = 3600;
     mf_ctx__init(&wctx, &s->alloc, s->env.log_fn, s->env.log_payload, "distill");
-    err = mf_delta__worker_start(&s->distill_worker, &wctx, s->env.store, s->env.blob_root, NULL, &d);
+    err =
+        mf_delta__worker_start(&s->distill_worker, &wctx, s->env.store, s->env.blob_root, NULL, &d);
     s->distill_jobs.worker = s->distill_worker;
     if (err < 0)
         err = mf_fail(ctx, err, "%s", mf_ctx__errmsg(&wctx));

@@ -23,8 +23,9 @@ struct args {
 
 static int usage(void)
 {
-    (void)fprintf(stderr, "usage: mf-train-teacher --train-images F --train-labels F --out PATH\n"
-                          "       [--hidden 512,256] [--epochs 15] [--test-images F --test-labels F]\n");
+    (void)fprintf(stderr,
+                  "usage: mf-train-teacher --train-images F --train-labels F --out PATH\n"
+                  "       [--hidden 512,256] [--epochs 15] [--test-images F --test-labels F]\n");
     return 2;
 }
 

@@ -20,8 +20,8 @@ static cJSON *run_json(const struct mf_store_distill_run *run, int brief)
     int ok = o != NULL;
 
     if (brief && rec)
-        cJSON_DeleteItemFromObjectCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(rec, "samples"), "ids");
+        cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(rec, "samples"),
+                                                "ids");
     ok = ok && cJSON_AddNumberToObject(o, "id", (double)run->id) &&
          cJSON_AddStringToObject(o, "model", run->model) &&
          cJSON_AddStringToObject(o, "state", run->state) &&

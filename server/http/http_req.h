@@ -37,9 +37,9 @@ struct mf_httpd_env {
     void *log_payload;
     /* Shared mutable state; each synchronises itself. */
     struct mf_metrics *metrics;
-    struct mf_ratelimit *ratelimit; /* per-device token buckets */
-    struct mf_delta_worker *deltas; /* woken when a release lands; may be NULL */
-    struct mf_offload_srv *offload; /* teachers and policies; NULL: none configured */
+    struct mf_ratelimit *ratelimit;  /* per-device token buckets */
+    struct mf_delta_worker *deltas;  /* woken when a release lands; may be NULL */
+    struct mf_offload_srv *offload;  /* teachers and policies; NULL: none configured */
     struct mf_distill_jobs *distill; /* the loop's runs; NULL: no distill config */
 };
 

@@ -87,8 +87,7 @@ const struct mf_httpd_route mf_httpd__routes[] = {
           ALL_ROLES),
     ROUTE("POST", "/v1/admin/distill/{}/runs", ADMIN, JSON, mf_handlers__distill_run_create, DATA),
     ROUTE("GET", "/v1/admin/distill/runs", ADMIN, NONE, mf_handlers__distill_runs_list, ALL_ROLES),
-    ROUTE("GET", "/v1/admin/distill/runs/{}", ADMIN, NONE, mf_handlers__distill_run_get,
-          ALL_ROLES),
+    ROUTE("GET", "/v1/admin/distill/runs/{}", ADMIN, NONE, mf_handlers__distill_run_get, ALL_ROLES),
 };
 
 const size_t mf_httpd__route_count = sizeof(mf_httpd__routes) / sizeof(mf_httpd__routes[0]);

@@ -11,10 +11,10 @@ static void print_eval(struct mfctl *c, const char *who, const cJSON *e)
 {
     if (!cJSON_IsObject(e))
         return;
-    (void)fprintf(c->out, "  %-9s student %6.2f %%  cascade %6.2f %%  offload %5.2f %%  threshold %.4f\n",
-                  who, 100 * mfctl__num(e, "student_accuracy"),
-                  100 * mfctl__num(e, "cascade_accuracy"), 100 * mfctl__num(e, "offload_rate"),
-                  mfctl__num(e, "threshold"));
+    (void)fprintf(
+        c->out, "  %-9s student %6.2f %%  cascade %6.2f %%  offload %5.2f %%  threshold %.4f\n",
+        who, 100 * mfctl__num(e, "student_accuracy"), 100 * mfctl__num(e, "cascade_accuracy"),
+        100 * mfctl__num(e, "offload_rate"), mfctl__num(e, "threshold"));
 }
 
 /* The provenance record of a run (docs/distill.md). */
@@ -45,7 +45,8 @@ static void print_record(struct mfctl *c, const cJSON *rec)
         (void)fprintf(c->out, "trainer: %s, %.0f epochs, hidden %.0f, T %.2f, warm start %s\n",
                       mfctl__str(t, "kind"), mfctl__num(t, "epochs"), mfctl__num(t, "hidden"),
                       mfctl__num(t, "temperature"),
-                      cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "warm_start")) ? "yes" : "no");
+                      cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "warm_start")) ? "yes"
+                                                                                      : "no");
     if (cJSON_IsObject(m)) {
         (void)fprintf(c->out, "held-out (%.0f items), teacher %.2f %%:\n",
                       mfctl__num(m, "heldout_items"), 100 * mfctl__num(m, "teacher_accuracy"));
@@ -93,21 +94,20 @@ int mfctl__print_runs(struct mfctl *c, const char *json, size_t len)
 
     if (!doc)
         return MF_E_INVALID;
-    (void)fprintf(c->out, "%-5s %-16s %-10s %-7s %-10s %-10s %9s %9s  %s\n", "ID", "MODEL",
-                  "STATE", "TRIGGER", "PARENT", "VERSION", "CASCADE", "PARENT_C", "ERROR");
+    (void)fprintf(c->out, "%-5s %-16s %-10s %-7s %-10s %-10s %9s %9s  %s\n", "ID", "MODEL", "STATE",
+                  "TRIGGER", "PARENT", "VERSION", "CASCADE", "PARENT_C", "ERROR");
     cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "runs"))
     {
         const cJSON *m = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(r, "record"), "metrics");
 
-        (void)fprintf(c->out, "%-5.0f %-16s %-10s %-7s %-10s %-10s %8.2f%% %8.2f%%  %s\n",
-                      mfctl__num(r, "id"), mfctl__str(r, "model"), mfctl__str(r, "state"),
-                      mfctl__str(r, "trigger"), mfctl__str(r, "parent"), mfctl__str(r, "version"),
-                      100 * mfctl__num(cJSON_GetObjectItemCaseSensitive(m, "candidate"),
-                                       "cascade_accuracy"),
-                      100 * mfctl__num(cJSON_GetObjectItemCaseSensitive(m, "parent"),
-                                       "cascade_accuracy"),
-                      mfctl__str(r, "error"));
+        (void)fprintf(
+            c->out, "%-5.0f %-16s %-10s %-7s %-10s %-10s %8.2f%% %8.2f%%  %s\n",
+            mfctl__num(r, "id"), mfctl__str(r, "model"), mfctl__str(r, "state"),
+            mfctl__str(r, "trigger"), mfctl__str(r, "parent"), mfctl__str(r, "version"),
+            100 * mfctl__num(cJSON_GetObjectItemCaseSensitive(m, "candidate"), "cascade_accuracy"),
+            100 * mfctl__num(cJSON_GetObjectItemCaseSensitive(m, "parent"), "cascade_accuracy"),
+            mfctl__str(r, "error"));
     }
     cJSON_Delete(doc);
     return MF_OK;

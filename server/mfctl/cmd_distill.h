@@ -9,10 +9,10 @@
     "usage: mfctl [global options] distill run MODEL [--json]\n"                                   \
     "       mfctl [global options] distill status [ID] [--json]\n"                                 \
     "       mfctl [global options] distill wait ID [SECONDS] [--json]\n"                           \
-    "run queues a distillation run of MODEL (a model of the server's --distill-config): a\n"      \
-    "candidate trained on the seed set and the fleet's teacher-labelled samples, gated on the\n"  \
-    "held-out set against the version the fleet runs, published with a canary rollout only\n"    \
-    "if its cascade accuracy is not lower. status lists runs, or shows one with its record.\n"    \
+    "run queues a distillation run of MODEL (a model of the server's --distill-config): a\n"       \
+    "candidate trained on the seed set and the fleet's teacher-labelled samples, gated on the\n"   \
+    "held-out set against the version the fleet runs, published with a canary rollout only\n"      \
+    "if its cascade accuracy is not lower. status lists runs, or shows one with its record.\n"     \
     "wait polls run ID until it ends (default 600 s); exit status 0 only if it published.\n"
 
 int mfctl__cmd_distill(struct mfctl *c, int argc, char **argv);

@@ -71,8 +71,8 @@ static void print_lines(struct mfctl *c, const cJSON *doc)
 
         if (evaluated)
             (void)fprintf(c->out, "  %-22s %-9s %10g %14g %14g  %s\n", mfctl__str(l, "metric"),
-                          mfctl__str(l, "kind"), mfctl__num(l, "limit"), mfctl__num(l, "value"), mfctl__num(l, "bound"),
-                          breached ? "BREACHED" : "ok");
+                          mfctl__str(l, "kind"), mfctl__num(l, "limit"), mfctl__num(l, "value"),
+                          mfctl__num(l, "bound"), breached ? "BREACHED" : "ok");
         else
             (void)fprintf(c->out, "  %-22s %-9s %10g %14s %14s  %s\n", mfctl__str(l, "metric"),
                           mfctl__str(l, "kind"), mfctl__num(l, "limit"), "-", "-", "no data");
@@ -86,13 +86,14 @@ int mfctl__print_rollout(struct mfctl *c, const char *json, size_t len)
 
     if (!doc)
         return MF_E_INVALID;
-    (void)fprintf(c->out,
-                  "rollout %.0f: %s %s (previous %s)  state %s  wave %.0f of %d\n"
-                  "soak %.0f s, at least %.0f devices reporting; %.0f reporting now\n",
-                  mfctl__num(doc, "id"), mfctl__str(doc, "model"), mfctl__str(doc, "version"), mfctl__str(doc, "previous"),
-                  mfctl__str(doc, "state"), mfctl__num(doc, "wave") + 1,
-                  cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "waves")),
-                  mfctl__num(doc, "soak_s"), mfctl__num(doc, "min_devices"), mfctl__num(doc, "reporting"));
+    (void)fprintf(
+        c->out,
+        "rollout %.0f: %s %s (previous %s)  state %s  wave %.0f of %d\n"
+        "soak %.0f s, at least %.0f devices reporting; %.0f reporting now\n",
+        mfctl__num(doc, "id"), mfctl__str(doc, "model"), mfctl__str(doc, "version"),
+        mfctl__str(doc, "previous"), mfctl__str(doc, "state"), mfctl__num(doc, "wave") + 1,
+        cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "waves")),
+        mfctl__num(doc, "soak_s"), mfctl__num(doc, "min_devices"), mfctl__num(doc, "reporting"));
     if (mfctl__str(doc, "breach")[0])
         (void)fprintf(c->out, "halted by: %s\n", mfctl__str(doc, "breach"));
     print_waves(c, doc);
@@ -100,7 +101,8 @@ int mfctl__print_rollout(struct mfctl *c, const char *json, size_t len)
     (void)fprintf(c->out, "events:\n");
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "events"))
     {
-        (void)fprintf(c->out, "  %.0f %-9s %s\n", mfctl__num(e, "at"), mfctl__str(e, "kind"), mfctl__str(e, "detail"));
+        (void)fprintf(c->out, "  %.0f %-9s %s\n", mfctl__num(e, "at"), mfctl__str(e, "kind"),
+                      mfctl__str(e, "detail"));
     }
     cJSON_Delete(doc);
     return MF_OK;
@@ -118,8 +120,8 @@ int mfctl__print_rollouts(struct mfctl *c, const char *json, size_t len)
     cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "rollouts"))
     {
         (void)fprintf(c->out, "%-5.0f %-20s %-12s %-12s %-12s %4.0f\n", mfctl__num(r, "id"),
-                      mfctl__str(r, "model"), mfctl__str(r, "version"), mfctl__str(r, "previous"), mfctl__str(r, "state"),
-                      mfctl__num(r, "wave"));
+                      mfctl__str(r, "model"), mfctl__str(r, "version"), mfctl__str(r, "previous"),
+                      mfctl__str(r, "state"), mfctl__num(r, "wave"));
     }
     cJSON_Delete(doc);
     return MF_OK;
@@ -137,12 +139,13 @@ int mfctl__print_stats(struct mfctl *c, const char *json, size_t len)
                   "OFFLOAD", "AGREE");
     cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(doc, "versions"))
     {
-        (void)fprintf(c->out,
-                      "%-12s %8.0f %9.0f %7.0f %7.0f %9.0f %9.0f %9.0f %11.0f %8.4f %8.4f\n",
-                      mfctl__str(v, "version"), mfctl__num(v, "devices_running"), mfctl__num(v, "devices_reporting"),
-                      mfctl__num(v, "install_ok"), mfctl__num(v, "install_failed"), mfctl__num(v, "p50_us"),
-                      mfctl__num(v, "p95_us"), mfctl__num(v, "p99_us"), mfctl__num(v, "peak_memory"),
-                      mfctl__num(v, "offload_rate"), mfctl__num(v, "teacher_agreement"));
+        (void)fprintf(
+            c->out, "%-12s %8.0f %9.0f %7.0f %7.0f %9.0f %9.0f %9.0f %11.0f %8.4f %8.4f\n",
+            mfctl__str(v, "version"), mfctl__num(v, "devices_running"),
+            mfctl__num(v, "devices_reporting"), mfctl__num(v, "install_ok"),
+            mfctl__num(v, "install_failed"), mfctl__num(v, "p50_us"), mfctl__num(v, "p95_us"),
+            mfctl__num(v, "p99_us"), mfctl__num(v, "peak_memory"), mfctl__num(v, "offload_rate"),
+            mfctl__num(v, "teacher_agreement"));
     }
     cJSON_Delete(doc);
     return MF_OK;

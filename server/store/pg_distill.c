@@ -9,7 +9,7 @@
 #include <string.h>
 
 #define RUN_COLUMNS                                                                                \
-    "id, model, state, trigger, parent_version, version, rollout_id, samples_until, record,"      \
+    "id, model, state, trigger, parent_version, version, rollout_id, samples_until, record,"       \
     " error, created_at, updated_at"
 
 struct visit {

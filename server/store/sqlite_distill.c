@@ -9,7 +9,7 @@
 #include <string.h>
 
 #define RUN_COLUMNS                                                                                \
-    "id, model, state, trigger, parent_version, version, rollout_id, samples_until, record,"      \
+    "id, model, state, trigger, parent_version, version, rollout_id, samples_until, record,"       \
     " error, created_at, updated_at"
 
 int mf_sqlite__distill_run_put(struct mf_store *base, struct mf_ctx *ctx,

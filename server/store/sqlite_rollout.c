@@ -57,8 +57,8 @@ int mf_sqlite__write(int *changes_out, int64_t *id_out, struct mf_store *base, s
 }
 
 /* Visits the rows of one query; a visitor's negative return stops the walk. */
-int mf_sqlite__walk(struct mf_store *base, struct mf_ctx *ctx, mf_sqlite_row_fn visit, void *fn, void *payload,
-                const char *sql, const char *types, ...)
+int mf_sqlite__walk(struct mf_store *base, struct mf_ctx *ctx, mf_sqlite_row_fn visit, void *fn,
+                    void *payload, const char *sql, const char *types, ...)
 {
     sqlite3 *db = mf_sqlite__lock(base);
     sqlite3_stmt *st = NULL;
@@ -97,11 +97,12 @@ int mf_sqlite__telemetry_put(struct mf_store *base, struct mf_ctx *ctx,
         return mf_fail(ctx, MF_E_LIMIT, "telemetry report of '%s' is over %u bytes", t->device_id,
                        MF_STORE_TELEMETRY_MAX);
     /* Replace, never add: the report is the device's cumulative total. */
-    return mf_sqlite__write(NULL, NULL, base, ctx,
-                     "INSERT INTO telemetry(device_id, model, version, report, reported_at)"
-                     " VALUES(?, ?, ?, ?, ?) ON CONFLICT(model, device_id, version) DO UPDATE"
-                     " SET report = excluded.report, reported_at = excluded.reported_at",
-                     "tttti", t->device_id, t->model, t->version, t->report, t->reported_at);
+    return mf_sqlite__write(
+        NULL, NULL, base, ctx,
+        "INSERT INTO telemetry(device_id, model, version, report, reported_at)"
+        " VALUES(?, ?, ?, ?, ?) ON CONFLICT(model, device_id, version) DO UPDATE"
+        " SET report = excluded.report, reported_at = excluded.reported_at",
+        "tttti", t->device_id, t->model, t->version, t->report, t->reported_at);
 }
 
 static int visit_telemetry(sqlite3_stmt *st, void *fn, void *payload)
@@ -121,9 +122,9 @@ int mf_sqlite__telemetry_list(struct mf_store *base, struct mf_ctx *ctx, const c
                               mf_store_telemetry_fn fn, void *payload)
 {
     return mf_sqlite__walk(base, ctx, visit_telemetry, (void *)fn, payload,
-                "SELECT device_id, model, version, report, reported_at FROM telemetry"
-                " WHERE model = ? ORDER BY device_id, version",
-                "t", model);
+                           "SELECT device_id, model, version, report, reported_at FROM telemetry"
+                           " WHERE model = ? ORDER BY device_id, version",
+                           "t", model);
 }
 
 int mf_sqlite__rollout_put(struct mf_store *base, struct mf_ctx *ctx, struct mf_store_rollout *r,
@@ -134,17 +135,17 @@ int mf_sqlite__rollout_put(struct mf_store *base, struct mf_ctx *ctx, struct mf_
 
     if (r->id == 0)
         return mf_sqlite__write(NULL, &r->id, base, ctx,
-                         "INSERT INTO rollouts(model, version, prev_version, state, wave,"
-                         " wave_started_at, created_at, updated_at, plan, breach)"
-                         " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         "ttttiiiitt", r->model, r->version, r->prev_version, r->state,
-                         (int64_t)r->wave, r->wave_started_at, r->created_at, r->updated_at,
-                         r->plan, r->breach);
+                                "INSERT INTO rollouts(model, version, prev_version, state, wave,"
+                                " wave_started_at, created_at, updated_at, plan, breach)"
+                                " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                "ttttiiiitt", r->model, r->version, r->prev_version, r->state,
+                                (int64_t)r->wave, r->wave_started_at, r->created_at, r->updated_at,
+                                r->plan, r->breach);
     err = mf_sqlite__write(&changes, NULL, base, ctx,
-                    "UPDATE rollouts SET state = ?, wave = ?, wave_started_at = ?,"
-                    " updated_at = ?, breach = ? WHERE id = ? AND (? = '' OR state = ?)",
-                    "tiiititt", r->state, (int64_t)r->wave, r->wave_started_at, r->updated_at,
-                    r->breach, r->id, expect_state, expect_state);
+                           "UPDATE rollouts SET state = ?, wave = ?, wave_started_at = ?,"
+                           " updated_at = ?, breach = ? WHERE id = ? AND (? = '' OR state = ?)",
+                           "tiiititt", r->state, (int64_t)r->wave, r->wave_started_at,
+                           r->updated_at, r->breach, r->id, expect_state, expect_state);
     if (err == MF_OK && changes == 0)
         err = mf_fail(ctx, expect_state[0] ? MF_E_STATE : MF_E_NOTFOUND,
                       "rollout %lld is unknown or no longer %s", (long long)r->id,
@@ -181,7 +182,7 @@ int mf_sqlite__rollout_get(struct mf_store_rollout *out, struct mf_store *base, 
 
     out->id = 0;
     err = mf_sqlite__walk(base, ctx, copy_rollout, NULL, out,
-               "SELECT " ROLLOUT_COLUMNS " FROM rollouts WHERE id = ?", "i", id);
+                          "SELECT " ROLLOUT_COLUMNS " FROM rollouts WHERE id = ?", "i", id);
     if (err < 0)
         return err;
     if (out->id == 0)
@@ -201,17 +202,18 @@ int mf_sqlite__rollouts_list(struct mf_store *base, struct mf_ctx *ctx, const ch
                              mf_store_rollout_fn fn, void *payload)
 {
     return mf_sqlite__walk(base, ctx, visit_rollout, (void *)fn, payload,
-                "SELECT " ROLLOUT_COLUMNS " FROM rollouts WHERE ? = '' OR model = ?"
-                " ORDER BY id DESC",
-                "tt", model, model);
+                           "SELECT " ROLLOUT_COLUMNS " FROM rollouts WHERE ? = '' OR model = ?"
+                           " ORDER BY id DESC",
+                           "tt", model, model);
 }
 
 int mf_sqlite__rollout_event_add(struct mf_store *base, struct mf_ctx *ctx,
                                  const struct mf_store_rollout_event *e)
 {
-    return mf_sqlite__write(NULL, NULL, base, ctx,
-                     "INSERT INTO rollout_events(rollout_id, at, kind, detail) VALUES(?, ?, ?, ?)",
-                     "iitt", e->rollout_id, e->at, e->kind, e->detail);
+    return mf_sqlite__write(
+        NULL, NULL, base, ctx,
+        "INSERT INTO rollout_events(rollout_id, at, kind, detail) VALUES(?, ?, ?, ?)", "iitt",
+        e->rollout_id, e->at, e->kind, e->detail);
 }
 
 static int visit_event(sqlite3_stmt *st, void *fn, void *payload)
@@ -228,8 +230,9 @@ static int visit_event(sqlite3_stmt *st, void *fn, void *payload)
 int mf_sqlite__rollout_events_list(struct mf_store *base, struct mf_ctx *ctx, int64_t rollout_id,
                                    mf_store_rollout_event_fn fn, void *payload)
 {
-    return mf_sqlite__walk(base, ctx, visit_event, (void *)fn, payload,
-                "SELECT rollout_id, at, kind, detail FROM rollout_events WHERE rollout_id = ?"
-                " ORDER BY seq",
-                "i", rollout_id);
+    return mf_sqlite__walk(
+        base, ctx, visit_event, (void *)fn, payload,
+        "SELECT rollout_id, at, kind, detail FROM rollout_events WHERE rollout_id = ?"
+        " ORDER BY seq",
+        "i", rollout_id);
 }

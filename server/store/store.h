@@ -248,8 +248,8 @@ typedef int (*mf_store_rollout_event_fn)(void *payload, const struct mf_store_ro
 struct mf_store_distill_run {
     int64_t id; /* set by distill_run_put on insert */
     char model[MF_STORE_NAME_SIZE];
-    char state[16];   /* queued, running, published, rejected, failed */
-    char trigger[16]; /* manual or auto */
+    char state[16];                          /* queued, running, published, rejected, failed */
+    char trigger[16];                        /* manual or auto */
     char parent_version[MF_STORE_NAME_SIZE]; /* "" for the seed student */
     char version[MF_STORE_NAME_SIZE];        /* the version it published, else "" */
     int64_t rollout_id;                      /* its canary rollout, else 0 */

@@ -27,8 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             !(m->seed_fraction > 0 && m->seed_fraction < 1) ||
             !(m->target_rate > 0 && m->target_rate < 1) || m->epochs == 0 || m->hidden == 0 ||
             m->timeout_s == 0 || m->chunk_size < 4096 ||
-            (m->heldout_end && m->heldout_begin >= m->heldout_end) ||
-            (m->command && !m->argv[0]))
+            (m->heldout_end && m->heldout_begin >= m->heldout_end) || (m->command && !m->argv[0]))
             abort();
     }
     mf_distill__config_free(&cfg);

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #define DATA                                                                                       \
-    "\"data\": {\"train_images\": \"tr.gz\", \"train_labels\": \"tl.gz\", "                      \
+    "\"data\": {\"train_images\": \"tr.gz\", \"train_labels\": \"tl.gz\", "                        \
     "\"heldout_images\": \"hi.gz\", \"heldout_labels\": \"hl.gz\"}"
 #define RELEASE "\"release\": {\"key\": \"k.pem\"}"
 
@@ -94,14 +94,16 @@ static void test_distill_config__rejects(void **state)
         {"{\"models\": {}, \"x\": 1}", "expected {\"models\""},
         {"{\"models\": [1]}", "expected {\"models\""},
         {"{\"models\": {\"m\": {" RELEASE "}}}", "expected an object"},
-        {"{\"models\": {\"m\": {\"bogus\": 1, " DATA ", " RELEASE "}}}", "'bogus' is not a known key"},
-        {"{\"models\": {\"m\": {\"data\": {\"train_images\": \"a\"}, " RELEASE "}}}", "'train_labels'"},
+        {"{\"models\": {\"m\": {\"bogus\": 1, " DATA ", " RELEASE "}}}",
+         "'bogus' is not a known key"},
+        {"{\"models\": {\"m\": {\"data\": {\"train_images\": \"a\"}, " RELEASE "}}}",
+         "'train_labels'"},
         {"{\"models\": {\"m\": {\"data\": {\"train_images\": \"\", \"train_labels\": \"b\","
          " \"heldout_images\": \"c\", \"heldout_labels\": \"d\"}, " RELEASE "}}}",
          "'train_images' must be a non-empty string"},
         {"{\"models\": {\"m\": {\"data\": {\"train_images\": \"a\", \"train_labels\": \"b\","
-         " \"heldout_images\": \"c\", \"heldout_labels\": \"d\", \"heldout_range\": [5, 5]}, " RELEASE
-         "}}}",
+         " \"heldout_images\": \"c\", \"heldout_labels\": \"d\", \"heldout_range\": [5, "
+         "5]}, " RELEASE "}}}",
          "'heldout_range'"},
         {"{\"models\": {\"m\": {\"data\": {\"train_images\": \"a\", \"train_labels\": \"b\","
          " \"heldout_images\": \"c\", \"heldout_labels\": \"d\", \"seed_fraction\": 1.5}, " RELEASE

@@ -244,8 +244,12 @@ static void test_rollout_store__distill_runs(void **state)
 {
     struct rs_fixture *f = *state;
     struct mf_store *s = f->s;
-    struct mf_store_distill_run a = {.state = "queued", .trigger = "manual", .samples_until = 7,
-                                     .record = "", .created_at = 100, .updated_at = 100};
+    struct mf_store_distill_run a = {.state = "queued",
+                                     .trigger = "manual",
+                                     .samples_until = 7,
+                                     .record = "",
+                                     .created_at = 100,
+                                     .updated_at = 100};
     struct mf_store_distill_run b, c;
     struct runs_seen w = {0};
     char *big;

@@ -39,8 +39,8 @@ static int only_keys(struct mf_ctx *ctx, const char *model, const cJSON *obj,
     return MF_OK;
 }
 
-static int get_str(char *dst, size_t size, struct mf_ctx *ctx, const char *model,
-                   const cJSON *obj, const char *key, int required)
+static int get_str(char *dst, size_t size, struct mf_ctx *ctx, const char *model, const cJSON *obj,
+                   const char *key, int required)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
 
@@ -91,9 +91,11 @@ static int parse_data(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const 
     int err = only_keys(ctx, m->model, d, keys);
 
     if (err == MF_OK)
-        err = get_str(m->train_images, sizeof(m->train_images), ctx, m->model, d, "train_images", 1);
+        err =
+            get_str(m->train_images, sizeof(m->train_images), ctx, m->model, d, "train_images", 1);
     if (err == MF_OK)
-        err = get_str(m->train_labels, sizeof(m->train_labels), ctx, m->model, d, "train_labels", 1);
+        err =
+            get_str(m->train_labels, sizeof(m->train_labels), ctx, m->model, d, "train_labels", 1);
     if (err == MF_OK)
         err = get_str(m->heldout_images, sizeof(m->heldout_images), ctx, m->model, d,
                       "heldout_images", 1);
@@ -179,8 +181,8 @@ static int parse_trainer(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, con
 
 static int parse_release(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const cJSON *r)
 {
-    static const char *const keys[] = {"key",     "version_prefix", "security_floor",
-                                       "expires_days", "chunk_size", NULL};
+    static const char *const keys[] = {"key",          "version_prefix", "security_floor",
+                                       "expires_days", "chunk_size",     NULL};
     uint64_t days = m->expires_s / 86400, chunk = m->chunk_size;
     int err = only_keys(ctx, m->model, r, keys);
 
@@ -224,9 +226,9 @@ static void model_defaults(struct mf_distill_model_cfg *m, const char *name)
 
 static int parse_model(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const cJSON *obj)
 {
-    static const char *const keys[] = {"data",        "trainer",        "samples", "auto_samples",
-                                       "target_rate", "gate_tolerance", "release", "rollout",
-                                       NULL};
+    static const char *const keys[] = {"data",         "trainer",     "samples",
+                                       "auto_samples", "target_rate", "gate_tolerance",
+                                       "release",      "rollout",     NULL};
     static const char *const sample_keys[] = {"min_teacher_confidence", "max", NULL};
     const cJSON *samples = cJSON_GetObjectItemCaseSensitive(obj, "samples");
     const cJSON *trainer = cJSON_GetObjectItemCaseSensitive(obj, "trainer");
@@ -243,8 +245,8 @@ static int parse_model(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const
     if (err == MF_OK && samples)
         err = only_keys(ctx, m->model, samples, sample_keys);
     if (err == MF_OK && samples)
-        err = get_num(&m->min_teacher_confidence, ctx, m->model, samples,
-                      "min_teacher_confidence", 0, 1);
+        err = get_num(&m->min_teacher_confidence, ctx, m->model, samples, "min_teacher_confidence",
+                      0, 1);
     if (err == MF_OK && samples)
         err = get_count(&max, ctx, m->model, samples, "max", 1e7);
     if (err == MF_OK)

@@ -48,7 +48,8 @@ int mf_distill__data_load(struct mf_distill_data *d, struct mf_ctx *ctx,
         err = mf_fail(ctx, MF_E_INVALID, "held-out items have %u bytes, train items %u", all->dim,
                       d->train->dim);
     if (err == MF_OK) {
-        size_t b = c->heldout_end ? c->heldout_begin : 0, e = c->heldout_end ? c->heldout_end : all->n;
+        size_t b = c->heldout_end ? c->heldout_begin : 0,
+               e = c->heldout_end ? c->heldout_end : all->n;
 
         if (e > all->n)
             err = mf_fail(ctx, MF_E_INVALID, "held-out range ends at %zu, the set has %zu", e,
@@ -262,7 +263,7 @@ int mf_distill__data_samples(struct mf_distill_data *d, struct mf_ctx *ctx, stru
         n--; /* arrived after the run was created: the next run's */
     if (n > c->max_samples)
         skip = n - c->max_samples; /* rows are by seq: keep the newest */
-    if (n > skip) /* rows is NULL when there is none */
+    if (n > skip)                  /* rows is NULL when there is none */
         qsort(rows + skip, n - skip, sizeof(*rows), by_sha_then_newest);
     d->n_dropped_unsure = col.unsure;
     d->n_dropped_shape = col.shape;

@@ -33,9 +33,9 @@ int mf_distill__teacher_preds(uint8_t *pred_out, struct mf_ctx *ctx, struct mf_t
     return MF_OK;
 }
 
-int mf_distill__evaluate(struct mf_distill_eval *out, struct mf_ctx *ctx,
-                         const mf_student_model *m, const struct mf_distill_data *d,
-                         const uint8_t *teacher_pred, double target_rate)
+int mf_distill__evaluate(struct mf_distill_eval *out, struct mf_ctx *ctx, const mf_student_model *m,
+                         const struct mf_distill_data *d, const uint8_t *teacher_pred,
+                         double target_rate)
 {
     const mf_dataset *h = d->heldout, *tr = d->train;
     uint8_t *pred = mf_alloc(&ctx->alloc, h->n ? h->n : 1);

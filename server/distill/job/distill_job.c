@@ -68,8 +68,7 @@ static int find_parent(char *parent, struct mf_ctx *ctx, struct mf_store *s, con
     parent[0] = '\0';
     if (err == MF_OK && n->seen &&
         (strcmp(n->r.state, "running") == 0 || strcmp(n->r.state, "paused") == 0))
-        err = mf_fail(ctx, MF_E_STATE,
-                      "rollout %lld of %s %s is %s: the loop waits until it ends",
+        err = mf_fail(ctx, MF_E_STATE, "rollout %lld of %s %s is %s: the loop waits until it ends",
                       (long long)n->r.id, model, n->r.version, n->r.state);
     else if (err == MF_OK && n->seen)
         (void)snprintf(parent, MF_STORE_NAME_SIZE, "%s",
@@ -122,8 +121,8 @@ static int train_builtin(struct run *r, struct mf_ctx *ctx)
     o.init_seed = c->train_seed * 31 + 7;
     o.warm_start = c->warm_start ? r->parent : NULL;
     if (err == MF_OK)
-        err = mf_distill_student(&r->candidate, NULL, ctx, &set, d->train->dim,
-                                 MF_DATASET_CLASSES, &o);
+        err = mf_distill_student(&r->candidate, NULL, ctx, &set, d->train->dim, MF_DATASET_CLASSES,
+                                 &o);
     return err;
 }
 
@@ -162,8 +161,8 @@ static int gate(int *pass_out, struct run *r, struct mf_ctx *ctx, struct mf_dist
         return mf_fail(ctx, MF_E_NOMEM, "out of memory");
     err = mf_distill__teacher_preds(r->teacher_pred, ctx, t, r->data.heldout);
     if (err == MF_OK)
-        err = mf_distill__evaluate(&ce, ctx, r->candidate, &r->data, r->teacher_pred,
-                                   c->target_rate);
+        err =
+            mf_distill__evaluate(&ce, ctx, r->candidate, &r->data, r->teacher_pred, c->target_rate);
     if (err == MF_OK && r->parent)
         err = mf_distill__evaluate(&pe, ctx, r->parent, &r->data, r->teacher_pred, c->target_rate);
     if (err < 0)
@@ -178,7 +177,7 @@ static int gate(int *pass_out, struct run *r, struct mf_ctx *ctx, struct mf_dist
     /* Not worse where it counts: the deployed cascade's accuracy on held-out items. */
     *pass_out = !r->parent || ce.cascade_acc >= pe.cascade_acc - c->gate_tolerance;
     (void)cJSON_AddStringToObject(r->record, "gate",
-                                  !r->parent   ? "passed: first version"
+                                  !r->parent  ? "passed: first version"
                                   : *pass_out ? "passed: cascade accuracy not below the parent's"
                                               : "rejected: cascade accuracy below the parent's");
     return MF_OK;
@@ -400,8 +399,7 @@ static int new_samples(struct count *out, struct newest_run *nr, struct mf_ctx *
 }
 
 int mf_distill__run_create(struct mf_store_distill_run *out, struct mf_distill_jobs *j,
-                           struct mf_ctx *ctx, const char *model, const char *trigger,
-                           int64_t now)
+                           struct mf_ctx *ctx, const char *model, const char *trigger, int64_t now)
 {
     struct mf_store *s = j->store;
     struct newest_run nr;

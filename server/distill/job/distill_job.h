@@ -41,14 +41,14 @@ struct mf_distill_model_cfg {
     size_t calibration;                /* train items after the seed set (5000) */
     uint64_t split_seed;               /* permutation of train (1) */
     /* trainer */
-    int command;                             /* 0: built-in C trainer; 1: external command */
-    char argv_store[2048];                   /* command: NUL-separated arguments */
+    int command;           /* 0: built-in C trainer; 1: external command */
+    char argv_store[2048]; /* command: NUL-separated arguments */
     const char *argv[MF_DISTILL_ARGV_MAX + 1];
-    unsigned timeout_s;                      /* command (600) */
-    uint32_t epochs, hidden;                 /* built-in (20, 32) */
-    float temperature;                       /* soft targets (2) */
-    int warm_start;                          /* start from the parent's weights (0) */
-    uint64_t train_seed;                     /* (1) */
+    unsigned timeout_s;      /* command (600) */
+    uint32_t epochs, hidden; /* built-in (20, 32) */
+    float temperature;       /* soft targets (2) */
+    int warm_start;          /* start from the parent's weights (0) */
+    uint64_t train_seed;     /* (1) */
     /* samples */
     double min_teacher_confidence; /* drop samples the teacher was unsure of (0.5) */
     size_t max_samples;            /* newest first (50000) */
@@ -86,7 +86,7 @@ struct mf_distill_data {
     size_t n, n_hard, n_audit, n_dropped_unsure, n_dropped_heldout, n_dropped_shape;
     uint8_t *x, *y, *has_soft;
     float *soft;
-    cJSON *sample_ids;     /* array of the sample ids used */
+    cJSON *sample_ids;       /* array of the sample ids used */
     cJSON *teacher_versions; /* array of distinct teacher versions */
     int64_t max_seq;
 };
@@ -102,11 +102,11 @@ void mf_distill__data_free(struct mf_distill_data *d);
 
 /* ---- external trainer (distill_trainer_cmd.c) ---- */
 /* Runs c->argv with a training directory under `dir` (created, removed after) and decodes
- * its output: MF_E_LIMIT (timeout), MF_E_GENERIC (non-zero exit), MF_E_INVALID (bad output), MF_E_IO. */
+ * its output: MF_E_LIMIT (timeout), MF_E_GENERIC (non-zero exit), MF_E_INVALID (bad output),
+ * MF_E_IO. */
 int mf_distill__train_command(mf_student_model **out, struct mf_ctx *ctx,
-                              const struct mf_distill_model_cfg *c,
-                              const struct mf_distill_data *d, const mf_student_model *parent,
-                              const char *dir);
+                              const struct mf_distill_model_cfg *c, const struct mf_distill_data *d,
+                              const mf_student_model *parent, const char *dir);
 
 /* ---- gate (distill_gate.c) ---- */
 struct mf_distill_eval {
@@ -119,9 +119,9 @@ int mf_distill__teacher_preds(uint8_t *pred_out, struct mf_ctx *ctx, struct mf_t
                               const mf_dataset *ds);
 /* Student and cascade accuracy on held-out, the threshold fitted on the calibration items
  * for c->target_rate. */
-int mf_distill__evaluate(struct mf_distill_eval *out, struct mf_ctx *ctx,
-                         const mf_student_model *m, const struct mf_distill_data *d,
-                         const uint8_t *teacher_pred, double target_rate);
+int mf_distill__evaluate(struct mf_distill_eval *out, struct mf_ctx *ctx, const mf_student_model *m,
+                         const struct mf_distill_data *d, const uint8_t *teacher_pred,
+                         double target_rate);
 /* The calibration histogram (MF_STORE_HIST_BINS bins of max-softmax scores). */
 void mf_distill__calibration_hist(uint64_t *bins, const mf_student_model *m,
                                   const struct mf_distill_data *d);
@@ -148,7 +148,7 @@ struct mf_delta_worker;
 struct mf_distill_jobs {
     struct mf_distill_config *cfg;
     struct mf_store *store;
-    struct mf_offload_srv *offload; /* teachers for the gate */
+    struct mf_offload_srv *offload;  /* teachers for the gate */
     struct mf_delta_worker **deltas; /* woken after a release */
     struct mf_delta_worker *worker;  /* the runs' own thread; NULL on nodes without one */
     char blob_root[4096];
@@ -157,8 +157,7 @@ struct mf_distill_jobs {
 /* Creates a queued run of `model` and its job. MF_E_NOTFOUND (model not configured),
  * MF_E_STATE (a run of the model is queued or running). */
 int mf_distill__run_create(struct mf_store_distill_run *out, struct mf_distill_jobs *j,
-                           struct mf_ctx *ctx, const char *model, const char *trigger,
-                           int64_t now);
+                           struct mf_ctx *ctx, const char *model, const char *trigger, int64_t now);
 /* Runs run `id` to its end (the "distill" job). */
 int mf_distill__run(struct mf_distill_jobs *j, struct mf_ctx *ctx, int64_t id);
 

@@ -75,8 +75,8 @@ static int sign_release(uint8_t **env_out, size_t *env_len, struct mf_ctx *ctx,
                         uint64_t sequence, const uint8_t *bytes, size_t len)
 {
     const size_t chunks = (len + c->chunk_size - 1) / c->chunk_size;
-    uint8_t(*hashes)[MF_MANIFEST_DIGEST_LEN] = mf_calloc(&ctx->alloc, chunks ? chunks : 1,
-                                                          sizeof(*hashes));
+    uint8_t(*hashes)[MF_MANIFEST_DIGEST_LEN] =
+        mf_calloc(&ctx->alloc, chunks ? chunks : 1, sizeof(*hashes));
     mf_manifest_release_spec spec = {.name = c->model,
                                      .version = version,
                                      .sequence = sequence,
@@ -166,8 +166,8 @@ static int release_and_canary(struct mf_distill_published *out, struct mf_ctx *c
     if (err == MF_OK)
         err = s->ops->release_set(s, ctx, v, env, env_len);
     if (err == MF_OK && canary) {
-        err = mf_rollout__create(&r, s, ctx, c->model, v->version, parent, plan,
-                                 (int64_t)time(NULL));
+        err =
+            mf_rollout__create(&r, s, ctx, c->model, v->version, parent, plan, (int64_t)time(NULL));
         if (err == MF_OK)
             out->rollout_id = r.id;
         /* On failure the guard stays: the fleet remains on the parent, which is the safe

@@ -122,8 +122,7 @@ static int run_command(struct mf_ctx *ctx, const struct mf_distill_model_cfg *c,
         if (time(NULL) >= deadline) {
             (void)kill(pid, SIGKILL);
             (void)waitpid(pid, &status, 0);
-            return mf_fail(ctx, MF_E_LIMIT, "trainer %s: killed after %u s", argv[0],
-                           c->timeout_s);
+            return mf_fail(ctx, MF_E_LIMIT, "trainer %s: killed after %u s", argv[0], c->timeout_s);
         }
         (void)nanosleep(&step, NULL);
     }
@@ -136,10 +135,15 @@ static int run_command(struct mf_ctx *ctx, const struct mf_distill_model_cfg *c,
 
 static void remove_dir(const char *dir)
 {
-    static const char *const names[] = {"job.json",          "train_x.u8",         "train_y.u8",
-                                        "train_soft.f32",    "train_has_soft.u8",
-                                        "parent.safetensors", "out/model.safetensors",
-                                        "out/metrics.json",  NULL};
+    static const char *const names[] = {"job.json",
+                                        "train_x.u8",
+                                        "train_y.u8",
+                                        "train_soft.f32",
+                                        "train_has_soft.u8",
+                                        "parent.safetensors",
+                                        "out/model.safetensors",
+                                        "out/metrics.json",
+                                        NULL};
     char path[4400];
 
     for (size_t i = 0; names[i]; i++) {
@@ -152,9 +156,8 @@ static void remove_dir(const char *dir)
 }
 
 int mf_distill__train_command(mf_student_model **out, struct mf_ctx *ctx,
-                              const struct mf_distill_model_cfg *c,
-                              const struct mf_distill_data *d, const mf_student_model *parent,
-                              const char *dir)
+                              const struct mf_distill_model_cfg *c, const struct mf_distill_data *d,
+                              const mf_student_model *parent, const char *dir)
 {
     char path[4400], why[MF_ERRMSG_MAX];
     uint8_t *buf = NULL;
@@ -171,8 +174,8 @@ int mf_distill__train_command(mf_student_model **out, struct mf_ctx *ctx,
         err = mf_file_read_all(&buf, &len, ctx, &ctx->alloc, path, OUTPUT_MAX);
     if (err == MF_OK && mf_student_model_decode(out, ctx, &ctx->alloc, buf, len) < 0) {
         (void)snprintf(why, sizeof(why), "%s", mf_ctx__errmsg(ctx));
-        err = mf_fail(ctx, MF_E_INVALID, "trainer output is not a student of the example family: %s",
-                      why);
+        err = mf_fail(ctx, MF_E_INVALID,
+                      "trainer output is not a student of the example family: %s", why);
     }
     mf_free(&ctx->alloc, buf);
     remove_dir(dir);
