@@ -25,6 +25,7 @@ struct mf_metrics;
 struct mf_ratelimit;
 struct mf_delta_worker;
 struct mf_offload_srv;
+struct mf_ccache;
 
 /* What the handlers share for the server's lifetime; read-only once serving. */
 struct mf_httpd_env {
@@ -40,6 +41,7 @@ struct mf_httpd_env {
     struct mf_ratelimit *ratelimit; /* per-device token buckets */
     struct mf_delta_worker *deltas; /* woken when a release lands; may be NULL */
     struct mf_offload_srv *offload; /* teachers and policies; NULL: none configured */
+    struct mf_ccache *ccache;       /* check-ins' reads of rare changes (checkin_cache.h) */
 };
 
 enum mf_httpd_auth {

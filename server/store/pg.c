@@ -188,6 +188,26 @@ static const char *const pg_migrations[] = {
     "  kind TEXT NOT NULL,"
     "  detail TEXT NOT NULL);"
     "CREATE INDEX rollout_events_by_rollout ON rollout_events(rollout_id, seq);",
+    /* 6: the check-in fast path, as sqlite.c's migration 6 (one statement-level trigger
+     * per table: the generation only has to change, not count rows). */
+    "CREATE TABLE store_meta ("
+    "  id BIGINT PRIMARY KEY CHECK (id = 1),"
+    "  epoch BIGINT NOT NULL,"
+    "  generation BIGINT NOT NULL);"
+    "INSERT INTO store_meta(id, epoch, generation) VALUES(1, 0, 1);"
+    "CREATE FUNCTION mf_bump_generation() RETURNS trigger LANGUAGE plpgsql AS"
+    "  $$BEGIN UPDATE store_meta SET generation = generation + 1 WHERE id = 1;"
+    "  RETURN NULL; END$$;"
+    "CREATE TRIGGER trust_docs_gen AFTER INSERT OR UPDATE OR DELETE ON trust_docs"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();"
+    "CREATE TRIGGER models_gen AFTER INSERT OR UPDATE OR DELETE ON models"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();"
+    "CREATE TRIGGER model_versions_gen AFTER INSERT OR UPDATE OR DELETE ON model_versions"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();"
+    "CREATE TRIGGER deltas_gen AFTER INSERT OR UPDATE OR DELETE ON deltas"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();"
+    "CREATE TRIGGER rollouts_gen AFTER INSERT OR UPDATE OR DELETE ON rollouts"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();",
 
 };
 
@@ -791,24 +811,108 @@ static int pg_trust_roots_after(struct mf_store *base, struct mf_ctx *ctx, uint6
         &p, visit_root, &w);
 }
 
+/* Raises the store epoch with a synchronous commit, once per database session, and keeps
+ * the floor it gives in the session (mf.seq_floor) where the reservation reads it. A
+ * reservation on a session that has not raised it fails instead of using a stale floor:
+ * current_setting() without missing_ok errors out on a session that never set it. Per
+ * session, not per node: asynchronous commits are lost only when the server stops, and a
+ * stopped server ends every session, so each number issued afterwards comes from a session
+ * that raised the epoch after the loss (docs/architecture.md, "Check-in path"). */
+static int raise_epoch(PGconn *c, struct mf_ctx *ctx)
+{
+    /* One statement, so a retry on a re-established connection (mf_pg__query) raises the
+     * epoch again on the session that keeps the floor. */
+    _Static_assert(MF_STORE_EPOCH_SHIFT == 32, "raise_epoch's SQL shifts by 32");
+    struct mf_pg_session *sess = mf_pg__session(c);
+    PGresult *res = NULL;
+    uint64_t floor = 0;
+    int err;
+
+    if (sess && sess->floor_set)
+        return MF_OK;
+    err = mf_pg__query(&res, c, ctx,
+                       "WITH e AS (UPDATE store_meta SET epoch = epoch + 1 WHERE id = 1"
+                       " RETURNING epoch) SELECT epoch, set_config('mf.seq_floor',"
+                       " ((epoch - 1) << 32)::text, false) FROM e",
+                       NULL, "raising the store epoch");
+    if (err == MF_OK && PQntuples(res) != 1)
+        err = mf_fail(ctx, MF_E_STATE, "store_meta has no row: the store is not migrated");
+    /* Checks the epoch's range; the floor the session keeps is the same number. */
+    if (err == MF_OK)
+        err = mf_store__epoch_floor(&floor, ctx, mf_pg__col_i64(res, 0, 0));
+    PQclear(res);
+    if (err == MF_OK && sess)
+        sess->floor_set = 1;
+    return err;
+}
+
+static int reserve_on(uint64_t *first_out, PGconn *c, struct mf_ctx *ctx, const char *device_id,
+                      unsigned n)
+{
+    struct mf_pg_params p = {0};
+    PGresult *res = NULL;
+    int err = raise_epoch(c, ctx);
+
+    if (err < 0)
+        return err;
+    mf_pg__param_i64(&p, n);
+    mf_pg__param_text(&p, device_id);
+    /* One statement: the row lock of the UPDATE serialises concurrent check-ins of the same
+     * device on every node, so blocks never overlap; its commit does not wait for the WAL
+     * flush (see raise_epoch). */
+    err = mf_pg__query(&res, c, ctx,
+                       "WITH async AS (SELECT set_config('synchronous_commit', 'off', true))"
+                       " UPDATE devices SET assign_seq = greatest(assign_seq,"
+                       " current_setting('mf.seq_floor')::bigint) + $1 FROM async"
+                       " WHERE device_id = $2 RETURNING assign_seq",
+                       &p, "reserving assignment sequence numbers");
+    if (err == MF_OK && PQntuples(res) == 1)
+        *first_out = (uint64_t)mf_pg__col_i64(res, 0, 0) - n + 1;
+    else if (err == MF_OK)
+        err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
+    PQclear(res);
+    return err;
+}
+
 static int pg_device_reserve_sequence(uint64_t *first_out, struct mf_store *base,
                                       struct mf_ctx *ctx, const char *device_id, unsigned n)
+{
+    struct mf_pg_session *sess;
+    PGconn *c;
+    int err;
+
+    *first_out = 0;
+    err = mf_pg__get(&c, base, ctx);
+    if (err < 0)
+        return err;
+    err = reserve_on(first_out, c, ctx, device_id, n);
+    /* The connection was re-established under the statement (mf_pg__query retries once on
+     * a dropped connection): the new session has no floor yet, so raise it and go again. */
+    sess = mf_pg__session(c);
+    if (err == MF_E_IO && sess && !sess->floor_set && PQstatus(c) == CONNECTION_OK)
+        err = reserve_on(first_out, c, ctx, device_id, n);
+    mf_pg__put(base, c);
+    return err;
+}
+
+static int pg_checkin_touch(uint64_t *generation_out, struct mf_store *base, struct mf_ctx *ctx,
+                            const char *device_id, int64_t now)
 {
     struct mf_pg_params p = {0};
     PGresult *res = NULL;
     int err;
 
-    *first_out = 0;
-    mf_pg__param_i64(&p, n);
+    *generation_out = 0;
+    mf_pg__param_i64(&p, now);
     mf_pg__param_text(&p, device_id);
-    /* One statement: the row lock of the UPDATE serialises concurrent check-ins of the same
-     * device on every node, so blocks never overlap. */
+    /* As pg_device_touch, and the generation in the same round trip. */
     err = mf_pg__run(&res, base, ctx,
-                     "UPDATE devices SET assign_seq = assign_seq + $1 WHERE device_id = $2"
-                     " RETURNING assign_seq",
-                     &p, "reserving assignment sequence numbers");
+                     "WITH async AS (SELECT set_config('synchronous_commit', 'off', true))"
+                     " UPDATE devices SET last_seen = $1 FROM async WHERE device_id = $2"
+                     " RETURNING (SELECT generation FROM store_meta WHERE id = 1)",
+                     &p, "touching a device");
     if (err == MF_OK && PQntuples(res) == 1)
-        *first_out = (uint64_t)mf_pg__col_i64(res, 0, 0) - n + 1;
+        *generation_out = (uint64_t)mf_pg__col_i64(res, 0, 0);
     else if (err == MF_OK)
         err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
     PQclear(res);
@@ -968,7 +1072,7 @@ static int pg_statuses_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_
         .telemetry_list = mf_pg__telemetry_list, .rollout_put = mf_pg__rollout_put,                \
         .rollout_get = mf_pg__rollout_get, .rollouts_list = mf_pg__rollouts_list,                  \
         .rollout_event_add = mf_pg__rollout_event_add,                                             \
-        .rollout_events_list = mf_pg__rollout_events_list,                                         \
+        .rollout_events_list = mf_pg__rollout_events_list, .checkin_touch = pg_checkin_touch,      \
     }
 
 const struct mf_store_ops mf_store__pg_ops = PG_OPS("postgresql", pg_open);

@@ -7,6 +7,8 @@
  */
 #include "store/sqlite_store.h"
 
+#include "store/sqlite_stmt.h"
+
 #include "mf/ct.h"
 
 #include <pthread.h>
@@ -20,6 +22,9 @@ struct sqlite_store {
     sqlite3 *db;
     pthread_mutex_t lock;
     mf_allocator alloc;
+    struct mf_sqlite_stmts stmts; /* db's prepared statements, under `lock` */
+    uint64_t floor;               /* of this open store's epoch (epoch_locked), under `lock` */
+    int floor_set;
 };
 
 /*
@@ -199,6 +204,45 @@ static const char *const store_migrations[] = {
     "  kind TEXT NOT NULL,"
     "  detail TEXT NOT NULL);"
     "CREATE INDEX rollout_events_by_rollout ON rollout_events(rollout_id, seq);",
+    /* 6: the check-in fast path (docs/architecture.md, "Check-in path"). store_meta.epoch:
+     * raised durably by each node before it issues assignment sequence numbers without
+     * waiting for the disk; store_meta.generation: raised by every change to what nodes
+     * cache for check-ins (trust documents, models and releases, deltas, rollouts). */
+    "CREATE TABLE store_meta ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  epoch INTEGER NOT NULL,"
+    "  generation INTEGER NOT NULL);"
+    "INSERT INTO store_meta(id, epoch, generation) VALUES(1, 0, 1);"
+    "CREATE TRIGGER trust_docs_gen_ins AFTER INSERT ON trust_docs BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER trust_docs_gen_upd AFTER UPDATE ON trust_docs BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER trust_docs_gen_del AFTER DELETE ON trust_docs BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER models_gen_ins AFTER INSERT ON models BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER models_gen_upd AFTER UPDATE ON models BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER models_gen_del AFTER DELETE ON models BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER model_versions_gen_ins AFTER INSERT ON model_versions BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER model_versions_gen_upd AFTER UPDATE ON model_versions BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER model_versions_gen_del AFTER DELETE ON model_versions BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER deltas_gen_ins AFTER INSERT ON deltas BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER deltas_gen_upd AFTER UPDATE ON deltas BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER deltas_gen_del AFTER DELETE ON deltas BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER rollouts_gen_ins AFTER INSERT ON rollouts BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER rollouts_gen_upd AFTER UPDATE ON rollouts BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER rollouts_gen_del AFTER DELETE ON rollouts BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;",
 
 };
 
@@ -224,9 +268,27 @@ static int db_exec(struct sqlite_store *s, struct mf_ctx *ctx, const char *sql)
 static int db_prepare(sqlite3_stmt **out, struct sqlite_store *s, struct mf_ctx *ctx,
                       const char *sql)
 {
-    if (sqlite3_prepare_v2(s->db, sql, -1, out, NULL) != SQLITE_OK)
+    if (mf_sqlite__stmt_get(out, &s->stmts, s->db, sql) != SQLITE_OK)
         return db_fail(ctx, s, "prepare");
     return MF_OK;
+}
+
+/* Gives back a statement of db_prepare (NULL is a no-op). */
+static void db_finish(struct sqlite_store *s, sqlite3_stmt *st)
+{
+    mf_sqlite__stmt_put(&s->stmts, st);
+}
+
+/* db_exec for a statement without parameters or rows that runs often (prepared once). */
+static int db_run(struct sqlite_store *s, struct mf_ctx *ctx, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int err = db_prepare(&st, s, ctx, sql);
+
+    if (err == MF_OK && sqlite3_step(st) != SQLITE_DONE)
+        err = db_fail(ctx, s, sql);
+    db_finish(s, st);
+    return err;
 }
 
 static void col_text(char *dst, size_t size, sqlite3_stmt *st, int col)
@@ -280,6 +342,7 @@ static void sqlite_close(struct mf_store *base)
 
     if (!s)
         return;
+    mf_sqlite__stmts_free(&s->stmts);
     (void)sqlite3_close(s->db);
     (void)pthread_mutex_destroy(&s->lock);
     alloc = s->alloc;
@@ -340,7 +403,7 @@ static int read_schema_version(int *out, struct sqlite_store *s, struct mf_ctx *
         *out = sqlite3_column_int(st, 0);
         err = MF_OK;
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     return err;
 }
 
@@ -375,7 +438,7 @@ static int migrate_locked(int *applied_out, struct sqlite_store *s, struct mf_ct
             break;
         (*applied_out)++;
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     return err;
 }
 
@@ -429,7 +492,7 @@ static int sqlite_token_count(int *count_out, struct mf_store *base, struct mf_c
         else
             err = db_fail(ctx, s, "counting tokens");
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -449,7 +512,7 @@ static int sqlite_token_insert(struct mf_store *base, struct mf_ctx *ctx, int ki
         sqlite3_bind_int64(st, 3, now);
         err = db_step_done(st, s, ctx);
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -478,7 +541,7 @@ static int sqlite_token_check(struct mf_store *base, struct mf_ctx *ctx, int kin
         else
             err = db_fail(ctx, s, "token lookup");
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -503,7 +566,7 @@ static int sqlite_device_enroll(struct mf_store *base, struct mf_ctx *ctx, const
         sqlite3_bind_int64(st, 3, now);
         err = db_step_done(st, s, ctx);
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -532,7 +595,7 @@ static int sqlite_device_auth(char device_id_out[MF_STORE_NAME_SIZE], struct mf_
             err = db_fail(ctx, s, "credential lookup");
         }
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -551,7 +614,7 @@ static int sqlite_device_touch(struct mf_store *base, struct mf_ctx *ctx, const 
         sqlite3_bind_text(st, 2, device_id, -1, SQLITE_STATIC);
         err = db_step_done(st, s, ctx);
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -570,7 +633,7 @@ static int version_insert_locked(struct sqlite_store *s, struct mf_ctx *ctx,
     sqlite3_bind_text(st, 1, v->model, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, v->created_at);
     err = db_step_done(st, s, ctx);
-    sqlite3_finalize(st);
+    db_finish(s, st);
     if (err < 0)
         return err;
     err = db_prepare(&st, s, ctx,
@@ -584,7 +647,7 @@ static int version_insert_locked(struct sqlite_store *s, struct mf_ctx *ctx,
     sqlite3_bind_int64(st, 4, v->created_at);
     sqlite3_bind_text(st, 5, v->model, -1, SQLITE_STATIC);
     err = db_step_done(st, s, ctx);
-    sqlite3_finalize(st);
+    db_finish(s, st);
     if (err == MF_E_STATE)
         return mf_fail(ctx, MF_E_STATE, "version '%s' of model '%s' exists already", v->version,
                        v->model);
@@ -639,7 +702,7 @@ static int version_query(struct mf_store_version *out, struct mf_store *base, st
         else
             err = db_fail(ctx, s, "version lookup");
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -691,7 +754,7 @@ static int release_set_locked(struct sqlite_store *s, struct mf_ctx *ctx,
         top = (uint64_t)sqlite3_column_int64(st, 0);
     else
         err = db_fail(ctx, s, "reading the release sequence");
-    sqlite3_finalize(st);
+    db_finish(s, st);
     if (err < 0)
         return err;
     if (v->sequence <= top)
@@ -714,7 +777,7 @@ static int release_set_locked(struct sqlite_store *s, struct mf_ctx *ctx,
     if (err == MF_OK && sqlite3_changes(s->db) == 0)
         err = mf_fail(ctx, MF_E_NOTFOUND, "no staged version '%s' of model '%s'", v->version,
                       v->model);
-    sqlite3_finalize(st);
+    db_finish(s, st);
     return err;
 }
 
@@ -773,7 +836,7 @@ static int sqlite_release_get(struct mf_dynbuf *out, struct mf_store *base, stru
         sqlite3_bind_text(st, 2, version, -1, SQLITE_STATIC);
         err = query_blob(out, s, ctx, st, "release");
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -792,7 +855,7 @@ static int trust_put_locked(struct sqlite_store *s, struct mf_ctx *ctx, int kind
     sqlite3_bind_int64(st, 2, (sqlite3_int64)version);
     sqlite3_bind_blob(st, 3, env, (int)len, SQLITE_STATIC);
     err = db_step_done(st, s, ctx);
-    sqlite3_finalize(st);
+    db_finish(s, st);
     if (err == MF_E_STATE)
         return mf_fail(ctx, MF_E_STATE, "trust document version %llu exists already",
                        (unsigned long long)version);
@@ -831,7 +894,7 @@ static int sqlite_trust_latest(uint64_t *version_out, struct mf_dynbuf *out, str
         if (err == MF_OK)
             *version_out = (uint64_t)sqlite3_column_int64(st, 1);
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -864,8 +927,51 @@ static int sqlite_trust_roots_after(struct mf_store *base, struct mf_ctx *ctx, u
         err = fn(payload, (uint64_t)sqlite3_column_int64(st, 0), sqlite3_column_blob(st, 1),
                  (size_t)sqlite3_column_bytes(st, 1));
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
+    return err;
+}
+
+/* Runs `call` with commits that do not wait for the disk (WAL, synchronous=NORMAL): what it
+ * writes survives a crash of the process but may be lost with the machine's power, which
+ * the caller's data tolerates (docs/architecture.md, "Check-in path"). The next durable
+ * commit of the connection makes it durable too: the WAL is synced as a whole. */
+#define NOT_DURABLE(s, ctx, call)                                                                  \
+    do {                                                                                           \
+        err = db_run(s, ctx, "PRAGMA synchronous=NORMAL");                                         \
+        if (err == MF_OK) {                                                                        \
+            err = (call);                                                                          \
+            (void)db_run(s, ctx, "PRAGMA synchronous=FULL");                                       \
+        }                                                                                          \
+    } while (0)
+
+/* Raises the store's epoch with a durable commit, once per open store, before the first
+ * sequence number it issues without waiting for the disk: every number it issues is then
+ * above any number issued under an earlier epoch, whether or not that one reached the disk. */
+static int epoch_locked(struct sqlite_store *s, struct mf_ctx *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    int err, rc;
+
+    if (s->floor_set)
+        return MF_OK;
+    err = db_exec(s, ctx, "BEGIN IMMEDIATE");
+    if (err < 0)
+        return err;
+    err = db_prepare(&st, s, ctx,
+                     "UPDATE store_meta SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch");
+    if (err == MF_OK) {
+        rc = sqlite3_step(st);
+        err = rc == SQLITE_ROW ? mf_store__epoch_floor(&s->floor, ctx, sqlite3_column_int64(st, 0))
+                               : db_fail(ctx, s, "raising the store epoch");
+    }
+    db_finish(s, st);
+    if (err == MF_OK)
+        err = db_exec(s, ctx, "COMMIT");
+    if (err < 0)
+        (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    else
+        s->floor_set = 1;
     return err;
 }
 
@@ -874,14 +980,15 @@ static int reserve_locked(uint64_t *first_out, struct sqlite_store *s, struct mf
 {
     sqlite3_stmt *st = NULL;
     int err = db_prepare(&st, s, ctx,
-                         "UPDATE devices SET assign_seq = assign_seq + ? WHERE device_id = ?"
-                         " RETURNING assign_seq");
+                         "UPDATE devices SET assign_seq = max(assign_seq, ?3) + ?1"
+                         " WHERE device_id = ?2 RETURNING assign_seq");
     int rc;
 
     if (err < 0)
         return err;
     sqlite3_bind_int(st, 1, (int)n);
     sqlite3_bind_text(st, 2, device_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)s->floor);
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW)
         *first_out = (uint64_t)sqlite3_column_int64(st, 0) - n + 1;
@@ -889,7 +996,7 @@ static int reserve_locked(uint64_t *first_out, struct sqlite_store *s, struct mf
         err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
     else
         err = db_fail(ctx, s, "reserving assignment sequence numbers");
-    sqlite3_finalize(st);
+    db_finish(s, st);
     return err;
 }
 
@@ -900,7 +1007,51 @@ static int sqlite_device_reserve_sequence(uint64_t *first_out, struct mf_store *
     int err;
 
     *first_out = 0;
-    IN_TRANSACTION(s, ctx, reserve_locked(first_out, s, ctx, device_id, n));
+    store_lock(s);
+    err = epoch_locked(s, ctx);
+    if (err == MF_OK)
+        NOT_DURABLE(s, ctx, reserve_locked(first_out, s, ctx, device_id, n));
+    store_unlock(s);
+    return err;
+}
+
+static int touch_locked(uint64_t *generation_out, struct sqlite_store *s, struct mf_ctx *ctx,
+                        const char *device_id, int64_t now)
+{
+    sqlite3_stmt *st = NULL;
+    int err = db_prepare(&st, s, ctx,
+                         "UPDATE devices SET last_seen = ? WHERE device_id = ?"
+                         " RETURNING (SELECT generation FROM store_meta WHERE id = 1)");
+    int rc;
+
+    if (err < 0)
+        return err;
+    sqlite3_bind_int64(st, 1, now);
+    sqlite3_bind_text(st, 2, device_id, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *generation_out = (uint64_t)sqlite3_column_int64(st, 0);
+    else if (rc == SQLITE_DONE)
+        err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
+    else
+        err = db_fail(ctx, s, "touching a device");
+    /* Step to the end: the UPDATE commits when the statement is done. */
+    if (err == MF_OK && sqlite3_step(st) != SQLITE_DONE)
+        err = db_fail(ctx, s, "touching a device");
+    db_finish(s, st);
+    return err;
+}
+
+static int sqlite_checkin_touch(uint64_t *generation_out, struct mf_store *base, struct mf_ctx *ctx,
+                                const char *device_id, int64_t now)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    int err;
+
+    *generation_out = 0;
+    store_lock(s);
+    NOT_DURABLE(s, ctx, touch_locked(generation_out, s, ctx, device_id, now));
+    store_unlock(s);
     return err;
 }
 
@@ -934,7 +1085,7 @@ static int report_insert_locked(struct sqlite_store *s, struct mf_ctx *ctx,
         err = db_step_done(st, s, ctx);
         if (err == MF_OK && sqlite3_changes(s->db) == 0)
             err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", r->device_id);
-        sqlite3_finalize(st);
+        db_finish(s, st);
     }
     return err;
 }
@@ -973,7 +1124,7 @@ static int walk_rows(struct mf_store *base, struct mf_ctx *ctx, const char *sql,
         }
         err = visit(st, row, fn, payload);
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -1070,7 +1221,7 @@ static int run_locked(int *changes_out, struct sqlite_store *s, struct mf_ctx *c
         err = db_step_done(st, s, ctx);
     if (err == MF_OK && changes_out)
         *changes_out = sqlite3_changes(s->db);
-    sqlite3_finalize(st);
+    db_finish(s, st);
     return err;
 }
 
@@ -1116,7 +1267,7 @@ static int device_exists_locked(struct sqlite_store *s, struct mf_ctx *ctx, cons
         err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
     else if (rc != SQLITE_ROW)
         err = db_fail(ctx, s, "device lookup");
-    sqlite3_finalize(st);
+    db_finish(s, st);
     return err;
 }
 
@@ -1285,7 +1436,7 @@ static int sqlite_directives_get(struct mf_store_directives *out, struct mf_stor
             err = db_fail(ctx, s, "reading directives");
         }
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     if (err == MF_OK && grp[0]) {
         /* Names never contain '/', so the first one splits group from version. */
@@ -1330,7 +1481,7 @@ static int sqlite_admin_token_auth(int *role_out, struct mf_store *base, struct 
         else
             err = db_fail(ctx, s, "token lookup");
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -1418,7 +1569,7 @@ static int claim_locked(struct mf_store_job *out, struct sqlite_store *s, struct
     } else {
         err = db_fail(ctx, s, "claiming a job");
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     return err;
 }
 
@@ -1501,7 +1652,7 @@ static int sqlite_job_counts(int64_t *queued_out, int64_t *running_out, struct m
             err = db_fail(ctx, s, "counting jobs");
         }
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -1547,7 +1698,7 @@ static int sqlite_delta_find(struct mf_store_delta *out, struct mf_store *base, 
             err = db_fail(ctx, s, "delta lookup");
         }
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -1565,7 +1716,7 @@ static int sqlite_delta_count(int64_t *count_out, struct mf_store *base, struct 
         *count_out = sqlite3_column_int64(st, 0);
     else if (err == MF_OK)
         err = db_fail(ctx, s, "counting deltas");
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -1596,7 +1747,7 @@ static int sqlite_fleet_sha256s(struct mf_store *base, struct mf_ctx *ctx, const
         col_text(sha, sizeof(sha), st, 0);
         err = fn(payload, "", sha);
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -1674,4 +1825,5 @@ const struct mf_store_ops mf_store__sqlite_ops = {
     .rollouts_list = mf_sqlite__rollouts_list,
     .rollout_event_add = mf_sqlite__rollout_event_add,
     .rollout_events_list = mf_sqlite__rollout_events_list,
+    .checkin_touch = sqlite_checkin_touch,
 };

@@ -297,8 +297,11 @@ struct mf_store_ops {
                              mf_store_envelope_fn fn, void *payload);
 
     /* Director sequence: reserves `n` consecutive numbers of the device's assignment
-     * sequence and returns the first (numbers start at 1 and never repeat). MF_E_NOTFOUND
-     * for an unknown device. */
+     * sequence and returns the first. Numbers never repeat and only grow, across restarts
+     * and nodes, even though the reservation does not wait for the disk: before its first
+     * reservation each node (PostgreSQL: each database session) durably raises the store
+     * epoch, and numbers are then at least mf_store__epoch_floor of it (1 on a new store;
+     * docs/architecture.md, "Check-in path"). MF_E_NOTFOUND for an unknown device. */
     int (*device_reserve_sequence)(uint64_t *first_out, struct mf_store *s, struct mf_ctx *ctx,
                                    const char *device_id, unsigned n);
 
@@ -452,6 +455,16 @@ struct mf_store_ops {
                              const struct mf_store_rollout_event *e);
     int (*rollout_events_list)(struct mf_store *s, struct mf_ctx *ctx, int64_t rollout_id,
                                mf_store_rollout_event_fn fn, void *payload);
+
+    /* ---- Appended with migration 6 (the check-in fast path). ---- */
+
+    /* device_touch without waiting for the disk (last_seen is informational), returning
+     * the store generation: a number every committed change to trust documents, models,
+     * versions and releases, deltas or rollouts raises in its own transaction, so a node
+     * may keep what it read of those while the generation it reads stays the same
+     * (director/checkin_cache.h). MF_E_NOTFOUND for an unknown device. */
+    int (*checkin_touch)(uint64_t *generation_out, struct mf_store *s, struct mf_ctx *ctx,
+                         const char *device_id, int64_t now);
 };
 
 struct mf_store {
@@ -463,6 +476,16 @@ struct mf_store {
  * the backend its scheme selects. MF_E_INVALID for an unknown scheme; otherwise what the
  * backend's open returns. Ownership: close with mf_store__close().
  */
+/*
+ * The lowest assignment sequence number a node may issue under store epoch `epoch` (>= 1):
+ * (epoch - 1) << MF_STORE_EPOCH_SHIFT, so a new store starts at 1 and each epoch leaves
+ * 2^32 numbers per device to the ones before it. Numbers stay below 2^53, the largest a
+ * JSON number carries exactly: MF_E_LIMIT beyond MF_STORE_EPOCH_MAX epochs.
+ */
+#define MF_STORE_EPOCH_SHIFT 32
+#define MF_STORE_EPOCH_MAX ((int64_t)1 << (53 - MF_STORE_EPOCH_SHIFT))
+int mf_store__epoch_floor(uint64_t *floor_out, struct mf_ctx *ctx, int64_t epoch);
+
 int mf_store__open(struct mf_store **out, struct mf_ctx *ctx, const char *url, int create);
 void mf_store__close(struct mf_store *s);
 
