@@ -28,22 +28,19 @@
  * check-ins (mf_trust walks at most 16 per call as well). */
 #define CHECKIN_MAX_ROOTS 16
 
+_Static_assert(MF_CHECKIN_MAX_MODELS <= MF_STORE_CHECKIN_MAX_MODELS,
+               "checkin_begin reads the directives of every model of a check-in");
+
 struct checkin_work {
+    /* From checkin_begin: the directives of each model of the request (in its order) and
+     * the first of the sequence numbers reserved for them. */
+    struct mf_store_directives dirs[MF_CHECKIN_MAX_MODELS];
+    uint64_t first;
     struct mf_store_version v[MF_CHECKIN_MAX_MODELS];
     const char *from_sha256[MF_CHECKIN_MAX_MODELS]; /* installed sha256 (deltas), or NULL */
     size_t n;
     struct mf_policy_input in; /* one model at a time */
-    struct mf_store_directives dir;
 };
-
-/* The check-in's reads of what changes rarely go through the node's cache, valid for the
- * store generation the check-in read with its last_seen write (checkin_cache.h). */
-static struct mf_ccache_view view_of(struct mf_httpd_req *r, uint64_t generation)
-{
-    struct mf_ccache_view v = {r->env->ccache, r->env->store, &r->ctx, generation};
-
-    return v;
-}
 
 /* Envelopes travel as JSON strings holding their exact bytes (docs/protocol.md). */
 static int add_root(void *payload, uint64_t version, const void *env, size_t len)
@@ -179,9 +176,8 @@ static int resolve(struct mf_policy_candidate *c, const struct mf_ccache_view *v
 
 /* Gathers every rule's candidate for one model (director_policy.h) from the store. */
 static int gather(struct checkin_work *w, struct mf_httpd_req *r, const struct mf_ccache_view *v,
-                  const struct mf_checkin_model *m)
+                  const struct mf_checkin_model *m, const struct mf_store_directives *dir)
 {
-    struct mf_store *s = r->env->store;
     struct mf_policy_input *in = &w->in;
     int err;
 
@@ -191,21 +187,20 @@ static int gather(struct checkin_work *w, struct mf_httpd_req *r, const struct m
         return err; /* MF_E_NOTFOUND: nothing released, no assignment */
     in->channel.present = 1;
     in->floor = in->channel.v.security_floor;
-    err = s->ops->directives_get(&w->dir, s, &r->ctx, r->device_id, m->name);
-    if (err == MF_OK && m->sha256)
+    if (m->sha256)
         err = resolve(&in->installed, v, m->name, m->version);
     if (in->installed.present && strcmp(in->installed.v.sha256, m->sha256) != 0)
         in->installed.present = 0; /* the device runs other bytes under that name */
     if (err == MF_OK)
         err = resolve(&in->device_pin, v, m->name, m->pin);
     if (err == MF_OK)
-        err = resolve(&in->ops_device_pin, v, m->name, w->dir.device_pin);
+        err = resolve(&in->ops_device_pin, v, m->name, dir->device_pin);
     if (err == MF_OK)
-        err = resolve(&in->ops_group_pin, v, m->name, w->dir.group_pin);
+        err = resolve(&in->ops_group_pin, v, m->name, dir->group_pin);
     if (err == MF_OK)
-        err = resolve(&in->fleet_rollback, v, m->name, w->dir.fleet_rollback);
-    if (err == MF_OK && w->dir.channel_version[0])
-        err = resolve(&in->channel, v, m->name, w->dir.channel_version);
+        err = resolve(&in->fleet_rollback, v, m->name, dir->fleet_rollback);
+    if (err == MF_OK && dir->channel_version[0])
+        err = resolve(&in->channel, v, m->name, dir->channel_version);
     if (err == MF_OK) {
         err = mf_rollout__wave_cached(&in->wave.v, v, r->device_id, m->name);
         in->wave.present = err == MF_OK;
@@ -227,7 +222,7 @@ static int collect(struct checkin_work *w, struct mf_httpd_req *r, const struct 
     for (size_t i = 0; i < req->n_models; i++) {
         const struct mf_checkin_model *m = &req->models[i];
         struct mf_policy_decision d;
-        int err = gather(w, r, v, m);
+        int err = gather(w, r, v, m, &w->dirs[i]);
 
         if (err == MF_E_NOTFOUND)
             continue; /* nothing released: no assignment */
@@ -246,32 +241,25 @@ static int collect(struct checkin_work *w, struct mf_httpd_req *r, const struct 
     return MF_OK;
 }
 
-static int add_assignments(cJSON *body, struct mf_httpd_req *r, const struct mf_ccache_view *v,
-                           const struct mf_checkin_req *req)
+static int add_assignments(cJSON *body, struct checkin_work *w, struct mf_httpd_req *r,
+                           const struct mf_ccache_view *v, const struct mf_checkin_req *req)
 {
-    struct mf_store *s = r->env->store;
     cJSON *list = cJSON_AddArrayToObject(body, "assignments");
-    struct checkin_work *w = mf_calloc(&r->ctx.alloc, 1, sizeof(*w));
-    uint64_t first = 0;
     int err;
 
-    if (!list || !w) {
-        mf_free(&r->ctx.alloc, w);
+    if (!list)
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
-    }
     err = collect(w, r, v, req);
-    /* One block of the device's sequence per answer, numbered in list order, which is the
-     * order the device verifies them in. */
-    if (err == MF_OK && w->n)
-        err = s->ops->device_reserve_sequence(&first, s, &r->ctx, r->device_id, (unsigned)w->n);
+    /* The block of the device's sequence checkin_begin reserved (one number per model of
+     * the request), numbered in list order, which is the order the device verifies them
+     * in; numbers of models that get no assignment stay unused. */
     for (size_t i = 0; err == MF_OK && i < w->n; i++)
-        err = add_assignment(list, r, v, req, &w->v[i], first + i, w->from_sha256[i]);
-    mf_free(&r->ctx.alloc, w);
+        err = add_assignment(list, r, v, req, &w->v[i], w->first + i, w->from_sha256[i]);
     return err;
 }
 
-static int build_reply(cJSON **out, struct mf_httpd_req *r, const struct mf_ccache_view *v,
-                       const struct mf_checkin_req *req)
+static int build_reply(cJSON **out, struct checkin_work *w, struct mf_httpd_req *r,
+                       const struct mf_ccache_view *v, const struct mf_checkin_req *req)
 {
     cJSON *body = cJSON_CreateObject();
     struct mf_dynbuf root, keys;
@@ -297,7 +285,7 @@ static int build_reply(cJSON **out, struct mf_httpd_req *r, const struct mf_ccac
         if (err == MF_E_NOMEM)
             err = mf_fail(&r->ctx, err, "out of memory building a check-in reply");
         if (err == MF_OK)
-            err = add_assignments(body, r, v, req);
+            err = add_assignments(body, w, r, v, req);
     }
     mf_dynbuf__free(&keys);
     return err;
@@ -321,8 +309,9 @@ int mf_handlers__checkin(struct mf_httpd_req *r)
 {
     struct mf_store *s = r->env->store;
     struct mf_checkin_req req;
-    struct mf_ccache_view v;
-    uint64_t generation = 0;
+    struct mf_ccache_view v = {r->env->ccache, s, &r->ctx, 0};
+    const char *models[MF_CHECKIN_MAX_MODELS];
+    struct checkin_work *w = NULL;
     cJSON *body = NULL;
     int stored = 0;
     int err;
@@ -335,10 +324,18 @@ int mf_handlers__checkin(struct mf_httpd_req *r)
     if (err < 0)
         return err;
     mf_metrics__count(&r->env->metrics->checkins, 1);
-    err = s->ops->checkin_touch(&generation, s, &r->ctx, r->device_id, mf_handlers__now());
-    v = view_of(r, generation);
+    w = mf_calloc(&r->ctx.alloc, 1, sizeof(*w));
+    if (!w)
+        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory answering a check-in");
+    for (size_t i = 0; i < req.n_models; i++)
+        models[i] = req.models[i].name;
+    /* last_seen, the sequence block, the directives and the generation the node's cache
+     * is valid for (checkin_cache.h): one round trip. */
+    err = s->ops->checkin_begin(&v.generation, &w->first, w->dirs, s, &r->ctx, r->device_id,
+                                (unsigned)req.n_models, models, req.n_models, mf_handlers__now());
     if (err == MF_OK)
-        err = build_reply(&body, r, &v, &req);
+        err = build_reply(&body, w, r, &v, &req);
+    mf_free(&r->ctx.alloc, w);
     if (err == MF_OK)
         err = add_offload(body, r);
     if (err < 0) {

@@ -895,27 +895,91 @@ static int pg_device_reserve_sequence(uint64_t *first_out, struct mf_store *base
     return err;
 }
 
-static int pg_checkin_touch(uint64_t *generation_out, struct mf_store *base, struct mf_ctx *ctx,
-                            const char *device_id, int64_t now)
+/* Model names never contain '/' (protocol names), so one text parameter carries them all. */
+static int join_models(char *out, size_t size, struct mf_ctx *ctx, const char *const *models,
+                       size_t n)
 {
+    size_t len = 0;
+
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        int k = snprintf(out + len, size - len, "%s%s", i ? "/" : "", models[i]);
+
+        if (k < 0 || (size_t)k >= size - len)
+            return mf_fail(ctx, MF_E_LIMIT, "more models than a check-in carries");
+        len += (size_t)k;
+    }
+    return MF_OK;
+}
+
+static int begin_on(uint64_t *generation_out, uint64_t *first_out,
+                    struct mf_store_directives *dirs_out, PGconn *c, struct mf_ctx *ctx,
+                    const char *device_id, unsigned n_seq, const char *models, size_t n_models,
+                    int64_t now)
+{
+    /* The device row's UPDATE (last_seen, the sequence block above the session's floor,
+     * without waiting for the WAL flush: see raise_epoch), then one row per model with its
+     * directives, in model order; no model: one row with NULL directives. */
+    static const char sql[] =
+        "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),"
+        " d AS (UPDATE devices SET last_seen = $1, assign_seq = greatest(assign_seq,"
+        "  current_setting('mf.seq_floor')::bigint) + $3 FROM async WHERE device_id = $2"
+        "  RETURNING id, device_id, channel, assign_seq)"
+        " SELECT d.assign_seq, (SELECT generation FROM store_meta WHERE id = 1), "
+        "m.ord, " MF_PG_DIRECTIVE_COLUMNS("m.model") " FROM d LEFT JOIN unnest(string_to_array($4, "
+                                                     "'/')) WITH ORDINALITY AS m(model, ord)"
+                                                     " ON true ORDER BY m.ord";
     struct mf_pg_params p = {0};
     PGresult *res = NULL;
+    int err = raise_epoch(c, ctx);
+
+    if (err < 0)
+        return err;
+    mf_pg__param_i64(&p, now);
+    mf_pg__param_text(&p, device_id);
+    mf_pg__param_i64(&p, n_seq);
+    mf_pg__param_text(&p, models);
+    err = mf_pg__query(&res, c, ctx, sql, &p, "beginning a check-in");
+    if (err == MF_OK && PQntuples(res) == 0)
+        err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
+    if (err == MF_OK && (size_t)PQntuples(res) != (n_models ? n_models : 1))
+        err = mf_fail(ctx, MF_E_STATE, "check-in of %zu models read %d directive rows", n_models,
+                      PQntuples(res));
+    if (err == MF_OK) {
+        *first_out = (uint64_t)mf_pg__col_i64(res, 0, 0) - n_seq + 1;
+        *generation_out = (uint64_t)mf_pg__col_i64(res, 0, 1);
+        for (size_t i = 0; i < n_models; i++)
+            mf_pg__directives_row(&dirs_out[i], res, (int)i, 3);
+    }
+    PQclear(res);
+    return err;
+}
+
+static int pg_checkin_begin(uint64_t *generation_out, uint64_t *first_out,
+                            struct mf_store_directives *dirs_out, struct mf_store *base,
+                            struct mf_ctx *ctx, const char *device_id, unsigned n_seq,
+                            const char *const *models, size_t n_models, int64_t now)
+{
+    char names[MF_STORE_CHECKIN_MAX_MODELS * MF_STORE_NAME_SIZE];
+    struct mf_pg_session *sess;
+    PGconn *c;
     int err;
 
     *generation_out = 0;
-    mf_pg__param_i64(&p, now);
-    mf_pg__param_text(&p, device_id);
-    /* As pg_device_touch, and the generation in the same round trip. */
-    err = mf_pg__run(&res, base, ctx,
-                     "WITH async AS (SELECT set_config('synchronous_commit', 'off', true))"
-                     " UPDATE devices SET last_seen = $1 FROM async WHERE device_id = $2"
-                     " RETURNING (SELECT generation FROM store_meta WHERE id = 1)",
-                     &p, "touching a device");
-    if (err == MF_OK && PQntuples(res) == 1)
-        *generation_out = (uint64_t)mf_pg__col_i64(res, 0, 0);
-    else if (err == MF_OK)
-        err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
-    PQclear(res);
+    *first_out = 0;
+    err = join_models(names, sizeof(names), ctx, models, n_models);
+    if (err == MF_OK)
+        err = mf_pg__get(&c, base, ctx);
+    if (err < 0)
+        return err;
+    err = begin_on(generation_out, first_out, dirs_out, c, ctx, device_id, n_seq, names, n_models,
+                   now);
+    /* Re-established under the statement: as pg_device_reserve_sequence. */
+    sess = mf_pg__session(c);
+    if (err == MF_E_IO && sess && !sess->floor_set && PQstatus(c) == CONNECTION_OK)
+        err = begin_on(generation_out, first_out, dirs_out, c, ctx, device_id, n_seq, names,
+                       n_models, now);
+    mf_pg__put(base, c);
     return err;
 }
 
@@ -1072,7 +1136,7 @@ static int pg_statuses_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_
         .telemetry_list = mf_pg__telemetry_list, .rollout_put = mf_pg__rollout_put,                \
         .rollout_get = mf_pg__rollout_get, .rollouts_list = mf_pg__rollouts_list,                  \
         .rollout_event_add = mf_pg__rollout_event_add,                                             \
-        .rollout_events_list = mf_pg__rollout_events_list, .checkin_touch = pg_checkin_touch,      \
+        .rollout_events_list = mf_pg__rollout_events_list, .checkin_begin = pg_checkin_begin,      \
     }
 
 const struct mf_store_ops mf_store__pg_ops = PG_OPS("postgresql", pg_open);

@@ -1015,42 +1015,55 @@ static int sqlite_device_reserve_sequence(uint64_t *first_out, struct mf_store *
     return err;
 }
 
-static int touch_locked(uint64_t *generation_out, struct sqlite_store *s, struct mf_ctx *ctx,
-                        const char *device_id, int64_t now)
+static int directives_locked(struct mf_store_directives *out, struct sqlite_store *s,
+                             struct mf_ctx *ctx, const char *device_id, const char *model);
+
+/* last_seen and the sequence block in one statement (one commit), with the generation. */
+static int begin_locked(uint64_t *generation_out, uint64_t *first_out, struct sqlite_store *s,
+                        struct mf_ctx *ctx, const char *device_id, unsigned n_seq, int64_t now)
 {
     sqlite3_stmt *st = NULL;
     int err = db_prepare(&st, s, ctx,
-                         "UPDATE devices SET last_seen = ? WHERE device_id = ?"
-                         " RETURNING (SELECT generation FROM store_meta WHERE id = 1)");
+                         "UPDATE devices SET last_seen = ?1, assign_seq = max(assign_seq, ?3) + ?4"
+                         " WHERE device_id = ?2 RETURNING assign_seq,"
+                         " (SELECT generation FROM store_meta WHERE id = 1)");
     int rc;
 
     if (err < 0)
         return err;
     sqlite3_bind_int64(st, 1, now);
     sqlite3_bind_text(st, 2, device_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)s->floor);
+    sqlite3_bind_int(st, 4, (int)n_seq);
     rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *generation_out = (uint64_t)sqlite3_column_int64(st, 0);
-    else if (rc == SQLITE_DONE)
+    if (rc == SQLITE_ROW) {
+        *first_out = (uint64_t)sqlite3_column_int64(st, 0) - n_seq + 1;
+        *generation_out = (uint64_t)sqlite3_column_int64(st, 1);
+    } else if (rc == SQLITE_DONE) {
         err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
-    else
-        err = db_fail(ctx, s, "touching a device");
-    /* Step to the end: the UPDATE commits when the statement is done. */
-    if (err == MF_OK && sqlite3_step(st) != SQLITE_DONE)
-        err = db_fail(ctx, s, "touching a device");
-    db_finish(s, st);
+    } else {
+        err = db_fail(ctx, s, "beginning a check-in");
+    }
+    db_finish(s, st); /* the UPDATE commits here */
     return err;
 }
 
-static int sqlite_checkin_touch(uint64_t *generation_out, struct mf_store *base, struct mf_ctx *ctx,
-                                const char *device_id, int64_t now)
+static int sqlite_checkin_begin(uint64_t *generation_out, uint64_t *first_out,
+                                struct mf_store_directives *dirs_out, struct mf_store *base,
+                                struct mf_ctx *ctx, const char *device_id, unsigned n_seq,
+                                const char *const *models, size_t n_models, int64_t now)
 {
     struct sqlite_store *s = to_sqlite(base);
     int err;
 
     *generation_out = 0;
+    *first_out = 0;
     store_lock(s);
-    NOT_DURABLE(s, ctx, touch_locked(generation_out, s, ctx, device_id, now));
+    err = epoch_locked(s, ctx);
+    if (err == MF_OK)
+        NOT_DURABLE(s, ctx, begin_locked(generation_out, first_out, s, ctx, device_id, n_seq, now));
+    for (size_t i = 0; err == MF_OK && i < n_models; i++)
+        err = directives_locked(&dirs_out[i], s, ctx, device_id, models[i]);
     store_unlock(s);
     return err;
 }
@@ -1398,11 +1411,11 @@ static int sqlite_pins_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_
                      &row, visit_pin, (any_fn)fn, payload);
 }
 
-static int sqlite_directives_get(struct mf_store_directives *out, struct mf_store *base,
-                                 struct mf_ctx *ctx, const char *device_id, const char *model)
+/* One statement: a check-in reads this on every model. Scopes: 1 device, 2 group,
+ * 3 channel, 4 fleet. The caller holds the lock. */
+static int directives_locked(struct mf_store_directives *out, struct sqlite_store *s,
+                             struct mf_ctx *ctx, const char *device_id, const char *model)
 {
-    /* One statement: a check-in reads this on every model, so it is one round trip on
-     * every backend. Scopes: 1 device, 2 group, 3 channel, 4 fleet. */
     static const char sql[] =
         "SELECT d.channel,"
         " (SELECT version FROM pins WHERE scope = 1 AND target = d.device_id AND model = ?2),"
@@ -1412,13 +1425,11 @@ static int sqlite_directives_get(struct mf_store_directives *out, struct mf_stor
         " (SELECT version FROM pins WHERE scope = 3 AND target = d.channel AND model = ?2),"
         " (SELECT version FROM pins WHERE scope = 4 AND target = '*' AND model = ?2)"
         " FROM devices d WHERE d.device_id = ?1";
-    struct sqlite_store *s = to_sqlite(base);
     sqlite3_stmt *st = NULL;
-    char grp[2 * MF_STORE_NAME_SIZE];
+    char grp[2 * MF_STORE_NAME_SIZE] = "";
     int err, rc;
 
     memset(out, 0, sizeof(*out));
-    store_lock(s);
     err = db_prepare(&st, s, ctx, sql);
     if (err == MF_OK) {
         sqlite3_bind_text(st, 1, device_id, -1, SQLITE_STATIC);
@@ -1437,7 +1448,6 @@ static int sqlite_directives_get(struct mf_store_directives *out, struct mf_stor
         }
     }
     db_finish(s, st);
-    store_unlock(s);
     if (err == MF_OK && grp[0]) {
         /* Names never contain '/', so the first one splits group from version. */
         const char *slash = strchr(grp, '/');
@@ -1447,6 +1457,18 @@ static int sqlite_directives_get(struct mf_store_directives *out, struct mf_stor
             (void)snprintf(out->group_pin, sizeof(out->group_pin), "%s", slash + 1);
         }
     }
+    return err;
+}
+
+static int sqlite_directives_get(struct mf_store_directives *out, struct mf_store *base,
+                                 struct mf_ctx *ctx, const char *device_id, const char *model)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    int err;
+
+    store_lock(s);
+    err = directives_locked(out, s, ctx, device_id, model);
+    store_unlock(s);
     return err;
 }
 
@@ -1825,5 +1847,5 @@ const struct mf_store_ops mf_store__sqlite_ops = {
     .rollouts_list = mf_sqlite__rollouts_list,
     .rollout_event_add = mf_sqlite__rollout_event_add,
     .rollout_events_list = mf_sqlite__rollout_events_list,
-    .checkin_touch = sqlite_checkin_touch,
+    .checkin_begin = sqlite_checkin_begin,
 };

@@ -18,8 +18,9 @@
 
 #include <stdint.h>
 
-#define MF_STORE_NAME_SIZE 65   /* 64 characters + NUL */
-#define MF_STORE_DETAIL_MAX 512 /* report detail, characters */
+#define MF_STORE_NAME_SIZE 65          /* 64 characters + NUL */
+#define MF_STORE_DETAIL_MAX 512        /* report detail, characters */
+#define MF_STORE_CHECKIN_MAX_MODELS 64 /* models of one checkin_begin */
 
 struct mf_store_version {
     char model[MF_STORE_NAME_SIZE];
@@ -458,13 +459,20 @@ struct mf_store_ops {
 
     /* ---- Appended with migration 6 (the check-in fast path). ---- */
 
-    /* device_touch without waiting for the disk (last_seen is informational), returning
-     * the store generation: a number every committed change to trust documents, models,
-     * versions and releases, deltas or rollouts raises in its own transaction, so a node
-     * may keep what it read of those while the generation it reads stays the same
-     * (director/checkin_cache.h). MF_E_NOTFOUND for an unknown device. */
-    int (*checkin_touch)(uint64_t *generation_out, struct mf_store *s, struct mf_ctx *ctx,
-                         const char *device_id, int64_t now);
+    /* A check-in's store work before its answer, in one round trip: sets last_seen,
+     * reserves `n_seq` numbers of the device's assignment sequence (device_reserve_sequence;
+     * n_seq may be 0, *first_out is then the next number), reads the directives of each of
+     * `models` (n_models valid names, at most MF_STORE_CHECKIN_MAX_MODELS) into dirs_out[i] as
+     * directives_get does, and returns the store generation: a number every committed change to
+     * trust documents, models, versions and releases, deltas or rollouts raises in its own
+     * transaction, so a node may keep what it read of those while the generation it reads
+     * stays the same (director/checkin_cache.h). Its writes do not wait for the disk
+     * (last_seen is informational; the sequence as device_reserve_sequence says).
+     * MF_E_NOTFOUND for an unknown device. */
+    int (*checkin_begin)(uint64_t *generation_out, uint64_t *first_out,
+                         struct mf_store_directives *dirs_out, struct mf_store *s,
+                         struct mf_ctx *ctx, const char *device_id, unsigned n_seq,
+                         const char *const *models, size_t n_models, int64_t now);
 };
 
 struct mf_store {

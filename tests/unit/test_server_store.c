@@ -335,7 +335,17 @@ static void new_rollout(struct mf_store_rollout *r)
     (void)snprintf(r->plan, sizeof(r->plan), "{}");
 }
 
-/* The generation checkin_touch returns rises with every change to what nodes cache for
+/* checkin_begin with no model and no numbers: the generation alone. */
+static uint64_t generation(struct store_fixture *f, struct mf_store *s)
+{
+    uint64_t g = 0, first = 0;
+
+    assert_int_equal(s->ops->checkin_begin(&g, &first, NULL, s, &f->ctx, "dev-1", 0, NULL, 0, 9),
+                     MF_OK);
+    return g;
+}
+
+/* The generation checkin_begin returns rises with every change to what nodes cache for
  * check-ins, whichever op makes it, and stays put for check-ins' own writes. */
 static void test_server_store__generation_follows_cached_tables(void **state)
 {
@@ -348,21 +358,21 @@ static void test_server_store__generation_follows_cached_tables(void **state)
     uint8_t hash[MF_SHA256_LEN] = {9};
     uint64_t g = 0, prev = 0, first = 0;
 
-    assert_int_equal(s->ops->checkin_touch(&g, s, &f->ctx, "ghost", 5), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->checkin_begin(&g, &first, NULL, s, &f->ctx, "ghost", 0, NULL, 0, 5),
+                     MF_E_NOTFOUND);
     assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", hash, 1), MF_OK);
-    assert_int_equal(s->ops->checkin_touch(&prev, s, &f->ctx, "dev-1", 5), MF_OK);
+    prev = generation(f, s);
     assert_true(prev >= 1);
     /* A check-in's own writes, and per-device directives (read on every check-in), do not
      * move it. */
     assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1), MF_OK);
     assert_int_equal(s->ops->device_touch(s, &f->ctx, "dev-1", 6), MF_OK);
     assert_int_equal(s->ops->pin_set(s, &f->ctx, &pin), MF_OK);
-    assert_int_equal(s->ops->checkin_touch(&g, s, &f->ctx, "dev-1", 7), MF_OK);
-    assert_int_equal(g, prev);
+    assert_int_equal(generation(f, s), prev);
 #define EXPECT_RISE(call)                                                                          \
     do {                                                                                           \
         assert_int_equal((call), MF_OK);                                                           \
-        assert_int_equal(s->ops->checkin_touch(&g, s, &f->ctx, "dev-1", 8), MF_OK);                \
+        g = generation(f, s);                                                                      \
         assert_true(g > prev);                                                                     \
         prev = g;                                                                                  \
     } while (0)
@@ -382,6 +392,49 @@ static void test_server_store__generation_follows_cached_tables(void **state)
     (void)snprintf(r.state, sizeof(r.state), "paused");
     EXPECT_RISE(s->ops->rollout_put(s, &f->ctx, &r, "running"));
 #undef EXPECT_RISE
+}
+
+/* checkin_begin is device_touch + device_reserve_sequence + directives_get of each model in
+ * one go: the same numbers, the same directives, in model order. */
+static void test_server_store__checkin_begin(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    static const char *const models[] = {"det", "cls", "seg"};
+    const char *groups[] = {"lab"};
+    struct mf_store_pin pins[] = {
+        {MF_STORE_PIN_DEVICE, "dev-1", "det", "v1", 1},
+        {MF_STORE_PIN_GROUP, "lab", "cls", "v7", 1},
+        {MF_STORE_PIN_CHANNEL, "beta", "cls", "v3", 1},
+        {MF_STORE_PIN_FLEET, "*", "seg", "v2", 1},
+    };
+    struct mf_store_directives dirs[3], want;
+    uint8_t hash[MF_SHA256_LEN] = {3};
+    uint64_t g = 0, first = 0, next = 0;
+
+    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", hash, 1), MF_OK);
+    assert_int_equal(s->ops->device_groups_set(s, &f->ctx, "dev-1", groups, 1), MF_OK);
+    assert_int_equal(s->ops->device_channel_set(s, &f->ctx, "dev-1", "beta"), MF_OK);
+    for (size_t i = 0; i < sizeof(pins) / sizeof(pins[0]); i++)
+        assert_int_equal(s->ops->pin_set(s, &f->ctx, &pins[i]), MF_OK);
+    assert_int_equal(s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", 3, models, 3, 77),
+                     MF_OK);
+    assert_int_equal(first, 1);
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(s->ops->directives_get(&want, s, &f->ctx, "dev-1", models[i]), MF_OK);
+        assert_memory_equal(&dirs[i], &want, sizeof(want));
+    }
+    assert_string_equal(dirs[0].device_pin, "v1");
+    assert_string_equal(dirs[1].group, "lab");
+    assert_string_equal(dirs[1].group_pin, "v7");
+    assert_string_equal(dirs[1].channel_version, "v3");
+    assert_string_equal(dirs[2].fleet_rollback, "v2");
+    /* The block was reserved: the next number follows it. */
+    assert_int_equal(s->ops->device_reserve_sequence(&next, s, &f->ctx, "dev-1", 1), MF_OK);
+    assert_int_equal(next, 4);
+    assert_int_equal(s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", 0, NULL, 0, 78),
+                     MF_OK);
+    assert_int_equal(first, 5); /* no numbers taken: the next one */
 }
 
 static void test_server_store__report_unknown_device(void **state)
@@ -482,6 +535,8 @@ int main(void)
                                         store_setup, store_teardown),
         cmocka_unit_test_setup_teardown(test_server_store__generation_follows_cached_tables,
                                         store_setup, store_teardown),
+        cmocka_unit_test_setup_teardown(test_server_store__checkin_begin, store_setup,
+                                        store_teardown),
         cmocka_unit_test_setup_teardown(test_server_store__init_data_dir_idempotent, store_setup,
                                         store_teardown),
     };
