@@ -919,16 +919,21 @@ static int begin_on(uint64_t *generation_out, uint64_t *first_out,
 {
     /* The device row's UPDATE (last_seen, the sequence block above the session's floor,
      * without waiting for the WAL flush: see raise_epoch), then one row per model with its
-     * directives, in model order; no model: one row with NULL directives. */
+     * directives, in model order; no model: one row with NULL directives. The models come
+     * through a sub-select so the planner never sees their value: its estimate is then the
+     * same for every call, and the prepared statement settles on one generic plan instead
+     * of planning each check-in anew. */
     static const char sql[] =
         "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),"
         " d AS (UPDATE devices SET last_seen = $1, assign_seq = greatest(assign_seq,"
         "  current_setting('mf.seq_floor')::bigint) + $3 FROM async WHERE device_id = $2"
         "  RETURNING id, device_id, channel, assign_seq)"
-        " SELECT d.assign_seq, (SELECT generation FROM store_meta WHERE id = 1), "
-        "m.ord, " MF_PG_DIRECTIVE_COLUMNS("m.model") " FROM d LEFT JOIN unnest(string_to_array($4, "
-                                                     "'/')) WITH ORDINALITY AS m(model, ord)"
-                                                     " ON true ORDER BY m.ord";
+        " SELECT d.assign_seq, (SELECT generation FROM store_meta WHERE id = 1), m.ord, "
+        /* clang-format off */
+        MF_PG_DIRECTIVE_COLUMNS("m.model")
+        /* clang-format on */
+        " FROM d LEFT JOIN unnest(string_to_array((SELECT $4::text), '/')) WITH ORDINALITY"
+        " AS m(model, ord) ON true ORDER BY m.ord";
     struct mf_pg_params p = {0};
     PGresult *res = NULL;
     int err = raise_epoch(c, ctx);
