@@ -40,7 +40,7 @@ void mf_server__options_init(struct mf_server_options *o)
     o->max_upload = MF_SERVER_DEFAULT_MAX_UPLOAD;
     o->conn_timeout_s = 120;
     o->conn_limit = 256;
-    o->threads = 4;
+    o->threads = 0; /* by store: see mf_store_ops.default_threads */
     o->device_rate = 5.0;
     o->device_burst = 30.0;
     o->delta_worker = 1;
@@ -296,8 +296,9 @@ int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf
     s->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, mf_httpd__on_request, &s->env, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger,
         &s->env, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
-        o->threads, MHD_OPTION_CONNECTION_TIMEOUT, o->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        o->conn_limit, MHD_OPTION_NOTIFY_COMPLETED, mf_httpd__on_completed, &s->env,
+        o->threads ? o->threads : s->env.store->ops->default_threads, MHD_OPTION_CONNECTION_TIMEOUT,
+        o->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, o->conn_limit, MHD_OPTION_NOTIFY_COMPLETED,
+        mf_httpd__on_completed, &s->env,
         s->tls_cert.len ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END,
         (const char *)s->tls_cert.data, MHD_OPTION_HTTPS_MEM_KEY, (const char *)s->tls_key.data,
         MHD_OPTION_END);

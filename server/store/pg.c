@@ -1111,15 +1111,16 @@ static int pg_statuses_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_
 /* Both URL schemes libpq accepts select this backend; one list of ops serves both. */
 #define PG_OPS(scheme_name, open_fn)                                                               \
     {                                                                                              \
-        .scheme = scheme_name, .open = open_fn, .close = pg_close, .migrate = pg_migrate,          \
-        .schema_version = pg_schema_version, .token_count = pg_token_count,                        \
-        .token_insert = pg_token_insert, .token_check = pg_token_check,                            \
-        .device_enroll = pg_device_enroll, .device_auth = pg_device_auth,                          \
-        .device_touch = pg_device_touch, .version_insert = pg_version_insert,                      \
-        .version_get = pg_version_get, .version_latest = pg_version_latest,                        \
-        .release_set = pg_release_set, .release_get = pg_release_get,                              \
-        .release_latest = pg_release_latest, .trust_put = pg_trust_put,                            \
-        .trust_latest = pg_trust_latest, .trust_roots_after = pg_trust_roots_after,                \
+        .scheme = scheme_name, .default_threads = MF_PG_POOL_MAX, .open = open_fn,                 \
+        .close = pg_close, .migrate = pg_migrate, .schema_version = pg_schema_version,             \
+        .token_count = pg_token_count, .token_insert = pg_token_insert,                            \
+        .token_check = pg_token_check, .device_enroll = pg_device_enroll,                          \
+        .device_auth = pg_device_auth, .device_touch = pg_device_touch,                            \
+        .version_insert = pg_version_insert, .version_get = pg_version_get,                        \
+        .version_latest = pg_version_latest, .release_set = pg_release_set,                        \
+        .release_get = pg_release_get, .release_latest = pg_release_latest,                        \
+        .trust_put = pg_trust_put, .trust_latest = pg_trust_latest,                                \
+        .trust_roots_after = pg_trust_roots_after,                                                 \
         .device_reserve_sequence = pg_device_reserve_sequence, .report_insert = pg_report_insert,  \
         .versions_list = pg_versions_list, .devices_list = pg_devices_list,                        \
         .statuses_list = pg_statuses_list, .device_groups_set = mf_pg__device_groups_set,          \

@@ -1789,6 +1789,7 @@ void mf_sqlite__unlock(struct mf_store *base)
 const struct mf_store_ops mf_store__sqlite_ops = {
     .scheme = "sqlite",
     .open = sqlite_open,
+    .default_threads = 4,
     .close = sqlite_close,
     .migrate = sqlite_migrate,
     .schema_version = sqlite_schema_version,

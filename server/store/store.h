@@ -245,6 +245,10 @@ struct mf_store;
 
 struct mf_store_ops {
     const char *scheme; /* URL scheme this backend serves */
+    /* Worker threads a node runs on this backend unless told otherwise: SQLite does its
+     * work in the calling thread, so a few threads keep the cores busy; on PostgreSQL a
+     * check-in thread mostly waits for its round trips, so one per pooled connection. */
+    unsigned default_threads;
     /* `create` 0: the store must already exist (serve); 1: create it (init). */
     int (*open)(struct mf_store **out, struct mf_ctx *ctx, const char *location, int create);
     void (*close)(struct mf_store *s); /* NULL is a no-op */
