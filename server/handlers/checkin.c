@@ -318,21 +318,32 @@ int mf_handlers__checkin(struct mf_httpd_req *r)
 
     err = mf_reqparse__checkin(&req, &r->ctx, r->json);
     if (err == MF_OK)
-        err = mf_rollout__ingest(&stored, s, &r->ctx, r->device_id, r->json, mf_handlers__now());
+        err = mf_rollout__ingest_check(&r->ctx, r->json);
     if (err == MF_E_INVALID) /* runtime reports: all valid or none stored (docs/rollouts.md) */
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "%s", mf_ctx__errmsg(&r->ctx));
     if (err < 0)
         return err;
-    mf_metrics__count(&r->env->metrics->checkins, 1);
     w = mf_calloc(&r->ctx.alloc, 1, sizeof(*w));
     if (!w)
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory answering a check-in");
     for (size_t i = 0; i < req.n_models; i++)
         models[i] = req.models[i].name;
     /* last_seen, the sequence block, the directives and the generation the node's cache
-     * is valid for (checkin_cache.h): one round trip. */
+     * is valid for (checkin_cache.h), in one round trip that also verifies the credential
+     * the router may have taken from its cache (the route verifies_credential). Telemetry
+     * is stored only after that. */
     err = s->ops->checkin_begin(&v.generation, &w->first, w->dirs, s, &r->ctx, r->device_id,
-                                (unsigned)req.n_models, models, req.n_models, mf_handlers__now());
+                                r->cred_hash, (unsigned)req.n_models, models, req.n_models,
+                                mf_handlers__now());
+    if (err == MF_E_AUTH) {
+        mf_free(&r->ctx.alloc, w);
+        err = mf_httpd__deny_credential(r);
+        return err == MF_E_AUTH ? MF_OK : err;
+    }
+    if (err == MF_OK)
+        mf_metrics__count(&r->env->metrics->checkins, 1);
+    if (err == MF_OK)
+        err = mf_rollout__ingest(&stored, s, &r->ctx, r->device_id, r->json, mf_handlers__now());
     if (err == MF_OK)
         err = build_reply(&body, w, r, &v, &req);
     mf_free(&r->ctx.alloc, w);

@@ -914,8 +914,8 @@ static int join_models(char *out, size_t size, struct mf_ctx *ctx, const char *c
 
 static int begin_on(uint64_t *generation_out, uint64_t *first_out,
                     struct mf_store_directives *dirs_out, PGconn *c, struct mf_ctx *ctx,
-                    const char *device_id, unsigned n_seq, const char *models, size_t n_models,
-                    int64_t now)
+                    const char *device_id, const uint8_t *cred_hash, unsigned n_seq,
+                    const char *models, size_t n_models, int64_t now)
 {
     /* The device row's UPDATE (last_seen, the sequence block above the session's floor,
      * without waiting for the WAL flush: see raise_epoch), then one row per model with its
@@ -927,6 +927,7 @@ static int begin_on(uint64_t *generation_out, uint64_t *first_out,
         "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),"
         " d AS (UPDATE devices SET last_seen = $1, assign_seq = greatest(assign_seq,"
         "  current_setting('mf.seq_floor')::bigint) + $3 FROM async WHERE device_id = $2"
+        "  AND credential_hash = $5"
         "  RETURNING id, device_id, channel, assign_seq)"
         " SELECT d.assign_seq, (SELECT generation FROM store_meta WHERE id = 1), m.ord, "
         /* clang-format off */
@@ -944,9 +945,11 @@ static int begin_on(uint64_t *generation_out, uint64_t *first_out,
     mf_pg__param_text(&p, device_id);
     mf_pg__param_i64(&p, n_seq);
     mf_pg__param_text(&p, models);
+    mf_pg__param_blob(&p, cred_hash, MF_SHA256_LEN);
     err = mf_pg__query(&res, c, ctx, sql, &p, "beginning a check-in");
     if (err == MF_OK && PQntuples(res) == 0)
-        err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
+        err = mf_fail(ctx, MF_E_AUTH, "device '%s' does not hold that credential (any more)",
+                      device_id);
     if (err == MF_OK && (size_t)PQntuples(res) != (n_models ? n_models : 1))
         err = mf_fail(ctx, MF_E_STATE, "check-in of %zu models read %d directive rows", n_models,
                       PQntuples(res));
@@ -962,7 +965,8 @@ static int begin_on(uint64_t *generation_out, uint64_t *first_out,
 
 static int pg_checkin_begin(uint64_t *generation_out, uint64_t *first_out,
                             struct mf_store_directives *dirs_out, struct mf_store *base,
-                            struct mf_ctx *ctx, const char *device_id, unsigned n_seq,
+                            struct mf_ctx *ctx, const char *device_id,
+                            const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
                             const char *const *models, size_t n_models, int64_t now)
 {
     char names[MF_STORE_CHECKIN_MAX_MODELS * MF_STORE_NAME_SIZE];
@@ -977,13 +981,13 @@ static int pg_checkin_begin(uint64_t *generation_out, uint64_t *first_out,
         err = mf_pg__get(&c, base, ctx);
     if (err < 0)
         return err;
-    err = begin_on(generation_out, first_out, dirs_out, c, ctx, device_id, n_seq, names, n_models,
-                   now);
+    err = begin_on(generation_out, first_out, dirs_out, c, ctx, device_id, cred_hash, n_seq, names,
+                   n_models, now);
     /* Re-established under the statement: as pg_device_reserve_sequence. */
     sess = mf_pg__session(c);
     if (err == MF_E_IO && sess && !sess->floor_set && PQstatus(c) == CONNECTION_OK)
-        err = begin_on(generation_out, first_out, dirs_out, c, ctx, device_id, n_seq, names,
-                       n_models, now);
+        err = begin_on(generation_out, first_out, dirs_out, c, ctx, device_id, cred_hash, n_seq,
+                       names, n_models, now);
     mf_pg__put(base, c);
     return err;
 }

@@ -177,14 +177,22 @@ int mf_pg__pins_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_pin_fn 
 
 void mf_pg__directives_row(struct mf_store_directives *out, const PGresult *res, int row, int col)
 {
+    char grp[2 * MF_STORE_NAME_SIZE];
+    const char *slash;
+
     /* NULL columns (no such directive) read as "". */
     memset(out, 0, sizeof(*out));
     mf_pg__col_text(out->channel, sizeof(out->channel), res, row, col);
     mf_pg__col_text(out->device_pin, sizeof(out->device_pin), res, row, col + 1);
-    mf_pg__col_text(out->group, sizeof(out->group), res, row, col + 2);
-    mf_pg__col_text(out->group_pin, sizeof(out->group_pin), res, row, col + 3);
-    mf_pg__col_text(out->channel_version, sizeof(out->channel_version), res, row, col + 4);
-    mf_pg__col_text(out->fleet_rollback, sizeof(out->fleet_rollback), res, row, col + 5);
+    mf_pg__col_text(grp, sizeof(grp), res, row, col + 2);
+    mf_pg__col_text(out->channel_version, sizeof(out->channel_version), res, row, col + 3);
+    mf_pg__col_text(out->fleet_rollback, sizeof(out->fleet_rollback), res, row, col + 4);
+    /* Names never contain '/', so the first one splits group from version. */
+    slash = strchr(grp, '/');
+    if (slash) {
+        (void)snprintf(out->group, sizeof(out->group), "%.*s", (int)(slash - grp), grp);
+        (void)snprintf(out->group_pin, sizeof(out->group_pin), "%s", slash + 1);
+    }
 }
 
 int mf_pg__directives_get(struct mf_store_directives *out, struct mf_store *base,

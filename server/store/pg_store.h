@@ -48,17 +48,14 @@ void mf_pg__put(struct mf_store *base, PGconn *c);
         }                                                                                          \
     } while (0)
 
-/* The directives of device row `d` for the model `model_expr` (an SQL expression) as six
- * columns (scopes: 1 device, 2 group: the first group by name that pins the model,
- * 3 channel, 4 fleet), and their reader from column `col` of a result row. */
+/* The directives of device row `d` for the model `model_expr` (an SQL expression) as five
+ * columns (scopes: 1 device, 2 group: "group/version" of the first group by name that pins
+ * the model, 3 channel, 4 fleet), and their reader from column `col` of a result row. */
 #define MF_PG_DIRECTIVE_COLUMNS(model_expr)                                                        \
     "d.channel,"                                                                                   \
     " (SELECT version FROM pins WHERE scope = 1 AND target = d.device_id AND model = " model_expr  \
     "),"                                                                                           \
-    " (SELECT p.target FROM pins p JOIN device_groups g ON g.grp = p.target"                       \
-    "   AND g.device_id = d.id WHERE p.scope = 2 AND p.model = " model_expr                        \
-    "   ORDER BY p.target COLLATE \"C\" LIMIT 1),"                                                 \
-    " (SELECT p.version FROM pins p JOIN device_groups g ON g.grp = p.target"                      \
+    " (SELECT p.target || '/' || p.version FROM pins p JOIN device_groups g ON g.grp = p.target"   \
     "   AND g.device_id = d.id WHERE p.scope = 2 AND p.model = " model_expr                        \
     "   ORDER BY p.target COLLATE \"C\" LIMIT 1),"                                                 \
     " (SELECT version FROM pins WHERE scope = 3 AND target = d.channel AND model = " model_expr    \

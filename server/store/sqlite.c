@@ -1020,12 +1020,13 @@ static int directives_locked(struct mf_store_directives *out, struct sqlite_stor
 
 /* last_seen and the sequence block in one statement (one commit), with the generation. */
 static int begin_locked(uint64_t *generation_out, uint64_t *first_out, struct sqlite_store *s,
-                        struct mf_ctx *ctx, const char *device_id, unsigned n_seq, int64_t now)
+                        struct mf_ctx *ctx, const char *device_id,
+                        const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq, int64_t now)
 {
     sqlite3_stmt *st = NULL;
     int err = db_prepare(&st, s, ctx,
                          "UPDATE devices SET last_seen = ?1, assign_seq = max(assign_seq, ?3) + ?4"
-                         " WHERE device_id = ?2 RETURNING assign_seq,"
+                         " WHERE device_id = ?2 AND credential_hash = ?5 RETURNING assign_seq,"
                          " (SELECT generation FROM store_meta WHERE id = 1)");
     int rc;
 
@@ -1035,12 +1036,14 @@ static int begin_locked(uint64_t *generation_out, uint64_t *first_out, struct sq
     sqlite3_bind_text(st, 2, device_id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, (sqlite3_int64)s->floor);
     sqlite3_bind_int(st, 4, (int)n_seq);
+    sqlite3_bind_blob(st, 5, cred_hash, MF_SHA256_LEN, SQLITE_STATIC);
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         *first_out = (uint64_t)sqlite3_column_int64(st, 0) - n_seq + 1;
         *generation_out = (uint64_t)sqlite3_column_int64(st, 1);
     } else if (rc == SQLITE_DONE) {
-        err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
+        err = mf_fail(ctx, MF_E_AUTH, "device '%s' does not hold that credential (any more)",
+                      device_id);
     } else {
         err = db_fail(ctx, s, "beginning a check-in");
     }
@@ -1050,7 +1053,8 @@ static int begin_locked(uint64_t *generation_out, uint64_t *first_out, struct sq
 
 static int sqlite_checkin_begin(uint64_t *generation_out, uint64_t *first_out,
                                 struct mf_store_directives *dirs_out, struct mf_store *base,
-                                struct mf_ctx *ctx, const char *device_id, unsigned n_seq,
+                                struct mf_ctx *ctx, const char *device_id,
+                                const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
                                 const char *const *models, size_t n_models, int64_t now)
 {
     struct sqlite_store *s = to_sqlite(base);
@@ -1061,7 +1065,9 @@ static int sqlite_checkin_begin(uint64_t *generation_out, uint64_t *first_out,
     store_lock(s);
     err = epoch_locked(s, ctx);
     if (err == MF_OK)
-        NOT_DURABLE(s, ctx, begin_locked(generation_out, first_out, s, ctx, device_id, n_seq, now));
+        NOT_DURABLE(
+            s, ctx,
+            begin_locked(generation_out, first_out, s, ctx, device_id, cred_hash, n_seq, now));
     for (size_t i = 0; err == MF_OK && i < n_models; i++)
         err = directives_locked(&dirs_out[i], s, ctx, device_id, models[i]);
     store_unlock(s);

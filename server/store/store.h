@@ -471,11 +471,14 @@ struct mf_store_ops {
      * trust documents, models, versions and releases, deltas or rollouts raises in its own
      * transaction, so a node may keep what it read of those while the generation it reads
      * stays the same (director/checkin_cache.h). Its writes do not wait for the disk
-     * (last_seen is informational; the sequence as device_reserve_sequence says).
-     * MF_E_NOTFOUND for an unknown device. */
+     * (last_seen is informational; the sequence as device_reserve_sequence says). Only
+     * while `cred_hash` is still the device's credential (not re-enrolled or revoked since
+     * the request was authenticated): MF_E_AUTH and nothing written otherwise, or for an
+     * unknown device. */
     int (*checkin_begin)(uint64_t *generation_out, uint64_t *first_out,
                          struct mf_store_directives *dirs_out, struct mf_store *s,
-                         struct mf_ctx *ctx, const char *device_id, unsigned n_seq,
+                         struct mf_ctx *ctx, const char *device_id,
+                         const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
                          const char *const *models, size_t n_models, int64_t now);
 };
 

@@ -69,11 +69,12 @@ static int cache_teardown(void **state)
 /* The generation a check-in would read now. */
 static struct mf_ccache_view view_now(struct cache_fixture *f)
 {
+    static const uint8_t hash[MF_SHA256_LEN] = {1};
     struct mf_ccache_view v = {f->c, f->s, &f->ctx, 0};
     uint64_t first = 0;
 
     assert_int_equal(f->s->ops->checkin_begin(&v.generation, &first, NULL, f->s, &f->ctx, "dev-1",
-                                              0, NULL, 0, 1),
+                                              hash, 0, NULL, 0, 1),
                      MF_OK);
     return v;
 }

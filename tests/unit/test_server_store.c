@@ -335,13 +335,16 @@ static void new_rollout(struct mf_store_rollout *r)
     (void)snprintf(r->plan, sizeof(r->plan), "{}");
 }
 
+static const uint8_t dev1_hash[MF_SHA256_LEN] = {9};
+
 /* checkin_begin with no model and no numbers: the generation alone. */
 static uint64_t generation(struct store_fixture *f, struct mf_store *s)
 {
     uint64_t g = 0, first = 0;
 
-    assert_int_equal(s->ops->checkin_begin(&g, &first, NULL, s, &f->ctx, "dev-1", 0, NULL, 0, 9),
-                     MF_OK);
+    assert_int_equal(
+        s->ops->checkin_begin(&g, &first, NULL, s, &f->ctx, "dev-1", dev1_hash, 0, NULL, 0, 9),
+        MF_OK);
     return g;
 }
 
@@ -355,12 +358,12 @@ static void test_server_store__generation_follows_cached_tables(void **state)
     struct mf_store_delta d = {.model = "det", .size = 5, .format = "mfdelta", .created_at = 1};
     struct mf_store_pin pin = {MF_STORE_PIN_DEVICE, "dev-1", "det", "v1", 1};
     struct mf_store_rollout r;
-    uint8_t hash[MF_SHA256_LEN] = {9};
     uint64_t g = 0, prev = 0, first = 0;
 
-    assert_int_equal(s->ops->checkin_begin(&g, &first, NULL, s, &f->ctx, "ghost", 0, NULL, 0, 5),
-                     MF_E_NOTFOUND);
-    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", hash, 1), MF_OK);
+    assert_int_equal(
+        s->ops->checkin_begin(&g, &first, NULL, s, &f->ctx, "ghost", dev1_hash, 0, NULL, 0, 5),
+        MF_E_AUTH);
+    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", dev1_hash, 1), MF_OK);
     prev = generation(f, s);
     assert_true(prev >= 1);
     /* A check-in's own writes, and per-device directives (read on every check-in), do not
@@ -409,7 +412,7 @@ static void test_server_store__checkin_begin(void **state)
         {MF_STORE_PIN_FLEET, "*", "seg", "v2", 1},
     };
     struct mf_store_directives dirs[3], want;
-    uint8_t hash[MF_SHA256_LEN] = {3};
+    uint8_t hash[MF_SHA256_LEN] = {3}, other[MF_SHA256_LEN] = {4};
     uint64_t g = 0, first = 0, next = 0;
 
     assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", hash, 1), MF_OK);
@@ -417,8 +420,9 @@ static void test_server_store__checkin_begin(void **state)
     assert_int_equal(s->ops->device_channel_set(s, &f->ctx, "dev-1", "beta"), MF_OK);
     for (size_t i = 0; i < sizeof(pins) / sizeof(pins[0]); i++)
         assert_int_equal(s->ops->pin_set(s, &f->ctx, &pins[i]), MF_OK);
-    assert_int_equal(s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", 3, models, 3, 77),
-                     MF_OK);
+    assert_int_equal(
+        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 3, models, 3, 77),
+        MF_OK);
     assert_int_equal(first, 1);
     for (size_t i = 0; i < 3; i++) {
         assert_int_equal(s->ops->directives_get(&want, s, &f->ctx, "dev-1", models[i]), MF_OK);
@@ -432,9 +436,22 @@ static void test_server_store__checkin_begin(void **state)
     /* The block was reserved: the next number follows it. */
     assert_int_equal(s->ops->device_reserve_sequence(&next, s, &f->ctx, "dev-1", 1), MF_OK);
     assert_int_equal(next, 4);
-    assert_int_equal(s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", 0, NULL, 0, 78),
-                     MF_OK);
+    assert_int_equal(
+        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 0, NULL, 0, 78), MF_OK);
     assert_int_equal(first, 5); /* no numbers taken: the next one */
+    /* A credential the device no longer holds (re-enrolled, revoked): refused, and nothing
+     * written, so the next number is still 5. */
+    assert_int_equal(
+        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", other, 2, models, 2, 79),
+        MF_E_AUTH);
+    assert_int_equal(s->ops->device_revoke(s, &f->ctx, "dev-1"), MF_OK);
+    assert_int_equal(
+        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 2, models, 2, 80),
+        MF_E_AUTH);
+    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", other, 81), MF_OK);
+    assert_int_equal(
+        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", other, 0, NULL, 0, 82), MF_OK);
+    assert_int_equal(first, 5);
 }
 
 static void test_server_store__report_unknown_device(void **state)
