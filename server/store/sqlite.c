@@ -1047,7 +1047,29 @@ static int begin_locked(uint64_t *generation_out, uint64_t *first_out, struct sq
     } else {
         err = db_fail(ctx, s, "beginning a check-in");
     }
-    db_finish(s, st); /* the UPDATE commits here */
+    db_finish(s, st);
+    return err;
+}
+
+/* begin_locked and the directives of each model, in one transaction: one round of the WAL's
+ * locks instead of one per statement. */
+static int begin_tx_locked(uint64_t *generation_out, uint64_t *first_out,
+                           struct mf_store_directives *dirs_out, struct sqlite_store *s,
+                           struct mf_ctx *ctx, const char *device_id,
+                           const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
+                           const char *const *models, size_t n_models, int64_t now)
+{
+    int err = db_run(s, ctx, "BEGIN IMMEDIATE");
+
+    if (err < 0)
+        return err;
+    err = begin_locked(generation_out, first_out, s, ctx, device_id, cred_hash, n_seq, now);
+    for (size_t i = 0; err == MF_OK && i < n_models; i++)
+        err = directives_locked(&dirs_out[i], s, ctx, device_id, models[i]);
+    if (err == MF_OK)
+        err = db_run(s, ctx, "COMMIT");
+    if (err < 0)
+        (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     return err;
 }
 
@@ -1065,11 +1087,9 @@ static int sqlite_checkin_begin(uint64_t *generation_out, uint64_t *first_out,
     store_lock(s);
     err = epoch_locked(s, ctx);
     if (err == MF_OK)
-        NOT_DURABLE(
-            s, ctx,
-            begin_locked(generation_out, first_out, s, ctx, device_id, cred_hash, n_seq, now));
-    for (size_t i = 0; err == MF_OK && i < n_models; i++)
-        err = directives_locked(&dirs_out[i], s, ctx, device_id, models[i]);
+        NOT_DURABLE(s, ctx,
+                    begin_tx_locked(generation_out, first_out, dirs_out, s, ctx, device_id,
+                                    cred_hash, n_seq, models, n_models, now));
     store_unlock(s);
     return err;
 }
