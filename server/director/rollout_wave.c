@@ -16,15 +16,21 @@
 int mf_rollout__wave_cached(struct mf_store_version *out, const struct mf_ccache_view *v,
                             const char *device_id, const char *model)
 {
-    struct mf_store_rollout *r = mf_calloc(NULL, 1, sizeof(*r));
-    struct mf_rollout_plan *plan = mf_calloc(NULL, 1, sizeof(*plan));
+    struct mf_store_rollout *r = mf_alloc(NULL, sizeof(*r));
+    struct mf_rollout_plan *plan = NULL;
     int wave = -1;
     int err;
 
-    err = r && plan ? mf_ccache__rollout_newest(r, v, model)
-                    : mf_fail(v->ctx, MF_E_NOMEM, "out of memory reading rollouts");
+    /* Most models have no rollout: the plan is only allocated for one that has. */
+    err = r ? mf_ccache__rollout_newest(r, v, model)
+            : mf_fail(v->ctx, MF_E_NOMEM, "out of memory reading rollouts");
     if (err == MF_OK && (strcmp(r->state, "halted") == 0 || strcmp(r->state, "rolled_back") == 0))
         err = MF_E_NOTFOUND; /* no message: "no wave" is the normal answer, not a failure */
+    if (err == MF_OK) {
+        plan = mf_calloc(NULL, 1, sizeof(*plan));
+        if (!plan)
+            err = mf_fail(v->ctx, MF_E_NOMEM, "out of memory reading rollouts");
+    }
     if (err == MF_OK)
         err = mf_rollout__plan_load(plan, v->ctx, r);
     if (err == MF_OK)

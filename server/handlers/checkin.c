@@ -31,16 +31,37 @@
 _Static_assert(MF_CHECKIN_MAX_MODELS <= MF_STORE_CHECKIN_MAX_MODELS,
                "checkin_begin reads the directives of every model of a check-in");
 
+/* Sized for the request's models (most check-ins name one or two), in one allocation. */
 struct checkin_work {
-    /* From checkin_begin: the directives of each model of the request (in its order) and
-     * the first of the sequence numbers reserved for them. */
-    struct mf_store_directives dirs[MF_CHECKIN_MAX_MODELS];
-    uint64_t first;
-    struct mf_store_version v[MF_CHECKIN_MAX_MODELS];
-    const char *from_sha256[MF_CHECKIN_MAX_MODELS]; /* installed sha256 (deltas), or NULL */
-    size_t n;
     struct mf_policy_input in; /* one model at a time */
+    /* From checkin_begin: the first of the sequence numbers reserved for the models, and
+     * the directives of each model of the request (in its order). */
+    uint64_t first;
+    struct mf_store_directives *dirs;
+    /* The decisions: n targets, each with the installed sha256 (deltas) or NULL. */
+    struct mf_store_version *v;
+    const char **from_sha256;
+    size_t n;
 };
+
+static struct checkin_work *work_new(struct mf_httpd_req *r, size_t n_models)
+{
+    size_t n = n_models ? n_models : 1;
+    struct checkin_work *w =
+        mf_calloc(&r->ctx.alloc, 1,
+                  sizeof(*w) + n * (sizeof(*w->v) + sizeof(*w->from_sha256) + sizeof(*w->dirs)));
+
+    if (!w)
+        return NULL;
+    /* The struct and each element size keep the arrays aligned in this order. */
+    _Static_assert(sizeof(struct checkin_work) % _Alignof(struct mf_store_version) == 0 &&
+                       sizeof(struct mf_store_version) % _Alignof(const char *) == 0,
+                   "checkin_work's arrays stay aligned");
+    w->v = (struct mf_store_version *)(void *)(w + 1);
+    w->from_sha256 = (const char **)(void *)(w->v + n);
+    w->dirs = (struct mf_store_directives *)(void *)(w->from_sha256 + n);
+    return w;
+}
 
 /* Envelopes travel as JSON strings holding their exact bytes (docs/protocol.md). */
 static int add_root(void *payload, uint64_t version, const void *env, size_t len)
@@ -323,7 +344,7 @@ int mf_handlers__checkin(struct mf_httpd_req *r)
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "%s", mf_ctx__errmsg(&r->ctx));
     if (err < 0)
         return err;
-    w = mf_calloc(&r->ctx.alloc, 1, sizeof(*w));
+    w = work_new(r, req.n_models);
     if (!w)
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory answering a check-in");
     for (size_t i = 0; i < req.n_models; i++)
