@@ -7,9 +7,6 @@
 #include "app/server.h"
 
 #include <errno.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,12 +190,6 @@ int main(int argc, char **argv)
     struct cli c;
     struct mf_ctx ctx;
 
-#ifdef __GLIBC__
-    /* Each request allocates and frees a few hundred KB (SQLite, JSON, OpenSSL) in its
-     * worker thread's arena; with the default threshold glibc hands the top of the arena
-     * back to the kernel after nearly every check-in (madvise), 7 % of its time. */
-    (void)mallopt(M_TRIM_THRESHOLD, 64 << 20);
-#endif
     memset(&c, 0, sizeof(c));
     mf_server__options_init(&c.opts);
     c.log_level = MF_LOG_INFO;
