@@ -23,7 +23,7 @@ struct mf_ccache {
     pthread_mutex_t lock;
     uint64_t generation; /* of every entry */
     struct entry *buckets[CCACHE_BUCKETS];
-    size_t n;
+    size_t n, bytes;
     uint64_t hits, misses;
 };
 
@@ -56,6 +56,7 @@ static void drop_all(struct mf_ccache *c)
         }
     }
     c->n = 0;
+    c->bytes = 0;
 }
 
 void mf_ccache__free(struct mf_ccache *c)
@@ -111,7 +112,7 @@ static void keep(struct mf_ccache *c, uint64_t gen, uint32_t h, const char *key,
 
     (void)pthread_mutex_lock(&c->lock);
     if (c->generation == gen && !find(c, h, key, key_len)) {
-        if (c->n >= MF_CCACHE_MAX_ENTRIES)
+        if (c->n >= MF_CCACHE_MAX_ENTRIES || c->bytes + key_len + len > MF_CCACHE_MAX_BYTES)
             drop_all(c);
         e = mf_alloc(NULL, sizeof(*e) + key_len + len);
         if (e) {
@@ -125,6 +126,7 @@ static void keep(struct mf_ccache *c, uint64_t gen, uint32_t h, const char *key,
             e->next = c->buckets[h % CCACHE_BUCKETS];
             c->buckets[h % CCACHE_BUCKETS] = e;
             c->n++;
+            c->bytes += key_len + len;
         }
     }
     (void)pthread_mutex_unlock(&c->lock);

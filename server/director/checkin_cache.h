@@ -16,7 +16,9 @@
 
 #include "store/store.h"
 
-#define MF_CCACHE_MAX_ENTRIES 4096 /* beyond this, everything is dropped and refilled */
+/* Beyond either bound everything is dropped and refilled (envelopes reach 1 MiB each). */
+#define MF_CCACHE_MAX_ENTRIES 4096
+#define MF_CCACHE_MAX_BYTES (64u * 1024u * 1024u)
 
 struct mf_ccache;
 

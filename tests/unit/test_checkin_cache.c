@@ -222,6 +222,32 @@ static void test_checkin_cache__roots_after(void **state)
     expect_stats(f->c, 1, 1);
 }
 
+/* Past MF_CCACHE_MAX_ENTRIES the cache starts over instead of growing: answers stay right. */
+static void test_checkin_cache__bounded(void **state)
+{
+    struct cache_fixture *f = *state;
+    struct mf_ccache_view v = view_now(f);
+    struct mf_store_version got;
+    uint64_t hits = 0, misses = 0;
+    char name[32];
+
+    for (int i = 0; i <= MF_CCACHE_MAX_ENTRIES; i++) {
+        (void)snprintf(name, sizeof(name), "gone-%d", i);
+        assert_int_equal(mf_ccache__version_get(&got, &v, "det", name), MF_E_NOTFOUND);
+    }
+    /* The first ones were dropped when the cache filled: asked again, they are misses. */
+    assert_int_equal(mf_ccache__version_get(&got, &v, "det", "gone-0"), MF_E_NOTFOUND);
+    assert_int_equal(mf_ccache__version_get(&got, &v, "det", "v1"), MF_OK);
+    assert_int_equal(got.size, 10);
+    mf_ccache__stats(&hits, &misses, f->c);
+    assert_int_equal(hits, 0);
+    assert_int_equal(misses, MF_CCACHE_MAX_ENTRIES + 3);
+    /* And what was kept after the restart is served. */
+    assert_int_equal(mf_ccache__version_get(&got, &v, "det", "v1"), MF_OK);
+    mf_ccache__stats(&hits, &misses, f->c);
+    assert_int_equal(hits, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +259,7 @@ int main(void)
                                         cache_setup, cache_teardown),
         cmocka_unit_test_setup_teardown(test_checkin_cache__roots_after, cache_setup,
                                         cache_teardown),
+        cmocka_unit_test_setup_teardown(test_checkin_cache__bounded, cache_setup, cache_teardown),
     };
 
     return cmocka_run_group_tests_name("checkin_cache", tests, NULL, NULL);
