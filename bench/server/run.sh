@@ -9,7 +9,7 @@
 # printed as ratios to nginx. Not a test: it takes about 6 x SECONDS plus set-up.
 # Usage: bench/server/run.sh BIN_DIR [SECONDS]   (BIN_DIR holds mf-server, mfctl, mf_pg_seed)
 # Tunables (environment): MF_BENCH_CONNS (16), MF_BENCH_WRK_THREADS (2), MF_BENCH_BLOB_MB (64),
-# MF_BENCH_DEVICES (64), MF_BENCH_SERVER_THREADS (4).
+# MF_BENCH_DEVICES (64), MF_BENCH_SERVER_THREADS (unset: mf-server's default for the store).
 set -euo pipefail
 BIN=$(cd "$1" && pwd)
 secs=${2:-10}
@@ -19,7 +19,7 @@ conns=${MF_BENCH_CONNS:-16}
 wrk_threads=${MF_BENCH_WRK_THREADS:-2}
 blob_mb=${MF_BENCH_BLOB_MB:-64}
 devices=${MF_BENCH_DEVICES:-64}
-srv_threads=${MF_BENCH_SERVER_THREADS:-4}
+srv_threads=${MF_BENCH_SERVER_THREADS:-}
 # shellcheck source=scripts/lib/stack.sh
 . "$root/scripts/lib/stack.sh"
 
@@ -58,7 +58,7 @@ run_wrk() {
 
 mf_make_model "$work/model.bin" $((blob_mb * 1048576)) bench
 sha=$(sha256sum "$work/model.bin" | cut -c1-64)
-export MF_SERVE_ARGS="--threads $srv_threads --log-level warn --delta-worker 0 \
+export MF_SERVE_ARGS="${srv_threads:+--threads $srv_threads }--log-level warn --delta-worker 0 \
 --device-rate 1000000 --device-burst 1000000 --conn-limit 1024"
 
 # bench_store LABEL: one mf-server (on MF_TEST_STORE_URL if set, else SQLite) with the model
@@ -89,7 +89,7 @@ bench_store() {
     mf_stack_stop
 }
 
-echo "bench: $(nproc) cores, wrk -t$wrk_threads -c$conns -d${secs}s, ${blob_mb} MiB blob, $devices devices, mf-server --threads $srv_threads"
+echo "bench: $(nproc) cores, wrk -t$wrk_threads -c$conns -d${secs}s, ${blob_mb} MiB blob, $devices devices, mf-server --threads ${srv_threads:-default}"
 unset MF_TEST_STORE_URL
 bench_store sqlite
 

@@ -6,6 +6,8 @@
 #include "blob/blob_store.h"
 #include "deltas/delta_worker.h"
 #include "distill/job/distill_job.h"
+#include "director/checkin_cache.h"
+#include "http/http_credcache.h"
 #include "http/http_metrics.h"
 #include "http/http_ratelimit.h"
 #include "http/http_req.h"
@@ -43,7 +45,7 @@ void mf_server__options_init(struct mf_server_options *o)
     o->max_upload = MF_SERVER_DEFAULT_MAX_UPLOAD;
     o->conn_timeout_s = 120;
     o->conn_limit = 256;
-    o->threads = 4;
+    o->threads = 0; /* by store: see mf_store_ops.default_threads */
     o->device_rate = 5.0;
     o->device_burst = 30.0;
     o->delta_worker = 1;
@@ -153,6 +155,10 @@ static int open_store(struct mf_server *s, struct mf_ctx *ctx, const struct mf_s
         err = s->env.store->ops->migrate(&applied, s->env.store, ctx);
     if (err == MF_OK)
         err = mf_director__open(&s->env.director, ctx, o->data_dir);
+    if (err == MF_OK)
+        err = mf_ccache__new(&s->env.ccache, ctx);
+    if (err == MF_OK)
+        err = mf_httpd__credcache_new(&s->env.creds, ctx);
     if (err == MF_OK)
         err = mf_blob__ensure_dirs(ctx, s->env.blob_root);
     if (err == MF_OK)
@@ -330,8 +336,9 @@ int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf
     s->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, mf_httpd__on_request, &s->env, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger,
         &s->env, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
-        o->threads, MHD_OPTION_CONNECTION_TIMEOUT, o->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        o->conn_limit, MHD_OPTION_NOTIFY_COMPLETED, mf_httpd__on_completed, &s->env,
+        o->threads ? o->threads : s->env.store->ops->default_threads, MHD_OPTION_CONNECTION_TIMEOUT,
+        o->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, o->conn_limit, MHD_OPTION_NOTIFY_COMPLETED,
+        mf_httpd__on_completed, &s->env,
         s->tls_cert.len ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END,
         (const char *)s->tls_cert.data, MHD_OPTION_HTTPS_MEM_KEY, (const char *)s->tls_key.data,
         MHD_OPTION_END);
@@ -371,6 +378,8 @@ void mf_server__stop(struct mf_server *s)
     mf_ratelimit__free(s->env.ratelimit);
     mf_store__close(s->env.store);
     mf_director__close(s->env.director);
+    mf_ccache__free(s->env.ccache);
+    mf_httpd__credcache_free(s->env.creds);
     mf_secure_zero(s->tls_key.data, s->tls_key.len);
     mf_dynbuf__free(&s->tls_key);
     mf_dynbuf__free(&s->tls_cert);

@@ -27,7 +27,7 @@ struct mf_server_options {
     uint64_t max_upload;     /* bytes per model upload */
     unsigned conn_timeout_s; /* idle connection timeout */
     unsigned conn_limit;     /* concurrent connections */
-    unsigned threads;        /* MHD worker threads */
+    unsigned threads;        /* MHD worker threads; 0: the store's default_threads */
     mf_log_fn log_fn;        /* may be NULL */
     void *log_payload;
     /* TLS served natively (GnuTLS inside libmicrohttpd): both PEM paths, or both NULL. */
@@ -45,7 +45,8 @@ struct mf_server_options {
     const char *distill_config;
 };
 
-/* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 120 s, 256 connections, 4 threads,
+/* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 120 s, 256 connections, threads by
+ * store (SQLite 4, PostgreSQL 16),
  * 5 requests/s per device with bursts of 30, the delta worker on with K = 3). */
 void mf_server__options_init(struct mf_server_options *o);
 

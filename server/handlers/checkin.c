@@ -12,6 +12,7 @@
 #include "handlers/handlers.h"
 
 #include "app/director.h"
+#include "director/checkin_cache.h"
 #include "director/director_policy.h"
 #include "director/rollout_wave.h"
 #include "handlers/req_parse.h"
@@ -27,13 +28,40 @@
  * check-ins (mf_trust walks at most 16 per call as well). */
 #define CHECKIN_MAX_ROOTS 16
 
+_Static_assert(MF_CHECKIN_MAX_MODELS <= MF_STORE_CHECKIN_MAX_MODELS,
+               "checkin_begin reads the directives of every model of a check-in");
+
+/* Sized for the request's models (most check-ins name one or two), in one allocation. */
 struct checkin_work {
-    struct mf_store_version v[MF_CHECKIN_MAX_MODELS];
-    const char *from_sha256[MF_CHECKIN_MAX_MODELS]; /* installed sha256 (deltas), or NULL */
-    size_t n;
     struct mf_policy_input in; /* one model at a time */
-    struct mf_store_directives dir;
+    /* From checkin_begin: the first of the sequence numbers reserved for the models, and
+     * the directives of each model of the request (in its order). */
+    uint64_t first;
+    struct mf_store_directives *dirs;
+    /* The decisions: n targets, each with the installed sha256 (deltas) or NULL. */
+    struct mf_store_version *v;
+    const char **from_sha256;
+    size_t n;
 };
+
+static struct checkin_work *work_new(struct mf_httpd_req *r, size_t n_models)
+{
+    size_t n = n_models ? n_models : 1;
+    struct checkin_work *w =
+        mf_calloc(&r->ctx.alloc, 1,
+                  sizeof(*w) + n * (sizeof(*w->v) + sizeof(*w->from_sha256) + sizeof(*w->dirs)));
+
+    if (!w)
+        return NULL;
+    /* The struct and each element size keep the arrays aligned in this order. */
+    _Static_assert(sizeof(struct checkin_work) % _Alignof(struct mf_store_version) == 0 &&
+                       sizeof(struct mf_store_version) % _Alignof(const char *) == 0,
+                   "checkin_work's arrays stay aligned");
+    w->v = (struct mf_store_version *)(void *)(w + 1);
+    w->from_sha256 = (const char **)(void *)(w->v + n);
+    w->dirs = (struct mf_store_directives *)(void *)(w->from_sha256 + n);
+    return w;
+}
 
 /* Envelopes travel as JSON strings holding their exact bytes (docs/protocol.md). */
 static int add_root(void *payload, uint64_t version, const void *env, size_t len)
@@ -56,18 +84,16 @@ static int add_root(void *payload, uint64_t version, const void *env, size_t len
 }
 
 /* "trust": root rotations after the device's root, and the keys document. */
-static int add_trust(cJSON *body, struct mf_httpd_req *r, const struct mf_checkin_req *req,
+static int add_trust(cJSON *body, const struct mf_ccache_view *v, const struct mf_checkin_req *req,
                      const struct mf_dynbuf *keys, uint64_t keys_version)
 {
-    struct mf_store *s = r->env->store;
     cJSON *trust = cJSON_AddObjectToObject(body, "trust");
     cJSON *roots = trust ? cJSON_AddArrayToObject(trust, "roots") : NULL;
     int err;
 
     if (!roots)
         return MF_E_NOMEM;
-    err = s->ops->trust_roots_after(s, &r->ctx, req->root_version, CHECKIN_MAX_ROOTS, add_root,
-                                    roots);
+    err = mf_ccache__trust_roots_after(v, req->root_version, CHECKIN_MAX_ROOTS, add_root, roots);
     if (err < 0)
         return err;
     /* After a rotation the device may drop its keys document, so send it along then too. */
@@ -79,10 +105,9 @@ static int add_trust(cJSON *body, struct mf_httpd_req *r, const struct mf_checki
 }
 
 /* "deltas": the precomputed patch from the device's installed bytes, when there is one. */
-static int add_deltas(cJSON *a, struct mf_httpd_req *r, const char *from_sha256,
-                      const struct mf_store_version *v)
+static int add_deltas(cJSON *a, struct mf_httpd_req *r, const struct mf_ccache_view *cv,
+                      const char *from_sha256, const struct mf_store_version *v)
 {
-    struct mf_store *s = r->env->store;
     char blob[sizeof("/v1/blobs/") + MF_SHA256_HEX_LEN];
     struct mf_store_delta d;
     cJSON *list, *o;
@@ -90,7 +115,7 @@ static int add_deltas(cJSON *a, struct mf_httpd_req *r, const char *from_sha256,
 
     if (!from_sha256 || strcmp(from_sha256, v->sha256) == 0)
         return MF_OK;
-    err = s->ops->delta_find(&d, s, &r->ctx, from_sha256, v->sha256);
+    err = mf_ccache__delta_find(&d, cv, from_sha256, v->sha256);
     if (err == MF_E_NOTFOUND)
         return MF_OK;
     if (err < 0)
@@ -111,11 +136,10 @@ static int add_deltas(cJSON *a, struct mf_httpd_req *r, const char *from_sha256,
     return MF_OK;
 }
 
-static int add_assignment(cJSON *list, struct mf_httpd_req *r, const struct mf_checkin_req *req,
-                          const struct mf_store_version *v, uint64_t sequence,
-                          const char *from_sha256)
+static int add_assignment(cJSON *list, struct mf_httpd_req *r, const struct mf_ccache_view *cv,
+                          const struct mf_checkin_req *req, const struct mf_store_version *v,
+                          uint64_t sequence, const char *from_sha256)
 {
-    struct mf_store *s = r->env->store;
     char blob[sizeof("/v1/blobs/") + MF_SHA256_HEX_LEN];
     mf_manifest_assignment_spec spec = {
         .device_id = r->device_id, .model = v->model, .nonce = req->nonce, .sequence = sequence};
@@ -129,7 +153,7 @@ static int add_assignment(cJSON *list, struct mf_httpd_req *r, const struct mf_c
                        MF_SHA256_HEX_LEN) < 0)
         return mf_fail(&r->ctx, MF_E_STATE, "stored release digest of %s/%s is not hex", v->model,
                        v->version);
-    err = s->ops->release_get(&rel, s, &r->ctx, v->model, v->version);
+    err = mf_ccache__release_get(&rel, cv, v->model, v->version);
     if (err == MF_OK)
         err = mf_director__sign(&env, &env_len, r->env->director, &r->ctx, &spec);
     (void)snprintf(blob, sizeof(blob), "/v1/blobs/%s", v->sha256);
@@ -147,23 +171,22 @@ static int add_assignment(cJSON *list, struct mf_httpd_req *r, const struct mf_c
                          !cJSON_AddStringToObject(a, "assignment", (const char *)env)))
         err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
     if (err == MF_OK)
-        err = add_deltas(a, r, from_sha256, v);
+        err = add_deltas(a, r, cv, from_sha256, v);
     mf_free(NULL, env);
     mf_dynbuf__free(&rel);
     return err;
 }
 
 /* The release `version` of `model`, if there is such a released version. */
-static int resolve(struct mf_policy_candidate *c, struct mf_httpd_req *r, const char *model,
+static int resolve(struct mf_policy_candidate *c, const struct mf_ccache_view *v, const char *model,
                    const char *version)
 {
-    struct mf_store *s = r->env->store;
     int err;
 
     c->present = 0;
     if (!version || !version[0])
         return MF_OK;
-    err = s->ops->version_get(&c->v, s, &r->ctx, model, version);
+    err = mf_ccache__version_get(&c->v, v, model, version);
     if (err == MF_E_NOTFOUND)
         return MF_OK; /* a pin to a version that is gone or was never there: no candidate */
     if (err < 0)
@@ -173,35 +196,34 @@ static int resolve(struct mf_policy_candidate *c, struct mf_httpd_req *r, const 
 }
 
 /* Gathers every rule's candidate for one model (director_policy.h) from the store. */
-static int gather(struct checkin_work *w, struct mf_httpd_req *r, const struct mf_checkin_model *m)
+static int gather(struct checkin_work *w, struct mf_httpd_req *r, const struct mf_ccache_view *v,
+                  const struct mf_checkin_model *m, const struct mf_store_directives *dir)
 {
-    struct mf_store *s = r->env->store;
     struct mf_policy_input *in = &w->in;
     int err;
 
     memset(in, 0, sizeof(*in));
-    err = s->ops->release_latest(&in->channel.v, s, &r->ctx, m->name);
+    err = mf_ccache__release_latest(&in->channel.v, v, m->name);
     if (err < 0)
         return err; /* MF_E_NOTFOUND: nothing released, no assignment */
     in->channel.present = 1;
     in->floor = in->channel.v.security_floor;
-    err = s->ops->directives_get(&w->dir, s, &r->ctx, r->device_id, m->name);
-    if (err == MF_OK && m->sha256)
-        err = resolve(&in->installed, r, m->name, m->version);
+    if (m->sha256)
+        err = resolve(&in->installed, v, m->name, m->version);
     if (in->installed.present && strcmp(in->installed.v.sha256, m->sha256) != 0)
         in->installed.present = 0; /* the device runs other bytes under that name */
     if (err == MF_OK)
-        err = resolve(&in->device_pin, r, m->name, m->pin);
+        err = resolve(&in->device_pin, v, m->name, m->pin);
     if (err == MF_OK)
-        err = resolve(&in->ops_device_pin, r, m->name, w->dir.device_pin);
+        err = resolve(&in->ops_device_pin, v, m->name, dir->device_pin);
     if (err == MF_OK)
-        err = resolve(&in->ops_group_pin, r, m->name, w->dir.group_pin);
+        err = resolve(&in->ops_group_pin, v, m->name, dir->group_pin);
     if (err == MF_OK)
-        err = resolve(&in->fleet_rollback, r, m->name, w->dir.fleet_rollback);
-    if (err == MF_OK && w->dir.channel_version[0])
-        err = resolve(&in->channel, r, m->name, w->dir.channel_version);
+        err = resolve(&in->fleet_rollback, v, m->name, dir->fleet_rollback);
+    if (err == MF_OK && dir->channel_version[0])
+        err = resolve(&in->channel, v, m->name, dir->channel_version);
     if (err == MF_OK) {
-        err = mf_rollout__wave(&in->wave.v, s, &r->ctx, r->device_id, m->name);
+        err = mf_rollout__wave_cached(&in->wave.v, v, r->device_id, m->name);
         in->wave.present = err == MF_OK;
         if (err == MF_E_NOTFOUND)
             err = MF_OK;
@@ -214,13 +236,14 @@ static int gather(struct checkin_work *w, struct mf_httpd_req *r, const struct m
 }
 
 /* The director's decision for each tracked model that has a released version. */
-static int collect(struct checkin_work *w, struct mf_httpd_req *r, const struct mf_checkin_req *req)
+static int collect(struct checkin_work *w, struct mf_httpd_req *r, const struct mf_ccache_view *v,
+                   const struct mf_checkin_req *req)
 {
     w->n = 0;
     for (size_t i = 0; i < req->n_models; i++) {
         const struct mf_checkin_model *m = &req->models[i];
         struct mf_policy_decision d;
-        int err = gather(w, r, m);
+        int err = gather(w, r, v, m, &w->dirs[i]);
 
         if (err == MF_E_NOTFOUND)
             continue; /* nothing released: no assignment */
@@ -239,32 +262,26 @@ static int collect(struct checkin_work *w, struct mf_httpd_req *r, const struct 
     return MF_OK;
 }
 
-static int add_assignments(cJSON *body, struct mf_httpd_req *r, const struct mf_checkin_req *req)
+static int add_assignments(cJSON *body, struct checkin_work *w, struct mf_httpd_req *r,
+                           const struct mf_ccache_view *v, const struct mf_checkin_req *req)
 {
-    struct mf_store *s = r->env->store;
     cJSON *list = cJSON_AddArrayToObject(body, "assignments");
-    struct checkin_work *w = mf_calloc(&r->ctx.alloc, 1, sizeof(*w));
-    uint64_t first = 0;
     int err;
 
-    if (!list || !w) {
-        mf_free(&r->ctx.alloc, w);
+    if (!list)
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
-    }
-    err = collect(w, r, req);
-    /* One block of the device's sequence per answer, numbered in list order, which is the
-     * order the device verifies them in. */
-    if (err == MF_OK && w->n)
-        err = s->ops->device_reserve_sequence(&first, s, &r->ctx, r->device_id, (unsigned)w->n);
+    err = collect(w, r, v, req);
+    /* The block of the device's sequence checkin_begin reserved (one number per model of
+     * the request), numbered in list order, which is the order the device verifies them
+     * in; numbers of models that get no assignment stay unused. */
     for (size_t i = 0; err == MF_OK && i < w->n; i++)
-        err = add_assignment(list, r, req, &w->v[i], first + i, w->from_sha256[i]);
-    mf_free(&r->ctx.alloc, w);
+        err = add_assignment(list, r, v, req, &w->v[i], w->first + i, w->from_sha256[i]);
     return err;
 }
 
-static int build_reply(cJSON **out, struct mf_httpd_req *r, const struct mf_checkin_req *req)
+static int build_reply(cJSON **out, struct checkin_work *w, struct mf_httpd_req *r,
+                       const struct mf_ccache_view *v, const struct mf_checkin_req *req)
 {
-    struct mf_store *s = r->env->store;
     cJSON *body = cJSON_CreateObject();
     struct mf_dynbuf root, keys;
     uint64_t rv = 0, kv = 0;
@@ -275,21 +292,21 @@ static int build_reply(cJSON **out, struct mf_httpd_req *r, const struct mf_chec
         !cJSON_AddNumberToObject(body, "poll_interval_s", r->env->poll_interval_s))
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
     mf_dynbuf__init(&keys, &r->ctx.alloc, 1);
-    err = s->ops->trust_latest(&rv, &root, s, &r->ctx, MF_STORE_TRUST_ROOT);
+    err = mf_ccache__trust_latest(&rv, &root, v, MF_STORE_TRUST_ROOT);
     mf_dynbuf__free(&root);
     if (err == MF_OK)
-        err = s->ops->trust_latest(&kv, &keys, s, &r->ctx, MF_STORE_TRUST_KEYS);
+        err = mf_ccache__trust_latest(&kv, &keys, v, MF_STORE_TRUST_KEYS);
     if (err == MF_E_NOTFOUND) {
         /* No trust configured: nothing to assign. */
         err = cJSON_AddArrayToObject(body, "assignments")
                   ? MF_OK
                   : mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
     } else if (err == MF_OK) {
-        err = add_trust(body, r, req, &keys, kv);
+        err = add_trust(body, v, req, &keys, kv);
         if (err == MF_E_NOMEM)
             err = mf_fail(&r->ctx, err, "out of memory building a check-in reply");
         if (err == MF_OK)
-            err = add_assignments(body, r, req);
+            err = add_assignments(body, w, r, v, req);
     }
     mf_dynbuf__free(&keys);
     return err;
@@ -313,21 +330,44 @@ int mf_handlers__checkin(struct mf_httpd_req *r)
 {
     struct mf_store *s = r->env->store;
     struct mf_checkin_req req;
+    struct mf_ccache_view v = {r->env->ccache, s, &r->ctx, 0};
+    const char *models[MF_CHECKIN_MAX_MODELS];
+    struct checkin_work *w = NULL;
     cJSON *body = NULL;
     int stored = 0;
     int err;
 
     err = mf_reqparse__checkin(&req, &r->ctx, r->json);
     if (err == MF_OK)
-        err = mf_rollout__ingest(&stored, s, &r->ctx, r->device_id, r->json, mf_handlers__now());
+        err = mf_rollout__ingest_check(&r->ctx, r->json);
     if (err == MF_E_INVALID) /* runtime reports: all valid or none stored (docs/rollouts.md) */
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "%s", mf_ctx__errmsg(&r->ctx));
     if (err < 0)
         return err;
-    mf_metrics__count(&r->env->metrics->checkins, 1);
-    err = s->ops->device_touch(s, &r->ctx, r->device_id, mf_handlers__now());
+    w = work_new(r, req.n_models);
+    if (!w)
+        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory answering a check-in");
+    for (size_t i = 0; i < req.n_models; i++)
+        models[i] = req.models[i].name;
+    /* last_seen, the sequence block, the directives and the generation the node's cache
+     * is valid for (checkin_cache.h), in one round trip that also verifies the credential
+     * the router may have taken from its cache (the route verifies_credential). Telemetry
+     * is stored only after that. */
+    err = s->ops->checkin_begin(&v.generation, &w->first, w->dirs, s, &r->ctx, r->device_id,
+                                r->cred_hash, (unsigned)req.n_models, models, req.n_models,
+                                mf_handlers__now());
+    if (err == MF_E_AUTH) {
+        mf_free(&r->ctx.alloc, w);
+        err = mf_httpd__deny_credential(r);
+        return err == MF_E_AUTH ? MF_OK : err;
+    }
     if (err == MF_OK)
-        err = build_reply(&body, r, &req);
+        mf_metrics__count(&r->env->metrics->checkins, 1);
+    if (err == MF_OK)
+        err = mf_rollout__ingest(&stored, s, &r->ctx, r->device_id, r->json, mf_handlers__now());
+    if (err == MF_OK)
+        err = build_reply(&body, w, r, &v, &req);
+    mf_free(&r->ctx.alloc, w);
     if (err == MF_OK)
         err = add_offload(body, r);
     if (err < 0) {

@@ -7,6 +7,7 @@
 #include "http/http_req.h"
 
 #include "app/token.h"
+#include "http/http_credcache.h"
 #include "http/http_metrics.h"
 #include "http/http_ratelimit.h"
 #include "mf/ct.h"
@@ -91,6 +92,27 @@ static int check_rate(struct mf_httpd_req *r)
     return err < 0 ? err : MF_E_AUTH;
 }
 
+/* The store's device_auth, or for a route that verifies the credential itself the node's
+ * credential cache in front of it (http_credcache.h). */
+static int device_auth(struct mf_httpd_req *r, const uint8_t hash[MF_SHA256_LEN])
+{
+    struct mf_store *s = r->env->store;
+    int err;
+
+    if (r->route->verifies_credential && mf_httpd__credcache_get(r->device_id, r->env->creds, hash))
+        return MF_OK;
+    err = s->ops->device_auth(r->device_id, s, &r->ctx, hash);
+    if (err == MF_OK && r->route->verifies_credential)
+        mf_httpd__credcache_put(r->env->creds, hash, r->device_id);
+    return err;
+}
+
+int mf_httpd__deny_credential(struct mf_httpd_req *r)
+{
+    mf_httpd__credcache_drop(r->env->creds, r->cred_hash);
+    return deny(r, "unknown or revoked token");
+}
+
 int mf_httpd__authenticate(struct mf_httpd_req *r)
 {
     enum mf_httpd_auth need = r->route->auth;
@@ -109,7 +131,8 @@ int mf_httpd__authenticate(struct mf_httpd_req *r)
     if (kind == MF_TOKEN_DEVICE &&
         (need == MF_HTTPD_AUTH_DEVICE || need == MF_HTTPD_AUTH_DEVICE_OR_ADMIN)) {
         mf_token__hash(hash, tok, len);
-        err = s->ops->device_auth(r->device_id, s, &r->ctx, hash);
+        memcpy(r->cred_hash, hash, sizeof(hash));
+        err = device_auth(r, hash);
     } else if (kind == MF_TOKEN_ADMIN &&
                (need == MF_HTTPD_AUTH_ADMIN || need == MF_HTTPD_AUTH_DEVICE_OR_ADMIN)) {
         mf_token__hash(hash, tok, len);

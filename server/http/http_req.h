@@ -25,6 +25,8 @@ struct mf_metrics;
 struct mf_ratelimit;
 struct mf_delta_worker;
 struct mf_offload_srv;
+struct mf_ccache;
+struct mf_credcache;
 
 /* What the handlers share for the server's lifetime; read-only once serving. */
 struct mf_httpd_env {
@@ -40,6 +42,8 @@ struct mf_httpd_env {
     struct mf_ratelimit *ratelimit;  /* per-device token buckets */
     struct mf_delta_worker *deltas;  /* woken when a release lands; may be NULL */
     struct mf_offload_srv *offload;  /* teachers and policies; NULL: none configured */
+    struct mf_ccache *ccache;        /* check-ins' reads of rare changes (checkin_cache.h) */
+    struct mf_credcache *creds;      /* device credentials seen (http_credcache.h); may be NULL */
     struct mf_distill_jobs *distill; /* the loop's runs; NULL: no distill config */
 };
 
@@ -75,6 +79,10 @@ struct mf_httpd_route {
      * any other role with 403 before the handler runs. */
     unsigned roles;
     size_t max_body; /* JSON routes: body cap in bytes; 0 means MF_HTTPD_JSON_MAX */
+    /* Device routes whose handler verifies the credential again in its first store
+     * statement (req->cred_hash) and answers 401 when it no longer holds: the router may
+     * then take the device id from the node's credential cache (http_credcache.h). */
+    int verifies_credential;
 };
 
 struct mf_httpd_req {
@@ -87,6 +95,7 @@ struct mf_httpd_req {
     char *path;                              /* copy of the URL path, params point into it */
     const char *params[MF_HTTPD_MAX_PARAMS]; /* captures of the route pattern */
     char device_id[MF_STORE_NAME_SIZE];      /* authenticated device; "" otherwise */
+    uint8_t cred_hash[MF_SHA256_LEN];        /* its credential's hash (wiped at the end) */
     int is_admin;                            /* authenticated with an admin token */
     int role;                                /* that token's role (enum mf_store_role) */
     int is_head;
@@ -120,6 +129,10 @@ void mf_httpd__reply_header(struct mf_httpd_req *r, const char *name, const char
 /* Checks the route's auth kind and role; replies 401 (no or bad credential), 403 (a role
  * the route does not allow) or 429 (device over its rate) and returns MF_E_AUTH then. */
 int mf_httpd__authenticate(struct mf_httpd_req *r);
+/* For a route that verifies_credential: the store found the credential no longer valid;
+ * forgets it in the credential cache and answers 401 as authentication would. Returns
+ * MF_E_AUTH once the reply is built. */
+int mf_httpd__deny_credential(struct mf_httpd_req *r);
 
 /* The static routing table (http_routes.c). */
 extern const struct mf_httpd_route mf_httpd__routes[];

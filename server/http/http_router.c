@@ -9,6 +9,7 @@
 
 #include "blob/blob_store.h"
 #include "http/http_metrics.h"
+#include "mf/ct.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -152,6 +153,7 @@ static int take_body(struct mf_httpd_req *r, const char *data, size_t len)
         /* The reply waits for the end of the body: MHD only queues between requests. */
         r->body_too_large = 1;
         mf_dynbuf__free(&r->body);
+        mf_secure_zero(r->cred_hash, sizeof(r->cred_hash));
         return MF_OK;
     }
     if (err < 0)

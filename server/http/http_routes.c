@@ -41,7 +41,13 @@ const struct mf_httpd_route mf_httpd__routes[] = {
     ROUTE("GET", "/healthz", NONE, NONE, mf_handlers__healthz, 0),
     ROUTE("GET", "/metrics", ADMIN, NONE, mf_handlers__metrics, ALL_ROLES),
     ROUTE("POST", "/v1/enroll", NONE, JSON, mf_handlers__enroll, 0),
-    ROUTE("POST", "/v1/checkin", DEVICE, JSON, mf_handlers__checkin, 0),
+    /* checkin_begin verifies the credential with its writes (handlers/checkin.c). */
+    {.method = "POST",
+     .pattern = "/v1/checkin",
+     .auth = MF_HTTPD_AUTH_DEVICE,
+     .body = MF_HTTPD_BODY_JSON,
+     .handle = mf_handlers__checkin,
+     .verifies_credential = 1},
     ROUTE("POST", "/v1/report", DEVICE, JSON, mf_handlers__report, 0),
     /* "{*}": anything after /v1/blobs/ reaches the handler, whose name check answers 400
      * (not 404) to a traversal attempt or a malformed name. */

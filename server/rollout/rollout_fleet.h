@@ -46,5 +46,8 @@ const struct mf_rollout_agg *mf_rollout__fleet_find(const struct mf_rollout_flee
  */
 int mf_rollout__ingest(int *stored_out, struct mf_store *s, struct mf_ctx *ctx,
                        const char *device_id, const cJSON *root, int64_t now);
+/* The validation of mf_rollout__ingest alone (MF_E_INVALID as it would answer), so a caller
+ * can refuse a malformed check-in before it writes anything else. */
+int mf_rollout__ingest_check(struct mf_ctx *ctx, const cJSON *root);
 
 #endif /* MF_SERVER_ROLLOUT_FLEET_H */

@@ -54,20 +54,35 @@ static int store_entry(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_t
     return err;
 }
 
-int mf_rollout__ingest(int *stored_out, struct mf_store *s, struct mf_ctx *ctx,
-                       const char *device_id, const cJSON *root, int64_t now)
+int mf_rollout__ingest_check(struct mf_ctx *ctx, const cJSON *root)
 {
     const cJSON *models = cJSON_GetObjectItemCaseSensitive(root, "models"), *m;
     mf_telemetry_version *scratch;
-    struct mf_store_telemetry t = {.reported_at = now};
-    int err;
+    int any = 0, err;
 
-    *stored_out = 0;
+    cJSON_ArrayForEach(m, models)
+    {
+        any |= cJSON_GetObjectItemCaseSensitive(m, "telemetry") != NULL;
+    }
+    if (!any)
+        return MF_OK; /* most check-ins: nothing to parse, no scratch to allocate */
     scratch = mf_calloc(NULL, MF_TELEMETRY_MAX_VERSIONS, sizeof(*scratch));
     if (!scratch)
         return mf_fail(ctx, MF_E_NOMEM, "out of memory reading telemetry");
     err = validate(ctx, models, scratch); /* the check-in parser checked models and names */
     mf_free(NULL, scratch);
+    return err;
+}
+
+int mf_rollout__ingest(int *stored_out, struct mf_store *s, struct mf_ctx *ctx,
+                       const char *device_id, const cJSON *root, int64_t now)
+{
+    const cJSON *models = cJSON_GetObjectItemCaseSensitive(root, "models"), *m;
+    struct mf_store_telemetry t = {.reported_at = now};
+    int err;
+
+    *stored_out = 0;
+    err = mf_rollout__ingest_check(ctx, root);
     (void)snprintf(t.device_id, sizeof(t.device_id), "%s", device_id);
     cJSON_ArrayForEach(m, models)
     {

@@ -188,7 +188,27 @@ static const char *const pg_migrations[] = {
     "  kind TEXT NOT NULL,"
     "  detail TEXT NOT NULL);"
     "CREATE INDEX rollout_events_by_rollout ON rollout_events(rollout_id, seq);",
-    /* 6: distillation runs (see sqlite.c). */
+    /* 6: the check-in fast path, as sqlite.c's migration 6 (one statement-level trigger
+     * per table: the generation only has to change, not count rows). */
+    "CREATE TABLE store_meta ("
+    "  id BIGINT PRIMARY KEY CHECK (id = 1),"
+    "  epoch BIGINT NOT NULL,"
+    "  generation BIGINT NOT NULL);"
+    "INSERT INTO store_meta(id, epoch, generation) VALUES(1, 0, 1);"
+    "CREATE FUNCTION mf_bump_generation() RETURNS trigger LANGUAGE plpgsql AS"
+    "  $$BEGIN UPDATE store_meta SET generation = generation + 1 WHERE id = 1;"
+    "  RETURN NULL; END$$;"
+    "CREATE TRIGGER trust_docs_gen AFTER INSERT OR UPDATE OR DELETE ON trust_docs"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();"
+    "CREATE TRIGGER models_gen AFTER INSERT OR UPDATE OR DELETE ON models"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();"
+    "CREATE TRIGGER model_versions_gen AFTER INSERT OR UPDATE OR DELETE ON model_versions"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();"
+    "CREATE TRIGGER deltas_gen AFTER INSERT OR UPDATE OR DELETE ON deltas"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();"
+    "CREATE TRIGGER rollouts_gen AFTER INSERT OR UPDATE OR DELETE ON rollouts"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();",
+    /* 7: distillation runs (see sqlite.c). */
     "CREATE TABLE distill_runs ("
     "  id BIGSERIAL PRIMARY KEY,"
     "  model TEXT NOT NULL,"
@@ -808,27 +828,184 @@ static int pg_trust_roots_after(struct mf_store *base, struct mf_ctx *ctx, uint6
         &p, visit_root, &w);
 }
 
-static int pg_device_reserve_sequence(uint64_t *first_out, struct mf_store *base,
-                                      struct mf_ctx *ctx, const char *device_id, unsigned n)
+/* Raises the store epoch with a synchronous commit, once per database session, and keeps
+ * the floor it gives in the session (mf.seq_floor) where the reservation reads it. A
+ * reservation on a session that has not raised it fails instead of using a stale floor:
+ * current_setting() without missing_ok errors out on a session that never set it. Per
+ * session, not per node: asynchronous commits are lost only when the server stops, and a
+ * stopped server ends every session, so each number issued afterwards comes from a session
+ * that raised the epoch after the loss (docs/architecture.md, "Check-in path"). */
+static int raise_epoch(PGconn *c, struct mf_ctx *ctx)
+{
+    /* One statement, so a retry on a re-established connection (mf_pg__query) raises the
+     * epoch again on the session that keeps the floor. */
+    _Static_assert(MF_STORE_EPOCH_SHIFT == 32, "raise_epoch's SQL shifts by 32");
+    struct mf_pg_session *sess = mf_pg__session(c);
+    PGresult *res = NULL;
+    uint64_t floor = 0;
+    int err;
+
+    if (sess && sess->floor_set)
+        return MF_OK;
+    err = mf_pg__query(&res, c, ctx,
+                       "WITH e AS (UPDATE store_meta SET epoch = epoch + 1 WHERE id = 1"
+                       " RETURNING epoch) SELECT epoch, set_config('mf.seq_floor',"
+                       " ((epoch - 1) << 32)::text, false) FROM e",
+                       NULL, "raising the store epoch");
+    if (err == MF_OK && PQntuples(res) != 1)
+        err = mf_fail(ctx, MF_E_STATE, "store_meta has no row: the store is not migrated");
+    /* Checks the epoch's range; the floor the session keeps is the same number. */
+    if (err == MF_OK)
+        err = mf_store__epoch_floor(&floor, ctx, mf_pg__col_i64(res, 0, 0));
+    PQclear(res);
+    if (err == MF_OK && sess)
+        sess->floor_set = 1;
+    return err;
+}
+
+static int reserve_on(uint64_t *first_out, PGconn *c, struct mf_ctx *ctx, const char *device_id,
+                      unsigned n)
 {
     struct mf_pg_params p = {0};
     PGresult *res = NULL;
-    int err;
+    int err = raise_epoch(c, ctx);
 
-    *first_out = 0;
+    if (err < 0)
+        return err;
     mf_pg__param_i64(&p, n);
     mf_pg__param_text(&p, device_id);
     /* One statement: the row lock of the UPDATE serialises concurrent check-ins of the same
-     * device on every node, so blocks never overlap. */
-    err = mf_pg__run(&res, base, ctx,
-                     "UPDATE devices SET assign_seq = assign_seq + $1 WHERE device_id = $2"
-                     " RETURNING assign_seq",
-                     &p, "reserving assignment sequence numbers");
+     * device on every node, so blocks never overlap; its commit does not wait for the WAL
+     * flush (see raise_epoch). */
+    err = mf_pg__query(&res, c, ctx,
+                       "WITH async AS (SELECT set_config('synchronous_commit', 'off', true))"
+                       " UPDATE devices SET assign_seq = greatest(assign_seq,"
+                       " current_setting('mf.seq_floor')::bigint) + $1 FROM async"
+                       " WHERE device_id = $2 RETURNING assign_seq",
+                       &p, "reserving assignment sequence numbers");
     if (err == MF_OK && PQntuples(res) == 1)
         *first_out = (uint64_t)mf_pg__col_i64(res, 0, 0) - n + 1;
     else if (err == MF_OK)
         err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
     PQclear(res);
+    return err;
+}
+
+static int pg_device_reserve_sequence(uint64_t *first_out, struct mf_store *base,
+                                      struct mf_ctx *ctx, const char *device_id, unsigned n)
+{
+    struct mf_pg_session *sess;
+    PGconn *c;
+    int err;
+
+    *first_out = 0;
+    err = mf_pg__get(&c, base, ctx);
+    if (err < 0)
+        return err;
+    err = reserve_on(first_out, c, ctx, device_id, n);
+    /* The connection was re-established under the statement (mf_pg__query retries once on
+     * a dropped connection): the new session has no floor yet, so raise it and go again. */
+    sess = mf_pg__session(c);
+    if (err == MF_E_IO && sess && !sess->floor_set && PQstatus(c) == CONNECTION_OK)
+        err = reserve_on(first_out, c, ctx, device_id, n);
+    mf_pg__put(base, c);
+    return err;
+}
+
+/* Model names never contain '/' (protocol names), so one text parameter carries them all. */
+static int join_models(char *out, size_t size, struct mf_ctx *ctx, const char *const *models,
+                       size_t n)
+{
+    size_t len = 0;
+
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        int k = snprintf(out + len, size - len, "%s%s", i ? "/" : "", models[i]);
+
+        if (k < 0 || (size_t)k >= size - len)
+            return mf_fail(ctx, MF_E_LIMIT, "more models than a check-in carries");
+        len += (size_t)k;
+    }
+    return MF_OK;
+}
+
+static int begin_on(uint64_t *generation_out, uint64_t *first_out,
+                    struct mf_store_directives *dirs_out, PGconn *c, struct mf_ctx *ctx,
+                    const char *device_id, const uint8_t *cred_hash, unsigned n_seq,
+                    const char *models, size_t n_models, int64_t now)
+{
+    /* The device row's UPDATE (last_seen, the sequence block above the session's floor,
+     * without waiting for the WAL flush: see raise_epoch), then one row per model with its
+     * directives, in model order; no model: one row with NULL directives. The models come
+     * through a sub-select so the planner never sees their value: its estimate is then the
+     * same for every call, and the prepared statement settles on one generic plan instead
+     * of planning each check-in anew. */
+    static const char sql[] =
+        "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),"
+        " d AS (UPDATE devices SET last_seen = $1, assign_seq = greatest(assign_seq,"
+        "  current_setting('mf.seq_floor')::bigint) + $3 FROM async WHERE device_id = $2"
+        "  AND credential_hash = $5"
+        "  RETURNING id, device_id, channel, assign_seq)"
+        " SELECT d.assign_seq, (SELECT generation FROM store_meta WHERE id = 1), m.ord, "
+        /* clang-format off */
+        MF_PG_DIRECTIVE_COLUMNS("m.model")
+        /* clang-format on */
+        " FROM d LEFT JOIN unnest(string_to_array((SELECT $4::text), '/')) WITH ORDINALITY"
+        " AS m(model, ord) ON true ORDER BY m.ord";
+    struct mf_pg_params p = {0};
+    PGresult *res = NULL;
+    int err = raise_epoch(c, ctx);
+
+    if (err < 0)
+        return err;
+    mf_pg__param_i64(&p, now);
+    mf_pg__param_text(&p, device_id);
+    mf_pg__param_i64(&p, n_seq);
+    mf_pg__param_text(&p, models);
+    mf_pg__param_blob(&p, cred_hash, MF_SHA256_LEN);
+    err = mf_pg__query(&res, c, ctx, sql, &p, "beginning a check-in");
+    if (err == MF_OK && PQntuples(res) == 0)
+        err = mf_fail(ctx, MF_E_AUTH, "device '%s' does not hold that credential (any more)",
+                      device_id);
+    if (err == MF_OK && (size_t)PQntuples(res) != (n_models ? n_models : 1))
+        err = mf_fail(ctx, MF_E_STATE, "check-in of %zu models read %d directive rows", n_models,
+                      PQntuples(res));
+    if (err == MF_OK) {
+        *first_out = (uint64_t)mf_pg__col_i64(res, 0, 0) - n_seq + 1;
+        *generation_out = (uint64_t)mf_pg__col_i64(res, 0, 1);
+        for (size_t i = 0; i < n_models; i++)
+            mf_pg__directives_row(&dirs_out[i], res, (int)i, 3);
+    }
+    PQclear(res);
+    return err;
+}
+
+static int pg_checkin_begin(uint64_t *generation_out, uint64_t *first_out,
+                            struct mf_store_directives *dirs_out, struct mf_store *base,
+                            struct mf_ctx *ctx, const char *device_id,
+                            const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
+                            const char *const *models, size_t n_models, int64_t now)
+{
+    char names[MF_STORE_CHECKIN_MAX_MODELS * MF_STORE_NAME_SIZE];
+    struct mf_pg_session *sess;
+    PGconn *c;
+    int err;
+
+    *generation_out = 0;
+    *first_out = 0;
+    err = join_models(names, sizeof(names), ctx, models, n_models);
+    if (err == MF_OK)
+        err = mf_pg__get(&c, base, ctx);
+    if (err < 0)
+        return err;
+    err = begin_on(generation_out, first_out, dirs_out, c, ctx, device_id, cred_hash, n_seq, names,
+                   n_models, now);
+    /* Re-established under the statement: as pg_device_reserve_sequence. */
+    sess = mf_pg__session(c);
+    if (err == MF_E_IO && sess && !sess->floor_set && PQstatus(c) == CONNECTION_OK)
+        err = begin_on(generation_out, first_out, dirs_out, c, ctx, device_id, cred_hash, n_seq,
+                       names, n_models, now);
+    mf_pg__put(base, c);
     return err;
 }
 
@@ -955,15 +1132,16 @@ static int pg_statuses_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_
 /* Both URL schemes libpq accepts select this backend; one list of ops serves both. */
 #define PG_OPS(scheme_name, open_fn)                                                               \
     {                                                                                              \
-        .scheme = scheme_name, .open = open_fn, .close = pg_close, .migrate = pg_migrate,          \
-        .schema_version = pg_schema_version, .token_count = pg_token_count,                        \
-        .token_insert = pg_token_insert, .token_check = pg_token_check,                            \
-        .device_enroll = pg_device_enroll, .device_auth = pg_device_auth,                          \
-        .device_touch = pg_device_touch, .version_insert = pg_version_insert,                      \
-        .version_get = pg_version_get, .version_latest = pg_version_latest,                        \
-        .release_set = pg_release_set, .release_get = pg_release_get,                              \
-        .release_latest = pg_release_latest, .trust_put = pg_trust_put,                            \
-        .trust_latest = pg_trust_latest, .trust_roots_after = pg_trust_roots_after,                \
+        .scheme = scheme_name, .default_threads = MF_PG_POOL_MAX, .open = open_fn,                 \
+        .close = pg_close, .migrate = pg_migrate, .schema_version = pg_schema_version,             \
+        .token_count = pg_token_count, .token_insert = pg_token_insert,                            \
+        .token_check = pg_token_check, .device_enroll = pg_device_enroll,                          \
+        .device_auth = pg_device_auth, .device_touch = pg_device_touch,                            \
+        .version_insert = pg_version_insert, .version_get = pg_version_get,                        \
+        .version_latest = pg_version_latest, .release_set = pg_release_set,                        \
+        .release_get = pg_release_get, .release_latest = pg_release_latest,                        \
+        .trust_put = pg_trust_put, .trust_latest = pg_trust_latest,                                \
+        .trust_roots_after = pg_trust_roots_after,                                                 \
         .device_reserve_sequence = pg_device_reserve_sequence, .report_insert = pg_report_insert,  \
         .versions_list = pg_versions_list, .devices_list = pg_devices_list,                        \
         .statuses_list = pg_statuses_list, .device_groups_set = mf_pg__device_groups_set,          \
@@ -985,7 +1163,7 @@ static int pg_statuses_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_
         .telemetry_list = mf_pg__telemetry_list, .rollout_put = mf_pg__rollout_put,                \
         .rollout_get = mf_pg__rollout_get, .rollouts_list = mf_pg__rollouts_list,                  \
         .rollout_event_add = mf_pg__rollout_event_add,                                             \
-        .rollout_events_list = mf_pg__rollout_events_list,                                         \
+        .rollout_events_list = mf_pg__rollout_events_list, .checkin_begin = pg_checkin_begin,      \
         .distill_run_put = mf_pg__distill_run_put, .distill_run_get = mf_pg__distill_run_get,      \
         .distill_runs_list = mf_pg__distill_runs_list,                                             \
     }

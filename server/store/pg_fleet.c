@@ -175,23 +175,33 @@ int mf_pg__pins_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_pin_fn 
                              NULL, visit_pin, &w);
 }
 
+void mf_pg__directives_row(struct mf_store_directives *out, const PGresult *res, int row, int col)
+{
+    char grp[2 * MF_STORE_NAME_SIZE];
+    const char *slash;
+
+    /* NULL columns (no such directive) read as "". */
+    memset(out, 0, sizeof(*out));
+    mf_pg__col_text(out->channel, sizeof(out->channel), res, row, col);
+    mf_pg__col_text(out->device_pin, sizeof(out->device_pin), res, row, col + 1);
+    mf_pg__col_text(grp, sizeof(grp), res, row, col + 2);
+    mf_pg__col_text(out->channel_version, sizeof(out->channel_version), res, row, col + 3);
+    mf_pg__col_text(out->fleet_rollback, sizeof(out->fleet_rollback), res, row, col + 4);
+    /* Names never contain '/', so the first one splits group from version. */
+    slash = strchr(grp, '/');
+    if (slash) {
+        (void)snprintf(out->group, sizeof(out->group), "%.*s", (int)(slash - grp), grp);
+        (void)snprintf(out->group_pin, sizeof(out->group_pin), "%s", slash + 1);
+    }
+}
+
 int mf_pg__directives_get(struct mf_store_directives *out, struct mf_store *base,
                           struct mf_ctx *ctx, const char *device_id, const char *model)
 {
-    /* One statement, one round trip per model of a check-in (as sqlite.c). Scopes: 1 device,
-     * 2 group (the first group by name that pins the model), 3 channel, 4 fleet. */
+    /* One statement, one round trip per model (as sqlite.c); check-ins read them with
+     * checkin_begin instead. */
     static const char sql[] =
-        "SELECT d.channel,"
-        " (SELECT version FROM pins WHERE scope = 1 AND target = d.device_id AND model = $2),"
-        " (SELECT p.target FROM pins p JOIN device_groups g ON g.grp = p.target"
-        "   AND g.device_id = d.id WHERE p.scope = 2 AND p.model = $2"
-        "   ORDER BY p.target COLLATE \"C\" LIMIT 1),"
-        " (SELECT p.version FROM pins p JOIN device_groups g ON g.grp = p.target"
-        "   AND g.device_id = d.id WHERE p.scope = 2 AND p.model = $2"
-        "   ORDER BY p.target COLLATE \"C\" LIMIT 1),"
-        " (SELECT version FROM pins WHERE scope = 3 AND target = d.channel AND model = $2),"
-        " (SELECT version FROM pins WHERE scope = 4 AND target = '*' AND model = $2)"
-        " FROM devices d WHERE d.device_id = $1";
+        "SELECT " MF_PG_DIRECTIVE_COLUMNS("$2") " FROM devices d WHERE d.device_id = $1";
     struct mf_pg_params p = {0};
     PGresult *res = NULL;
     int err;
@@ -202,15 +212,8 @@ int mf_pg__directives_get(struct mf_store_directives *out, struct mf_store *base
     err = mf_pg__run(&res, base, ctx, sql, &p, "reading directives");
     if (err == MF_OK && PQntuples(res) == 0)
         err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
-    if (err == MF_OK) {
-        /* NULL columns (no such directive) read as "". */
-        mf_pg__col_text(out->channel, sizeof(out->channel), res, 0, 0);
-        mf_pg__col_text(out->device_pin, sizeof(out->device_pin), res, 0, 1);
-        mf_pg__col_text(out->group, sizeof(out->group), res, 0, 2);
-        mf_pg__col_text(out->group_pin, sizeof(out->group_pin), res, 0, 3);
-        mf_pg__col_text(out->channel_version, sizeof(out->channel_version), res, 0, 4);
-        mf_pg__col_text(out->fleet_rollback, sizeof(out->fleet_rollback), res, 0, 5);
-    }
+    if (err == MF_OK)
+        mf_pg__directives_row(out, res, 0, 0);
     PQclear(res);
     return err;
 }

@@ -5,6 +5,7 @@
 #include "mf/ct.h"
 
 #include <assert.h>
+#include <libpq-events.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,6 +38,33 @@ static void ignore_notice(void *arg, const char *message)
     (void)message;
 }
 
+/* libpq event procedure that owns each connection's struct mf_pg_session. */
+static int session_event(PGEventId id, void *info, void *pass)
+{
+    mf_allocator *alloc = pass;
+
+    if (id == PGEVT_REGISTER) {
+        PGconn *c = ((PGEventRegister *)info)->conn;
+        struct mf_pg_session *s = mf_calloc(alloc, 1, sizeof(*s));
+
+        return s && PQsetInstanceData(c, session_event, s);
+    }
+    if (id == PGEVT_CONNRESET) {
+        struct mf_pg_session *s = PQinstanceData(((PGEventConnReset *)info)->conn, session_event);
+
+        if (s)
+            memset(s, 0, sizeof(*s)); /* a new server session: nothing is prepared on it */
+    } else if (id == PGEVT_CONNDESTROY) {
+        mf_free(alloc, PQinstanceData(((PGEventConnDestroy *)info)->conn, session_event));
+    }
+    return 1;
+}
+
+struct mf_pg_session *mf_pg__session(PGconn *conn)
+{
+    return PQinstanceData(conn, session_event);
+}
+
 static int connect_one(PGconn **out, struct mf_pg_pool *p, struct mf_ctx *ctx)
 {
     /* The URL comes last so its own connect_timeout, if any, overrides our bound: a dead
@@ -52,6 +80,10 @@ static int connect_one(PGconn **out, struct mf_pg_pool *p, struct mf_ctx *ctx)
         return mf_fail(ctx, MF_E_NOMEM, "out of memory connecting to PostgreSQL");
     if (PQstatus(c) == CONNECTION_OK) {
         (void)PQsetNoticeProcessor(c, ignore_notice, NULL);
+        if (!PQregisterEventProc(c, session_event, "mf-session", &p->alloc)) {
+            PQfinish(c);
+            return mf_fail(ctx, MF_E_NOMEM, "out of memory connecting to PostgreSQL");
+        }
         *out = c;
         return MF_OK;
     }
@@ -211,21 +243,75 @@ static int result_fail(struct mf_ctx *ctx, const PGresult *res, PGconn *conn, co
     return mf_fail(ctx, MF_E_IO, "postgresql %s: %.*s", what, msg_len(m), m);
 }
 
-static PGresult *run(PGconn *conn, const char *sql, const struct mf_pg_params *params)
-{
-    static const struct mf_pg_params none;
-
-    if (!params)
-        params = &none;
-    return PQexecParams(conn, sql, params->n, NULL, params->values, params->lengths,
-                        params->formats, 1);
-}
-
 static int result_ok(const PGresult *res)
 {
     ExecStatusType st = PQresultStatus(res);
 
     return res && (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK);
+}
+
+/* FNV-1a, 64 bits: names a statement by its text (a clash among a few hundred statements
+ * is out of reach). */
+static uint64_t sql_hash(const char *sql)
+{
+    uint64_t h = 14695981039346656037u;
+
+    for (const unsigned char *q = (const unsigned char *)sql; *q; q++)
+        h = (h ^ *q) * 1099511628211u;
+    return h;
+}
+
+/* Prepares `sql` as statement `name` on the connection's session unless it is already.
+ * 1: it is prepared; 0: run it unprepared (no session state, or the session is full);
+ * -1: the prepare failed (*fail holds the server's answer). */
+static int prepare_once(PGresult **fail, PGconn *conn, const char *name, uint64_t h,
+                        const char *sql, int n_params)
+{
+    struct mf_pg_session *s = mf_pg__session(conn);
+    PGresult *res;
+
+    if (!s)
+        return 0;
+    for (size_t i = 0; i < s->n_prepared; i++) {
+        if (s->prepared[i] == h)
+            return 1;
+    }
+    if (s->n_prepared == MF_PG_PREPARED_MAX)
+        return 0;
+    res = PQprepare(conn, name, sql, n_params, NULL);
+    if (!result_ok(res)) {
+        *fail = res;
+        return -1;
+    }
+    PQclear(res);
+    s->prepared[s->n_prepared++] = h;
+    return 1;
+}
+
+static PGresult *run(PGconn *conn, const char *sql, const struct mf_pg_params *params)
+{
+    static const struct mf_pg_params none;
+    PGresult *fail = NULL;
+    char name[24];
+    uint64_t h;
+    int prepared = 0;
+
+    if (!params)
+        params = &none;
+    /* Statements with parameters are the ones requests repeat; BEGIN / COMMIT and the
+     * like stay plain. */
+    if (params->n > 0) {
+        h = sql_hash(sql);
+        (void)snprintf(name, sizeof(name), "mf_%016llx", (unsigned long long)h);
+        prepared = prepare_once(&fail, conn, name, h, sql, params->n);
+    }
+    if (prepared < 0)
+        return fail;
+    if (prepared)
+        return PQexecPrepared(conn, name, params->n, params->values, params->lengths,
+                              params->formats, 1);
+    return PQexecParams(conn, sql, params->n, NULL, params->values, params->lengths,
+                        params->formats, 1);
 }
 
 int mf_pg__query(PGresult **out, PGconn *conn, struct mf_ctx *ctx, const char *sql,

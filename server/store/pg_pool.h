@@ -34,6 +34,24 @@ void mf_pg__pool_free(struct mf_pg_pool *p); /* NULL is a no-op; every conn must
 int mf_pg__acquire(PGconn **out, struct mf_pg_pool *p, struct mf_ctx *ctx);
 void mf_pg__release(struct mf_pg_pool *p, PGconn *conn);
 
+/*
+ * What one database session of a pooled connection holds besides the connection: the
+ * statements prepared on it (mf_pg__query prepares each parameterised statement once per
+ * session, so the server parses and plans it once) and the store's use of it (pg.c: the
+ * epoch floor the session raised). libpq forgets none of this by itself, so it is cleared
+ * when libpq re-establishes the connection (PQreset), where the server forgot it.
+ */
+#define MF_PG_PREPARED_MAX 128 /* statements prepared per session; more run unprepared */
+
+struct mf_pg_session {
+    uint64_t prepared[MF_PG_PREPARED_MAX]; /* hashes of the SQL texts prepared */
+    size_t n_prepared;
+    int floor_set; /* pg.c: this session raised the store epoch (reserve_sequence) */
+};
+
+/* The session state of a connection the pool made; NULL for any other connection. */
+struct mf_pg_session *mf_pg__session(PGconn *conn);
+
 /* Statement parameters: text, integers (sent as decimal text) and binary blobs. */
 struct mf_pg_params {
     const char *values[MF_PG_PARAMS_MAX];

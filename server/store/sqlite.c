@@ -7,6 +7,8 @@
  */
 #include "store/sqlite_store.h"
 
+#include "store/sqlite_stmt.h"
+
 #include "mf/ct.h"
 
 #include <pthread.h>
@@ -20,6 +22,9 @@ struct sqlite_store {
     sqlite3 *db;
     pthread_mutex_t lock;
     mf_allocator alloc;
+    struct mf_sqlite_stmts stmts; /* db's prepared statements, under `lock` */
+    uint64_t floor;               /* of this open store's epoch (epoch_locked), under `lock` */
+    int floor_set;
 };
 
 /*
@@ -199,7 +204,46 @@ static const char *const store_migrations[] = {
     "  kind TEXT NOT NULL,"
     "  detail TEXT NOT NULL);"
     "CREATE INDEX rollout_events_by_rollout ON rollout_events(rollout_id, seq);",
-    /* 6: distillation runs (docs/distill.md): the loop's jobs with their provenance. At
+    /* 6: the check-in fast path (docs/architecture.md, "Check-in path"). store_meta.epoch:
+     * raised durably by each node before it issues assignment sequence numbers without
+     * waiting for the disk; store_meta.generation: raised by every change to what nodes
+     * cache for check-ins (trust documents, models and releases, deltas, rollouts). */
+    "CREATE TABLE store_meta ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  epoch INTEGER NOT NULL,"
+    "  generation INTEGER NOT NULL);"
+    "INSERT INTO store_meta(id, epoch, generation) VALUES(1, 0, 1);"
+    "CREATE TRIGGER trust_docs_gen_ins AFTER INSERT ON trust_docs BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER trust_docs_gen_upd AFTER UPDATE ON trust_docs BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER trust_docs_gen_del AFTER DELETE ON trust_docs BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER models_gen_ins AFTER INSERT ON models BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER models_gen_upd AFTER UPDATE ON models BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER models_gen_del AFTER DELETE ON models BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER model_versions_gen_ins AFTER INSERT ON model_versions BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER model_versions_gen_upd AFTER UPDATE ON model_versions BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER model_versions_gen_del AFTER DELETE ON model_versions BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER deltas_gen_ins AFTER INSERT ON deltas BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER deltas_gen_upd AFTER UPDATE ON deltas BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER deltas_gen_del AFTER DELETE ON deltas BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER rollouts_gen_ins AFTER INSERT ON rollouts BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER rollouts_gen_upd AFTER UPDATE ON rollouts BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER rollouts_gen_del AFTER DELETE ON rollouts BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;",
+    /* 7: distillation runs (docs/distill.md): the loop's jobs with their provenance. At
      * most one queued or running run per model. */
     "CREATE TABLE distill_runs ("
     "  id INTEGER PRIMARY KEY,"
@@ -242,9 +286,27 @@ static int db_exec(struct sqlite_store *s, struct mf_ctx *ctx, const char *sql)
 static int db_prepare(sqlite3_stmt **out, struct sqlite_store *s, struct mf_ctx *ctx,
                       const char *sql)
 {
-    if (sqlite3_prepare_v2(s->db, sql, -1, out, NULL) != SQLITE_OK)
+    if (mf_sqlite__stmt_get(out, &s->stmts, s->db, sql) != SQLITE_OK)
         return db_fail(ctx, s, "prepare");
     return MF_OK;
+}
+
+/* Gives back a statement of db_prepare (NULL is a no-op). */
+static void db_finish(struct sqlite_store *s, sqlite3_stmt *st)
+{
+    mf_sqlite__stmt_put(&s->stmts, st);
+}
+
+/* db_exec for a statement without parameters or rows that runs often (prepared once). */
+static int db_run(struct sqlite_store *s, struct mf_ctx *ctx, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int err = db_prepare(&st, s, ctx, sql);
+
+    if (err == MF_OK && sqlite3_step(st) != SQLITE_DONE)
+        err = db_fail(ctx, s, sql);
+    db_finish(s, st);
+    return err;
 }
 
 static void col_text(char *dst, size_t size, sqlite3_stmt *st, int col)
@@ -298,6 +360,7 @@ static void sqlite_close(struct mf_store *base)
 
     if (!s)
         return;
+    mf_sqlite__stmts_free(&s->stmts);
     (void)sqlite3_close(s->db);
     (void)pthread_mutex_destroy(&s->lock);
     alloc = s->alloc;
@@ -358,7 +421,7 @@ static int read_schema_version(int *out, struct sqlite_store *s, struct mf_ctx *
         *out = sqlite3_column_int(st, 0);
         err = MF_OK;
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     return err;
 }
 
@@ -393,7 +456,7 @@ static int migrate_locked(int *applied_out, struct sqlite_store *s, struct mf_ct
             break;
         (*applied_out)++;
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     return err;
 }
 
@@ -447,7 +510,7 @@ static int sqlite_token_count(int *count_out, struct mf_store *base, struct mf_c
         else
             err = db_fail(ctx, s, "counting tokens");
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -467,7 +530,7 @@ static int sqlite_token_insert(struct mf_store *base, struct mf_ctx *ctx, int ki
         sqlite3_bind_int64(st, 3, now);
         err = db_step_done(st, s, ctx);
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -496,7 +559,7 @@ static int sqlite_token_check(struct mf_store *base, struct mf_ctx *ctx, int kin
         else
             err = db_fail(ctx, s, "token lookup");
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -521,7 +584,7 @@ static int sqlite_device_enroll(struct mf_store *base, struct mf_ctx *ctx, const
         sqlite3_bind_int64(st, 3, now);
         err = db_step_done(st, s, ctx);
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -550,7 +613,7 @@ static int sqlite_device_auth(char device_id_out[MF_STORE_NAME_SIZE], struct mf_
             err = db_fail(ctx, s, "credential lookup");
         }
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -569,7 +632,7 @@ static int sqlite_device_touch(struct mf_store *base, struct mf_ctx *ctx, const 
         sqlite3_bind_text(st, 2, device_id, -1, SQLITE_STATIC);
         err = db_step_done(st, s, ctx);
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -588,7 +651,7 @@ static int version_insert_locked(struct sqlite_store *s, struct mf_ctx *ctx,
     sqlite3_bind_text(st, 1, v->model, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, v->created_at);
     err = db_step_done(st, s, ctx);
-    sqlite3_finalize(st);
+    db_finish(s, st);
     if (err < 0)
         return err;
     err = db_prepare(&st, s, ctx,
@@ -602,7 +665,7 @@ static int version_insert_locked(struct sqlite_store *s, struct mf_ctx *ctx,
     sqlite3_bind_int64(st, 4, v->created_at);
     sqlite3_bind_text(st, 5, v->model, -1, SQLITE_STATIC);
     err = db_step_done(st, s, ctx);
-    sqlite3_finalize(st);
+    db_finish(s, st);
     if (err == MF_E_STATE)
         return mf_fail(ctx, MF_E_STATE, "version '%s' of model '%s' exists already", v->version,
                        v->model);
@@ -657,7 +720,7 @@ static int version_query(struct mf_store_version *out, struct mf_store *base, st
         else
             err = db_fail(ctx, s, "version lookup");
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -709,7 +772,7 @@ static int release_set_locked(struct sqlite_store *s, struct mf_ctx *ctx,
         top = (uint64_t)sqlite3_column_int64(st, 0);
     else
         err = db_fail(ctx, s, "reading the release sequence");
-    sqlite3_finalize(st);
+    db_finish(s, st);
     if (err < 0)
         return err;
     if (v->sequence <= top)
@@ -732,7 +795,7 @@ static int release_set_locked(struct sqlite_store *s, struct mf_ctx *ctx,
     if (err == MF_OK && sqlite3_changes(s->db) == 0)
         err = mf_fail(ctx, MF_E_NOTFOUND, "no staged version '%s' of model '%s'", v->version,
                       v->model);
-    sqlite3_finalize(st);
+    db_finish(s, st);
     return err;
 }
 
@@ -791,7 +854,7 @@ static int sqlite_release_get(struct mf_dynbuf *out, struct mf_store *base, stru
         sqlite3_bind_text(st, 2, version, -1, SQLITE_STATIC);
         err = query_blob(out, s, ctx, st, "release");
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -810,7 +873,7 @@ static int trust_put_locked(struct sqlite_store *s, struct mf_ctx *ctx, int kind
     sqlite3_bind_int64(st, 2, (sqlite3_int64)version);
     sqlite3_bind_blob(st, 3, env, (int)len, SQLITE_STATIC);
     err = db_step_done(st, s, ctx);
-    sqlite3_finalize(st);
+    db_finish(s, st);
     if (err == MF_E_STATE)
         return mf_fail(ctx, MF_E_STATE, "trust document version %llu exists already",
                        (unsigned long long)version);
@@ -849,7 +912,7 @@ static int sqlite_trust_latest(uint64_t *version_out, struct mf_dynbuf *out, str
         if (err == MF_OK)
             *version_out = (uint64_t)sqlite3_column_int64(st, 1);
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -882,8 +945,51 @@ static int sqlite_trust_roots_after(struct mf_store *base, struct mf_ctx *ctx, u
         err = fn(payload, (uint64_t)sqlite3_column_int64(st, 0), sqlite3_column_blob(st, 1),
                  (size_t)sqlite3_column_bytes(st, 1));
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
+    return err;
+}
+
+/* Runs `call` with commits that do not wait for the disk (WAL, synchronous=NORMAL): what it
+ * writes survives a crash of the process but may be lost with the machine's power, which
+ * the caller's data tolerates (docs/architecture.md, "Check-in path"). The next durable
+ * commit of the connection makes it durable too: the WAL is synced as a whole. */
+#define NOT_DURABLE(s, ctx, call)                                                                  \
+    do {                                                                                           \
+        err = db_run(s, ctx, "PRAGMA synchronous=NORMAL");                                         \
+        if (err == MF_OK) {                                                                        \
+            err = (call);                                                                          \
+            (void)db_run(s, ctx, "PRAGMA synchronous=FULL");                                       \
+        }                                                                                          \
+    } while (0)
+
+/* Raises the store's epoch with a durable commit, once per open store, before the first
+ * sequence number it issues without waiting for the disk: every number it issues is then
+ * above any number issued under an earlier epoch, whether or not that one reached the disk. */
+static int epoch_locked(struct sqlite_store *s, struct mf_ctx *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    int err, rc;
+
+    if (s->floor_set)
+        return MF_OK;
+    err = db_exec(s, ctx, "BEGIN IMMEDIATE");
+    if (err < 0)
+        return err;
+    err = db_prepare(&st, s, ctx,
+                     "UPDATE store_meta SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch");
+    if (err == MF_OK) {
+        rc = sqlite3_step(st);
+        err = rc == SQLITE_ROW ? mf_store__epoch_floor(&s->floor, ctx, sqlite3_column_int64(st, 0))
+                               : db_fail(ctx, s, "raising the store epoch");
+    }
+    db_finish(s, st);
+    if (err == MF_OK)
+        err = db_exec(s, ctx, "COMMIT");
+    if (err < 0)
+        (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    else
+        s->floor_set = 1;
     return err;
 }
 
@@ -892,14 +998,15 @@ static int reserve_locked(uint64_t *first_out, struct sqlite_store *s, struct mf
 {
     sqlite3_stmt *st = NULL;
     int err = db_prepare(&st, s, ctx,
-                         "UPDATE devices SET assign_seq = assign_seq + ? WHERE device_id = ?"
-                         " RETURNING assign_seq");
+                         "UPDATE devices SET assign_seq = max(assign_seq, ?3) + ?1"
+                         " WHERE device_id = ?2 RETURNING assign_seq");
     int rc;
 
     if (err < 0)
         return err;
     sqlite3_bind_int(st, 1, (int)n);
     sqlite3_bind_text(st, 2, device_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)s->floor);
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW)
         *first_out = (uint64_t)sqlite3_column_int64(st, 0) - n + 1;
@@ -907,7 +1014,7 @@ static int reserve_locked(uint64_t *first_out, struct sqlite_store *s, struct mf
         err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
     else
         err = db_fail(ctx, s, "reserving assignment sequence numbers");
-    sqlite3_finalize(st);
+    db_finish(s, st);
     return err;
 }
 
@@ -918,7 +1025,90 @@ static int sqlite_device_reserve_sequence(uint64_t *first_out, struct mf_store *
     int err;
 
     *first_out = 0;
-    IN_TRANSACTION(s, ctx, reserve_locked(first_out, s, ctx, device_id, n));
+    store_lock(s);
+    err = epoch_locked(s, ctx);
+    if (err == MF_OK)
+        NOT_DURABLE(s, ctx, reserve_locked(first_out, s, ctx, device_id, n));
+    store_unlock(s);
+    return err;
+}
+
+static int directives_locked(struct mf_store_directives *out, struct sqlite_store *s,
+                             struct mf_ctx *ctx, const char *device_id, const char *model);
+
+/* last_seen and the sequence block in one statement (one commit), with the generation. */
+static int begin_locked(uint64_t *generation_out, uint64_t *first_out, struct sqlite_store *s,
+                        struct mf_ctx *ctx, const char *device_id,
+                        const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq, int64_t now)
+{
+    sqlite3_stmt *st = NULL;
+    int err = db_prepare(&st, s, ctx,
+                         "UPDATE devices SET last_seen = ?1, assign_seq = max(assign_seq, ?3) + ?4"
+                         " WHERE device_id = ?2 AND credential_hash = ?5 RETURNING assign_seq,"
+                         " (SELECT generation FROM store_meta WHERE id = 1)");
+    int rc;
+
+    if (err < 0)
+        return err;
+    sqlite3_bind_int64(st, 1, now);
+    sqlite3_bind_text(st, 2, device_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)s->floor);
+    sqlite3_bind_int(st, 4, (int)n_seq);
+    sqlite3_bind_blob(st, 5, cred_hash, MF_SHA256_LEN, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *first_out = (uint64_t)sqlite3_column_int64(st, 0) - n_seq + 1;
+        *generation_out = (uint64_t)sqlite3_column_int64(st, 1);
+    } else if (rc == SQLITE_DONE) {
+        err = mf_fail(ctx, MF_E_AUTH, "device '%s' does not hold that credential (any more)",
+                      device_id);
+    } else {
+        err = db_fail(ctx, s, "beginning a check-in");
+    }
+    db_finish(s, st);
+    return err;
+}
+
+/* begin_locked and the directives of each model, in one transaction: one round of the WAL's
+ * locks instead of one per statement. */
+static int begin_tx_locked(uint64_t *generation_out, uint64_t *first_out,
+                           struct mf_store_directives *dirs_out, struct sqlite_store *s,
+                           struct mf_ctx *ctx, const char *device_id,
+                           const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
+                           const char *const *models, size_t n_models, int64_t now)
+{
+    int err = db_run(s, ctx, "BEGIN IMMEDIATE");
+
+    if (err < 0)
+        return err;
+    err = begin_locked(generation_out, first_out, s, ctx, device_id, cred_hash, n_seq, now);
+    for (size_t i = 0; err == MF_OK && i < n_models; i++)
+        err = directives_locked(&dirs_out[i], s, ctx, device_id, models[i]);
+    if (err == MF_OK)
+        err = db_run(s, ctx, "COMMIT");
+    if (err < 0)
+        (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return err;
+}
+
+static int sqlite_checkin_begin(uint64_t *generation_out, uint64_t *first_out,
+                                struct mf_store_directives *dirs_out, struct mf_store *base,
+                                struct mf_ctx *ctx, const char *device_id,
+                                const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
+                                const char *const *models, size_t n_models, int64_t now)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    int err;
+
+    *generation_out = 0;
+    *first_out = 0;
+    store_lock(s);
+    err = epoch_locked(s, ctx);
+    if (err == MF_OK)
+        NOT_DURABLE(s, ctx,
+                    begin_tx_locked(generation_out, first_out, dirs_out, s, ctx, device_id,
+                                    cred_hash, n_seq, models, n_models, now));
+    store_unlock(s);
     return err;
 }
 
@@ -952,7 +1142,7 @@ static int report_insert_locked(struct sqlite_store *s, struct mf_ctx *ctx,
         err = db_step_done(st, s, ctx);
         if (err == MF_OK && sqlite3_changes(s->db) == 0)
             err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", r->device_id);
-        sqlite3_finalize(st);
+        db_finish(s, st);
     }
     return err;
 }
@@ -991,7 +1181,7 @@ static int walk_rows(struct mf_store *base, struct mf_ctx *ctx, const char *sql,
         }
         err = visit(st, row, fn, payload);
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -1088,7 +1278,7 @@ static int run_locked(int *changes_out, struct sqlite_store *s, struct mf_ctx *c
         err = db_step_done(st, s, ctx);
     if (err == MF_OK && changes_out)
         *changes_out = sqlite3_changes(s->db);
-    sqlite3_finalize(st);
+    db_finish(s, st);
     return err;
 }
 
@@ -1134,7 +1324,7 @@ static int device_exists_locked(struct sqlite_store *s, struct mf_ctx *ctx, cons
         err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
     else if (rc != SQLITE_ROW)
         err = db_fail(ctx, s, "device lookup");
-    sqlite3_finalize(st);
+    db_finish(s, st);
     return err;
 }
 
@@ -1265,11 +1455,11 @@ static int sqlite_pins_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_
                      &row, visit_pin, (any_fn)fn, payload);
 }
 
-static int sqlite_directives_get(struct mf_store_directives *out, struct mf_store *base,
-                                 struct mf_ctx *ctx, const char *device_id, const char *model)
+/* One statement: a check-in reads this on every model. Scopes: 1 device, 2 group,
+ * 3 channel, 4 fleet. The caller holds the lock. */
+static int directives_locked(struct mf_store_directives *out, struct sqlite_store *s,
+                             struct mf_ctx *ctx, const char *device_id, const char *model)
 {
-    /* One statement: a check-in reads this on every model, so it is one round trip on
-     * every backend. Scopes: 1 device, 2 group, 3 channel, 4 fleet. */
     static const char sql[] =
         "SELECT d.channel,"
         " (SELECT version FROM pins WHERE scope = 1 AND target = d.device_id AND model = ?2),"
@@ -1279,13 +1469,11 @@ static int sqlite_directives_get(struct mf_store_directives *out, struct mf_stor
         " (SELECT version FROM pins WHERE scope = 3 AND target = d.channel AND model = ?2),"
         " (SELECT version FROM pins WHERE scope = 4 AND target = '*' AND model = ?2)"
         " FROM devices d WHERE d.device_id = ?1";
-    struct sqlite_store *s = to_sqlite(base);
     sqlite3_stmt *st = NULL;
-    char grp[2 * MF_STORE_NAME_SIZE];
+    char grp[2 * MF_STORE_NAME_SIZE] = "";
     int err, rc;
 
     memset(out, 0, sizeof(*out));
-    store_lock(s);
     err = db_prepare(&st, s, ctx, sql);
     if (err == MF_OK) {
         sqlite3_bind_text(st, 1, device_id, -1, SQLITE_STATIC);
@@ -1303,8 +1491,7 @@ static int sqlite_directives_get(struct mf_store_directives *out, struct mf_stor
             err = db_fail(ctx, s, "reading directives");
         }
     }
-    sqlite3_finalize(st);
-    store_unlock(s);
+    db_finish(s, st);
     if (err == MF_OK && grp[0]) {
         /* Names never contain '/', so the first one splits group from version. */
         const char *slash = strchr(grp, '/');
@@ -1314,6 +1501,18 @@ static int sqlite_directives_get(struct mf_store_directives *out, struct mf_stor
             (void)snprintf(out->group_pin, sizeof(out->group_pin), "%s", slash + 1);
         }
     }
+    return err;
+}
+
+static int sqlite_directives_get(struct mf_store_directives *out, struct mf_store *base,
+                                 struct mf_ctx *ctx, const char *device_id, const char *model)
+{
+    struct sqlite_store *s = to_sqlite(base);
+    int err;
+
+    store_lock(s);
+    err = directives_locked(out, s, ctx, device_id, model);
+    store_unlock(s);
     return err;
 }
 
@@ -1348,7 +1547,7 @@ static int sqlite_admin_token_auth(int *role_out, struct mf_store *base, struct 
         else
             err = db_fail(ctx, s, "token lookup");
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -1436,7 +1635,7 @@ static int claim_locked(struct mf_store_job *out, struct sqlite_store *s, struct
     } else {
         err = db_fail(ctx, s, "claiming a job");
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     return err;
 }
 
@@ -1519,7 +1718,7 @@ static int sqlite_job_counts(int64_t *queued_out, int64_t *running_out, struct m
             err = db_fail(ctx, s, "counting jobs");
         }
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -1565,7 +1764,7 @@ static int sqlite_delta_find(struct mf_store_delta *out, struct mf_store *base, 
             err = db_fail(ctx, s, "delta lookup");
         }
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -1583,7 +1782,7 @@ static int sqlite_delta_count(int64_t *count_out, struct mf_store *base, struct 
         *count_out = sqlite3_column_int64(st, 0);
     else if (err == MF_OK)
         err = db_fail(ctx, s, "counting deltas");
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -1614,7 +1813,7 @@ static int sqlite_fleet_sha256s(struct mf_store *base, struct mf_ctx *ctx, const
         col_text(sha, sizeof(sha), st, 0);
         err = fn(payload, "", sha);
     }
-    sqlite3_finalize(st);
+    db_finish(s, st);
     store_unlock(s);
     return err;
 }
@@ -1634,6 +1833,7 @@ void mf_sqlite__unlock(struct mf_store *base)
 const struct mf_store_ops mf_store__sqlite_ops = {
     .scheme = "sqlite",
     .open = sqlite_open,
+    .default_threads = 4,
     .close = sqlite_close,
     .migrate = sqlite_migrate,
     .schema_version = sqlite_schema_version,
@@ -1692,6 +1892,7 @@ const struct mf_store_ops mf_store__sqlite_ops = {
     .rollouts_list = mf_sqlite__rollouts_list,
     .rollout_event_add = mf_sqlite__rollout_event_add,
     .rollout_events_list = mf_sqlite__rollout_events_list,
+    .checkin_begin = sqlite_checkin_begin,
     .distill_run_put = mf_sqlite__distill_run_put,
     .distill_run_get = mf_sqlite__distill_run_get,
     .distill_runs_list = mf_sqlite__distill_runs_list,

@@ -71,3 +71,13 @@ int mf_store__trust_load(mf_trust **out, struct mf_store *s, struct mf_ctx *ctx,
     *out = t;
     return MF_OK;
 }
+
+int mf_store__epoch_floor(uint64_t *floor_out, struct mf_ctx *ctx, int64_t epoch)
+{
+    *floor_out = 0;
+    if (epoch < 1 || epoch >= MF_STORE_EPOCH_MAX)
+        return mf_fail(ctx, MF_E_LIMIT, "store epoch %lld is outside 1..%lld", (long long)epoch,
+                       (long long)MF_STORE_EPOCH_MAX - 1);
+    *floor_out = (uint64_t)(epoch - 1) << MF_STORE_EPOCH_SHIFT;
+    return MF_OK;
+}

@@ -18,8 +18,9 @@
 
 #include <stdint.h>
 
-#define MF_STORE_NAME_SIZE 65   /* 64 characters + NUL */
-#define MF_STORE_DETAIL_MAX 512 /* report detail, characters */
+#define MF_STORE_NAME_SIZE 65          /* 64 characters + NUL */
+#define MF_STORE_DETAIL_MAX 512        /* report detail, characters */
+#define MF_STORE_CHECKIN_MAX_MODELS 64 /* models of one checkin_begin */
 
 struct mf_store_version {
     char model[MF_STORE_NAME_SIZE];
@@ -265,6 +266,10 @@ struct mf_store;
 
 struct mf_store_ops {
     const char *scheme; /* URL scheme this backend serves */
+    /* Worker threads a node runs on this backend unless told otherwise: SQLite does its
+     * work in the calling thread, so a few threads keep the cores busy; on PostgreSQL a
+     * check-in thread mostly waits for its round trips, so one per pooled connection. */
+    unsigned default_threads;
     /* `create` 0: the store must already exist (serve); 1: create it (init). */
     int (*open)(struct mf_store **out, struct mf_ctx *ctx, const char *location, int create);
     void (*close)(struct mf_store *s); /* NULL is a no-op */
@@ -318,8 +323,11 @@ struct mf_store_ops {
                              mf_store_envelope_fn fn, void *payload);
 
     /* Director sequence: reserves `n` consecutive numbers of the device's assignment
-     * sequence and returns the first (numbers start at 1 and never repeat). MF_E_NOTFOUND
-     * for an unknown device. */
+     * sequence and returns the first. Numbers never repeat and only grow, across restarts
+     * and nodes, even though the reservation does not wait for the disk: before its first
+     * reservation each node (PostgreSQL: each database session) durably raises the store
+     * epoch, and numbers are then at least mf_store__epoch_floor of it (1 on a new store;
+     * docs/architecture.md, "Check-in path"). MF_E_NOTFOUND for an unknown device. */
     int (*device_reserve_sequence)(uint64_t *first_out, struct mf_store *s, struct mf_ctx *ctx,
                                    const char *device_id, unsigned n);
 
@@ -474,7 +482,27 @@ struct mf_store_ops {
     int (*rollout_events_list)(struct mf_store *s, struct mf_ctx *ctx, int64_t rollout_id,
                                mf_store_rollout_event_fn fn, void *payload);
 
-    /* ---- Appended with the distillation migration (docs/distill.md). ---- */
+    /* ---- Appended with migration 6 (the check-in fast path). ---- */
+
+    /* A check-in's store work before its answer, in one round trip: sets last_seen,
+     * reserves `n_seq` numbers of the device's assignment sequence (device_reserve_sequence;
+     * n_seq may be 0, *first_out is then the next number), reads the directives of each of
+     * `models` (n_models valid names, at most MF_STORE_CHECKIN_MAX_MODELS) into dirs_out[i] as
+     * directives_get does, and returns the store generation: a number every committed change to
+     * trust documents, models, versions and releases, deltas or rollouts raises in its own
+     * transaction, so a node may keep what it read of those while the generation it reads
+     * stays the same (director/checkin_cache.h). Its writes do not wait for the disk
+     * (last_seen is informational; the sequence as device_reserve_sequence says). Only
+     * while `cred_hash` is still the device's credential (not re-enrolled or revoked since
+     * the request was authenticated): MF_E_AUTH and nothing written otherwise, or for an
+     * unknown device. */
+    int (*checkin_begin)(uint64_t *generation_out, uint64_t *first_out,
+                         struct mf_store_directives *dirs_out, struct mf_store *s,
+                         struct mf_ctx *ctx, const char *device_id,
+                         const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
+                         const char *const *models, size_t n_models, int64_t now);
+
+    /* ---- Appended with migration 7 (distillation runs, docs/distill.md). ---- */
 
     /* Inserts a run when r->id is 0 (sets r->id) or updates run r->id (state, versions,
      * rollout, cursor, record, error, updated_at); an update with `expect_state` non-empty
@@ -499,6 +527,16 @@ struct mf_store {
  * the backend its scheme selects. MF_E_INVALID for an unknown scheme; otherwise what the
  * backend's open returns. Ownership: close with mf_store__close().
  */
+/*
+ * The lowest assignment sequence number a node may issue under store epoch `epoch` (>= 1):
+ * (epoch - 1) << MF_STORE_EPOCH_SHIFT, so a new store starts at 1 and each epoch leaves
+ * 2^32 numbers per device to the ones before it. Numbers stay below 2^53, the largest a
+ * JSON number carries exactly: MF_E_LIMIT beyond MF_STORE_EPOCH_MAX epochs.
+ */
+#define MF_STORE_EPOCH_SHIFT 32
+#define MF_STORE_EPOCH_MAX ((int64_t)1 << (53 - MF_STORE_EPOCH_SHIFT))
+int mf_store__epoch_floor(uint64_t *floor_out, struct mf_ctx *ctx, int64_t epoch);
+
 int mf_store__open(struct mf_store **out, struct mf_ctx *ctx, const char *url, int create);
 
 /* A trust state (manifests/verify) holding the store's newest root and, when `need_keys`,

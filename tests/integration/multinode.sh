@@ -4,7 +4,9 @@
 # key), as ops would run them behind a load balancer. Shows that:
 #   - a device's check-ins answered alternately by either node agree (same release, same
 #     blob) and its assignment sequence grows strictly across nodes;
-#   - a release published through one node is served by the other at once;
+#   - a release published through one node is served by the other at once, and a delta
+#     stored by either node's worker is offered by both (their check-in caches follow the
+#     store generation);
 #   - each background job (delta precompute of a new release) ran exactly once although both
 #     nodes run a worker: every job is done after one attempt, each delta stored once.
 # Usage: with_db.sh multinode multinode.sh BIN_DIR   (ctest: integration_multinode)
@@ -98,6 +100,20 @@ check "both nodes assign v2 at once, sequence still increasing" alternate 6 v2 "
 check "publish v3 through node A" mf_publish detector v3 "$work/v3.bin"
 check "both nodes assign v3" alternate 4 v3 "$(cat "$work/last-seq")"
 
+# deltas_offered URL: how many deltas an answer offers a device that runs v2 (its bytes).
+v2sha=$(sha256sum "$work/v2.bin" | cut -c1-64)
+deltas_offered() {
+    curl -s -H "Authorization: Bearer $cred" -H 'Content-Type: application/json' \
+        --data "{\"nonce\":\"$(openssl rand -hex 16)\",\"root_version\":1,\"keys_version\":1,\"models\":[{\"name\":\"detector\",\"version\":\"v2\",\"sha256\":\"$v2sha\"}]}" \
+        "$1/v1/checkin" | python3 -c '
+import json, sys
+print(len(json.load(sys.stdin)["assignments"][0].get("deltas", [])))'
+}
+# Asked on both nodes now, while the workers may still be computing: each node's check-in
+# cache then holds "no delta yet", which the delta's insert must invalidate on both.
+deltas_offered "$url_a" >/dev/null
+deltas_offered "$url_b" >/dev/null
+
 # Background jobs: each release enqueued delta work; both nodes' workers compete for it.
 jobs_settled() {
     for _ in $(seq 1 150); do
@@ -118,6 +134,11 @@ if [ "$(sql "SELECT to_regclass('jobs') IS NOT NULL")" = t ]; then
     check "  ... and their blobs are in the shared blob directory" bash -c "
         for s in \$(psql -qtA '$MF_TEST_STORE_URL' -c 'SELECT delta_sha256 FROM deltas'); do
             test -s '$work/data/blobs/'\${s:0:2}/\$s || exit 1; done"
+    # The nodes cache what check-ins read (trust, releases, deltas) per store generation,
+    # which every change raises: a delta stored by either worker is offered by both at once.
+    check "  ... node A offers the v2 -> v3 delta as soon as it is stored" \
+        test "$(deltas_offered "$url_a")" = 1
+    check "  ... node B offers it too" test "$(deltas_offered "$url_b")" = 1
 else
     echo "skip - background jobs: this server has no jobs table yet"
 fi

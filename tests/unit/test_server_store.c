@@ -12,6 +12,7 @@
 #include "store/store.h"
 
 #include <ftw.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,6 +279,181 @@ static void test_server_store__trust_docs_and_sequence(void **state)
     assert_int_equal(first, 3);
 }
 
+/* Runs `sql` on the fixture's store behind the backend's back (what a crash leaves). */
+static void raw_exec(struct store_fixture *f, const char *sql)
+{
+    sqlite3 *db = NULL;
+
+    if (f->pg) {
+        mf_pgtest__exec(f->url, sql);
+        return;
+    }
+    assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+/* Reservations do not wait for the disk, so a power loss may take the last of them with it.
+ * A node that starts again (the store re-opened) still issues numbers above every number
+ * issued before, even when none of those reached the disk. */
+static void test_server_store__sequence_above_all_after_restart(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    uint8_t hash[MF_SHA256_LEN] = {7};
+    uint64_t first = 0, last;
+
+    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", hash, 1), MF_OK);
+    assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1), MF_OK);
+    assert_int_equal(first, 1); /* a new store starts at 1 */
+    assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 3), MF_OK);
+    assert_int_equal(first, 2);
+    last = first + 2;
+    for (int restart = 0; restart < 3; restart++) {
+        mf_store__close(f->s);
+        f->s = NULL;
+        /* As after a power loss that lost every reservation since the device enrolled. */
+        raw_exec(f, "UPDATE devices SET assign_seq = 0");
+        s = open_migrated(f);
+        assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 2), MF_OK);
+        assert_true(first > last);
+        assert_true(first + 1 < (1ull << 53)); /* exact as a JSON number on the device */
+        last = first + 1;
+        assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1), MF_OK);
+        assert_int_equal(first, last + 1);
+        last = first;
+    }
+}
+
+static void new_rollout(struct mf_store_rollout *r)
+{
+    memset(r, 0, sizeof(*r));
+    (void)snprintf(r->model, sizeof(r->model), "det");
+    (void)snprintf(r->version, sizeof(r->version), "v2");
+    (void)snprintf(r->prev_version, sizeof(r->prev_version), "v1");
+    (void)snprintf(r->state, sizeof(r->state), "running");
+    (void)snprintf(r->plan, sizeof(r->plan), "{}");
+}
+
+static const uint8_t dev1_hash[MF_SHA256_LEN] = {9};
+
+/* checkin_begin with no model and no numbers: the generation alone. */
+static uint64_t generation(struct store_fixture *f, struct mf_store *s)
+{
+    uint64_t g = 0, first = 0;
+
+    assert_int_equal(
+        s->ops->checkin_begin(&g, &first, NULL, s, &f->ctx, "dev-1", dev1_hash, 0, NULL, 0, 9),
+        MF_OK);
+    return g;
+}
+
+/* The generation checkin_begin returns rises with every change to what nodes cache for
+ * check-ins, whichever op makes it, and stays put for check-ins' own writes. */
+static void test_server_store__generation_follows_cached_tables(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, ""};
+    struct mf_store_delta d = {.model = "det", .size = 5, .format = "mfdelta", .created_at = 1};
+    struct mf_store_pin pin = {MF_STORE_PIN_DEVICE, "dev-1", "det", "v1", 1};
+    struct mf_store_rollout r;
+    uint64_t g = 0, prev = 0, first = 0;
+
+    assert_int_equal(
+        s->ops->checkin_begin(&g, &first, NULL, s, &f->ctx, "ghost", dev1_hash, 0, NULL, 0, 5),
+        MF_E_AUTH);
+    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", dev1_hash, 1), MF_OK);
+    prev = generation(f, s);
+    assert_true(prev >= 1);
+    /* A check-in's own writes, and per-device directives (read on every check-in), do not
+     * move it. */
+    assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1), MF_OK);
+    assert_int_equal(s->ops->device_touch(s, &f->ctx, "dev-1", 6), MF_OK);
+    assert_int_equal(s->ops->pin_set(s, &f->ctx, &pin), MF_OK);
+    assert_int_equal(generation(f, s), prev);
+#define EXPECT_RISE(call)                                                                          \
+    do {                                                                                           \
+        assert_int_equal((call), MF_OK);                                                           \
+        g = generation(f, s);                                                                      \
+        assert_true(g > prev);                                                                     \
+        prev = g;                                                                                  \
+    } while (0)
+    EXPECT_RISE(s->ops->trust_put(s, &f->ctx, MF_STORE_TRUST_ROOT, 1, "r1", 2));
+    EXPECT_RISE(s->ops->trust_put(s, &f->ctx, MF_STORE_TRUST_KEYS, 1, "k1", 2));
+    memset(v.sha256, 'a', MF_SHA256_HEX_LEN);
+    EXPECT_RISE(s->ops->version_insert(s, &f->ctx, &v));
+    v.sequence = 1;
+    memset(v.release_digest, 'b', MF_SHA256_HEX_LEN);
+    EXPECT_RISE(s->ops->release_set(s, &f->ctx, &v, "{}", 2));
+    memset(d.from_sha256, 'a', MF_SHA256_HEX_LEN);
+    memset(d.to_sha256, 'c', MF_SHA256_HEX_LEN);
+    memset(d.delta_sha256, 'd', MF_SHA256_HEX_LEN);
+    EXPECT_RISE(s->ops->delta_insert(s, &f->ctx, &d));
+    new_rollout(&r);
+    EXPECT_RISE(s->ops->rollout_put(s, &f->ctx, &r, ""));
+    (void)snprintf(r.state, sizeof(r.state), "paused");
+    EXPECT_RISE(s->ops->rollout_put(s, &f->ctx, &r, "running"));
+#undef EXPECT_RISE
+}
+
+/* checkin_begin is device_touch + device_reserve_sequence + directives_get of each model in
+ * one go: the same numbers, the same directives, in model order. */
+static void test_server_store__checkin_begin(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    static const char *const models[] = {"det", "cls", "seg"};
+    const char *groups[] = {"lab"};
+    struct mf_store_pin pins[] = {
+        {MF_STORE_PIN_DEVICE, "dev-1", "det", "v1", 1},
+        {MF_STORE_PIN_GROUP, "lab", "cls", "v7", 1},
+        {MF_STORE_PIN_CHANNEL, "beta", "cls", "v3", 1},
+        {MF_STORE_PIN_FLEET, "*", "seg", "v2", 1},
+    };
+    struct mf_store_directives dirs[3], want;
+    uint8_t hash[MF_SHA256_LEN] = {3}, other[MF_SHA256_LEN] = {4};
+    uint64_t g = 0, first = 0, next = 0;
+
+    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", hash, 1), MF_OK);
+    assert_int_equal(s->ops->device_groups_set(s, &f->ctx, "dev-1", groups, 1), MF_OK);
+    assert_int_equal(s->ops->device_channel_set(s, &f->ctx, "dev-1", "beta"), MF_OK);
+    for (size_t i = 0; i < sizeof(pins) / sizeof(pins[0]); i++)
+        assert_int_equal(s->ops->pin_set(s, &f->ctx, &pins[i]), MF_OK);
+    assert_int_equal(
+        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 3, models, 3, 77),
+        MF_OK);
+    assert_int_equal(first, 1);
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(s->ops->directives_get(&want, s, &f->ctx, "dev-1", models[i]), MF_OK);
+        assert_memory_equal(&dirs[i], &want, sizeof(want));
+    }
+    assert_string_equal(dirs[0].device_pin, "v1");
+    assert_string_equal(dirs[1].group, "lab");
+    assert_string_equal(dirs[1].group_pin, "v7");
+    assert_string_equal(dirs[1].channel_version, "v3");
+    assert_string_equal(dirs[2].fleet_rollback, "v2");
+    /* The block was reserved: the next number follows it. */
+    assert_int_equal(s->ops->device_reserve_sequence(&next, s, &f->ctx, "dev-1", 1), MF_OK);
+    assert_int_equal(next, 4);
+    assert_int_equal(
+        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 0, NULL, 0, 78), MF_OK);
+    assert_int_equal(first, 5); /* no numbers taken: the next one */
+    /* A credential the device no longer holds (re-enrolled, revoked): refused, and nothing
+     * written, so the next number is still 5. */
+    assert_int_equal(
+        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", other, 2, models, 2, 79),
+        MF_E_AUTH);
+    assert_int_equal(s->ops->device_revoke(s, &f->ctx, "dev-1"), MF_OK);
+    assert_int_equal(
+        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 2, models, 2, 80),
+        MF_E_AUTH);
+    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", other, 81), MF_OK);
+    assert_int_equal(
+        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", other, 0, NULL, 0, 82), MF_OK);
+    assert_int_equal(first, 5);
+}
+
 static void test_server_store__report_unknown_device(void **state)
 {
     struct store_fixture *f = *state;
@@ -371,6 +547,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_server_store__trust_docs_and_sequence, store_setup,
                                         store_teardown),
         cmocka_unit_test_setup_teardown(test_server_store__report_unknown_device, store_setup,
+                                        store_teardown),
+        cmocka_unit_test_setup_teardown(test_server_store__sequence_above_all_after_restart,
+                                        store_setup, store_teardown),
+        cmocka_unit_test_setup_teardown(test_server_store__generation_follows_cached_tables,
+                                        store_setup, store_teardown),
+        cmocka_unit_test_setup_teardown(test_server_store__checkin_begin, store_setup,
                                         store_teardown),
         cmocka_unit_test_setup_teardown(test_server_store__init_data_dir_idempotent, store_setup,
                                         store_teardown),

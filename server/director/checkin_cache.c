@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The per-node check-in cache, valid for one store generation (see checkin_cache.h). */
+#include "director/checkin_cache.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CCACHE_BUCKETS 1024
+#define CCACHE_KEY_MAX 256
+/* A value: at most 16 roots or one release, each an envelope with its length prefix. */
+#define CCACHE_VALUE_MAX (17u * (MF_STORE_ENVELOPE_MAX + 16u))
+
+struct entry {
+    struct entry *next;
+    uint32_t hash;
+    int err; /* MF_OK, or MF_E_NOTFOUND with the message as the value */
+    size_t key_len, len;
+    unsigned char bytes[]; /* the key, then the value */
+};
+
+struct mf_ccache {
+    pthread_mutex_t lock;
+    uint64_t generation; /* of every entry */
+    struct entry *buckets[CCACHE_BUCKETS];
+    size_t n, bytes;
+    uint64_t hits, misses;
+};
+
+/* Reads one value from the store into `val` (MF_OK or MF_E_NOTFOUND are kept). */
+typedef int (*fill_fn)(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg);
+
+int mf_ccache__new(struct mf_ccache **out, struct mf_ctx *ctx)
+{
+    struct mf_ccache *c = mf_calloc(NULL, 1, sizeof(*c));
+
+    *out = NULL;
+    if (!c)
+        return mf_fail(ctx, MF_E_NOMEM, "out of memory creating the check-in cache");
+    if (pthread_mutex_init(&c->lock, NULL) != 0) {
+        mf_free(NULL, c);
+        return mf_fail(ctx, MF_E_GENERIC, "cannot create the check-in cache mutex");
+    }
+    *out = c;
+    return MF_OK;
+}
+
+static void drop_all(struct mf_ccache *c)
+{
+    for (size_t i = 0; i < CCACHE_BUCKETS; i++) {
+        while (c->buckets[i]) {
+            struct entry *e = c->buckets[i];
+
+            c->buckets[i] = e->next;
+            mf_free(NULL, e);
+        }
+    }
+    c->n = 0;
+    c->bytes = 0;
+}
+
+void mf_ccache__free(struct mf_ccache *c)
+{
+    if (!c)
+        return;
+    drop_all(c);
+    (void)pthread_mutex_destroy(&c->lock);
+    mf_free(NULL, c);
+}
+
+void mf_ccache__stats(uint64_t *hits_out, uint64_t *misses_out, struct mf_ccache *c)
+{
+    (void)pthread_mutex_lock(&c->lock);
+    *hits_out = c->hits;
+    *misses_out = c->misses;
+    (void)pthread_mutex_unlock(&c->lock);
+}
+
+static uint32_t key_hash(const char *key, size_t len)
+{
+    uint32_t h = 2166136261u;
+
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * 16777619u;
+    return h;
+}
+
+static struct entry *find(struct mf_ccache *c, uint32_t h, const char *key, size_t key_len)
+{
+    for (struct entry *e = c->buckets[h % CCACHE_BUCKETS]; e; e = e->next) {
+        if (e->hash == h && e->key_len == key_len && memcmp(e->bytes, key, key_len) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+/* Copies an entry's answer out: its value, or its MF_E_NOTFOUND with the store's message. */
+static int answer(struct mf_dynbuf *out, struct mf_ctx *ctx, int err, const void *val, size_t len)
+{
+    if (err == MF_E_NOTFOUND)
+        return mf_fail(ctx, MF_E_NOTFOUND, "%.*s", (int)len, (const char *)val);
+    if (mf_dynbuf__append(out, val, len) < 0)
+        return mf_fail(ctx, MF_E_NOMEM, "out of memory copying a cached value");
+    return MF_OK;
+}
+
+/* Keeps (key -> err, val) if the cache is still at generation `gen`. */
+static void keep(struct mf_ccache *c, uint64_t gen, uint32_t h, const char *key, size_t key_len,
+                 int err, const void *val, size_t len)
+{
+    struct entry *e;
+
+    (void)pthread_mutex_lock(&c->lock);
+    if (c->generation == gen && !find(c, h, key, key_len)) {
+        if (c->n >= MF_CCACHE_MAX_ENTRIES || c->bytes + key_len + len > MF_CCACHE_MAX_BYTES)
+            drop_all(c);
+        e = mf_alloc(NULL, sizeof(*e) + key_len + len);
+        if (e) {
+            e->hash = h;
+            e->err = err;
+            e->key_len = key_len;
+            e->len = len;
+            memcpy(e->bytes, key, key_len);
+            if (len)
+                memcpy(e->bytes + key_len, val, len);
+            e->next = c->buckets[h % CCACHE_BUCKETS];
+            c->buckets[h % CCACHE_BUCKETS] = e;
+            c->n++;
+            c->bytes += key_len + len;
+        }
+    }
+    (void)pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * The value of `key` at the view's generation into `out` (initialised here): from the cache,
+ * or from `fill`, and then kept. A view of an older generation than the cache's (a check-in
+ * that read it just before a change) reads the store and keeps nothing.
+ */
+static int cached(struct mf_dynbuf *out, const struct mf_ccache_view *v, const char *key,
+                  fill_fn fill, const void *arg)
+{
+    struct mf_ccache *c = v->c;
+    size_t key_len = strlen(key);
+    uint32_t h = key_hash(key, key_len);
+    struct mf_dynbuf val;
+    struct entry *e;
+    int usable = 1, err;
+
+    mf_dynbuf__init(out, &v->ctx->alloc, CCACHE_VALUE_MAX);
+    if (c) {
+        (void)pthread_mutex_lock(&c->lock);
+        if (v->generation > c->generation) {
+            drop_all(c);
+            c->generation = v->generation;
+        }
+        usable = v->generation == c->generation;
+        e = usable ? find(c, h, key, key_len) : NULL;
+        if (e) {
+            c->hits++;
+            err = answer(out, v->ctx, e->err, e->bytes + e->key_len, e->len);
+            (void)pthread_mutex_unlock(&c->lock);
+            return err;
+        }
+        c->misses++;
+        (void)pthread_mutex_unlock(&c->lock);
+    }
+    mf_dynbuf__init(&val, &v->ctx->alloc, CCACHE_VALUE_MAX);
+    err = fill(&val, v, arg);
+    if (err == MF_E_NOTFOUND) {
+        const char *m = mf_ctx__errmsg(v->ctx);
+
+        mf_dynbuf__reset(&val);
+        if (mf_dynbuf__append(&val, m, strlen(m)) < 0)
+            err = mf_fail(v->ctx, MF_E_NOMEM, "out of memory keeping a store answer");
+    }
+    if ((err == MF_OK || err == MF_E_NOTFOUND) && c && usable)
+        keep(c, v->generation, h, key, key_len, err, val.data, val.len);
+    if (err == MF_OK || err == MF_E_NOTFOUND)
+        err = answer(out, v->ctx, err, val.data, val.len);
+    mf_dynbuf__free(&val);
+    return err;
+}
+
+/* cached() for a fixed-size struct value. */
+static int cached_struct(void *out, size_t size, const struct mf_ccache_view *v, const char *key,
+                         fill_fn fill, const void *arg)
+{
+    struct mf_dynbuf buf;
+    int err = cached(&buf, v, key, fill, arg);
+
+    if (err == MF_OK && buf.len != size)
+        err = mf_fail(v->ctx, MF_E_STATE, "check-in cache: value of %zu bytes for %zu", buf.len,
+                      size);
+    if (err == MF_OK)
+        memcpy(out, buf.data, size);
+    mf_dynbuf__free(&buf);
+    return err;
+}
+
+static int append_struct(struct mf_dynbuf *val, struct mf_ctx *ctx, const void *p, size_t size)
+{
+    if (mf_dynbuf__append(val, p, size) < 0)
+        return mf_fail(ctx, MF_E_NOMEM, "out of memory keeping a store answer");
+    return MF_OK;
+}
+
+/* ---- The store ops through the cache: each a key and a fill ---- */
+
+struct names {
+    const char *a, *b;
+};
+
+static int fill_trust(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
+{
+    struct mf_dynbuf env;
+    uint64_t version = 0;
+    int err = v->s->ops->trust_latest(&version, &env, v->s, v->ctx, *(const int *)arg);
+
+    if (err == MF_OK)
+        err = append_struct(val, v->ctx, &version, sizeof(version));
+    if (err == MF_OK)
+        err = append_struct(val, v->ctx, env.data, env.len);
+    mf_dynbuf__free(&env);
+    return err;
+}
+
+int mf_ccache__trust_latest(uint64_t *version_out, struct mf_dynbuf *out,
+                            const struct mf_ccache_view *v, int kind)
+{
+    struct mf_dynbuf buf;
+    char key[CCACHE_KEY_MAX];
+    int err;
+
+    *version_out = 0;
+    (void)snprintf(key, sizeof(key), "trust\x1f%d", kind);
+    mf_dynbuf__init(out, &v->ctx->alloc, MF_STORE_ENVELOPE_MAX + 1);
+    err = cached(&buf, v, key, fill_trust, &kind);
+    if (err == MF_OK && buf.len < sizeof(*version_out))
+        err = mf_fail(v->ctx, MF_E_STATE, "check-in cache: short trust document");
+    if (err == MF_OK) {
+        memcpy(version_out, buf.data, sizeof(*version_out));
+        err = append_struct(out, v->ctx, buf.data + sizeof(*version_out),
+                            buf.len - sizeof(*version_out));
+    }
+    mf_dynbuf__free(&buf);
+    return err;
+}
+
+/* Roots as (version, length, bytes) records. */
+static int add_root_record(void *payload, uint64_t version, const void *env, size_t len)
+{
+    struct mf_dynbuf *val = payload;
+    uint64_t n = len;
+
+    if (mf_dynbuf__append(val, &version, sizeof(version)) < 0 ||
+        mf_dynbuf__append(val, &n, sizeof(n)) < 0 || mf_dynbuf__append(val, env, len) < 0)
+        return MF_E_NOMEM;
+    return MF_OK;
+}
+
+struct roots_arg {
+    uint64_t after;
+    size_t max;
+};
+
+static int fill_roots(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
+{
+    const struct roots_arg *a = arg;
+    int err = v->s->ops->trust_roots_after(v->s, v->ctx, a->after, a->max, add_root_record, val);
+
+    if (err == MF_E_NOMEM)
+        err = mf_fail(v->ctx, err, "out of memory keeping root documents");
+    return err;
+}
+
+int mf_ccache__trust_roots_after(const struct mf_ccache_view *v, uint64_t after, size_t max,
+                                 mf_store_envelope_fn fn, void *payload)
+{
+    struct roots_arg a = {after, max};
+    char key[CCACHE_KEY_MAX];
+    struct mf_dynbuf buf;
+    size_t off = 0;
+    int err;
+
+    (void)snprintf(key, sizeof(key), "roots\x1f%llu\x1f%zu", (unsigned long long)after, max);
+    err = cached(&buf, v, key, fill_roots, &a);
+    while (err == MF_OK && off < buf.len) {
+        uint64_t version, n;
+
+        if (buf.len - off < 2 * sizeof(uint64_t)) {
+            err = mf_fail(v->ctx, MF_E_STATE, "check-in cache: short root record");
+            break;
+        }
+        memcpy(&version, buf.data + off, sizeof(version));
+        memcpy(&n, buf.data + off + sizeof(version), sizeof(n));
+        off += 2 * sizeof(uint64_t);
+        if (n > buf.len - off) {
+            err = mf_fail(v->ctx, MF_E_STATE, "check-in cache: short root record");
+            break;
+        }
+        err = fn(payload, version, buf.data + off, (size_t)n);
+        off += (size_t)n;
+    }
+    mf_dynbuf__free(&buf);
+    return err;
+}
+
+static int fill_version(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
+{
+    const struct names *n = arg;
+    struct mf_store_version out;
+    int err = v->s->ops->version_get(&out, v->s, v->ctx, n->a, n->b);
+
+    return err == MF_OK ? append_struct(val, v->ctx, &out, sizeof(out)) : err;
+}
+
+int mf_ccache__version_get(struct mf_store_version *out, const struct mf_ccache_view *v,
+                           const char *model, const char *version)
+{
+    struct names n = {model, version};
+    char key[CCACHE_KEY_MAX];
+
+    (void)snprintf(key, sizeof(key), "version\x1f%s\x1f%s", model, version);
+    return cached_struct(out, sizeof(*out), v, key, fill_version, &n);
+}
+
+static int fill_latest(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
+{
+    struct mf_store_version out;
+    int err = v->s->ops->release_latest(&out, v->s, v->ctx, arg);
+
+    return err == MF_OK ? append_struct(val, v->ctx, &out, sizeof(out)) : err;
+}
+
+int mf_ccache__release_latest(struct mf_store_version *out, const struct mf_ccache_view *v,
+                              const char *model)
+{
+    char key[CCACHE_KEY_MAX];
+
+    (void)snprintf(key, sizeof(key), "latest\x1f%s", model);
+    return cached_struct(out, sizeof(*out), v, key, fill_latest, model);
+}
+
+static int fill_release(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
+{
+    const struct names *n = arg;
+    struct mf_dynbuf env;
+    int err = v->s->ops->release_get(&env, v->s, v->ctx, n->a, n->b);
+
+    if (err == MF_OK)
+        err = append_struct(val, v->ctx, env.data, env.len);
+    mf_dynbuf__free(&env);
+    return err;
+}
+
+int mf_ccache__release_get(struct mf_dynbuf *out, const struct mf_ccache_view *v, const char *model,
+                           const char *version)
+{
+    struct names n = {model, version};
+    char key[CCACHE_KEY_MAX];
+
+    (void)snprintf(key, sizeof(key), "release\x1f%s\x1f%s", model, version);
+    return cached(out, v, key, fill_release, &n);
+}
+
+static int fill_delta(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
+{
+    const struct names *n = arg;
+    struct mf_store_delta out;
+    int err = v->s->ops->delta_find(&out, v->s, v->ctx, n->a, n->b);
+
+    return err == MF_OK ? append_struct(val, v->ctx, &out, sizeof(out)) : err;
+}
+
+int mf_ccache__delta_find(struct mf_store_delta *out, const struct mf_ccache_view *v,
+                          const char *from_sha256, const char *to_sha256)
+{
+    struct names n = {from_sha256, to_sha256};
+    char key[CCACHE_KEY_MAX];
+
+    (void)snprintf(key, sizeof(key), "delta\x1f%s\x1f%s", from_sha256, to_sha256);
+    return cached_struct(out, sizeof(*out), v, key, fill_delta, &n);
+}
+
+static int newest(void *payload, const struct mf_store_rollout *r)
+{
+    struct mf_store_rollout *out = payload;
+
+    if (out->id == 0)
+        *out = *r;
+    return MF_OK;
+}
+
+static int fill_rollout(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
+{
+    struct mf_store_rollout *r = mf_calloc(NULL, 1, sizeof(*r));
+    int err = r ? v->s->ops->rollouts_list(v->s, v->ctx, arg, newest, r)
+                : mf_fail(v->ctx, MF_E_NOMEM, "out of memory reading rollouts");
+
+    if (err == MF_OK && r->id == 0)
+        err = mf_fail(v->ctx, MF_E_NOTFOUND, "no rollout of model '%s'", (const char *)arg);
+    if (err == MF_OK)
+        err = append_struct(val, v->ctx, r, sizeof(*r));
+    mf_free(NULL, r);
+    return err;
+}
+
+int mf_ccache__rollout_newest(struct mf_store_rollout *out, const struct mf_ccache_view *v,
+                              const char *model)
+{
+    char key[CCACHE_KEY_MAX];
+
+    (void)snprintf(key, sizeof(key), "rollout\x1f%s", model);
+    return cached_struct(out, sizeof(*out), v, key, fill_rollout, model);
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What check-ins read of the store that changes rarely, kept per node: trust documents,
+ * versions and releases, deltas and the newest rollout of each model. Everything kept is
+ * tagged with the store generation (store.h, checkin_touch) it was read under, and a
+ * check-in only uses what carries the generation it read itself from the store, in the same
+ * round trip as its last_seen write. Every change to those tables raises the generation in
+ * its own transaction (a trigger of migration 6), whichever node made it, so a check-in on
+ * any node sees a change committed before the check-in read the generation: the cache saves
+ * reads, never freshness (docs/architecture.md, "Check-in path").
+ *
+ * A view with a NULL cache reads the store directly (tests, tools).
+ */
+#ifndef MF_SERVER_DIRECTOR_CHECKIN_CACHE_H
+#define MF_SERVER_DIRECTOR_CHECKIN_CACHE_H
+
+#include "store/store.h"
+
+/* Beyond either bound everything is dropped and refilled (envelopes reach 1 MiB each). */
+#define MF_CCACHE_MAX_ENTRIES 4096
+#define MF_CCACHE_MAX_BYTES (64u * 1024u * 1024u)
+
+struct mf_ccache;
+
+/* One request's way to the cache: the generation it read and the store behind it. */
+struct mf_ccache_view {
+    struct mf_ccache *c; /* NULL: no caching */
+    struct mf_store *s;
+    struct mf_ctx *ctx;
+    uint64_t generation;
+};
+
+/* Ownership: release with mf_ccache__free (NULL is a no-op). */
+int mf_ccache__new(struct mf_ccache **out, struct mf_ctx *ctx);
+void mf_ccache__free(struct mf_ccache *c);
+
+/* The store ops of the same names (store.h), through the cache. Envelopes come as copies
+ * into `out` (initialised here; the caller frees them). */
+int mf_ccache__trust_latest(uint64_t *version_out, struct mf_dynbuf *out,
+                            const struct mf_ccache_view *v, int kind);
+int mf_ccache__trust_roots_after(const struct mf_ccache_view *v, uint64_t after, size_t max,
+                                 mf_store_envelope_fn fn, void *payload);
+int mf_ccache__version_get(struct mf_store_version *out, const struct mf_ccache_view *v,
+                           const char *model, const char *version);
+int mf_ccache__release_latest(struct mf_store_version *out, const struct mf_ccache_view *v,
+                              const char *model);
+int mf_ccache__release_get(struct mf_dynbuf *out, const struct mf_ccache_view *v, const char *model,
+                           const char *version);
+int mf_ccache__delta_find(struct mf_store_delta *out, const struct mf_ccache_view *v,
+                          const char *from_sha256, const char *to_sha256);
+/* The newest rollout of `model` (rollouts_list's first row); MF_E_NOTFOUND when none. */
+int mf_ccache__rollout_newest(struct mf_store_rollout *out, const struct mf_ccache_view *v,
+                              const char *model);
+
+/* Hits and misses so far (tests and metrics). */
+void mf_ccache__stats(uint64_t *hits_out, uint64_t *misses_out, struct mf_ccache *c);
+
+#endif /* MF_SERVER_DIRECTOR_CHECKIN_CACHE_H */

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Device credentials a node has seen, by credential hash -> device id, so that a check-in
+ * does not need a store round trip of its own to authenticate: the route's first store
+ * statement (checkin_begin) matches the device row on both the id and the credential hash
+ * and fails when the credential is no longer the device's (re-enrolled, revoked, removed),
+ * in the same statement as its writes. A stale entry therefore never lets a request through;
+ * it only costs the answer's 401 a cache entry (mf_httpd__credcache_drop). Only hashes are
+ * kept, like the store keeps them.
+ */
+#ifndef MF_SERVER_HTTP_CREDCACHE_H
+#define MF_SERVER_HTTP_CREDCACHE_H
+
+#include "mf_ctx.h"
+#include "mf_hex.h"
+#include "store/store.h"
+
+#define MF_CREDCACHE_SLOTS 16384 /* direct-mapped by hash: a clash replaces the older entry */
+
+struct mf_credcache;
+
+int mf_httpd__credcache_new(struct mf_credcache **out, struct mf_ctx *ctx);
+void mf_httpd__credcache_free(struct mf_credcache *c); /* NULL is a no-op */
+
+/* 1 with the device id of `hash` when the cache holds it, else 0. */
+int mf_httpd__credcache_get(char device_id_out[MF_STORE_NAME_SIZE], struct mf_credcache *c,
+                            const uint8_t hash[MF_SHA256_LEN]);
+void mf_httpd__credcache_put(struct mf_credcache *c, const uint8_t hash[MF_SHA256_LEN],
+                             const char *device_id);
+void mf_httpd__credcache_drop(struct mf_credcache *c, const uint8_t hash[MF_SHA256_LEN]);
+
+#endif /* MF_SERVER_HTTP_CREDCACHE_H */
