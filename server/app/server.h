@@ -26,7 +26,7 @@ struct mf_server_options {
     const char *store_url;   /* NULL: sqlite:<data_dir>/store.db */
     uint64_t max_upload;     /* bytes per model upload */
     unsigned conn_timeout_s; /* idle connection timeout */
-    unsigned conn_limit;     /* concurrent connections */
+    unsigned conn_limit;     /* served at once; beyond: 503 (http/http_conns.h) */
     unsigned threads;        /* MHD worker threads */
     mf_log_fn log_fn;        /* may be NULL */
     void *log_payload;
@@ -45,7 +45,7 @@ struct mf_server_options {
     const char *distill_config;
 };
 
-/* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 120 s, 256 connections, 4 threads,
+/* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 30 s, 4096 connections, 4 threads,
  * 5 requests/s per device with bursts of 30, the delta worker on with K = 3). */
 void mf_server__options_init(struct mf_server_options *o);
 

@@ -20,6 +20,7 @@
 #define MF_HTTPD_MAX_PARAMS 3
 
 struct mf_blob_upload;
+struct mf_httpd_conns;
 struct mf_director;
 struct mf_metrics;
 struct mf_ratelimit;
@@ -41,6 +42,7 @@ struct mf_httpd_env {
     struct mf_delta_worker *deltas;  /* woken when a release lands; may be NULL */
     struct mf_offload_srv *offload;  /* teachers and policies; NULL: none configured */
     struct mf_distill_jobs *distill; /* the loop's runs; NULL: no distill config */
+    struct mf_httpd_conns *conns;    /* open connections vs the limit; NULL: no limit */
 };
 
 enum mf_httpd_auth {
