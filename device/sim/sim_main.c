@@ -141,19 +141,29 @@ static int summary(const struct sim_config *c, struct sim_device **devs)
     return rep && fclose(rep) != 0 ? -1 : 0;
 }
 
-/* "cycle K at MS v2 N": wall clock (ms) and how many devices run the last --behave version
- * after each cycle, so the benchmark can time a fleet rollback. */
+static long long now_ms(void)
+{
+    struct timespec now;
+
+    (void)clock_gettime(CLOCK_REALTIME, &now);
+    return (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* The version whose spread the progress lines follow: the last --behave one. */
+static const char *watched(const struct sim_config *c)
+{
+    return c->n_behave ? c->behave[c->n_behave - 1].version : "";
+}
+
+/* "cycle K at MS v2 N": wall clock (ms) and how many devices run the watched version after
+ * each cycle, so the benchmark can time a fleet rollback. */
 static void progress(const struct sim_config *c, struct sim_device **devs, unsigned cycle)
 {
-    const char *watch = c->n_behave ? c->behave[c->n_behave - 1].version : "";
-    struct timespec now;
     unsigned on = 0;
 
     for (unsigned i = 0; i < c->devices; i++)
-        on += strcmp(sim__device_version(devs[i]), watch) == 0;
-    (void)clock_gettime(CLOCK_REALTIME, &now);
-    (void)printf("cycle %u at %lld %s %u\n", cycle,
-                 (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000, watch[0] ? watch : "-", on);
+        on += strcmp(sim__device_version(devs[i]), watched(c)) == 0;
+    (void)printf("cycle %u at %lld %s %u\n", cycle, now_ms(), watched(c)[0] ? watched(c) : "-", on);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -169,6 +179,8 @@ static void timing(uint64_t *lat, size_t n_all, double seconds)
 {
     size_t n = 0;
 
+    (void)printf("device steps %zu in %.1f s (%.0f/s)\n", n_all, seconds, (double)n_all / seconds);
+
     for (size_t i = 0; i < n_all; i++) {
         if (lat[i] != UINT64_MAX)
             lat[n++] = lat[i];
@@ -176,8 +188,7 @@ static void timing(uint64_t *lat, size_t n_all, double seconds)
     if (!n)
         return;
     qsort(lat, n, sizeof(*lat), cmp_u64);
-    (void)printf("check-ins %zu in %.1f s (%.0f/s); p50 %.2f ms p99 %.2f ms\n", n, seconds,
-                 (double)n / seconds, lat[(n - 1) / 2] / 1000.0,
+    (void)printf("check-in steps %zu: p50 %.2f ms p99 %.2f ms\n", n, lat[(n - 1) / 2] / 1000.0,
                  lat[(size_t)((double)(n - 1) * 0.99)] / 1000.0);
 }
 
@@ -191,7 +202,23 @@ struct pass {
     unsigned cycle;
     atomic_uint next;
     atomic_ulong failures;
+    atomic_int on_watched; /* devices running the watched version, kept while they step */
 };
+
+static int runs_watched(const struct pass *p, unsigned i)
+{
+    return watched(p->c)[0] && strcmp(sim__device_version(p->devs[i]), watched(p->c)) == 0;
+}
+
+/* Device i stepped: when it was the last one on the watched version, "none on v2 at MS"
+ * says so at once, a finer clock for the fleet rollback than the cycle lines. */
+static void note_step(struct pass *p, unsigned i, int was)
+{
+    int d = runs_watched(p, i) - was;
+
+    if (d && atomic_fetch_add(&p->on_watched, d) + d == 0)
+        (void)printf("none on %s at %lld\n", watched(p->c), now_ms());
+}
 
 static void *pass_worker(void *arg)
 {
@@ -202,12 +229,19 @@ static void *pass_worker(void *arg)
 
         if (i >= p->c->devices)
             return NULL;
-        if (p->create)
+        if (p->create) {
             p->devs[i] = sim__device_new(p->c, i);
-        if (p->create
-                ? !p->devs[i]
-                : !offline(p->c, i, p->cycle) && sim__device_cycle(&p->lat[i], p->devs[i]) < 0)
-            atomic_fetch_add(&p->failures, 1);
+            if (!p->devs[i])
+                atomic_fetch_add(&p->failures, 1);
+            else if (runs_watched(p, i))
+                atomic_fetch_add(&p->on_watched, 1);
+        } else if (!offline(p->c, i, p->cycle)) {
+            int was = runs_watched(p, i);
+
+            if (sim__device_cycle(&p->lat[i], p->devs[i]) < 0)
+                atomic_fetch_add(&p->failures, 1);
+            note_step(p, i, was);
+        }
     }
 }
 
