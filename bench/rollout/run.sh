@@ -94,6 +94,9 @@ JSON
     # The moment after the breach at which the last device running v2 was back on v1.
     t_clear=$(awk -v h="$t_halt" '$1 == "none" && $5 / 1000 >= h { print $5; exit }' \
         "$work/$label-rollout.out")
+    # Detection: devices first report v2 in cycle 1, which starts when cycle 0 ends.
+    awk -v h="$t_halt" '$1 == "cycle" && $2 == 0 { printf "halted %.1f s after the first v2 reports began (+-1 s)\n", h - $4 / 1000 }' \
+        "$work/$label-rollout.out" | sed "s/^/$label: /"
     if [ -n "$t_halt" ] && [ -n "$t_clear" ]; then
         echo "$label: breach to whole wave rolled back: $(echo "scale=1; $t_clear / 1000 - $t_halt" | bc) s (+-1 s)"
     else
