@@ -401,6 +401,11 @@ uint16_t mf_server__port(const struct mf_server *s)
     return s->port;
 }
 
+unsigned mf_server__conn_limit(const struct mf_server *s)
+{
+    return s->conns.limit;
+}
+
 void mf_server__stop(struct mf_server *s)
 {
     mf_allocator alloc;

@@ -71,6 +71,10 @@ int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf
 /* The port actually bound (the ephemeral one for PORT 0). */
 uint16_t mf_server__port(const struct mf_server *s);
 
+/* The connections served at once: conn_limit, or fewer when the open file limit could not
+ * be raised enough for it (logged at start). */
+unsigned mf_server__conn_limit(const struct mf_server *s);
+
 /* Stops accepting, waits for the workers, closes the store. NULL is a no-op. */
 void mf_server__stop(struct mf_server *s);
 

@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -227,11 +228,49 @@ static void test_server_conns__over_limit_is_503_then_served(void **state)
     mf_server__stop(srv);
 }
 
+/* A hard open file limit too low for the connection limit: the server serves fewer
+ * connections, as many as its descriptors can hold, instead of failing accept() later. In
+ * a child process, since a lowered hard limit cannot be raised again. */
+static void test_server_conns__low_descriptor_limit_lowers_the_limit(void **state)
+{
+    int status = -1;
+    pid_t pid;
+
+    (void)state;
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) { /* no cmocka asserts here: a failure is the exit status */
+        struct rlimit rl = {.rlim_cur = 256, .rlim_max = 400};
+        struct mf_server_options o;
+        struct mf_server *srv = NULL;
+        struct mf_ctx ctx;
+        unsigned limit;
+
+        mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+        mf_server__options_init(&o); /* asks for the default, 4096 connections */
+        o.data_dir = data_dir;
+        o.listen = "127.0.0.1:0";
+        o.delta_worker = 0;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || mf_server__start(&srv, &ctx, &o) < 0)
+            _exit(3);
+        limit = mf_server__conn_limit(srv);
+        mf_server__stop(srv);
+        if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+            _exit(4);
+        /* Raised to the hard limit; the limit plus MHD's headroom and the reserve fit. */
+        _exit(rl.rlim_cur == 400 && limit >= 100 && limit + limit / 4 + 16 + 128 <= 400 ? 0 : 1);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_server_conns__fleet_beyond_old_limits),
         cmocka_unit_test(test_server_conns__over_limit_is_503_then_served),
+        cmocka_unit_test(test_server_conns__low_descriptor_limit_lowers_the_limit),
     };
 
     return cmocka_run_group_tests_name("server_conns", tests, group_setup, group_teardown);
