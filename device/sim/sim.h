@@ -2,8 +2,9 @@
 /*
  * mf-sim: a fleet of simulated devices in one process (docs/rollouts.md). Each device is a
  * real libmf agent (mf/agent.h) with its own state directory talking HTTP to a real
- * mf-server, plus an mf_telemetry that records what the installed model version "does"
- * (latency, memory, health, offloads) as the command line describes it per version.
+ * mf-server, plus the mf_telemetry it hands its agent, recording what the installed model
+ * version "does" (latency, memory, health, offloads) as the command line describes it per
+ * version. Devices step on a few threads; an agent holds no connection between steps.
  */
 #ifndef MF_SIM_H
 #define MF_SIM_H
@@ -38,6 +39,7 @@ struct sim_config {
     unsigned cycles;
     unsigned interval_ms;
     unsigned inferences;               /* per device per cycle */
+    unsigned threads;                  /* devices stepped in parallel */
     unsigned offline_from, offline_to; /* devices [from, to) skip cycles ... */
     unsigned offline_c0, offline_c1;   /* ... [c0, c1); to == 0: nobody is offline */
     struct sim_behaviour behave[SIM_MAX_BEHAVIOURS];
@@ -55,12 +57,12 @@ struct sim_device;
 struct sim_device *sim__device_new(const struct sim_config *cfg, unsigned index);
 void sim__device_free(struct sim_device *d);
 
-/* One cycle: the agent's step (check-in, installs), then `inferences` simulated inferences
- * of the installed version recorded into the device's telemetry, sent with an
- * authenticated check-in whose round trip goes to *report_us (left alone when none was
- * sent). Returns 0, or -1 when the step or the report failed (the device tries again next
- * cycle). */
-int sim__device_cycle(uint64_t *report_us, struct sim_device *d);
+/* One cycle: `inferences` simulated inferences of the installed version recorded into the
+ * device's telemetry, then the agent's step (check-in carrying them, installs). A step that
+ * downloaded nothing puts its duration in *checkin_us (left alone otherwise). Returns 0, or
+ * -1 after printing why the step failed (the device tries again next cycle). Devices are
+ * independent: distinct devices may cycle on distinct threads at once. */
+int sim__device_cycle(uint64_t *checkin_us, struct sim_device *d);
 
 /* The installed version ("" when none) and the device id. Borrowed. */
 const char *sim__device_version(const struct sim_device *d);

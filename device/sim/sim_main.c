@@ -8,6 +8,8 @@
 #include "sim.h"
 
 #include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -17,12 +19,15 @@
 static const char usage[] =
     "usage: mf-sim --server URL --enroll-token-file F --trust-root ROOT.json --state DIR\n"
     "              --model NAME --devices N --cycles K [--interval-ms MS] [--inferences N]\n"
-    "              [--prefix P] [--behave "
+    "              [--threads T] [--prefix P] [--behave "
     "VERSION:lat=US,mem=BYTES|NM,health=ok|fail,offload=PCT]...\n"
     "              [--offline FROM-TO:C0-C1] [--report FILE]\n"
-    "Each cycle every device steps its libmf agent (check-in, install), runs N simulated\n"
-    "inferences of its installed version as --behave describes it, and reports them with an\n"
-    "authenticated check-in. --offline: devices FROM..TO-1 skip cycles C0..C1-1.\n";
+    "Each cycle every device runs N simulated inferences of its installed version as --behave\n"
+    "describes it and steps its libmf agent, whose check-in carries them (and installs what\n"
+    "is assigned); T threads (default 4) step devices in parallel. --offline: devices\n"
+    "FROM..TO-1 skip cycles C0..C1-1.\n";
+
+#define SIM_MAX_THREADS 64
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -74,6 +79,8 @@ static int parse_args(struct sim_config *c, int argc, char **argv, char **token,
             c->interval_ms = (unsigned)strtoul(v, NULL, 10);
         else if (strcmp(k, "--inferences") == 0)
             c->inferences = (unsigned)strtoul(v, NULL, 10);
+        else if (strcmp(k, "--threads") == 0)
+            c->threads = (unsigned)strtoul(v, NULL, 10);
         else if (strcmp(k, "--report") == 0)
             c->report_path = v;
         else if (strcmp(k, "--behave") == 0 && c->n_behave < SIM_MAX_BEHAVIOURS &&
@@ -87,7 +94,8 @@ static int parse_args(struct sim_config *c, int argc, char **argv, char **token,
             return -1;
     }
     return c->server_url && c->enroll_token && c->trust_root && c->state_root && c->model &&
-                   c->devices > 0 && c->devices <= SIM_MAX_DEVICES && c->cycles > 0
+                   c->devices > 0 && c->devices <= SIM_MAX_DEVICES && c->cycles > 0 &&
+                   c->threads > 0 && c->threads <= SIM_MAX_THREADS
                ? 0
                : -1;
 }
@@ -133,19 +141,29 @@ static int summary(const struct sim_config *c, struct sim_device **devs)
     return rep && fclose(rep) != 0 ? -1 : 0;
 }
 
-/* "cycle K at MS v2 N": wall clock (ms) and how many devices run the last --behave version
- * after each cycle, so the benchmark can time a fleet rollback. */
+static long long now_ms(void)
+{
+    struct timespec now;
+
+    (void)clock_gettime(CLOCK_REALTIME, &now);
+    return (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* The version whose spread the progress lines follow: the last --behave one. */
+static const char *watched(const struct sim_config *c)
+{
+    return c->n_behave ? c->behave[c->n_behave - 1].version : "";
+}
+
+/* "cycle K at MS v2 N": wall clock (ms) and how many devices run the watched version after
+ * each cycle, so the benchmark can time a fleet rollback. */
 static void progress(const struct sim_config *c, struct sim_device **devs, unsigned cycle)
 {
-    const char *watch = c->n_behave ? c->behave[c->n_behave - 1].version : "";
-    struct timespec now;
     unsigned on = 0;
 
     for (unsigned i = 0; i < c->devices; i++)
-        on += strcmp(sim__device_version(devs[i]), watch) == 0;
-    (void)clock_gettime(CLOCK_REALTIME, &now);
-    (void)printf("cycle %u at %lld %s %u\n", cycle,
-                 (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000, watch[0] ? watch : "-", on);
+        on += strcmp(sim__device_version(devs[i]), watched(c)) == 0;
+    (void)printf("cycle %u at %lld %s %u\n", cycle, now_ms(), watched(c)[0] ? watched(c) : "-", on);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -155,26 +173,103 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Report check-ins: count, rate over the run, p50/p99 round trip. */
-static void timing(uint64_t *lat, size_t n, double seconds)
+/* Check-in steps (those that downloaded nothing; UINT64_MAX marks none): count, rate over
+ * the run, p50/p99 duration. */
+static void timing(uint64_t *lat, size_t n_all, double seconds)
 {
+    size_t n = 0;
+
+    (void)printf("device steps %zu in %.1f s (%.0f/s)\n", n_all, seconds, (double)n_all / seconds);
+
+    for (size_t i = 0; i < n_all; i++) {
+        if (lat[i] != UINT64_MAX)
+            lat[n++] = lat[i];
+    }
     if (!n)
         return;
     qsort(lat, n, sizeof(*lat), cmp_u64);
-    (void)printf("report check-ins %zu in %.1f s (%.0f/s); p50 %.2f ms p99 %.2f ms\n", n, seconds,
-                 (double)n / seconds, lat[(n - 1) / 2] / 1000.0,
+    (void)printf("check-in steps %zu: p50 %.2f ms p99 %.2f ms\n", n, lat[(n - 1) / 2] / 1000.0,
                  lat[(size_t)((double)(n - 1) * 0.99)] / 1000.0);
+}
+
+/* One pass over the fleet (creating it, or one cycle), shared by the threads: each takes
+ * the next device index until none is left. */
+struct pass {
+    const struct sim_config *c;
+    struct sim_device **devs;
+    uint64_t *lat; /* this cycle's slots, one per device */
+    int create;    /* 1: create the devices; 0: run cycle `cycle` */
+    unsigned cycle;
+    atomic_uint next;
+    atomic_ulong failures;
+    atomic_int on_watched; /* devices running the watched version, kept while they step */
+};
+
+static int runs_watched(const struct pass *p, unsigned i)
+{
+    return watched(p->c)[0] && strcmp(sim__device_version(p->devs[i]), watched(p->c)) == 0;
+}
+
+/* Device i stepped: when it was the last one on the watched version, "none on v2 at MS"
+ * says so at once, a finer clock for the fleet rollback than the cycle lines. */
+static void note_step(struct pass *p, unsigned i, int was)
+{
+    int d = runs_watched(p, i) - was;
+
+    if (d && atomic_fetch_add(&p->on_watched, d) + d == 0)
+        (void)printf("none on %s at %lld\n", watched(p->c), now_ms());
+}
+
+static void *pass_worker(void *arg)
+{
+    struct pass *p = arg;
+
+    for (;;) {
+        unsigned i = atomic_fetch_add(&p->next, 1);
+
+        if (i >= p->c->devices)
+            return NULL;
+        if (p->create) {
+            p->devs[i] = sim__device_new(p->c, i);
+            if (!p->devs[i])
+                atomic_fetch_add(&p->failures, 1);
+            else if (runs_watched(p, i))
+                atomic_fetch_add(&p->on_watched, 1);
+        } else if (!offline(p->c, i, p->cycle)) {
+            int was = runs_watched(p, i);
+
+            if (sim__device_cycle(&p->lat[i], p->devs[i]) < 0)
+                atomic_fetch_add(&p->failures, 1);
+            note_step(p, i, was);
+        }
+    }
+}
+
+/* Runs the pass on c->threads threads (fewer if creating one fails); the failures. */
+static unsigned long run_pass(struct pass *p)
+{
+    pthread_t t[SIM_MAX_THREADS];
+    unsigned n = 0;
+
+    atomic_init(&p->next, 0);
+    atomic_init(&p->failures, 0);
+    while (n < p->c->threads && pthread_create(&t[n], NULL, pass_worker, p) == 0)
+        n++;
+    if (n == 0)
+        (void)pass_worker(p);
+    while (n)
+        (void)pthread_join(t[--n], NULL);
+    return atomic_load(&p->failures);
 }
 
 int main(int argc, char **argv)
 {
-    struct sim_config c = {.prefix = "sim", .interval_ms = 500, .inferences = 20};
-    struct sim_device **devs = NULL;
+    struct sim_config c = {.prefix = "sim", .interval_ms = 500, .inferences = 20, .threads = 4};
+    struct pass p = {.c = &c, .create = 1};
     char *token = NULL, *root = NULL;
     unsigned long failures = 0;
     struct timespec t0, t1;
     uint64_t *lat = NULL;
-    size_t n_lat = 0;
     int rc = 1;
 
     if (parse_args(&c, argc, argv, &token, &root) < 0) {
@@ -184,37 +279,31 @@ int main(int argc, char **argv)
         return 2;
     }
     (void)setvbuf(stdout, NULL, _IOLBF, 0);      /* progress lines as they happen */
-    (void)curl_global_init(CURL_GLOBAL_DEFAULT); /* before agents on one thread: mf/agent.h */
-    devs = mf_calloc(NULL, c.devices, sizeof(*devs));
-    for (unsigned i = 0; devs && i < c.devices; i++) {
-        devs[i] = sim__device_new(&c, i);
-        if (!devs[i])
-            goto out;
-    }
-    lat = devs ? mf_calloc(NULL, (size_t)c.devices * c.cycles, sizeof(*lat)) : NULL;
+    (void)curl_global_init(CURL_GLOBAL_DEFAULT); /* before agents on threads: mf/agent.h */
+    p.devs = mf_calloc(NULL, c.devices, sizeof(*p.devs));
+    lat = mf_calloc(NULL, (size_t)c.devices * c.cycles, sizeof(*lat));
+    if (!p.devs || !lat || run_pass(&p) != 0)
+        goto out;
+    memset(lat, 0xff, (size_t)c.devices * c.cycles * sizeof(*lat)); /* UINT64_MAX: none */
+    p.create = 0;
     (void)clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (unsigned cycle = 0; lat && cycle < c.cycles; cycle++) {
-        for (unsigned i = 0; i < c.devices; i++) {
-            uint64_t us = UINT64_MAX;
-
-            if (!offline(&c, i, cycle) && sim__device_cycle(&us, devs[i]) < 0)
-                failures++;
-            if (us != UINT64_MAX)
-                lat[n_lat++] = us;
-        }
-        progress(&c, devs, cycle);
+    for (unsigned cycle = 0; cycle < c.cycles; cycle++) {
+        p.cycle = cycle;
+        p.lat = lat + (size_t)cycle * c.devices;
+        failures += run_pass(&p);
+        progress(&c, p.devs, cycle);
         if (cycle + 1 < c.cycles)
             sleep_ms(c.interval_ms);
     }
     (void)clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (lat)
-        timing(lat, n_lat, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
-    rc = devs && lat && summary(&c, devs) == 0 ? 0 : 1;
+    timing(lat, (size_t)c.devices * c.cycles,
+           (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+    rc = summary(&c, p.devs) == 0 ? 0 : 1;
     (void)printf("failed device cycles %lu\n", failures);
 out:
-    for (unsigned i = 0; devs && i < c.devices; i++)
-        sim__device_free(devs[i]);
-    mf_free(NULL, devs);
+    for (unsigned i = 0; p.devs && i < c.devices; i++)
+        sim__device_free(p.devs[i]);
+    mf_free(NULL, p.devs);
     mf_free(NULL, lat);
     mf_free(NULL, token);
     mf_free(NULL, root);

@@ -411,12 +411,11 @@ static int step_assignments(mf_agent *a, size_t n)
     return first;
 }
 
-int mf_agent_step(mf_agent *a)
+static int step(mf_agent *a)
 {
     size_t n = 0;
     int err;
 
-    mf_ctx__clear(&a->ctx);
     if (!a->credential[0]) {
         err = mf_agent__enroll(a);
         if (err < 0)
@@ -435,6 +434,18 @@ int mf_agent_step(mf_agent *a)
         mf_telemetry_ack(a->telemetry); /* the server holds these totals now */
     err = step_assignments(a, n);
     mf_agent__offload_versions(a);
+    return err;
+}
+
+int mf_agent_step(mf_agent *a)
+{
+    int err;
+
+    mf_ctx__clear(&a->ctx);
+    err = step(a);
+    /* The next step is a poll interval away, longer than keep-alive usefully lasts: hold
+     * no connection (nor libcurl's descriptors) meanwhile, on the device or the server. */
+    mf_http__cleanup(&a->http);
     return err;
 }
 

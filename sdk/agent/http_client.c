@@ -367,6 +367,11 @@ int mf_http__perform(struct mf_http *h, struct mf_http_response *resp,
     memset(&h->headers, 0, sizeof(h->headers));
     mf_dynbuf__reset(&resp->body);
     h->curl_err[0] = '\0';
+    if (!h->curl) {
+        h->curl = curl_easy_init(); /* released by mf_http__cleanup() since the last request */
+        if (!h->curl)
+            return mf_fail(h->ctx, MF_E_NOMEM, "cannot create a libcurl handle");
+    }
     err = build_headers(&headers, h, req);
     if (err < 0) {
         curl_slist_free_all(headers);

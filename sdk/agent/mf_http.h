@@ -78,6 +78,8 @@ struct mf_http {
 
 /* MF_OK or MF_E_NOMEM. `ctx` and `cfg->ca_file` are borrowed for the handle's life. */
 int mf_http__init(struct mf_http *h, struct mf_ctx *ctx, const struct mf_http_config *cfg);
+/* Closes the libcurl handle with its connection (and libcurl's internal descriptors). The
+ * handle stays usable: the next mf_http__perform() opens a new one. */
 void mf_http__cleanup(struct mf_http *h);
 
 void mf_http__response_init(struct mf_http_response *r, struct mf_http *h);

@@ -8,6 +8,7 @@
 #include "distill/job/distill_job.h"
 #include "director/checkin_cache.h"
 #include "http/http_credcache.h"
+#include "http/http_conns.h"
 #include "http/http_metrics.h"
 #include "http/http_ratelimit.h"
 #include "http/http_req.h"
@@ -21,9 +22,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #define TLS_PEM_MAX (64u * 1024u)
+/* Descriptors kept out of the connection budget: store, WAL, blobs being served or uploaded,
+ * the delta worker's files, logs. */
+#define FD_RESERVE 128u
 
 struct mf_server {
     mf_allocator alloc;
@@ -35,6 +40,7 @@ struct mf_server {
     struct mf_distill_config distill_cfg; /* read once at start */
     struct mf_distill_jobs distill_jobs;  /* the distill job kind's state */
     struct mf_delta_worker *distill_worker;
+    struct mf_httpd_conns conns;
     uint16_t port;
 };
 
@@ -43,8 +49,8 @@ void mf_server__options_init(struct mf_server_options *o)
     memset(o, 0, sizeof(*o));
     o->listen = "127.0.0.1:8080";
     o->max_upload = MF_SERVER_DEFAULT_MAX_UPLOAD;
-    o->conn_timeout_s = 120;
-    o->conn_limit = 256;
+    o->conn_timeout_s = 30;
+    o->conn_limit = 4096;
     o->threads = 0; /* by store: see mf_store_ops.default_threads */
     o->device_rate = 5.0;
     o->device_burst = 30.0;
@@ -296,6 +302,42 @@ static int start_services(struct mf_server *s, struct mf_ctx *ctx,
     return err;
 }
 
+/*
+ * Every connection is a descriptor, and the usual soft RLIMIT_NOFILE of 1024 is far below
+ * what a fleet needs, while the hard limit (up to which an unprivileged process may raise
+ * its soft limit) is usually much higher: raise the soft limit to the hard one. When even
+ * that cannot hold the connection limit plus FD_RESERVE, serve fewer connections and say so,
+ * rather than fail accept() with EMFILE at an arbitrary point. Returns the limit to serve.
+ */
+static unsigned fd_budget(struct mf_ctx *ctx, unsigned want)
+{
+    struct rlimit rl;
+    rlim_t was;
+    unsigned fit = want;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return want;
+    was = rl.rlim_cur;
+    if (rl.rlim_cur != rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max; /* refused for "unlimited" (above fs.nr_open): keep was */
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            rl.rlim_cur = was;
+    }
+    if (rl.rlim_cur != was)
+        MF_LOG_INFO(ctx, "open file limit raised from %llu to %llu", (unsigned long long)was,
+                    (unsigned long long)rl.rlim_cur);
+    if (rl.rlim_cur == RLIM_INFINITY)
+        return want;
+    while (fit > 1 && (rlim_t)mf_httpd__conns_mhd_limit(fit) + FD_RESERVE > rl.rlim_cur)
+        fit = fit > 64 ? fit - fit / 16 : fit - 1;
+    if (fit < want)
+        MF_LOG_WARN(ctx,
+                    "open file limit %llu (hard %llu) is too low for %u connections: serving %u "
+                    "(raise the hard limit, e.g. systemd LimitNOFILE=)",
+                    (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, want, fit);
+    return fit;
+}
+
 int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf_server_options *o)
 {
     struct sockaddr_storage addr;
@@ -327,6 +369,8 @@ int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf
         err = start_services(s, ctx, o);
     if (err < 0)
         goto fail;
+    mf_httpd__conns_init(&s->conns, fd_budget(ctx, o->conn_limit));
+    s->env.conns = &s->conns;
     if (addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     if (s->tls_cert.len)
@@ -337,8 +381,9 @@ int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf
         flags, 0, NULL, NULL, mf_httpd__on_request, &s->env, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger,
         &s->env, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
         o->threads ? o->threads : s->env.store->ops->default_threads, MHD_OPTION_CONNECTION_TIMEOUT,
-        o->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, o->conn_limit, MHD_OPTION_NOTIFY_COMPLETED,
-        mf_httpd__on_completed, &s->env,
+        o->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, mf_httpd__conns_mhd_limit(s->conns.limit),
+        MHD_OPTION_NOTIFY_CONNECTION, mf_httpd__on_connection, &s->conns,
+        MHD_OPTION_NOTIFY_COMPLETED, mf_httpd__on_completed, &s->env,
         s->tls_cert.len ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END,
         (const char *)s->tls_cert.data, MHD_OPTION_HTTPS_MEM_KEY, (const char *)s->tls_key.data,
         MHD_OPTION_END);
@@ -349,8 +394,8 @@ int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf
     err = bound_port(&s->port, ctx, s->mhd);
     if (err < 0)
         goto fail;
-    MF_LOG_INFO(ctx, "serving %s on port %u%s", o->data_dir, (unsigned)s->port,
-                s->tls_cert.len ? " (TLS)" : "");
+    MF_LOG_INFO(ctx, "serving %s on port %u%s, up to %u connections", o->data_dir,
+                (unsigned)s->port, s->tls_cert.len ? " (TLS)" : "", s->conns.limit);
     *out = s;
     return MF_OK;
 fail:
@@ -361,6 +406,11 @@ fail:
 uint16_t mf_server__port(const struct mf_server *s)
 {
     return s->port;
+}
+
+unsigned mf_server__conn_limit(const struct mf_server *s)
+{
+    return s->conns.limit;
 }
 
 void mf_server__stop(struct mf_server *s)

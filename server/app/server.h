@@ -26,7 +26,7 @@ struct mf_server_options {
     const char *store_url;   /* NULL: sqlite:<data_dir>/store.db */
     uint64_t max_upload;     /* bytes per model upload */
     unsigned conn_timeout_s; /* idle connection timeout */
-    unsigned conn_limit;     /* concurrent connections */
+    unsigned conn_limit;     /* served at once; beyond: 503 (http/http_conns.h) */
     unsigned threads;        /* MHD worker threads; 0: the store's default_threads */
     mf_log_fn log_fn;        /* may be NULL */
     void *log_payload;
@@ -45,9 +45,9 @@ struct mf_server_options {
     const char *distill_config;
 };
 
-/* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 120 s, 256 connections, threads by
- * store (SQLite 4, PostgreSQL 16),
- * 5 requests/s per device with bursts of 30, the delta worker on with K = 3). */
+/* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 30 s, 4096 connections, threads by
+ * store (SQLite 4, PostgreSQL 16), 5 requests/s per device with bursts of 30, the delta worker on
+ * with K = 3). */
 void mf_server__options_init(struct mf_server_options *o);
 
 /*
@@ -71,6 +71,10 @@ int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf
 
 /* The port actually bound (the ephemeral one for PORT 0). */
 uint16_t mf_server__port(const struct mf_server *s);
+
+/* The connections served at once: conn_limit, or fewer when the open file limit could not
+ * be raised enough for it (logged at start). */
+unsigned mf_server__conn_limit(const struct mf_server *s);
 
 /* Stops accepting, waits for the workers, closes the store. NULL is a no-op. */
 void mf_server__stop(struct mf_server *s);

@@ -27,6 +27,8 @@ static const char *error_code(unsigned status)
         return "range_not_satisfiable";
     case MHD_HTTP_TOO_MANY_REQUESTS:
         return "too_many_requests";
+    case MHD_HTTP_SERVICE_UNAVAILABLE:
+        return "unavailable";
     default:
         return "internal";
     }

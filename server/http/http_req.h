@@ -20,6 +20,7 @@
 #define MF_HTTPD_MAX_PARAMS 3
 
 struct mf_blob_upload;
+struct mf_httpd_conns;
 struct mf_director;
 struct mf_metrics;
 struct mf_ratelimit;
@@ -45,6 +46,7 @@ struct mf_httpd_env {
     struct mf_ccache *ccache;        /* check-ins' reads of rare changes (checkin_cache.h) */
     struct mf_credcache *creds;      /* device credentials seen (http_credcache.h); may be NULL */
     struct mf_distill_jobs *distill; /* the loop's runs; NULL: no distill config */
+    struct mf_httpd_conns *conns;    /* open connections vs the limit; NULL: no limit */
 };
 
 enum mf_httpd_auth {

@@ -8,6 +8,7 @@
 #include "http/http_req.h"
 
 #include "blob/blob_store.h"
+#include "http/http_conns.h"
 #include "http/http_metrics.h"
 #include "mf/ct.h"
 
@@ -119,7 +120,17 @@ static int check_declared_length(struct mf_httpd_req *r)
 
 static int begin_request(struct mf_httpd_req *r, const char *url)
 {
-    int err = route_request(r, url);
+    int err;
+
+    /* Over the limit: answered at once (and closed), never left waiting for a slot. */
+    if (mf_httpd__conns_over(r->env->conns)) {
+        err = mf_httpd__reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                    "server busy: over %u connections, retry later",
+                                    r->env->conns->limit);
+        mf_httpd__reply_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        return err;
+    }
+    err = route_request(r, url);
 
     if (err < 0 || r->resp)
         return err;
@@ -188,6 +199,9 @@ static enum MHD_Result queue_reply(struct mf_httpd_req *r, int err)
     }
     if (r->is_head)
         r->resp_bytes = 0;
+    /* Near the limit an idle keep-alive connection would hold a slot a new client needs. */
+    if (mf_httpd__conns_close_after(r->env->conns))
+        mf_httpd__reply_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     ret = MHD_queue_response(r->conn, r->status, r->resp);
     MHD_destroy_response(r->resp);
     r->resp = NULL;

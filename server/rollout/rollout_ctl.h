@@ -7,7 +7,8 @@
  *   running/paused --abort--> aborted    frozen: admitted waves keep the new release, the
  *                                        rest the previous one; nothing advances any more
  *   running --clean soak, last wave--> done
- *   running --red line breached--> halted      + fleet rollback to the previous release
+ *   running/paused --red line breached--> halted   + fleet rollback to the previous release
+ *                                        (pausing stops advancing, not watching)
  *   any but rolled_back/halted --rollback--> rolled_back   + fleet rollback
  *
  * Every state change is a compare-and-set on the state read (rollout_put's expect_state),
@@ -60,10 +61,13 @@ int mf_rollout__transition(struct mf_store *s, struct mf_ctx *ctx, struct mf_sto
 int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct mf_ctx *ctx,
                        int64_t id);
 
-/* One evaluation of a running rollout (what the "rollout" job does): halts and rolls back
- * on a breach, else advances a wave that soaked clean with enough devices reporting.
- * Other states: nothing. */
+/* One evaluation of a watched rollout (what the "rollout" job does): halts and rolls back
+ * on a breach, else, if running, advances a wave that soaked clean with enough devices
+ * reporting. Other states: nothing. */
 int mf_rollout__step(struct mf_store *s, struct mf_ctx *ctx, int64_t id, int64_t now);
+
+/* 1 for the states whose red lines are evaluated (running, paused). */
+int mf_rollout__watched(const char *state);
 
 /* Group memberships for group waves, read once before a walk: a store visitor must not
  * call the store (SQLite runs every op under one lock). Empty when no wave is a group. */

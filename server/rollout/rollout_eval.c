@@ -184,6 +184,11 @@ static void breach_text(char *out, size_t size, const struct mf_rollout_status *
                    (unsigned long long)st->reporting);
 }
 
+int mf_rollout__watched(const char *state)
+{
+    return strcmp(state, "running") == 0 || strcmp(state, "paused") == 0;
+}
+
 int mf_rollout__step(struct mf_store *s, struct mf_ctx *ctx, int64_t id, int64_t now)
 {
     struct mf_rollout_status *st = mf_calloc(NULL, 1, sizeof(*st));
@@ -193,10 +198,13 @@ int mf_rollout__step(struct mf_store *s, struct mf_ctx *ctx, int64_t id, int64_t
     if (!st)
         return mf_fail(ctx, MF_E_NOMEM, "out of memory evaluating rollout %lld", (long long)id);
     err = mf_rollout__status(st, s, ctx, id);
-    if (err == MF_OK && strcmp(st->r.state, "running") == 0) {
+    /* Pausing stops advancing, not watching: the admitted waves still run the new release,
+     * so a breach while paused halts and rolls back like one while running. */
+    if (err == MF_OK && mf_rollout__watched(st->r.state)) {
         struct mf_store_rollout *r = &st->r;
-        int soaked =
-            now - r->wave_started_at >= st->plan.soak_s && st->reporting >= st->plan.min_devices;
+        int running = strcmp(r->state, "running") == 0;
+        int soaked = running && now - r->wave_started_at >= st->plan.soak_s &&
+                     st->reporting >= st->plan.min_devices;
 
         if (st->breached >= 0) {
             breach_text(detail, sizeof(detail), st);

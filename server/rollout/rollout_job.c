@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The "rollout" job kind on the store's job queue (rollout_ctl.h): each node's worker tick
- * enqueues one job per running rollout (idempotent while one is queued or running), and
+ * enqueues one job per watched (running or paused) rollout (idempotent while one is queued
+ * or running), and
  * the queue hands each job to exactly one node, so each rollout is evaluated once per tick
  * across the cluster however many nodes run.
  */
@@ -23,7 +24,7 @@ static int collect_running(void *payload, const struct mf_store_rollout *r)
 {
     struct running *run = payload;
 
-    if (strcmp(r->state, "running") == 0 && run->n < JOBS_MAX_RUNNING)
+    if (mf_rollout__watched(r->state) && run->n < JOBS_MAX_RUNNING)
         run->ids[run->n++] = r->id;
     return MF_OK;
 }

@@ -11,6 +11,7 @@
 #include "agent_testutil.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -90,6 +91,38 @@ static void test_agent__enroll_checkin_install_report(void **state)
     assert_int_equal(fx->srv.n_blob, 2);
     mf_agent_free(agent);
     mf_agent_free(NULL);
+}
+
+/* Descriptors this process has open. */
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+
+    assert_non_null(d);
+    while (readdir(d))
+        n++;
+    (void)closedir(d);
+    return n;
+}
+
+/* A fleet of agents must not hold a connection each between steps (a 1,000-device
+ * simulator ran out of descriptors with libcurl's connection and wakeup pair per agent). */
+static void test_agent__holds_no_descriptor_between_steps(void **state)
+{
+    struct fixture *fx = *state;
+    mf_agent *agent = NULL;
+    int before;
+
+    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    before = open_fds();
+    step_expect(agent, MF_OK); /* enroll, check-in, download, report */
+    assert_int_equal(open_fds(), before);
+    step_expect(agent, MF_OK);
+    assert_int_equal(open_fds(), before);
+    assert_int_equal(fx->srv.n_checkin, 2);
+    mf_agent_free(agent);
 }
 
 static void test_agent__state_file_records_active_and_previous(void **state)
@@ -845,6 +878,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_agent__enroll_checkin_install_report),
+        T(test_agent__holds_no_descriptor_between_steps),
         T(test_agent__offload_rides_the_checkin),
         T(test_agent__runtime_reports_ride_the_checkin),
         T(test_agent__state_file_records_active_and_previous),

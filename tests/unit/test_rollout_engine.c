@@ -315,6 +315,39 @@ static void test_rollout_engine__pause_resume_abort_rollback(void **state)
     cJSON_Delete(again);
 }
 
+/* Pausing stops advancing, not watching: v2 breaching a red line while the rollout is paused
+ * still halts it (through the worker's job, queued for paused rollouts too) and rolls the
+ * fleet back. */
+static void test_rollout_engine__paused_rollout_still_halts_on_a_breach(void **state)
+{
+    static const struct behaviour slow = {2000, 40u << 20, 0, 5}; /* 2x P99 */
+    struct eng *f = *state;
+    struct mf_store_rollout r;
+    struct mf_store_directives d;
+    struct mf_store_job job;
+    int64_t id = create(f, plan3);
+    int made = 0;
+
+    for (int i = 0; i < DEVICES; i++)
+        run(f, i, "v1", &baseline, 1000);
+    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "pause", 1001), MF_OK);
+    for (int i = 0; i < DEVICES; i++)
+        run(f, i, "v2", &slow, 1002);
+    mf_rollout__jobs_tick(f->s, &f->ctx);
+    assert_int_equal(
+        f->s->ops->job_claim_kind(&job, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n1", 1003, 60), MF_OK);
+    assert_int_equal(mf_rollout__jobs_run(&made, f->s, &f->ctx, job.arg), MF_OK);
+    assert_int_equal(f->s->ops->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_string_equal(r.state, "halted");
+    assert_int_equal(r.wave, 0);
+    assert_non_null(strstr(r.breach, "p99_latency_us"));
+    for (int i = 0; i < DEVICES; i++) {
+        assert_int_equal(f->s->ops->directives_get(&d, f->s, &f->ctx, f->ids[i], "m"), MF_OK);
+        assert_string_equal(d.fleet_rollback, "v1");
+    }
+    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "resume", 1004), MF_E_STATE);
+}
+
 static void test_rollout_engine__create_refuses_bad_requests(void **state)
 {
     struct eng *f = *state;
@@ -516,6 +549,8 @@ int main(void)
                                         eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_engine__pause_resume_abort_rollback, eng_setup,
                                         eng_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_engine__paused_rollout_still_halts_on_a_breach,
+                                        eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_engine__create_refuses_bad_requests, eng_setup,
                                         eng_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_engine__ingest_is_all_or_nothing_and_replaces,

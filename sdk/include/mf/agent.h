@@ -232,6 +232,8 @@ MF_EXTERN void mf_agent_free(mf_agent *agent);
  * chunk that does not match its signed hash), MF_E_NET
  * (network or server failure; retry later), or another mf_err. Details: mf_agent_errmsg().
  * Models that failed keep running their previous version.
+ * The requests of one step share a connection; the step closes it before returning, so an
+ * agent holds no connection (and no descriptor) between steps.
  */
 MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_step(mf_agent *agent);
 
