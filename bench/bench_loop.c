@@ -13,7 +13,9 @@
  *    T = 2; a new student is trained from scratch on seed + all uplinked samples.
  * The teacher is cached (--teacher-cache) after its first training.
  * Usage: bench_loop [--reps N] [--rounds N] [--teacher-epochs N] [--student-epochs N]
- *                   [--teacher-cache PATH] [--dir DIR]
+ *                   [--teacher-cache PATH] [--dir DIR] [--data fashion|digits]
+ * --data digits runs the same on sklearn's digits (70/30 split, 300 calibration images,
+ * 300 student epochs by default instead of 20).
  */
 #include "mf_confidence.h"
 #include "mf_ctx.h"
@@ -28,20 +30,23 @@
 
 #define K 10
 #define SEED_FRAC 0.10
-#define N_CALIB 5000
+#define N_CALIB_FASHION 5000
+#define N_CALIB_DIGITS 300 /* of digits' 1,258 training images (70/30 split) */
 #define UPLINK 0.10
 #define T_SOFT 2.0f
 #define MAX_ROUNDS 10
-#define MAX_REPS 10
+#define MAX_REPS 30
 
 struct cfg {
     unsigned reps, rounds, teacher_epochs, student_epochs;
     const char *cache, *dir;
+    int digits; /* --data digits: sklearn's digits, seeded 70/30 split */
 };
 
 struct env {
     struct mf_ctx ctx;
     mf_dataset *train, *test;
+    size_t n_calib;             /* calibration images taken from train after the seed set */
     uint8_t *teacher_test_pred; /* on test */
     uint8_t *teacher_train_pred;
     float *teacher_soft; /* T = 2 soft labels of every train image */
@@ -104,6 +109,7 @@ static mf_student_model *train_student(struct env *e, const struct cfg *c, const
     if (mf_distill_options_init(&o, MF_DISTILL_OPTIONS_VERSION) < 0)
         exit(1);
     o.train.epochs = c->student_epochs;
+    o.in_scale = 1.0f / (float)e->train->max_value;
     o.train.temperature = T_SOFT;
     o.train.seed = seed;
     o.init_seed = seed * 31 + 7;
@@ -122,14 +128,14 @@ static void evaluate(double *acc, double *casc, double *rate, double *rnd, struc
 {
     const size_t n = e->test->n;
     uint8_t *pred = xmalloc(n);
-    float *score = xmalloc(n * sizeof(float)), *cs = xmalloc(N_CALIB * sizeof(float));
+    float *score = xmalloc(n * sizeof(float)), *cs = xmalloc(e->n_calib * sizeof(float));
     mf_cascade_inputs in = {n, pred, score, e->teacher_test_pred, e->test->y};
     float thr;
 
-    for (size_t i = 0; i < N_CALIB; i++)
+    for (size_t i = 0; i < e->n_calib; i++)
         mf_eval_student(NULL, &cs[i], s, e->train->x + calib[i] * e->train->dim, 1,
                         MF_SCORE_MAX_SOFTMAX);
-    if (mf_eval_quantile_threshold(&thr, &e->ctx, cs, N_CALIB, r) < 0)
+    if (mf_eval_quantile_threshold(&thr, &e->ctx, cs, e->n_calib, r) < 0)
         die(e, "threshold");
     mf_eval_student(pred, score, s, e->test->x, n, MF_SCORE_MAX_SOFTMAX);
     *acc = mf_eval_accuracy(pred, e->test->y, n);
@@ -183,19 +189,19 @@ static size_t select_uplink(size_t *out, struct env *e, const mf_student *s, con
  */
 static double gate_cascade(struct env *e, const mf_student *s, const size_t *calib)
 {
-    uint8_t *pred = xmalloc(N_CALIB), *tp = xmalloc(N_CALIB), *y = xmalloc(N_CALIB);
-    float *sc = xmalloc(N_CALIB * sizeof(float));
-    mf_cascade_inputs in = {N_CALIB, pred, sc, tp, y};
+    uint8_t *pred = xmalloc(e->n_calib), *tp = xmalloc(e->n_calib), *y = xmalloc(e->n_calib);
+    float *sc = xmalloc(e->n_calib * sizeof(float));
+    mf_cascade_inputs in = {e->n_calib, pred, sc, tp, y};
     double acc, rate;
     float thr;
 
-    for (size_t i = 0; i < N_CALIB; i++) {
+    for (size_t i = 0; i < e->n_calib; i++) {
         mf_eval_student(&pred[i], &sc[i], s, e->train->x + calib[i] * e->train->dim, 1,
                         MF_SCORE_MAX_SOFTMAX);
         tp[i] = e->teacher_train_pred[calib[i]];
         y[i] = e->train->y[calib[i]];
     }
-    if (mf_eval_quantile_threshold(&thr, &e->ctx, sc, N_CALIB, 0.10) < 0)
+    if (mf_eval_quantile_threshold(&thr, &e->ctx, sc, e->n_calib, 0.10) < 0)
         die(e, "threshold");
     mf_eval_cascade(&acc, &rate, &in, thr);
     free(pred);
@@ -208,7 +214,7 @@ static double gate_cascade(struct env *e, const mf_student *s, const size_t *cal
 static void run_rep(struct rep *out, struct env *e, const struct cfg *c, unsigned rep)
 {
     const size_t n = e->train->n, n_seed = (size_t)(SEED_FRAC * (double)n);
-    const size_t pool0 = n_seed + N_CALIB, per_round = (n - pool0) / c->rounds;
+    const size_t pool0 = n_seed + e->n_calib, per_round = (n - pool0) / c->rounds;
     size_t *perm = xmalloc(n * sizeof(size_t));
     size_t *idx = xmalloc(n * sizeof(size_t));
     uint8_t *hard = xmalloc(n);
@@ -293,7 +299,7 @@ static void run_rep(struct rep *out, struct env *e, const struct cfg *c, unsigne
 
 static void setup_teacher(struct env *e, const struct cfg *c)
 {
-    const uint32_t sizes[4] = {784, 512, 256, 10};
+    const uint32_t sizes[4] = {e->train->dim, 512, 256, 10};
     const size_t nt = e->test->n, n = e->train->n;
     float *logits = xmalloc(nt * K * sizeof(float));
     mf_train_options to;
@@ -310,8 +316,8 @@ static void setup_teacher(struct env *e, const struct cfg *c)
     to.seed = 2024;
     if (mf_teacher_load_or_train(&t, &trained, &e->ctx, e->train, sizes, 4, &to, c->cache) < 0)
         die(e, "teacher");
-    printf("teacher 784-512-256-10: %s in %.1f s (%s)\n", trained ? "trained" : "loaded",
-           now() - t0, c->cache ? c->cache : "not cached");
+    printf("teacher %u-512-256-10: %s in %.1f s (%s)\n", e->train->dim,
+           trained ? "trained" : "loaded", now() - t0, c->cache ? c->cache : "not cached");
     e->teacher_test_pred = xmalloc(nt);
     e->teacher_train_pred = xmalloc(n);
     e->teacher_soft = xmalloc(n * K * sizeof(float));
@@ -395,15 +401,21 @@ static void report(const struct rep *r, unsigned reps, const struct env *e, cons
                 worst_drop = r[i].gated[k - 1] - r[i].gated[k];
     }
 
-    printf("\n== cascade: max-softmax threshold = r-quantile of %d calibration scores; "
-           "means over %u repetition(s), 10,000 test images ==\n",
-           N_CALIB, reps);
-    cascade_table("student on all train but calibration (55,000 images)", f_acc, fc, fr, fd, t_acc);
+    printf("\n== cascade: max-softmax threshold = r-quantile of %zu calibration scores; "
+           "means over %u repetition(s), %zu test images ==\n",
+           e->n_calib, reps, e->test->n);
+    {
+        char title[96];
+
+        (void)snprintf(title, sizeof(title), "student on all train but calibration (%zu images)",
+                       e->train->n - e->n_calib);
+        cascade_table(title, f_acc, fc, fr, fd, t_acc);
+    }
     cascade_table("seed student (10 % of train)", s_acc, casc, rate, rnd, t_acc);
     printf("\n== loop: %u rounds, %.0f %% uplink of a %zu-image stream per round, teacher soft "
            "labels T=%.0f, student retrained from scratch ==\n",
            c->rounds, 100 * UPLINK,
-           (e->train->n - (size_t)(SEED_FRAC * (double)e->train->n) - N_CALIB) / c->rounds,
+           (e->train->n - (size_t)(SEED_FRAC * (double)e->train->n) - e->n_calib) / c->rounds,
            (double)T_SOFT);
     printf("round  hard: student  cascade@10%%  deployed(gated)   random: student  cascade@10%%\n");
     for (unsigned k = 0; k <= c->rounds; k++)
@@ -434,21 +446,46 @@ static void report(const struct rep *r, unsigned reps, const struct env *e, cons
                100 * (rate[0] - rates[0]), 100 * (rate[1] - rates[1]), 100 * (rate[2] - rates[2]),
                verdict(ok));
     }
-    if (c->rounds >= 5)
-        printf("L1 student gain after 5 rounds >= +0.8 pt: %+.2f pt: %s\n",
-               100 * (acc[0][5] - acc[0][0]), verdict(acc[0][5] - acc[0][0] >= 0.008));
-    if (c->rounds >= 3)
-        printf("L2 hard beats random after 3 rounds by >= +0.5 pt: %+.2f pt: %s\n",
-               100 * (acc[0][3] - acc[1][3]), verdict(acc[0][3] - acc[1][3] >= 0.005));
-    printf("L5 deployed cascade never drops > 0.1 pt between rounds (worst drop in any "
-           "repetition %.2f pt), rises >= +0.5 pt over 4 rounds (%+.2f pt): %s\n",
-           100 * worst_drop, 100 * (gz[c->rounds < 4 ? c->rounds : 4] - gz[0]),
-           verdict(worst_drop <= 0.001 && c->rounds >= 4 && gz[4] - gz[0] >= 0.005));
+    {
+        /* LOOP-NOTES 6b: the loop goals are larger on digits than on Fashion-MNIST */
+        const double l1 = c->digits ? 0.035 : 0.008, l2 = c->digits ? 0.010 : 0.005,
+                     l5 = c->digits ? 0.020 : 0.005;
+
+        if (c->rounds >= 5)
+            printf("L1 student gain after 5 rounds >= +%.1f pt: %+.2f pt: %s\n", 100 * l1,
+                   100 * (acc[0][5] - acc[0][0]), verdict(acc[0][5] - acc[0][0] >= l1));
+        if (c->rounds >= 3)
+            printf("L2 hard beats random after 3 rounds by >= +%.1f pt: %+.2f pt: %s\n", 100 * l2,
+                   100 * (acc[0][3] - acc[1][3]), verdict(acc[0][3] - acc[1][3] >= l2));
+        printf("L5 deployed cascade never drops > 0.1 pt between rounds (worst drop in any "
+               "repetition %.2f pt), rises >= +%.1f pt over 4 rounds (%+.2f pt): %s\n",
+               100 * worst_drop, 100 * l5, 100 * (gz[c->rounds < 4 ? c->rounds : 4] - gz[0]),
+               verdict(worst_drop <= 0.001 && c->rounds >= 4 && gz[4] - gz[0] >= l5));
+    }
+}
+
+/* sklearn's digits, split 70/30 by a fixed seeded permutation (as tests/unit/test_distill.c). */
+static void load_digits(struct env *e)
+{
+    mf_dataset *all = NULL;
+    size_t *perm, n_train;
+
+    if (mf_dataset_load_digits(&all, &e->ctx, NULL, NULL) < 0)
+        die(e, "loading digits (apt-get install python3-sklearn)");
+    perm = xmalloc(all->n * sizeof(size_t));
+    mf_dataset_permutation(perm, all->n, 42);
+    n_train = all->n * 7 / 10;
+    if (mf_dataset_select(&e->train, &e->ctx, all, perm, n_train) < 0 ||
+        mf_dataset_select(&e->test, &e->ctx, all, perm + n_train, all->n - n_train) < 0)
+        die(e, "splitting digits");
+    free(perm);
+    mf_dataset_free(all);
 }
 
 int main(int argc, char **argv)
 {
-    struct cfg c = {1, 5, 15, 20, "mf_teacher_fashion.safetensors", NULL};
+    struct cfg c = {1, 5, 15, 0, NULL, NULL, 0};
+    int cache_set = 0;
     static struct rep reps[MAX_REPS];
     struct env e;
     double t0 = now();
@@ -462,8 +499,11 @@ int main(int argc, char **argv)
             c.teacher_epochs = (unsigned)strtoul(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--student-epochs") == 0)
             c.student_epochs = (unsigned)strtoul(argv[i + 1], NULL, 10);
-        else if (strcmp(argv[i], "--teacher-cache") == 0)
+        else if (strcmp(argv[i], "--teacher-cache") == 0) {
             c.cache = strcmp(argv[i + 1], "none") == 0 ? NULL : argv[i + 1];
+            cache_set = 1;
+        } else if (strcmp(argv[i], "--data") == 0)
+            c.digits = strcmp(argv[i + 1], "digits") == 0;
         else if (strcmp(argv[i], "--dir") == 0)
             c.dir = argv[i + 1];
     }
@@ -473,9 +513,16 @@ int main(int argc, char **argv)
     }
     memset(&e, 0, sizeof(e));
     mf_ctx__init(&e.ctx, NULL, NULL, NULL, "bench");
-    if (mf_dataset_load_fashion(&e.train, &e.ctx, NULL, c.dir, "train") < 0 ||
-        mf_dataset_load_fashion(&e.test, &e.ctx, NULL, c.dir, "t10k") < 0)
+    if (!c.student_epochs) /* digits' seed set is 125 images: it needs many more passes */
+        c.student_epochs = c.digits ? 300 : 20;
+    if (!cache_set)
+        c.cache = c.digits ? "mf_teacher_digits.safetensors" : "mf_teacher_fashion.safetensors";
+    if (c.digits)
+        load_digits(&e);
+    else if (mf_dataset_load_fashion(&e.train, &e.ctx, NULL, c.dir, "train") < 0 ||
+             mf_dataset_load_fashion(&e.test, &e.ctx, NULL, c.dir, "t10k") < 0)
         die(&e, "loading Fashion-MNIST (apt-get install dataset-fashion-mnist)");
+    e.n_calib = c.digits ? N_CALIB_DIGITS : N_CALIB_FASHION;
     setup_teacher(&e, &c);
     for (unsigned r = 0; r < c.reps; r++) {
         double tr = now();
