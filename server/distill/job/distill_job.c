@@ -115,6 +115,7 @@ static int train_builtin(struct run *r, struct mf_ctx *ctx)
     int err = mf_distill_options_init(&o, MF_DISTILL_OPTIONS_VERSION);
 
     o.hidden = c->hidden;
+    o.in_scale = 1.0f / (float)d->train->max_value; /* 1/255 for pixels, 1/16 for digits */
     o.train.epochs = c->epochs;
     o.train.temperature = c->temperature;
     o.train.seed = c->train_seed;
