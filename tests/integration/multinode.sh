@@ -8,7 +8,9 @@
 #     stored by either node's worker is offered by both (their check-in caches follow the
 #     store generation);
 #   - each background job (delta precompute of a new release) ran exactly once although both
-#     nodes run a worker: every job is done after one attempt, each delta stored once.
+#     nodes run a worker: every job is done after one attempt, each delta stored once;
+#   - a distillation run started through one node runs once, on one node's distill worker,
+#     and both nodes show its provenance.
 # Usage: with_db.sh multinode multinode.sh BIN_DIR   (ctest: integration_multinode)
 set -uo pipefail
 BIN=$1
@@ -31,12 +33,32 @@ trap 'stop_b; mf_stack_stop; rm -rf "$work"' EXIT
 check() { mf_check "$@"; }
 sql() { psql -qtA -v ON_ERROR_STOP=1 "$MF_TEST_STORE_URL" -c "$1"; }
 
+# The loop's inputs, the same for both nodes: a small teacher (seconds) and Fashion-MNIST.
+FM=/usr/share/datasets/fashion-mnist
+"$BIN/mf-train-teacher" --train-images $FM/train-images-idx3-ubyte.gz \
+    --train-labels $FM/train-labels-idx1-ubyte.gz --hidden 64 --epochs 1 \
+    --out "$work/teacher.safetensors" >"$work/teacher.log" 2>&1 || { cat "$work/teacher.log"; exit 1; }
+cat >"$work/offload.json" <<JSON
+{"models": {"fashion": {"teacher": {"connector": "builtin", "path": "$work/teacher.safetensors"}}}}
+JSON
+cat >"$work/distill.json" <<JSON
+{"models": {"fashion": {
+  "data": {"train_images": "$FM/train-images-idx3-ubyte.gz",
+           "train_labels": "$FM/train-labels-idx1-ubyte.gz",
+           "heldout_images": "$FM/t10k-images-idx3-ubyte.gz",
+           "heldout_labels": "$FM/t10k-labels-idx1-ubyte.gz",
+           "heldout_range": [0, 1000], "seed_fraction": 0.02, "calibration": 1000},
+  "trainer": {"epochs": 2}, "release": {"key": "$work/keys/release.pem"}}}}
+JSON
+loop_args="--offload-config $work/offload.json --distill-config $work/distill.json"
+
 # Node A: init + serve on the PostgreSQL store (stack.sh). Node B: the same data directory and
 # store, its own port.
-mf_stack_start "$work/data" "$work/nodeA.log" || exit 1
+MF_SERVE_ARGS=$loop_args mf_stack_start "$work/data" "$work/nodeA.log" || exit 1
 url_a=$MF_URL
+# shellcheck disable=SC2086 # loop_args: two options and their values
 "$BIN/mf-server" serve --data-dir "$work/data" --store "$MF_TEST_STORE_URL" \
-    --listen 127.0.0.1:0 --port-file "$work/port-b" >>"$work/nodeB.log" 2>&1 &
+    --listen 127.0.0.1:0 --port-file "$work/port-b" $loop_args >>"$work/nodeB.log" 2>&1 &
 pid_b=$!
 for _ in $(seq 1 100); do [ -s "$work/port-b" ] && break; sleep 0.1; done
 [ -s "$work/port-b" ] || { echo "node B did not listen within 10 s"; cat "$work/nodeB.log"; exit 1; }
@@ -142,6 +164,22 @@ if [ "$(sql "SELECT to_regclass('jobs') IS NOT NULL")" = t ]; then
 else
     echo "skip - background jobs: this server has no jobs table yet"
 fi
+
+# The distillation loop on two nodes: started through B, waited for through A.
+run_via_b() {
+    local MF_URL=$url_b
+    mfctl_admin distill run fashion >/dev/null
+}
+check "a distillation run queued through node B" run_via_b
+check "  ... node A sees it publish the seed student d1" \
+    sh -c "'$BIN/mfctl' --server '$url_a' --token-file '$MF_ADMIN_TOKEN_FILE' distill wait 1 120 |
+           grep -q 'run 1: fashion published'"
+check "  ... it ran on exactly one node" test "$(cat "$work"/node*.log |
+    grep -c 'distillation run 1 of fashion: published')" = 1
+check "  ... its job done after one attempt" \
+    test "$(sql "SELECT count(*) FROM jobs WHERE kind = 'distill' AND state = 'done' AND attempts = 1")" = 1
+check "  ... node B shows d1's provenance" sh -c "'$BIN/mfctl' --server '$url_b' --token-file \
+    '$MF_ADMIN_TOKEN_FILE' versions show fashion d1 | grep -q 'provenance: made by run 1'"
 
 echo "$MF_PASSED passed, $MF_FAILED failed"
 if [ "$MF_FAILED" -ne 0 ]; then
