@@ -414,3 +414,62 @@ int mf_ccache__rollout_newest(struct mf_store_rollout *out, const struct mf_ccac
     (void)snprintf(key, sizeof(key), "rollout\x1f%s", model);
     return cached_struct(out, sizeof(*out), v, key, fill_rollout, model);
 }
+
+struct pin_walk {
+    const char *model;
+    unsigned char pinned;
+};
+
+static int find_pin(void *payload, const struct mf_store_pin *p)
+{
+    struct pin_walk *w = payload;
+
+    if (strcmp(p->model, w->model) == 0)
+        w->pinned = 1;
+    return MF_OK;
+}
+
+static int fill_pinned(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
+{
+    struct pin_walk w = {arg, 0};
+    int err = v->s->ops->pins_list(v->s, v->ctx, find_pin, &w);
+
+    return err == MF_OK ? append_struct(val, v->ctx, &w.pinned, sizeof(w.pinned)) : err;
+}
+
+static void pinned_key(char key[CCACHE_KEY_MAX], const char *model)
+{
+    (void)snprintf(key, CCACHE_KEY_MAX, "pinned\x1f%s", model);
+}
+
+int mf_ccache__pinned(int *pinned_out, const struct mf_ccache_view *v, const char *model)
+{
+    char key[CCACHE_KEY_MAX];
+    unsigned char pinned = 1;
+    int err;
+
+    pinned_key(key, model);
+    err = cached_struct(&pinned, sizeof(pinned), v, key, fill_pinned, model);
+    *pinned_out = pinned != 0;
+    return err;
+}
+
+void mf_ccache__pin_hint(struct mf_store_pin_hint *out, struct mf_ccache *c,
+                         const char *const *models, size_t n)
+{
+    memset(out, 0, sizeof(*out));
+    if (!c)
+        return;
+    (void)pthread_mutex_lock(&c->lock);
+    out->generation = c->generation;
+    for (size_t i = 0; i < n && i < 64; i++) {
+        char key[CCACHE_KEY_MAX];
+        struct entry *e;
+
+        pinned_key(key, models[i]);
+        e = find(c, key_hash(key, strlen(key)), key, strlen(key));
+        if (e && e->err == MF_OK && e->len == 1 && e->bytes[e->key_len] == 0)
+            out->unpinned |= UINT64_C(1) << i;
+    }
+    (void)pthread_mutex_unlock(&c->lock);
+}

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What check-ins read of the store that changes rarely, kept per node: trust documents,
- * versions and releases, deltas and the newest rollout of each model. Everything kept is
- * tagged with the store generation (store.h, checkin_touch) it was read under, and a
- * check-in only uses what carries the generation it read itself from the store, in the same
- * round trip as its last_seen write. Every change to those tables raises the generation in
- * its own transaction (a trigger of migration 6), whichever node made it, so a check-in on
- * any node sees a change committed before the check-in read the generation: the cache saves
- * reads, never freshness (docs/architecture.md, "Check-in path").
+ * versions and releases, deltas, the newest rollout of each model and whether it has pins.
+ * Everything kept is tagged with the store generation (store.h, checkin_touch) it was read
+ * under, and a check-in only uses what carries the generation it read itself from the store,
+ * in the same round trip as its last_seen write. Every change to those tables raises the
+ * generation in its own transaction (triggers of migrations 6 and 8), whichever node made it,
+ * so a check-in on any node sees a change committed before the check-in read the generation:
+ * the cache saves reads, never freshness (docs/architecture.md, "Check-in path").
  *
  * A view with a NULL cache reads the store directly (tests, tools).
  */
@@ -51,6 +51,14 @@ int mf_ccache__delta_find(struct mf_store_delta *out, const struct mf_ccache_vie
 /* The newest rollout of `model` (rollouts_list's first row); MF_E_NOTFOUND when none. */
 int mf_ccache__rollout_newest(struct mf_store_rollout *out, const struct mf_ccache_view *v,
                               const char *model);
+
+/* Whether `model` has a pin of any scope (device, group, channel, fleet rollback) at the
+ * view's generation, into *pinned_out (0 or 1). */
+int mf_ccache__pinned(int *pinned_out, const struct mf_ccache_view *v, const char *model);
+/* checkin_begin's hint (store.h) before a check-in: the cache's generation and, of the n
+ * `models`, those mf_ccache__pinned found unpinned at it. Nothing known: no bit set. */
+void mf_ccache__pin_hint(struct mf_store_pin_hint *out, struct mf_ccache *c,
+                         const char *const *models, size_t n);
 
 /* Hits and misses so far (tests and metrics). */
 void mf_ccache__stats(uint64_t *hits_out, uint64_t *misses_out, struct mf_ccache *c);

@@ -332,6 +332,7 @@ int mf_handlers__checkin(struct mf_httpd_req *r)
     struct mf_checkin_req req;
     struct mf_ccache_view v = {r->env->ccache, s, &r->ctx, 0};
     const char *models[MF_CHECKIN_MAX_MODELS];
+    struct mf_store_pin_hint hint;
     struct checkin_work *w = NULL;
     cJSON *body = NULL;
     int stored = 0;
@@ -351,11 +352,12 @@ int mf_handlers__checkin(struct mf_httpd_req *r)
         models[i] = req.models[i].name;
     /* last_seen, the sequence block, the directives and the generation the node's cache
      * is valid for (checkin_cache.h), in one round trip that also verifies the credential
-     * the router may have taken from its cache (the route verifies_credential). Telemetry
-     * is stored only after that. */
+     * the router may have taken from its cache (the route verifies_credential), without the
+     * pin reads of models the cache knows unpinned. Telemetry is stored only after that. */
+    mf_ccache__pin_hint(&hint, v.c, models, req.n_models);
     err = s->ops->checkin_begin(&v.generation, &w->first, w->dirs, s, &r->ctx, r->device_id,
                                 r->cred_hash, (unsigned)req.n_models, models, req.n_models,
-                                mf_handlers__now());
+                                mf_handlers__now(), &hint);
     if (err == MF_E_AUTH) {
         mf_free(&r->ctx.alloc, w);
         err = mf_httpd__deny_credential(r);
@@ -363,6 +365,12 @@ int mf_handlers__checkin(struct mf_httpd_req *r)
     }
     if (err == MF_OK)
         mf_metrics__count(&r->env->metrics->checkins, 1);
+    /* Learns, once per generation, which models have no pins, for the next check-ins. */
+    for (size_t i = 0; err == MF_OK && v.c && i < req.n_models; i++) {
+        int pinned;
+
+        err = mf_ccache__pinned(&pinned, &v, models[i]);
+    }
     if (err == MF_OK)
         err = mf_rollout__ingest(&stored, s, &r->ctx, r->device_id, r->json, mf_handlers__now());
     if (err == MF_OK)

@@ -225,6 +225,9 @@ static const char *const pg_migrations[] = {
     "CREATE INDEX distill_runs_by_model ON distill_runs(model, id);"
     "CREATE UNIQUE INDEX distill_runs_pending ON distill_runs(model)"
     "  WHERE state IN ('queued','running');",
+    /* 8: pins raise the generation too (see sqlite.c). */
+    "CREATE TRIGGER pins_gen AFTER INSERT OR UPDATE OR DELETE ON pins"
+    "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();",
 
 };
 
@@ -932,37 +935,47 @@ static int join_models(char *out, size_t size, struct mf_ctx *ctx, const char *c
 static int begin_on(uint64_t *generation_out, uint64_t *first_out,
                     struct mf_store_directives *dirs_out, PGconn *c, struct mf_ctx *ctx,
                     const char *device_id, const uint8_t *cred_hash, unsigned n_seq,
-                    const char *models, size_t n_models, int64_t now)
+                    const char *models, size_t n_models, int64_t now,
+                    const struct mf_store_pin_hint *hint)
 {
     /* The device row's UPDATE (last_seen, the sequence block above the session's floor,
      * without waiting for the WAL flush: see raise_epoch), then one row per model with its
      * directives, in model order; no model: one row with NULL directives. The models come
      * through a sub-select so the planner never sees their value: its estimate is then the
      * same for every call, and the prepared statement settles on one generic plan instead
-     * of planning each check-in anew. */
+     * of planning each check-in anew. A model's pins are read unless the generation is the
+     * hint's ($6) and the model's flag in $7 ('1' per model the hint names unpinned) is set. */
     static const char sql[] =
         "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),"
         " d AS (UPDATE devices SET last_seen = $1, assign_seq = greatest(assign_seq,"
         "  current_setting('mf.seq_floor')::bigint) + $3 FROM async WHERE device_id = $2"
         "  AND credential_hash = $5"
-        "  RETURNING id, device_id, channel, assign_seq)"
-        " SELECT d.assign_seq, (SELECT generation FROM store_meta WHERE id = 1), m.ord, "
+        "  RETURNING id, device_id, channel, assign_seq),"
+        " g AS (SELECT generation FROM store_meta WHERE id = 1)"
+        " SELECT d.assign_seq, (SELECT generation FROM g), m.ord, "
         /* clang-format off */
-        MF_PG_DIRECTIVE_COLUMNS("m.model")
+        MF_PG_DIRECTIVE_COLUMNS_IF("m.model", "((SELECT generation FROM g) <> $6"
+                                              " OR substr($7, m.ord::int, 1) <> '1')")
         /* clang-format on */
         " FROM d LEFT JOIN unnest(string_to_array((SELECT $4::text), '/')) WITH ORDINALITY"
         " AS m(model, ord) ON true ORDER BY m.ord";
+    char flags[MF_STORE_CHECKIN_MAX_MODELS + 1];
     struct mf_pg_params p = {0};
     PGresult *res = NULL;
     int err = raise_epoch(c, ctx);
 
     if (err < 0)
         return err;
+    for (size_t i = 0; i < n_models; i++)
+        flags[i] = hint && (hint->unpinned >> i & 1u) ? '1' : '0';
+    flags[n_models] = '\0';
     mf_pg__param_i64(&p, now);
     mf_pg__param_text(&p, device_id);
     mf_pg__param_i64(&p, n_seq);
     mf_pg__param_text(&p, models);
     mf_pg__param_blob(&p, cred_hash, MF_SHA256_LEN);
+    mf_pg__param_i64(&p, hint ? (int64_t)hint->generation : 0); /* generations start at 1 */
+    mf_pg__param_text(&p, flags);
     err = mf_pg__query(&res, c, ctx, sql, &p, "beginning a check-in");
     if (err == MF_OK && PQntuples(res) == 0)
         err = mf_fail(ctx, MF_E_AUTH, "device '%s' does not hold that credential (any more)",
@@ -984,7 +997,8 @@ static int pg_checkin_begin(uint64_t *generation_out, uint64_t *first_out,
                             struct mf_store_directives *dirs_out, struct mf_store *base,
                             struct mf_ctx *ctx, const char *device_id,
                             const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
-                            const char *const *models, size_t n_models, int64_t now)
+                            const char *const *models, size_t n_models, int64_t now,
+                            const struct mf_store_pin_hint *hint)
 {
     char names[MF_STORE_CHECKIN_MAX_MODELS * MF_STORE_NAME_SIZE];
     struct mf_pg_session *sess;
@@ -999,12 +1013,12 @@ static int pg_checkin_begin(uint64_t *generation_out, uint64_t *first_out,
     if (err < 0)
         return err;
     err = begin_on(generation_out, first_out, dirs_out, c, ctx, device_id, cred_hash, n_seq, names,
-                   n_models, now);
+                   n_models, now, hint);
     /* Re-established under the statement: as pg_device_reserve_sequence. */
     sess = mf_pg__session(c);
     if (err == MF_E_IO && sess && !sess->floor_set && PQstatus(c) == CONNECTION_OK)
         err = begin_on(generation_out, first_out, dirs_out, c, ctx, device_id, cred_hash, n_seq,
-                       names, n_models, now);
+                       names, n_models, now, hint);
     mf_pg__put(base, c);
     return err;
 }

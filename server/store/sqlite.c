@@ -261,6 +261,14 @@ static const char *const store_migrations[] = {
     "CREATE INDEX distill_runs_by_model ON distill_runs(model, id);"
     "CREATE UNIQUE INDEX distill_runs_pending ON distill_runs(model)"
     "  WHERE state IN ('queued','running');",
+    /* 8: pins (device, group and channel pins, fleet rollbacks) raise the generation too, so
+     * a node knows which models have none and a check-in skips their directive reads. */
+    "CREATE TRIGGER pins_gen_ins AFTER INSERT ON pins BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER pins_gen_upd AFTER UPDATE ON pins BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+    "CREATE TRIGGER pins_gen_del AFTER DELETE ON pins BEGIN"
+    "  UPDATE store_meta SET generation = generation + 1; END;",
 
 };
 
@@ -1036,16 +1044,17 @@ static int sqlite_device_reserve_sequence(uint64_t *first_out, struct mf_store *
 static int directives_locked(struct mf_store_directives *out, struct sqlite_store *s,
                              struct mf_ctx *ctx, const char *device_id, const char *model);
 
-/* last_seen and the sequence block in one statement (one commit), with the generation. */
-static int begin_locked(uint64_t *generation_out, uint64_t *first_out, struct sqlite_store *s,
-                        struct mf_ctx *ctx, const char *device_id,
+/* last_seen and the sequence block in one statement (one commit), with the generation and
+ * the device's channel (into `channel`, MF_STORE_NAME_SIZE bytes). */
+static int begin_locked(uint64_t *generation_out, uint64_t *first_out, char *channel,
+                        struct sqlite_store *s, struct mf_ctx *ctx, const char *device_id,
                         const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq, int64_t now)
 {
     sqlite3_stmt *st = NULL;
     int err = db_prepare(&st, s, ctx,
                          "UPDATE devices SET last_seen = ?1, assign_seq = max(assign_seq, ?3) + ?4"
                          " WHERE device_id = ?2 AND credential_hash = ?5 RETURNING assign_seq,"
-                         " (SELECT generation FROM store_meta WHERE id = 1)");
+                         " (SELECT generation FROM store_meta WHERE id = 1), channel");
     int rc;
 
     if (err < 0)
@@ -1059,6 +1068,7 @@ static int begin_locked(uint64_t *generation_out, uint64_t *first_out, struct sq
     if (rc == SQLITE_ROW) {
         *first_out = (uint64_t)sqlite3_column_int64(st, 0) - n_seq + 1;
         *generation_out = (uint64_t)sqlite3_column_int64(st, 1);
+        col_text(channel, MF_STORE_NAME_SIZE, st, 2);
     } else if (rc == SQLITE_DONE) {
         err = mf_fail(ctx, MF_E_AUTH, "device '%s' does not hold that credential (any more)",
                       device_id);
@@ -1075,15 +1085,25 @@ static int begin_tx_locked(uint64_t *generation_out, uint64_t *first_out,
                            struct mf_store_directives *dirs_out, struct sqlite_store *s,
                            struct mf_ctx *ctx, const char *device_id,
                            const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
-                           const char *const *models, size_t n_models, int64_t now)
+                           const char *const *models, size_t n_models, int64_t now,
+                           const struct mf_store_pin_hint *hint)
 {
+    char channel[MF_STORE_NAME_SIZE] = "";
     int err = db_run(s, ctx, "BEGIN IMMEDIATE");
 
     if (err < 0)
         return err;
-    err = begin_locked(generation_out, first_out, s, ctx, device_id, cred_hash, n_seq, now);
-    for (size_t i = 0; err == MF_OK && i < n_models; i++)
-        err = directives_locked(&dirs_out[i], s, ctx, device_id, models[i]);
+    err =
+        begin_locked(generation_out, first_out, channel, s, ctx, device_id, cred_hash, n_seq, now);
+    for (size_t i = 0; err == MF_OK && i < n_models; i++) {
+        /* Read in this transaction, the generation says no pin changed since the hint's. */
+        if (hint && hint->generation == *generation_out && (hint->unpinned >> i & 1u)) {
+            memset(&dirs_out[i], 0, sizeof(dirs_out[i]));
+            (void)snprintf(dirs_out[i].channel, sizeof(dirs_out[i].channel), "%s", channel);
+        } else {
+            err = directives_locked(&dirs_out[i], s, ctx, device_id, models[i]);
+        }
+    }
     if (err == MF_OK)
         err = db_run(s, ctx, "COMMIT");
     if (err < 0)
@@ -1095,7 +1115,8 @@ static int sqlite_checkin_begin(uint64_t *generation_out, uint64_t *first_out,
                                 struct mf_store_directives *dirs_out, struct mf_store *base,
                                 struct mf_ctx *ctx, const char *device_id,
                                 const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
-                                const char *const *models, size_t n_models, int64_t now)
+                                const char *const *models, size_t n_models, int64_t now,
+                                const struct mf_store_pin_hint *hint)
 {
     struct sqlite_store *s = to_sqlite(base);
     int err;
@@ -1107,7 +1128,7 @@ static int sqlite_checkin_begin(uint64_t *generation_out, uint64_t *first_out,
     if (err == MF_OK)
         NOT_DURABLE(s, ctx,
                     begin_tx_locked(generation_out, first_out, dirs_out, s, ctx, device_id,
-                                    cred_hash, n_seq, models, n_models, now));
+                                    cred_hash, n_seq, models, n_models, now, hint));
     store_unlock(s);
     return err;
 }

@@ -76,6 +76,14 @@ struct mf_store_pin {
 
 /* Everything the store knows that bears on one device's target for one model; each
  * version is "" when there is no such directive. */
+/* What a node knew of the pins table before a check-in (director/checkin_cache.h): at
+ * store generation `generation`, model i of the check-in had no pin of any scope when bit i
+ * of `unpinned` is set. */
+struct mf_store_pin_hint {
+    uint64_t generation;
+    uint64_t unpinned;
+};
+
 struct mf_store_directives {
     char device_pin[MF_STORE_NAME_SIZE];
     char group[MF_STORE_NAME_SIZE]; /* the group whose pin applies (first by name) */
@@ -491,7 +499,10 @@ struct mf_store_ops {
      * directives_get does, and returns the store generation: a number every committed change to
      * trust documents, models, versions and releases, deltas or rollouts raises in its own
      * transaction, so a node may keep what it read of those while the generation it reads
-     * stays the same (director/checkin_cache.h). Its writes do not wait for the disk
+     * stays the same (director/checkin_cache.h; pins since migration 8). With a `hint` (NULL:
+     * none) whose generation is the one the statement reads, the directives of the models the
+     * hint names unpinned are not read: they are empty but for the device's channel, as the
+     * read would have found them. Its writes do not wait for the disk
      * (last_seen is informational; the sequence as device_reserve_sequence says). Only
      * while `cred_hash` is still the device's credential (not re-enrolled or revoked since
      * the request was authenticated): MF_E_AUTH and nothing written otherwise, or for an
@@ -500,7 +511,8 @@ struct mf_store_ops {
                          struct mf_store_directives *dirs_out, struct mf_store *s,
                          struct mf_ctx *ctx, const char *device_id,
                          const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
-                         const char *const *models, size_t n_models, int64_t now);
+                         const char *const *models, size_t n_models, int64_t now,
+                         const struct mf_store_pin_hint *hint);
 
     /* ---- Appended with migration 7 (distillation runs, docs/distill.md). ---- */
 

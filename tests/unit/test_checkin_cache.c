@@ -74,7 +74,7 @@ static struct mf_ccache_view view_now(struct cache_fixture *f)
     uint64_t first = 0;
 
     assert_int_equal(f->s->ops->checkin_begin(&v.generation, &first, NULL, f->s, &f->ctx, "dev-1",
-                                              hash, 0, NULL, 0, 1),
+                                              hash, 0, NULL, 0, 1, NULL),
                      MF_OK);
     return v;
 }
@@ -140,6 +140,45 @@ static void test_checkin_cache__notfound_until_the_generation_moves(void **state
     assert_int_equal(got.size, 20);
     assert_int_equal(mf_ccache__release_latest(&got, &v, "det"), MF_OK);
     assert_string_equal(got.version, "v2");
+}
+
+/* Whether a model has pins is kept like the rest, and the hint for the next checkin_begin
+ * names only the models known unpinned at the cache's generation: none before anything is
+ * known, none once a pin moved the generation, until a check-in learns it again. */
+static void test_checkin_cache__pin_hint(void **state)
+{
+    struct cache_fixture *f = *state;
+    struct mf_ccache_view v = view_now(f);
+    static const char *const models[] = {"det", "cls", "seg"};
+    struct mf_store_pin pin = {MF_STORE_PIN_GROUP, "lab", "cls", "v1", 1};
+    struct mf_store_pin_hint hint;
+    int pinned = -1;
+
+    mf_ccache__pin_hint(&hint, NULL, models, 3);
+    assert_int_equal(hint.unpinned, 0); /* no cache: nothing known */
+    assert_int_equal(f->s->ops->pin_set(f->s, &f->ctx, &pin), MF_OK);
+    v = view_now(f);
+    mf_ccache__pin_hint(&hint, f->c, models, 3);
+    assert_int_equal(hint.unpinned, 0);
+    assert_int_equal(mf_ccache__pinned(&pinned, &v, "det"), MF_OK);
+    assert_int_equal(pinned, 0);
+    assert_int_equal(mf_ccache__pinned(&pinned, &v, "cls"), MF_OK);
+    assert_int_equal(pinned, 1);
+    assert_int_equal(mf_ccache__pinned(&pinned, &v, "det"), MF_OK); /* kept */
+    expect_stats(f->c, 1, 2);
+    mf_ccache__pin_hint(&hint, f->c, models, 3);
+    assert_int_equal(hint.generation, v.generation);
+    assert_int_equal(hint.unpinned, 1); /* det only: cls has a pin, seg is not known */
+    /* A pin on det moves the generation; the next check-in's view drops what was known. */
+    (void)snprintf(pin.model, sizeof(pin.model), "det");
+    assert_int_equal(f->s->ops->pin_set(f->s, &f->ctx, &pin), MF_OK);
+    v = view_now(f);
+    assert_true(v.generation > hint.generation);
+    assert_int_equal(mf_ccache__pinned(&pinned, &v, "det"), MF_OK);
+    assert_int_equal(pinned, 1);
+    mf_ccache__pin_hint(&hint, f->c, models, 3);
+    assert_int_equal(hint.generation, v.generation);
+    assert_int_equal(hint.unpinned, 0);
 }
 
 /* Every cached table moves the generation, so each kind of value follows its table. */
@@ -260,6 +299,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_checkin_cache__roots_after, cache_setup,
                                         cache_teardown),
         cmocka_unit_test_setup_teardown(test_checkin_cache__bounded, cache_setup, cache_teardown),
+        cmocka_unit_test_setup_teardown(test_checkin_cache__pin_hint, cache_setup, cache_teardown),
     };
 
     return cmocka_run_group_tests_name("checkin_cache", tests, NULL, NULL);

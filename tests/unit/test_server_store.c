@@ -342,9 +342,9 @@ static uint64_t generation(struct store_fixture *f, struct mf_store *s)
 {
     uint64_t g = 0, first = 0;
 
-    assert_int_equal(
-        s->ops->checkin_begin(&g, &first, NULL, s, &f->ctx, "dev-1", dev1_hash, 0, NULL, 0, 9),
-        MF_OK);
+    assert_int_equal(s->ops->checkin_begin(&g, &first, NULL, s, &f->ctx, "dev-1", dev1_hash, 0,
+                                           NULL, 0, 9, NULL),
+                     MF_OK);
     return g;
 }
 
@@ -357,20 +357,22 @@ static void test_server_store__generation_follows_cached_tables(void **state)
     struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, ""};
     struct mf_store_delta d = {.model = "det", .size = 5, .format = "mfdelta", .created_at = 1};
     struct mf_store_pin pin = {MF_STORE_PIN_DEVICE, "dev-1", "det", "v1", 1};
+    const char *groups[] = {"lab"};
     struct mf_store_rollout r;
     uint64_t g = 0, prev = 0, first = 0;
 
-    assert_int_equal(
-        s->ops->checkin_begin(&g, &first, NULL, s, &f->ctx, "ghost", dev1_hash, 0, NULL, 0, 5),
-        MF_E_AUTH);
+    assert_int_equal(s->ops->checkin_begin(&g, &first, NULL, s, &f->ctx, "ghost", dev1_hash, 0,
+                                           NULL, 0, 5, NULL),
+                     MF_E_AUTH);
     assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", dev1_hash, 1), MF_OK);
     prev = generation(f, s);
     assert_true(prev >= 1);
-    /* A check-in's own writes, and per-device directives (read on every check-in), do not
-     * move it. */
+    /* A check-in's own writes, and a device's groups and channel (read on every check-in
+     * whose model has pins), do not move it. */
     assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1), MF_OK);
     assert_int_equal(s->ops->device_touch(s, &f->ctx, "dev-1", 6), MF_OK);
-    assert_int_equal(s->ops->pin_set(s, &f->ctx, &pin), MF_OK);
+    assert_int_equal(s->ops->device_groups_set(s, &f->ctx, "dev-1", groups, 1), MF_OK);
+    assert_int_equal(s->ops->device_channel_set(s, &f->ctx, "dev-1", "beta"), MF_OK);
     assert_int_equal(generation(f, s), prev);
 #define EXPECT_RISE(call)                                                                          \
     do {                                                                                           \
@@ -394,6 +396,11 @@ static void test_server_store__generation_follows_cached_tables(void **state)
     EXPECT_RISE(s->ops->rollout_put(s, &f->ctx, &r, ""));
     (void)snprintf(r.state, sizeof(r.state), "paused");
     EXPECT_RISE(s->ops->rollout_put(s, &f->ctx, &r, "running"));
+    /* Pins of every scope (migration 8): set, changed, cleared. */
+    EXPECT_RISE(s->ops->pin_set(s, &f->ctx, &pin));
+    (void)snprintf(pin.version, sizeof(pin.version), "v2");
+    EXPECT_RISE(s->ops->pin_set(s, &f->ctx, &pin));
+    EXPECT_RISE(s->ops->pin_clear(s, &f->ctx, pin.scope, pin.target, pin.model));
 #undef EXPECT_RISE
 }
 
@@ -421,7 +428,7 @@ static void test_server_store__checkin_begin(void **state)
     for (size_t i = 0; i < sizeof(pins) / sizeof(pins[0]); i++)
         assert_int_equal(s->ops->pin_set(s, &f->ctx, &pins[i]), MF_OK);
     assert_int_equal(
-        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 3, models, 3, 77),
+        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 3, models, 3, 77, NULL),
         MF_OK);
     assert_int_equal(first, 1);
     for (size_t i = 0; i < 3; i++) {
@@ -437,21 +444,73 @@ static void test_server_store__checkin_begin(void **state)
     assert_int_equal(s->ops->device_reserve_sequence(&next, s, &f->ctx, "dev-1", 1), MF_OK);
     assert_int_equal(next, 4);
     assert_int_equal(
-        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 0, NULL, 0, 78), MF_OK);
+        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 0, NULL, 0, 78, NULL),
+        MF_OK);
     assert_int_equal(first, 5); /* no numbers taken: the next one */
     /* A credential the device no longer holds (re-enrolled, revoked): refused, and nothing
      * written, so the next number is still 5. */
     assert_int_equal(
-        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", other, 2, models, 2, 79),
+        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", other, 2, models, 2, 79, NULL),
         MF_E_AUTH);
     assert_int_equal(s->ops->device_revoke(s, &f->ctx, "dev-1"), MF_OK);
     assert_int_equal(
-        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 2, models, 2, 80),
+        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 2, models, 2, 80, NULL),
         MF_E_AUTH);
     assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", other, 81), MF_OK);
     assert_int_equal(
-        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", other, 0, NULL, 0, 82), MF_OK);
+        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", other, 0, NULL, 0, 82, NULL),
+        MF_OK);
     assert_int_equal(first, 5);
+}
+
+/* A hint (store.h) skips the pin reads of the models it names unpinned only while the
+ * store is at the hint's generation: those directives are then empty but for the channel,
+ * and a pin set since (which raises the generation) is read whatever the hint says. */
+static void test_server_store__checkin_begin_pin_hint(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    static const char *const models[] = {"det", "cls"};
+    struct mf_store_pin pin = {MF_STORE_PIN_FLEET, "*", "cls", "v2", 1};
+    struct mf_store_directives dirs[2];
+    struct mf_store_pin_hint hint = {0, 3}; /* both models named unpinned */
+    uint64_t g = 0, first = 0;
+
+    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", dev1_hash, 1), MF_OK);
+    assert_int_equal(s->ops->device_channel_set(s, &f->ctx, "dev-1", "beta"), MF_OK);
+    assert_int_equal(s->ops->pin_set(s, &f->ctx, &pin), MF_OK);
+    /* A hint of another generation than the store's: ignored, the pin is read. */
+    hint.generation = generation(f, s) - 1;
+    assert_int_equal(s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", dev1_hash, 2,
+                                           models, 2, 5, &hint),
+                     MF_OK);
+    assert_string_equal(dirs[1].fleet_rollback, "v2");
+    assert_string_equal(dirs[1].channel, "beta");
+    /* At its generation: the models it names unpinned read as having no pins (here even
+     * the one that has, which shows the read was skipped), the others as stored. */
+    hint.generation = g;
+    hint.unpinned = 2; /* cls */
+    memset(dirs, 0x5a, sizeof(dirs));
+    assert_int_equal(s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", dev1_hash, 2,
+                                           models, 2, 6, &hint),
+                     MF_OK);
+    assert_int_equal(g, hint.generation);
+    assert_string_equal(dirs[1].fleet_rollback, "");
+    assert_string_equal(dirs[1].device_pin, "");
+    assert_string_equal(dirs[1].group, "");
+    assert_string_equal(dirs[1].group_pin, "");
+    assert_string_equal(dirs[1].channel_version, "");
+    assert_string_equal(dirs[1].channel, "beta");
+    assert_string_equal(dirs[0].fleet_rollback, "");
+    assert_string_equal(dirs[0].channel, "beta");
+    /* A pin set since raises the generation: the same hint no longer applies. */
+    (void)snprintf(pin.version, sizeof(pin.version), "v3");
+    assert_int_equal(s->ops->pin_set(s, &f->ctx, &pin), MF_OK);
+    assert_int_equal(s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", dev1_hash, 2,
+                                           models, 2, 7, &hint),
+                     MF_OK);
+    assert_true(g > hint.generation);
+    assert_string_equal(dirs[1].fleet_rollback, "v3");
 }
 
 static void test_server_store__report_unknown_device(void **state)
@@ -553,6 +612,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_server_store__generation_follows_cached_tables,
                                         store_setup, store_teardown),
         cmocka_unit_test_setup_teardown(test_server_store__checkin_begin, store_setup,
+                                        store_teardown),
+        cmocka_unit_test_setup_teardown(test_server_store__checkin_begin_pin_hint, store_setup,
                                         store_teardown),
         cmocka_unit_test_setup_teardown(test_server_store__init_data_dir_idempotent, store_setup,
                                         store_teardown),
