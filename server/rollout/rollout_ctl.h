@@ -83,7 +83,7 @@ void mf_rollout__members_free(struct mf_rollout_members *m);
 int mf_rollout__members_wave(const struct mf_rollout_plan *plan, const struct mf_rollout_members *m,
                              const char *device_id);
 
-/* The same for one device, loading the memberships itself (the director's hook). */
+/* The same for one device, reading only its own memberships (the director's hook). */
 int mf_rollout__device_wave(int *wave_out, struct mf_store *s, struct mf_ctx *ctx,
                             const struct mf_rollout_plan *plan, const char *device_id);
 

@@ -93,8 +93,14 @@ int mf_rollout__members_wave(const struct mf_rollout_plan *plan, const struct mf
 int mf_rollout__device_wave(int *wave_out, struct mf_store *s, struct mf_ctx *ctx,
                             const struct mf_rollout_plan *plan, const char *device_id)
 {
-    struct mf_rollout_members m;
-    int err = mf_rollout__members_load(&m, s, ctx, plan);
+    struct mf_rollout_members m = {0};
+    int err = MF_OK;
+
+    /* A check-in asks this: only the device's own memberships, not the fleet's. */
+    if (has_group_wave(plan))
+        err = s->ops->device_groups_get(s, ctx, device_id, add_member, &m);
+    if (err == MF_E_NOMEM)
+        err = mf_fail(ctx, err, "out of memory reading group memberships");
 
     *wave_out = err == MF_OK ? mf_rollout__members_wave(plan, &m, device_id) : -1;
     mf_rollout__members_free(&m);

@@ -1180,6 +1180,7 @@ static int pg_statuses_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_
         .rollout_events_list = mf_pg__rollout_events_list, .checkin_begin = pg_checkin_begin,      \
         .distill_run_put = mf_pg__distill_run_put, .distill_run_get = mf_pg__distill_run_get,      \
         .distill_runs_list = mf_pg__distill_runs_list,                                             \
+        .device_groups_get = mf_pg__device_groups_get,                                             \
     }
 
 const struct mf_store_ops mf_store__pg_ops = PG_OPS("postgresql", pg_open);

@@ -122,6 +122,20 @@ int mf_pg__groups_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_pair_
                              NULL, visit_pair, &w);
 }
 
+int mf_pg__device_groups_get(struct mf_store *base, struct mf_ctx *ctx, const char *device_id,
+                             mf_store_pair_fn fn, void *payload)
+{
+    struct walk w = {(void (*)(void))fn, payload};
+    struct mf_pg_params p = {0};
+
+    mf_pg__param_text(&p, device_id);
+    return mf_pg__store_walk(base, ctx,
+                             "SELECT d.device_id, g.grp FROM devices d JOIN device_groups g"
+                             " ON g.device_id = d.id WHERE d.device_id = $1"
+                             " ORDER BY g.grp COLLATE \"C\"",
+                             &p, visit_pair, &w);
+}
+
 int mf_pg__pin_set(struct mf_store *base, struct mf_ctx *ctx, const struct mf_store_pin *pin)
 {
     struct mf_pg_params p = {0};

@@ -72,6 +72,8 @@ int mf_pg__device_groups_set(struct mf_store *s, struct mf_ctx *ctx, const char 
 int mf_pg__device_channel_set(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
                               const char *channel);
 int mf_pg__groups_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_pair_fn fn, void *payload);
+int mf_pg__device_groups_get(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                             mf_store_pair_fn fn, void *payload);
 int mf_pg__device_revoke(struct mf_store *s, struct mf_ctx *ctx, const char *device_id);
 int mf_pg__pin_set(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_pin *p);
 int mf_pg__pin_clear(struct mf_store *s, struct mf_ctx *ctx, int scope, const char *target,

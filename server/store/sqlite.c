@@ -1431,6 +1431,24 @@ static int sqlite_groups_list(struct mf_store *base, struct mf_ctx *ctx, mf_stor
                      &row, visit_pair, (any_fn)fn, payload);
 }
 
+static int visit_group(sqlite3_stmt *st, void *fn, void *payload)
+{
+    char device_id[MF_STORE_NAME_SIZE], group[MF_STORE_NAME_SIZE];
+
+    col_text(device_id, sizeof(device_id), st, 0);
+    col_text(group, sizeof(group), st, 1);
+    return ((mf_store_pair_fn)fn)(payload, device_id, group);
+}
+
+static int sqlite_device_groups_get(struct mf_store *base, struct mf_ctx *ctx,
+                                    const char *device_id, mf_store_pair_fn fn, void *payload)
+{
+    return mf_sqlite__walk(base, ctx, visit_group, (void *)fn, payload,
+                           "SELECT d.device_id, g.grp FROM devices d JOIN device_groups g"
+                           " ON g.device_id = d.id WHERE d.device_id = ? ORDER BY g.grp",
+                           "t", device_id);
+}
+
 static int sqlite_pin_set(struct mf_store *base, struct mf_ctx *ctx, const struct mf_store_pin *p)
 {
     return run1(NULL, base, ctx,
@@ -1914,6 +1932,7 @@ const struct mf_store_ops mf_store__sqlite_ops = {
     .rollout_event_add = mf_sqlite__rollout_event_add,
     .rollout_events_list = mf_sqlite__rollout_events_list,
     .checkin_begin = sqlite_checkin_begin,
+    .device_groups_get = sqlite_device_groups_get,
     .distill_run_put = mf_sqlite__distill_run_put,
     .distill_run_get = mf_sqlite__distill_run_get,
     .distill_runs_list = mf_sqlite__distill_runs_list,

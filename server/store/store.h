@@ -514,6 +514,13 @@ struct mf_store_ops {
                          const char *const *models, size_t n_models, int64_t now,
                          const struct mf_store_pin_hint *hint);
 
+    /* ---- Appended with migration 8 (no schema change of its own). ---- */
+
+    /* The groups of one device as (device id, group) pairs, by group (groups_list's rows
+     * of that device); none for an unknown device. */
+    int (*device_groups_get)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                             mf_store_pair_fn fn, void *payload);
+
     /* ---- Appended with migration 7 (distillation runs, docs/distill.md). ---- */
 
     /* Inserts a run when r->id is 0 (sets r->id) or updates run r->id (state, versions,

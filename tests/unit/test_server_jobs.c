@@ -233,6 +233,19 @@ static void test_server_jobs__directives(void **state)
     c.text[0] = '\0';
     assert_int_equal(s->ops->groups_list(s, &f->ctx, collect_pair, &c), MF_OK);
     assert_string_equal(c.text, "cam-1=alpha;cam-1=zeta;");
+    /* One device's groups: its rows of groups_list, never another device's. */
+    enroll(f, "cam-3");
+    assert_int_equal(s->ops->device_groups_set(s, &f->ctx, "cam-3", groups, 1), MF_OK);
+    c.text[0] = '\0';
+    assert_int_equal(s->ops->device_groups_get(s, &f->ctx, "cam-1", collect_pair, &c), MF_OK);
+    assert_string_equal(c.text, "cam-1=alpha;cam-1=zeta;");
+    c.text[0] = '\0';
+    assert_int_equal(s->ops->device_groups_get(s, &f->ctx, "cam-3", collect_pair, &c), MF_OK);
+    assert_string_equal(c.text, "cam-3=zeta;");
+    c.text[0] = '\0';
+    assert_int_equal(s->ops->device_groups_get(s, &f->ctx, "nosuch", collect_pair, &c), MF_OK);
+    assert_string_equal(c.text, "");
+    assert_int_equal(s->ops->device_groups_set(s, &f->ctx, "cam-3", groups, 0), MF_OK);
     /* Replacing the groups with none clears them. */
     assert_int_equal(s->ops->device_groups_set(s, &f->ctx, "cam-1", groups, 0), MF_OK);
     c.text[0] = '\0';
