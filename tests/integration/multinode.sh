@@ -4,6 +4,7 @@
 # key), as ops would run them behind a load balancer. Shows that:
 #   - a device's check-ins answered alternately by either node agree (same release, same
 #     blob) and its assignment sequence grows strictly across nodes;
+#   - a pin or fleet rollback set through one node is obeyed by the other's next check-in;
 #   - a release published through one node is served by the other at once, and a delta
 #     stored by either node's worker is offered by both (their check-in caches follow the
 #     store generation);
@@ -121,6 +122,26 @@ check "publish v2 through node B" publish_via_b detector v2 "$work/v2.bin"
 check "both nodes assign v2 at once, sequence still increasing" alternate 6 v2 "$(cat "$work/last-seq")"
 check "publish v3 through node A" mf_publish detector v3 "$work/v3.bin"
 check "both nodes assign v3" alternate 4 v3 "$(cat "$work/last-seq")"
+
+# Pins raise the store generation too: both nodes have just answered cam-1 with no pin on
+# the model (and skip its pin reads while nothing changed), yet a pin set through one node
+# is obeyed by the other's next check-in, and so is its removal.
+version_via() { set -- $(checkin "$1"); echo "$1"; }
+mfctl_via_b() {
+    local MF_URL=$url_b
+    mfctl_admin "$@"
+}
+check "pin cam-1 to v2 through node A" mfctl_admin pins set device cam-1 detector v2
+check "  ... node B's next check-in obeys it" test "$(version_via "$url_b")" = v2
+check "  ... and node A's" test "$(version_via "$url_a")" = v2
+check "fleet rollback to v1 through node B" mfctl_via_b rollback start detector v1
+check "  ... node A's next check-in keeps the device pin (it outranks the rollback)" \
+    test "$(version_via "$url_a")" = v2
+check "clear the pin through node B" mfctl_via_b pins clear device cam-1 detector
+check "  ... node A's next check-in follows the rollback" test "$(version_via "$url_a")" = v1
+check "end the rollback through node A" mfctl_admin rollback stop detector
+check "  ... node B's next check-in is back on v3" test "$(version_via "$url_b")" = v3
+check "  ... and node A's" test "$(version_via "$url_a")" = v3
 
 # deltas_offered URL: how many deltas an answer offers a device that runs v2 (its bytes).
 v2sha=$(sha256sum "$work/v2.bin" | cut -c1-64)
