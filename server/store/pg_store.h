@@ -50,20 +50,17 @@ void mf_pg__put(struct mf_store *base, PGconn *c);
 
 /* The directives of device row `d` for the model `model_expr` (an SQL expression) as five
  * columns (scopes: 1 device, 2 group: "group/version" of the first group by name that pins
- * the model, 3 channel, 4 fleet; the pins read only where the SQL condition `read_expr`
- * holds, NULL elsewhere), and their reader from column `col` of a result row. */
-#define MF_PG_DIRECTIVE_COLUMNS_IF(model_expr, read_expr)                                          \
+ * the model, 3 channel, 4 fleet), and their reader from column `col` of a result row. */
+#define MF_PG_DIRECTIVE_COLUMNS(model_expr)                                                        \
     "d.channel,"                                                                                   \
-    " CASE WHEN " read_expr " THEN (SELECT version FROM pins WHERE scope = 1"                      \
-    "   AND target = d.device_id AND model = " model_expr ") END,"                                 \
-    " CASE WHEN " read_expr " THEN (SELECT p.target || '/' || p.version FROM pins p"               \
-    "   JOIN device_groups g ON g.grp = p.target AND g.device_id = d.id WHERE p.scope = 2"         \
-    "   AND p.model = " model_expr " ORDER BY p.target COLLATE \"C\" LIMIT 1) END,"                \
-    " CASE WHEN " read_expr " THEN (SELECT version FROM pins WHERE scope = 3"                      \
-    "   AND target = d.channel AND model = " model_expr ") END,"                                   \
-    " CASE WHEN " read_expr " THEN (SELECT version FROM pins WHERE scope = 4 AND target = '*'"     \
-    "   AND model = " model_expr ") END"
-#define MF_PG_DIRECTIVE_COLUMNS(model_expr) MF_PG_DIRECTIVE_COLUMNS_IF(model_expr, "true")
+    " (SELECT version FROM pins WHERE scope = 1 AND target = d.device_id AND model = " model_expr  \
+    "),"                                                                                           \
+    " (SELECT p.target || '/' || p.version FROM pins p JOIN device_groups g ON g.grp = p.target"   \
+    "   AND g.device_id = d.id WHERE p.scope = 2 AND p.model = " model_expr                        \
+    "   ORDER BY p.target COLLATE \"C\" LIMIT 1),"                                                 \
+    " (SELECT version FROM pins WHERE scope = 3 AND target = d.channel AND model = " model_expr    \
+    "),"                                                                                           \
+    " (SELECT version FROM pins WHERE scope = 4 AND target = '*' AND model = " model_expr ")"
 void mf_pg__directives_row(struct mf_store_directives *out, const PGresult *res, int row, int col);
 
 /* pg_fleet.c: the ops of schema migration 3, semantics as in store.h. */

@@ -501,8 +501,9 @@ struct mf_store_ops {
      * transaction, so a node may keep what it read of those while the generation it reads
      * stays the same (director/checkin_cache.h; pins since migration 8). With a `hint` (NULL:
      * none) whose generation is the one the statement reads, the directives of the models the
-     * hint names unpinned are not read: they are empty but for the device's channel, as the
-     * read would have found them. Its writes do not wait for the disk
+     * hint names unpinned may be left unread: empty but for the device's channel, as the read
+     * would have found them (PostgreSQL skips the reads only when it names every model). Its
+     * writes do not wait for the disk
      * (last_seen is informational; the sequence as device_reserve_sequence says). Only
      * while `cred_hash` is still the device's credential (not re-enrolled or revoked since
      * the request was authenticated): MF_E_AUTH and nothing written otherwise, or for an

@@ -486,10 +486,17 @@ static void test_server_store__checkin_begin_pin_hint(void **state)
                      MF_OK);
     assert_string_equal(dirs[1].fleet_rollback, "v2");
     assert_string_equal(dirs[1].channel, "beta");
-    /* At its generation: the models it names unpinned read as having no pins (here even
-     * the one that has, which shows the read was skipped), the others as stored. */
+    /* A hint that leaves a model out: that model's pins are read. */
     hint.generation = g;
-    hint.unpinned = 2; /* cls */
+    hint.unpinned = 1; /* det */
+    assert_int_equal(s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", dev1_hash, 2,
+                                           models, 2, 6, &hint),
+                     MF_OK);
+    assert_string_equal(dirs[1].fleet_rollback, "v2");
+    assert_string_equal(dirs[0].fleet_rollback, "");
+    /* At its generation: the models it names unpinned read as having no pins (here even
+     * the one that has, which shows the read was skipped), with the device's channel. */
+    hint.unpinned = 3;
     memset(dirs, 0x5a, sizeof(dirs));
     assert_int_equal(s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", dev1_hash, 2,
                                            models, 2, 6, &hint),
