@@ -462,7 +462,8 @@ void mf_ccache__pin_hint(struct mf_store_pin_hint *out, struct mf_ccache *c,
         return;
     (void)pthread_mutex_lock(&c->lock);
     out->generation = c->generation;
-    for (size_t i = 0; i < n && i < 64; i++) {
+    _Static_assert(MF_STORE_CHECKIN_MAX_MODELS <= 64, "one bit of the hint per model");
+    for (size_t i = 0; i < n && i < MF_STORE_CHECKIN_MAX_MODELS; i++) {
         char key[CCACHE_KEY_MAX];
         struct entry *e;
 
