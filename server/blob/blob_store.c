@@ -131,11 +131,28 @@ int mf_blob__open(int *fd_out, uint64_t *size_out, struct mf_ctx *ctx, const cha
     return MF_OK;
 }
 
+/* Reads exactly `size` bytes of `fd` into buf. */
+static int read_exact(uint8_t *buf, uint64_t size, int fd, struct mf_ctx *ctx, const char *sha_hex)
+{
+    size_t got = 0;
+
+    while (got < size) {
+        ssize_t n = read(fd, buf + got, (size_t)size - got);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return mf_fail(ctx, MF_E_IO, "reading blob %.12s: %s", sha_hex,
+                           n == 0 ? "short file" : strerror(errno));
+        got += (size_t)n;
+    }
+    return MF_OK;
+}
+
 int mf_blob__read(uint8_t *buf, size_t cap, size_t *len_out, struct mf_ctx *ctx, const char *root,
                   const char *sha_hex)
 {
     uint64_t size = 0;
-    size_t got = 0;
     int fd = -1;
     int err = mf_blob__open(&fd, &size, ctx, root, sha_hex);
 
@@ -143,20 +160,57 @@ int mf_blob__read(uint8_t *buf, size_t cap, size_t *len_out, struct mf_ctx *ctx,
     if (err < 0)
         return err;
     if (size > cap)
-        err = mf_fail(ctx, MF_E_LIMIT, "blob %s has %llu bytes, more than %zu", sha_hex,
+        err = mf_fail(ctx, MF_E_LIMIT, "blob %.12s has %llu bytes, more than %zu", sha_hex,
                       (unsigned long long)size, cap);
-    while (err == MF_OK && got < size) {
-        ssize_t n = read(fd, buf + got, (size_t)size - got);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            err = mf_fail(ctx, MF_E_IO, "reading blob %s failed", sha_hex);
-        else
-            got += (size_t)n;
-    }
+    if (err == MF_OK)
+        err = read_exact(buf, size, fd, ctx, sha_hex);
     (void)close(fd);
-    *len_out = got;
+    *len_out = err == MF_OK ? (size_t)size : 0;
+    return err;
+}
+
+int mf_blob__read_alloc(uint8_t **out, size_t *len_out, struct mf_ctx *ctx, const char *root,
+                        const char *sha_hex, uint64_t max)
+{
+    uint64_t size = 0;
+    int fd = -1;
+    int err = mf_blob__open(&fd, &size, ctx, root, sha_hex);
+
+    *out = NULL;
+    *len_out = 0;
+    if (err < 0)
+        return err;
+    if (size > max || size > SIZE_MAX / 2)
+        err = mf_fail(ctx, MF_E_LIMIT, "blob %.12s of %llu bytes is above the limit of %llu",
+                      sha_hex, (unsigned long long)size, (unsigned long long)max);
+    if (err == MF_OK && !(*out = mf_alloc(&ctx->alloc, size ? (size_t)size : 1)))
+        err = mf_fail(ctx, MF_E_NOMEM, "out of memory reading blob %.12s", sha_hex);
+    if (err == MF_OK)
+        err = read_exact(*out, size, fd, ctx, sha_hex);
+    (void)close(fd);
+    if (err < 0) {
+        mf_free(&ctx->alloc, *out);
+        *out = NULL;
+    } else {
+        *len_out = (size_t)size;
+    }
+    return err;
+}
+
+int mf_blob__put(char sha_out[MF_SHA256_HEX_LEN + 1], struct mf_ctx *ctx, const char *root,
+                 const void *p, size_t len)
+{
+    struct mf_blob_upload *u = NULL;
+    uint64_t size = 0;
+    int err = mf_blob__upload_begin(&u, ctx, root, (uint64_t)len);
+
+    if (err == MF_OK)
+        err = mf_blob__upload_write(u, ctx, p, len);
+    if (err == MF_OK)
+        err = mf_blob__upload_finish(sha_out, &size, u, ctx);
+    if (err == MF_OK)
+        err = mf_blob__upload_commit(u, ctx);
+    mf_blob__upload_free(u);
     return err;
 }
 

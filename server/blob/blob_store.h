@@ -31,6 +31,13 @@ int mf_blob__open(int *fd_out, uint64_t *size_out, struct mf_ctx *ctx, const cha
  * (larger than cap) or MF_E_IO. */
 int mf_blob__read(uint8_t *buf, size_t cap, size_t *len_out, struct mf_ctx *ctx, const char *root,
                   const char *sha_hex);
+/* The same into a buffer from ctx->alloc sized for the blob (at most `max` bytes, else
+ * MF_E_LIMIT; MF_E_NOMEM). Ownership: the caller frees *out (NULL on failure). */
+int mf_blob__read_alloc(uint8_t **out, size_t *len_out, struct mf_ctx *ctx, const char *root,
+                        const char *sha_hex, uint64_t max);
+/* Stores `len` bytes as a blob (the upload steps below in one call); its name into sha_out. */
+int mf_blob__put(char sha_out[MF_SHA256_HEX_LEN + 1], struct mf_ctx *ctx, const char *root,
+                 const void *p, size_t len);
 
 struct mf_blob_upload;
 

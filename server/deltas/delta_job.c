@@ -8,11 +8,9 @@
 #include "blob/blob_store.h"
 #include "mf/diff.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #define DELTA_MAX_SOURCES 64
 
@@ -90,65 +88,6 @@ static int visit_fleet(void *payload, const char *unused, const char *sha)
     return MF_OK;
 }
 
-/* Reads blob `sha` whole (bounded by max_bytes). MF_E_LIMIT when it is larger. */
-static int read_blob(uint8_t **out, size_t *len_out, struct mf_ctx *ctx, const char *root,
-                     const char *sha, uint64_t max_bytes)
-{
-    uint64_t size = 0;
-    size_t got = 0;
-    int fd = -1;
-    int err = mf_blob__open(&fd, &size, ctx, root, sha);
-
-    *out = NULL;
-    if (err < 0)
-        return err;
-    if (size > max_bytes || size > SIZE_MAX / 2) {
-        (void)close(fd);
-        return mf_fail(ctx, MF_E_LIMIT, "blob %.12s of %llu bytes is above the delta limit", sha,
-                       (unsigned long long)size);
-    }
-    *out = mf_alloc(&ctx->alloc, size ? (size_t)size : 1);
-    if (!*out) {
-        (void)close(fd);
-        return mf_fail(ctx, MF_E_NOMEM, "out of memory reading blob %.12s", sha);
-    }
-    while (got < size) {
-        ssize_t n = read(fd, *out + got, (size_t)size - got);
-
-        if (n <= 0) {
-            err = mf_fail(ctx, MF_E_IO, "reading blob %.12s: %s", sha,
-                          n == 0 ? "short file" : strerror(errno));
-            break;
-        }
-        got += (size_t)n;
-    }
-    (void)close(fd);
-    if (err < 0) {
-        mf_free(&ctx->alloc, *out);
-        *out = NULL;
-    }
-    *len_out = got;
-    return err;
-}
-
-/* Writes `patch` as a blob and returns its name. */
-static int store_blob(char sha_out[MF_SHA256_HEX_LEN + 1], struct mf_ctx *ctx, const char *root,
-                      const uint8_t *patch, size_t len)
-{
-    struct mf_blob_upload *u = NULL;
-    uint64_t size = 0;
-    int err = mf_blob__upload_begin(&u, ctx, root, (uint64_t)len);
-
-    if (err == MF_OK)
-        err = mf_blob__upload_write(u, ctx, patch, len);
-    if (err == MF_OK)
-        err = mf_blob__upload_finish(sha_out, &size, u, ctx);
-    if (err == MF_OK)
-        err = mf_blob__upload_commit(u, ctx);
-    mf_blob__upload_free(u);
-    return err;
-}
-
 /* Encodes old -> new; stores and records the patch when it is smaller than new. */
 static int make_delta(int *made, struct mf_store *s, struct mf_ctx *ctx, const char *root,
                       const struct mf_delta_options *o, const struct mf_store_version *target,
@@ -163,7 +102,7 @@ static int make_delta(int *made, struct mf_store *s, struct mf_ctx *ctx, const c
 
     if (err != MF_E_NOTFOUND)
         return err; /* MF_OK: made already (by this node or another) */
-    err = read_blob(&old, &old_len, ctx, root, from, o->max_bytes);
+    err = mf_blob__read_alloc(&old, &old_len, ctx, root, from, o->max_bytes);
     if (err == MF_E_NOTFOUND || err == MF_E_LIMIT)
         return MF_OK; /* a fleet version we never had, or too big: full download then */
     if (err == MF_OK)
@@ -179,7 +118,7 @@ static int make_delta(int *made, struct mf_store *s, struct mf_ctx *ctx, const c
                           mf_diff_errmsg(diff));
     }
     if (err == MF_OK && patch_len < new_len) {
-        err = store_blob(d.delta_sha256, ctx, root, patch, patch_len);
+        err = mf_blob__put(d.delta_sha256, ctx, root, patch, patch_len);
         (void)snprintf(d.model, sizeof(d.model), "%s", target->model);
         memcpy(d.from_sha256, from, sizeof(d.from_sha256));
         memcpy(d.to_sha256, target->sha256, sizeof(d.to_sha256));
@@ -231,7 +170,7 @@ int mf_delta__run(int *made_out, struct mf_store *s, struct mf_ctx *ctx, const c
     if (err == MF_OK)
         err = s->ops->fleet_sha256s(s, ctx, model, visit_fleet, src);
     if (err == MF_OK && src->n)
-        err = read_blob(&new_img, &new_len, ctx, blob_root, target.sha256, o->max_bytes);
+        err = mf_blob__read_alloc(&new_img, &new_len, ctx, blob_root, target.sha256, o->max_bytes);
     if (err == MF_E_LIMIT)
         err = MF_OK; /* too big to diff: devices download it whole */
     for (size_t i = 0; err == MF_OK && new_img && i < src->n; i++)

@@ -7,6 +7,8 @@
  */
 #include "handlers/handlers.h"
 
+#include "blob/blob_store.h"
+
 #include "deltas/delta_worker.h"
 #include "http/http_names.h"
 #include "offload/offload_srv.h"
@@ -122,8 +124,8 @@ static int store_samples(int *replayed, int *accepted, int *dups, struct mf_http
     int err = rows ? MF_OK : mf_fail(&r->ctx, MF_E_NOMEM, "out of memory storing samples");
 
     for (size_t i = 0; err == MF_OK && i < n; i++) {
-        err = mf_offsrv__put_input(smp[i].row.input_sha256, &r->ctx, r->env->blob_root,
-                                   smp[i].input, smp[i].input_len);
+        err = mf_blob__put(smp[i].row.input_sha256, &r->ctx, r->env->blob_root, smp[i].input,
+                           smp[i].input_len);
         smp[i].row.received_at = now;
         rows[i] = smp[i].row;
     }

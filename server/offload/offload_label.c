@@ -10,11 +10,9 @@
 
 #include "blob/blob_store.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #define LABEL_PAGE_MAX 64
 
@@ -51,27 +49,12 @@ static int collect(void *payload, const struct mf_store_sample *m)
 static int read_input(uint8_t *buf, struct mf_ctx *ctx, const char *root,
                       const struct label_item *it)
 {
-    uint64_t size = 0;
-    size_t got = 0;
-    int fd = -1;
-    int err = mf_blob__open(&fd, &size, ctx, root, it->sha);
+    size_t len = 0;
+    int err = mf_blob__read(buf, MF_OFFLOAD_INPUT_MAX, &len, ctx, root, it->sha);
 
-    if (err < 0)
-        return err;
-    while (err == MF_OK && got < size && size <= MF_OFFLOAD_INPUT_MAX) {
-        ssize_t n = read(fd, buf + got, (size_t)size - got);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            err = mf_fail(ctx, MF_E_IO, "reading input blob %s failed", it->sha);
-        else
-            got += (size_t)n;
-    }
-    (void)close(fd);
-    if (err == MF_OK && (size != it->size || size > MF_OFFLOAD_INPUT_MAX))
-        err = mf_fail(ctx, MF_E_IO, "input blob %s has %llu bytes, not %llu", it->sha,
-                      (unsigned long long)size, (unsigned long long)it->size);
+    if (err == MF_OK && len != it->size)
+        err = mf_fail(ctx, MF_E_IO, "input blob %s has %zu bytes, not %llu", it->sha, len,
+                      (unsigned long long)it->size);
     return err;
 }
 

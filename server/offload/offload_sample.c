@@ -5,7 +5,6 @@
  */
 #include "offload/offload_srv.h"
 
-#include "blob/blob_store.h"
 #include "http/http_names.h"
 #include "manifest_common.h"
 #include "mf_dynbuf.h"
@@ -157,21 +156,4 @@ void mf_offsrv__sample_free(struct mf_offload_sample_in *s, struct mf_ctx *ctx)
     mf_free(&ctx->alloc, s->input);
     s->output = NULL;
     s->input = NULL;
-}
-
-int mf_offsrv__put_input(char sha_out[MF_SHA256_HEX_LEN + 1], struct mf_ctx *ctx, const char *root,
-                         const uint8_t *p, size_t len)
-{
-    struct mf_blob_upload *u = NULL;
-    uint64_t size = 0;
-    int err = mf_blob__upload_begin(&u, ctx, root, len + 1);
-
-    if (err == MF_OK)
-        err = mf_blob__upload_write(u, ctx, p, len);
-    if (err == MF_OK)
-        err = mf_blob__upload_finish(sha_out, &size, u, ctx);
-    if (err == MF_OK)
-        err = mf_blob__upload_commit(u, ctx);
-    mf_blob__upload_free(u);
-    return err;
 }

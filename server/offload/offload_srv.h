@@ -76,10 +76,6 @@ void mf_offsrv__sample_free(struct mf_offload_sample_in *s, struct mf_ctx *ctx);
 /* 1 when `s` is 32 lower-case hex digits. */
 int mf_offsrv__is_id(const char *s);
 
-/* Stores `len` bytes as a content-addressed blob under `root`; its digest into `sha_out`. */
-int mf_offsrv__put_input(char sha_out[MF_SHA256_HEX_LEN + 1], struct mf_ctx *ctx, const char *root,
-                         const uint8_t *p, size_t len);
-
 /*
  * The threshold for `target_rate` on (model, version, method) from the stored histograms:
  * the fleet's once it holds MF_OFFLOAD_MIN_FLEET_SAMPLES scores, else the calibration

@@ -24,22 +24,6 @@
 
 #define KEY_MAX (16u * 1024u)
 
-static int store_blob(struct mf_distill_published *out, struct mf_ctx *ctx, const char *root,
-                      const uint8_t *bytes, size_t len)
-{
-    struct mf_blob_upload *u = NULL;
-    int err = mf_blob__upload_begin(&u, ctx, root, len);
-
-    if (err == MF_OK)
-        err = mf_blob__upload_write(u, ctx, bytes, len);
-    if (err == MF_OK)
-        err = mf_blob__upload_finish(out->sha256, &out->size, u, ctx);
-    if (err == MF_OK)
-        err = mf_blob__upload_commit(u, ctx);
-    mf_blob__upload_free(u);
-    return err;
-}
-
 /* Deltas from the fleet's versions to the staged candidate, made before the release so the
  * canary's first devices already download a delta. A failure costs bandwidth only: the
  * queued delta job (after the release) tries again. */
@@ -198,7 +182,8 @@ int mf_distill__publish(struct mf_distill_published *out, struct mf_ctx *ctx, st
     (void)snprintf(out->version, sizeof(out->version), "%s%llu", c->version_prefix,
                    (unsigned long long)out->sequence);
     if (err == MF_OK)
-        err = store_blob(out, ctx, blob_root, bytes, len);
+        err = mf_blob__put(out->sha256, ctx, blob_root, bytes, len);
+    out->size = len;
     (void)snprintf(v.model, sizeof(v.model), "%s", c->model);
     (void)snprintf(v.version, sizeof(v.version), "%s", out->version);
     memcpy(v.sha256, out->sha256, sizeof(v.sha256));
