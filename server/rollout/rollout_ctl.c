@@ -117,16 +117,14 @@ int mf_rollout__create(struct mf_store_rollout *out, struct mf_store *s, struct 
     return err;
 }
 
-/* The fleet rollback directive of the model to the previous release (signed per device by
- * the director, security floor applied there like for any rollback). */
-static int fleet_rollback(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_rollout *r,
-                          int64_t now)
+int mf_rollout__fleet_rollback(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                               const char *version, int64_t now)
 {
     struct mf_store_pin p = {.scope = MF_STORE_PIN_FLEET, .created_at = now};
 
     (void)snprintf(p.target, sizeof(p.target), "*");
-    (void)snprintf(p.model, sizeof(p.model), "%s", r->model);
-    (void)snprintf(p.version, sizeof(p.version), "%s", r->prev_version);
+    (void)snprintf(p.model, sizeof(p.model), "%s", model);
+    (void)snprintf(p.version, sizeof(p.version), "%s", version);
     return s->ops->pin_set(s, ctx, &p);
 }
 
@@ -149,7 +147,7 @@ int mf_rollout__transition(struct mf_store *s, struct mf_ctx *ctx, struct mf_sto
     /* The directive first: a crash between the two leaves a rollback with the rollout
      * still running, which the next evaluation or ops action completes; never the
      * reverse (a halted rollout whose fleet stays on the bad release). */
-    err = back ? fleet_rollback(s, ctx, r, now) : MF_OK;
+    err = back ? mf_rollout__fleet_rollback(s, ctx, r->model, r->prev_version, now) : MF_OK;
     if (err == MF_OK)
         err = s->ops->rollout_put(s, ctx, r, from);
     if (err == MF_OK)

@@ -50,6 +50,11 @@ int mf_rollout__create(struct mf_store_rollout *out, struct mf_store *s, struct 
 int mf_rollout__act(struct mf_store_rollout *out, struct mf_store *s, struct mf_ctx *ctx,
                     int64_t id, const char *action, int64_t now);
 
+/* Sets the fleet rollback directive of `model` to `version` (signed per device by the
+ * director, the security floor applied there like for any rollback). */
+int mf_rollout__fleet_rollback(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                               const char *version, int64_t now);
+
 /* Moves `r` (with its wave fields as the caller set them) to state `to` if it is still in
  * the state read (MF_E_STATE otherwise), records `event` with `detail` (also the breach
  * record for "halted"), and for halted / rolled_back sets the fleet rollback to

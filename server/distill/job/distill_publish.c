@@ -124,16 +124,6 @@ static int verify_release(struct mf_store_version *v, struct mf_ctx *ctx, struct
     return err;
 }
 
-static int set_guard(struct mf_store *s, struct mf_ctx *ctx, const char *model, const char *parent)
-{
-    struct mf_store_pin p = {.scope = MF_STORE_PIN_FLEET, .created_at = (int64_t)time(NULL)};
-
-    (void)snprintf(p.target, sizeof(p.target), "*");
-    (void)snprintf(p.model, sizeof(p.model), "%s", model);
-    (void)snprintf(p.version, sizeof(p.version), "%s", parent);
-    return s->ops->pin_set(s, ctx, &p);
-}
-
 /* Attaches the release and, with a canary, creates the rollout under the guard. */
 static int release_and_canary(struct mf_distill_published *out, struct mf_ctx *ctx,
                               struct mf_store *s, const struct mf_distill_model_cfg *c,
@@ -146,7 +136,7 @@ static int release_and_canary(struct mf_distill_published *out, struct mf_ctx *c
     int err = canary && !plan ? mf_fail(ctx, MF_E_NOMEM, "out of memory for the plan") : MF_OK;
 
     if (err == MF_OK && canary)
-        err = set_guard(s, ctx, c->model, parent);
+        err = mf_rollout__fleet_rollback(s, ctx, c->model, parent, (int64_t)time(NULL));
     if (err == MF_OK)
         err = s->ops->release_set(s, ctx, v, env, env_len);
     if (err == MF_OK && canary) {
