@@ -93,7 +93,7 @@ int mf_handlers__distill_runs_list(struct mf_httpd_req *r)
     int err = list ? MF_OK : mf_fail(&r->ctx, MF_E_NOMEM, "out of memory");
 
     if (err == MF_OK)
-        err = s->ops->distill_runs_list(s, &r->ctx, model ? model : "", add_run, list);
+        err = s->ops->distill_runs_list(s, &r->ctx, model ? model : "", 0, add_run, list);
     if (err == MF_E_NOMEM)
         err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory listing runs");
     if (err < 0) {
@@ -163,7 +163,7 @@ int mf_handlers__version_get(struct mf_httpd_req *r)
         return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "no version '%s' of model '%s'",
                                      r->params[1], r->params[0]);
     if (err == MF_OK)
-        err = s->ops->distill_runs_list(s, &r->ctx, v.model, match_version, &f);
+        err = s->ops->distill_runs_list(s, &r->ctx, v.model, 0, match_version, &f);
     if (err < 0) {
         cJSON_Delete(f.run);
         return err == MF_E_NOMEM ? mf_fail(&r->ctx, err, "out of memory") : err;

@@ -120,14 +120,16 @@ int mf_pg__distill_run_get(struct mf_store *base, struct mf_ctx *ctx, int64_t id
 }
 
 int mf_pg__distill_runs_list(struct mf_store *base, struct mf_ctx *ctx, const char *model,
-                             mf_store_distill_run_fn fn, void *payload)
+                             int64_t limit, mf_store_distill_run_fn fn, void *payload)
 {
     struct mf_pg_params p = {0};
     struct visit v = {fn, payload, 0};
 
     mf_pg__param_text(&p, model);
+    mf_pg__param_i64(&p, limit);
+    /* LIMIT NULL is no limit */
     return mf_pg__store_walk(base, ctx,
                              "SELECT " RUN_COLUMNS " FROM distill_runs WHERE $1 = '' OR model = $1"
-                             " ORDER BY id DESC",
+                             " ORDER BY id DESC LIMIT NULLIF($2::bigint, 0)",
                              &p, visit_run, &v);
 }

@@ -91,10 +91,10 @@ int mf_sqlite__distill_run_get(struct mf_store *base, struct mf_ctx *ctx, int64_
 }
 
 int mf_sqlite__distill_runs_list(struct mf_store *base, struct mf_ctx *ctx, const char *model,
-                                 mf_store_distill_run_fn fn, void *payload)
+                                 int64_t limit, mf_store_distill_run_fn fn, void *payload)
 {
     return mf_sqlite__walk(base, ctx, visit_run, (void *)fn, payload,
                            "SELECT " RUN_COLUMNS " FROM distill_runs WHERE ? = '' OR model = ?"
-                           " ORDER BY id DESC",
-                           "tt", model, model);
+                           " ORDER BY id DESC LIMIT ?",
+                           "tti", model, model, limit > 0 ? limit : (int64_t)-1);
 }

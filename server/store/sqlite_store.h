@@ -66,6 +66,6 @@ int mf_sqlite__distill_run_put(struct mf_store *s, struct mf_ctx *ctx,
 int mf_sqlite__distill_run_get(struct mf_store *s, struct mf_ctx *ctx, int64_t id,
                                mf_store_distill_run_fn fn, void *payload);
 int mf_sqlite__distill_runs_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
-                                 mf_store_distill_run_fn fn, void *payload);
+                                 int64_t limit, mf_store_distill_run_fn fn, void *payload);
 
 #endif /* MF_SERVER_STORE_SQLITE_STORE_H */

@@ -533,9 +533,10 @@ struct mf_store_ops {
     /* Visits run `id` (fn called once) or MF_E_NOTFOUND. */
     int (*distill_run_get)(struct mf_store *s, struct mf_ctx *ctx, int64_t id,
                            mf_store_distill_run_fn fn, void *payload);
-    /* Visits the runs of `model` ("" every model), newest first. */
+    /* Visits the runs of `model` ("" every model), newest first, at most `limit` (0: all;
+     * records can be megabytes: the newest alone is one row). */
     int (*distill_runs_list)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
-                             mf_store_distill_run_fn fn, void *payload);
+                             int64_t limit, mf_store_distill_run_fn fn, void *payload);
 };
 
 struct mf_store {

@@ -279,12 +279,16 @@ static void test_rollout_store__distill_runs(void **state)
     b.id = 0;
     assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &b, ""), MF_OK);
     memset(&w, 0, sizeof(w));
-    assert_int_equal(s->ops->distill_runs_list(s, &f->ctx, "fashion", see_run, &w), MF_OK);
+    assert_int_equal(s->ops->distill_runs_list(s, &f->ctx, "fashion", 0, see_run, &w), MF_OK);
     assert_int_equal(w.n, 2);
     assert_true(w.ids[0] == b.id && w.ids[1] == a.id); /* newest first */
     memset(&w, 0, sizeof(w));
-    assert_int_equal(s->ops->distill_runs_list(s, &f->ctx, "", see_run, &w), MF_OK);
+    assert_int_equal(s->ops->distill_runs_list(s, &f->ctx, "", 0, see_run, &w), MF_OK);
     assert_int_equal(w.n, 3);
+    memset(&w, 0, sizeof(w));
+    assert_int_equal(s->ops->distill_runs_list(s, &f->ctx, "fashion", 1, see_run, &w), MF_OK);
+    assert_int_equal(w.n, 1); /* the newest only */
+    assert_true(w.ids[0] == b.id);
     assert_int_equal(s->ops->distill_run_get(s, &f->ctx, 9999, see_run, &w), MF_E_NOTFOUND);
     (void)snprintf(c.state, sizeof(c.state), "failed");
     c.id = 9999;

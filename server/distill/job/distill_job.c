@@ -359,12 +359,10 @@ struct newest_run {
 
 static int take_newest_run(void *payload, const struct mf_store_distill_run *r)
 {
-    struct newest_run *n = payload;
+    struct newest_run *n = payload; /* the list is limited to the newest row */
 
-    if (!n->seen)
-        copy_row(&n->r, r);
     n->seen = 1;
-    return MF_OK;
+    return copy_row(&n->r, r);
 }
 
 struct count {
@@ -390,7 +388,7 @@ static int new_samples(struct count *out, struct newest_run *nr, struct mf_ctx *
 
     memset(out, 0, sizeof(*out));
     memset(nr, 0, sizeof(*nr));
-    err = s->ops->distill_runs_list(s, ctx, model, take_newest_run, nr);
+    err = s->ops->distill_runs_list(s, ctx, model, 1, take_newest_run, nr);
     q.after_seq = nr->seen ? nr->r.samples_until : 0;
     q.limit = (int64_t)limit;
     out->max_seq = q.after_seq;
