@@ -90,14 +90,14 @@ tokens ops >"$work/ops.token"
 as_role() { local f=$1; shift; "$BIN/mfctl" --server "$MF_URL" --token-file "$f" "$@"; }
 
 # -- run 1: the seed student, no parent, no canary
-check "the ops role may not start a run" \
-    sh -c "! $BIN/mfctl --server $MF_URL --token-file $work/ops.token distill run fashion >/dev/null 2>&1"
+check "the ops role may not start a run (403)" \
+    sh -c "$BIN/mfctl --server $MF_URL --token-file $work/ops.token distill run fashion 2>&1 | grep -q 'HTTP 403'"
 as_role "$work/data.token" distill run fashion >"$work/run1.out" 2>&1
 check "the data role starts run 1" grep -q "run 1: fashion queued" "$work/run1.out"
 check "a second run while one is pending is refused (409)" \
-    sh -c "! $BIN/mfctl --server $MF_URL --token-file $work/data.token distill run fashion 2>&1 | grep -q 'run 2'"
-check "an unconfigured model is refused" \
-    sh -c "! $BIN/mfctl --server $MF_URL --token-file $work/data.token distill run nosuch >/dev/null 2>&1"
+    sh -c "$BIN/mfctl --server $MF_URL --token-file $work/data.token distill run fashion 2>&1 | grep -q 'HTTP 409: a distillation run of fashion is queued or running'"
+check "an unconfigured model is refused (404)" \
+    sh -c "$BIN/mfctl --server $MF_URL --token-file $work/data.token distill run nosuch 2>&1 | grep -q 'HTTP 404: model nosuch is not in the distill config'"
 mfctl_admin distill wait 1 300 >"$work/wait1.out" 2>&1
 check "run 1 published d1" grep -q "run 1: fashion published (manual), parent -, version d1" \
     "$work/wait1.out"
@@ -158,15 +158,19 @@ check "a worse external candidate is rejected by the gate" \
 check "the rejected run names its parent v1" grep -q "parent v1" "$work/wait5.out"
 check "fashion-worse still has v1 only" sh -c \
     "! $BIN/mfctl --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE versions fashion-worse | grep -q d2"
-check "fashion-crash and fashion-garbage have no version" sh -c \
-    "! $BIN/mfctl --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE models --json | grep -q 'fashion-crash\|fashion-garbage'"
+# models_lack NAME...: the model listing (which must succeed) names none of them
+models_lack() {
+    mfctl_admin models --json >"$work/models.json" || return 1
+    for m in "$@"; do grep -q "\"$m\"" "$work/models.json" && return 1; done
+    return 0
+}
+check "fashion-crash and fashion-garbage have no version" models_lack fashion-crash fashion-garbage
 # -- the teacher is down: the gate cannot judge, the run fails, nothing is published
 mfctl_admin distill run fashion-noteacher >/dev/null
 mfctl_admin distill wait 6 300 >"$work/wait6.out" 2>&1
 check "a run whose teacher is down fails at the gate" grep -q "error: teacher on held-out item 0" \
     "$work/wait6.out"
-check "... and publishes nothing" sh -c "! $BIN/mfctl --server $MF_URL --token-file \
-    $MF_ADMIN_TOKEN_FILE models --json | grep -q fashion-noteacher"
+check "... and publishes nothing" models_lack fashion-noteacher
 
 # -- auto trigger: 50 new labelled samples of fashion-auto start a run by themselves
 sed 's/"model": "fashion"/"model": "fashion-auto"/' "$root/tests/integration/distill_uplink.py" \
