@@ -18,6 +18,20 @@ struct visit {
     int seen;
 };
 
+/* $1..$8: what an update changes, bound in the same order for insert and update. */
+static void bind_changes(struct mf_pg_params *p, const struct mf_store_distill_run *r,
+                         const char *record)
+{
+    mf_pg__param_text(p, r->state);
+    mf_pg__param_text(p, r->parent_version);
+    mf_pg__param_text(p, r->version);
+    mf_pg__param_i64(p, r->rollout_id);
+    mf_pg__param_i64(p, r->samples_until);
+    mf_pg__param_text(p, record);
+    mf_pg__param_text(p, r->error);
+    mf_pg__param_i64(p, r->updated_at);
+}
+
 static int run_insert(struct mf_store *base, struct mf_ctx *ctx, struct mf_store_distill_run *r,
                       const char *record)
 {
@@ -25,20 +39,13 @@ static int run_insert(struct mf_store *base, struct mf_ctx *ctx, struct mf_store
     PGresult *res = NULL;
     int err;
 
+    bind_changes(&p, r, record);
     mf_pg__param_text(&p, r->model);
-    mf_pg__param_text(&p, r->state);
     mf_pg__param_text(&p, r->trigger);
-    mf_pg__param_text(&p, r->parent_version);
-    mf_pg__param_text(&p, r->version);
-    mf_pg__param_i64(&p, r->rollout_id);
-    mf_pg__param_i64(&p, r->samples_until);
-    mf_pg__param_text(&p, record);
-    mf_pg__param_text(&p, r->error);
     mf_pg__param_i64(&p, r->created_at);
-    mf_pg__param_i64(&p, r->updated_at);
     err = mf_pg__run(&res, base, ctx,
-                     "INSERT INTO distill_runs(model, state, trigger, parent_version, version,"
-                     " rollout_id, samples_until, record, error, created_at, updated_at)"
+                     "INSERT INTO distill_runs(state, parent_version, version, rollout_id,"
+                     " samples_until, record, error, updated_at, model, trigger, created_at)"
                      " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
                      &p, "creating a distillation run");
     if (err == MF_OK)
@@ -60,14 +67,7 @@ int mf_pg__distill_run_put(struct mf_store *base, struct mf_ctx *ctx,
                        (long long)r->id, MF_STORE_DISTILL_RECORD_MAX);
     if (r->id == 0)
         return run_insert(base, ctx, r, record);
-    mf_pg__param_text(&p, r->state);
-    mf_pg__param_text(&p, r->parent_version);
-    mf_pg__param_text(&p, r->version);
-    mf_pg__param_i64(&p, r->rollout_id);
-    mf_pg__param_i64(&p, r->samples_until);
-    mf_pg__param_text(&p, record);
-    mf_pg__param_text(&p, r->error);
-    mf_pg__param_i64(&p, r->updated_at);
+    bind_changes(&p, r, record);
     mf_pg__param_i64(&p, r->id);
     mf_pg__param_text(&p, expect_state);
     (void)snprintf(missing, sizeof(missing), "distillation run %lld is unknown or no longer %s",
