@@ -136,17 +136,6 @@ int mfctl__print_version(struct mfctl *c, const char *json, size_t len)
     return MF_OK;
 }
 
-static int usage(struct mfctl *c, const char *why)
-{
-    (void)fprintf(c->err, "mfctl %s: %s\n%s", c->cmd->name, why, c->cmd->usage);
-    return 2;
-}
-
-static int id_ok(const char *s)
-{
-    return s[0] && strspn(s, "0123456789") == strlen(s) && strlen(s) < 19;
-}
-
 /* Polls run `id` until it ends or `seconds` pass; 0 only when it published. */
 static int wait_run(struct mfctl *c, const char *id, long seconds, int json)
 {
@@ -196,20 +185,20 @@ int mfctl__cmd_distill(struct mfctl *c, int argc, char **argv)
         return rc;
     if (nargs == 2 && strcmp(argv[1], "run") == 0) {
         if (!mfctl__name_ok(argv[2]))
-            return usage(c, "MODEL must match [A-Za-z0-9._-]{1,64}");
+            return mfctl__usage(c, "MODEL must match [A-Za-z0-9._-]{1,64}");
         (void)snprintf(path, sizeof(path), "/v1/admin/distill/%s/runs", argv[2]);
         return mfctl__call(c, "POST", path, "{}", json, mfctl__print_run); /* body: {} */
     }
     if (nargs == 1 && strcmp(argv[1], "status") == 0)
         return mfctl__call(c, "GET", "/v1/admin/distill/runs", NULL, json, mfctl__print_runs);
-    if (nargs == 2 && strcmp(argv[1], "status") == 0 && id_ok(argv[2])) {
+    if (nargs == 2 && strcmp(argv[1], "status") == 0 && mfctl__id_ok(argv[2])) {
         (void)snprintf(path, sizeof(path), "/v1/admin/distill/runs/%s", argv[2]);
         return mfctl__call(c, "GET", path, NULL, json, mfctl__print_run);
     }
-    if ((nargs == 2 || nargs == 3) && strcmp(argv[1], "wait") == 0 && id_ok(argv[2]) &&
-        (nargs == 2 || id_ok(argv[3])))
+    if ((nargs == 2 || nargs == 3) && strcmp(argv[1], "wait") == 0 && mfctl__id_ok(argv[2]) &&
+        (nargs == 2 || mfctl__id_ok(argv[3])))
         return wait_run(c, argv[2], nargs == 3 ? strtol(argv[3], NULL, 10) : 600, json);
-    return usage(c, "expected run MODEL, status [ID] or wait ID [SECONDS]");
+    return mfctl__usage(c, "expected run MODEL, status [ID] or wait ID [SECONDS]");
 }
 
 int mfctl__versions_show(struct mfctl *c, const char *model, const char *version, int json)

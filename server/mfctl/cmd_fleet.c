@@ -113,12 +113,6 @@ static int send(struct mfctl *c, const char *method, const char *path, const cha
     return err < 0 ? mfctl__report(c, err) : 0;
 }
 
-static int usage_error(struct mfctl *c, const char *why)
-{
-    (void)fprintf(c->err, "mfctl %s: %s\n%s", c->cmd->name, why, c->cmd->usage);
-    return 2;
-}
-
 /* 1 when every argument from argv[from] on is a valid name (else prints why). */
 static int names_ok(struct mfctl *c, char **argv, int from, int to)
 {
@@ -143,7 +137,7 @@ static int groups_body(struct mfctl *c, char *out, size_t cap, const char *list)
 
         (void)snprintf(name, sizeof(name), "%.*s", (int)(k < 64 ? k : 64), list);
         if (k == 0 || k > 64 || !mfctl__name_ok(name) || n + k + 4 >= cap)
-            return usage_error(c, "groups are names separated by commas");
+            return mfctl__usage(c, "groups are names separated by commas");
         n += (size_t)snprintf(out + n, cap - n, "%s\"%s\"", out[n - 1] == '[' ? "" : ",", name);
         list += k + (list[k] == ',');
     }
@@ -169,7 +163,7 @@ int mfctl__cmd_device(struct mfctl *c, int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (nargs < 2 || !names_ok(c, argv, 2, 2))
-        return usage_error(c, "expected groups, channel or revoke and a DEVICE");
+        return mfctl__usage(c, "expected groups, channel or revoke and a DEVICE");
     if (strcmp(argv[1], "groups") == 0 && nargs <= 3) {
         rc = groups_body(c, body, sizeof(body), nargs == 3 ? argv[3] : NULL);
         (void)snprintf(path, sizeof(path), "/v1/admin/devices/%s/groups", argv[2]);
@@ -184,7 +178,7 @@ int mfctl__cmd_device(struct mfctl *c, int argc, char **argv)
         (void)snprintf(path, sizeof(path), "/v1/admin/devices/%s/credential", argv[2]);
         return send(c, "DELETE", path, NULL, json, "credential revoked");
     }
-    return usage_error(c, "expected groups, channel or revoke");
+    return mfctl__usage(c, "expected groups, channel or revoke");
 }
 
 int mfctl__cmd_groups(struct mfctl *c, int argc, char **argv)
@@ -203,7 +197,7 @@ int mfctl__cmd_pins(struct mfctl *c, int argc, char **argv)
         return list_all(c, argv[0], json, "/v1/admin/pins", mfctl__print_pins);
     }
     if (nargs < 4 || !names_ok(c, argv, 2, nargs))
-        return usage_error(c, "expected list, set SCOPE TARGET MODEL VERSION or clear ...");
+        return mfctl__usage(c, "expected list, set SCOPE TARGET MODEL VERSION or clear ...");
     (void)snprintf(path, sizeof(path), "/v1/admin/pins/%s/%s/%s", argv[2], argv[3], argv[4]);
     if (strcmp(argv[1], "set") == 0 && nargs == 5) {
         (void)snprintf(body, sizeof(body), "{\"version\":\"%s\"}", argv[5]);
@@ -211,7 +205,7 @@ int mfctl__cmd_pins(struct mfctl *c, int argc, char **argv)
     }
     if (strcmp(argv[1], "clear") == 0 && nargs == 4)
         return send(c, "DELETE", path, NULL, json, "pin cleared");
-    return usage_error(c, "expected list, set or clear");
+    return mfctl__usage(c, "expected list, set or clear");
 }
 
 int mfctl__cmd_rollback(struct mfctl *c, int argc, char **argv)
@@ -222,7 +216,7 @@ int mfctl__cmd_rollback(struct mfctl *c, int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (nargs < 2 || !names_ok(c, argv, 2, nargs))
-        return usage_error(c, "expected start MODEL VERSION or stop MODEL");
+        return mfctl__usage(c, "expected start MODEL VERSION or stop MODEL");
     (void)snprintf(path, sizeof(path), "/v1/admin/rollbacks/%s", argv[2]);
     if (strcmp(argv[1], "start") == 0 && nargs == 3) {
         (void)snprintf(body, sizeof(body), "{\"version\":\"%s\"}", argv[3]);
@@ -230,7 +224,7 @@ int mfctl__cmd_rollback(struct mfctl *c, int argc, char **argv)
     }
     if (strcmp(argv[1], "stop") == 0 && nargs == 2)
         return send(c, "DELETE", path, NULL, json, "fleet rollback ended");
-    return usage_error(c, "expected start MODEL VERSION or stop MODEL");
+    return mfctl__usage(c, "expected start MODEL VERSION or stop MODEL");
 }
 
 int mfctl__cmd_tokens(struct mfctl *c, int argc, char **argv)
@@ -267,5 +261,5 @@ int mfctl__cmd_tokens(struct mfctl *c, int argc, char **argv)
         (void)snprintf(path, sizeof(path), "/v1/admin/tokens/%s", argv[2]);
         return send(c, "DELETE", path, NULL, json, "token revoked");
     }
-    return usage_error(c, "expected list, create ROLE NAME or revoke ID");
+    return mfctl__usage(c, "expected list, create ROLE NAME or revoke ID");
 }

@@ -169,12 +169,6 @@ int mfctl__call(struct mfctl *c, const char *method, const char *path, const cha
     return err < 0 ? mfctl__report(c, err) : 0;
 }
 
-static int usage(struct mfctl *c, const char *why)
-{
-    (void)fprintf(c->err, "mfctl %s: %s\n%s", c->cmd->name, why, c->cmd->usage);
-    return 2;
-}
-
 /* PLAN.json plus model, version and previous, as the create body (caller frees). */
 static char *create_body(struct mfctl *c, const char *path, const char *model, const char *version,
                          const char *previous)
@@ -210,11 +204,6 @@ static char *create_body(struct mfctl *c, const char *path, const char *model, c
     return out;
 }
 
-static int id_ok(const char *s)
-{
-    return s[0] && strspn(s, "0123456789") == strlen(s) && strlen(s) < 19;
-}
-
 int mfctl__cmd_rollout(struct mfctl *c, int argc, char **argv)
 {
     static const char *const actions[] = {"pause", "resume", "abort", "rollback"};
@@ -228,7 +217,7 @@ int mfctl__cmd_rollout(struct mfctl *c, int argc, char **argv)
 
         if (!mfctl__name_ok(argv[2]) || !mfctl__name_ok(argv[3]) ||
             (nargs == 5 && !mfctl__name_ok(argv[5])))
-            return usage(c, "MODEL, VERSION and PREVIOUS must match [A-Za-z0-9._-]{1,64}");
+            return mfctl__usage(c, "MODEL, VERSION and PREVIOUS must match [A-Za-z0-9._-]{1,64}");
         body = create_body(c, argv[4], argv[2], argv[3], nargs == 5 ? argv[5] : NULL);
         if (!body)
             return 1;
@@ -238,17 +227,17 @@ int mfctl__cmd_rollout(struct mfctl *c, int argc, char **argv)
     }
     if (nargs == 1 && strcmp(argv[1], "status") == 0)
         return mfctl__call(c, "GET", "/v1/admin/rollouts", NULL, json, mfctl__print_rollouts);
-    if (nargs == 2 && strcmp(argv[1], "status") == 0 && id_ok(argv[2])) {
+    if (nargs == 2 && strcmp(argv[1], "status") == 0 && mfctl__id_ok(argv[2])) {
         (void)snprintf(path, sizeof(path), "/v1/admin/rollouts/%s", argv[2]);
         return mfctl__call(c, "GET", path, NULL, json, mfctl__print_rollout);
     }
     for (size_t i = 0; nargs == 2 && i < sizeof(actions) / sizeof(actions[0]); i++) {
-        if (strcmp(argv[1], actions[i]) == 0 && id_ok(argv[2])) {
+        if (strcmp(argv[1], actions[i]) == 0 && mfctl__id_ok(argv[2])) {
             (void)snprintf(path, sizeof(path), "/v1/admin/rollouts/%s/%s", argv[2], actions[i]);
             return mfctl__call(c, "POST", path, "{}", json, mfctl__print_rollout); /* body: {} */
         }
     }
-    return usage(c, "expected create, status, pause, resume, abort or rollback");
+    return mfctl__usage(c, "expected create, status, pause, resume, abort or rollback");
 }
 
 int mfctl__versions_stats(struct mfctl *c, const char *model, int json)

@@ -116,6 +116,17 @@ static int global_help(FILE *out)
     return 0;
 }
 
+int mfctl__id_ok(const char *s)
+{
+    return s[0] && strspn(s, "0123456789") == strlen(s) && strlen(s) < 19;
+}
+
+int mfctl__usage(struct mfctl *c, const char *why)
+{
+    (void)fprintf(c->err, "mfctl %s: %s\n%s", c->cmd->name, why, c->cmd->usage);
+    return 2;
+}
+
 int mfctl__name_ok(const char *s)
 {
     size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-");

@@ -55,6 +55,10 @@ int mfctl__request(struct mfctl *c, struct mf_http_response *resp, const char *m
 int mfctl__report(struct mfctl *c, int err);
 /* 1 when `s` matches [A-Za-z0-9._-]{1,64} (model names and versions, docs/protocol.md). */
 int mfctl__name_ok(const char *s);
+/* 1 when `s` is a decimal id (rollout, distillation run) of at most 18 digits. */
+int mfctl__id_ok(const char *s);
+/* Prints "mfctl CMD: why" and the command's usage to stderr; returns the usage exit status 2. */
+int mfctl__usage(struct mfctl *c, const char *why);
 
 /* Answer helpers (cmd_rollout.c): a number or string member (0 / "" when absent); the
  * answer parsed, with an array under `key` (NULL: any JSON) or NULL and a message; one
