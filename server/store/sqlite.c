@@ -317,7 +317,7 @@ static int db_run(struct sqlite_store *s, struct mf_ctx *ctx, const char *sql)
     return err;
 }
 
-static void col_text(char *dst, size_t size, sqlite3_stmt *st, int col)
+void mf_sqlite__text_col(char *dst, size_t size, sqlite3_stmt *st, int col)
 {
     const unsigned char *t = sqlite3_column_text(st, col);
 
@@ -613,7 +613,7 @@ static int sqlite_device_auth(char device_id_out[MF_STORE_NAME_SIZE], struct mf_
         rc = sqlite3_step(st);
         if (rc == SQLITE_ROW && sqlite3_column_bytes(st, 1) == MF_SHA256_LEN &&
             mf_ct_memeq(sqlite3_column_blob(st, 1), cred_hash, MF_SHA256_LEN)) {
-            col_text(device_id_out, MF_STORE_NAME_SIZE, st, 0);
+            mf_sqlite__text_col(device_id_out, MF_STORE_NAME_SIZE, st, 0);
             err = MF_OK;
         } else if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
             err = mf_fail(ctx, MF_E_AUTH, "unknown or revoked device credential");
@@ -696,14 +696,14 @@ static int sqlite_version_insert(struct mf_store *base, struct mf_ctx *ctx,
 
 static void read_version_row(struct mf_store_version *out, sqlite3_stmt *st)
 {
-    col_text(out->model, sizeof(out->model), st, 0);
-    col_text(out->version, sizeof(out->version), st, 1);
-    col_text(out->sha256, sizeof(out->sha256), st, 2);
+    mf_sqlite__text_col(out->model, sizeof(out->model), st, 0);
+    mf_sqlite__text_col(out->version, sizeof(out->version), st, 1);
+    mf_sqlite__text_col(out->sha256, sizeof(out->sha256), st, 2);
     out->size = (uint64_t)sqlite3_column_int64(st, 3);
     out->created_at = sqlite3_column_int64(st, 4);
     out->sequence = (uint64_t)sqlite3_column_int64(st, 5);
     out->security_floor = (uint64_t)sqlite3_column_int64(st, 6);
-    col_text(out->release_digest, sizeof(out->release_digest), st, 7);
+    mf_sqlite__text_col(out->release_digest, sizeof(out->release_digest), st, 7);
 }
 
 /* Runs `sql` with up to two text parameters and reads its first row as a version. */
@@ -1068,7 +1068,7 @@ static int begin_locked(uint64_t *generation_out, uint64_t *first_out, char *cha
     if (rc == SQLITE_ROW) {
         *first_out = (uint64_t)sqlite3_column_int64(st, 0) - n_seq + 1;
         *generation_out = (uint64_t)sqlite3_column_int64(st, 1);
-        col_text(channel, MF_STORE_NAME_SIZE, st, 2);
+        mf_sqlite__text_col(channel, MF_STORE_NAME_SIZE, st, 2);
     } else if (rc == SQLITE_DONE) {
         err = mf_fail(ctx, MF_E_AUTH, "device '%s' does not hold that credential (any more)",
                       device_id);
@@ -1217,10 +1217,10 @@ static int visit_device(sqlite3_stmt *st, void *row, any_fn fn, void *payload)
 {
     struct mf_store_device *d = row;
 
-    col_text(d->device_id, sizeof(d->device_id), st, 0);
+    mf_sqlite__text_col(d->device_id, sizeof(d->device_id), st, 0);
     d->enrolled_at = sqlite3_column_int64(st, 1);
     d->last_seen = sqlite3_column_int64(st, 2);
-    col_text(d->channel, sizeof(d->channel), st, 3);
+    mf_sqlite__text_col(d->channel, sizeof(d->channel), st, 3);
     d->revoked = sqlite3_column_int(st, 4);
     return ((mf_store_device_fn)fn)(payload, d);
 }
@@ -1229,12 +1229,12 @@ static int visit_status(sqlite3_stmt *st, void *row, any_fn fn, void *payload)
 {
     struct mf_store_status *r = row;
 
-    col_text(r->device_id, sizeof(r->device_id), st, 0);
-    col_text(r->model, sizeof(r->model), st, 1);
-    col_text(r->version, sizeof(r->version), st, 2);
-    col_text(r->sha256, sizeof(r->sha256), st, 3);
-    col_text(r->status, sizeof(r->status), st, 4);
-    col_text(r->detail, sizeof(r->detail), st, 5);
+    mf_sqlite__text_col(r->device_id, sizeof(r->device_id), st, 0);
+    mf_sqlite__text_col(r->model, sizeof(r->model), st, 1);
+    mf_sqlite__text_col(r->version, sizeof(r->version), st, 2);
+    mf_sqlite__text_col(r->sha256, sizeof(r->sha256), st, 3);
+    mf_sqlite__text_col(r->status, sizeof(r->status), st, 4);
+    mf_sqlite__text_col(r->detail, sizeof(r->detail), st, 5);
     r->reported_at = sqlite3_column_int64(st, 6);
     return ((mf_store_status_fn)fn)(payload, r);
 }
@@ -1415,8 +1415,8 @@ static int visit_pair(sqlite3_stmt *st, void *row, any_fn fn, void *payload)
 {
     struct pair_row *p = row;
 
-    col_text(p->a, sizeof(p->a), st, 0);
-    col_text(p->b, sizeof(p->b), st, 1);
+    mf_sqlite__text_col(p->a, sizeof(p->a), st, 0);
+    mf_sqlite__text_col(p->b, sizeof(p->b), st, 1);
     return ((mf_store_pair_fn)fn)(payload, p->a, p->b);
 }
 
@@ -1435,8 +1435,8 @@ static int visit_group(sqlite3_stmt *st, void *fn, void *payload)
 {
     char device_id[MF_STORE_NAME_SIZE], group[MF_STORE_NAME_SIZE];
 
-    col_text(device_id, sizeof(device_id), st, 0);
-    col_text(group, sizeof(group), st, 1);
+    mf_sqlite__text_col(device_id, sizeof(device_id), st, 0);
+    mf_sqlite__text_col(group, sizeof(group), st, 1);
     return ((mf_store_pair_fn)fn)(payload, device_id, group);
 }
 
@@ -1476,9 +1476,9 @@ static int visit_pin(sqlite3_stmt *st, void *row, any_fn fn, void *payload)
     struct mf_store_pin *p = row;
 
     p->scope = sqlite3_column_int(st, 0);
-    col_text(p->target, sizeof(p->target), st, 1);
-    col_text(p->model, sizeof(p->model), st, 2);
-    col_text(p->version, sizeof(p->version), st, 3);
+    mf_sqlite__text_col(p->target, sizeof(p->target), st, 1);
+    mf_sqlite__text_col(p->model, sizeof(p->model), st, 2);
+    mf_sqlite__text_col(p->version, sizeof(p->version), st, 3);
     p->created_at = sqlite3_column_int64(st, 4);
     return ((mf_store_pin_fn)fn)(payload, p);
 }
@@ -1519,11 +1519,11 @@ static int directives_locked(struct mf_store_directives *out, struct sqlite_stor
         sqlite3_bind_text(st, 2, model, -1, SQLITE_STATIC);
         rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
-            col_text(out->channel, sizeof(out->channel), st, 0);
-            col_text(out->device_pin, sizeof(out->device_pin), st, 1);
-            col_text(grp, sizeof(grp), st, 2);
-            col_text(out->channel_version, sizeof(out->channel_version), st, 3);
-            col_text(out->fleet_rollback, sizeof(out->fleet_rollback), st, 4);
+            mf_sqlite__text_col(out->channel, sizeof(out->channel), st, 0);
+            mf_sqlite__text_col(out->device_pin, sizeof(out->device_pin), st, 1);
+            mf_sqlite__text_col(grp, sizeof(grp), st, 2);
+            mf_sqlite__text_col(out->channel_version, sizeof(out->channel_version), st, 3);
+            mf_sqlite__text_col(out->fleet_rollback, sizeof(out->fleet_rollback), st, 4);
         } else if (rc == SQLITE_DONE) {
             err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
         } else {
@@ -1608,8 +1608,8 @@ static int visit_token(sqlite3_stmt *st, void *row, any_fn fn, void *payload)
 {
     struct mf_store_token *t = row;
 
-    col_text(t->id, sizeof(t->id), st, 0);
-    col_text(t->name, sizeof(t->name), st, 1);
+    mf_sqlite__text_col(t->id, sizeof(t->id), st, 0);
+    mf_sqlite__text_col(t->name, sizeof(t->name), st, 1);
     t->role = sqlite3_column_int(st, 2);
     t->created_at = sqlite3_column_int64(st, 3);
     t->revoked = sqlite3_column_int(st, 4);
@@ -1666,8 +1666,8 @@ static int claim_locked(struct mf_store_job *out, struct sqlite_store *s, struct
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         out->id = sqlite3_column_int64(st, 0);
-        col_text(out->kind, sizeof(out->kind), st, 1);
-        col_text(out->arg, sizeof(out->arg), st, 2);
+        mf_sqlite__text_col(out->kind, sizeof(out->kind), st, 1);
+        mf_sqlite__text_col(out->arg, sizeof(out->arg), st, 2);
         out->attempts = sqlite3_column_int(st, 3);
     } else if (rc == SQLITE_DONE) {
         err = mf_fail(ctx, MF_E_NOTFOUND, "no job to claim");
@@ -1790,12 +1790,12 @@ static int sqlite_delta_find(struct mf_store_delta *out, struct mf_store *base, 
         sqlite3_bind_text(st, 2, to_sha256, -1, SQLITE_STATIC);
         rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
-            col_text(out->model, sizeof(out->model), st, 0);
-            col_text(out->from_sha256, sizeof(out->from_sha256), st, 1);
-            col_text(out->to_sha256, sizeof(out->to_sha256), st, 2);
-            col_text(out->delta_sha256, sizeof(out->delta_sha256), st, 3);
+            mf_sqlite__text_col(out->model, sizeof(out->model), st, 0);
+            mf_sqlite__text_col(out->from_sha256, sizeof(out->from_sha256), st, 1);
+            mf_sqlite__text_col(out->to_sha256, sizeof(out->to_sha256), st, 2);
+            mf_sqlite__text_col(out->delta_sha256, sizeof(out->delta_sha256), st, 3);
             out->size = (uint64_t)sqlite3_column_int64(st, 4);
-            col_text(out->format, sizeof(out->format), st, 5);
+            mf_sqlite__text_col(out->format, sizeof(out->format), st, 5);
             out->created_at = sqlite3_column_int64(st, 6);
         } else if (rc == SQLITE_DONE) {
             err = mf_fail(ctx, MF_E_NOTFOUND, "no delta");
@@ -1849,7 +1849,7 @@ static int sqlite_fleet_sha256s(struct mf_store *base, struct mf_ctx *ctx, const
             err = db_fail(ctx, s, "listing fleet versions");
             break;
         }
-        col_text(sha, sizeof(sha), st, 0);
+        mf_sqlite__text_col(sha, sizeof(sha), st, 0);
         err = fn(payload, "", sha);
     }
     db_finish(s, st);
@@ -1858,6 +1858,17 @@ static int sqlite_fleet_sha256s(struct mf_store *base, struct mf_ctx *ctx, const
 }
 
 /* sqlite_offload.c runs its ops on this connection, under this lock. */
+int mf_sqlite__prepare(sqlite3_stmt **out, struct mf_store *base, struct mf_ctx *ctx,
+                       const char *sql)
+{
+    return db_prepare(out, to_sqlite(base), ctx, sql);
+}
+
+void mf_sqlite__finish(struct mf_store *base, sqlite3_stmt *st)
+{
+    db_finish(to_sqlite(base), st);
+}
+
 sqlite3 *mf_sqlite__lock(struct mf_store *base)
 {
     store_lock(to_sqlite(base));

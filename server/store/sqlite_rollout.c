@@ -15,12 +15,15 @@
     "id, model, version, prev_version, state, wave, wave_started_at, created_at, updated_at,"      \
     " plan, breach"
 
-/* Prepares `sql` and binds its parameters from `types`: 't' text, 'i' int64. */
-static int bind_stmt(sqlite3_stmt **out, sqlite3 *db, struct mf_ctx *ctx, const char *sql,
+/* Prepares `sql` (the store's statement cache) and binds its parameters from `types`:
+ * 't' text, 'i' int64. */
+static int bind_stmt(sqlite3_stmt **out, struct mf_store *base, struct mf_ctx *ctx, const char *sql,
                      const char *types, va_list ap)
 {
-    if (sqlite3_prepare_v2(db, sql, -1, out, NULL) != SQLITE_OK)
-        return mf_fail(ctx, MF_E_IO, "sqlite prepare: %s", sqlite3_errmsg(db));
+    int err = mf_sqlite__prepare(out, base, ctx, sql);
+
+    if (err < 0)
+        return err;
     for (int i = 0; types[i]; i++) {
         if (types[i] == 't')
             sqlite3_bind_text(*out, i + 1, va_arg(ap, const char *), -1, SQLITE_STATIC);
@@ -41,7 +44,7 @@ int mf_sqlite__write(int *changes_out, int64_t *id_out, struct mf_store *base, s
     int err;
 
     va_start(ap, types);
-    err = bind_stmt(&st, db, ctx, sql, types, ap);
+    err = bind_stmt(&st, base, ctx, sql, types, ap);
     va_end(ap);
     if (err == MF_OK && sqlite3_step(st) != SQLITE_DONE)
         /* A unique or check constraint is the caller's conflict, not a storage failure. */
@@ -51,7 +54,7 @@ int mf_sqlite__write(int *changes_out, int64_t *id_out, struct mf_store *base, s
         *changes_out = sqlite3_changes(db);
     if (err == MF_OK && id_out)
         *id_out = sqlite3_last_insert_rowid(db);
-    sqlite3_finalize(st);
+    mf_sqlite__finish(base, st);
     mf_sqlite__unlock(base);
     return err;
 }
@@ -66,7 +69,7 @@ int mf_sqlite__walk(struct mf_store *base, struct mf_ctx *ctx, mf_sqlite_row_fn 
     int err, rc;
 
     va_start(ap, types);
-    err = bind_stmt(&st, db, ctx, sql, types, ap);
+    err = bind_stmt(&st, base, ctx, sql, types, ap);
     va_end(ap);
     while (err == MF_OK) {
         rc = sqlite3_step(st);
@@ -78,16 +81,9 @@ int mf_sqlite__walk(struct mf_store *base, struct mf_ctx *ctx, mf_sqlite_row_fn 
         }
         err = visit(st, fn, payload);
     }
-    sqlite3_finalize(st);
+    mf_sqlite__finish(base, st);
     mf_sqlite__unlock(base);
     return err;
-}
-
-void mf_sqlite__text_col(char *dst, size_t size, sqlite3_stmt *st, int col)
-{
-    const unsigned char *t = sqlite3_column_text(st, col);
-
-    (void)snprintf(dst, size, "%s", t ? (const char *)t : "");
 }
 
 int mf_sqlite__telemetry_put(struct mf_store *base, struct mf_ctx *ctx,

@@ -10,6 +10,14 @@
 
 #include <sqlite3.h>
 
+/* Under the store lock: a statement from the store's cache (prepared once per SQL text)
+ * and giving it back (reset, bindings cleared; one outside the cache is finalized). */
+int mf_sqlite__prepare(sqlite3_stmt **out, struct mf_store *base, struct mf_ctx *ctx,
+                       const char *sql);
+void mf_sqlite__finish(struct mf_store *base, sqlite3_stmt *st);
+/* Copies a text column into dst (truncating), "" for NULL. */
+void mf_sqlite__text_col(char *dst, size_t size, sqlite3_stmt *st, int col);
+
 /* Takes the store lock and returns the connection; pair with mf_sqlite__unlock. */
 sqlite3 *mf_sqlite__lock(struct mf_store *base);
 void mf_sqlite__unlock(struct mf_store *base);
@@ -41,8 +49,6 @@ int mf_sqlite__write(int *changes_out, int64_t *id_out, struct mf_store *base, s
                      const char *sql, const char *types, ...);
 int mf_sqlite__walk(struct mf_store *base, struct mf_ctx *ctx, mf_sqlite_row_fn visit, void *fn,
                     void *payload, const char *sql, const char *types, ...);
-/* Copies a text column into dst (truncating), "" for NULL. */
-void mf_sqlite__text_col(char *dst, size_t size, sqlite3_stmt *st, int col);
 
 /* sqlite_rollout.c: the ops of the rollout migration, semantics as in store.h. */
 int mf_sqlite__telemetry_put(struct mf_store *s, struct mf_ctx *ctx,
