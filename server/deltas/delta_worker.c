@@ -27,40 +27,34 @@ struct mf_delta_worker {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int wake, stop;
+    /* What it claims, in this order: deltas (unless opts.run_deltas is 0), then opts.kinds. */
+    struct mf_job_kind kinds[MF_DELTA_MAX_KINDS + 1];
+    size_t n_kinds;
 };
 
-static void run_claimed(struct mf_delta_worker *w, const struct mf_store_job *job)
+/* The delta kind: one claimed job's deltas, counted in the metrics. */
+static int run_delta(int *made_out, void *payload, struct mf_ctx *ctx, const char *arg)
 {
-    struct mf_store *s = w->store;
-    int made = 0;
-    int err = mf_delta__run(&made, s, &w->ctx, w->blob_root, &w->opts, job->arg);
+    struct mf_delta_worker *w = payload;
+    int err = mf_delta__run(made_out, w->store, ctx, w->blob_root, &w->opts, arg);
 
-    if (made && w->metrics)
-        mf_metrics__count(&w->metrics->deltas_computed, (uint64_t)made);
-    if (err == MF_OK) {
-        err = s->ops->job_complete(s, &w->ctx, job->id, w->owner);
-    } else {
-        char why[MF_ERRMSG_MAX];
-
-        (void)snprintf(why, sizeof(why), "%s", mf_ctx__errmsg(&w->ctx));
-        MF_LOG_WARN(&w->ctx, "delta job %s (attempt %d) failed: %s", job->arg, job->attempts, why);
-        err = s->ops->job_fail(s, &w->ctx, job->id, w->owner, why);
-    }
-    if (err < 0)
-        MF_LOG_WARN(&w->ctx, "delta job %s: %s", job->arg, mf_ctx__errmsg(&w->ctx));
+    if (*made_out && w->metrics)
+        mf_metrics__count(&w->metrics->deltas_computed, (uint64_t)*made_out);
+    return err;
 }
 
 static const struct mf_job_kind *find_kind(const struct mf_delta_worker *w, const char *kind)
 {
-    for (size_t i = 0; i < w->opts.n_kinds; i++) {
-        if (strcmp(w->opts.kinds[i].kind, kind) == 0)
-            return &w->opts.kinds[i];
+    for (size_t i = 0; i < w->n_kinds; i++) {
+        if (strcmp(w->kinds[i].kind, kind) == 0)
+            return &w->kinds[i];
     }
     return NULL;
 }
 
-static void run_other(struct mf_delta_worker *w, const struct mf_job_kind *k,
-                      const struct mf_store_job *job)
+/* Runs a claimed job and completes it, or fails it (re-queued until its attempts run out). */
+static void run_job(struct mf_delta_worker *w, const struct mf_job_kind *k,
+                    const struct mf_store_job *job)
 {
     struct mf_store *s = w->store;
     int made = 0;
@@ -86,10 +80,9 @@ static int claim_known(struct mf_store_job *job, struct mf_delta_worker *w)
 {
     int err = MF_E_NOTFOUND;
 
-    for (size_t i = w->opts.run_deltas ? 0 : 1; err == MF_E_NOTFOUND && i <= w->opts.n_kinds; i++)
-        err = w->store->ops->job_claim_kind(
-            job, w->store, &w->ctx, i == 0 ? MF_DELTA_JOB_KIND : w->opts.kinds[i - 1].kind,
-            w->owner, (int64_t)time(NULL), (int64_t)w->opts.lease_s);
+    for (size_t i = 0; err == MF_E_NOTFOUND && i < w->n_kinds; i++)
+        err = w->store->ops->job_claim_kind(job, w->store, &w->ctx, w->kinds[i].kind, w->owner,
+                                            (int64_t)time(NULL), (int64_t)w->opts.lease_s);
     return err;
 }
 
@@ -112,10 +105,7 @@ static void drain(struct mf_delta_worker *w)
             MF_LOG_WARN(&w->ctx, "claiming a job: %s", mf_ctx__errmsg(&w->ctx));
             return;
         }
-        if (strcmp(job.kind, MF_DELTA_JOB_KIND) == 0)
-            run_claimed(w, &job);
-        else
-            run_other(w, find_kind(w, job.kind), &job); /* claim_known took a known kind */
+        run_job(w, find_kind(w, job.kind), &job); /* claim_known took a known kind */
     }
 }
 
@@ -128,9 +118,9 @@ static void *worker_main(void *arg)
         struct timespec until;
 
         (void)pthread_mutex_unlock(&w->lock);
-        for (size_t i = 0; i < w->opts.n_kinds; i++) {
-            if (w->opts.kinds[i].tick)
-                w->opts.kinds[i].tick(w->opts.kinds[i].payload, &w->ctx);
+        for (size_t i = 0; i < w->n_kinds; i++) {
+            if (w->kinds[i].tick)
+                w->kinds[i].tick(w->kinds[i].payload, &w->ctx);
         }
         drain(w);
         (void)pthread_mutex_lock(&w->lock);
@@ -166,6 +156,10 @@ int mf_delta__worker_start(struct mf_delta_worker **out, struct mf_ctx *ctx, str
     w->store = s;
     w->metrics = metrics;
     w->opts = *o;
+    if (o->run_deltas)
+        w->kinds[w->n_kinds++] = (struct mf_job_kind){MF_DELTA_JOB_KIND, run_delta, NULL, w};
+    for (size_t i = 0; i < o->n_kinds && i < MF_DELTA_MAX_KINDS; i++)
+        w->kinds[w->n_kinds++] = o->kinds[i];
     (void)snprintf(w->blob_root, sizeof(w->blob_root), "%s", blob_root);
     (void)gethostname(host, sizeof(host) - 1);
     /* Host, pid and the handle's address: unique per worker even for two in one process. */
