@@ -9,6 +9,7 @@
  * bytes the device sent, and `mfctl samples export` must write it out as .npy + JSONL.
  */
 #define _GNU_SOURCE
+#include "fs_testutil.h"
 #include "test_offload_util.h"
 #include "test_offload_e2e_util.h"
 #include "cmd_samples.h"
@@ -18,7 +19,6 @@
 #include "app/server.h"
 
 #include <cjson/cJSON.h>
-#include <ftw.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,14 +42,6 @@ struct fx {
 
 static struct fx fx;
 static char reply[16 * 1024 * 1024];
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
 
 static void read_line(char *out, size_t cap, const char *dir, const char *name)
 {
@@ -122,7 +114,7 @@ static int teardown(void **state)
     (void)state;
     mf_server__stop(fx.srv);
     tplat_done(&fx.t);
-    (void)nftw(fx.dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    mf_test__rmtree(fx.dir);
     return 0;
 }
 

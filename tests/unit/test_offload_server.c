@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "mf_test.h"
+#include "fs_testutil.h"
 #include "test_teacher_fake.h"
 
 #include "app/server.h"
@@ -18,7 +19,6 @@
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
-#include <ftw.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -105,14 +105,6 @@ static void read_token(char *out, size_t size, const char *name)
     fclose(f);
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static int setup(void **state)
 {
     struct mf_server_options o;
@@ -168,7 +160,7 @@ static int teardown(void **state)
     (void)state;
     mf_server__stop(fx.srv);
     fake_oip_stop(&fx.teacher);
-    (void)nftw(fx.dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    mf_test__rmtree(fx.dir);
     return 0;
 }
 

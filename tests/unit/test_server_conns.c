@@ -9,10 +9,10 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include "mf_test.h"
+#include "fs_testutil.h"
 #include "app/server.h"
 
 #include <arpa/inet.h>
-#include <ftw.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -40,14 +40,6 @@ static const char health_req[] = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
 
 static char data_dir[96], tmp_dir[64];
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static int group_setup(void **state)
 {
     struct mf_ctx ctx;
@@ -67,7 +59,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    (void)nftw(tmp_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    mf_test__rmtree(tmp_dir);
     return 0;
 }
 

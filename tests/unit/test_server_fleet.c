@@ -8,6 +8,7 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw, popen */
 #include "mf_test.h"
+#include "fs_testutil.h"
 #include "manifest_testutil.h"
 #include "app/director.h"
 #include "app/server.h"
@@ -18,7 +19,6 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <arpa/inet.h>
-#include <ftw.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <openssl/evp.h>
@@ -230,14 +230,6 @@ static void start_server(struct mf_server **out, const char *cert, const char *k
     start_server_timeout(out, cert, key, rate, worker, 10);
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static int group_setup(void **state)
 {
     char key[160];
@@ -283,7 +275,7 @@ static int group_teardown(void **state)
     (void)state;
     mf_server__stop(fx.srv);
     fx_free(&world);
-    (void)nftw(fx.dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    mf_test__rmtree(fx.dir);
     curl_global_cleanup();
     return 0;
 }

@@ -7,6 +7,7 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw, kill */
 #include "mf_test.h"
+#include "fs_testutil.h"
 #include "manifest_testutil.h"
 #include "pg_seed.h"
 #include "pg_testutil.h"
@@ -20,7 +21,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <netinet/in.h>
 #include <openssl/evp.h>
 #include <signal.h>
@@ -69,14 +69,6 @@ struct upload_src {
     const char *p;
     size_t left;
 };
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
 
 static size_t on_body(char *p, size_t size, size_t n, void *payload)
 {
@@ -331,7 +323,7 @@ static int group_teardown(void **state)
     if (fx.store_url[0])
         mf_pgtest__drop_db(fx.store_url);
     fx_free(&world);
-    (void)nftw(fx.dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    mf_test__rmtree(fx.dir);
     curl_global_cleanup();
     return 0;
 }

@@ -6,11 +6,11 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include "mf_test.h"
+#include "fs_testutil.h"
 #include "pg_testutil.h"
 #include "app/token.h"
 #include "store/store.h"
 
-#include <ftw.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,14 +55,6 @@ static const struct backend backends[] = {
 
 static const struct backend *backend_under_test = &backends[0];
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static int setup(void **state)
 {
     struct jobs_fixture *f = calloc(1, sizeof(*f));
@@ -87,7 +79,7 @@ static int teardown(void **state)
     mf_store__close(f->s);
     if (strncmp(f->url, "postgresql:", 11) == 0)
         mf_pgtest__drop_db(f->url);
-    (void)nftw(f->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    mf_test__rmtree(f->dir);
     free(f);
     return 0;
 }

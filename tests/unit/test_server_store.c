@@ -6,12 +6,12 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include "mf_test.h"
+#include "fs_testutil.h"
 #include "pg_testutil.h"
 #include "app/server.h"
 #include "app/token.h"
 #include "store/store.h"
 
-#include <ftw.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,14 +27,6 @@ struct store_fixture {
     struct mf_ctx ctx;
     struct mf_store *s;
 };
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
 
 static int store_setup(void **state)
 {
@@ -61,7 +53,7 @@ static int store_teardown(void **state)
     mf_store__close(f->s);
     if (f->pg)
         mf_pgtest__drop_db(f->url);
-    (void)nftw(f->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    mf_test__rmtree(f->dir);
     free(f);
     return 0;
 }
