@@ -7,6 +7,9 @@
 #include "app/server.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,6 +159,22 @@ static int cmd_init(struct cli *c, struct mf_ctx *ctx)
     return 0;
 }
 
+/*
+ * glibc gives a worker thread's arena back to the kernel (madvise) whenever more than the
+ * trim threshold (128 KiB) sits free at its top, which a check-in's SQLite and JSON work
+ * reached on every request: the madvise and the TLB shootdown it sends to the other cores
+ * were a fifth of a check-in's CPU (bench/server/README.md). A long-running server keeps up
+ * to 8 MiB free per arena instead; blocks of 1 MiB and more still come from mmap, so large
+ * transient buffers (delta work, uploads) go back to the kernel when freed.
+ */
+static void tune_malloc(void)
+{
+#ifdef __GLIBC__
+    (void)mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    (void)mallopt(M_TRIM_THRESHOLD, 8 << 20);
+#endif
+}
+
 static int cmd_serve(struct cli *c, struct mf_ctx *ctx)
 {
     struct mf_server *srv = NULL;
@@ -170,6 +189,7 @@ static int cmd_serve(struct cli *c, struct mf_ctx *ctx)
     sigaddset(&set, SIGTERM);
     (void)pthread_sigmask(SIG_BLOCK, &set, NULL);
     (void)signal(SIGPIPE, SIG_IGN); /* sendfile to a vanished client */
+    tune_malloc();
 
     err = mf_server__start(&srv, ctx, &c->opts);
     if (err == MF_OK && c->port_file) {
