@@ -32,7 +32,8 @@ static void usage(FILE *f)
                   "                       [--log-level error|warn|info|debug]\n"
                   "                       [--max-upload BYTES] [--store URL]\n"
                   "                       [--conn-timeout SECONDS] [--conn-limit N]\n"
-                  "                       [--threads N] [--tls-cert CERT.pem --tls-key KEY.pem]\n"
+                  "                       [--threads N] [--checkin-batch N]\n"
+                  "                       [--tls-cert CERT.pem --tls-key KEY.pem]\n"
                   "                       [--device-rate PER_S] [--device-burst N]\n"
                   "                       [--delta-worker 0|1] [--delta-k K]\n"
                   "                       [--offload-config FILE] [--distill-config FILE]\n");
@@ -104,6 +105,8 @@ static int parse_args(struct cli *c, int argc, char **argv)
             c->opts.conn_limit = (unsigned)v;
         } else if (strcmp(k, "--threads") == 0 && parse_u64(&v, val, 256) == 0 && v) {
             c->opts.threads = (unsigned)v;
+        } else if (strcmp(k, "--checkin-batch") == 0 && parse_u64(&v, val, 64) == 0 && v) {
+            c->opts.checkin_batch = (unsigned)v;
         } else if (strcmp(k, "--tls-cert") == 0) {
             c->opts.tls_cert = val;
         } else if (strcmp(k, "--tls-key") == 0) {

@@ -6,6 +6,7 @@
 #include "blob/blob_store.h"
 #include "deltas/delta_worker.h"
 #include "distill/job/distill_job.h"
+#include "director/checkin_batch.h"
 #include "director/checkin_cache.h"
 #include "http/http_credcache.h"
 #include "http/http_conns.h"
@@ -163,6 +164,10 @@ static int open_store(struct mf_server *s, struct mf_ctx *ctx, const struct mf_s
         err = mf_director__open(&s->env.director, ctx, o->data_dir);
     if (err == MF_OK)
         err = mf_ccache__new(&s->env.ccache, ctx);
+    if (err == MF_OK)
+        err =
+            mf_checkin_batch__new(&s->env.checkins, ctx, s->env.store,
+                                  o->checkin_batch ? o->checkin_batch : MF_STORE_CHECKIN_BATCH_MAX);
     if (err == MF_OK)
         err = mf_httpd__credcache_new(&s->env.creds, ctx);
     if (err == MF_OK)
@@ -429,6 +434,7 @@ void mf_server__stop(struct mf_server *s)
     mf_store__close(s->env.store);
     mf_director__close(s->env.director);
     mf_ccache__free(s->env.ccache);
+    mf_checkin_batch__free(s->env.checkins);
     mf_httpd__credcache_free(s->env.creds);
     mf_secure_zero(s->tls_key.data, s->tls_key.len);
     mf_dynbuf__free(&s->tls_key);

@@ -28,6 +28,7 @@ struct mf_server_options {
     unsigned conn_timeout_s; /* idle connection timeout */
     unsigned conn_limit;     /* served at once; beyond: 503 (http/http_conns.h) */
     unsigned threads;        /* MHD worker threads; 0: the store's default_threads */
+    unsigned checkin_batch;  /* check-ins grouped per store call, 1-64; 0: 64 (checkin_batch.h) */
     mf_log_fn log_fn;        /* may be NULL */
     void *log_payload;
     /* TLS served natively (GnuTLS inside libmicrohttpd): both PEM paths, or both NULL. */

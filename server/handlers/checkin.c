@@ -12,6 +12,7 @@
 #include "handlers/handlers.h"
 
 #include "app/director.h"
+#include "director/checkin_batch.h"
 #include "director/checkin_cache.h"
 #include "director/director_policy.h"
 #include "director/rollout_wave.h"
@@ -279,6 +280,31 @@ static int add_assignments(cJSON *body, struct checkin_work *w, struct mf_httpd_
     return err;
 }
 
+/* checkin_begin (store.h) for this check-in, grouped with the others in flight
+ * (director/checkin_batch.h) when the server has a batcher. */
+static int begin(uint64_t *generation_out, uint64_t *first_out, struct mf_store_directives *dirs,
+                 struct mf_httpd_req *r, const char *const *models, size_t n_models,
+                 const struct mf_store_pin_hint *hint)
+{
+    struct mf_store_checkin c = {
+        .ctx = &r->ctx,
+        .device_id = r->device_id,
+        .cred_hash = r->cred_hash,
+        .n_seq = (unsigned)n_models,
+        .models = models,
+        .n_models = n_models,
+        .now = mf_handlers__now(),
+        .hint = hint,
+        .dirs = dirs,
+    };
+    int err = r->env->checkins ? mf_checkin_batch__begin(r->env->checkins, &c)
+                               : r->env->store->ops->checkin_begin(r->env->store, &c, 1);
+
+    *generation_out = c.generation;
+    *first_out = c.first;
+    return err;
+}
+
 static int build_reply(cJSON **out, struct checkin_work *w, struct mf_httpd_req *r,
                        const struct mf_ccache_view *v, const struct mf_checkin_req *req)
 {
@@ -355,9 +381,7 @@ int mf_handlers__checkin(struct mf_httpd_req *r)
      * the router may have taken from its cache (the route verifies_credential), without the
      * pin reads of models the cache knows unpinned. Telemetry is stored only after that. */
     mf_ccache__pin_hint(&hint, v.c, models, req.n_models);
-    err = s->ops->checkin_begin(&v.generation, &w->first, w->dirs, s, &r->ctx, r->device_id,
-                                r->cred_hash, (unsigned)req.n_models, models, req.n_models,
-                                mf_handlers__now(), &hint);
+    err = begin(&v.generation, &w->first, w->dirs, r, models, req.n_models, &hint);
     if (err == MF_E_AUTH) {
         mf_free(&r->ctx.alloc, w);
         err = mf_httpd__deny_credential(r);

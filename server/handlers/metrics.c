@@ -3,6 +3,7 @@
  * (shared by every node, so queue depths agree whichever node is scraped). */
 #include "handlers/handlers.h"
 
+#include "director/checkin_batch.h"
 #include "http/http_metrics.h"
 
 #define METRICS_BODY_MAX (256u * 1024u)
@@ -19,6 +20,8 @@ int mf_handlers__metrics(struct mf_httpd_req *r)
         err = s->ops->delta_count(&g.deltas_stored, s, &r->ctx);
     if (err < 0)
         return err;
+    if (r->env->checkins)
+        mf_checkin_batch__stats(r->env->checkins, &g.checkin_groups, &g.checkin_grouped);
     mf_dynbuf__init(&out, &r->ctx.alloc, METRICS_BODY_MAX);
     err = mf_metrics__render(&out, r->env->metrics, &g);
     if (err < 0)

@@ -98,5 +98,15 @@ int mf_metrics__render(struct mf_dynbuf *out, const struct mf_metrics *m,
         err = mf_dynbuf__appendf(out, "mf_director_decisions_total{rule=\"%s\"} %" PRIu64 "\n",
                                  mf_policy__rule_name((enum mf_policy_rule)k),
                                  load(&m->decisions[k]));
+    if (err == MF_OK)
+        err = mf_dynbuf__appendf(
+            out,
+            "# HELP mf_checkin_store_groups_total Store calls for check-ins (each carries the"
+            " check-ins that arrived together).\n# TYPE mf_checkin_store_groups_total counter\n"
+            "mf_checkin_store_groups_total %" PRIu64 "\n"
+            "# HELP mf_checkin_store_grouped_total Check-ins those store calls carried.\n"
+            "# TYPE mf_checkin_store_grouped_total counter\n"
+            "mf_checkin_store_grouped_total %" PRIu64 "\n",
+            g->checkin_groups, g->checkin_grouped);
     return err;
 }

@@ -35,6 +35,9 @@ struct mf_metrics_gauges {
     int64_t jobs_queued;
     int64_t jobs_running;
     int64_t deltas_stored;
+    /* This node's check-ins' store work: groups run, check-ins they carried
+     * (director/checkin_batch.h); their ratio is the grouping factor. */
+    uint64_t checkin_groups, checkin_grouped;
 };
 
 /* Appends the exposition text to `out`. MF_OK or MF_E_LIMIT/MF_E_NOMEM from the buffer. */

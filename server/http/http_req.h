@@ -40,13 +40,14 @@ struct mf_httpd_env {
     void *log_payload;
     /* Shared mutable state; each synchronises itself. */
     struct mf_metrics *metrics;
-    struct mf_ratelimit *ratelimit;  /* per-device token buckets */
-    struct mf_delta_worker *deltas;  /* woken when a release lands; may be NULL */
-    struct mf_offload_srv *offload;  /* teachers and policies; NULL: none configured */
-    struct mf_ccache *ccache;        /* check-ins' reads of rare changes (checkin_cache.h) */
-    struct mf_credcache *creds;      /* device credentials seen (http_credcache.h); may be NULL */
-    struct mf_distill_jobs *distill; /* the loop's runs; NULL: no distill config */
-    struct mf_httpd_conns *conns;    /* open connections vs the limit; NULL: no limit */
+    struct mf_ratelimit *ratelimit;    /* per-device token buckets */
+    struct mf_delta_worker *deltas;    /* woken when a release lands; may be NULL */
+    struct mf_offload_srv *offload;    /* teachers and policies; NULL: none configured */
+    struct mf_ccache *ccache;          /* check-ins' reads of rare changes (checkin_cache.h) */
+    struct mf_checkin_batch *checkins; /* check-ins' store work, grouped (checkin_batch.h) */
+    struct mf_credcache *creds;        /* device credentials seen (http_credcache.h); may be NULL */
+    struct mf_distill_jobs *distill;   /* the loop's runs; NULL: no distill config */
+    struct mf_httpd_conns *conns;      /* open connections vs the limit; NULL: no limit */
 };
 
 enum mf_httpd_auth {

@@ -838,7 +838,7 @@ static int pg_trust_roots_after(struct mf_store *base, struct mf_ctx *ctx, uint6
  * session, not per node: asynchronous commits are lost only when the server stops, and a
  * stopped server ends every session, so each number issued afterwards comes from a session
  * that raised the epoch after the loss (docs/architecture.md, "Check-in path"). */
-static int raise_epoch(PGconn *c, struct mf_ctx *ctx)
+int mf_pg__raise_epoch(PGconn *c, struct mf_ctx *ctx)
 {
     /* One statement, so a retry on a re-established connection (mf_pg__query) raises the
      * epoch again on the session that keeps the floor. */
@@ -871,7 +871,7 @@ static int reserve_on(uint64_t *first_out, PGconn *c, struct mf_ctx *ctx, const 
 {
     struct mf_pg_params p = {0};
     PGresult *res = NULL;
-    int err = raise_epoch(c, ctx);
+    int err = mf_pg__raise_epoch(c, ctx);
 
     if (err < 0)
         return err;
@@ -911,199 +911,6 @@ static int pg_device_reserve_sequence(uint64_t *first_out, struct mf_store *base
     sess = mf_pg__session(c);
     if (err == MF_E_IO && sess && !sess->floor_set && PQstatus(c) == CONNECTION_OK)
         err = reserve_on(first_out, c, ctx, device_id, n);
-    mf_pg__put(base, c);
-    return err;
-}
-
-/* Model names never contain '/' (protocol names), so one text parameter carries them all. */
-static int join_models(char *out, size_t size, struct mf_ctx *ctx, const char *const *models,
-                       size_t n)
-{
-    size_t len = 0;
-
-    out[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        int k = snprintf(out + len, size - len, "%s%s", i ? "/" : "", models[i]);
-
-        if (k < 0 || (size_t)k >= size - len)
-            return mf_fail(ctx, MF_E_LIMIT, "more models than a check-in carries");
-        len += (size_t)k;
-    }
-    return MF_OK;
-}
-
-static int begin_full(uint64_t *generation_out, uint64_t *first_out,
-                      struct mf_store_directives *dirs_out, PGconn *c, struct mf_ctx *ctx,
-                      const char *device_id, const uint8_t *cred_hash, unsigned n_seq,
-                      const char *models, size_t n_models, int64_t now)
-{
-    /* The device row's UPDATE (last_seen, the sequence block above the session's floor,
-     * without waiting for the WAL flush: see raise_epoch), then one row per model with its
-     * directives, in model order; no model: one row with NULL directives. The models come
-     * through a sub-select so the planner never sees their value: its estimate is then the
-     * same for every call, and the prepared statement settles on one generic plan instead
-     * of planning each check-in anew. */
-    static const char sql[] =
-        "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),"
-        " d AS (UPDATE devices SET last_seen = $1, assign_seq = greatest(assign_seq,"
-        "  current_setting('mf.seq_floor')::bigint) + $3 FROM async WHERE device_id = $2"
-        "  AND credential_hash = $5"
-        "  RETURNING id, device_id, channel, assign_seq)"
-        " SELECT d.assign_seq, (SELECT generation FROM store_meta WHERE id = 1), m.ord, "
-        /* clang-format off */
-        MF_PG_DIRECTIVE_COLUMNS("m.model")
-        /* clang-format on */
-        " FROM d LEFT JOIN unnest(string_to_array((SELECT $4::text), '/')) WITH ORDINALITY"
-        " AS m(model, ord) ON true ORDER BY m.ord";
-    struct mf_pg_params p = {0};
-    PGresult *res = NULL;
-    int err;
-
-    mf_pg__param_i64(&p, now);
-    mf_pg__param_text(&p, device_id);
-    mf_pg__param_i64(&p, n_seq);
-    mf_pg__param_text(&p, models);
-    mf_pg__param_blob(&p, cred_hash, MF_SHA256_LEN);
-    err = mf_pg__query(&res, c, ctx, sql, &p, "beginning a check-in");
-    if (err == MF_OK && PQntuples(res) == 0)
-        err = mf_fail(ctx, MF_E_AUTH, "device '%s' does not hold that credential (any more)",
-                      device_id);
-    if (err == MF_OK && (size_t)PQntuples(res) != (n_models ? n_models : 1))
-        err = mf_fail(ctx, MF_E_STATE, "check-in of %zu models read %d directive rows", n_models,
-                      PQntuples(res));
-    if (err == MF_OK) {
-        *first_out = (uint64_t)mf_pg__col_i64(res, 0, 0) - n_seq + 1;
-        *generation_out = (uint64_t)mf_pg__col_i64(res, 0, 1);
-        for (size_t i = 0; i < n_models; i++)
-            mf_pg__directives_row(&dirs_out[i], res, (int)i, 3);
-    }
-    PQclear(res);
-    return err;
-}
-
-/* The directives of each model and the generation, read in one snapshot (after the device's
- * row was written by begin_unpinned). */
-static int directives_now(uint64_t *generation_out, struct mf_store_directives *dirs_out, PGconn *c,
-                          struct mf_ctx *ctx, const char *device_id, const char *models,
-                          size_t n_models)
-{
-    static const char sql[] = "SELECT (SELECT generation FROM store_meta WHERE id = 1), m.ord, "
-        /* clang-format off */
-        MF_PG_DIRECTIVE_COLUMNS("m.model")
-        /* clang-format on */
-        " FROM devices d JOIN unnest(string_to_array((SELECT $2::text), '/')) WITH ORDINALITY"
-        " AS m(model, ord) ON true WHERE d.device_id = $1 ORDER BY m.ord";
-    struct mf_pg_params p = {0};
-    PGresult *res = NULL;
-    int err;
-
-    mf_pg__param_text(&p, device_id);
-    mf_pg__param_text(&p, models);
-    err = mf_pg__query(&res, c, ctx, sql, &p, "reading a check-in's directives");
-    if (err == MF_OK && (size_t)PQntuples(res) != n_models)
-        err = mf_fail(ctx, MF_E_STATE, "check-in of %zu models read %d directive rows", n_models,
-                      PQntuples(res));
-    if (err == MF_OK) {
-        *generation_out = (uint64_t)mf_pg__col_i64(res, 0, 0);
-        for (size_t i = 0; i < n_models; i++)
-            mf_pg__directives_row(&dirs_out[i], res, (int)i, 2);
-    }
-    PQclear(res);
-    return err;
-}
-
-/*
- * begin_full for a check-in whose models the hint names all unpinned: the same UPDATE
- * without the pin reads. PostgreSQL starts every sub-plan of a statement on each execution
- * whether it runs or not, so only a statement without them saves their cost (a quarter of
- * the statement's time under pgbench). Should the store have moved past the hint's
- * generation, the directives and the new generation are read afterwards, in one snapshot.
- */
-static int begin_unpinned(uint64_t *generation_out, uint64_t *first_out,
-                          struct mf_store_directives *dirs_out, PGconn *c, struct mf_ctx *ctx,
-                          const char *device_id, const uint8_t *cred_hash, unsigned n_seq,
-                          const char *models, size_t n_models, int64_t now,
-                          const struct mf_store_pin_hint *hint)
-{
-    static const char sql[] =
-        "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),"
-        " d AS (UPDATE devices SET last_seen = $1, assign_seq = greatest(assign_seq,"
-        "  current_setting('mf.seq_floor')::bigint) + $3 FROM async WHERE device_id = $2"
-        "  AND credential_hash = $4 RETURNING channel, assign_seq)"
-        " SELECT d.assign_seq, (SELECT generation FROM store_meta WHERE id = 1), d.channel"
-        " FROM d";
-    char channel[MF_STORE_NAME_SIZE];
-    struct mf_pg_params p = {0};
-    PGresult *res = NULL;
-    int err;
-
-    mf_pg__param_i64(&p, now);
-    mf_pg__param_text(&p, device_id);
-    mf_pg__param_i64(&p, n_seq);
-    mf_pg__param_blob(&p, cred_hash, MF_SHA256_LEN);
-    err = mf_pg__query(&res, c, ctx, sql, &p, "beginning a check-in");
-    if (err == MF_OK && PQntuples(res) != 1)
-        err = mf_fail(ctx, MF_E_AUTH, "device '%s' does not hold that credential (any more)",
-                      device_id);
-    if (err == MF_OK) {
-        *first_out = (uint64_t)mf_pg__col_i64(res, 0, 0) - n_seq + 1;
-        *generation_out = (uint64_t)mf_pg__col_i64(res, 0, 1);
-        mf_pg__col_text(channel, sizeof(channel), res, 0, 2);
-    }
-    PQclear(res);
-    if (err == MF_OK && *generation_out != hint->generation)
-        return directives_now(generation_out, dirs_out, c, ctx, device_id, models, n_models);
-    for (size_t i = 0; err == MF_OK && i < n_models; i++) {
-        memset(&dirs_out[i], 0, sizeof(dirs_out[i]));
-        (void)snprintf(dirs_out[i].channel, sizeof(dirs_out[i].channel), "%s", channel);
-    }
-    return err;
-}
-
-static int begin_on(uint64_t *generation_out, uint64_t *first_out,
-                    struct mf_store_directives *dirs_out, PGconn *c, struct mf_ctx *ctx,
-                    const char *device_id, const uint8_t *cred_hash, unsigned n_seq,
-                    const char *models, size_t n_models, int64_t now,
-                    const struct mf_store_pin_hint *hint)
-{
-    uint64_t all = n_models >= 64 ? UINT64_MAX : (UINT64_C(1) << n_models) - 1;
-    int err = raise_epoch(c, ctx);
-
-    if (err < 0)
-        return err;
-    if (hint && n_models > 0 && (hint->unpinned & all) == all)
-        return begin_unpinned(generation_out, first_out, dirs_out, c, ctx, device_id, cred_hash,
-                              n_seq, models, n_models, now, hint);
-    return begin_full(generation_out, first_out, dirs_out, c, ctx, device_id, cred_hash, n_seq,
-                      models, n_models, now);
-}
-
-static int pg_checkin_begin(uint64_t *generation_out, uint64_t *first_out,
-                            struct mf_store_directives *dirs_out, struct mf_store *base,
-                            struct mf_ctx *ctx, const char *device_id,
-                            const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
-                            const char *const *models, size_t n_models, int64_t now,
-                            const struct mf_store_pin_hint *hint)
-{
-    char names[MF_STORE_CHECKIN_MAX_MODELS * MF_STORE_NAME_SIZE];
-    struct mf_pg_session *sess;
-    PGconn *c;
-    int err;
-
-    *generation_out = 0;
-    *first_out = 0;
-    err = join_models(names, sizeof(names), ctx, models, n_models);
-    if (err == MF_OK)
-        err = mf_pg__get(&c, base, ctx);
-    if (err < 0)
-        return err;
-    err = begin_on(generation_out, first_out, dirs_out, c, ctx, device_id, cred_hash, n_seq, names,
-                   n_models, now, hint);
-    /* Re-established under the statement: as pg_device_reserve_sequence. */
-    sess = mf_pg__session(c);
-    if (err == MF_E_IO && sess && !sess->floor_set && PQstatus(c) == CONNECTION_OK)
-        err = begin_on(generation_out, first_out, dirs_out, c, ctx, device_id, cred_hash, n_seq,
-                       names, n_models, now, hint);
     mf_pg__put(base, c);
     return err;
 }
@@ -1262,7 +1069,7 @@ static int pg_statuses_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_
         .telemetry_list = mf_pg__telemetry_list, .rollout_put = mf_pg__rollout_put,                \
         .rollout_get = mf_pg__rollout_get, .rollouts_list = mf_pg__rollouts_list,                  \
         .rollout_event_add = mf_pg__rollout_event_add,                                             \
-        .rollout_events_list = mf_pg__rollout_events_list, .checkin_begin = pg_checkin_begin,      \
+        .rollout_events_list = mf_pg__rollout_events_list, .checkin_begin = mf_pg__checkin_begin,  \
         .distill_run_put = mf_pg__distill_run_put, .distill_run_get = mf_pg__distill_run_get,      \
         .distill_runs_list = mf_pg__distill_runs_list,                                             \
         .device_groups_get = mf_pg__device_groups_get,                                             \

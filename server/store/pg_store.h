@@ -63,6 +63,14 @@ void mf_pg__put(struct mf_store *base, PGconn *c);
     " (SELECT version FROM pins WHERE scope = 4 AND target = '*' AND model = " model_expr ")"
 void mf_pg__directives_row(struct mf_store_directives *out, const PGresult *res, int row, int col);
 
+/* pg.c: raises the store epoch once per session before it issues sequence numbers without
+ * waiting for the WAL (its comment says why). pg_checkin.c: the checkin_begin op. */
+int mf_pg__raise_epoch(PGconn *c, struct mf_ctx *ctx);
+int mf_pg__checkin_begin(struct mf_store *s, struct mf_store_checkin *items, size_t n);
+/* Check-ins that went through a batch's one statement so far, in this process (a statement
+ * that fails falls back to one statement each, silently but for this). */
+uint64_t mf_pg__checkin_batched(void);
+
 /* pg_fleet.c: the ops of schema migration 3, semantics as in store.h. */
 int mf_pg__device_groups_set(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
                              const char *const *groups, size_t n);

@@ -1079,58 +1079,85 @@ static int begin_locked(uint64_t *generation_out, uint64_t *first_out, char *cha
     return err;
 }
 
-/* begin_locked and the directives of each model, in one transaction: one round of the WAL's
- * locks instead of one per statement. */
-static int begin_tx_locked(uint64_t *generation_out, uint64_t *first_out,
-                           struct mf_store_directives *dirs_out, struct sqlite_store *s,
-                           struct mf_ctx *ctx, const char *device_id,
-                           const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
-                           const char *const *models, size_t n_models, int64_t now,
-                           const struct mf_store_pin_hint *hint)
+/* Inside the batch's transaction: begin_locked and the directives of each model. */
+static int begin_one_locked(struct sqlite_store *s, struct mf_store_checkin *c)
 {
     char channel[MF_STORE_NAME_SIZE] = "";
-    int err = db_run(s, ctx, "BEGIN IMMEDIATE");
+    int err = begin_locked(&c->generation, &c->first, channel, s, c->ctx, c->device_id,
+                           c->cred_hash, c->n_seq, c->now);
 
-    if (err < 0)
-        return err;
-    err =
-        begin_locked(generation_out, first_out, channel, s, ctx, device_id, cred_hash, n_seq, now);
-    for (size_t i = 0; err == MF_OK && i < n_models; i++) {
+    for (size_t i = 0; err == MF_OK && i < c->n_models; i++) {
+        const struct mf_store_pin_hint *h = c->hint;
+
         /* Read in this transaction, the generation says no pin changed since the hint's. */
-        if (hint && hint->generation == *generation_out && (hint->unpinned >> i & 1u)) {
-            memset(&dirs_out[i], 0, sizeof(dirs_out[i]));
-            (void)snprintf(dirs_out[i].channel, sizeof(dirs_out[i].channel), "%s", channel);
+        if (h && h->generation == c->generation && (h->unpinned >> i & 1u)) {
+            memset(&c->dirs[i], 0, sizeof(c->dirs[i]));
+            (void)snprintf(c->dirs[i].channel, sizeof(c->dirs[i].channel), "%s", channel);
         } else {
-            err = directives_locked(&dirs_out[i], s, ctx, device_id, models[i]);
+            err = directives_locked(&c->dirs[i], s, c->ctx, c->device_id, c->models[i]);
         }
     }
-    if (err == MF_OK)
-        err = db_run(s, ctx, "COMMIT");
-    if (err < 0)
-        (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     return err;
 }
 
-static int sqlite_checkin_begin(uint64_t *generation_out, uint64_t *first_out,
-                                struct mf_store_directives *dirs_out, struct mf_store *base,
-                                struct mf_ctx *ctx, const char *device_id,
-                                const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
-                                const char *const *models, size_t n_models, int64_t now,
-                                const struct mf_store_pin_hint *hint)
+/* Fails every item that still counts as done: their writes went with the transaction. */
+static void fail_done(struct mf_store_checkin *items, size_t n, int err, const char *msg)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (items[i].err == MF_OK)
+            items[i].err = mf_fail(items[i].ctx, err, "check-in not recorded: %s", msg);
+    }
+}
+
+/*
+ * All the check-ins of a batch in one transaction: one round of the WAL's locks, one WAL
+ * write and one switch of the synchronous level for all of them. Each item's UPDATE is one
+ * statement, so an item that fails (a credential no longer the device's) leaves nothing
+ * behind and the others go on; an error that ends the whole transaction, or its COMMIT
+ * failing, fails every item.
+ */
+static int sqlite_checkin_begin(struct mf_store *base, struct mf_store_checkin *items, size_t n)
 {
     struct sqlite_store *s = to_sqlite(base);
+    struct mf_ctx *ctx = items[0].ctx, *cause = ctx; /* ctx: the batch's own statements */
+    char msg[256] = "";
     int err;
 
-    *generation_out = 0;
-    *first_out = 0;
+    for (size_t i = 0; i < n; i++) {
+        items[i].generation = items[i].first = 0;
+        items[i].err = MF_OK;
+    }
     store_lock(s);
     err = epoch_locked(s, ctx);
     if (err == MF_OK)
-        NOT_DURABLE(s, ctx,
-                    begin_tx_locked(generation_out, first_out, dirs_out, s, ctx, device_id,
-                                    cred_hash, n_seq, models, n_models, now, hint));
+        err = db_run(s, ctx, "PRAGMA synchronous=NORMAL");
+    if (err == MF_OK) {
+        err = db_run(s, ctx, "BEGIN IMMEDIATE");
+        for (size_t i = 0; err == MF_OK && i < n; i++) {
+            items[i].err = begin_one_locked(s, &items[i]);
+            /* SQLite rolled the transaction back (I/O error, full disk): all is lost. */
+            if (items[i].err < 0 && sqlite3_get_autocommit(s->db)) {
+                err = items[i].err;
+                cause = items[i].ctx;
+            }
+        }
+        if (err == MF_OK && db_run(s, ctx, "COMMIT") < 0) {
+            err = MF_E_IO;
+            (void)snprintf(msg, sizeof(msg), "%s", mf_ctx__errmsg(ctx));
+            (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        }
+        (void)db_run(s, ctx, "PRAGMA synchronous=FULL");
+    }
+    if (err < 0 && !msg[0])
+        (void)snprintf(msg, sizeof(msg), "%s", mf_ctx__errmsg(cause));
     store_unlock(s);
-    return err;
+    if (err < 0)
+        fail_done(items, n, err, msg);
+    for (size_t i = 0; i < n; i++) {
+        if (items[i].err < 0)
+            return items[i].err;
+    }
+    return MF_OK;
 }
 
 static int report_insert_locked(struct sqlite_store *s, struct mf_ctx *ctx,

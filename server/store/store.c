@@ -39,6 +39,31 @@ void mf_store__close(struct mf_store *s)
         s->ops->close(s);
 }
 
+int mf_store__checkin_begin(uint64_t *generation_out, uint64_t *first_out,
+                            struct mf_store_directives *dirs_out, struct mf_store *s,
+                            struct mf_ctx *ctx, const char *device_id,
+                            const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
+                            const char *const *models, size_t n_models, int64_t now,
+                            const struct mf_store_pin_hint *hint)
+{
+    struct mf_store_checkin c = {
+        .ctx = ctx,
+        .device_id = device_id,
+        .cred_hash = cred_hash,
+        .n_seq = n_seq,
+        .models = models,
+        .n_models = n_models,
+        .now = now,
+        .hint = hint,
+        .dirs = dirs_out,
+    };
+    int err = s->ops->checkin_begin(s, &c, 1);
+
+    *generation_out = c.generation;
+    *first_out = c.first;
+    return err;
+}
+
 int mf_store__trust_load(mf_trust **out, struct mf_store *s, struct mf_ctx *ctx, int need_keys)
 {
     struct mf_dynbuf root, keys;

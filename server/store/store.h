@@ -21,6 +21,7 @@
 #define MF_STORE_NAME_SIZE 65          /* 64 characters + NUL */
 #define MF_STORE_DETAIL_MAX 512        /* report detail, characters */
 #define MF_STORE_CHECKIN_MAX_MODELS 64 /* models of one checkin_begin */
+#define MF_STORE_CHECKIN_BATCH_MAX 64  /* check-ins the backends group in one statement */
 
 struct mf_store_version {
     char model[MF_STORE_NAME_SIZE];
@@ -82,6 +83,22 @@ struct mf_store_pin {
 struct mf_store_pin_hint {
     uint64_t generation;
     uint64_t unpinned;
+};
+
+/* One check-in of checkin_begin: what it asks, what it gets. */
+struct mf_store_checkin {
+    struct mf_ctx *ctx; /* this check-in's error message */
+    const char *device_id;
+    const uint8_t *cred_hash; /* MF_SHA256_LEN bytes */
+    unsigned n_seq;
+    const char *const *models;
+    size_t n_models;
+    int64_t now;
+    const struct mf_store_pin_hint *hint;
+    /* Out: */
+    struct mf_store_directives *dirs; /* n_models entries, the caller's */
+    uint64_t generation, first;
+    int err;
 };
 
 struct mf_store_directives {
@@ -492,28 +509,26 @@ struct mf_store_ops {
 
     /* ---- Appended with migration 6 (the check-in fast path). ---- */
 
-    /* A check-in's store work before its answer, in one round trip: sets last_seen,
+    /* The store work of check-ins before their answers, `n` (>= 1) check-ins in one go (the
+     * check-ins that arrived together, director/checkin_batch.h): for each, sets last_seen,
      * reserves `n_seq` numbers of the device's assignment sequence (device_reserve_sequence;
-     * n_seq may be 0, *first_out is then the next number), reads the directives of each of
-     * `models` (n_models valid names, at most MF_STORE_CHECKIN_MAX_MODELS) into dirs_out[i] as
-     * directives_get does, and returns the store generation: a number every committed change to
-     * trust documents, models, versions and releases, deltas or rollouts raises in its own
+     * n_seq may be 0, `first` is then the next number), reads the directives of each of
+     * `models` (n_models valid names, at most MF_STORE_CHECKIN_MAX_MODELS) into dirs[i] as
+     * directives_get does, and returns the store generation: a number every committed change
+     * to trust documents, models, versions and releases, deltas or rollouts raises in its own
      * transaction, so a node may keep what it read of those while the generation it reads
      * stays the same (director/checkin_cache.h; pins since migration 8). With a `hint` (NULL:
      * none) whose generation is the one the statement reads, the directives of the models the
      * hint names unpinned may be left unread: empty but for the device's channel, as the read
      * would have found them (PostgreSQL skips the reads only when it names every model). Its
-     * writes do not wait for the disk
-     * (last_seen is informational; the sequence as device_reserve_sequence says). Only
-     * while `cred_hash` is still the device's credential (not re-enrolled or revoked since
-     * the request was authenticated): MF_E_AUTH and nothing written otherwise, or for an
-     * unknown device. */
-    int (*checkin_begin)(uint64_t *generation_out, uint64_t *first_out,
-                         struct mf_store_directives *dirs_out, struct mf_store *s,
-                         struct mf_ctx *ctx, const char *device_id,
-                         const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
-                         const char *const *models, size_t n_models, int64_t now,
-                         const struct mf_store_pin_hint *hint);
+     * writes do not wait for the disk (last_seen is informational; the sequence as
+     * device_reserve_sequence says). Only while `cred_hash` is still the device's credential
+     * (not re-enrolled or revoked since the request was authenticated): MF_E_AUTH and nothing
+     * written for that check-in otherwise, or for an unknown device. The same device may
+     * appear more than once: its check-ins get blocks that never overlap. Every item's
+     * `err` is set (its message in its own ctx); returns the first item's error, MF_OK when
+     * all succeeded. */
+    int (*checkin_begin)(struct mf_store *s, struct mf_store_checkin *items, size_t n);
 
     /* ---- Appended with migration 8 (no schema change of its own). ---- */
 
@@ -566,6 +581,13 @@ int mf_store__open(struct mf_store **out, struct mf_ctx *ctx, const char *url, i
 typedef struct mf_trust mf_trust;
 int mf_store__trust_load(mf_trust **out, struct mf_store *s, struct mf_ctx *ctx, int need_keys);
 void mf_store__close(struct mf_store *s);
+/* checkin_begin of one check-in, with its fields as arguments: its error. */
+int mf_store__checkin_begin(uint64_t *generation_out, uint64_t *first_out,
+                            struct mf_store_directives *dirs_out, struct mf_store *s,
+                            struct mf_ctx *ctx, const char *device_id,
+                            const uint8_t cred_hash[MF_SHA256_LEN], unsigned n_seq,
+                            const char *const *models, size_t n_models, int64_t now,
+                            const struct mf_store_pin_hint *hint);
 
 extern const struct mf_store_ops mf_store__sqlite_ops;
 

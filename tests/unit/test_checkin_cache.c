@@ -73,8 +73,8 @@ static struct mf_ccache_view view_now(struct cache_fixture *f)
     struct mf_ccache_view v = {f->c, f->s, &f->ctx, 0};
     uint64_t first = 0;
 
-    assert_int_equal(f->s->ops->checkin_begin(&v.generation, &first, NULL, f->s, &f->ctx, "dev-1",
-                                              hash, 0, NULL, 0, 1, NULL),
+    assert_int_equal(mf_store__checkin_begin(&v.generation, &first, NULL, f->s, &f->ctx, "dev-1",
+                                             hash, 0, NULL, 0, 1, NULL),
                      MF_OK);
     return v;
 }

@@ -676,6 +676,16 @@ static void test_server_fleet__delta_precompute_serves_the_old_version(void **st
     assert_non_null(strstr(
         r.body, "mf_http_requests_total{method=\"POST\",route=\"/v1/checkin\",status=\"200\"}"));
     assert_null(strstr(r.body, "mf_checkins_total 0\n"));
+    /* Check-ins' store work is counted in groups: at least one, never more than check-ins. */
+    {
+        const char *g = strstr(r.body, "\nmf_checkin_store_groups_total ");
+        const char *c = strstr(r.body, "\nmf_checkin_store_grouped_total ");
+
+        assert_non_null(g);
+        assert_non_null(c);
+        assert_true(strtoull(g + 31, NULL, 10) >= 1);
+        assert_true(strtoull(c + 32, NULL, 10) >= strtoull(g + 31, NULL, 10));
+    }
     free(r.body);
     assert_int_equal(status_of("GET", "/metrics", fx.device, NULL), 401);
 }

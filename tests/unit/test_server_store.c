@@ -10,6 +10,7 @@
 #include "pg_testutil.h"
 #include "app/server.h"
 #include "app/token.h"
+#include "store/pg_store.h"
 #include "store/store.h"
 
 #include <sqlite3.h>
@@ -334,8 +335,8 @@ static uint64_t generation(struct store_fixture *f, struct mf_store *s)
 {
     uint64_t g = 0, first = 0;
 
-    assert_int_equal(s->ops->checkin_begin(&g, &first, NULL, s, &f->ctx, "dev-1", dev1_hash, 0,
-                                           NULL, 0, 9, NULL),
+    assert_int_equal(mf_store__checkin_begin(&g, &first, NULL, s, &f->ctx, "dev-1", dev1_hash, 0,
+                                             NULL, 0, 9, NULL),
                      MF_OK);
     return g;
 }
@@ -353,8 +354,8 @@ static void test_server_store__generation_follows_cached_tables(void **state)
     struct mf_store_rollout r;
     uint64_t g = 0, prev = 0, first = 0;
 
-    assert_int_equal(s->ops->checkin_begin(&g, &first, NULL, s, &f->ctx, "ghost", dev1_hash, 0,
-                                           NULL, 0, 5, NULL),
+    assert_int_equal(mf_store__checkin_begin(&g, &first, NULL, s, &f->ctx, "ghost", dev1_hash, 0,
+                                             NULL, 0, 5, NULL),
                      MF_E_AUTH);
     assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", dev1_hash, 1), MF_OK);
     prev = generation(f, s);
@@ -419,9 +420,9 @@ static void test_server_store__checkin_begin(void **state)
     assert_int_equal(s->ops->device_channel_set(s, &f->ctx, "dev-1", "beta"), MF_OK);
     for (size_t i = 0; i < sizeof(pins) / sizeof(pins[0]); i++)
         assert_int_equal(s->ops->pin_set(s, &f->ctx, &pins[i]), MF_OK);
-    assert_int_equal(
-        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 3, models, 3, 77, NULL),
-        MF_OK);
+    assert_int_equal(mf_store__checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 3, models,
+                                             3, 77, NULL),
+                     MF_OK);
     assert_int_equal(first, 1);
     for (size_t i = 0; i < 3; i++) {
         assert_int_equal(s->ops->directives_get(&want, s, &f->ctx, "dev-1", models[i]), MF_OK);
@@ -436,23 +437,127 @@ static void test_server_store__checkin_begin(void **state)
     assert_int_equal(s->ops->device_reserve_sequence(&next, s, &f->ctx, "dev-1", 1), MF_OK);
     assert_int_equal(next, 4);
     assert_int_equal(
-        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 0, NULL, 0, 78, NULL),
+        mf_store__checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 0, NULL, 0, 78, NULL),
         MF_OK);
     assert_int_equal(first, 5); /* no numbers taken: the next one */
     /* A credential the device no longer holds (re-enrolled, revoked): refused, and nothing
      * written, so the next number is still 5. */
-    assert_int_equal(
-        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", other, 2, models, 2, 79, NULL),
-        MF_E_AUTH);
+    assert_int_equal(mf_store__checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", other, 2,
+                                             models, 2, 79, NULL),
+                     MF_E_AUTH);
     assert_int_equal(s->ops->device_revoke(s, &f->ctx, "dev-1"), MF_OK);
-    assert_int_equal(
-        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 2, models, 2, 80, NULL),
-        MF_E_AUTH);
+    assert_int_equal(mf_store__checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 2, models,
+                                             2, 80, NULL),
+                     MF_E_AUTH);
     assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", other, 81), MF_OK);
     assert_int_equal(
-        s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", other, 0, NULL, 0, 82, NULL),
+        mf_store__checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", other, 0, NULL, 0, 82, NULL),
         MF_OK);
     assert_int_equal(first, 5);
+}
+
+/* last_seen of one device, through devices_list. */
+struct seen_probe {
+    const char *device_id;
+    int64_t last_seen;
+};
+
+static int probe_seen(void *payload, const struct mf_store_device *d)
+{
+    struct seen_probe *p = payload;
+
+    if (strcmp(d->device_id, p->device_id) == 0)
+        p->last_seen = d->last_seen;
+    return MF_OK;
+}
+
+static int64_t last_seen_of(struct store_fixture *f, const char *device_id)
+{
+    struct seen_probe p = {device_id, -1};
+
+    assert_int_equal(f->s->ops->devices_list(f->s, &f->ctx, probe_seen, &p), MF_OK);
+    return p.last_seen;
+}
+
+/* Check-ins that arrived together go to the store in one checkin_begin call (one
+ * transaction on SQLite, one statement for those the hint names unpinned on PostgreSQL):
+ * each gets its own numbers, directives and error, a refused one changes nothing and stops
+ * none of the others, and a device twice in the batch gets two blocks that do not overlap. */
+static void test_server_store__checkin_begin_batch(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    static const char *const det[] = {"det"};
+    uint8_t h1[MF_SHA256_LEN] = {1}, h2[MF_SHA256_LEN] = {2}, h3[MF_SHA256_LEN] = {3};
+    uint8_t wrong[MF_SHA256_LEN] = {9};
+    struct mf_store_pin pin = {MF_STORE_PIN_DEVICE, "dev-1", "det", "v9", 1};
+    struct mf_store_directives dirs[6];
+    struct mf_ctx ctxs[6];
+    struct mf_store_pin_hint hint = {0, 1};
+    struct mf_store_checkin c[6];
+    uint64_t g0 = 0, first = 0, batched;
+
+    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", h1, 1), MF_OK);
+    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-2", h2, 1), MF_OK);
+    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-3", h3, 1), MF_OK);
+    assert_int_equal(s->ops->device_channel_set(s, &f->ctx, "dev-2", "beta"), MF_OK);
+    assert_int_equal(
+        mf_store__checkin_begin(&g0, &first, NULL, s, &f->ctx, "dev-3", h3, 0, NULL, 0, 2, NULL),
+        MF_OK);
+    hint.generation = g0;
+    for (size_t i = 0; i < 6; i++) {
+        mf_ctx__init(&ctxs[i], NULL, NULL, NULL, "test");
+        c[i] = (struct mf_store_checkin){.ctx = &ctxs[i],
+                                         .n_seq = 1,
+                                         .models = det,
+                                         .n_models = 1,
+                                         .now = 100 + (int64_t)i,
+                                         .hint = &hint,
+                                         .dirs = &dirs[i]};
+    }
+    c[0].device_id = "dev-1", c[0].cred_hash = h1;
+    c[1].device_id = "dev-2", c[1].cred_hash = h2, c[1].n_seq = 3;
+    c[2].device_id = "dev-1", c[2].cred_hash = h1; /* the same device again */
+    c[3].device_id = "dev-3", c[3].cred_hash = wrong;
+    c[4].device_id = "ghost", c[4].cred_hash = h1;
+    c[5].device_id = "dev-3", c[5].cred_hash = h3, c[5].hint = NULL; /* reads its pins */
+    batched = mf_pg__checkin_batched();
+    assert_int_equal(s->ops->checkin_begin(s, c, 6), MF_E_AUTH); /* the first error: c[3] */
+    /* On PostgreSQL the four the hint allows went in one statement (the others alone). */
+    assert_int_equal(mf_pg__checkin_batched() - batched, f->pg ? 4 : 0);
+    assert_int_equal(c[0].err, MF_OK);
+    assert_int_equal(c[1].err, MF_OK);
+    assert_int_equal(c[2].err, MF_OK);
+    assert_int_equal(c[3].err, MF_E_AUTH);
+    assert_non_null(strstr(mf_ctx__errmsg(&ctxs[3]), "dev-3"));
+    assert_int_equal(c[4].err, MF_E_AUTH);
+    assert_int_equal(c[5].err, MF_OK);
+    for (size_t i = 0; i < 6; i++) {
+        if (c[i].err == MF_OK)
+            assert_int_equal(c[i].generation, g0);
+    }
+    /* dev-1: two blocks of one that do not overlap; dev-2 a block of three. */
+    assert_true(c[0].first != c[2].first);
+    assert_true(c[0].first >= 1 && c[2].first >= 1);
+    assert_true(c[1].first >= 1);
+    assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-2", 1), MF_OK);
+    assert_true(first >= c[1].first + 3);
+    assert_string_equal(dirs[1].channel, "beta");
+    assert_string_equal(dirs[1].device_pin, "");
+    /* The refused check-in wrote nothing: dev-3's last_seen is its own good one's. */
+    assert_int_equal(last_seen_of(f, "dev-3"), 105);
+    assert_int_equal(last_seen_of(f, "dev-2"), 101);
+    assert_int_equal(last_seen_of(f, "dev-1") == 100 || last_seen_of(f, "dev-1") == 102, 1);
+
+    /* A pin set since raises the generation: the stale hint is not trusted, pins are read. */
+    assert_int_equal(s->ops->pin_set(s, &f->ctx, &pin), MF_OK);
+    c[3].cred_hash = h3;
+    assert_int_equal(s->ops->checkin_begin(s, c, 4), MF_OK);
+    assert_true(c[0].generation > g0);
+    assert_string_equal(dirs[0].device_pin, "v9");
+    assert_string_equal(dirs[2].device_pin, "v9");
+    assert_string_equal(dirs[1].device_pin, "");
+    assert_string_equal(dirs[1].channel, "beta");
 }
 
 /* A hint (store.h) skips the pin reads of the models it names unpinned only while the
@@ -473,16 +578,16 @@ static void test_server_store__checkin_begin_pin_hint(void **state)
     assert_int_equal(s->ops->pin_set(s, &f->ctx, &pin), MF_OK);
     /* A hint of another generation than the store's: ignored, the pin is read. */
     hint.generation = generation(f, s) - 1;
-    assert_int_equal(s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", dev1_hash, 2,
-                                           models, 2, 5, &hint),
+    assert_int_equal(mf_store__checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", dev1_hash, 2,
+                                             models, 2, 5, &hint),
                      MF_OK);
     assert_string_equal(dirs[1].fleet_rollback, "v2");
     assert_string_equal(dirs[1].channel, "beta");
     /* A hint that leaves a model out: that model's pins are read. */
     hint.generation = g;
     hint.unpinned = 1; /* det */
-    assert_int_equal(s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", dev1_hash, 2,
-                                           models, 2, 6, &hint),
+    assert_int_equal(mf_store__checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", dev1_hash, 2,
+                                             models, 2, 6, &hint),
                      MF_OK);
     assert_string_equal(dirs[1].fleet_rollback, "v2");
     assert_string_equal(dirs[0].fleet_rollback, "");
@@ -490,8 +595,8 @@ static void test_server_store__checkin_begin_pin_hint(void **state)
      * the one that has, which shows the read was skipped), with the device's channel. */
     hint.unpinned = 3;
     memset(dirs, 0x5a, sizeof(dirs));
-    assert_int_equal(s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", dev1_hash, 2,
-                                           models, 2, 6, &hint),
+    assert_int_equal(mf_store__checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", dev1_hash, 2,
+                                             models, 2, 6, &hint),
                      MF_OK);
     assert_int_equal(g, hint.generation);
     assert_string_equal(dirs[1].fleet_rollback, "");
@@ -505,8 +610,8 @@ static void test_server_store__checkin_begin_pin_hint(void **state)
     /* A pin set since raises the generation: the same hint no longer applies. */
     (void)snprintf(pin.version, sizeof(pin.version), "v3");
     assert_int_equal(s->ops->pin_set(s, &f->ctx, &pin), MF_OK);
-    assert_int_equal(s->ops->checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", dev1_hash, 2,
-                                           models, 2, 7, &hint),
+    assert_int_equal(mf_store__checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", dev1_hash, 2,
+                                             models, 2, 7, &hint),
                      MF_OK);
     assert_true(g > hint.generation);
     assert_string_equal(dirs[1].fleet_rollback, "v3");
@@ -613,6 +718,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_server_store__checkin_begin, store_setup,
                                         store_teardown),
         cmocka_unit_test_setup_teardown(test_server_store__checkin_begin_pin_hint, store_setup,
+                                        store_teardown),
+        cmocka_unit_test_setup_teardown(test_server_store__checkin_begin_batch, store_setup,
                                         store_teardown),
         cmocka_unit_test_setup_teardown(test_server_store__init_data_dir_idempotent, store_setup,
                                         store_teardown),
