@@ -44,6 +44,12 @@ void mf_ctx__log(const struct mf_ctx *ctx, int level, const char *fmt, ...)
 
     if (!ctx->log_fn)
         return;
+    /* The core's own sink says which levels it drops: drop them before formatting, which
+     * costs more than the rest of a line's way (a request's access line at --log-level warn
+     * was 4 % of a check-in). */
+    if (ctx->log_fn == mf_log_stderr &&
+        level > (ctx->log_payload ? *(const int *)ctx->log_payload : MF_LOG_INFO))
+        return;
     va_start(ap, fmt);
     (void)vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
