@@ -2,6 +2,7 @@
 /* The per-node check-in cache, valid for one store generation (see checkin_cache.h). */
 #include "director/checkin_cache.h"
 
+#include <cjson/cJSON.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -362,6 +363,38 @@ int mf_ccache__release_get(struct mf_dynbuf *out, const struct mf_ccache_view *v
 
     (void)snprintf(key, sizeof(key), "release\x1f%s\x1f%s", model, version);
     return cached(out, v, key, fill_release, &n);
+}
+
+/* The release envelope as the JSON string literal a check-in answer carries it in (quoted
+ * and escaped): escaping kilobytes of envelope once per release instead of per answer. */
+static int fill_release_json(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
+{
+    const struct names *n = arg;
+    struct mf_dynbuf env;
+    cJSON *str = NULL;
+    char *text = NULL;
+    int err = mf_ccache__release_get(&env, v, n->a, n->b);
+
+    if (err == MF_OK) {
+        str = cJSON_CreateString((const char *)env.data); /* dynbuf keeps a NUL after it */
+        text = str ? cJSON_PrintUnformatted(str) : NULL;
+        if (!text || mf_dynbuf__append(val, text, strlen(text)) < 0)
+            err = mf_fail(v->ctx, MF_E_NOMEM, "out of memory quoting a release envelope");
+    }
+    cJSON_free(text);
+    cJSON_Delete(str);
+    mf_dynbuf__free(&env);
+    return err;
+}
+
+int mf_ccache__release_json(struct mf_dynbuf *out, const struct mf_ccache_view *v,
+                            const char *model, const char *version)
+{
+    struct names n = {model, version};
+    char key[CCACHE_KEY_MAX];
+
+    (void)snprintf(key, sizeof(key), "release-json\x1f%s\x1f%s", model, version);
+    return cached(out, v, key, fill_release_json, &n);
 }
 
 static int fill_delta(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)

@@ -154,7 +154,7 @@ static int add_assignment(cJSON *list, struct mf_httpd_req *r, const struct mf_c
                        MF_SHA256_HEX_LEN) < 0)
         return mf_fail(&r->ctx, MF_E_STATE, "stored release digest of %s/%s is not hex", v->model,
                        v->version);
-    err = mf_ccache__release_get(&rel, cv, v->model, v->version);
+    err = mf_ccache__release_json(&rel, cv, v->model, v->version);
     if (err == MF_OK)
         err = mf_director__sign(&env, &env_len, r->env->director, &r->ctx, &spec);
     (void)snprintf(blob, sizeof(blob), "/v1/blobs/%s", v->sha256);
@@ -168,7 +168,7 @@ static int add_assignment(cJSON *list, struct mf_httpd_req *r, const struct mf_c
                          !cJSON_AddStringToObject(a, "sha256", v->sha256) ||
                          !cJSON_AddNumberToObject(a, "size", (double)v->size) ||
                          !cJSON_AddStringToObject(a, "blob", blob) ||
-                         !cJSON_AddStringToObject(a, "release", (const char *)rel.data) ||
+                         !cJSON_AddRawToObject(a, "release", (const char *)rel.data) ||
                          !cJSON_AddStringToObject(a, "assignment", (const char *)env)))
         err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
     if (err == MF_OK)

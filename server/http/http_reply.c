@@ -65,7 +65,9 @@ int mf_httpd__reply_json(struct mf_httpd_req *r, unsigned status, cJSON *body)
 
     if (!body)
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a %u reply", status);
-    text = cJSON_PrintUnformatted(body);
+    /* Sized for a check-in answer (the most frequent reply), which then prints without
+     * growing the buffer; larger ones grow as usual. */
+    text = cJSON_PrintBuffered(body, 8192, 0);
     cJSON_Delete(body);
     if (!text)
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory printing a %u reply", status);

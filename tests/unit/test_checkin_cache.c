@@ -116,6 +116,14 @@ static void test_checkin_cache__serves_kept_values(void **state)
     assert_int_equal(mf_ccache__release_get(&env, &v, "det", "v1"), MF_OK);
     mf_dynbuf__free(&env);
     expect_stats(f->c, 3, 3);
+    /* The answer's form of the envelope: a JSON string literal, kept like the rest (a miss
+     * that reads the envelope through the cache, a hit, then one hit). */
+    assert_int_equal(mf_ccache__release_json(&env, &v, "det", "v1"), MF_OK);
+    assert_string_equal((const char *)env.data, "\"{\\\"r\\\":1}\"");
+    mf_dynbuf__free(&env);
+    assert_int_equal(mf_ccache__release_json(&env, &v, "det", "v1"), MF_OK);
+    mf_dynbuf__free(&env);
+    expect_stats(f->c, 5, 4);
 }
 
 /* "Not there" is kept too, with the store's message, and dropped with the generation. */
