@@ -24,8 +24,10 @@
 /* One caller's item; embed it in the caller's own request struct. */
 struct mf_batch_item {
     struct mf_batch_item *next;
-    int done;
-    int err; /* set by the run function */
+    pthread_cond_t wake; /* this caller's own: a batch wakes only its own callers */
+    int done;            /* ran: err is its result */
+    int lead;            /* handed the lead of the next batch */
+    int err;             /* set by the run function */
 };
 
 /* Runs `n` items (n >= 1, in arrival order) and sets each item's err. Called without the
@@ -34,9 +36,8 @@ typedef void (*mf_batch_run_fn)(void *owner, struct mf_batch_item **items, size_
 
 struct mf_batcher {
     pthread_mutex_t lock;
-    pthread_cond_t done;
     struct mf_batch_item *head, *tail;
-    int running;
+    int running; /* a leader runs a batch or was handed the next one */
     size_t max;
     mf_batch_run_fn run;
     void *owner;
