@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The per-node check-in cache, valid for one store generation (see checkin_cache.h). */
+#define _GNU_SOURCE /* pthread_rwlockattr_setkind_np */
 #include "director/checkin_cache.h"
 
 #include <cjson/cJSON.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,16 +22,36 @@ struct entry {
     unsigned char bytes[]; /* the key, then the value */
 };
 
+/* Readers (hits, the most of a check-in's lookups) share the lock; keeping a value and
+ * dropping everything at a new generation take it alone. */
 struct mf_ccache {
-    pthread_mutex_t lock;
+    pthread_rwlock_t lock;
     uint64_t generation; /* of every entry */
     struct entry *buckets[CCACHE_BUCKETS];
     size_t n, bytes;
-    uint64_t hits, misses;
+    atomic_ullong hits, misses;
 };
 
 /* Reads one value from the store into `val` (MF_OK or MF_E_NOTFOUND are kept). */
 typedef int (*fill_fn)(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg);
+
+/* Writers first: with glibc's default (readers first) a steady stream of check-ins could
+ * keep a miss's value out of the cache indefinitely. No reader takes the lock twice, which
+ * is what makes writer preference safe. */
+static int init_lock(pthread_rwlock_t *lock)
+{
+    pthread_rwlockattr_t attr;
+    int rc;
+
+    if (pthread_rwlockattr_init(&attr) != 0)
+        return -1;
+#ifdef __GLIBC__
+    (void)pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+    rc = pthread_rwlock_init(lock, &attr);
+    (void)pthread_rwlockattr_destroy(&attr);
+    return rc;
+}
 
 int mf_ccache__new(struct mf_ccache **out, struct mf_ctx *ctx)
 {
@@ -38,9 +60,9 @@ int mf_ccache__new(struct mf_ccache **out, struct mf_ctx *ctx)
     *out = NULL;
     if (!c)
         return mf_fail(ctx, MF_E_NOMEM, "out of memory creating the check-in cache");
-    if (pthread_mutex_init(&c->lock, NULL) != 0) {
+    if (init_lock(&c->lock) != 0) {
         mf_free(NULL, c);
-        return mf_fail(ctx, MF_E_GENERIC, "cannot create the check-in cache mutex");
+        return mf_fail(ctx, MF_E_GENERIC, "cannot create the check-in cache lock");
     }
     *out = c;
     return MF_OK;
@@ -65,16 +87,14 @@ void mf_ccache__free(struct mf_ccache *c)
     if (!c)
         return;
     drop_all(c);
-    (void)pthread_mutex_destroy(&c->lock);
+    (void)pthread_rwlock_destroy(&c->lock);
     mf_free(NULL, c);
 }
 
 void mf_ccache__stats(uint64_t *hits_out, uint64_t *misses_out, struct mf_ccache *c)
 {
-    (void)pthread_mutex_lock(&c->lock);
-    *hits_out = c->hits;
-    *misses_out = c->misses;
-    (void)pthread_mutex_unlock(&c->lock);
+    *hits_out = atomic_load(&c->hits);
+    *misses_out = atomic_load(&c->misses);
 }
 
 static uint32_t key_hash(const char *key, size_t len)
@@ -111,7 +131,7 @@ static void keep(struct mf_ccache *c, uint64_t gen, uint32_t h, const char *key,
 {
     struct entry *e;
 
-    (void)pthread_mutex_lock(&c->lock);
+    (void)pthread_rwlock_wrlock(&c->lock);
     if (c->generation == gen && !find(c, h, key, key_len)) {
         if (c->n >= MF_CCACHE_MAX_ENTRIES || c->bytes + key_len + len > MF_CCACHE_MAX_BYTES)
             drop_all(c);
@@ -130,7 +150,7 @@ static void keep(struct mf_ccache *c, uint64_t gen, uint32_t h, const char *key,
             c->bytes += key_len + len;
         }
     }
-    (void)pthread_mutex_unlock(&c->lock);
+    (void)pthread_rwlock_unlock(&c->lock);
 }
 
 /*
@@ -150,21 +170,27 @@ static int cached(struct mf_dynbuf *out, const struct mf_ccache_view *v, const c
 
     mf_dynbuf__init(out, &v->ctx->alloc, CCACHE_VALUE_MAX);
     if (c) {
-        (void)pthread_mutex_lock(&c->lock);
+        (void)pthread_rwlock_rdlock(&c->lock);
         if (v->generation > c->generation) {
-            drop_all(c);
-            c->generation = v->generation;
+            (void)pthread_rwlock_unlock(&c->lock);
+            (void)pthread_rwlock_wrlock(&c->lock);
+            if (v->generation > c->generation) { /* not done by another meanwhile */
+                drop_all(c);
+                c->generation = v->generation;
+            }
+            (void)pthread_rwlock_unlock(&c->lock);
+            (void)pthread_rwlock_rdlock(&c->lock);
         }
         usable = v->generation == c->generation;
         e = usable ? find(c, h, key, key_len) : NULL;
         if (e) {
-            c->hits++;
+            atomic_fetch_add(&c->hits, 1);
             err = answer(out, v->ctx, e->err, e->bytes + e->key_len, e->len);
-            (void)pthread_mutex_unlock(&c->lock);
+            (void)pthread_rwlock_unlock(&c->lock);
             return err;
         }
-        c->misses++;
-        (void)pthread_mutex_unlock(&c->lock);
+        atomic_fetch_add(&c->misses, 1);
+        (void)pthread_rwlock_unlock(&c->lock);
     }
     mf_dynbuf__init(&val, &v->ctx->alloc, CCACHE_VALUE_MAX);
     err = fill(&val, v, arg);
@@ -493,7 +519,7 @@ void mf_ccache__pin_hint(struct mf_store_pin_hint *out, struct mf_ccache *c,
     memset(out, 0, sizeof(*out));
     if (!c)
         return;
-    (void)pthread_mutex_lock(&c->lock);
+    (void)pthread_rwlock_rdlock(&c->lock);
     out->generation = c->generation;
     _Static_assert(MF_STORE_CHECKIN_MAX_MODELS <= 64, "one bit of the hint per model");
     for (size_t i = 0; i < n && i < MF_STORE_CHECKIN_MAX_MODELS; i++) {
@@ -505,5 +531,5 @@ void mf_ccache__pin_hint(struct mf_store_pin_hint *out, struct mf_ccache *c,
         if (e && e->err == MF_OK && e->len == 1 && e->bytes[e->key_len] == 0)
             out->unpinned |= UINT64_C(1) << i;
     }
-    (void)pthread_mutex_unlock(&c->lock);
+    (void)pthread_rwlock_unlock(&c->lock);
 }
