@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * SQLite backend of struct mf_store_ops: the embedded default, so mf-server runs with no
- * other service. One connection in WAL mode, serialised by a mutex: multi-statement
- * transactions stay atomic while MHD's worker threads share the handle, and the write
- * rate of a registry is far below what one connection sustains.
+ * other service. WAL mode, serialised by a mutex: multi-statement transactions stay atomic
+ * while MHD's worker threads share the handles, and check-ins that arrive together share
+ * one transaction (checkin_begin). Two connections, one durable and one for check-ins'
+ * writes that need not wait for the disk (struct sqlite_store).
  */
 #include "store/sqlite_store.h"
 
@@ -17,13 +18,27 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A connection and its prepared statements. */
+struct sqlite_conn {
+    sqlite3 *db;
+    struct mf_sqlite_stmts stmts;
+};
+
+/*
+ * Two connections to the one database, both used only under `lock`, so they never contend
+ * inside SQLite: `durable` (synchronous=FULL) for everything but check-ins, and `checkins`
+ * (synchronous=NORMAL) for the writes that need not wait for the disk (docs/architecture.md,
+ * "Check-in path"). A second connection instead of switching the level per transaction: a
+ * PRAGMA is compiled anew each time it runs, which cost a check-in 4 % of its CPU. `c` is
+ * the one statements run on: &durable but inside the check-in ops.
+ */
 struct sqlite_store {
     struct mf_store base; /* first: callers see only this */
-    sqlite3 *db;
+    struct sqlite_conn durable, checkins, *c;
+    char location[4096]; /* what was opened: the check-in connection opens it on first use */
     pthread_mutex_t lock;
     mf_allocator alloc;
-    struct mf_sqlite_stmts stmts; /* db's prepared statements, under `lock` */
-    uint64_t floor;               /* of this open store's epoch (epoch_locked), under `lock` */
+    uint64_t floor; /* of this open store's epoch (epoch_locked), under `lock` */
     int floor_set;
 };
 
@@ -281,12 +296,12 @@ static struct sqlite_store *to_sqlite(struct mf_store *s)
 
 static int db_fail(struct mf_ctx *ctx, struct sqlite_store *s, const char *what)
 {
-    return mf_fail(ctx, MF_E_IO, "sqlite %s: %s", what, sqlite3_errmsg(s->db));
+    return mf_fail(ctx, MF_E_IO, "sqlite %s: %s", what, sqlite3_errmsg(s->c->db));
 }
 
 static int db_exec(struct sqlite_store *s, struct mf_ctx *ctx, const char *sql)
 {
-    if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+    if (sqlite3_exec(s->c->db, sql, NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(ctx, s, sql);
     return MF_OK;
 }
@@ -294,7 +309,7 @@ static int db_exec(struct sqlite_store *s, struct mf_ctx *ctx, const char *sql)
 static int db_prepare(sqlite3_stmt **out, struct sqlite_store *s, struct mf_ctx *ctx,
                       const char *sql)
 {
-    if (mf_sqlite__stmt_get(out, &s->stmts, s->db, sql) != SQLITE_OK)
+    if (mf_sqlite__stmt_get(out, &s->c->stmts, s->c->db, sql) != SQLITE_OK)
         return db_fail(ctx, s, "prepare");
     return MF_OK;
 }
@@ -302,7 +317,7 @@ static int db_prepare(sqlite3_stmt **out, struct sqlite_store *s, struct mf_ctx 
 /* Gives back a statement of db_prepare (NULL is a no-op). */
 static void db_finish(struct sqlite_store *s, sqlite3_stmt *st)
 {
-    mf_sqlite__stmt_put(&s->stmts, st);
+    mf_sqlite__stmt_put(&s->c->stmts, st);
 }
 
 /* db_exec for a statement without parameters or rows that runs often (prepared once). */
@@ -332,7 +347,7 @@ static int db_step_done(sqlite3_stmt *st, struct sqlite_store *s, struct mf_ctx 
     if (rc == SQLITE_DONE)
         return MF_OK;
     if (rc == SQLITE_CONSTRAINT)
-        return mf_fail(ctx, MF_E_STATE, "sqlite constraint: %s", sqlite3_errmsg(s->db));
+        return mf_fail(ctx, MF_E_STATE, "sqlite constraint: %s", sqlite3_errmsg(s->c->db));
     return db_fail(ctx, s, "step");
 }
 
@@ -356,7 +371,7 @@ static void store_unlock(struct sqlite_store *s)
             if (err == MF_OK)                                                                      \
                 err = db_exec(s, ctx, "COMMIT");                                                   \
             if (err < 0)                                                                           \
-                (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);                           \
+                (void)sqlite3_exec(s->c->db, "ROLLBACK", NULL, NULL, NULL);                        \
         }                                                                                          \
         store_unlock(s);                                                                           \
     } while (0)
@@ -368,8 +383,10 @@ static void sqlite_close(struct mf_store *base)
 
     if (!s)
         return;
-    mf_sqlite__stmts_free(&s->stmts);
-    (void)sqlite3_close(s->db);
+    mf_sqlite__stmts_free(&s->checkins.stmts);
+    (void)sqlite3_close(s->checkins.db);
+    mf_sqlite__stmts_free(&s->durable.stmts);
+    (void)sqlite3_close(s->durable.db);
     (void)pthread_mutex_destroy(&s->lock);
     alloc = s->alloc;
     mf_free(&alloc, s);
@@ -387,20 +404,25 @@ static int sqlite_open(struct mf_store **out, struct mf_ctx *ctx, const char *lo
         return mf_fail(ctx, MF_E_NOMEM, "out of memory opening store '%s'", location);
     s->base.ops = &mf_store__sqlite_ops;
     s->alloc = ctx->alloc;
+    s->c = &s->durable;
+    if (snprintf(s->location, sizeof(s->location), "%s", location) >= (int)sizeof(s->location)) {
+        mf_free(&ctx->alloc, s);
+        return mf_fail(ctx, MF_E_LIMIT, "store location too long");
+    }
     if (pthread_mutex_init(&s->lock, NULL) != 0) {
         mf_free(&ctx->alloc, s);
         return mf_fail(ctx, MF_E_GENERIC, "cannot create the store mutex");
     }
     if (create)
         flags |= SQLITE_OPEN_CREATE;
-    rc = sqlite3_open_v2(location, &s->db, flags, NULL);
+    rc = sqlite3_open_v2(location, &s->c->db, flags, NULL);
     if (rc != SQLITE_OK) {
         err = mf_fail(ctx, rc == SQLITE_CANTOPEN ? MF_E_NOTFOUND : MF_E_IO,
                       "cannot open store '%s': %s", location,
-                      s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+                      s->c->db ? sqlite3_errmsg(s->c->db) : sqlite3_errstr(rc));
         goto fail;
     }
-    (void)sqlite3_busy_timeout(s->db, 5000);
+    (void)sqlite3_busy_timeout(s->c->db, 5000);
     /* WAL lets readers run while a publish commits; FULL makes a committed version
      * survive power loss, which is what "visible only after commit" promises. */
     err = db_exec(s, ctx,
@@ -800,7 +822,7 @@ static int release_set_locked(struct sqlite_store *s, struct mf_ctx *ctx,
     sqlite3_bind_text(st, 5, v->version, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 6, v->model, -1, SQLITE_STATIC);
     err = db_step_done(st, s, ctx);
-    if (err == MF_OK && sqlite3_changes(s->db) == 0)
+    if (err == MF_OK && sqlite3_changes(s->c->db) == 0)
         err = mf_fail(ctx, MF_E_NOTFOUND, "no staged version '%s' of model '%s'", v->version,
                       v->model);
     db_finish(s, st);
@@ -958,16 +980,40 @@ static int sqlite_trust_roots_after(struct mf_store *base, struct mf_ctx *ctx, u
     return err;
 }
 
-/* Runs `call` with commits that do not wait for the disk (WAL, synchronous=NORMAL): what it
- * writes survives a crash of the process but may be lost with the machine's power, which
- * the caller's data tolerates (docs/architecture.md, "Check-in path"). The next durable
- * commit of the connection makes it durable too: the WAL is synced as a whole. */
+/* Under the lock: opens the check-in connection (synchronous=NORMAL) on first use. */
+static int checkins_conn_locked(struct sqlite_store *s, struct mf_ctx *ctx)
+{
+    int rc;
+
+    if (s->checkins.db)
+        return MF_OK;
+    rc = sqlite3_open_v2(s->location, &s->checkins.db,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL);
+    if (rc == SQLITE_OK) {
+        (void)sqlite3_busy_timeout(s->checkins.db, 5000);
+        rc = sqlite3_exec(s->checkins.db, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+                          NULL, NULL, NULL);
+    }
+    if (rc == SQLITE_OK)
+        return MF_OK;
+    (void)mf_fail(ctx, MF_E_IO, "cannot open the check-in connection to '%s': %s", s->location,
+                  s->checkins.db ? sqlite3_errmsg(s->checkins.db) : sqlite3_errstr(rc));
+    (void)sqlite3_close(s->checkins.db);
+    s->checkins.db = NULL;
+    return MF_E_IO;
+}
+
+/* Runs `call` on the check-in connection, whose commits do not wait for the disk (WAL,
+ * synchronous=NORMAL): what it writes survives a crash of the process but may be lost with
+ * the machine's power, which the caller's data tolerates (docs/architecture.md, "Check-in
+ * path"). The next durable commit makes it durable too: fsync covers the whole WAL file. */
 #define NOT_DURABLE(s, ctx, call)                                                                  \
     do {                                                                                           \
-        err = db_run(s, ctx, "PRAGMA synchronous=NORMAL");                                         \
+        err = checkins_conn_locked(s, ctx);                                                        \
         if (err == MF_OK) {                                                                        \
+            (s)->c = &(s)->checkins;                                                               \
             err = (call);                                                                          \
-            (void)db_run(s, ctx, "PRAGMA synchronous=FULL");                                       \
+            (s)->c = &(s)->durable;                                                                \
         }                                                                                          \
     } while (0)
 
@@ -995,7 +1041,7 @@ static int epoch_locked(struct sqlite_store *s, struct mf_ctx *ctx)
     if (err == MF_OK)
         err = db_exec(s, ctx, "COMMIT");
     if (err < 0)
-        (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        (void)sqlite3_exec(s->c->db, "ROLLBACK", NULL, NULL, NULL);
     else
         s->floor_set = 1;
     return err;
@@ -1116,10 +1162,35 @@ static void fail_done(struct mf_store_checkin *items, size_t n, int err, const c
  * behind and the others go on; an error that ends the whole transaction, or its COMMIT
  * failing, fails every item.
  */
+/* The batch's transaction on the check-in connection (sqlite_checkin_begin); a message
+ * for the whole batch into `msg` when it failed as a whole. */
+static int begin_batch_locked(struct sqlite_store *s, struct mf_store_checkin *items, size_t n,
+                              char *msg, size_t msg_size)
+{
+    struct mf_ctx *ctx = items[0].ctx, *cause = ctx; /* ctx: the batch's own statements */
+    int err = db_run(s, ctx, "BEGIN IMMEDIATE");
+
+    for (size_t i = 0; err == MF_OK && i < n; i++) {
+        items[i].err = begin_one_locked(s, &items[i]);
+        /* SQLite rolled the transaction back (I/O error, full disk): all is lost. */
+        if (items[i].err < 0 && sqlite3_get_autocommit(s->c->db)) {
+            err = items[i].err;
+            cause = items[i].ctx;
+        }
+    }
+    if (err == MF_OK && db_run(s, ctx, "COMMIT") < 0) {
+        err = MF_E_IO;
+        (void)snprintf(msg, msg_size, "%s", mf_ctx__errmsg(ctx));
+        (void)sqlite3_exec(s->c->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    if (err < 0 && !msg[0])
+        (void)snprintf(msg, msg_size, "%s", mf_ctx__errmsg(cause));
+    return err;
+}
+
 static int sqlite_checkin_begin(struct mf_store *base, struct mf_store_checkin *items, size_t n)
 {
     struct sqlite_store *s = to_sqlite(base);
-    struct mf_ctx *ctx = items[0].ctx, *cause = ctx; /* ctx: the batch's own statements */
     char msg[256] = "";
     int err;
 
@@ -1128,28 +1199,13 @@ static int sqlite_checkin_begin(struct mf_store *base, struct mf_store_checkin *
         items[i].err = MF_OK;
     }
     store_lock(s);
-    err = epoch_locked(s, ctx);
-    if (err == MF_OK)
-        err = db_run(s, ctx, "PRAGMA synchronous=NORMAL");
-    if (err == MF_OK) {
-        err = db_run(s, ctx, "BEGIN IMMEDIATE");
-        for (size_t i = 0; err == MF_OK && i < n; i++) {
-            items[i].err = begin_one_locked(s, &items[i]);
-            /* SQLite rolled the transaction back (I/O error, full disk): all is lost. */
-            if (items[i].err < 0 && sqlite3_get_autocommit(s->db)) {
-                err = items[i].err;
-                cause = items[i].ctx;
-            }
-        }
-        if (err == MF_OK && db_run(s, ctx, "COMMIT") < 0) {
-            err = MF_E_IO;
-            (void)snprintf(msg, sizeof(msg), "%s", mf_ctx__errmsg(ctx));
-            (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-        }
-        (void)db_run(s, ctx, "PRAGMA synchronous=FULL");
-    }
+    err = epoch_locked(s, items[0].ctx);
+    if (err < 0)
+        (void)snprintf(msg, sizeof(msg), "%s", mf_ctx__errmsg(items[0].ctx));
+    else
+        NOT_DURABLE(s, items[0].ctx, begin_batch_locked(s, items, n, msg, sizeof(msg)));
     if (err < 0 && !msg[0])
-        (void)snprintf(msg, sizeof(msg), "%s", mf_ctx__errmsg(cause));
+        (void)snprintf(msg, sizeof(msg), "%s", mf_ctx__errmsg(items[0].ctx));
     store_unlock(s);
     if (err < 0)
         fail_done(items, n, err, msg);
@@ -1188,7 +1244,7 @@ static int report_insert_locked(struct sqlite_store *s, struct mf_ctx *ctx,
         sqlite3_bind_text(st, 6, r->detail, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 7, r->reported_at);
         err = db_step_done(st, s, ctx);
-        if (err == MF_OK && sqlite3_changes(s->db) == 0)
+        if (err == MF_OK && sqlite3_changes(s->c->db) == 0)
             err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", r->device_id);
         db_finish(s, st);
     }
@@ -1325,7 +1381,7 @@ static int run_locked(int *changes_out, struct sqlite_store *s, struct mf_ctx *c
     if (err == MF_OK)
         err = db_step_done(st, s, ctx);
     if (err == MF_OK && changes_out)
-        *changes_out = sqlite3_changes(s->db);
+        *changes_out = sqlite3_changes(s->c->db);
     db_finish(s, st);
     return err;
 }
@@ -1899,7 +1955,7 @@ void mf_sqlite__finish(struct mf_store *base, sqlite3_stmt *st)
 sqlite3 *mf_sqlite__lock(struct mf_store *base)
 {
     store_lock(to_sqlite(base));
-    return to_sqlite(base)->db;
+    return to_sqlite(base)->c->db;
 }
 
 void mf_sqlite__unlock(struct mf_store *base)
