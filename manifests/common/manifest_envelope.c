@@ -2,9 +2,11 @@
 /*
  * DSSE envelopes (https://github.com/secure-systems-lab/dsse, protocol.md):
  *   {"payloadType": T, "payload": base64(P), "signatures": [{"keyid": K, "sig": base64(S)}]}
- * where S signs PAE(T, P) = "DSSEv1" SP len(T) SP T SP len(P) SP P, lengths in ASCII
- * decimal. This is the only JSON read before a signature is checked, so it extracts the few
- * bounded fields it needs and drops the tree before the caller verifies anything.
+ * where S signs PAE(T, P) (or, for a signature with a `batch` member, a Merkle root over
+ * PAE(T, P) and the other assignments of its batch: manifest_batch.c) = "DSSEv1" SP len(T) SP T SP
+ * len(P) SP P, lengths in ASCII decimal. This is the only JSON read before a signature is checked,
+ * so it extracts the few bounded fields it needs and drops the tree before the caller verifies
+ * anything.
  */
 #include "manifest_json.h"
 #include "mf_hex.h"
@@ -28,6 +30,7 @@ size_t mf_manifest__pae_prefix(char *out, const char *type, size_t payload_len)
 
 static int parse_sig(struct mf_msig *sig, struct mf_ctx *ctx, const cJSON *item, size_t idx)
 {
+    const cJSON *batch;
     const char *s;
     int err;
 
@@ -43,6 +46,12 @@ static int parse_sig(struct mf_msig *sig, struct mf_ctx *ctx, const cJSON *item,
     err = mf_base64__decode(sig->sig, sizeof(sig->sig), &sig->sig_len, s, strlen(s));
     if (err < 0 || sig->sig_len == 0)
         return mf_fail(ctx, MF_E_INVALID, "envelope: signature %zu is not valid base64", idx);
+    /* Parsed whatever the payload type: a batch member where none is allowed must make the
+     * signature count for nothing (trust_crypto.c), not vanish as an unknown member. */
+    batch = cJSON_GetObjectItemCaseSensitive(item, "batch");
+    sig->has_batch = batch != NULL;
+    if (batch)
+        return mf_manifest__batch_parse(&sig->batch, ctx, batch, idx);
     return MF_OK;
 }
 
