@@ -70,8 +70,9 @@ struct mf_msig {
     uint8_t keyid[MF_MANIFEST_DIGEST_LEN];
     uint8_t sig[MF_MANIFEST_SIG_MAX];
     size_t sig_len;
-    int has_batch; /* 1: `batch` holds the member of that name; the signature covers its root */
-    struct mf_mbatch batch;
+    /* The `batch` member, NULL for a plain signature; the signature covers its root.
+     * Allocated only when present, so plain envelopes cost what they did before batching. */
+    struct mf_mbatch *batch;
 };
 
 /* A parsed envelope. Only the payload bytes are kept: the JSON tree is gone. */

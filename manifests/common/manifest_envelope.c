@@ -49,10 +49,12 @@ static int parse_sig(struct mf_msig *sig, struct mf_ctx *ctx, const cJSON *item,
     /* Parsed whatever the payload type: a batch member where none is allowed must make the
      * signature count for nothing (trust_crypto.c), not vanish as an unknown member. */
     batch = cJSON_GetObjectItemCaseSensitive(item, "batch");
-    sig->has_batch = batch != NULL;
-    if (batch)
-        return mf_manifest__batch_parse(&sig->batch, ctx, batch, idx);
-    return MF_OK;
+    if (!batch)
+        return MF_OK;
+    sig->batch = mf_ctx__alloc(ctx, sizeof(*sig->batch));
+    if (!sig->batch)
+        return mf_fail(ctx, MF_E_NOMEM, "envelope: no memory for batch member %zu", idx);
+    return mf_manifest__batch_parse(sig->batch, ctx, batch, idx);
 }
 
 static int parse_fields(struct mf_menvelope *env, struct mf_ctx *ctx, const cJSON *root)
@@ -127,6 +129,8 @@ void mf_manifest__envelope_free(struct mf_ctx *ctx, struct mf_menvelope *env)
 {
     if (!env)
         return;
+    for (size_t i = 0; i < MF_MANIFEST_MAX_SIGS; i++)
+        mf_ctx__free(ctx, env->sigs[i].batch);
     mf_ctx__free(ctx, env->payload);
     mf_ctx__free(ctx, env);
 }

@@ -106,9 +106,9 @@ static int key_signed(const struct mf_mkey *key, const struct mf_menvelope *env,
 
         if (memcmp(sig->keyid, key->id, MF_MANIFEST_DIGEST_LEN) != 0)
             continue;
-        if (sig->has_batch) {
+        if (sig->batch) {
             /* A path that leads nowhere is as bad as a signature that does not verify. */
-            if (mf_trust__batch_digest(batch_digest, env, &sig->batch) != 0) {
+            if (mf_trust__batch_digest(batch_digest, env, sig->batch) != 0) {
                 *bad = 1;
                 continue;
             }
