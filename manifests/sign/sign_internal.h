@@ -11,6 +11,11 @@
 
 struct mf_sign_key {
     EVP_PKEY *pkey; /* private key */
+    /* Kept ready by the first signature (mf_sign__ecdsa), NULL until then. Signing thus
+     * changes the key: a signer serves one thread at a time (its message buffer already
+     * required that). */
+    EVP_PKEY_CTX *sctx;
+    EVP_MD *sha256;
     uint8_t id[MF_MANIFEST_DIGEST_LEN];
 };
 
@@ -32,7 +37,7 @@ int mf_sign__sha256(uint8_t *out, struct mf_ctx *ctx, const void *p, size_t n);
 
 /* DER ECDSA P-256/SHA-256 signature by k over prefix || payload (a PAE), at most
  * MF_MANIFEST_SIG_MAX bytes. */
-int mf_sign__ecdsa(uint8_t *sig, size_t *sig_len, struct mf_ctx *ctx, EVP_PKEY *k,
+int mf_sign__ecdsa(uint8_t *sig, size_t *sig_len, struct mf_ctx *ctx, struct mf_sign_key *k,
                    const char *prefix, size_t prefix_len, const void *payload, size_t len);
 int mf_sign__append_b64(struct mf_dynbuf *b, struct mf_ctx *ctx, const void *p, size_t n);
 /* Initialises b and writes an envelope up to its signatures array ("signatures":[); the
