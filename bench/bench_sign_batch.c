@@ -27,7 +27,7 @@ int main(int argc, char **argv)
     static mf_manifest_assignment_spec specs[MF_MANIFEST_SIGN_BATCH_MAX];
     static uint8_t *envs[MF_MANIFEST_SIGN_BATCH_MAX];
     static size_t lens[MF_MANIFEST_SIGN_BATCH_MAX];
-    static char devices[MF_MANIFEST_SIGN_BATCH_MAX][16];
+    static char devices[MF_MANIFEST_SIGN_BATCH_MAX][32];
     size_t total = argc > 1 ? strtoul(argv[1], NULL, 10) : 4096;
     mf_manifest_signer *s = NULL;
     char *pem = NULL, keyid[65];

@@ -33,8 +33,10 @@ void mf_director__close(struct mf_director *d); /* NULL is a no-op; the key is w
 /* Lower-case hex key id (64 digits) of the director key. Borrowed from `d`. */
 const char *mf_director__keyid(const struct mf_director *d);
 
-/* Most assignments one signature covers (--sign-batch); the default is 32. */
-#define MF_DIRECTOR_BATCH_MAX 256
+/* Most assignments one signature covers (--sign-batch); the default is 32. The format
+ * allows 256, but past 32-64 the cost per assignment stops falling (bench_sign_batch) and
+ * the batcher keeps a batch on its leader's stack (app/batcher.h, MF_BATCHER_MAX). */
+#define MF_DIRECTOR_BATCH_MAX 64
 #define MF_DIRECTOR_BATCH_DEFAULT 32
 
 /*
@@ -52,7 +54,8 @@ int mf_director__sign(uint8_t **env_out, size_t *len_out, struct mf_director *d,
  * assignment signed alone, as before batching). Call before signing starts. */
 void mf_director__set_batch(struct mf_director *d, unsigned max_batch);
 
-/* ECDSA signatures made and assignments signed so far (their ratio is the batch factor). */
-void mf_director__stats(const struct mf_director *d, uint64_t *signatures, uint64_t *assignments);
+/* Batches signed (one ECDSA signature each) and the assignments they carried so far; their
+ * ratio is the batch factor. A failed batch counts too. */
+void mf_director__stats(struct mf_director *d, uint64_t *signatures, uint64_t *assignments);
 
 #endif /* MF_SERVER_APP_DIRECTOR_H */

@@ -4,40 +4,23 @@
 #ifndef MF_SERVER_APP_DIRECTOR_INT_H
 #define MF_SERVER_APP_DIRECTOR_INT_H
 
+#include "app/batcher.h"
 #include "app/director.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
-
-/* One mf_director__sign() call waiting in the queue; lives on its caller's stack. */
-struct mf_director_item {
-    const mf_manifest_assignment_spec *spec;
-    uint8_t *env; /* result, handed to the caller */
-    size_t len;
-    int err;
-    int done;
-    char errmsg[MF_ERRMSG_MAX];
-    struct mf_director_item *next;
-};
-
 struct mf_director {
-    mf_manifest_signer *signer; /* used by the leader only, outside the lock */
-    pthread_mutex_t lock;       /* guards the queue, `signing` and the items' results */
-    pthread_cond_t done;        /* broadcast when a batch's results are published */
-    struct mf_director_item *head, **tail;
-    int signing; /* 1 while a leader signs a batch outside the lock */
-    unsigned max_batch;
-    /* The leader's batch, allocated once for MF_DIRECTOR_BATCH_MAX items. */
-    struct mf_director_item **batch;
-    mf_manifest_assignment_spec *specs;
-    uint8_t **envs;
-    size_t *lens;
-    atomic_uint_least64_t signatures, assignments;
+    /* Used only by the batcher's run function, which runs on one thread at a time. */
+    mf_manifest_signer *signer;
+    struct mf_batcher batcher;
+    int batcher_ready;
+    /* The running batch, side by side for mf_manifest_sign_assignment_batch(). */
+    mf_manifest_assignment_spec specs[MF_BATCHER_MAX];
+    uint8_t *envs[MF_BATCHER_MAX];
+    size_t lens[MF_BATCHER_MAX];
     char keyid[65];
 };
 
-/* Allocates the batch arrays and the queue state of a zeroed director. */
+/* Sets up the batcher of a zeroed director (batches of MF_DIRECTOR_BATCH_DEFAULT). */
 int mf_director__sign_init(struct mf_director *d, struct mf_ctx *ctx);
-void mf_director__sign_fini(struct mf_director *d);
+void mf_director__sign_fini(struct mf_director *d); /* after sign_init, even a failed one */
 
 #endif /* MF_SERVER_APP_DIRECTOR_INT_H */

@@ -44,7 +44,7 @@ struct mf_server_options {
     /* Appended: the distillation loop (docs/distill.md); NULL: no runs. The runs execute
      * on a second background thread of nodes with delta_worker on. */
     const char *distill_config;
-    /* Appended: assignments one director signature may cover (app/director.h), 1..256;
+    /* Appended: assignments one director signature may cover (app/director.h), 1..64;
      * 1 signs each alone, as agents older than batch signatures need. Default 32. */
     unsigned sign_batch;
 };

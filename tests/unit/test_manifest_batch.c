@@ -52,7 +52,7 @@ static mf_manifest_signer *signer_by(const int *by)
     return s;
 }
 
-static char devices[MF_MANIFEST_SIGN_BATCH_MAX][16];
+static char devices[MF_MANIFEST_SIGN_BATCH_MAX][32];
 
 /* Signs n assignments (device cam-<i>, sequence i + 1) as one batch by `by`. */
 static void sign_batch(uint8_t **envs, size_t *lens, size_t n, const int *by)
@@ -100,25 +100,32 @@ static int verify_on(mf_trust *t, const void *env, size_t len, size_t i)
 
 typedef void (*edit_fn)(cJSON *env, cJSON *sig, cJSON *batch, const void *arg);
 
-/* A copy of `env` with `fn` applied to its first signature (and its batch member). */
-static uint8_t *edit(size_t *len, const uint8_t *env, size_t env_len, edit_fn fn, const void *arg)
+/* `doc` printed into an envelope from the default allocator; frees doc. */
+static uint8_t *print_free(size_t *len, cJSON *doc)
 {
-    cJSON *doc = cJSON_ParseWithLength((const char *)env, env_len);
-    cJSON *sig, *batch;
-    char *s;
+    char *s = cJSON_PrintUnformatted(doc);
     uint8_t *out;
 
-    assert_non_null(doc);
-    sig = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "signatures"), 0);
-    batch = cJSON_GetObjectItem(sig, "batch");
-    fn(doc, sig, batch, arg);
-    s = cJSON_PrintUnformatted(doc);
     cJSON_Delete(doc);
+    assert_non_null(s);
     *len = strlen(s);
     out = mf_alloc(NULL, *len + 1);
     memcpy(out, s, *len + 1);
     cJSON_free(s);
     return out;
+}
+
+/* A copy of `env` with `fn` applied to its first signature (and its batch member). */
+static uint8_t *edit(size_t *len, const uint8_t *env, size_t env_len, edit_fn fn, const void *arg)
+{
+    cJSON *doc = cJSON_ParseWithLength((const char *)env, env_len);
+    cJSON *sig, *batch;
+
+    assert_non_null(doc);
+    sig = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "signatures"), 0);
+    batch = cJSON_GetObjectItem(sig, "batch");
+    fn(doc, sig, batch, arg);
+    return print_free(len, doc);
 }
 
 static cJSON *path_of(cJSON *batch)
@@ -403,8 +410,6 @@ static uint8_t *as_batch_of_one(size_t *len, const uint8_t *env, size_t env_len)
     size_t plen = 0, n;
     struct mf_sha256 sha;
     cJSON *sig;
-    char *s;
-    uint8_t *out;
 
     assert_int_equal(mf_base64__decode(payload, sizeof(payload), &plen, p64, strlen(p64)), MF_OK);
     n = mf_manifest__pae_prefix(prefix, type, plen);
@@ -444,13 +449,7 @@ static uint8_t *as_batch_of_one(size_t *len, const uint8_t *env, size_t env_len)
         mf_free(NULL, benv);
         mf_manifest_signer_free(signer);
     }
-    s = cJSON_PrintUnformatted(doc);
-    cJSON_Delete(doc);
-    *len = strlen(s);
-    out = mf_alloc(NULL, *len + 1);
-    memcpy(out, s, *len + 1);
-    cJSON_free(s);
-    return out;
+    return print_free(len, doc);
 }
 
 static void test_manifest_batch__only_assignments(void **state)
