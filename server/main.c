@@ -36,7 +36,8 @@ static void usage(FILE *f)
                   "                       [--tls-cert CERT.pem --tls-key KEY.pem]\n"
                   "                       [--device-rate PER_S] [--device-burst N]\n"
                   "                       [--delta-worker 0|1] [--delta-k K]\n"
-                  "                       [--offload-config FILE] [--distill-config FILE]\n");
+                  "                       [--offload-config FILE] [--distill-config FILE]\n"
+                  "                       [--sign-batch N]\n");
 }
 
 static int parse_level(const char *s)
@@ -125,6 +126,9 @@ static int parse_args(struct cli *c, int argc, char **argv)
             c->opts.offload_config = val;
         } else if (strcmp(k, "--distill-config") == 0) {
             c->opts.distill_config = val;
+        } else if (strcmp(k, "--sign-batch") == 0 &&
+                   parse_u64(&v, val, MF_DIRECTOR_BATCH_MAX) == 0 && v) {
+            c->opts.sign_batch = (unsigned)v;
         } else {
             (void)fprintf(stderr, "mf-server: bad option or value: %s %s\n", k, val);
             return -1;

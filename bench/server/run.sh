@@ -9,7 +9,8 @@
 # printed as ratios to nginx. Not a test: it takes about 6 x SECONDS plus set-up.
 # Usage: bench/server/run.sh BIN_DIR [SECONDS]   (BIN_DIR holds mf-server, mfctl, mf_pg_seed)
 # Tunables (environment): MF_BENCH_CONNS (16), MF_BENCH_WRK_THREADS (2), MF_BENCH_BLOB_MB (64),
-# MF_BENCH_DEVICES (64), MF_BENCH_SERVER_THREADS (unset: mf-server's default for the store).
+# MF_BENCH_DEVICES (64), MF_BENCH_SERVER_THREADS (unset: mf-server's default for the store),
+# MF_BENCH_SERVE_ARGS (more mf-server serve options, e.g. "--sign-batch 1").
 set -euo pipefail
 BIN=$(cd "$1" && pwd)
 secs=${2:-10}
@@ -59,7 +60,7 @@ run_wrk() {
 mf_make_model "$work/model.bin" $((blob_mb * 1048576)) bench
 sha=$(sha256sum "$work/model.bin" | cut -c1-64)
 export MF_SERVE_ARGS="${srv_threads:+--threads $srv_threads }--log-level warn --delta-worker 0 \
---device-rate 1000000 --device-burst 1000000 --conn-limit 1024"
+--device-rate 1000000 --device-burst 1000000 --conn-limit 1024 ${MF_BENCH_SERVE_ARGS:-}"
 
 # bench_store LABEL: one mf-server (on MF_TEST_STORE_URL if set, else SQLite) with the model
 # published and $devices devices enrolled; sets blob_LABEL and checkin_LABEL.
@@ -85,6 +86,9 @@ bench_store() {
         run_wrk "$label-blob" "$here/range.lua" "$MF_URL")
     checkin=$(MF_CREDS="$work/$label.creds" MF_MODEL=detector MF_VERSION=v1 MF_SHA256=$sha \
         run_wrk "$label-checkin" "$here/checkin.lua" "$MF_URL")
+    # The director's batch factor over the run (docs/formats/manifest.md §2.1), to stderr.
+    echo "$label: director signatures $(mf_metric mf_director_signatures_total) for" \
+        "$(mf_metric mf_director_assignments_signed_total) assignments" >&2
     eval "blob_$label='$blob'; checkin_$label='$checkin'"
     mf_stack_stop
 }

@@ -22,8 +22,9 @@
 #define MF_MANIFEST_TYPE_MAX 63 /* payloadType characters */
 #define MF_MANIFEST_MAX_DELTAS 64
 #define MF_MANIFEST_SPEC_VERSION 1
-/* JSON nesting allowed in any document: envelope 3, release 3; checked before cJSON runs. */
-#define MF_MANIFEST_MAX_DEPTH 4
+/* JSON nesting allowed in any document: envelope 3 (5 with a batch signature's path),
+ * release 3; checked before cJSON runs. */
+#define MF_MANIFEST_MAX_DEPTH 5
 /* DSSE PAE prefix "DSSEv1 <n> <type> <n> " for the longest type and 20-digit lengths. */
 #define MF_MANIFEST_PAE_PREFIX_MAX (7 + 21 + MF_MANIFEST_TYPE_MAX + 1 + 21 + 1)
 
@@ -49,10 +50,29 @@ struct mf_mkeyset {
 
 enum { MF_ROLE_ROOT = 0, MF_ROLE_KEYS = 1, MF_ROLE_RELEASE = 0, MF_ROLE_DIRECTOR = 1 };
 
+/* Batch signatures (docs/formats/manifest.md §2.1): one ECDSA signature over the root of an
+ * RFC 9162 Merkle tree of up to MF_MANIFEST_BATCH_MAX assignments; each envelope carries its
+ * leaf's index, the tree size and its audit path (at most ceil(log2 N) = 8 hashes). */
+#define MF_MANIFEST_BATCH_MAX 256
+#define MF_MANIFEST_BATCH_DEPTH 8
+/* The payload type the batch root is signed under (PAE body: root || uint64_be(size)). */
+#define MF_MANIFEST_TYPE_ASSIGNMENT_BATCH "application/vnd.modelferry.assignment-batch"
+#define MF_MANIFEST_BATCH_BODY_LEN (MF_MANIFEST_DIGEST_LEN + 8)
+
+struct mf_mbatch {
+    uint32_t index; /* 0 <= index < size (checked at parse) */
+    uint32_t size;  /* 1..MF_MANIFEST_BATCH_MAX */
+    size_t path_len;
+    uint8_t path[MF_MANIFEST_BATCH_DEPTH][MF_MANIFEST_DIGEST_LEN];
+};
+
 struct mf_msig {
     uint8_t keyid[MF_MANIFEST_DIGEST_LEN];
     uint8_t sig[MF_MANIFEST_SIG_MAX];
     size_t sig_len;
+    /* The `batch` member, NULL for a plain signature; the signature covers its root.
+     * Allocated only when present, so plain envelopes cost what they did before batching. */
+    struct mf_mbatch *batch;
 };
 
 /* A parsed envelope. Only the payload bytes are kept: the JSON tree is gone. */
@@ -68,9 +88,17 @@ struct mf_menvelope {
  * or 0 when type is empty or longer than MF_MANIFEST_TYPE_MAX. */
 size_t mf_manifest__pae_prefix(char *out, const char *type, size_t payload_len);
 
+/* The batch signature body root || uint64_be(size), MF_MANIFEST_BATCH_BODY_LEN bytes. */
+void mf_manifest__batch_body(uint8_t *out, const uint8_t *root, uint32_t size);
+/* Parses a signature's `batch` member (object {index, size, path}); see struct mf_mbatch.
+ * Path elements must decode to exactly 32 bytes; whether the path length fits (index, size)
+ * is left to the verifier's walk (RFC 9162 §2.1.3.2), which refuses both excess and lack. */
+int mf_manifest__batch_parse(struct mf_mbatch *out, struct mf_ctx *ctx, const void *json_obj,
+                             size_t sig_idx);
+
 /* Envelope parse: len must be <= max_len (MF_E_LIMIT); the JSON must be an object with a
  * string payloadType, string payload and an array of at most MF_MANIFEST_MAX_SIGS
- * signatures {keyid: 64 hex, sig: base64}. Unknown members are ignored. */
+ * signatures {keyid: 64 hex, sig: base64, optional batch}. Unknown members are ignored. */
 int mf_manifest__envelope_parse(struct mf_menvelope **out, struct mf_ctx *ctx, const void *buf,
                                 size_t len, size_t max_len);
 void mf_manifest__envelope_free(struct mf_ctx *ctx, struct mf_menvelope *env);

@@ -2,9 +2,11 @@
 /*
  * DSSE envelopes (https://github.com/secure-systems-lab/dsse, protocol.md):
  *   {"payloadType": T, "payload": base64(P), "signatures": [{"keyid": K, "sig": base64(S)}]}
- * where S signs PAE(T, P) = "DSSEv1" SP len(T) SP T SP len(P) SP P, lengths in ASCII
- * decimal. This is the only JSON read before a signature is checked, so it extracts the few
- * bounded fields it needs and drops the tree before the caller verifies anything.
+ * where S signs PAE(T, P) (or, for a signature with a `batch` member, a Merkle root over
+ * PAE(T, P) and the other assignments of its batch: manifest_batch.c) = "DSSEv1" SP len(T) SP T SP
+ * len(P) SP P, lengths in ASCII decimal. This is the only JSON read before a signature is checked,
+ * so it extracts the few bounded fields it needs and drops the tree before the caller verifies
+ * anything.
  */
 #include "manifest_json.h"
 #include "mf_hex.h"
@@ -28,6 +30,7 @@ size_t mf_manifest__pae_prefix(char *out, const char *type, size_t payload_len)
 
 static int parse_sig(struct mf_msig *sig, struct mf_ctx *ctx, const cJSON *item, size_t idx)
 {
+    const cJSON *batch;
     const char *s;
     int err;
 
@@ -43,7 +46,15 @@ static int parse_sig(struct mf_msig *sig, struct mf_ctx *ctx, const cJSON *item,
     err = mf_base64__decode(sig->sig, sizeof(sig->sig), &sig->sig_len, s, strlen(s));
     if (err < 0 || sig->sig_len == 0)
         return mf_fail(ctx, MF_E_INVALID, "envelope: signature %zu is not valid base64", idx);
-    return MF_OK;
+    /* Parsed whatever the payload type: a batch member where none is allowed must make the
+     * signature count for nothing (trust_crypto.c), not vanish as an unknown member. */
+    batch = cJSON_GetObjectItemCaseSensitive(item, "batch");
+    if (!batch)
+        return MF_OK;
+    sig->batch = mf_ctx__alloc(ctx, sizeof(*sig->batch));
+    if (!sig->batch)
+        return mf_fail(ctx, MF_E_NOMEM, "envelope: no memory for batch member %zu", idx);
+    return mf_manifest__batch_parse(sig->batch, ctx, batch, idx);
 }
 
 static int parse_fields(struct mf_menvelope *env, struct mf_ctx *ctx, const cJSON *root)
@@ -118,6 +129,8 @@ void mf_manifest__envelope_free(struct mf_ctx *ctx, struct mf_menvelope *env)
 {
     if (!env)
         return;
+    for (size_t i = 0; i < MF_MANIFEST_MAX_SIGS; i++)
+        mf_ctx__free(ctx, env->sigs[i].batch);
     mf_ctx__free(ctx, env->payload);
     mf_ctx__free(ctx, env);
 }

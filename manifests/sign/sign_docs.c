@@ -231,16 +231,16 @@ static int check_assignment(struct mf_ctx *ctx, const uint8_t *p, size_t n)
     return err;
 }
 
-int mf_manifest_sign_assignment(uint8_t **env_out, size_t *env_len, mf_manifest_signer *s,
+int mf_sign__assignment_payload(char **json_out, struct mf_manifest_signer *s,
                                 const mf_manifest_assignment_spec *spec)
 {
-    cJSON *doc = doc_new("assignment", spec->sequence, "sequence");
+    cJSON *doc;
+    int err;
 
-    mf_ctx__clear(&s->ctx);
-    *env_out = NULL;
-    *env_len = 0;
+    *json_out = NULL;
     if (!spec->device_id || !spec->model || !spec->nonce)
         return mf_fail(&s->ctx, MF_E_INVALID, "assignment spec without device, model or nonce");
+    doc = doc_new("assignment", spec->sequence, "sequence");
     if (!doc || !cJSON_AddStringToObject(doc, "device_id", spec->device_id) ||
         !cJSON_AddStringToObject(doc, "model", spec->model) ||
         !add_hex(doc, "release_sha256", spec->release_sha256) ||
@@ -250,5 +250,31 @@ int mf_manifest_sign_assignment(uint8_t **env_out, size_t *env_len, mf_manifest_
         cJSON_Delete(doc);
         return mf_fail(&s->ctx, MF_E_NOMEM, "no memory to build an assignment");
     }
-    return finish(env_out, env_len, s, doc, MF_MANIFEST_TYPE_ASSIGNMENT, check_assignment);
+    *json_out = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    if (!*json_out)
+        return mf_fail(&s->ctx, MF_E_NOMEM, "no memory to build an assignment");
+    err = check_assignment(&s->ctx, (const uint8_t *)*json_out, strlen(*json_out));
+    if (err < 0) {
+        cJSON_free(*json_out);
+        *json_out = NULL;
+    }
+    return err;
+}
+
+int mf_manifest_sign_assignment(uint8_t **env_out, size_t *env_len, mf_manifest_signer *s,
+                                const mf_manifest_assignment_spec *spec)
+{
+    char *json = NULL;
+    int err;
+
+    mf_ctx__clear(&s->ctx);
+    *env_out = NULL;
+    *env_len = 0;
+    err = mf_sign__assignment_payload(&json, s, spec);
+    if (err >= 0)
+        err = mf_manifest_sign_payload(env_out, env_len, s, MF_MANIFEST_TYPE_ASSIGNMENT, json,
+                                       strlen(json));
+    cJSON_free(json);
+    return err;
 }

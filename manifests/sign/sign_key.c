@@ -32,8 +32,11 @@ void mf_manifest_signer_free(mf_manifest_signer *s)
 
     if (!s)
         return;
-    for (size_t i = 0; i < s->nkeys; i++)
+    for (size_t i = 0; i < s->nkeys; i++) {
+        EVP_PKEY_CTX_free(s->keys[i].sctx);
+        EVP_MD_free(s->keys[i].sha256);
         EVP_PKEY_free(s->keys[i].pkey); /* OpenSSL clears private key material */
+    }
     a = s->ctx.alloc;
     mf_secure_zero(s, sizeof(*s));
     mf_free(&a, s);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The device's signature check, on mbedTLS: SHA-256 over DSSE's PAE and ECDSA P-256
- * verification of DER signatures. Threshold counting is per distinct key of the role: a key
+ * verification of DER signatures (a batch signature's digest comes from trust_batch.c).
+ * Threshold counting is per distinct key of the role: a key
  * that signs twice, or a signature by a key outside the role, adds nothing.
  */
 #include "trust_internal.h"
@@ -100,11 +101,21 @@ static int key_signed(const struct mf_mkey *key, const struct mf_menvelope *env,
     }
     for (size_t s = 0; s < env->nsigs && !ok; s++) {
         const struct mf_msig *sig = &env->sigs[s];
+        uint8_t batch_digest[MF_MANIFEST_DIGEST_LEN];
+        const uint8_t *d = digest;
 
         if (memcmp(sig->keyid, key->id, MF_MANIFEST_DIGEST_LEN) != 0)
             continue;
+        if (sig->batch) {
+            /* A path that leads nowhere is as bad as a signature that does not verify. */
+            if (mf_trust__batch_digest(batch_digest, env, sig->batch) != 0) {
+                *bad = 1;
+                continue;
+            }
+            d = batch_digest;
+        }
         /* mbedtls_pk_verify also refuses valid DER followed by extra bytes. */
-        if (mbedtls_pk_verify(&pk, MBEDTLS_MD_SHA256, digest, MF_MANIFEST_DIGEST_LEN, sig->sig,
+        if (mbedtls_pk_verify(&pk, MBEDTLS_MD_SHA256, d, MF_MANIFEST_DIGEST_LEN, sig->sig,
                               sig->sig_len) == 0)
             ok = 1;
         else

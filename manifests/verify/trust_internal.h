@@ -50,6 +50,9 @@ int mf_trust__open(struct mf_menvelope **out, struct mf_trust *t, const void *bu
  * unless the count reaches the role's threshold. */
 int mf_trust__verify_role(struct mf_trust *t, const struct mf_menvelope *env,
                           const struct mf_mkeyset *ks, int role, const char *what);
+/* The digest a batch signature `b` of env signs (trust_batch.c); -1 when env is not an
+ * assignment or the audit path does not lead to a root for (index, size). */
+int mf_trust__batch_digest(uint8_t *out, const struct mf_menvelope *env, const struct mf_mbatch *b);
 /* Accepts a keys envelope under the current root (shared by update_keys and load). */
 int mf_trust__accept_keys(struct mf_trust *t, const void *env, size_t len, uint64_t now);
 /* Installs a self-signed root (shared by bootstrap and load). */

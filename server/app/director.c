@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The director key on disk and the assignment signer (see director.h). */
+/* The director key on disk (see director.h); signing is director_sign.c. */
 #define _XOPEN_SOURCE 700 /* open flags, fsync */
-#include "app/director.h"
+#include "app/director_int.h"
 
 #include "app/server.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,12 +14,6 @@
 
 #define DIRECTOR_PEM_MAX (16u * 1024u)
 #define DIRECTOR_PATH_MAX 4096
-
-struct mf_director {
-    mf_manifest_signer *signer;
-    pthread_mutex_t lock; /* one signature at a time: the signer's message buffer is shared */
-    char keyid[65];
-};
 
 /* Reads a PEM file of at most DIRECTOR_PEM_MAX bytes into `buf` (NUL-terminated). */
 static int read_pem(char *buf, size_t *len, struct mf_ctx *ctx, const char *path)
@@ -131,8 +124,9 @@ int mf_director__open(struct mf_director **out, struct mf_ctx *ctx, const char *
         mf_free(NULL, pem);
         return mf_fail(ctx, MF_E_NOMEM, "out of memory loading the director key");
     }
-    (void)pthread_mutex_init(&d->lock, NULL);
-    err = read_pem(pem, &len, ctx, path);
+    err = mf_director__sign_init(d, ctx);
+    if (err == MF_OK)
+        err = read_pem(pem, &len, ctx, path);
     if (err == MF_E_NOTFOUND)
         err = mf_fail(ctx, err, "no director key '%s': run mf-server init first", path);
     if (err == MF_OK && mf_manifest_signer_new(&d->signer, NULL) < 0)
@@ -153,25 +147,11 @@ void mf_director__close(struct mf_director *d)
     if (!d)
         return;
     mf_manifest_signer_free(d->signer);
-    (void)pthread_mutex_destroy(&d->lock);
+    mf_director__sign_fini(d);
     mf_free(NULL, d);
 }
 
 const char *mf_director__keyid(const struct mf_director *d)
 {
     return d->keyid;
-}
-
-int mf_director__sign(uint8_t **env_out, size_t *len_out, struct mf_director *d, struct mf_ctx *ctx,
-                      const mf_manifest_assignment_spec *spec)
-{
-    int err;
-
-    (void)pthread_mutex_lock(&d->lock);
-    err = mf_manifest_sign_assignment(env_out, len_out, d->signer, spec);
-    if (err < 0)
-        err = mf_fail(ctx, err, "cannot sign the assignment of model %s for %s: %s", spec->model,
-                      spec->device_id, mf_manifest_signer_errmsg(d->signer));
-    (void)pthread_mutex_unlock(&d->lock);
-    return err;
 }

@@ -33,11 +33,29 @@ void mf_director__close(struct mf_director *d); /* NULL is a no-op; the key is w
 /* Lower-case hex key id (64 digits) of the director key. Borrowed from `d`. */
 const char *mf_director__keyid(const struct mf_director *d);
 
+/* Most assignments one signature covers (--sign-batch); the default is 32. The format
+ * allows 256, but past 32-64 the cost per assignment stops falling (bench_sign_batch) and
+ * the batcher keeps a batch on its leader's stack (app/batcher.h, MF_BATCHER_MAX). */
+#define MF_DIRECTOR_BATCH_MAX 64
+#define MF_DIRECTOR_BATCH_DEFAULT 32
+
 /*
- * Signs an assignment; safe from several threads. MF_OK or MF_E_GENERIC/MF_E_NOMEM with a
- * message. Ownership: `*env_out` (NUL-terminated JSON) is released with mf_free(NULL, p).
+ * Signs an assignment; safe from several threads. Calls that arrive while a signature is
+ * being made wait and are then signed together, as one batch signature (up to the batch
+ * size, docs/formats/manifest.md "Batch signatures"); a lone call is signed at once, as a
+ * plain signature. MF_OK or MF_E_GENERIC/MF_E_NOMEM with a message (every call of a failed
+ * batch gets the failure). Ownership: `*env_out` (NUL-terminated JSON) is released with
+ * mf_free(NULL, p).
  */
 int mf_director__sign(uint8_t **env_out, size_t *len_out, struct mf_director *d, struct mf_ctx *ctx,
                       const mf_manifest_assignment_spec *spec);
+
+/* Sets how many queued calls one signature may cover, 1..MF_DIRECTOR_BATCH_MAX (1: every
+ * assignment signed alone, as before batching). Call before signing starts. */
+void mf_director__set_batch(struct mf_director *d, unsigned max_batch);
+
+/* Batches signed (one ECDSA signature each) and the assignments they carried so far; their
+ * ratio is the batch factor. A failed batch counts too. */
+void mf_director__stats(struct mf_director *d, uint64_t *signatures, uint64_t *assignments);
 
 #endif /* MF_SERVER_APP_DIRECTOR_H */

@@ -57,6 +57,7 @@ void mf_server__options_init(struct mf_server_options *o)
     o->device_burst = 30.0;
     o->delta_worker = 1;
     o->delta_k = 3;
+    o->sign_batch = MF_DIRECTOR_BATCH_DEFAULT;
 }
 
 int mf_server__parse_listen(struct sockaddr_storage *out, struct mf_ctx *ctx, const char *spec)
@@ -162,6 +163,8 @@ static int open_store(struct mf_server *s, struct mf_ctx *ctx, const struct mf_s
         err = s->env.store->ops->migrate(&applied, s->env.store, ctx);
     if (err == MF_OK)
         err = mf_director__open(&s->env.director, ctx, o->data_dir);
+    if (err == MF_OK)
+        mf_director__set_batch(s->env.director, o->sign_batch);
     if (err == MF_OK)
         err = mf_ccache__new(&s->env.ccache, ctx);
     if (err == MF_OK)

@@ -44,11 +44,14 @@ struct mf_server_options {
     /* Appended: the distillation loop (docs/distill.md); NULL: no runs. The runs execute
      * on a second background thread of nodes with delta_worker on. */
     const char *distill_config;
+    /* Appended: assignments one director signature may cover (app/director.h), 1..64;
+     * 1 signs each alone, as agents older than batch signatures need. Default 32. */
+    unsigned sign_batch;
 };
 
 /* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 30 s, 4096 connections, threads by
  * store (SQLite 4, PostgreSQL 16), 5 requests/s per device with bursts of 30, the delta worker on
- * with K = 3). */
+ * with K = 3, director batches of up to 32). */
 void mf_server__options_init(struct mf_server_options *o);
 
 /*

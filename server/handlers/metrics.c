@@ -3,6 +3,7 @@
  * (shared by every node, so queue depths agree whichever node is scraped). */
 #include "handlers/handlers.h"
 
+#include "app/director.h"
 #include "director/checkin_batch.h"
 #include "http/http_metrics.h"
 
@@ -22,6 +23,7 @@ int mf_handlers__metrics(struct mf_httpd_req *r)
         return err;
     if (r->env->checkins)
         mf_checkin_batch__stats(r->env->checkins, &g.checkin_groups, &g.checkin_grouped);
+    mf_director__stats(r->env->director, &g.director_signatures, &g.director_assignments);
     mf_dynbuf__init(&out, &r->ctx.alloc, METRICS_BODY_MAX);
     err = mf_metrics__render(&out, r->env->metrics, &g);
     if (err < 0)

@@ -108,5 +108,14 @@ int mf_metrics__render(struct mf_dynbuf *out, const struct mf_metrics *m,
             "# TYPE mf_checkin_store_grouped_total counter\n"
             "mf_checkin_store_grouped_total %" PRIu64 "\n",
             g->checkin_groups, g->checkin_grouped);
+    if (err == MF_OK)
+        err = mf_dynbuf__appendf(
+            out,
+            "# HELP mf_director_signatures_total Director ECDSA signatures (one per batch).\n"
+            "# TYPE mf_director_signatures_total counter\nmf_director_signatures_total %" PRIu64
+            "\n# HELP mf_director_assignments_signed_total Assignments those signatures "
+            "covered.\n# TYPE mf_director_assignments_signed_total counter\n"
+            "mf_director_assignments_signed_total %" PRIu64 "\n",
+            g->director_signatures, g->director_assignments);
     return err;
 }

@@ -30,7 +30,8 @@ void mf_metrics__request(struct mf_metrics *m, int route, unsigned status, uint6
 /* One director decision (enum mf_policy_rule). */
 void mf_metrics__decision(struct mf_metrics *m, int rule);
 
-/* Gauges read from the store when /metrics is scraped. */
+/* Values read when /metrics is scraped: gauges from the store, and the director's own
+ * counters (it counts as it signs; app/director.h). */
 struct mf_metrics_gauges {
     int64_t jobs_queued;
     int64_t jobs_running;
@@ -38,6 +39,8 @@ struct mf_metrics_gauges {
     /* This node's check-ins' store work: groups run, check-ins they carried
      * (director/checkin_batch.h); their ratio is the grouping factor. */
     uint64_t checkin_groups, checkin_grouped;
+    uint64_t director_signatures;  /* ECDSA signatures made by this node's director */
+    uint64_t director_assignments; /* assignments they covered (batch factor: ratio) */
 };
 
 /* Appends the exposition text to `out`. MF_OK or MF_E_LIMIT/MF_E_NOMEM from the buffer. */

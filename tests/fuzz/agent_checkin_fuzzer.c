@@ -2,14 +2,36 @@
 /*
  * Fuzz target: the agent's check-in answer parser (sdk/agent/agent_checkin.c), the first
  * thing libmf does with bytes from the network. The nonce is fixed so the corpus can
- * reach the assignment parser; two tracked models exercise the duplicate check.
+ * reach the assignment parser; two tracked models exercise the duplicate check. Each parsed
+ * assignment is then verified as the agent would, against the golden trust of
+ * tests/data/manifest/ (fuzz_golden.c), so answers carrying real (batch) signatures reach
+ * the signature and Merkle path checks.
  */
 #include "mf_agent_int.h"
+#include "fuzz_golden.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The agent's check of one assignment: a failure names a reason, success an object. */
+static void verify(const struct mf_agent_assignment *as)
+{
+    mf_trust *t = mf_fuzz__golden_trust(0);
+    mf_manifest_assignment *a = NULL;
+    int rc;
+
+    if (!t)
+        return;
+    rc = mf_trust_verify_assignment(&a, t, MF_FUZZ_GOLDEN_DEVICE, MF_FUZZ_GOLDEN_NONCE,
+                                    as->assignment_env, as->assignment_len, as->release_env,
+                                    as->release_len, 0);
+    if ((rc >= 0) != (a != NULL) || (rc < 0 && mf_trust_last_reason(t) == MF_TRUST_R_NONE))
+        __builtin_trap();
+    mf_manifest_assignment_free(a);
+    mf_trust_free(t);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -34,6 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (err < 0 && doc)
         __builtin_trap(); /* a failure hands back no tree */
+    for (size_t i = 0; err == MF_OK && i < n; i++)
+        verify(&out[i]);
     cJSON_Delete(doc);
     return 0;
 }

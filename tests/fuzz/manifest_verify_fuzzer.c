@@ -6,66 +6,18 @@
  *   4 assignment payload             5 bootstrap a root envelope
  *   6 load a saved trust state       7 verify a release envelope
  *   8 verify "assignment-envelope \n release-envelope"      9 update keys
- * Modes 7-9 run against the golden trust of tests/data/manifest/ (root + keys), located
- * from this file's path, so the corpus can carry real signatures past the crypto checks.
+ * Modes 7-9 run against the golden trust of tests/data/manifest/ (root + keys, fuzz_golden.c),
+ * so the corpus can carry real signatures past the crypto checks, batch signatures
+ * (verify_assignment_batch*) included.
  */
 #include "manifest_common.h"
+#include "fuzz_golden.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define GOLDEN_NONCE "00112233445566778899aabbccddeeff"
-
-static uint8_t *read_golden(size_t *len, const char *name)
-{
-    const char *slash = strrchr(__FILE__, '/');
-    char path[1024];
-    uint8_t *buf = NULL;
-    FILE *f;
-    long n;
-
-    (void)snprintf(path, sizeof(path), "%.*s/../data/manifest/%s",
-                   slash ? (int)(slash - __FILE__) : 1, slash ? __FILE__ : ".", name);
-    f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0) {
-        buf = malloc((size_t)n);
-        if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-            free(buf);
-            buf = NULL;
-        }
-        *len = (size_t)n;
-    }
-    (void)fclose(f);
-    return buf;
-}
-
-/* A fresh trust with the golden root (and keys unless root_only); NULL without the files. */
-static mf_trust *golden_trust(int root_only)
-{
-    static uint8_t *root, *keys;
-    static size_t rl, kl;
-    static int loaded;
-    mf_trust *t = NULL;
-
-    if (!loaded) {
-        root = read_golden(&rl, "root.json");
-        keys = read_golden(&kl, "keys.json");
-        loaded = 1;
-    }
-    if (!root || !keys || mf_trust_new(&t, NULL, NULL) < 0)
-        return NULL;
-    if (mf_trust_bootstrap(t, root, rl, 0) < 0 ||
-        (!root_only && mf_trust_update_keys(t, keys, kl, 0) < 0)) {
-        mf_trust_free(t);
-        return NULL;
-    }
-    return t;
-}
 
 static void parse_only(int mode, const uint8_t *p, size_t n)
 {
@@ -115,7 +67,7 @@ static void check(const mf_trust *t, int rc, const void *out, int wants_out)
 
 static void verify(int mode, const uint8_t *p, size_t n)
 {
-    mf_trust *t = golden_trust(mode == 9);
+    mf_trust *t = mf_fuzz__golden_trust(mode == 9);
     mf_manifest_release *r = NULL;
     mf_manifest_assignment *a = NULL;
     const uint8_t *nl;
@@ -130,8 +82,8 @@ static void verify(int mode, const uint8_t *p, size_t n)
     } else if (mode == 8) {
         nl = memchr(p, '\n', n);
         if (nl) {
-            rc = mf_trust_verify_assignment(&a, t, "cam-0001", GOLDEN_NONCE, p, (size_t)(nl - p),
-                                            nl + 1, n - (size_t)(nl - p) - 1, 0);
+            rc = mf_trust_verify_assignment(&a, t, MF_FUZZ_GOLDEN_DEVICE, MF_FUZZ_GOLDEN_NONCE, p,
+                                            (size_t)(nl - p), nl + 1, n - (size_t)(nl - p) - 1, 0);
             check(t, rc, a, 1);
         }
         mf_manifest_assignment_free(a);

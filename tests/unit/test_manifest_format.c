@@ -98,8 +98,8 @@ static const struct env_case env_cases[] = {
     {"{\"payloadType\":\"t\",\"payload\":\"aGk=\",\"signatures\":[]} x", 0, MF_E_INVALID},
     {"[1]", 0, MF_E_INVALID},
     {"", 0, MF_E_INVALID},
-    {"{\"payloadType\":\"t\",\"payload\":\"aGk=\",\"signatures\":[],\"x\":[[[[1]]]]}", 0,
-     MF_E_LIMIT},
+    {"{\"payloadType\":\"t\",\"payload\":\"aGk=\",\"signatures\":[],\"x\":[[[[[1]]]]]}", 0,
+     MF_E_LIMIT}, /* depth 6: one more than a batch signature's path needs */
     {"{\"payloadType\":\"t\",\"payload\":\"aGk=\",\"payload\":\"aGk=\",\"signatures\":[]}", 0,
      MF_E_INVALID},
     {"{\"payload\":\"aGk=\",\"signatures\":[]}", 0, MF_E_INVALID},

@@ -239,6 +239,55 @@ static void expected(uint8_t *out, const char *key)
     mf_free(NULL, txt);
 }
 
+/* A trust holding the golden root and keys. */
+static mf_trust *golden_trust(void)
+{
+    uint8_t *root, *keys;
+    size_t rl, kl;
+    mf_trust *t = NULL;
+
+    root = golden(&rl, "root.json");
+    keys = golden(&kl, "keys.json");
+    assert_int_equal(mf_trust_new(&t, NULL, NULL), MF_OK);
+    assert_int_equal(mf_trust_bootstrap(t, root, rl, FX_NOW), MF_OK);
+    assert_int_equal(mf_trust_update_keys(t, keys, kl, FX_NOW), MF_OK);
+    mf_free(NULL, root);
+    mf_free(NULL, keys);
+    return t;
+}
+
+/* A batch-signed assignment made by make_batch.py (hashlib + openssl: its own Merkle tree,
+ * PAE and batch body) verifies on the device; edited, it does not. */
+static void test_manifest_interop__golden_batch(void **state)
+{
+    uint8_t *rel, *asg;
+    size_t ll, al;
+    mf_manifest_assignment *a = NULL;
+    mf_trust *t;
+    char *idx;
+
+    (void)state;
+    t = golden_trust();
+    rel = golden(&ll, "release.json");
+    asg = golden(&al, "assignment_batch.json");
+    idx = strstr((char *)asg, "\"index\":2");
+    assert_non_null(idx);
+    idx[8] = '1';
+    assert_int_equal(mf_trust_verify_assignment(&a, t, "cam-0001",
+                                                "00112233445566778899aabbccddeeff", asg, al, rel,
+                                                ll, FX_NOW),
+                     MF_E_SIGNATURE);
+    idx[8] = '2';
+    if (mf_trust_verify_assignment(&a, t, "cam-0001", "00112233445566778899aabbccddeeff", asg, al,
+                                   rel, ll, FX_NOW) < 0)
+        fail_msg("golden batch assignment: %s", mf_trust_errmsg(t));
+    assert_int_equal(a->sequence, 1);
+    mf_manifest_assignment_free(a);
+    mf_trust_free(t);
+    mf_free(NULL, rel);
+    mf_free(NULL, asg);
+}
+
 static void test_manifest_interop__golden_vectors(void **state)
 {
     uint8_t *root, *keys, *rel, *asg, want[32];
@@ -362,6 +411,7 @@ int main(void)
         cmocka_unit_test(test_manifest_interop__openssl_cli_signs_device_verifies),
         cmocka_unit_test(test_manifest_interop__library_signs_openssl_cli_verifies),
         cmocka_unit_test(test_manifest_interop__golden_vectors),
+        cmocka_unit_test(test_manifest_interop__golden_batch),
         cmocka_unit_test(test_manifest_interop__golden_key_ids),
         cmocka_unit_test(test_manifest_interop__signer_rejects_bad_keys),
     };

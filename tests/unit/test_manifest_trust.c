@@ -911,19 +911,13 @@ static int device_flow(const struct fault_inputs *in)
     return rc;
 }
 
-static void test_manifest_trust__alloc_failure_every_n(void **state)
+/* Fails allocation 0, 1, 2, ... of the device flow until it succeeds; every failure must
+ * be a clean error (cmocka's test_malloc reports leaks). Returns the number of allocations. */
+static long fail_every_n(const struct fault_inputs *in)
 {
     cJSON_Hooks hooks = {fault_malloc, fault_free};
-    struct fault_inputs in;
-    uint8_t digest[32];
     long n;
 
-    (void)state;
-    in.root = fx_root_v1(&in.rl, &fx);
-    in.keys = fx_keys_v1(&in.kl, &fx);
-    in.rel = rel_ok(&in.ll, NULL);
-    fx_digest(digest, in.rel, in.ll);
-    in.asg = fx_assignment(&in.al, &fx, FX_DEVICE, FX_MODEL, digest, FX_NONCE, 1, BY(K_DIR));
     cJSON_InitHooks(&hooks);
     for (n = 0;; n++) {
         int rc;
@@ -931,7 +925,7 @@ static void test_manifest_trust__alloc_failure_every_n(void **state)
         fault.calls = 0;
         fault.fail_at = n;
         fault.failed = 0;
-        rc = device_flow(&in);
+        rc = device_flow(in);
         if (!fault.failed) {
             assert_int_equal(rc, MF_OK);
             break;
@@ -941,7 +935,50 @@ static void test_manifest_trust__alloc_failure_every_n(void **state)
             fail_msg("allocation %ld failed: rc %d", n, rc);
     }
     cJSON_InitHooks(NULL);
-    assert_true(n > 20); /* the flow really allocates through the hooks */
+    return n;
+}
+
+/* Leaf 1 of a batch of 3 whose other leaves go to other devices (manifest.md §2.1). */
+static uint8_t *batch_assignment(size_t *len, const uint8_t *digest)
+{
+    mf_manifest_assignment_spec specs[3] = {
+        {.device_id = "cam-other", .model = FX_MODEL, .nonce = FX_NONCE, .sequence = 5},
+        {.device_id = FX_DEVICE, .model = FX_MODEL, .nonce = FX_NONCE, .sequence = 1},
+        {.device_id = "cam-third", .model = FX_MODEL, .nonce = FX_NONCE, .sequence = 9}};
+    mf_manifest_signer *s = NULL;
+    uint8_t *envs[3];
+    size_t lens[3];
+
+    for (int i = 0; i < 3; i++)
+        memcpy(specs[i].release_sha256, digest, 32);
+    assert_int_equal(mf_manifest_signer_new(&s, NULL), MF_OK);
+    assert_int_equal(mf_manifest_signer_add_key(NULL, s, fx.priv[K_DIR], fx.priv_len[K_DIR]),
+                     MF_OK);
+    assert_int_equal(mf_manifest_sign_assignment_batch(envs, lens, s, specs, 3), MF_OK);
+    mf_manifest_signer_free(s);
+    mf_free(NULL, envs[0]);
+    mf_free(NULL, envs[2]);
+    *len = lens[1];
+    return envs[1];
+}
+
+static void test_manifest_trust__alloc_failure_every_n(void **state)
+{
+    struct fault_inputs in;
+    uint8_t digest[32];
+
+    (void)state;
+    in.root = fx_root_v1(&in.rl, &fx);
+    in.keys = fx_keys_v1(&in.kl, &fx);
+    in.rel = rel_ok(&in.ll, NULL);
+    fx_digest(digest, in.rel, in.ll);
+    in.asg = fx_assignment(&in.al, &fx, FX_DEVICE, FX_MODEL, digest, FX_NONCE, 1, BY(K_DIR));
+    assert_true(fail_every_n(&in) > 20); /* the flow really allocates through the hooks */
+    mf_free(NULL, in.asg);
+    /* The same flow with a batch-signed assignment (its batch member is one more block). */
+    in.asg = batch_assignment(&in.al, digest);
+    assert_non_null(strstr((const char *)in.asg, "\"batch\""));
+    assert_true(fail_every_n(&in) > 20);
     mf_free(NULL, in.root);
     mf_free(NULL, in.keys);
     mf_free(NULL, in.rel);

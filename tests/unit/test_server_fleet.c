@@ -686,6 +686,10 @@ static void test_server_fleet__delta_precompute_serves_the_old_version(void **st
         assert_true(strtoull(g + 31, NULL, 10) >= 1);
         assert_true(strtoull(c + 32, NULL, 10) >= strtoull(g + 31, NULL, 10));
     }
+    /* The director counted what it signed (one check-in at a time here: no batching). */
+    assert_non_null(strstr(r.body, "# TYPE mf_director_signatures_total counter\n"));
+    assert_null(strstr(r.body, "mf_director_signatures_total 0\n"));
+    assert_null(strstr(r.body, "mf_director_assignments_signed_total 0\n"));
     free(r.body);
     assert_int_equal(status_of("GET", "/metrics", fx.device, NULL), 401);
 }

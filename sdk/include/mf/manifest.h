@@ -374,6 +374,25 @@ MF_EXTERN MF_WARN_UNUSED_RESULT int
 mf_manifest_sign_assignment(uint8_t **env_out, size_t *env_len, mf_manifest_signer *s,
                             const mf_manifest_assignment_spec *spec);
 
+/** Most assignments mf_manifest_sign_assignment_batch() signs at once. */
+#define MF_MANIFEST_SIGN_BATCH_MAX 256
+
+/**
+ * @brief Builds `n` assignments and signs them as one batch (docs/formats/manifest.md,
+ * "Batch signatures"): one ECDSA signature per key over the root of a Merkle tree of the
+ * `n` payloads, every envelope carrying that signature plus its own audit path. Each
+ * envelope verifies on its own, like a plain one, with mf_trust_verify_assignment(). A
+ * batch of 1 is exactly what mf_manifest_sign_assignment() writes (no `batch` member).
+ * @param envs_out, lens_out arrays of `n` entries; all NULL/0 on failure (untouched when
+ * `n` itself is out of range).
+ * @return MF_OK, MF_E_INVALID (n outside 1..#MF_MANIFEST_SIGN_BATCH_MAX or a spec field out
+ * of range), MF_E_STATE (no key), MF_E_NOMEM. Ownership: each `envs_out[i]` as
+ * mf_manifest_sign_payload().
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int
+mf_manifest_sign_assignment_batch(uint8_t **envs_out, size_t *lens_out, mf_manifest_signer *s,
+                                  const mf_manifest_assignment_spec *specs, size_t n);
+
 /**
  * @brief SHA-256 of an envelope's payload: the `release_sha256` an assignment names.
  * Does not verify signatures.

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Internal to server/app/director*.c: the director's layout, shared by the key file half
+ * (director.c) and the batching signer (director_sign.c). */
+#ifndef MF_SERVER_APP_DIRECTOR_INT_H
+#define MF_SERVER_APP_DIRECTOR_INT_H
+
+#include "app/batcher.h"
+#include "app/director.h"
+
+struct mf_director {
+    /* Used only by the batcher's run function, which runs on one thread at a time. */
+    mf_manifest_signer *signer;
+    struct mf_batcher batcher;
+    int batcher_ready;
+    /* The running batch, side by side for mf_manifest_sign_assignment_batch(). */
+    mf_manifest_assignment_spec specs[MF_BATCHER_MAX];
+    uint8_t *envs[MF_BATCHER_MAX];
+    size_t lens[MF_BATCHER_MAX];
+    char keyid[65];
+};
+
+/* Sets up the batcher of a zeroed director (batches of MF_DIRECTOR_BATCH_DEFAULT). */
+int mf_director__sign_init(struct mf_director *d, struct mf_ctx *ctx);
+void mf_director__sign_fini(struct mf_director *d); /* after sign_init, even a failed one */
+
+#endif /* MF_SERVER_APP_DIRECTOR_INT_H */
