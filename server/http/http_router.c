@@ -141,7 +141,10 @@ static int begin_request(struct mf_httpd_req *r, const char *url)
         return err;
     switch (r->route->body) {
     case MF_HTTPD_BODY_NONE:
-        return r->route->handle(r);
+        /* Answered at the request's end (finish_request), not now: libmicrohttpd closes
+         * the connection after a reply queued before it has seen the whole request, so
+         * every GET (a device's range requests among them) cost a new connection. */
+        return MF_OK;
     case MF_HTTPD_BODY_JSON:
         r->body.max = body_max(r);
         return check_declared_length(r);
@@ -155,8 +158,8 @@ static int take_body(struct mf_httpd_req *r, const char *data, size_t len)
 {
     int err;
 
-    if (r->resp || r->body_too_large)
-        return MF_OK; /* a reply is decided: drain and ignore the rest */
+    if (r->resp || r->body_too_large || r->route->body == MF_HTTPD_BODY_NONE)
+        return MF_OK; /* a reply is decided, or the route takes no body: drain, ignore */
     if (r->route->body == MF_HTTPD_BODY_STREAM)
         return r->route->on_data(r, data, len);
     err = mf_dynbuf__append(&r->body, data, len);

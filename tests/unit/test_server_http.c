@@ -766,6 +766,54 @@ static void test_server_http__download(void **state)
     free_reply(&r);
 }
 
+/* Connections are kept alive across requests on any route a device uses repeatedly (a
+ * download is a run of range requests): libcurl reuses the connection, making no new one. */
+static long get_on(CURL *c, const char *path, const char *range)
+{
+    char url[512], auth[128];
+    struct curl_slist *hdrs = NULL;
+    struct reply r = {0};
+    long connects = -1, status = 0;
+
+    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", (unsigned)fx.port, path);
+    (void)snprintf(auth, sizeof(auth), "Authorization: Bearer %s", fx.device);
+    hdrs = curl_slist_append(hdrs, auth);
+    if (range)
+        hdrs = curl_slist_append(hdrs, range);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    assert_int_equal(curl_easy_perform(c), CURLE_OK);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &connects);
+    assert_true(status == 200 || status == 206);
+    curl_slist_free_all(hdrs);
+    free_reply(&r);
+    return connects;
+}
+
+static void test_server_http__keep_alive(void **state)
+{
+    static uint8_t blob[4096];
+    char sha[65], path[128];
+    CURL *c = curl_easy_init();
+
+    (void)state;
+    assert_non_null(c);
+    fill_pattern(blob, sizeof(blob), 9);
+    sha256_hex(sha, blob, sizeof(blob));
+    assert_int_equal(publish("ka", "v1", blob, sizeof(blob), NULL), 201);
+    (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
+    assert_int_equal(get_on(c, path, "Range: bytes=0-1023"), 1);
+    assert_int_equal(get_on(c, path, "Range: bytes=1024-2047"), 0); /* the same connection */
+    assert_int_equal(get_on(c, path, NULL), 0);
+    assert_int_equal(get_on(c, "/healthz", NULL), 0);
+    curl_easy_cleanup(c);
+}
+
 static void test_server_http__json_limits_and_syntax(void **state)
 {
     static char big[70 * 1024];
@@ -1098,6 +1146,7 @@ int main(void)
         cmocka_unit_test(test_server_http__device_auth),
         cmocka_unit_test(test_server_http__publish_list_assign),
         cmocka_unit_test(test_server_http__download),
+        cmocka_unit_test(test_server_http__keep_alive),
         cmocka_unit_test(test_server_http__json_limits_and_syntax),
         cmocka_unit_test(test_server_http__routing_errors),
         cmocka_unit_test(test_server_http__upload_limit),
