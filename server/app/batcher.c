@@ -9,6 +9,8 @@
 
 #include "mf/error.h"
 
+#include <sched.h>
+
 int mf_batcher__init(struct mf_batcher *b, size_t max, mf_batch_run_fn run, void *owner)
 {
     b->head = b->tail = NULL;
@@ -89,6 +91,41 @@ int mf_batcher__submit(struct mf_batcher *b, struct mf_batch_item *it)
     (void)pthread_mutex_unlock(&b->lock);
     (void)pthread_cond_destroy(&it->wake);
     return err;
+}
+
+void mf_batcher__hold(struct mf_batcher *b)
+{
+    (void)pthread_mutex_lock(&b->lock);
+    while (b->running) { /* a batch runs: wait for its end without joining the queue */
+        (void)pthread_mutex_unlock(&b->lock);
+        sched_yield();
+        (void)pthread_mutex_lock(&b->lock);
+    }
+    b->running = 1;
+    (void)pthread_mutex_unlock(&b->lock);
+}
+
+void mf_batcher__release(struct mf_batcher *b)
+{
+    (void)pthread_mutex_lock(&b->lock);
+    if (b->head) {
+        b->head->lead = 1;
+        (void)pthread_cond_signal(&b->head->wake);
+    } else {
+        b->running = 0;
+    }
+    (void)pthread_mutex_unlock(&b->lock);
+}
+
+size_t mf_batcher__queued(struct mf_batcher *b)
+{
+    size_t n = 0;
+
+    (void)pthread_mutex_lock(&b->lock);
+    for (struct mf_batch_item *i = b->head; i; i = i->next)
+        n++;
+    (void)pthread_mutex_unlock(&b->lock);
+    return n;
 }
 
 void mf_batcher__stats(struct mf_batcher *b, uint64_t *batches, uint64_t *items)

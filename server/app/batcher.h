@@ -53,6 +53,14 @@ void mf_batcher__destroy(struct mf_batcher *b);
 /* Queues `it`, waits until a batch ran it, returns its err. Thread-safe. */
 int mf_batcher__submit(struct mf_batcher *b, struct mf_batch_item *it);
 
+/* Holds the batcher as if a batch were running: callers queue and wait; release hands the
+ * lead to the first of them (or frees the batcher when none came). For draining and for
+ * tests that need callers to meet in one batch. Not while a batch of this thread runs. */
+void mf_batcher__hold(struct mf_batcher *b);
+void mf_batcher__release(struct mf_batcher *b);
+/* Callers queued and waiting. */
+size_t mf_batcher__queued(struct mf_batcher *b);
+
 /* Batches run and items done so far (a consistent pair). */
 void mf_batcher__stats(struct mf_batcher *b, uint64_t *batches, uint64_t *items);
 

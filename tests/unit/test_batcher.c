@@ -85,25 +85,14 @@ static void *submit_one(void *arg)
     return NULL;
 }
 
-static size_t queued(struct fixture *f)
-{
-    size_t n = 0;
-
-    (void)pthread_mutex_lock(&f->b.lock);
-    for (struct mf_batch_item *i = f->b.head; i; i = i->next)
-        n++;
-    (void)pthread_mutex_unlock(&f->b.lock);
-    return n;
-}
-
 /* Bounded wait (5 s) for `n` items queued behind the running batch. */
 static void wait_queued(struct fixture *f, size_t n)
 {
     struct timespec ms = {0, 1000000};
 
-    for (int i = 0; i < 5000 && queued(f) < n; i++)
+    for (int i = 0; i < 5000 && mf_batcher__queued(&f->b) < n; i++)
         (void)nanosleep(&ms, NULL);
-    assert_int_equal(queued(f), n);
+    assert_int_equal(mf_batcher__queued(&f->b), n);
 }
 
 static void test_batcher__lone_caller_runs_at_once(void **state)
@@ -186,6 +175,42 @@ static void test_batcher__max_one_never_groups(void **state)
     gated(1, 3, sizes, 4);
 }
 
+/* hold: callers queue as behind a running batch; release: they go in one batch. */
+static void test_batcher__hold_release(void **state)
+{
+    struct fixture *f = fixture_new(8);
+    struct submitter s[4];
+    uint64_t batches, items;
+
+    (void)state;
+    mf_batcher__hold(&f->b);
+    for (int i = 0; i < 4; i++) {
+        s[i].f = f;
+        s[i].id = i;
+        assert_int_equal(pthread_create(&s[i].t, NULL, submit_one, &s[i]), 0);
+    }
+    wait_queued(f, 4);
+    mf_batcher__stats(&f->b, &batches, &items);
+    assert_int_equal(batches, 0); /* nothing ran while held */
+    mf_batcher__release(&f->b);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(pthread_join(s[i].t, NULL), 0);
+        assert_int_equal(s[i].got, 1000 + i);
+    }
+    mf_batcher__stats(&f->b, &batches, &items);
+    assert_int_equal(batches, 1);
+    assert_int_equal(items, 4);
+    /* Released with nobody queued: free again, a lone caller runs at once. */
+    mf_batcher__hold(&f->b);
+    mf_batcher__release(&f->b);
+    {
+        struct test_item it = {.id = 5};
+
+        assert_int_equal(mf_batcher__submit(&f->b, &it.link), 1005);
+    }
+    fixture_free(f);
+}
+
 struct hammer {
     pthread_t t;
     struct fixture *f;
@@ -235,6 +260,7 @@ int main(void)
         cmocka_unit_test(test_batcher__waiting_callers_go_together),
         cmocka_unit_test(test_batcher__batches_stop_at_max),
         cmocka_unit_test(test_batcher__max_one_never_groups),
+        cmocka_unit_test(test_batcher__hold_release),
         cmocka_unit_test(test_batcher__many_threads),
     };
 
