@@ -491,8 +491,9 @@ static long put_release(const char *model, const char *version, uint8_t *env, si
     return status;
 }
 
-/* Verifies a check-in answer as a device would: trust documents, then each assignment. */
-static void device_verify(const char *body, const char *nonce, const char *version)
+/* Verifies a check-in answer as a device would: trust documents, then each assignment.
+ * Returns the assignment's director sequence number. */
+static uint64_t device_verify(const char *body, const char *nonce, const char *version)
 {
     cJSON *root = cJSON_Parse(body);
     const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "assignments"), 0);
@@ -504,6 +505,7 @@ static void device_verify(const char *body, const char *nonce, const char *versi
     uint8_t *root_env;
     size_t root_len;
     mf_trust *t = NULL;
+    uint64_t seq;
 
     assert_non_null(keys);
     assert_non_null(rel);
@@ -516,10 +518,12 @@ static void device_verify(const char *body, const char *nonce, const char *versi
                                    FX_NOW) < 0)
         fail_msg("assignment: %s", mf_trust_errmsg(t));
     assert_string_equal(out->release->version, version);
+    seq = out->sequence;
     mf_manifest_assignment_free(out);
     mf_trust_free(t);
     mf_free(NULL, root_env);
     cJSON_Delete(root);
+    return seq;
 }
 
 static void test_server_http__publish_list_assign(void **state)
@@ -731,39 +735,6 @@ static void *conc_main(void *arg)
     return NULL;
 }
 
-/* The director sequence number of a 200 check-in answer, verified as a device would. */
-static uint64_t verified_sequence(const char *body, const char *nonce)
-{
-    cJSON *root = cJSON_Parse(body);
-    const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "assignments"), 0);
-    const char *keys =
-        cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "trust"), "keys"));
-    const char *rel = cJSON_GetStringValue(cJSON_GetObjectItem(a, "release"));
-    const char *as = cJSON_GetStringValue(cJSON_GetObjectItem(a, "assignment"));
-    mf_manifest_assignment *out = NULL;
-    uint8_t *root_env;
-    size_t root_len;
-    mf_trust *t = NULL;
-    uint64_t seq;
-
-    assert_non_null(keys);
-    assert_non_null(rel);
-    assert_non_null(as);
-    root_env = fx_root_v1(&root_len, &world);
-    assert_int_equal(mf_trust_new(&t, NULL, NULL), MF_OK);
-    assert_int_equal(mf_trust_bootstrap(t, root_env, root_len, FX_NOW), MF_OK);
-    assert_int_equal(mf_trust_update_keys(t, keys, strlen(keys), FX_NOW), MF_OK);
-    if (mf_trust_verify_assignment(&out, t, "dev-1", nonce, as, strlen(as), rel, strlen(rel),
-                                   FX_NOW) < 0)
-        fail_msg("assignment: %s", mf_trust_errmsg(t));
-    seq = out->sequence;
-    mf_manifest_assignment_free(out);
-    mf_trust_free(t);
-    mf_free(NULL, root_env);
-    cJSON_Delete(root);
-    return seq;
-}
-
 /* A second server on the fixture's data, without the per-device rate limit (the clients
  * here are all dev-1). */
 static struct mf_server *start_unlimited(void)
@@ -818,7 +789,7 @@ static void test_server_http__concurrent_checkins(void **state)
                 fail_msg("check-in %u/%u: %ld %s", t, i, c[t].status[i],
                          c[t].body[i] ? c[t].body[i] : "");
             (void)snprintf(nonce, sizeof(nonce), "%08x%08x0123456789abcdef", t, i);
-            seqs[k++] = verified_sequence(c[t].body[i], nonce);
+            seqs[k++] = device_verify(c[t].body[i], nonce, "v2");
             free(c[t].body[i]);
         }
     }
