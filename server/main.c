@@ -37,7 +37,7 @@ static void usage(FILE *f)
                   "                       [--device-rate PER_S] [--device-burst N]\n"
                   "                       [--delta-worker 0|1] [--delta-k K]\n"
                   "                       [--offload-config FILE] [--distill-config FILE]\n"
-                  "                       [--sign-batch N]\n");
+                  "                       [--sign-batch N] [--checkin-stage 0|1]\n");
 }
 
 static int parse_level(const char *s)
@@ -118,6 +118,8 @@ static int parse_args(struct cli *c, int argc, char **argv)
         } else if (strcmp(k, "--device-burst") == 0 &&
                    parse_double(&c->opts.device_burst, val) == 0) {
             continue;
+        } else if (strcmp(k, "--checkin-stage") == 0 && parse_u64(&v, val, 1) == 0) {
+            c->opts.checkin_stage = (int)v;
         } else if (strcmp(k, "--delta-worker") == 0 && parse_u64(&v, val, 1) == 0) {
             c->opts.delta_worker = (int)v;
         } else if (strcmp(k, "--delta-k") == 0 && parse_u64(&v, val, 64) == 0) {

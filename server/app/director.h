@@ -50,6 +50,14 @@ const char *mf_director__keyid(const struct mf_director *d);
 int mf_director__sign(uint8_t **env_out, size_t *len_out, struct mf_director *d, struct mf_ctx *ctx,
                       const mf_manifest_assignment_spec *spec);
 
+/* Signs `n` assignments under the director key with as few signatures as the batch size
+ * allows (one for up to --sign-batch of them), taking the signer once: for a caller that
+ * already holds a group (the check-in stage, handlers/checkin_stage.h). envs_out/lens_out
+ * have `n` entries. MF_OK, or the signer's error with the message in ctx; then every
+ * envs_out[i] is NULL. Ownership: each envs_out[i], freed with mf_free(NULL, ...). */
+int mf_director__sign_many(uint8_t **envs_out, size_t *lens_out, struct mf_director *d,
+                           struct mf_ctx *ctx, const mf_manifest_assignment_spec *specs, size_t n);
+
 /* Sets how many queued calls one signature may cover, 1..MF_DIRECTOR_BATCH_MAX (1: every
  * assignment signed alone, as before batching). Call before signing starts. */
 void mf_director__set_batch(struct mf_director *d, unsigned max_batch);

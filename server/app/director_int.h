@@ -12,6 +12,11 @@ struct mf_director {
     mf_manifest_signer *signer;
     struct mf_batcher batcher;
     int batcher_ready;
+    /* Held while the signer signs: the batcher's run and mf_director__sign_many() (the
+     * check-in stage) may otherwise use it at the same time. */
+    pthread_mutex_t sign_lock;
+    int lock_ready;
+    uint64_t many_signatures, many_assignments; /* by mf_director__sign_many(), under it */
     /* The running batch, side by side for mf_manifest_sign_assignment_batch(). */
     mf_manifest_assignment_spec specs[MF_BATCHER_MAX];
     uint8_t *envs[MF_BATCHER_MAX];

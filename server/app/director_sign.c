@@ -36,8 +36,10 @@ static void run_batch(void *owner, struct mf_batch_item **items, size_t n)
 
     for (size_t i = 0; i < n; i++)
         d->specs[i] = *((struct sign_link *)(void *)items[i])->spec;
+    (void)pthread_mutex_lock(&d->sign_lock);
     err = mf_manifest_sign_assignment_batch(d->envs, d->lens, d->signer, d->specs, n);
     msg = err < 0 ? mf_manifest_signer_errmsg(d->signer) : "";
+    (void)pthread_mutex_unlock(&d->sign_lock);
     for (size_t i = 0; i < n; i++) {
         struct sign_link *l = (struct sign_link *)(void *)items[i];
 
@@ -51,6 +53,9 @@ static void run_batch(void *owner, struct mf_batch_item **items, size_t n)
 
 int mf_director__sign_init(struct mf_director *d, struct mf_ctx *ctx)
 {
+    if (pthread_mutex_init(&d->sign_lock, NULL) != 0)
+        return mf_fail(ctx, MF_E_GENERIC, "cannot create the director's signing lock");
+    d->lock_ready = 1;
     if (mf_batcher__init(&d->batcher, MF_DIRECTOR_BATCH_DEFAULT, run_batch, d) != MF_OK)
         return mf_fail(ctx, MF_E_GENERIC, "cannot create the director's signing batcher");
     d->batcher_ready = 1;
@@ -62,6 +67,9 @@ void mf_director__sign_fini(struct mf_director *d)
     if (d->batcher_ready)
         mf_batcher__destroy(&d->batcher);
     d->batcher_ready = 0;
+    if (d->lock_ready)
+        (void)pthread_mutex_destroy(&d->sign_lock);
+    d->lock_ready = 0;
 }
 
 void mf_director__set_batch(struct mf_director *d, unsigned max_batch)
@@ -78,6 +86,10 @@ void mf_director__set_batch(struct mf_director *d, unsigned max_batch)
 void mf_director__stats(struct mf_director *d, uint64_t *signatures, uint64_t *assignments)
 {
     mf_batcher__stats(&d->batcher, signatures, assignments);
+    (void)pthread_mutex_lock(&d->sign_lock);
+    *signatures += d->many_signatures;
+    *assignments += d->many_assignments;
+    (void)pthread_mutex_unlock(&d->sign_lock);
 }
 
 int mf_director__sign(uint8_t **env_out, size_t *len_out, struct mf_director *d, struct mf_ctx *ctx,
@@ -97,4 +109,42 @@ int mf_director__sign(uint8_t **env_out, size_t *len_out, struct mf_director *d,
     *env_out = l.env;
     *len_out = l.len;
     return MF_OK;
+}
+
+int mf_director__sign_many(uint8_t **envs_out, size_t *lens_out, struct mf_director *d,
+                           struct mf_ctx *ctx, const mf_manifest_assignment_spec *specs, size_t n)
+{
+    size_t max = d->batcher.max, done = 0;
+    int err = MF_OK;
+
+    for (size_t i = 0; i < n; i++) {
+        envs_out[i] = NULL;
+        lens_out[i] = 0;
+    }
+    if (!d->lock_ready)
+        return mf_fail(ctx, MF_E_STATE, "the director's signing lock is not set up");
+    (void)pthread_mutex_lock(&d->sign_lock);
+    while (err == MF_OK && done < n) {
+        size_t k = n - done < max ? n - done : max;
+
+        err = mf_manifest_sign_assignment_batch(envs_out + done, lens_out + done, d->signer,
+                                                specs + done, k);
+        if (err == MF_OK) {
+            d->many_signatures++;
+            d->many_assignments += k;
+        }
+        if (err < 0)
+            err = mf_fail(ctx, err, "cannot sign %zu assignments: %s", k,
+                          mf_manifest_signer_errmsg(d->signer));
+        done += k;
+    }
+    (void)pthread_mutex_unlock(&d->sign_lock);
+    if (err < 0) {
+        for (size_t i = 0; i < n; i++) {
+            mf_free(NULL, envs_out[i]);
+            envs_out[i] = NULL;
+            lens_out[i] = 0;
+        }
+    }
+    return err;
 }

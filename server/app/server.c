@@ -6,6 +6,7 @@
 #include "blob/blob_store.h"
 #include "deltas/delta_worker.h"
 #include "distill/job/distill_job.h"
+#include "handlers/checkin_stage.h"
 #include "director/checkin_batch.h"
 #include "director/checkin_cache.h"
 #include "http/http_credcache.h"
@@ -58,6 +59,7 @@ void mf_server__options_init(struct mf_server_options *o)
     o->delta_worker = 1;
     o->delta_k = 3;
     o->sign_batch = MF_DIRECTOR_BATCH_DEFAULT;
+    o->checkin_stage = 1;
 }
 
 int mf_server__parse_listen(struct sockaddr_storage *out, struct mf_ctx *ctx, const char *spec)
@@ -353,7 +355,7 @@ int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf
     /* poll(), not the epoll MHD_USE_AUTO picks on Linux: with libmicrohttpd 0.9.75's
      * edge-triggered epoll, a client closing mid-upload was sometimes noticed only at the
      * idle timeout, keeping its temp blob that long (test_server_http, 3 of 15 runs). */
-    unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     int err;
 
     *out = NULL;
@@ -375,6 +377,9 @@ int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf
         err = open_store(s, ctx, o);
     if (err == MF_OK)
         err = start_services(s, ctx, o);
+    if (err == MF_OK && o->checkin_stage)
+        err = mf_checkin_stage__start(
+            &s->env.stage, ctx, o->checkin_batch ? o->checkin_batch : MF_STORE_CHECKIN_BATCH_MAX);
     if (err < 0)
         goto fail;
     mf_httpd__conns_init(&s->conns, fd_budget(ctx, o->conn_limit));
@@ -427,6 +432,9 @@ void mf_server__stop(struct mf_server *s)
 
     if (!s)
         return;
+    /* First: it answers what it holds and resumes those connections, and MHD must not be
+     * stopped with a connection suspended. Check-ins arriving meanwhile run inline. */
+    mf_checkin_stage__stop(s->env.stage);
     if (s->mhd)
         MHD_stop_daemon(s->mhd);
     mf_delta__worker_stop(s->distill_worker); /* before the store and the teachers */

@@ -47,11 +47,14 @@ struct mf_server_options {
     /* Appended: assignments one director signature may cover (app/director.h), 1..64;
      * 1 signs each alone, as agents older than batch signatures need. Default 32. */
     unsigned sign_batch;
+    /* Appended: 1 runs check-ins on the check-in stage (handlers/checkin_stage.h: MHD
+     * workers hand them over and serve on), 0 in the MHD workers themselves. Default 1. */
+    int checkin_stage;
 };
 
 /* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 30 s, 4096 connections, threads by
  * store (SQLite 4, PostgreSQL 16), 5 requests/s per device with bursts of 30, the delta worker on
- * with K = 3, director batches of up to 32). */
+ * with K = 3, director batches of up to 32, the check-in stage). */
 void mf_server__options_init(struct mf_server_options *o);
 
 /*

@@ -13,6 +13,7 @@
 
 #include "app/director.h"
 #include "director/checkin_batch.h"
+#include "handlers/checkin_stage.h"
 #include "director/checkin_cache.h"
 #include "director/director_policy.h"
 #include "director/rollout_wave.h"
@@ -22,6 +23,7 @@
 #include "offload/offload_srv.h"
 #include "rollout/rollout_fleet.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,6 +45,23 @@ struct checkin_work {
     struct mf_store_version *v;
     const char **from_sha256;
     size_t n;
+};
+
+/* One check-in from parse to answer; on the request's allocator. A check-in run by the
+ * stage leaves its assignments unsigned (an "assignment": null placeholder each) until the
+ * group's signature is made. */
+struct checkin_job {
+    struct mf_checkin_req req;
+    const char *models[MF_CHECKIN_MAX_MODELS];
+    struct mf_store_pin_hint hint;
+    struct mf_ccache_view v;
+    struct mf_store_checkin c;
+    struct checkin_work *w;
+    cJSON *body;
+    int defer_sign;
+    size_t n_unsigned;
+    cJSON *unsigned_a[MF_CHECKIN_MAX_MODELS];
+    mf_manifest_assignment_spec specs[MF_CHECKIN_MAX_MODELS];
 };
 
 static struct checkin_work *work_new(struct mf_httpd_req *r, size_t n_models)
@@ -139,7 +158,7 @@ static int add_deltas(cJSON *a, struct mf_httpd_req *r, const struct mf_ccache_v
 
 static int add_assignment(cJSON *list, struct mf_httpd_req *r, const struct mf_ccache_view *cv,
                           const struct mf_checkin_req *req, const struct mf_store_version *v,
-                          uint64_t sequence, const char *from_sha256)
+                          uint64_t sequence, const char *from_sha256, struct checkin_job *defer)
 {
     char blob[sizeof("/v1/blobs/") + MF_SHA256_HEX_LEN];
     mf_manifest_assignment_spec spec = {
@@ -155,7 +174,7 @@ static int add_assignment(cJSON *list, struct mf_httpd_req *r, const struct mf_c
         return mf_fail(&r->ctx, MF_E_STATE, "stored release digest of %s/%s is not hex", v->model,
                        v->version);
     err = mf_ccache__release_json(&rel, cv, v->model, v->version);
-    if (err == MF_OK)
+    if (err == MF_OK && !defer)
         err = mf_director__sign(&env, &env_len, r->env->director, &r->ctx, &spec);
     (void)snprintf(blob, sizeof(blob), "/v1/blobs/%s", v->sha256);
     a = err == MF_OK ? cJSON_CreateObject() : NULL;
@@ -169,8 +188,14 @@ static int add_assignment(cJSON *list, struct mf_httpd_req *r, const struct mf_c
                          !cJSON_AddNumberToObject(a, "size", (double)v->size) ||
                          !cJSON_AddStringToObject(a, "blob", blob) ||
                          !cJSON_AddRawToObject(a, "release", (const char *)rel.data) ||
-                         !cJSON_AddStringToObject(a, "assignment", (const char *)env)))
+                         !(defer ? cJSON_AddNullToObject(a, "assignment")
+                                 : cJSON_AddStringToObject(a, "assignment", (const char *)env))))
         err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
+    if (err == MF_OK && defer) {
+        /* Signed with the group's other assignments (mf_handlers__checkin_group). */
+        defer->specs[defer->n_unsigned] = spec;
+        defer->unsigned_a[defer->n_unsigned++] = a;
+    }
     if (err == MF_OK)
         err = add_deltas(a, r, cv, from_sha256, v);
     mf_free(NULL, env);
@@ -264,7 +289,8 @@ static int collect(struct checkin_work *w, struct mf_httpd_req *r, const struct 
 }
 
 static int add_assignments(cJSON *body, struct checkin_work *w, struct mf_httpd_req *r,
-                           const struct mf_ccache_view *v, const struct mf_checkin_req *req)
+                           const struct mf_ccache_view *v, const struct mf_checkin_req *req,
+                           struct checkin_job *defer)
 {
     cJSON *list = cJSON_AddArrayToObject(body, "assignments");
     int err;
@@ -276,37 +302,13 @@ static int add_assignments(cJSON *body, struct checkin_work *w, struct mf_httpd_
      * the request), numbered in list order, which is the order the device verifies them
      * in; numbers of models that get no assignment stay unused. */
     for (size_t i = 0; err == MF_OK && i < w->n; i++)
-        err = add_assignment(list, r, v, req, &w->v[i], w->first + i, w->from_sha256[i]);
-    return err;
-}
-
-/* checkin_begin (store.h) for this check-in, grouped with the others in flight
- * (director/checkin_batch.h) when the server has a batcher. */
-static int begin(uint64_t *generation_out, uint64_t *first_out, struct mf_store_directives *dirs,
-                 struct mf_httpd_req *r, const char *const *models, size_t n_models,
-                 const struct mf_store_pin_hint *hint)
-{
-    struct mf_store_checkin c = {
-        .ctx = &r->ctx,
-        .device_id = r->device_id,
-        .cred_hash = r->cred_hash,
-        .n_seq = (unsigned)n_models,
-        .models = models,
-        .n_models = n_models,
-        .now = mf_handlers__now(),
-        .hint = hint,
-        .dirs = dirs,
-    };
-    int err = r->env->checkins ? mf_checkin_batch__begin(r->env->checkins, &c)
-                               : r->env->store->ops->checkin_begin(r->env->store, &c, 1);
-
-    *generation_out = c.generation;
-    *first_out = c.first;
+        err = add_assignment(list, r, v, req, &w->v[i], w->first + i, w->from_sha256[i], defer);
     return err;
 }
 
 static int build_reply(cJSON **out, struct checkin_work *w, struct mf_httpd_req *r,
-                       const struct mf_ccache_view *v, const struct mf_checkin_req *req)
+                       const struct mf_ccache_view *v, const struct mf_checkin_req *req,
+                       struct checkin_job *defer)
 {
     cJSON *body = cJSON_CreateObject();
     struct mf_dynbuf root, keys;
@@ -332,7 +334,7 @@ static int build_reply(cJSON **out, struct checkin_work *w, struct mf_httpd_req 
         if (err == MF_E_NOMEM)
             err = mf_fail(&r->ctx, err, "out of memory building a check-in reply");
         if (err == MF_OK)
-            err = add_assignments(body, w, r, v, req);
+            err = add_assignments(body, w, r, v, req, defer);
     }
     mf_dynbuf__free(&keys);
     return err;
@@ -352,57 +354,205 @@ static int add_offload(cJSON *body, struct mf_httpd_req *r)
     return err;
 }
 
-int mf_handlers__checkin(struct mf_httpd_req *r)
+/* Parses and validates the request and prepares its checkin_begin: everything that runs
+ * in the MHD worker. MF_OK with *out, or MF_OK with no job when a reply (400) is built. */
+static int prepare(struct checkin_job **out, struct mf_httpd_req *r)
 {
-    struct mf_store *s = r->env->store;
-    struct mf_checkin_req req;
-    struct mf_ccache_view v = {r->env->ccache, s, &r->ctx, 0};
-    const char *models[MF_CHECKIN_MAX_MODELS];
-    struct mf_store_pin_hint hint;
-    struct checkin_work *w = NULL;
-    cJSON *body = NULL;
-    int stored = 0;
+    struct checkin_job *j;
     int err;
 
-    err = mf_reqparse__checkin(&req, &r->ctx, r->json);
+    *out = NULL;
+    j = mf_calloc(&r->ctx.alloc, 1, sizeof(*j));
+    if (!j)
+        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory answering a check-in");
+    err = mf_reqparse__checkin(&j->req, &r->ctx, r->json);
     if (err == MF_OK)
         err = mf_rollout__ingest_check(&r->ctx, r->json);
-    if (err == MF_E_INVALID) /* runtime reports: all valid or none stored (docs/rollouts.md) */
-        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "%s", mf_ctx__errmsg(&r->ctx));
-    if (err < 0)
+    if (err == MF_OK) {
+        j->w = work_new(r, j->req.n_models);
+        if (!j->w)
+            err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory answering a check-in");
+    }
+    if (err < 0) {
+        mf_free(&r->ctx.alloc, j);
+        if (err == MF_E_INVALID) /* runtime reports: all valid or none stored (docs/rollouts.md) */
+            return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "%s", mf_ctx__errmsg(&r->ctx));
         return err;
-    w = work_new(r, req.n_models);
-    if (!w)
-        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory answering a check-in");
-    for (size_t i = 0; i < req.n_models; i++)
-        models[i] = req.models[i].name;
+    }
+    for (size_t i = 0; i < j->req.n_models; i++)
+        j->models[i] = j->req.models[i].name;
+    j->v = (struct mf_ccache_view){r->env->ccache, r->env->store, &r->ctx, 0};
     /* last_seen, the sequence block, the directives and the generation the node's cache
      * is valid for (checkin_cache.h), in one round trip that also verifies the credential
      * the router may have taken from its cache (the route verifies_credential), without the
      * pin reads of models the cache knows unpinned. Telemetry is stored only after that. */
-    mf_ccache__pin_hint(&hint, v.c, models, req.n_models);
-    err = begin(&v.generation, &w->first, w->dirs, r, models, req.n_models, &hint);
+    mf_ccache__pin_hint(&j->hint, j->v.c, j->models, j->req.n_models);
+    j->c = (struct mf_store_checkin){
+        .ctx = &r->ctx,
+        .device_id = r->device_id,
+        .cred_hash = r->cred_hash,
+        .n_seq = (unsigned)j->req.n_models,
+        .models = j->models,
+        .n_models = j->req.n_models,
+        .now = mf_handlers__now(),
+        .hint = &j->hint,
+        .dirs = j->w->dirs,
+    };
+    *out = j;
+    return MF_OK;
+}
+
+static void job_free(struct mf_httpd_req *r, struct checkin_job *j)
+{
+    cJSON_Delete(j->body);
+    mf_free(&r->ctx.alloc, j->w);
+    mf_free(&r->ctx.alloc, j);
+}
+
+/* Everything after checkin_begin (its result in j->c): the answer's body in j->body, or
+ * a reply built (401), or an error. */
+static int after_begin(struct mf_httpd_req *r, struct checkin_job *j)
+{
+    int err = j->c.err;
+
+    j->v.generation = j->c.generation;
+    j->w->first = j->c.first;
     if (err == MF_E_AUTH) {
-        mf_free(&r->ctx.alloc, w);
         err = mf_httpd__deny_credential(r);
         return err == MF_E_AUTH ? MF_OK : err;
     }
     if (err == MF_OK)
         mf_metrics__count(&r->env->metrics->checkins, 1);
     /* Learns, once per generation, which models have no pins, for the next check-ins. */
-    for (size_t i = 0; err == MF_OK && v.c && i < req.n_models; i++) {
+    for (size_t i = 0; err == MF_OK && j->v.c && i < j->req.n_models; i++) {
         int pinned;
 
-        err = mf_ccache__pinned(&pinned, &v, models[i]);
+        err = mf_ccache__pinned(&pinned, &j->v, j->models[i]);
+    }
+    if (err == MF_OK) {
+        int stored = 0;
+
+        err = mf_rollout__ingest(&stored, r->env->store, &r->ctx, r->device_id, r->json,
+                                 mf_handlers__now());
     }
     if (err == MF_OK)
-        err = mf_rollout__ingest(&stored, s, &r->ctx, r->device_id, r->json, mf_handlers__now());
+        err = build_reply(&j->body, j->w, r, &j->v, &j->req, j->defer_sign ? j : NULL);
     if (err == MF_OK)
-        err = build_reply(&body, w, r, &v, &req);
-    mf_free(&r->ctx.alloc, w);
-    if (err == MF_OK)
-        err = add_offload(body, r);
-    if (err < 0) {
+        err = add_offload(j->body, r);
+    return err;
+}
+
+/* Puts the group's envelopes in place of the placeholders. */
+static int fill_signed(struct mf_httpd_req *r, struct checkin_job *j, uint8_t **envs)
+{
+    for (size_t i = 0; i < j->n_unsigned; i++) {
+        cJSON *s = cJSON_CreateString((const char *)envs[i]);
+
+        if (!s || !cJSON_ReplaceItemInObjectCaseSensitive(j->unsigned_a[i], "assignment", s)) {
+            cJSON_Delete(s);
+            return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
+        }
+    }
+    return MF_OK;
+}
+
+/* Signs every unsigned assignment of the group at once and fills them in; errs[i] gets
+ * each check-in's failure. */
+static void sign_group(struct mf_httpd_req **rs, struct checkin_job **jobs, int *errs, size_t n)
+{
+    struct mf_director *d = rs[0]->env->director;
+    mf_manifest_assignment_spec *specs;
+    uint8_t **envs;
+    size_t *lens, total = 0, k = 0;
+    struct mf_ctx ctx;
+    int err;
+
+    for (size_t i = 0; i < n; i++)
+        total += errs[i] == MF_OK ? jobs[i]->n_unsigned : 0;
+    if (!total)
+        return;
+    mf_ctx__init(&ctx, NULL, rs[0]->env->log_fn, rs[0]->env->log_payload, "director");
+    specs = mf_alloc(NULL, total * sizeof(*specs));
+    envs = mf_alloc(NULL, total * sizeof(*envs));
+    lens = mf_alloc(NULL, total * sizeof(*lens));
+    for (size_t i = 0; specs && i < n; i++)
+        for (size_t m = 0; errs[i] == MF_OK && m < jobs[i]->n_unsigned; m++)
+            specs[k++] = jobs[i]->specs[m];
+    err = specs && envs && lens ? mf_director__sign_many(envs, lens, d, &ctx, specs, total)
+                                : mf_fail(&ctx, MF_E_NOMEM, "out of memory signing a group");
+    k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (errs[i] < 0 || !jobs[i]->n_unsigned)
+            continue;
+        errs[i] = err < 0 ? mf_fail(&rs[i]->ctx, err, "%s", mf_ctx__errmsg(&ctx))
+                          : fill_signed(rs[i], jobs[i], envs + k);
+        k += jobs[i]->n_unsigned;
+    }
+    for (size_t i = 0; err == MF_OK && i < total; i++)
+        mf_free(NULL, envs[i]);
+    mf_free(NULL, specs);
+    mf_free(NULL, envs);
+    mf_free(NULL, lens);
+}
+
+void mf_handlers__checkin_group(struct mf_httpd_req **rs, size_t n)
+{
+    struct mf_store *s = rs[0]->env->store;
+    struct mf_store_checkin items[MF_STORE_CHECKIN_BATCH_MAX];
+    struct checkin_job *jobs[MF_STORE_CHECKIN_BATCH_MAX];
+    int errs[MF_STORE_CHECKIN_BATCH_MAX];
+
+    assert(n >= 1 && n <= MF_STORE_CHECKIN_BATCH_MAX);
+    for (size_t i = 0; i < n; i++) {
+        jobs[i] = rs[i]->stage_data;
+        items[i] = jobs[i]->c;
+    }
+    (void)s->ops->checkin_begin(s, items, n);
+    for (size_t i = 0; i < n; i++) {
+        jobs[i]->c.generation = items[i].generation;
+        jobs[i]->c.first = items[i].first;
+        jobs[i]->c.err = items[i].err;
+        errs[i] = after_begin(rs[i], jobs[i]);
+    }
+    sign_group(rs, jobs, errs, n);
+    for (size_t i = 0; i < n; i++) {
+        struct mf_httpd_req *r = rs[i];
+
+        r->stage_err = errs[i];
+        if (errs[i] == MF_OK && !r->resp) {
+            r->stage_body = jobs[i]->body; /* printed by the MHD worker once resumed */
+            jobs[i]->body = NULL;
+        }
+        r->stage_data = NULL;
+        job_free(r, jobs[i]);
+    }
+}
+
+int mf_handlers__checkin(struct mf_httpd_req *r)
+{
+    struct checkin_job *j;
+    cJSON *body;
+    int err = prepare(&j, r);
+
+    if (err < 0 || !j)
+        return err;
+    if (r->env->stage) {
+        j->defer_sign = 1;
+        r->stage_data = j;
+        if (mf_checkin_stage__submit(r->env->stage, r))
+            return MF_OK; /* answered by the stage */
+        r->stage_data = NULL;
+        j->defer_sign = 0;
+    }
+    /* Inline: checkin_begin grouped with the others in flight (director/checkin_batch.h)
+     * when the server has a batcher. */
+    j->c.err = r->env->checkins ? mf_checkin_batch__begin(r->env->checkins, &j->c)
+                                : r->env->store->ops->checkin_begin(r->env->store, &j->c, 1);
+    err = after_begin(r, j);
+    body = j->body;
+    j->body = NULL;
+    job_free(r, j);
+    if (err < 0 || r->resp) {
         cJSON_Delete(body);
         return err;
     }

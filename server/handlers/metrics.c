@@ -5,6 +5,7 @@
 
 #include "app/director.h"
 #include "director/checkin_batch.h"
+#include "handlers/checkin_stage.h"
 #include "http/http_metrics.h"
 
 #define METRICS_BODY_MAX (256u * 1024u)
@@ -23,6 +24,14 @@ int mf_handlers__metrics(struct mf_httpd_req *r)
         return err;
     if (r->env->checkins)
         mf_checkin_batch__stats(r->env->checkins, &g.checkin_groups, &g.checkin_grouped);
+    if (r->env->stage) {
+        uint64_t groups, checkins;
+
+        /* The stage's groups are store groups too: one checkin_begin each. */
+        mf_checkin_stage__stats(r->env->stage, &groups, &checkins);
+        g.checkin_groups += groups;
+        g.checkin_grouped += checkins;
+    }
     mf_director__stats(r->env->director, &g.director_signatures, &g.director_assignments);
     mf_dynbuf__init(&out, &r->ctx.alloc, METRICS_BODY_MAX);
     err = mf_metrics__render(&out, r->env->metrics, &g);

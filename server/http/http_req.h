@@ -28,6 +28,7 @@ struct mf_delta_worker;
 struct mf_offload_srv;
 struct mf_ccache;
 struct mf_credcache;
+struct mf_checkin_stage;
 
 /* What the handlers share for the server's lifetime; read-only once serving. */
 struct mf_httpd_env {
@@ -48,6 +49,7 @@ struct mf_httpd_env {
     struct mf_credcache *creds;        /* device credentials seen (http_credcache.h); may be NULL */
     struct mf_distill_jobs *distill;   /* the loop's runs; NULL: no distill config */
     struct mf_httpd_conns *conns;      /* open connections vs the limit; NULL: no limit */
+    struct mf_checkin_stage *stage;    /* check-ins run off the MHD workers; NULL: inline */
 };
 
 enum mf_httpd_auth {
@@ -112,6 +114,16 @@ struct mf_httpd_req {
     uint64_t resp_bytes;
     int queued;
     struct timespec started;
+    /* A handler that hands the request to a stage thread (handlers/checkin_stage.h) sets
+     * `suspended` and suspends the connection; from then until MHD calls the access handler
+     * again after the resume, only that thread touches the request. It leaves either a
+     * reply (resp), a JSON body to answer 200 with (stage_body), or an error (stage_err,
+     * message in ctx). */
+    int suspended;
+    int stage_err;
+    cJSON *stage_body;
+    void *stage_data;                /* the stage's own state for this request */
+    struct mf_httpd_req *stage_next; /* the stage's queue */
 };
 
 /* Request header value or NULL. Borrowed from MHD for the request's lifetime. */

@@ -257,12 +257,29 @@ enum MHD_Result mf_httpd__on_request(void *cls, struct MHD_Connection *conn, con
         *upload_data_size = 0; /* replied early: discard what the client still sends */
         return MHD_YES;
     }
+    if (r->suspended) {
+        /* Called again after the stage resumed the connection: its answer is ready. */
+        r->suspended = 0;
+        err = r->stage_err;
+        if (err == MF_OK && !r->resp && r->stage_body) {
+            cJSON *body = r->stage_body;
+
+            r->stage_body = NULL;
+            err = mf_httpd__reply_json(r, MHD_HTTP_OK, body);
+        }
+        return queue_reply(r, err);
+    }
     if (*upload_data_size) {
         err = take_body(r, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return err < 0 ? queue_reply(r, err) : MHD_YES;
     }
-    return queue_reply(r, finish_request(r));
+    err = finish_request(r);
+    /* Handed to a stage, which owns `r` now (nothing here may read it): MHD calls again
+     * once the stage resumes the connection. */
+    if (r->suspended)
+        return MHD_YES;
+    return queue_reply(r, err);
 }
 
 void mf_httpd__on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -288,6 +305,7 @@ void mf_httpd__on_completed(void *cls, struct MHD_Connection *conn, void **con_c
     mf_metrics__request(r->env->metrics, r->route ? (int)(r->route - mf_httpd__routes) : -1,
                         r->status, r->resp_bytes);
     mf_blob__upload_free(r->upload); /* removes an unfinished temp blob */
+    cJSON_Delete(r->stage_body);     /* a stage's answer the connection never sent */
     cJSON_Delete(r->json);
     mf_dynbuf__free(&r->body);
     mf_free(&r->ctx.alloc, r->path);

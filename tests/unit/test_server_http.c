@@ -23,7 +23,9 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -489,8 +491,9 @@ static long put_release(const char *model, const char *version, uint8_t *env, si
     return status;
 }
 
-/* Verifies a check-in answer as a device would: trust documents, then each assignment. */
-static void device_verify(const char *body, const char *nonce, const char *version)
+/* Verifies a check-in answer as a device would: trust documents, then each assignment.
+ * Returns the assignment's director sequence number. */
+static uint64_t device_verify(const char *body, const char *nonce, const char *version)
 {
     cJSON *root = cJSON_Parse(body);
     const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "assignments"), 0);
@@ -502,6 +505,7 @@ static void device_verify(const char *body, const char *nonce, const char *versi
     uint8_t *root_env;
     size_t root_len;
     mf_trust *t = NULL;
+    uint64_t seq;
 
     assert_non_null(keys);
     assert_non_null(rel);
@@ -514,10 +518,12 @@ static void device_verify(const char *body, const char *nonce, const char *versi
                                    FX_NOW) < 0)
         fail_msg("assignment: %s", mf_trust_errmsg(t));
     assert_string_equal(out->release->version, version);
+    seq = out->sequence;
     mf_manifest_assignment_free(out);
     mf_trust_free(t);
     mf_free(NULL, root_env);
     cJSON_Delete(root);
+    return seq;
 }
 
 static void test_server_http__publish_list_assign(void **state)
@@ -662,6 +668,207 @@ static void test_server_http__publish_list_assign(void **state)
         cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(versions, 1), "sequence")), 2);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(versions, 1), "released")));
     cJSON_Delete(root);
+    free_reply(&r);
+}
+
+/* Check-ins sent at once by CONC_THREADS clients, CONC_EACH each, all for device dev-1:
+ * the check-in stage runs them in groups (one store call and one signature per group). */
+#define CONC_THREADS 16
+#define CONC_EACH 20
+
+struct conc_client {
+    pthread_t thread;
+    uint16_t port;
+    unsigned id;
+    int stop_on_error; /* the shutdown case: a refused connection ends the client */
+    volatile int *stop;
+    long status[CONC_EACH];
+    char *body[CONC_EACH];
+    int transport_errors;
+};
+
+/* One check-in with nonce (client, i); no cmocka assertions here (not the main thread). */
+static void conc_checkin(struct conc_client *c, unsigned i)
+{
+    char body[256], auth[128], url[64];
+    struct reply r = {0};
+    struct curl_slist *hdrs = NULL;
+    CURL *h = curl_easy_init();
+
+    if (!h) {
+        c->transport_errors++;
+        return;
+    }
+    (void)snprintf(body, sizeof(body),
+                   "{\"nonce\":\"%08x%08x0123456789abcdef\",\"models\":"
+                   "[{\"name\":\"det\",\"version\":null,\"sha256\":null}]}",
+                   c->id, i);
+    (void)snprintf(auth, sizeof(auth), "Authorization: Bearer %s", fx.device);
+    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%u/v1/checkin", (unsigned)c->port);
+    hdrs = curl_slist_append(hdrs, auth);
+    hdrs = curl_slist_append(hdrs, "Expect:");
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 20L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    if (curl_easy_perform(h) == CURLE_OK) {
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->status[i % CONC_EACH]);
+        free(c->body[i % CONC_EACH]);
+        c->body[i % CONC_EACH] = r.body;
+    } else {
+        c->transport_errors++;
+        free(r.body);
+    }
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(h);
+}
+
+static void *conc_main(void *arg)
+{
+    struct conc_client *c = arg;
+
+    for (unsigned i = 0; c->stop_on_error ? !*c->stop : i < CONC_EACH; i++)
+        conc_checkin(c, i);
+    return NULL;
+}
+
+/* A second server on the fixture's data, without the per-device rate limit (the clients
+ * here are all dev-1). */
+static struct mf_server *start_unlimited(void)
+{
+    struct mf_server_options o;
+    struct mf_server *srv = NULL;
+    struct mf_ctx ctx;
+
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    mf_server__options_init(&o);
+    o.data_dir = fx.data;
+    o.store_url = fx.store_url[0] ? fx.store_url : NULL;
+    o.listen = "127.0.0.1:0";
+    o.device_rate = 1e6;
+    o.device_burst = 1e6;
+    if (mf_server__start(&srv, &ctx, &o) < 0)
+        fail_msg("start: %s", mf_ctx__errmsg(&ctx));
+    return srv;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Concurrent check-ins all get 200 and assignments that verify on a device, each with its
+ * own nonce and a sequence number no other answer carries. After publish_list_assign. */
+static void test_server_http__concurrent_checkins(void **state)
+{
+    static struct conc_client c[CONC_THREADS];
+    static uint64_t seqs[CONC_THREADS * CONC_EACH];
+    struct mf_server *srv = start_unlimited();
+    volatile int stop = 0;
+    size_t k = 0;
+
+    (void)state;
+    for (unsigned t = 0; t < CONC_THREADS; t++) {
+        c[t] = (struct conc_client){.port = mf_server__port(srv), .id = t, .stop = &stop};
+        assert_int_equal(pthread_create(&c[t].thread, NULL, conc_main, &c[t]), 0);
+    }
+    for (unsigned t = 0; t < CONC_THREADS; t++)
+        assert_int_equal(pthread_join(c[t].thread, NULL), 0);
+    mf_server__stop(srv);
+    for (unsigned t = 0; t < CONC_THREADS; t++) {
+        assert_int_equal(c[t].transport_errors, 0);
+        for (unsigned i = 0; i < CONC_EACH; i++) {
+            char nonce[33];
+
+            if (c[t].status[i] != 200)
+                fail_msg("check-in %u/%u: %ld %s", t, i, c[t].status[i],
+                         c[t].body[i] ? c[t].body[i] : "");
+            (void)snprintf(nonce, sizeof(nonce), "%08x%08x0123456789abcdef", t, i);
+            seqs[k++] = device_verify(c[t].body[i], nonce, "v2");
+            free(c[t].body[i]);
+        }
+    }
+    qsort(seqs, k, sizeof(seqs[0]), cmp_u64);
+    for (size_t i = 1; i < k; i++)
+        if (seqs[i] == seqs[i - 1])
+            fail_msg("sequence %llu assigned twice", (unsigned long long)seqs[i]);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Stopping a server while check-ins are in flight answers or drops each (no hang) and
+ * returns promptly: the stage hands back every suspended connection before MHD stops. */
+static void test_server_http__stop_with_checkins_in_flight(void **state)
+{
+    static struct conc_client c[CONC_THREADS];
+    struct mf_server *srv = start_unlimited();
+    volatile int stop = 0;
+    double t0;
+    int answered = 0;
+
+    (void)state;
+    for (unsigned t = 0; t < CONC_THREADS; t++) {
+        c[t] = (struct conc_client){
+            .port = mf_server__port(srv), .id = 100 + t, .stop_on_error = 1, .stop = &stop};
+        assert_int_equal(pthread_create(&c[t].thread, NULL, conc_main, &c[t]), 0);
+    }
+    (void)nanosleep(&(struct timespec){.tv_nsec = 300 * 1000 * 1000}, NULL);
+    t0 = now_s();
+    mf_server__stop(srv);
+    assert_true(now_s() - t0 < 5.0);
+    stop = 1;
+    for (unsigned t = 0; t < CONC_THREADS; t++) {
+        assert_int_equal(pthread_join(c[t].thread, NULL), 0);
+        for (unsigned i = 0; i < CONC_EACH; i++) {
+            if (c[t].status[i] == 200)
+                answered++;
+            else if (c[t].status[i] != 0)
+                fail_msg("check-in during shutdown: %ld %s", c[t].status[i], c[t].body[i]);
+            free(c[t].body[i]);
+        }
+    }
+    assert_true(answered > 0);
+}
+
+/* A failing store answers the check-in 500, as without the stage. SQLite only: a trigger
+ * makes checkin_begin's UPDATE of the device row fail. */
+static void test_server_http__checkin_store_failure(void **state)
+{
+    static const char body[] = "{\"nonce\":\"00112233445566778899aabbccddeeff\",\"models\":"
+                               "[{\"name\":\"det\",\"version\":null,\"sha256\":null}]}";
+    char path[160];
+    struct reply r;
+    sqlite3 *db = NULL;
+
+    (void)state;
+    if (fx.store_url[0])
+        skip();
+    (void)snprintf(path, sizeof(path), "%s/store.db", fx.data);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_busy_timeout(db, 5000), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "CREATE TRIGGER test_fail BEFORE UPDATE ON devices BEGIN "
+                                  "SELECT RAISE(ABORT, 'injected by the test'); END;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    post_json(&r, "/v1/checkin", fx.device, body);
+    assert_error_body(&r, 500, "internal");
+    free_reply(&r);
+    assert_int_equal(sqlite3_exec(db, "DROP TRIGGER test_fail", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_close(db), SQLITE_OK);
+    post_json(&r, "/v1/checkin", fx.device, body);
+    assert_int_equal(r.status, 200);
     free_reply(&r);
 }
 
@@ -1145,6 +1352,9 @@ int main(void)
         cmocka_unit_test(test_server_http__enroll),
         cmocka_unit_test(test_server_http__device_auth),
         cmocka_unit_test(test_server_http__publish_list_assign),
+        cmocka_unit_test(test_server_http__concurrent_checkins),
+        cmocka_unit_test(test_server_http__stop_with_checkins_in_flight),
+        cmocka_unit_test(test_server_http__checkin_store_failure),
         cmocka_unit_test(test_server_http__download),
         cmocka_unit_test(test_server_http__keep_alive),
         cmocka_unit_test(test_server_http__json_limits_and_syntax),
