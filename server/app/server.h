@@ -27,7 +27,8 @@ struct mf_server_options {
     uint64_t max_upload;     /* bytes per model upload */
     unsigned conn_timeout_s; /* idle connection timeout */
     unsigned conn_limit;     /* served at once; beyond: 503 (http/http_conns.h) */
-    unsigned threads;        /* MHD worker threads; 0: the store's default_threads */
+    unsigned threads;        /* MHD worker threads; 0: one per core (2..64) with the check-in
+                              * stage, else the store's default_threads */
     unsigned checkin_batch;  /* check-ins grouped per store call, 1-64; 0: 64 (checkin_batch.h) */
     mf_log_fn log_fn;        /* may be NULL */
     void *log_payload;
@@ -52,9 +53,10 @@ struct mf_server_options {
     int checkin_stage;
 };
 
-/* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 30 s, 4096 connections, threads by
- * store (SQLite 4, PostgreSQL 16), 5 requests/s per device with bursts of 30, the delta worker on
- * with K = 3, director batches of up to 32, the check-in stage). */
+/* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 30 s, 4096 connections, threads one
+ * per core (by store without the check-in stage: SQLite 4, PostgreSQL 16), 5 requests/s per device
+ * with bursts of 30, the delta worker on with K = 3, director batches of up to 32, the check-in
+ * stage). */
 void mf_server__options_init(struct mf_server_options *o);
 
 /*
