@@ -454,10 +454,12 @@ void mf_server__stop(struct mf_server *s)
     if (!s)
         return;
     /* First: it answers what it holds and resumes those connections, and MHD must not be
-     * stopped with a connection suspended. Check-ins arriving meanwhile run inline. */
+     * stopped with a connection suspended. Check-ins arriving meanwhile run inline: the
+     * workers still reach the stopped stage until MHD has stopped, so it is freed after. */
     mf_checkin_stage__stop(s->env.stage);
     if (s->mhd)
         MHD_stop_daemon(s->mhd);
+    mf_checkin_stage__free(s->env.stage);
     mf_delta__worker_stop(s->distill_worker); /* before the store and the teachers */
     mf_distill__config_free(&s->distill_cfg);
     mf_delta__worker_stop(s->env.deltas); /* before the store it uses */

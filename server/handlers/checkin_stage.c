@@ -112,8 +112,7 @@ int mf_checkin_stage__submit(struct mf_checkin_stage *st, struct mf_httpd_req *r
     else
         st->head = r;
     st->tail = r;
-    /* A non-empty queue means the thread is awake already and takes `r` with the rest.
-     * Signalled under the lock: once it is released, stop may destroy the condition. */
+    /* A non-empty queue means the thread is awake already and takes `r` with the rest. */
     if (was_empty)
         (void)pthread_cond_signal(&st->wake);
     (void)pthread_mutex_unlock(&st->lock);
@@ -122,15 +121,26 @@ int mf_checkin_stage__submit(struct mf_checkin_stage *st, struct mf_httpd_req *r
 
 void mf_checkin_stage__stop(struct mf_checkin_stage *st)
 {
-    mf_allocator alloc;
+    int join;
 
     if (!st)
         return;
     (void)pthread_mutex_lock(&st->lock);
+    join = !st->stopping;
     st->stopping = 1;
     (void)pthread_cond_signal(&st->wake);
     (void)pthread_mutex_unlock(&st->lock);
-    (void)pthread_join(st->thread, NULL);
+    if (join)
+        (void)pthread_join(st->thread, NULL);
+}
+
+void mf_checkin_stage__free(struct mf_checkin_stage *st)
+{
+    mf_allocator alloc;
+
+    if (!st)
+        return;
+    mf_checkin_stage__stop(st);
     (void)pthread_cond_destroy(&st->wake);
     (void)pthread_mutex_destroy(&st->lock);
     alloc = st->alloc;

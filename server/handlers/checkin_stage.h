@@ -24,10 +24,13 @@ int mf_checkin_stage__start(struct mf_checkin_stage **out, struct mf_ctx *ctx, s
  * the check-in inline. Call from the access handler only. */
 int mf_checkin_stage__submit(struct mf_checkin_stage *st, struct mf_httpd_req *r);
 
-/* Refuses new requests, answers every queued one, resumes their connections and joins the
- * thread. Before MHD_stop_daemon: MHD must not be stopped with suspended connections. NULL
- * is a no-op. */
+/* Refuses new requests (submit returns 0 from then on), answers every queued one, resumes
+ * their connections and joins the thread. Before MHD_stop_daemon: MHD must not be stopped
+ * with suspended connections. The stage stays allocated, since MHD's workers may still call
+ * submit until the daemon has stopped: free it after that. Idempotent; NULL is a no-op. */
 void mf_checkin_stage__stop(struct mf_checkin_stage *st);
+/* Stops it if need be and frees it: after MHD_stop_daemon. NULL is a no-op. */
+void mf_checkin_stage__free(struct mf_checkin_stage *st);
 
 /* Groups run and check-ins they held so far. */
 void mf_checkin_stage__stats(struct mf_checkin_stage *st, uint64_t *groups, uint64_t *checkins);
