@@ -43,6 +43,21 @@ static int join_models(char *out, size_t size, struct mf_ctx *ctx, const char *c
     return MF_OK;
 }
 
+/* The generation (column gen_col of the first row) and the directives of each model (from
+ * column dir_col, a row each) of a result that must hold `rows` rows. */
+static int take_directives(uint64_t *generation_out, struct mf_store_directives *dirs_out,
+                           struct mf_ctx *ctx, const PGresult *res, size_t rows, size_t n_models,
+                           int gen_col, int dir_col)
+{
+    if ((size_t)PQntuples(res) != rows)
+        return mf_fail(ctx, MF_E_STATE, "check-in of %zu models read %d directive rows", n_models,
+                       PQntuples(res));
+    *generation_out = (uint64_t)mf_pg__col_i64(res, 0, gen_col);
+    for (size_t i = 0; i < n_models; i++)
+        mf_pg__directives_row(&dirs_out[i], res, (int)i, dir_col);
+    return MF_OK;
+}
+
 static int begin_full(uint64_t *generation_out, uint64_t *first_out,
                       struct mf_store_directives *dirs_out, PGconn *c, struct mf_ctx *ctx,
                       const char *device_id, const uint8_t *cred_hash, unsigned n_seq,
@@ -79,15 +94,11 @@ static int begin_full(uint64_t *generation_out, uint64_t *first_out,
     if (err == MF_OK && PQntuples(res) == 0)
         err = mf_fail(ctx, MF_E_AUTH, "device '%s' does not hold that credential (any more)",
                       device_id);
-    if (err == MF_OK && (size_t)PQntuples(res) != (n_models ? n_models : 1))
-        err = mf_fail(ctx, MF_E_STATE, "check-in of %zu models read %d directive rows", n_models,
-                      PQntuples(res));
-    if (err == MF_OK) {
+    if (err == MF_OK)
+        err = take_directives(generation_out, dirs_out, ctx, res, n_models ? n_models : 1, n_models,
+                              1, 3);
+    if (err == MF_OK)
         *first_out = (uint64_t)mf_pg__col_i64(res, 0, 0) - n_seq + 1;
-        *generation_out = (uint64_t)mf_pg__col_i64(res, 0, 1);
-        for (size_t i = 0; i < n_models; i++)
-            mf_pg__directives_row(&dirs_out[i], res, (int)i, 3);
-    }
     PQclear(res);
     return err;
 }
@@ -111,14 +122,8 @@ static int directives_now(uint64_t *generation_out, struct mf_store_directives *
     mf_pg__param_text(&p, device_id);
     mf_pg__param_text(&p, models);
     err = mf_pg__query(&res, c, ctx, sql, &p, "reading a check-in's directives");
-    if (err == MF_OK && (size_t)PQntuples(res) != n_models)
-        err = mf_fail(ctx, MF_E_STATE, "check-in of %zu models read %d directive rows", n_models,
-                      PQntuples(res));
-    if (err == MF_OK) {
-        *generation_out = (uint64_t)mf_pg__col_i64(res, 0, 0);
-        for (size_t i = 0; i < n_models; i++)
-            mf_pg__directives_row(&dirs_out[i], res, (int)i, 2);
-    }
+    if (err == MF_OK)
+        err = take_directives(generation_out, dirs_out, ctx, res, n_models, n_models, 0, 2);
     PQclear(res);
     return err;
 }
