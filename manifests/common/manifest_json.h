@@ -13,6 +13,9 @@
 
 /* Largest integer a JSON number carries exactly (2^53); bigger values are refused. */
 #define MF_MANIFEST_JSON_INT_MAX 9007199254740992.0
+/* The same bound for the signer's integers (compared as integers: 2^53 + 1 is 2^53 as a
+ * double). */
+#define MF_MANIFEST_JSON_UINT_MAX (UINT64_C(1) << 53)
 /* Members per object; bounds the duplicate-name check. */
 #define MF_MANIFEST_JSON_MAX_MEMBERS 64
 

@@ -72,6 +72,57 @@ int mf_dynbuf__appendf(struct mf_dynbuf *b, const char *fmt, ...)
     return MF_OK;
 }
 
+int mf_dynbuf__append_json_str(struct mf_dynbuf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t run = 0; /* start of the bytes not yet appended */
+    int err = mf_dynbuf__append(b, "\"", 1);
+
+    for (size_t i = 0; err == MF_OK && i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[6] = {'\\', 0, 0, 0, 0, 0};
+        size_t len = 2;
+
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        switch (c) {
+        case '"':
+            esc[1] = '"';
+            break;
+        case '\\':
+            esc[1] = '\\';
+            break;
+        case '\b':
+            esc[1] = 'b';
+            break;
+        case '\f':
+            esc[1] = 'f';
+            break;
+        case '\n':
+            esc[1] = 'n';
+            break;
+        case '\r':
+            esc[1] = 'r';
+            break;
+        case '\t':
+            esc[1] = 't';
+            break;
+        default:
+            memcpy(esc + 1, "u00", 3);
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            len = 6;
+        }
+        err = mf_dynbuf__append(b, s + run, i - run);
+        if (err == MF_OK)
+            err = mf_dynbuf__append(b, esc, len);
+        run = i + 1;
+    }
+    if (err == MF_OK)
+        err = mf_dynbuf__append(b, s + run, n - run);
+    return err == MF_OK ? mf_dynbuf__append(b, "\"", 1) : err;
+}
+
 void mf_dynbuf__reset(struct mf_dynbuf *b)
 {
     b->len = 0;

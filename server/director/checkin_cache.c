@@ -397,18 +397,10 @@ static int fill_release_json(struct mf_dynbuf *val, const struct mf_ccache_view 
 {
     const struct names *n = arg;
     struct mf_dynbuf env;
-    cJSON *str = NULL;
-    char *text = NULL;
     int err = mf_ccache__release_get(&env, v, n->a, n->b);
 
-    if (err == MF_OK) {
-        str = cJSON_CreateString((const char *)env.data); /* dynbuf keeps a NUL after it */
-        text = str ? cJSON_PrintUnformatted(str) : NULL;
-        if (!text || mf_dynbuf__append(val, text, strlen(text)) < 0)
-            err = mf_fail(v->ctx, MF_E_NOMEM, "out of memory quoting a release envelope");
-    }
-    cJSON_free(text);
-    cJSON_Delete(str);
+    if (err == MF_OK && mf_dynbuf__append_json_str(val, (const char *)env.data, env.len) < 0)
+        err = mf_fail(v->ctx, MF_E_NOMEM, "out of memory quoting a release envelope");
     mf_dynbuf__free(&env);
     return err;
 }

@@ -31,6 +31,10 @@
  * check-ins (mf_trust walks at most 16 per call as well). */
 #define CHECKIN_MAX_ROOTS 16
 
+/* An assignment envelope as a JSON string: a payload, its signatures and a batch's audit
+ * path are a few KB; far above, so the bound only stops a runaway. */
+#define ASSIGNMENT_QUOTED_MAX (64u * 1024)
+
 _Static_assert(MF_CHECKIN_MAX_MODELS <= MF_STORE_CHECKIN_MAX_MODELS,
                "checkin_begin reads the directives of every model of a check-in");
 
@@ -81,6 +85,16 @@ static struct checkin_work *work_new(struct mf_httpd_req *r, size_t n_models)
     w->from_sha256 = (const char **)(void *)(w->v + n);
     w->dirs = (struct mf_store_directives *)(void *)(w->from_sha256 + n);
     return w;
+}
+
+/* A count as its digits: cJSON prints a number with sprintf and reads it back with sscanf
+ * to check it, per number per answer. */
+static cJSON *add_count(cJSON *obj, const char *key, uint64_t v)
+{
+    char digits[24];
+
+    (void)snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v);
+    return cJSON_AddRawToObject(obj, key, digits);
 }
 
 /* Envelopes travel as JSON strings holding their exact bytes (docs/protocol.md). */
@@ -149,8 +163,7 @@ static int add_deltas(cJSON *a, struct mf_httpd_req *r, const struct mf_ccache_v
     }
     if (!cJSON_AddStringToObject(o, "from_sha256", d.from_sha256) ||
         !cJSON_AddStringToObject(o, "blob", blob) ||
-        !cJSON_AddStringToObject(o, "sha256", d.delta_sha256) ||
-        !cJSON_AddNumberToObject(o, "size", (double)d.size) ||
+        !cJSON_AddStringToObject(o, "sha256", d.delta_sha256) || !add_count(o, "size", d.size) ||
         !cJSON_AddStringToObject(o, "format", d.format))
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
     return MF_OK;
@@ -182,14 +195,14 @@ static int add_assignment(cJSON *list, struct mf_httpd_req *r, const struct mf_c
         cJSON_Delete(a);
         a = NULL;
     }
-    if (err == MF_OK && (!a || !cJSON_AddStringToObject(a, "model", v->model) ||
-                         !cJSON_AddStringToObject(a, "version", v->version) ||
-                         !cJSON_AddStringToObject(a, "sha256", v->sha256) ||
-                         !cJSON_AddNumberToObject(a, "size", (double)v->size) ||
-                         !cJSON_AddStringToObject(a, "blob", blob) ||
-                         !cJSON_AddRawToObject(a, "release", (const char *)rel.data) ||
-                         !(defer ? cJSON_AddNullToObject(a, "assignment")
-                                 : cJSON_AddStringToObject(a, "assignment", (const char *)env))))
+    if (err == MF_OK &&
+        (!a || !cJSON_AddStringToObject(a, "model", v->model) ||
+         !cJSON_AddStringToObject(a, "version", v->version) ||
+         !cJSON_AddStringToObject(a, "sha256", v->sha256) || !add_count(a, "size", v->size) ||
+         !cJSON_AddStringToObject(a, "blob", blob) ||
+         !cJSON_AddRawToObject(a, "release", (const char *)rel.data) ||
+         !(defer ? cJSON_AddNullToObject(a, "assignment")
+                 : cJSON_AddStringToObject(a, "assignment", (const char *)env))))
         err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
     if (err == MF_OK && defer) {
         /* Signed with the group's other assignments (mf_handlers__checkin_group). */
@@ -317,7 +330,7 @@ static int build_reply(cJSON **out, struct checkin_work *w, struct mf_httpd_req 
 
     *out = body;
     if (!body || !cJSON_AddStringToObject(body, "nonce", req->nonce) ||
-        !cJSON_AddNumberToObject(body, "poll_interval_s", r->env->poll_interval_s))
+        !add_count(body, "poll_interval_s", (uint64_t)r->env->poll_interval_s))
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
     mf_dynbuf__init(&keys, &r->ctx.alloc, 1);
     err = mf_ccache__trust_latest(&rv, &root, v, MF_STORE_TRUST_ROOT);
@@ -442,18 +455,28 @@ static int after_begin(struct mf_httpd_req *r, struct checkin_job *j)
     return err;
 }
 
-/* Puts the group's envelopes in place of the placeholders. */
-static int fill_signed(struct mf_httpd_req *r, struct checkin_job *j, uint8_t **envs)
+/* Puts the group's envelopes in place of the placeholders, quoted here rather than by the
+ * reply's printer: cJSON escapes a string a byte at a time, twice. */
+static int fill_signed(struct mf_httpd_req *r, struct checkin_job *j, uint8_t **envs,
+                       const size_t *lens)
 {
-    for (size_t i = 0; i < j->n_unsigned; i++) {
-        cJSON *s = cJSON_CreateString((const char *)envs[i]);
+    struct mf_dynbuf q;
+    int err = MF_OK;
 
+    mf_dynbuf__init(&q, NULL, ASSIGNMENT_QUOTED_MAX);
+    for (size_t i = 0; err == MF_OK && i < j->n_unsigned; i++) {
+        cJSON *s = NULL;
+
+        mf_dynbuf__reset(&q);
+        if (mf_dynbuf__append_json_str(&q, (const char *)envs[i], lens[i]) == MF_OK)
+            s = cJSON_CreateRaw((const char *)q.data);
         if (!s || !cJSON_ReplaceItemInObjectCaseSensitive(j->unsigned_a[i], "assignment", s)) {
             cJSON_Delete(s);
-            return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
+            err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
         }
     }
-    return MF_OK;
+    mf_dynbuf__free(&q);
+    return err;
 }
 
 /* Signs every unsigned assignment of the group at once and fills them in; errs[i] gets
@@ -485,7 +508,7 @@ static void sign_group(struct mf_httpd_req **rs, struct checkin_job **jobs, int 
         if (errs[i] < 0 || !jobs[i]->n_unsigned)
             continue;
         errs[i] = err < 0 ? mf_fail(&rs[i]->ctx, err, "%s", mf_ctx__errmsg(&ctx))
-                          : fill_signed(rs[i], jobs[i], envs + k);
+                          : fill_signed(rs[i], jobs[i], envs + k, lens + k);
         k += jobs[i]->n_unsigned;
     }
     for (size_t i = 0; err == MF_OK && i < total; i++)

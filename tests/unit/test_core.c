@@ -5,6 +5,8 @@
 #include "mf_dynbuf.h"
 #include "mf_hex.h"
 
+#include <cjson/cJSON.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -170,6 +172,37 @@ static void test_core__dynbuf_survives_every_allocation_failure(void **state)
     }
 }
 
+/* The JSON string literal is the one cJSON prints, for every byte value a C string holds,
+ * and a limit reached midway fails cleanly. */
+static void test_core__dynbuf_json_string(void **state)
+{
+    char all[256], *want;
+    struct mf_dynbuf b;
+    cJSON *str;
+
+    (void)state;
+    for (int i = 1; i < 256; i++)
+        all[i - 1] = (char)i;
+    all[255] = '\0';
+    str = cJSON_CreateString(all);
+    want = cJSON_PrintUnformatted(str);
+    mf_dynbuf__init(&b, NULL, 4096);
+    assert_int_equal(mf_dynbuf__append_json_str(&b, all, 255), MF_OK);
+    assert_string_equal((char *)b.data, want);
+    mf_dynbuf__reset(&b);
+    assert_int_equal(mf_dynbuf__append_json_str(&b, "{\"a\":\"b\\c\"}", 11), MF_OK);
+    assert_string_equal((char *)b.data, "\"{\\\"a\\\":\\\"b\\\\c\\\"}\"");
+    mf_dynbuf__reset(&b);
+    assert_int_equal(mf_dynbuf__append_json_str(&b, "", 0), MF_OK);
+    assert_string_equal((char *)b.data, "\"\"");
+    mf_dynbuf__free(&b);
+    mf_dynbuf__init(&b, NULL, 8);
+    assert_int_equal(mf_dynbuf__append_json_str(&b, "a\"b\"c\"d", 7), MF_E_LIMIT);
+    mf_dynbuf__free(&b);
+    cJSON_free(want);
+    cJSON_Delete(str);
+}
+
 static void test_core__ct_memeq(void **state)
 {
     static const uint8_t a[32] = {1, 2, 3};
@@ -284,6 +317,7 @@ int main(void)
         cmocka_unit_test(test_core__allocation_failure_is_reported),
         cmocka_unit_test(test_core__dynbuf_enforces_its_maximum),
         cmocka_unit_test(test_core__dynbuf_survives_every_allocation_failure),
+        cmocka_unit_test(test_core__dynbuf_json_string),
         cmocka_unit_test(test_core__ct_memeq),
         cmocka_unit_test(test_core__hex_round_trip_and_rejects),
         cmocka_unit_test(test_core__fail_sets_message_and_returns_code),

@@ -8,6 +8,8 @@
  */
 #include "manifest_testutil.h"
 #include "manifest_common.h"
+#include "mf_base64.h"
+#include "mf_hex.h"
 #include "mf_sha256.h"
 
 #include <cjson/cJSON.h>
@@ -499,6 +501,138 @@ static void test_manifest_batch__only_assignments(void **state)
     mf_free(NULL, b);
 }
 
+/* ---- assignment payload bytes ------------------------------------------------------------- */
+
+/* The payload of an envelope, NUL-terminated (the caller frees it). */
+static char *payload_of(const uint8_t *env, size_t len)
+{
+    cJSON *doc = cJSON_ParseWithLength((const char *)env, len);
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(doc, "payload");
+    size_t cap, n = 0;
+    char *out;
+
+    assert_true(cJSON_IsString(p));
+    cap = strlen(p->valuestring);
+    out = mf_alloc(NULL, cap + 1);
+    assert_non_null(out);
+    assert_int_equal(mf_base64__decode((uint8_t *)out, cap, &n, p->valuestring, cap), MF_OK);
+    out[n] = '\0';
+    cJSON_Delete(doc);
+    return out;
+}
+
+/* The document as the general builder makes it: cJSON, members in the format's order, the
+ * sequence in exact digits (cJSON rounds numbers of more than 15 digits). */
+static char *built_with_cjson(const mf_manifest_assignment_spec *a)
+{
+    char hex[MF_SHA256_HEX_LEN + 1], seq[24];
+    cJSON *doc = cJSON_CreateObject();
+    char *json;
+
+    mf_hex__encode(hex, a->release_sha256, MF_MANIFEST_DIGEST_LEN);
+    cJSON_AddStringToObject(doc, "_type", "assignment");
+    cJSON_AddNumberToObject(doc, "spec_version", MF_MANIFEST_SPEC_VERSION);
+    (void)snprintf(seq, sizeof(seq), "%llu", (unsigned long long)a->sequence);
+    cJSON_AddRawToObject(doc, "sequence", seq);
+    cJSON_AddStringToObject(doc, "device_id", a->device_id);
+    cJSON_AddStringToObject(doc, "model", a->model);
+    cJSON_AddStringToObject(doc, "release_sha256", hex);
+    cJSON_AddStringToObject(doc, "nonce", a->nonce);
+    cJSON_AddBoolToObject(doc, "pin", a->pin != 0);
+    if (a->reason)
+        cJSON_AddStringToObject(doc, "reason", a->reason);
+    json = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    assert_non_null(json);
+    return json;
+}
+
+/* The director's assignments are written without cJSON (sign_docs.c): the bytes signed are
+ * the ones the general builder prints for the same document, the device parser reads back
+ * every field (a sequence of 2^53 too, which cJSON alone would round), and what the parser
+ * refuses the signer refuses, on both of the signer's paths. */
+static void test_manifest_batch__payload_bytes(void **state)
+{
+    static const char long_name[] =
+        "a123456789b123456789c123456789d123456789e123456789f123456789g123";
+    static const char too_long[] =
+        "a123456789b123456789c123456789d123456789e123456789f123456789g1234";
+    const mf_manifest_assignment_spec ok[] = {
+        {.device_id = "cam-0001", .model = "detector", .nonce = FX_NONCE, .sequence = 1},
+        {.device_id = "Cam_9.x-Y", .model = "m.v_2-b", .nonce = "n", .sequence = 12345, .pin = 1},
+        {.device_id = long_name,
+         .model = long_name,
+         .nonce = long_name,
+         .sequence = UINT64_C(9007199254740992)},
+        {.device_id = "d",
+         .model = "m",
+         .nonce = "abc",
+         .sequence = UINT64_C(1) << 40,
+         .reason = "rollback: \"quoted\" \\ and \u00e9"},
+    };
+    const mf_manifest_assignment_spec bad[] = {
+        {.device_id = "cam 1", .model = "detector", .nonce = FX_NONCE, .sequence = 1},
+        {.device_id = "cam-1", .model = "", .nonce = FX_NONCE, .sequence = 1},
+        {.device_id = "cam-1", .model = "detector", .nonce = too_long, .sequence = 1},
+        {.device_id = "cam-1", .model = "detector", .nonce = "x\"y", .sequence = 1},
+        {.device_id = "cam-1", .model = "detector", .nonce = FX_NONCE, .sequence = 0},
+        {.device_id = "cam-1",
+         .model = "detector",
+         .nonce = FX_NONCE,
+         .sequence = UINT64_C(9007199254740993)},
+        {.device_id = "cam/1",
+         .model = "detector",
+         .nonce = FX_NONCE,
+         .sequence = 7,
+         .reason = "with a reason: the general path"},
+    };
+    mf_manifest_signer *s = signer_by(BY(K_DIR));
+    struct mf_ctx ctx;
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        mf_manifest_assignment_spec a = ok[i];
+        mf_manifest_assignment *parsed = NULL;
+        uint8_t *env = NULL;
+        size_t len = 0;
+        char *got, *want;
+
+        memcpy(a.release_sha256, rel_digest, sizeof(rel_digest));
+        assert_int_equal(mf_manifest_sign_assignment(&env, &len, s, &a), MF_OK);
+        got = payload_of(env, len);
+        want = built_with_cjson(&a);
+        assert_string_equal(got, want);
+        assert_int_equal(
+            mf_manifest__parse_assignment(&parsed, &ctx, (const uint8_t *)got, strlen(got)), MF_OK);
+        assert_string_equal(parsed->device_id, a.device_id);
+        assert_string_equal(parsed->model, a.model);
+        assert_string_equal(parsed->nonce, a.nonce);
+        assert_true(parsed->sequence == a.sequence);
+        assert_int_equal(parsed->pin, a.pin);
+        assert_memory_equal(parsed->release_sha256, a.release_sha256, MF_MANIFEST_DIGEST_LEN);
+        if (a.reason)
+            assert_string_equal(parsed->reason, a.reason);
+        else
+            assert_null(parsed->reason);
+        mf_manifest_assignment_free(parsed);
+        cJSON_free(want);
+        mf_free(NULL, got);
+        mf_free(NULL, env);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        mf_manifest_assignment_spec a = bad[i];
+        uint8_t *env = NULL;
+        size_t len = 0;
+
+        memcpy(a.release_sha256, rel_digest, sizeof(rel_digest));
+        if (mf_manifest_sign_assignment(&env, &len, s, &a) != MF_E_INVALID)
+            fail_msg("bad spec %zu was signed", i);
+        assert_null(env);
+    }
+    mf_manifest_signer_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -510,6 +644,7 @@ int main(void)
         cmocka_unit_test(test_manifest_batch__other_leaf_payload),
         cmocka_unit_test(test_manifest_batch__non_director_key),
         cmocka_unit_test(test_manifest_batch__only_assignments),
+        cmocka_unit_test(test_manifest_batch__payload_bytes),
     };
     return cmocka_run_group_tests_name("manifest_batch", tests, setup, teardown);
 }
