@@ -13,10 +13,21 @@ struct slot {
     char device_id[MF_STORE_NAME_SIZE]; /* "": empty */
 };
 
+/* A set of MF_CREDCACHE_WAYS slots: a hash lives in one set, in any of its slots. Two
+ * credentials whose hashes share a set therefore both stay (a direct-mapped cache made
+ * such a pair evict each other on every request: a store round trip each, in the MHD
+ * worker). A full set gives up its slots in turn. */
+struct set {
+    struct slot way[MF_CREDCACHE_WAYS];
+    unsigned next_victim;
+};
+
 struct mf_credcache {
     pthread_mutex_t lock;
-    struct slot slots[MF_CREDCACHE_SLOTS];
+    struct set sets[MF_CREDCACHE_SLOTS / MF_CREDCACHE_WAYS];
 };
+
+_Static_assert(MF_CREDCACHE_SLOTS % MF_CREDCACHE_WAYS == 0, "whole sets");
 
 int mf_httpd__credcache_new(struct mf_credcache **out, struct mf_ctx *ctx)
 {
@@ -37,46 +48,64 @@ void mf_httpd__credcache_free(struct mf_credcache *c)
 {
     if (!c)
         return;
-    mf_secure_zero(c->slots, sizeof(c->slots));
+    mf_secure_zero(c->sets, sizeof(c->sets));
     (void)pthread_mutex_destroy(&c->lock);
     mf_free(NULL, c);
 }
 
 /* The hash is a SHA-256 of a random token: its first bytes are already uniform. */
-static struct slot *slot_of(struct mf_credcache *c, const uint8_t hash[MF_SHA256_LEN])
+static struct set *set_of(struct mf_credcache *c, const uint8_t hash[MF_SHA256_LEN])
 {
     uint32_t i = (uint32_t)hash[0] | (uint32_t)hash[1] << 8 | (uint32_t)hash[2] << 16;
 
-    return &c->slots[i % MF_CREDCACHE_SLOTS];
+    return &c->sets[i % (MF_CREDCACHE_SLOTS / MF_CREDCACHE_WAYS)];
+}
+
+/* Under the lock: the slot holding `hash`, or NULL. */
+static struct slot *find(struct set *set, const uint8_t hash[MF_SHA256_LEN])
+{
+    for (size_t w = 0; w < MF_CREDCACHE_WAYS; w++) {
+        struct slot *s = &set->way[w];
+
+        if (s->device_id[0] && mf_ct_memeq(s->hash, hash, MF_SHA256_LEN))
+            return s;
+    }
+    return NULL;
 }
 
 int mf_httpd__credcache_get(char device_id_out[MF_STORE_NAME_SIZE], struct mf_credcache *c,
                             const uint8_t hash[MF_SHA256_LEN])
 {
     struct slot *s;
-    int hit;
 
     device_id_out[0] = '\0';
     if (!c)
         return 0;
     (void)pthread_mutex_lock(&c->lock);
-    s = slot_of(c, hash);
-    hit = s->device_id[0] && mf_ct_memeq(s->hash, hash, MF_SHA256_LEN);
-    if (hit)
+    s = find(set_of(c, hash), hash);
+    if (s)
         memcpy(device_id_out, s->device_id, MF_STORE_NAME_SIZE);
     (void)pthread_mutex_unlock(&c->lock);
-    return hit;
+    return s != NULL;
 }
 
 void mf_httpd__credcache_put(struct mf_credcache *c, const uint8_t hash[MF_SHA256_LEN],
                              const char *device_id)
 {
+    struct set *set;
     struct slot *s;
 
     if (!c)
         return;
     (void)pthread_mutex_lock(&c->lock);
-    s = slot_of(c, hash);
+    set = set_of(c, hash);
+    s = find(set, hash);
+    for (size_t w = 0; !s && w < MF_CREDCACHE_WAYS; w++) {
+        if (!set->way[w].device_id[0])
+            s = &set->way[w];
+    }
+    if (!s)
+        s = &set->way[set->next_victim++ % MF_CREDCACHE_WAYS];
     memcpy(s->hash, hash, MF_SHA256_LEN);
     (void)snprintf(s->device_id, sizeof(s->device_id), "%s", device_id);
     (void)pthread_mutex_unlock(&c->lock);
@@ -89,8 +118,8 @@ void mf_httpd__credcache_drop(struct mf_credcache *c, const uint8_t hash[MF_SHA2
     if (!c)
         return;
     (void)pthread_mutex_lock(&c->lock);
-    s = slot_of(c, hash);
-    if (mf_ct_memeq(s->hash, hash, MF_SHA256_LEN))
+    s = find(set_of(c, hash), hash);
+    if (s)
         mf_secure_zero(s, sizeof(*s));
     (void)pthread_mutex_unlock(&c->lock);
 }

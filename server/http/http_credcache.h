@@ -15,7 +15,8 @@
 #include "mf_hex.h"
 #include "store/store.h"
 
-#define MF_CREDCACHE_SLOTS 16384 /* direct-mapped by hash: a clash replaces the older entry */
+#define MF_CREDCACHE_SLOTS 16384 /* in sets of MF_CREDCACHE_WAYS, by hash */
+#define MF_CREDCACHE_WAYS 4      /* a fifth hash in one set replaces one of the four */
 
 struct mf_credcache;
 

@@ -4,8 +4,8 @@
  * A check-in whose models the node's cache knows unpinned needs only its device row's UPDATE;
  * those of a batch go in one statement over arrays (one execution, one commit, one round
  * trip for all of them), which is what bounds check-ins on PostgreSQL: the backend's work
- * per statement (bench/server/README.md). The others, and a device's second check-in in
- * the same batch, run one statement each.
+ * per statement (bench/server/README.md). A device's second check-in in the batch shares
+ * its first's row. The others run one statement each.
  */
 #include "store/pg_store.h"
 
@@ -207,35 +207,70 @@ static int begin_one(struct mf_store_checkin *c, PGconn *conn)
     return err;
 }
 
-/* Whether item i can go in the batch's statement: every model unpinned as of the hint, and
- * the first check-in of its device in the batch (an UPDATE changes a row once however many
- * rows of its FROM match it). */
-static int batchable(const struct mf_store_checkin *items, size_t i)
+/* Whether item i can go in the batch's statement: every model unpinned as of the hint. */
+static int batchable(const struct mf_store_checkin *c)
 {
-    const struct mf_store_checkin *c = &items[i];
     uint64_t all = c->n_models >= 64 ? UINT64_MAX : (UINT64_C(1) << c->n_models) - 1;
 
-    if (!c->hint || c->n_models == 0 || (c->hint->unpinned & all) != all)
-        return 0;
-    for (size_t j = 0; j < i; j++) {
-        if (strcmp(items[j].device_id, c->device_id) == 0)
-            return 0;
-    }
-    return 1;
+    return c->hint && c->n_models > 0 && (c->hint->unpinned & all) == all;
 }
 
 /* An array parameter of the batch's statement: an element per check-in, each at most a
  * quoted device id or a hex digest and a comma. */
 #define BATCH_ARRAY_MAX (MF_STORE_CHECKIN_BATCH_MAX * (MF_STORE_NAME_SIZE + 8) + 8)
 
-/* A check-in of the batch's statement: its device and its place in the batch. */
+/* A device of the batch's statement. An UPDATE changes a row once however many rows of its
+ * FROM match it, so the check-ins of one device (with one credential) share its row: the
+ * row reserves the numbers of all of them and they split the block in batch order. */
 struct batch_row {
     const char *device_id;
-    size_t item;
+    size_t item;    /* its first check-in; the others follow through next[] */
+    unsigned n_seq; /* numbers for all of them */
+    int64_t now;    /* the latest of their times */
 };
 
+/* The batch's rows and, per check-in, the next check-in of its row (NO_ITEM: none). */
+#define NO_ITEM SIZE_MAX
+struct batch {
+    struct batch_row rows[MF_STORE_CHECKIN_BATCH_MAX];
+    size_t next[MF_STORE_CHECKIN_BATCH_MAX];
+    size_t last[MF_STORE_CHECKIN_BATCH_MAX]; /* per row: its last check-in so far */
+    uint8_t in[MF_STORE_CHECKIN_BATCH_MAX];  /* per check-in: it is one of the rows' */
+    size_t n_rows, n_items;
+};
+
+/* Puts item i in the batch: in its device's row, or a new row. A device's check-in with
+ * another credential than the row's stays out (it runs alone and is refused alone). */
+static void batch_add(struct batch *b, const struct mf_store_checkin *items, size_t i)
+{
+    const struct mf_store_checkin *c = &items[i];
+    struct batch_row *r;
+
+    b->next[i] = NO_ITEM;
+    for (size_t k = 0; k < b->n_rows; k++) {
+        r = &b->rows[k];
+        if (strcmp(r->device_id, c->device_id) != 0)
+            continue;
+        if (!mf_ct_memeq(items[r->item].cred_hash, c->cred_hash, MF_SHA256_LEN))
+            return;
+        b->next[b->last[k]] = i;
+        b->last[k] = i;
+        r->n_seq += c->n_seq;
+        r->now = c->now > r->now ? c->now : r->now;
+        b->in[i] = 1;
+        b->n_items++;
+        return;
+    }
+    r = &b->rows[b->n_rows];
+    *r = (struct batch_row){c->device_id, i, c->n_seq, c->now};
+    b->last[b->n_rows++] = i;
+    b->in[i] = 1;
+    b->n_items++;
+}
+
 /* Orders the statement's rows by device id, so that concurrent batches (other nodes) lock
- * the rows they share in one order. */
+ * the rows they share in one order. The next[] chains hang off items, not rows: sorting
+ * keeps them. */
 static int by_device(const void *a, const void *b)
 {
     return strcmp(((const struct batch_row *)a)->device_id,
@@ -263,54 +298,67 @@ static int batch_arrays(struct mf_dynbuf a[4], const struct mf_store_checkin *it
         if (err >= 0)
             err = mf_dynbuf__appendf(&a[1], "%s%s", sep, hex);
         if (err >= 0)
-            err = mf_dynbuf__appendf(&a[2], "%s%u", sep, c->n_seq);
+            err = mf_dynbuf__appendf(&a[2], "%s%u", sep, rows[i].n_seq);
         if (err >= 0)
-            err = mf_dynbuf__appendf(&a[3], "%s%lld", sep, (long long)c->now);
+            err = mf_dynbuf__appendf(&a[3], "%s%lld", sep, (long long)rows[i].now);
     }
     for (size_t k = 0; k < 4 && err >= 0; k++)
         err = mf_dynbuf__append(&a[k], "}", 1); /* the buffer keeps a NUL after it */
     return err < 0 ? err : MF_OK;
 }
 
-/* Takes the rows of the batch's statement: a row per check-in whose device still holds its
- * credential. */
-static int batch_results(struct mf_store_checkin *items, const struct batch_row *rows, size_t n,
-                         const PGresult *res, PGconn *conn)
+/* Fills in one check-in of a row the statement returned: `first` its block's first number,
+ * `generation` and `channel` the row's. */
+static void batch_take(struct mf_store_checkin *c, uint64_t first, uint64_t generation,
+                       const char *channel, PGconn *conn)
+{
+    c->first = first;
+    c->generation = generation;
+    if (c->generation != c->hint->generation) {
+        char names[MF_STORE_CHECKIN_MAX_MODELS * MF_STORE_NAME_SIZE];
+
+        c->err = join_models(names, sizeof(names), c->ctx, c->models, c->n_models);
+        if (c->err == MF_OK)
+            c->err = directives_now(&c->generation, c->dirs, conn, c->ctx, c->device_id, names,
+                                    c->n_models);
+        return;
+    }
+    for (size_t m = 0; m < c->n_models; m++) {
+        memset(&c->dirs[m], 0, sizeof(c->dirs[m]));
+        (void)snprintf(c->dirs[m].channel, sizeof(c->dirs[m].channel), "%s", channel);
+    }
+}
+
+/* Takes the rows of the batch's statement: a row per device that still holds the
+ * credential; its block is split among the device's check-ins in batch order. */
+static int batch_results(struct mf_store_checkin *items, const struct batch *b, const PGresult *res,
+                         PGconn *conn)
 {
     uint8_t seen[MF_STORE_CHECKIN_BATCH_MAX] = {0};
 
     for (int r = 0; r < PQntuples(res); r++) {
         int64_t ord = mf_pg__col_i64(res, r, 0);
-        struct mf_store_checkin *c;
+        const struct batch_row *row;
         char channel[MF_STORE_NAME_SIZE];
+        uint64_t first, generation;
 
-        if (ord < 1 || (uint64_t)ord > n || seen[ord - 1])
+        if (ord < 1 || (uint64_t)ord > b->n_rows || seen[ord - 1])
             return MF_E_STATE;
         seen[ord - 1] = 1;
-        c = &items[rows[ord - 1].item];
-        c->first = (uint64_t)mf_pg__col_i64(res, r, 1) - c->n_seq + 1;
-        c->generation = (uint64_t)mf_pg__col_i64(res, r, 2);
+        row = &b->rows[ord - 1];
+        first = (uint64_t)mf_pg__col_i64(res, r, 1) - row->n_seq + 1;
+        generation = (uint64_t)mf_pg__col_i64(res, r, 2);
         mf_pg__col_text(channel, sizeof(channel), res, r, 3);
-        if (c->generation != c->hint->generation) {
-            char names[MF_STORE_CHECKIN_MAX_MODELS * MF_STORE_NAME_SIZE];
-
-            c->err = join_models(names, sizeof(names), c->ctx, c->models, c->n_models);
-            if (c->err == MF_OK)
-                c->err = directives_now(&c->generation, c->dirs, conn, c->ctx, c->device_id, names,
-                                        c->n_models);
-            continue;
-        }
-        for (size_t m = 0; m < c->n_models; m++) {
-            memset(&c->dirs[m], 0, sizeof(c->dirs[m]));
-            (void)snprintf(c->dirs[m].channel, sizeof(c->dirs[m].channel), "%s", channel);
+        for (size_t i = row->item; i != NO_ITEM; i = b->next[i]) {
+            batch_take(&items[i], first, generation, channel, conn);
+            first += items[i].n_seq;
         }
     }
-    for (size_t i = 0; i < n; i++) {
-        struct mf_store_checkin *c = &items[rows[i].item];
-
-        if (!seen[i])
-            c->err = mf_fail(c->ctx, MF_E_AUTH,
-                             "device '%s' does not hold that credential (any more)", c->device_id);
+    for (size_t k = 0; k < b->n_rows; k++) {
+        for (size_t i = b->rows[k].item; !seen[k] && i != NO_ITEM; i = b->next[i])
+            items[i].err =
+                mf_fail(items[i].ctx, MF_E_AUTH,
+                        "device '%s' does not hold that credential (any more)", items[i].device_id);
     }
     return MF_OK;
 }
@@ -320,8 +368,7 @@ static int batch_results(struct mf_store_checkin *items, const struct batch_row 
  * (each item's err set); an error when it did not, and then it changed nothing (one
  * statement): the caller runs the items one by one instead.
  */
-static int begin_batch(struct mf_store_checkin *items, struct batch_row *rows, size_t n,
-                       PGconn *conn)
+static int begin_batch(struct mf_store_checkin *items, struct batch *b, PGconn *conn)
 {
     static const char sql[] =
         "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),"
@@ -333,26 +380,27 @@ static int begin_batch(struct mf_store_checkin *items, struct batch_row *rows, s
         "  RETURNING x.ord, devices.assign_seq, devices.channel)"
         " SELECT d.ord, d.assign_seq, (SELECT generation FROM store_meta WHERE id = 1), d.channel"
         " FROM d";
-    struct mf_ctx *ctx = items[rows[0].item].ctx;
+    struct mf_ctx *ctx = items[b->rows[0].item].ctx;
     struct mf_dynbuf a[4];
     struct mf_pg_params p = {0};
     PGresult *res = NULL;
     int err;
 
-    qsort(rows, n, sizeof(*rows), by_device);
+    qsort(b->rows, b->n_rows, sizeof(b->rows[0]), by_device);
     for (size_t k = 0; k < 4; k++)
         mf_dynbuf__init(&a[k], NULL, BATCH_ARRAY_MAX);
     err = mf_pg__raise_epoch(conn, ctx);
-    if (err == MF_OK && batch_arrays(a, items, rows, n) < 0)
-        err = mf_fail(ctx, MF_E_LIMIT, "a batch of %zu check-ins does not fit its arrays", n);
+    if (err == MF_OK && batch_arrays(a, items, b->rows, b->n_rows) < 0)
+        err = mf_fail(ctx, MF_E_LIMIT, "a batch of %zu check-ins does not fit its arrays",
+                      b->n_items);
     for (size_t k = 0; k < 4 && err == MF_OK; k++)
         mf_pg__param_text(&p, (const char *)a[k].data);
     if (err == MF_OK)
         err = mf_pg__query(&res, conn, ctx, sql, &p, "beginning a batch of check-ins");
     if (err == MF_OK)
-        err = batch_results(items, rows, n, res, conn);
+        err = batch_results(items, b, res, conn);
     if (err == MF_OK)
-        atomic_fetch_add(&batched_total, n);
+        atomic_fetch_add(&batched_total, b->n_items);
     PQclear(res);
     for (size_t k = 0; k < 4; k++)
         mf_dynbuf__free(&a[k]);
@@ -361,9 +409,7 @@ static int begin_batch(struct mf_store_checkin *items, struct batch_row *rows, s
 
 int mf_pg__checkin_begin(struct mf_store *base, struct mf_store_checkin *items, size_t n)
 {
-    struct batch_row rows[MF_STORE_CHECKIN_BATCH_MAX];
-    uint8_t in_batch[MF_STORE_CHECKIN_BATCH_MAX] = {0};
-    size_t n_batch = 0;
+    struct batch b;
     PGconn *conn;
     int err;
 
@@ -377,18 +423,17 @@ int mf_pg__checkin_begin(struct mf_store *base, struct mf_store_checkin *items, 
             items[i].err = mf_fail(items[i].ctx, err, "%s", mf_ctx__errmsg(items[0].ctx));
         return err;
     }
+    memset(b.in, 0, sizeof(b.in));
+    b.n_rows = b.n_items = 0;
     for (size_t i = 0; i < n && i < MF_STORE_CHECKIN_BATCH_MAX; i++) {
-        if (batchable(items, i)) {
-            rows[n_batch].device_id = items[i].device_id;
-            rows[n_batch++].item = i;
-            in_batch[i] = 1;
-        }
+        if (batchable(&items[i]))
+            batch_add(&b, items, i);
     }
     /* A failed statement changed nothing: its check-ins run one by one like the rest. */
-    if (n_batch < 2 || begin_batch(items, rows, n_batch, conn) < 0)
-        memset(in_batch, 0, sizeof(in_batch));
+    if (b.n_items < 2 || begin_batch(items, &b, conn) < 0)
+        memset(b.in, 0, sizeof(b.in));
     for (size_t i = 0; i < n; i++) {
-        if (i >= MF_STORE_CHECKIN_BATCH_MAX || !in_batch[i])
+        if (i >= MF_STORE_CHECKIN_BATCH_MAX || !b.in[i])
             items[i].err = begin_one(&items[i], conn);
     }
     mf_pg__put(base, conn);

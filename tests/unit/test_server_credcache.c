@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The node's device credential cache (http/http_credcache.h): it answers only for the exact
- * hash it was given, forgets on drop, and a clash of slots replaces the older entry rather
- * than answering for the wrong credential.
+ * hash it was given, forgets on drop, keeps credentials whose hashes share a set (up to its
+ * ways), and a set that is full replaces an entry rather than answering for the wrong
+ * credential.
  */
 #include "mf_test.h"
 #include "http/http_credcache.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static void test_server_credcache__get_put_drop(void **state)
@@ -30,12 +32,14 @@ static void test_server_credcache__get_put_drop(void **state)
     assert_int_equal(mf_httpd__credcache_get(id, c, b), 0); /* never for a near miss */
     mf_httpd__credcache_drop(c, b);                         /* not b's slot entry: kept */
     assert_int_equal(mf_httpd__credcache_get(id, c, a), 1);
-    mf_httpd__credcache_put(c, b, "cam-2"); /* the clash replaces a */
-    assert_int_equal(mf_httpd__credcache_get(id, c, a), 0);
+    mf_httpd__credcache_put(c, b, "cam-2"); /* the same set: both stay */
+    assert_int_equal(mf_httpd__credcache_get(id, c, a), 1);
+    assert_string_equal(id, "cam-1");
     assert_int_equal(mf_httpd__credcache_get(id, c, b), 1);
     assert_string_equal(id, "cam-2");
     mf_httpd__credcache_drop(c, b);
     assert_int_equal(mf_httpd__credcache_get(id, c, b), 0);
+    assert_int_equal(mf_httpd__credcache_get(id, c, a), 1);
     /* No cache (a server built without one): always a miss, put and drop do nothing. */
     mf_httpd__credcache_put(NULL, a, "cam-1");
     mf_httpd__credcache_drop(NULL, a);
@@ -44,10 +48,52 @@ static void test_server_credcache__get_put_drop(void **state)
     mf_httpd__credcache_free(NULL);
 }
 
+/* One set holds MF_CREDCACHE_WAYS credentials; one more replaces one of them, each entry
+ * answers for its own hash only, and a re-put of a cached hash takes no second slot. */
+static void test_server_credcache__full_set(void **state)
+{
+    struct mf_credcache *c = NULL;
+    struct mf_ctx ctx;
+    uint8_t h[MF_CREDCACHE_WAYS + 1][MF_SHA256_LEN];
+    char id[MF_STORE_NAME_SIZE], want[16];
+    int hits = 0;
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    assert_int_equal(mf_httpd__credcache_new(&c, &ctx), MF_OK);
+    for (int i = 0; i <= MF_CREDCACHE_WAYS; i++) {
+        memset(h[i], 0x22, MF_SHA256_LEN); /* same first bytes: the same set */
+        h[i][MF_SHA256_LEN - 1] = (uint8_t)i;
+    }
+    for (int i = 0; i < MF_CREDCACHE_WAYS; i++) {
+        (void)snprintf(want, sizeof(want), "cam-%d", i);
+        mf_httpd__credcache_put(c, h[i], want);
+        mf_httpd__credcache_put(c, h[i], want); /* again: no second slot */
+    }
+    for (int i = 0; i < MF_CREDCACHE_WAYS; i++) {
+        (void)snprintf(want, sizeof(want), "cam-%d", i);
+        assert_int_equal(mf_httpd__credcache_get(id, c, h[i]), 1);
+        assert_string_equal(id, want);
+    }
+    mf_httpd__credcache_put(c, h[MF_CREDCACHE_WAYS], "cam-new");
+    assert_int_equal(mf_httpd__credcache_get(id, c, h[MF_CREDCACHE_WAYS]), 1);
+    assert_string_equal(id, "cam-new");
+    for (int i = 0; i < MF_CREDCACHE_WAYS; i++) {
+        if (mf_httpd__credcache_get(id, c, h[i])) {
+            (void)snprintf(want, sizeof(want), "cam-%d", i);
+            assert_string_equal(id, want);
+            hits++;
+        }
+    }
+    assert_int_equal(hits, MF_CREDCACHE_WAYS - 1);
+    mf_httpd__credcache_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_server_credcache__get_put_drop),
+        cmocka_unit_test(test_server_credcache__full_set),
     };
 
     return cmocka_run_group_tests_name("server_credcache", tests, NULL, NULL);

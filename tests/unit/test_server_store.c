@@ -482,7 +482,9 @@ static int64_t last_seen_of(struct store_fixture *f, const char *device_id)
 /* Check-ins that arrived together go to the store in one checkin_begin call (one
  * transaction on SQLite, one statement for those the hint names unpinned on PostgreSQL):
  * each gets its own numbers, directives and error, a refused one changes nothing and stops
- * none of the others, and a device twice in the batch gets two blocks that do not overlap. */
+ * none of the others, and a device twice in the batch gets two blocks that do not overlap
+ * (on PostgreSQL from its one row of the statement); twice with another credential, the
+ * other is refused alone. */
 static void test_server_store__checkin_begin_batch(void **state)
 {
     struct store_fixture *f = *state;
@@ -491,10 +493,10 @@ static void test_server_store__checkin_begin_batch(void **state)
     uint8_t h1[MF_SHA256_LEN] = {1}, h2[MF_SHA256_LEN] = {2}, h3[MF_SHA256_LEN] = {3};
     uint8_t wrong[MF_SHA256_LEN] = {9};
     struct mf_store_pin pin = {MF_STORE_PIN_DEVICE, "dev-1", "det", "v9", 1};
-    struct mf_store_directives dirs[6];
-    struct mf_ctx ctxs[6];
+    struct mf_store_directives dirs[7];
+    struct mf_ctx ctxs[7];
     struct mf_store_pin_hint hint = {0, 1};
-    struct mf_store_checkin c[6];
+    struct mf_store_checkin c[7];
     uint64_t g0 = 0, first = 0, batched;
 
     assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", h1, 1), MF_OK);
@@ -505,7 +507,7 @@ static void test_server_store__checkin_begin_batch(void **state)
         mf_store__checkin_begin(&g0, &first, NULL, s, &f->ctx, "dev-3", h3, 0, NULL, 0, 2, NULL),
         MF_OK);
     hint.generation = g0;
-    for (size_t i = 0; i < 6; i++) {
+    for (size_t i = 0; i < 7; i++) {
         mf_ctx__init(&ctxs[i], NULL, NULL, NULL, "test");
         c[i] = (struct mf_store_checkin){.ctx = &ctxs[i],
                                          .n_seq = 1,
@@ -521,10 +523,12 @@ static void test_server_store__checkin_begin_batch(void **state)
     c[3].device_id = "dev-3", c[3].cred_hash = wrong;
     c[4].device_id = "ghost", c[4].cred_hash = h1;
     c[5].device_id = "dev-3", c[5].cred_hash = h3, c[5].hint = NULL; /* reads its pins */
+    c[6].device_id = "dev-2", c[6].cred_hash = wrong; /* dev-2 again, another credential */
     batched = mf_pg__checkin_batched();
-    assert_int_equal(s->ops->checkin_begin(s, c, 6), MF_E_AUTH); /* the first error: c[3] */
-    /* On PostgreSQL the four the hint allows went in one statement (the others alone). */
-    assert_int_equal(mf_pg__checkin_batched() - batched, f->pg ? 4 : 0);
+    assert_int_equal(s->ops->checkin_begin(s, c, 7), MF_E_AUTH); /* the first error: c[3] */
+    /* On PostgreSQL the five the hint allows went in one statement, dev-1's two in its one
+     * row (the others alone). */
+    assert_int_equal(mf_pg__checkin_batched() - batched, f->pg ? 5 : 0);
     assert_int_equal(c[0].err, MF_OK);
     assert_int_equal(c[1].err, MF_OK);
     assert_int_equal(c[2].err, MF_OK);
@@ -532,12 +536,13 @@ static void test_server_store__checkin_begin_batch(void **state)
     assert_non_null(strstr(mf_ctx__errmsg(&ctxs[3]), "dev-3"));
     assert_int_equal(c[4].err, MF_E_AUTH);
     assert_int_equal(c[5].err, MF_OK);
-    for (size_t i = 0; i < 6; i++) {
+    assert_int_equal(c[6].err, MF_E_AUTH);
+    for (size_t i = 0; i < 7; i++) {
         if (c[i].err == MF_OK)
             assert_int_equal(c[i].generation, g0);
     }
-    /* dev-1: two blocks of one that do not overlap; dev-2 a block of three. */
-    assert_true(c[0].first != c[2].first);
+    /* dev-1: two blocks of one that do not overlap, in batch order; dev-2 a block of three. */
+    assert_true(c[0].first < c[2].first);
     assert_true(c[0].first >= 1 && c[2].first >= 1);
     assert_true(c[1].first >= 1);
     assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-2", 1), MF_OK);
