@@ -92,17 +92,22 @@ static int check_rate(struct mf_httpd_req *r)
     return err < 0 ? err : MF_E_AUTH;
 }
 
-/* The store's device_auth, or for a route that verifies the credential itself the node's
- * credential cache in front of it (http_credcache.h). */
+/* The store's device_auth, or for a route that verifies the credential itself (or, while
+ * recent, one that reaches no store) the node's credential cache in front of it
+ * (http_credcache.h). */
 static int device_auth(struct mf_httpd_req *r, const uint8_t hash[MF_SHA256_LEN])
 {
     struct mf_store *s = r->env->store;
     int err;
 
-    if (r->route->verifies_credential && mf_httpd__credcache_get(r->device_id, r->env->creds, hash))
+    if (r->route->verifies_credential &&
+        mf_httpd__credcache_get(r->device_id, r->env->creds, hash, MF_CREDCACHE_ANY_AGE))
+        return MF_OK;
+    if (r->route->trusts_recent_auth &&
+        mf_httpd__credcache_get(r->device_id, r->env->creds, hash, MF_CREDCACHE_RECENT_S))
         return MF_OK;
     err = s->ops->device_auth(r->device_id, s, &r->ctx, hash);
-    if (err == MF_OK && r->route->verifies_credential)
+    if (err == MF_OK && (r->route->verifies_credential || r->route->trusts_recent_auth))
         mf_httpd__credcache_put(r->env->creds, hash, r->device_id);
     return err;
 }

@@ -7,10 +7,12 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 struct slot {
     uint8_t hash[MF_SHA256_LEN];
     char device_id[MF_STORE_NAME_SIZE]; /* "": empty */
+    int64_t verified_s;                 /* CLOCK_MONOTONIC seconds of the put */
 };
 
 /* A set of MF_CREDCACHE_WAYS slots: a hash lives in one set, in any of its slots. Two
@@ -73,9 +75,18 @@ static struct slot *find(struct set *set, const uint8_t hash[MF_SHA256_LEN])
     return NULL;
 }
 
-int mf_httpd__credcache_get(char device_id_out[MF_STORE_NAME_SIZE], struct mf_credcache *c,
-                            const uint8_t hash[MF_SHA256_LEN])
+static int64_t now_s(void)
 {
+    struct timespec ts;
+
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec;
+}
+
+int mf_httpd__credcache_get(char device_id_out[MF_STORE_NAME_SIZE], struct mf_credcache *c,
+                            const uint8_t hash[MF_SHA256_LEN], int64_t max_age_s)
+{
+    int64_t now = max_age_s == MF_CREDCACHE_ANY_AGE ? 0 : now_s();
     struct slot *s;
 
     device_id_out[0] = '\0';
@@ -83,6 +94,8 @@ int mf_httpd__credcache_get(char device_id_out[MF_STORE_NAME_SIZE], struct mf_cr
         return 0;
     (void)pthread_mutex_lock(&c->lock);
     s = find(set_of(c, hash), hash);
+    if (s && max_age_s != MF_CREDCACHE_ANY_AGE && now - s->verified_s > max_age_s)
+        s = NULL;
     if (s)
         memcpy(device_id_out, s->device_id, MF_STORE_NAME_SIZE);
     (void)pthread_mutex_unlock(&c->lock);
@@ -108,6 +121,7 @@ void mf_httpd__credcache_put(struct mf_credcache *c, const uint8_t hash[MF_SHA25
         s = &set->way[set->next_victim++ % MF_CREDCACHE_WAYS];
     memcpy(s->hash, hash, MF_SHA256_LEN);
     (void)snprintf(s->device_id, sizeof(s->device_id), "%s", device_id);
+    s->verified_s = now_s();
     (void)pthread_mutex_unlock(&c->lock);
 }
 

@@ -5,8 +5,10 @@
  * statement (checkin_begin) matches the device row on both the id and the credential hash
  * and fails when the credential is no longer the device's (re-enrolled, revoked, removed),
  * in the same statement as its writes. A stale entry therefore never lets a request through;
- * it only costs the answer's 401 a cache entry (mf_httpd__credcache_drop). Only hashes are
- * kept, like the store keeps them.
+ * it only costs the answer's 401 a cache entry (mf_httpd__credcache_drop). Blob downloads,
+ * which reach no store, take an entry only while it is recent (MF_CREDCACHE_RECENT_S): a
+ * revoked credential keeps downloading that long, and not a range request costs a store
+ * round trip. Only hashes are kept, like the store keeps them.
  */
 #ifndef MF_SERVER_HTTP_CREDCACHE_H
 #define MF_SERVER_HTTP_CREDCACHE_H
@@ -17,15 +19,21 @@
 
 #define MF_CREDCACHE_SLOTS 16384 /* in sets of MF_CREDCACHE_WAYS, by hash */
 #define MF_CREDCACHE_WAYS 4      /* a fifth hash in one set replaces one of the four */
+/* Routes that trusts_recent_auth (http_req.h) take a credential from the cache when the
+ * store verified it at most this many seconds ago. */
+#define MF_CREDCACHE_RECENT_S 10
+#define MF_CREDCACHE_ANY_AGE (-1) /* max_age_s of a route that verifies_credential itself */
 
 struct mf_credcache;
 
 int mf_httpd__credcache_new(struct mf_credcache **out, struct mf_ctx *ctx);
 void mf_httpd__credcache_free(struct mf_credcache *c); /* NULL is a no-op */
 
-/* 1 with the device id of `hash` when the cache holds it, else 0. */
+/* 1 with the device id of `hash` when the cache holds it, put at most max_age_s seconds ago
+ * (MF_CREDCACHE_ANY_AGE: however long ago), else 0. */
 int mf_httpd__credcache_get(char device_id_out[MF_STORE_NAME_SIZE], struct mf_credcache *c,
-                            const uint8_t hash[MF_SHA256_LEN]);
+                            const uint8_t hash[MF_SHA256_LEN], int64_t max_age_s);
+/* After the store verified the credential: (re)starts its age. */
 void mf_httpd__credcache_put(struct mf_credcache *c, const uint8_t hash[MF_SHA256_LEN],
                              const char *device_id);
 void mf_httpd__credcache_drop(struct mf_credcache *c, const uint8_t hash[MF_SHA256_LEN]);

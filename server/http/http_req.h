@@ -88,6 +88,9 @@ struct mf_httpd_route {
      * statement (req->cred_hash) and answers 401 when it no longer holds: the router may
      * then take the device id from the node's credential cache (http_credcache.h). */
     int verifies_credential;
+    /* Read-only device routes that reach no store (blob downloads): a credential the store
+     * verified at most MF_CREDCACHE_RECENT_S ago comes from the cache (http_credcache.h). */
+    int trusts_recent_auth;
 };
 
 struct mf_httpd_req {

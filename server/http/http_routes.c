@@ -50,8 +50,15 @@ const struct mf_httpd_route mf_httpd__routes[] = {
      .verifies_credential = 1},
     ROUTE("POST", "/v1/report", DEVICE, JSON, mf_handlers__report, 0),
     /* "{*}": anything after /v1/blobs/ reaches the handler, whose name check answers 400
-     * (not 404) to a traversal attempt or a malformed name. */
-    ROUTE("GET", "/v1/blobs/{*}", DEVICE_OR_ADMIN, NONE, mf_handlers__blob_get, ALL_ROLES),
+     * (not 404) to a traversal attempt or a malformed name. A download's range requests
+     * take a recently verified credential from the node's cache (http_credcache.h). */
+    {.method = "GET",
+     .pattern = "/v1/blobs/{*}",
+     .auth = MF_HTTPD_AUTH_DEVICE_OR_ADMIN,
+     .body = MF_HTTPD_BODY_NONE,
+     .handle = mf_handlers__blob_get,
+     .roles = ALL_ROLES,
+     .trusts_recent_auth = 1},
     ROUTE("GET", "/v1/admin/models", ADMIN, NONE, mf_handlers__models_list, ALL_ROLES),
     STREAM("PUT", "/v1/admin/models/{}/versions/{}", mf_handlers__publish_begin,
            mf_handlers__publish_data, mf_handlers__publish_end, DATA),

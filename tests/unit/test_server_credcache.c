@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static void test_server_credcache__get_put_drop(void **state)
 {
@@ -24,26 +25,27 @@ static void test_server_credcache__get_put_drop(void **state)
     memset(a, 0x11, sizeof(a));
     memcpy(b, a, sizeof(b));
     b[MF_SHA256_LEN - 1] ^= 1; /* same slot, other credential */
-    assert_int_equal(mf_httpd__credcache_get(id, c, a), 0);
+    assert_int_equal(mf_httpd__credcache_get(id, c, a, MF_CREDCACHE_ANY_AGE), 0);
     assert_string_equal(id, "");
     mf_httpd__credcache_put(c, a, "cam-1");
-    assert_int_equal(mf_httpd__credcache_get(id, c, a), 1);
+    assert_int_equal(mf_httpd__credcache_get(id, c, a, MF_CREDCACHE_ANY_AGE), 1);
     assert_string_equal(id, "cam-1");
-    assert_int_equal(mf_httpd__credcache_get(id, c, b), 0); /* never for a near miss */
-    mf_httpd__credcache_drop(c, b);                         /* not b's slot entry: kept */
-    assert_int_equal(mf_httpd__credcache_get(id, c, a), 1);
+    assert_int_equal(mf_httpd__credcache_get(id, c, b, MF_CREDCACHE_ANY_AGE),
+                     0);            /* never for a near miss */
+    mf_httpd__credcache_drop(c, b); /* not b's slot entry: kept */
+    assert_int_equal(mf_httpd__credcache_get(id, c, a, MF_CREDCACHE_ANY_AGE), 1);
     mf_httpd__credcache_put(c, b, "cam-2"); /* the same set: both stay */
-    assert_int_equal(mf_httpd__credcache_get(id, c, a), 1);
+    assert_int_equal(mf_httpd__credcache_get(id, c, a, MF_CREDCACHE_ANY_AGE), 1);
     assert_string_equal(id, "cam-1");
-    assert_int_equal(mf_httpd__credcache_get(id, c, b), 1);
+    assert_int_equal(mf_httpd__credcache_get(id, c, b, MF_CREDCACHE_ANY_AGE), 1);
     assert_string_equal(id, "cam-2");
     mf_httpd__credcache_drop(c, b);
-    assert_int_equal(mf_httpd__credcache_get(id, c, b), 0);
-    assert_int_equal(mf_httpd__credcache_get(id, c, a), 1);
+    assert_int_equal(mf_httpd__credcache_get(id, c, b, MF_CREDCACHE_ANY_AGE), 0);
+    assert_int_equal(mf_httpd__credcache_get(id, c, a, MF_CREDCACHE_ANY_AGE), 1);
     /* No cache (a server built without one): always a miss, put and drop do nothing. */
     mf_httpd__credcache_put(NULL, a, "cam-1");
     mf_httpd__credcache_drop(NULL, a);
-    assert_int_equal(mf_httpd__credcache_get(id, NULL, a), 0);
+    assert_int_equal(mf_httpd__credcache_get(id, NULL, a, MF_CREDCACHE_ANY_AGE), 0);
     mf_httpd__credcache_free(c);
     mf_httpd__credcache_free(NULL);
 }
@@ -72,14 +74,14 @@ static void test_server_credcache__full_set(void **state)
     }
     for (int i = 0; i < MF_CREDCACHE_WAYS; i++) {
         (void)snprintf(want, sizeof(want), "cam-%d", i);
-        assert_int_equal(mf_httpd__credcache_get(id, c, h[i]), 1);
+        assert_int_equal(mf_httpd__credcache_get(id, c, h[i], MF_CREDCACHE_ANY_AGE), 1);
         assert_string_equal(id, want);
     }
     mf_httpd__credcache_put(c, h[MF_CREDCACHE_WAYS], "cam-new");
-    assert_int_equal(mf_httpd__credcache_get(id, c, h[MF_CREDCACHE_WAYS]), 1);
+    assert_int_equal(mf_httpd__credcache_get(id, c, h[MF_CREDCACHE_WAYS], MF_CREDCACHE_ANY_AGE), 1);
     assert_string_equal(id, "cam-new");
     for (int i = 0; i < MF_CREDCACHE_WAYS; i++) {
-        if (mf_httpd__credcache_get(id, c, h[i])) {
+        if (mf_httpd__credcache_get(id, c, h[i], MF_CREDCACHE_ANY_AGE)) {
             (void)snprintf(want, sizeof(want), "cam-%d", i);
             assert_string_equal(id, want);
             hits++;
@@ -89,11 +91,46 @@ static void test_server_credcache__full_set(void **state)
     mf_httpd__credcache_free(c);
 }
 
+/* An entry answers a route that trusts recent authentication only while it is as young as
+ * the route asks; the check-in's any-age lookup still finds it, and a put restarts its age. */
+static void test_server_credcache__recent(void **state)
+{
+    struct mf_credcache *c = NULL;
+    struct mf_ctx ctx;
+    uint8_t a[MF_SHA256_LEN];
+    char id[MF_STORE_NAME_SIZE];
+    struct timespec t0, t;
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    assert_int_equal(mf_httpd__credcache_new(&c, &ctx), MF_OK);
+    memset(a, 0x33, sizeof(a));
+    mf_httpd__credcache_put(c, a, "cam-1");
+    (void)clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(mf_httpd__credcache_get(id, c, a, MF_CREDCACHE_RECENT_S), 1);
+    assert_string_equal(id, "cam-1");
+    /* Wait (at most about two seconds) until the put is more than a second old. */
+    do {
+        struct timespec nap = {0, 20 * 1000 * 1000};
+
+        (void)nanosleep(&nap, NULL);
+        (void)clock_gettime(CLOCK_MONOTONIC, &t);
+    } while (t.tv_sec < t0.tv_sec + 2);
+    assert_int_equal(mf_httpd__credcache_get(id, c, a, 1), 0);
+    assert_string_equal(id, "");
+    assert_int_equal(mf_httpd__credcache_get(id, c, a, MF_CREDCACHE_RECENT_S), 1);
+    assert_int_equal(mf_httpd__credcache_get(id, c, a, MF_CREDCACHE_ANY_AGE), 1);
+    mf_httpd__credcache_put(c, a, "cam-1");
+    assert_int_equal(mf_httpd__credcache_get(id, c, a, 1), 1);
+    mf_httpd__credcache_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_server_credcache__get_put_drop),
         cmocka_unit_test(test_server_credcache__full_set),
+        cmocka_unit_test(test_server_credcache__recent),
     };
 
     return cmocka_run_group_tests_name("server_credcache", tests, NULL, NULL);

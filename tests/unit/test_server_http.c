@@ -975,6 +975,57 @@ static void test_server_http__download(void **state)
 
 /* Connections are kept alive across requests on any route a device uses repeatedly (a
  * download is a run of range requests): libcurl reuses the connection, making no new one. */
+/* Range requests take a recently verified credential from the node's cache (no store round
+ * trip each): a credential revoked since keeps downloading for at most MF_CREDCACHE_RECENT_S
+ * seconds, unless a check-in with it was refused first, which ends it at once; one the node
+ * never verified is asked of the store. */
+static void test_server_http__download_after_revoke(void **state)
+{
+    static const char checkin[] = "{\"nonce\":\"0123456789abcdef0123456789abcdef\","
+                                  "\"models\":[]}";
+    static uint8_t blob[3000];
+    char sha[65], path[128], cred1[MF_TOKEN_LEN + 1], cred2[MF_TOKEN_LEN + 1];
+    char cred3[MF_TOKEN_LEN + 1], cred4[MF_TOKEN_LEN + 1];
+    struct req_opts o = {0};
+    struct reply r;
+
+    (void)state;
+    fill_pattern(blob, sizeof(blob), 9);
+    sha256_hex(sha, blob, sizeof(blob));
+    assert_int_equal(publish("dlr", "v1", blob, sizeof(blob), NULL), 201);
+    (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
+    enroll(cred1, "cam-dl1");
+    o.token = cred1;
+    http(&r, "GET", path, &o);
+    assert_int_equal(r.status, 200);
+    free_reply(&r);
+    enroll(cred2, "cam-dl1"); /* revokes cred1 */
+    http(&r, "GET", path, &o);
+    assert_int_equal(r.status, 200); /* verified a moment ago */
+    free_reply(&r);
+    post_json(&r, "/v1/checkin", cred1, checkin);
+    assert_error_body(&r, 401, "unauthorized");
+    free_reply(&r);
+    http(&r, "GET", path, &o);
+    assert_error_body(&r, 401, "unauthorized");
+    free_reply(&r);
+    o.token = cred2;
+    http(&r, "GET", path, &o);
+    assert_int_equal(r.status, 200);
+    free_reply(&r);
+
+    enroll(cred3, "cam-dl2");
+    enroll(cred4, "cam-dl2");
+    o.token = cred3;
+    http(&r, "GET", path, &o);
+    assert_error_body(&r, 401, "unauthorized");
+    free_reply(&r);
+    o.token = cred4;
+    http(&r, "GET", path, &o);
+    assert_int_equal(r.status, 200);
+    free_reply(&r);
+}
+
 static long get_on(CURL *c, const char *path, const char *range)
 {
     char url[512], auth[128];
@@ -1356,6 +1407,7 @@ int main(void)
         cmocka_unit_test(test_server_http__stop_with_checkins_in_flight),
         cmocka_unit_test(test_server_http__checkin_store_failure),
         cmocka_unit_test(test_server_http__download),
+        cmocka_unit_test(test_server_http__download_after_revoke),
         cmocka_unit_test(test_server_http__keep_alive),
         cmocka_unit_test(test_server_http__json_limits_and_syntax),
         cmocka_unit_test(test_server_http__routing_errors),
