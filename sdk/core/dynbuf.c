@@ -72,55 +72,84 @@ int mf_dynbuf__appendf(struct mf_dynbuf *b, const char *fmt, ...)
     return MF_OK;
 }
 
-int mf_dynbuf__append_json_str(struct mf_dynbuf *b, const char *s, size_t n)
+int mf_dynbuf__reserve(struct mf_dynbuf *b, size_t n)
+{
+    return dynbuf_reserve(b, n);
+}
+
+/* The escape of byte c in a JSON string ("" when it goes as it is), as cJSON writes it. */
+static size_t json_escape(char esc[6], unsigned char c)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t run = 0; /* start of the bytes not yet appended */
-    int err = mf_dynbuf__append(b, "\"", 1);
 
-    for (size_t i = 0; err == MF_OK && i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[6] = {'\\', 0, 0, 0, 0, 0};
-        size_t len = 2;
-
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        switch (c) {
-        case '"':
-            esc[1] = '"';
-            break;
-        case '\\':
-            esc[1] = '\\';
-            break;
-        case '\b':
-            esc[1] = 'b';
-            break;
-        case '\f':
-            esc[1] = 'f';
-            break;
-        case '\n':
-            esc[1] = 'n';
-            break;
-        case '\r':
-            esc[1] = 'r';
-            break;
-        case '\t':
-            esc[1] = 't';
-            break;
-        default:
-            memcpy(esc + 1, "u00", 3);
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            len = 6;
-        }
-        err = mf_dynbuf__append(b, s + run, i - run);
-        if (err == MF_OK)
-            err = mf_dynbuf__append(b, esc, len);
-        run = i + 1;
+    if (c >= 0x20 && c != '"' && c != '\\')
+        return 0;
+    esc[0] = '\\';
+    switch (c) {
+    case '"':
+        esc[1] = '"';
+        return 2;
+    case '\\':
+        esc[1] = '\\';
+        return 2;
+    case '\b':
+        esc[1] = 'b';
+        return 2;
+    case '\f':
+        esc[1] = 'f';
+        return 2;
+    case '\n':
+        esc[1] = 'n';
+        return 2;
+    case '\r':
+        esc[1] = 'r';
+        return 2;
+    case '\t':
+        esc[1] = 't';
+        return 2;
+    default:
+        memcpy(esc + 1, "u00", 3);
+        esc[4] = hex[c >> 4];
+        esc[5] = hex[c & 15];
+        return 6;
     }
-    if (err == MF_OK)
-        err = mf_dynbuf__append(b, s + run, n - run);
-    return err == MF_OK ? mf_dynbuf__append(b, "\"", 1) : err;
+}
+
+int mf_dynbuf__append_json_str(struct mf_dynbuf *b, const char *s, size_t n)
+{
+    size_t extra = 0;
+    uint8_t *p;
+    char esc[6];
+    int err;
+
+    /* Sized first, then written in place: envelopes of a few KB with dozens of quotes are
+     * what goes through here, once per check-in answer. */
+    for (size_t i = 0; i < n; i++) {
+        size_t k = json_escape(esc, (unsigned char)s[i]);
+
+        extra += k ? k - 1 : 0;
+    }
+    if (n > SIZE_MAX - 2 - extra)
+        return MF_E_LIMIT;
+    err = dynbuf_reserve(b, n + extra + 2);
+    if (err < 0)
+        return err;
+    p = b->data + b->len;
+    *p++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        size_t k = json_escape(esc, (unsigned char)s[i]);
+
+        if (k) {
+            memcpy(p, esc, k);
+            p += k;
+        } else {
+            *p++ = (uint8_t)s[i];
+        }
+    }
+    *p++ = '"';
+    *p = 0;
+    b->len = (size_t)(p - b->data);
+    return MF_OK;
 }
 
 void mf_dynbuf__reset(struct mf_dynbuf *b)

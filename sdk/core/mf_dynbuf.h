@@ -24,9 +24,11 @@ void mf_dynbuf__init(struct mf_dynbuf *b, const mf_allocator *alloc, size_t max)
 /* MF_OK, MF_E_LIMIT (would exceed max; buffer unchanged) or MF_E_NOMEM. */
 int mf_dynbuf__append(struct mf_dynbuf *b, const void *p, size_t n);
 int mf_dynbuf__appendf(struct mf_dynbuf *b, const char *fmt, ...) MF_PRINTF(2, 3);
+/* Room for n more bytes without growing again: MF_OK, MF_E_LIMIT or MF_E_NOMEM. */
+int mf_dynbuf__reserve(struct mf_dynbuf *b, size_t n);
 /* Appends the n bytes at s as a JSON string literal: quoted, with '"', '\\' and control
  * characters escaped as cJSON escapes them (other bytes go as they are: s is UTF-8). On
- * failure b may hold part of it. */
+ * failure b is unchanged. */
 int mf_dynbuf__append_json_str(struct mf_dynbuf *b, const char *s, size_t n);
 void mf_dynbuf__reset(struct mf_dynbuf *b); /* len = 0, keeps memory */
 void mf_dynbuf__free(struct mf_dynbuf *b);  /* releases memory; b may be reused after init */

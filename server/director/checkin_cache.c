@@ -154,12 +154,12 @@ static void keep(struct mf_ccache *c, uint64_t gen, uint32_t h, const char *key,
 }
 
 /*
- * The value of `key` at the view's generation into `out` (initialised here): from the cache,
- * or from `fill`, and then kept. A view of an older generation than the cache's (a check-in
+ * The value of `key` at the view's generation appended to `out`: from the cache, or from
+ * `fill`, and then kept. A view of an older generation than the cache's (a check-in
  * that read it just before a change) reads the store and keeps nothing.
  */
-static int cached(struct mf_dynbuf *out, const struct mf_ccache_view *v, const char *key,
-                  fill_fn fill, const void *arg)
+static int cached_append(struct mf_dynbuf *out, const struct mf_ccache_view *v, const char *key,
+                         fill_fn fill, const void *arg)
 {
     struct mf_ccache *c = v->c;
     size_t key_len = strlen(key);
@@ -168,7 +168,6 @@ static int cached(struct mf_dynbuf *out, const struct mf_ccache_view *v, const c
     struct entry *e;
     int usable = 1, err;
 
-    mf_dynbuf__init(out, &v->ctx->alloc, CCACHE_VALUE_MAX);
     if (c) {
         (void)pthread_rwlock_rdlock(&c->lock);
         if (v->generation > c->generation) {
@@ -207,6 +206,13 @@ static int cached(struct mf_dynbuf *out, const struct mf_ccache_view *v, const c
         err = answer(out, v->ctx, err, val.data, val.len);
     mf_dynbuf__free(&val);
     return err;
+}
+
+static int cached(struct mf_dynbuf *out, const struct mf_ccache_view *v, const char *key,
+                  fill_fn fill, const void *arg)
+{
+    mf_dynbuf__init(out, &v->ctx->alloc, CCACHE_VALUE_MAX);
+    return cached_append(out, v, key, fill, arg);
 }
 
 /* cached() for a fixed-size struct value. */
@@ -412,7 +418,7 @@ int mf_ccache__release_json(struct mf_dynbuf *out, const struct mf_ccache_view *
     char key[CCACHE_KEY_MAX];
 
     (void)snprintf(key, sizeof(key), "release-json\x1f%s\x1f%s", model, version);
-    return cached(out, v, key, fill_release_json, &n);
+    return cached_append(out, v, key, fill_release_json, &n);
 }
 
 static int fill_delta(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)

@@ -46,7 +46,8 @@ int mf_ccache__release_latest(struct mf_store_version *out, const struct mf_ccac
                               const char *model);
 int mf_ccache__release_get(struct mf_dynbuf *out, const struct mf_ccache_view *v, const char *model,
                            const char *version);
-/* release_get's envelope as a JSON string literal (quoted, escaped) for cJSON_AddRaw. */
+/* release_get's envelope as a JSON string literal (quoted, escaped), appended to `out`
+ * (which the caller initialised: a check-in answer being written). */
 int mf_ccache__release_json(struct mf_dynbuf *out, const struct mf_ccache_view *v,
                             const char *model, const char *version);
 int mf_ccache__delta_find(struct mf_store_delta *out, const struct mf_ccache_view *v,

@@ -13,6 +13,7 @@
 
 #include "app/director.h"
 #include "director/checkin_batch.h"
+#include "handlers/checkin_answer.h"
 #include "handlers/checkin_stage.h"
 #include "director/checkin_cache.h"
 #include "director/director_policy.h"
@@ -31,12 +32,9 @@
  * check-ins (mf_trust walks at most 16 per call as well). */
 #define CHECKIN_MAX_ROOTS 16
 
-/* An assignment envelope as a JSON string: a payload, its signatures and a batch's audit
- * path are a few KB; far above, so the bound only stops a runaway. */
-#define ASSIGNMENT_QUOTED_MAX (64u * 1024)
-
 _Static_assert(MF_CHECKIN_MAX_MODELS <= MF_STORE_CHECKIN_MAX_MODELS,
                "checkin_begin reads the directives of every model of a check-in");
+_Static_assert(MF_CHECKIN_MAX_MODELS <= MF_ANSWER_HOLES_MAX, "an answer has a hole per model");
 
 /* Sized for the request's models (most check-ins name one or two), in one allocation. */
 struct checkin_work {
@@ -52,8 +50,8 @@ struct checkin_work {
 };
 
 /* One check-in from parse to answer; on the request's allocator. A check-in run by the
- * stage leaves its assignments unsigned (an "assignment": null placeholder each) until the
- * group's signature is made. */
+ * stage leaves its assignments unsigned (a hole each in the answer) until the group's
+ * signature is made. */
 struct checkin_job {
     struct mf_checkin_req req;
     const char *models[MF_CHECKIN_MAX_MODELS];
@@ -61,10 +59,11 @@ struct checkin_job {
     struct mf_ccache_view v;
     struct mf_store_checkin c;
     struct checkin_work *w;
-    cJSON *body;
+    struct mf_answer answer;
+    char *text; /* the answer, finished (mf_alloc(NULL)) */
+    size_t text_len;
     int defer_sign;
-    size_t n_unsigned;
-    cJSON *unsigned_a[MF_CHECKIN_MAX_MODELS];
+    size_t n_unsigned; /* the answer's holes, one per spec */
     mf_manifest_assignment_spec specs[MF_CHECKIN_MAX_MODELS];
 };
 
@@ -87,64 +86,43 @@ static struct checkin_work *work_new(struct mf_httpd_req *r, size_t n_models)
     return w;
 }
 
-/* A count as its digits: cJSON prints a number with sprintf and reads it back with sscanf
- * to check it, per number per answer. */
-static cJSON *add_count(cJSON *obj, const char *key, uint64_t v)
-{
-    char digits[24];
-
-    (void)snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v);
-    return cJSON_AddRawToObject(obj, key, digits);
-}
-
 /* Envelopes travel as JSON strings holding their exact bytes (docs/protocol.md). */
 static int add_root(void *payload, uint64_t version, const void *env, size_t len)
 {
-    char *copy = mf_alloc(NULL, len + 1); /* the stored envelope is not NUL-terminated */
-    cJSON *item;
-
     (void)version;
-    if (!copy)
-        return MF_E_NOMEM;
-    memcpy(copy, env, len);
-    copy[len] = '\0';
-    item = cJSON_CreateString(copy);
-    mf_free(NULL, copy);
-    if (!item || !cJSON_AddItemToArray(payload, item)) {
-        cJSON_Delete(item);
-        return MF_E_NOMEM;
-    }
-    return MF_OK;
+    return mf_answer__str_n(payload, NULL, env, len);
 }
 
 /* "trust": root rotations after the device's root, and the keys document. */
-static int add_trust(cJSON *body, const struct mf_ccache_view *v, const struct mf_checkin_req *req,
-                     const struct mf_dynbuf *keys, uint64_t keys_version)
+static int add_trust(struct mf_answer *ans, const struct mf_ccache_view *v,
+                     const struct mf_checkin_req *req, const struct mf_dynbuf *keys,
+                     uint64_t keys_version)
 {
-    cJSON *trust = cJSON_AddObjectToObject(body, "trust");
-    cJSON *roots = trust ? cJSON_AddArrayToObject(trust, "roots") : NULL;
-    int err;
+    size_t roots_at;
+    int err = mf_answer__open(ans, "trust", '{');
 
-    if (!roots)
-        return MF_E_NOMEM;
-    err = mf_ccache__trust_roots_after(v, req->root_version, CHECKIN_MAX_ROOTS, add_root, roots);
-    if (err < 0)
-        return err;
+    if (err == MF_OK)
+        err = mf_answer__open(ans, "roots", '[');
+    roots_at = ans->text.len;
+    if (err == MF_OK)
+        err = mf_ccache__trust_roots_after(v, req->root_version, CHECKIN_MAX_ROOTS, add_root, ans);
     /* After a rotation the device may drop its keys document, so send it along then too. */
-    if (req->keys_version != keys_version || cJSON_GetArraySize(roots) > 0) {
-        if (!cJSON_AddStringToObject(trust, "keys", (const char *)keys->data))
-            return MF_E_NOMEM;
+    if (err == MF_OK) {
+        int rotated = ans->text.len > roots_at;
+
+        err = mf_answer__close(ans, ']');
+        if (err == MF_OK && (req->keys_version != keys_version || rotated))
+            err = mf_answer__str_n(ans, "keys", (const char *)keys->data, keys->len);
     }
-    return MF_OK;
+    return err == MF_OK ? mf_answer__close(ans, '}') : err;
 }
 
 /* "deltas": the precomputed patch from the device's installed bytes, when there is one. */
-static int add_deltas(cJSON *a, struct mf_httpd_req *r, const struct mf_ccache_view *cv,
+static int add_deltas(struct mf_answer *ans, const struct mf_ccache_view *cv,
                       const char *from_sha256, const struct mf_store_version *v)
 {
     char blob[sizeof("/v1/blobs/") + MF_SHA256_HEX_LEN];
     struct mf_store_delta d;
-    cJSON *list, *o;
     int err;
 
     if (!from_sha256 || strcmp(from_sha256, v->sha256) == 0)
@@ -155,64 +133,73 @@ static int add_deltas(cJSON *a, struct mf_httpd_req *r, const struct mf_ccache_v
     if (err < 0)
         return err;
     (void)snprintf(blob, sizeof(blob), "/v1/blobs/%s", d.delta_sha256);
-    list = cJSON_AddArrayToObject(a, "deltas");
-    o = cJSON_CreateObject();
-    if (!list || !o || !cJSON_AddItemToArray(list, o)) {
-        cJSON_Delete(o);
-        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
-    }
-    if (!cJSON_AddStringToObject(o, "from_sha256", d.from_sha256) ||
-        !cJSON_AddStringToObject(o, "blob", blob) ||
-        !cJSON_AddStringToObject(o, "sha256", d.delta_sha256) || !add_count(o, "size", d.size) ||
-        !cJSON_AddStringToObject(o, "format", d.format))
-        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
-    return MF_OK;
+    err = mf_answer__open(ans, "deltas", '[');
+    if (err == MF_OK)
+        err = mf_answer__open(ans, NULL, '{');
+    if (err == MF_OK)
+        err = mf_answer__str(ans, "from_sha256", d.from_sha256);
+    if (err == MF_OK)
+        err = mf_answer__str(ans, "blob", blob);
+    if (err == MF_OK)
+        err = mf_answer__str(ans, "sha256", d.delta_sha256);
+    if (err == MF_OK)
+        err = mf_answer__count(ans, "size", d.size);
+    if (err == MF_OK)
+        err = mf_answer__str(ans, "format", d.format);
+    if (err == MF_OK)
+        err = mf_answer__close(ans, '}');
+    return err == MF_OK ? mf_answer__close(ans, ']') : err;
 }
 
-static int add_assignment(cJSON *list, struct mf_httpd_req *r, const struct mf_ccache_view *cv,
-                          const struct mf_checkin_req *req, const struct mf_store_version *v,
-                          uint64_t sequence, const char *from_sha256, struct checkin_job *defer)
+/* One assignment object: the release's data, its envelope, the assignment envelope signed
+ * now (inline) or a hole the group's signature fills (defer), and the delta if any. */
+static int add_assignment(struct mf_answer *ans, struct mf_httpd_req *r,
+                          const struct mf_ccache_view *cv, const struct mf_checkin_req *req,
+                          const struct mf_store_version *v, uint64_t sequence,
+                          const char *from_sha256, struct checkin_job *defer)
 {
     char blob[sizeof("/v1/blobs/") + MF_SHA256_HEX_LEN];
     mf_manifest_assignment_spec spec = {
         .device_id = r->device_id, .model = v->model, .nonce = req->nonce, .sequence = sequence};
-    struct mf_dynbuf rel;
     uint8_t *env = NULL;
     size_t env_len = 0;
-    cJSON *a;
-    int err;
+    int err = MF_OK;
 
     if (mf_hex__decode(spec.release_sha256, sizeof(spec.release_sha256), v->release_digest,
                        MF_SHA256_HEX_LEN) < 0)
         return mf_fail(&r->ctx, MF_E_STATE, "stored release digest of %s/%s is not hex", v->model,
                        v->version);
-    err = mf_ccache__release_json(&rel, cv, v->model, v->version);
-    if (err == MF_OK && !defer)
+    if (!defer)
         err = mf_director__sign(&env, &env_len, r->env->director, &r->ctx, &spec);
     (void)snprintf(blob, sizeof(blob), "/v1/blobs/%s", v->sha256);
-    a = err == MF_OK ? cJSON_CreateObject() : NULL;
-    if (err == MF_OK && (!a || !cJSON_AddItemToArray(list, a))) {
-        cJSON_Delete(a);
-        a = NULL;
-    }
-    if (err == MF_OK &&
-        (!a || !cJSON_AddStringToObject(a, "model", v->model) ||
-         !cJSON_AddStringToObject(a, "version", v->version) ||
-         !cJSON_AddStringToObject(a, "sha256", v->sha256) || !add_count(a, "size", v->size) ||
-         !cJSON_AddStringToObject(a, "blob", blob) ||
-         !cJSON_AddRawToObject(a, "release", (const char *)rel.data) ||
-         !(defer ? cJSON_AddNullToObject(a, "assignment")
-                 : cJSON_AddStringToObject(a, "assignment", (const char *)env))))
-        err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
-    if (err == MF_OK && defer) {
-        /* Signed with the group's other assignments (mf_handlers__checkin_group). */
-        defer->specs[defer->n_unsigned] = spec;
-        defer->unsigned_a[defer->n_unsigned++] = a;
-    }
     if (err == MF_OK)
-        err = add_deltas(a, r, cv, from_sha256, v);
+        err = mf_answer__open(ans, NULL, '{');
+    if (err == MF_OK)
+        err = mf_answer__str(ans, "model", v->model);
+    if (err == MF_OK)
+        err = mf_answer__str(ans, "version", v->version);
+    if (err == MF_OK)
+        err = mf_answer__str(ans, "sha256", v->sha256);
+    if (err == MF_OK)
+        err = mf_answer__count(ans, "size", v->size);
+    if (err == MF_OK)
+        err = mf_answer__str(ans, "blob", blob);
+    if (err == MF_OK)
+        err = mf_answer__raw_begin(ans, "release");
+    if (err == MF_OK) /* quoted once per release by the cache, appended as it is */
+        err = mf_ccache__release_json(&ans->text, cv, v->model, v->version);
+    if (err == MF_OK)
+        err = mf_answer__end(ans);
+    if (err == MF_OK)
+        err = defer ? mf_answer__hole(ans, "assignment")
+                    : mf_answer__str_n(ans, "assignment", (const char *)env, env_len);
+    if (err == MF_OK && defer) /* signed with the group's others (mf_handlers__checkin_group) */
+        defer->specs[defer->n_unsigned++] = spec;
+    if (err == MF_OK)
+        err = add_deltas(ans, cv, from_sha256, v);
+    if (err == MF_OK)
+        err = mf_answer__close(ans, '}');
     mf_free(NULL, env);
-    mf_dynbuf__free(&rel);
     return err;
 }
 
@@ -301,69 +288,91 @@ static int collect(struct checkin_work *w, struct mf_httpd_req *r, const struct 
     return MF_OK;
 }
 
-static int add_assignments(cJSON *body, struct checkin_work *w, struct mf_httpd_req *r,
+static int add_assignments(struct mf_answer *ans, struct checkin_work *w, struct mf_httpd_req *r,
                            const struct mf_ccache_view *v, const struct mf_checkin_req *req,
                            struct checkin_job *defer)
 {
-    cJSON *list = cJSON_AddArrayToObject(body, "assignments");
-    int err;
+    int err = mf_answer__open(ans, "assignments", '[');
 
-    if (!list)
-        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
-    err = collect(w, r, v, req);
+    if (err == MF_OK)
+        err = collect(w, r, v, req);
     /* The block of the device's sequence checkin_begin reserved (one number per model of
      * the request), numbered in list order, which is the order the device verifies them
      * in; numbers of models that get no assignment stay unused. */
     for (size_t i = 0; err == MF_OK && i < w->n; i++)
-        err = add_assignment(list, r, v, req, &w->v[i], w->first + i, w->from_sha256[i], defer);
-    return err;
-}
-
-static int build_reply(cJSON **out, struct checkin_work *w, struct mf_httpd_req *r,
-                       const struct mf_ccache_view *v, const struct mf_checkin_req *req,
-                       struct checkin_job *defer)
-{
-    cJSON *body = cJSON_CreateObject();
-    struct mf_dynbuf root, keys;
-    uint64_t rv = 0, kv = 0;
-    int err;
-
-    *out = body;
-    if (!body || !cJSON_AddStringToObject(body, "nonce", req->nonce) ||
-        !add_count(body, "poll_interval_s", (uint64_t)r->env->poll_interval_s))
-        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
-    mf_dynbuf__init(&keys, &r->ctx.alloc, 1);
-    err = mf_ccache__trust_latest(&rv, &root, v, MF_STORE_TRUST_ROOT);
-    mf_dynbuf__free(&root);
-    if (err == MF_OK)
-        err = mf_ccache__trust_latest(&kv, &keys, v, MF_STORE_TRUST_KEYS);
-    if (err == MF_E_NOTFOUND) {
-        /* No trust configured: nothing to assign. */
-        err = cJSON_AddArrayToObject(body, "assignments")
-                  ? MF_OK
-                  : mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
-    } else if (err == MF_OK) {
-        err = add_trust(body, v, req, &keys, kv);
-        if (err == MF_E_NOMEM)
-            err = mf_fail(&r->ctx, err, "out of memory building a check-in reply");
-        if (err == MF_OK)
-            err = add_assignments(body, w, r, v, req, defer);
-    }
-    mf_dynbuf__free(&keys);
-    return err;
+        err = add_assignment(ans, r, v, req, &w->v[i], w->first + i, w->from_sha256[i], defer);
+    return err == MF_OK ? mf_answer__close(ans, ']') : err;
 }
 
 /* Offload telemetry in, policies out (docs/protocol-offload.md). Telemetry is advisory:
  * a malformed entry is skipped and logged, never a reason to refuse the check-in that also
- * carries the device's updates. */
-static int add_offload(cJSON *body, struct mf_httpd_req *r)
+ * carries the device's updates. The policies come as cJSON members, printed into the
+ * answer. */
+static int add_offload(struct mf_answer *ans, struct mf_httpd_req *r)
 {
-    int skipped = 0;
-    int err = mf_offsrv__checkin(&skipped, body, r->env->offload, r->env->store, &r->ctx, r->json);
+    cJSON *extra = cJSON_CreateObject(), *m;
+    int skipped = 0, err;
 
+    if (!extra)
+        return MF_E_NOMEM;
+    err = mf_offsrv__checkin(&skipped, extra, r->env->offload, r->env->store, &r->ctx, r->json);
     if (skipped)
         MF_LOG_WARN(&r->ctx, "device %s: %d malformed offload telemetry entries skipped",
                     r->device_id, skipped);
+    cJSON_ArrayForEach(m, extra)
+    {
+        char *text = err == MF_OK ? cJSON_PrintUnformatted(m) : NULL;
+
+        if (err == MF_OK)
+            err = text ? mf_answer__raw_begin(ans, m->string) : MF_E_NOMEM;
+        if (err == MF_OK)
+            err = mf_dynbuf__append(&ans->text, text, strlen(text));
+        if (err == MF_OK)
+            err = mf_answer__end(ans);
+        cJSON_free(text);
+    }
+    cJSON_Delete(extra);
+    return err;
+}
+
+/* The answer's text (in j->answer, open: mf_answer__finish closes nothing) after
+ * checkin_begin: nonce, poll interval, trust, assignments, offload policies. */
+static int build_reply(struct checkin_job *j, struct mf_httpd_req *r)
+{
+    struct mf_answer *ans = &j->answer;
+    const struct mf_checkin_req *req = &j->req;
+    struct mf_dynbuf root, keys;
+    uint64_t rv = 0, kv = 0;
+    int err = mf_answer__open(ans, NULL, '{');
+
+    if (err == MF_OK)
+        err = mf_answer__str(ans, "nonce", req->nonce);
+    if (err == MF_OK)
+        err = mf_answer__count(ans, "poll_interval_s", r->env->poll_interval_s);
+    if (err < 0)
+        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
+    mf_dynbuf__init(&keys, &r->ctx.alloc, 1);
+    err = mf_ccache__trust_latest(&rv, &root, &j->v, MF_STORE_TRUST_ROOT);
+    mf_dynbuf__free(&root);
+    if (err == MF_OK)
+        err = mf_ccache__trust_latest(&kv, &keys, &j->v, MF_STORE_TRUST_KEYS);
+    if (err == MF_E_NOTFOUND) {
+        /* No trust configured: nothing to assign. */
+        err = mf_answer__open(ans, "assignments", '[');
+        if (err == MF_OK)
+            err = mf_answer__close(ans, ']');
+    } else if (err == MF_OK) {
+        err = add_trust(ans, &j->v, req, &keys, kv);
+        if (err == MF_OK)
+            err = add_assignments(ans, j->w, r, &j->v, req, j->defer_sign ? j : NULL);
+    }
+    mf_dynbuf__free(&keys);
+    if (err == MF_OK)
+        err = add_offload(ans, r);
+    if (err == MF_OK)
+        err = mf_answer__close(ans, '}');
+    if (err == MF_E_NOMEM || err == MF_E_LIMIT)
+        err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
     return err;
 }
 
@@ -378,6 +387,7 @@ static int prepare(struct checkin_job **out, struct mf_httpd_req *r)
     j = mf_calloc(&r->ctx.alloc, 1, sizeof(*j));
     if (!j)
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory answering a check-in");
+    mf_answer__init(&j->answer);
     err = mf_reqparse__checkin(&j->req, &r->ctx, r->json);
     if (err == MF_OK)
         err = mf_rollout__ingest_check(&r->ctx, r->json);
@@ -417,13 +427,14 @@ static int prepare(struct checkin_job **out, struct mf_httpd_req *r)
 
 static void job_free(struct mf_httpd_req *r, struct checkin_job *j)
 {
-    cJSON_Delete(j->body);
+    mf_answer__free(&j->answer);
+    mf_free(NULL, j->text);
     mf_free(&r->ctx.alloc, j->w);
     mf_free(&r->ctx.alloc, j);
 }
 
-/* Everything after checkin_begin (its result in j->c): the answer's body in j->body, or
- * a reply built (401), or an error. */
+/* Everything after checkin_begin (its result in j->c): the answer's text in j->answer
+ * (with holes when signing is deferred), or a reply built (401), or an error. */
 static int after_begin(struct mf_httpd_req *r, struct checkin_job *j)
 {
     int err = j->c.err;
@@ -448,70 +459,53 @@ static int after_begin(struct mf_httpd_req *r, struct checkin_job *j)
         err = mf_rollout__ingest(&stored, r->env->store, &r->ctx, r->device_id, r->json,
                                  mf_handlers__now());
     }
-    if (err == MF_OK)
-        err = build_reply(&j->body, j->w, r, &j->v, &j->req, j->defer_sign ? j : NULL);
-    if (err == MF_OK)
-        err = add_offload(j->body, r);
-    return err;
+    return err == MF_OK ? build_reply(j, r) : err;
 }
 
-/* Puts the group's envelopes in place of the placeholders, quoted here rather than by the
- * reply's printer: cJSON escapes a string a byte at a time, twice. */
-static int fill_signed(struct mf_httpd_req *r, struct checkin_job *j, uint8_t **envs,
-                       const size_t *lens)
+/* The answer's final text in j->text, its holes filled with envs (j->n_unsigned of them). */
+static int finish_answer(struct mf_httpd_req *r, struct checkin_job *j, uint8_t *const *envs,
+                         const size_t *lens)
 {
-    struct mf_dynbuf q;
-    int err = MF_OK;
-
-    mf_dynbuf__init(&q, NULL, ASSIGNMENT_QUOTED_MAX);
-    for (size_t i = 0; err == MF_OK && i < j->n_unsigned; i++) {
-        cJSON *s = NULL;
-
-        mf_dynbuf__reset(&q);
-        if (mf_dynbuf__append_json_str(&q, (const char *)envs[i], lens[i]) == MF_OK)
-            s = cJSON_CreateRaw((const char *)q.data);
-        if (!s || !cJSON_ReplaceItemInObjectCaseSensitive(j->unsigned_a[i], "assignment", s)) {
-            cJSON_Delete(s);
-            err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
-        }
-    }
-    mf_dynbuf__free(&q);
-    return err;
+    j->text = mf_answer__finish(&j->text_len, &j->answer, envs, lens);
+    return j->text ? MF_OK
+                   : mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a check-in reply");
 }
 
-/* Signs every unsigned assignment of the group at once and fills them in; errs[i] gets
- * each check-in's failure. */
+/* Signs every unsigned assignment of the group at once and finishes every answer with
+ * them; errs[i] gets each check-in's failure. */
 static void sign_group(struct mf_httpd_req **rs, struct checkin_job **jobs, int *errs, size_t n)
 {
     struct mf_director *d = rs[0]->env->director;
-    mf_manifest_assignment_spec *specs;
-    uint8_t **envs;
-    size_t *lens, total = 0, k = 0;
+    mf_manifest_assignment_spec *specs = NULL;
+    uint8_t **envs = NULL;
+    size_t *lens = NULL, total = 0, k = 0;
     struct mf_ctx ctx;
-    int err;
+    int err = MF_OK;
 
     for (size_t i = 0; i < n; i++)
         total += errs[i] == MF_OK ? jobs[i]->n_unsigned : 0;
-    if (!total)
-        return;
     mf_ctx__init(&ctx, NULL, rs[0]->env->log_fn, rs[0]->env->log_payload, "director");
-    specs = mf_alloc(NULL, total * sizeof(*specs));
-    envs = mf_alloc(NULL, total * sizeof(*envs));
-    lens = mf_alloc(NULL, total * sizeof(*lens));
-    for (size_t i = 0; specs && i < n; i++)
-        for (size_t m = 0; errs[i] == MF_OK && m < jobs[i]->n_unsigned; m++)
-            specs[k++] = jobs[i]->specs[m];
-    err = specs && envs && lens ? mf_director__sign_many(envs, lens, d, &ctx, specs, total)
-                                : mf_fail(&ctx, MF_E_NOMEM, "out of memory signing a group");
+    if (total) {
+        specs = mf_alloc(NULL, total * sizeof(*specs));
+        envs = mf_alloc(NULL, total * sizeof(*envs));
+        lens = mf_alloc(NULL, total * sizeof(*lens));
+        for (size_t i = 0; specs && i < n; i++)
+            for (size_t m = 0; errs[i] == MF_OK && m < jobs[i]->n_unsigned; m++)
+                specs[k++] = jobs[i]->specs[m];
+        err = specs && envs && lens ? mf_director__sign_many(envs, lens, d, &ctx, specs, total)
+                                    : mf_fail(&ctx, MF_E_NOMEM, "out of memory signing a group");
+    }
     k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (errs[i] < 0 || !jobs[i]->n_unsigned)
+        if (errs[i] < 0 || rs[i]->resp)
             continue;
-        errs[i] = err < 0 ? mf_fail(&rs[i]->ctx, err, "%s", mf_ctx__errmsg(&ctx))
-                          : fill_signed(rs[i], jobs[i], envs + k, lens + k);
+        errs[i] =
+            err < 0 && jobs[i]->n_unsigned
+                ? mf_fail(&rs[i]->ctx, err, "%s", mf_ctx__errmsg(&ctx))
+                : finish_answer(rs[i], jobs[i], envs ? envs + k : NULL, lens ? lens + k : NULL);
         k += jobs[i]->n_unsigned;
     }
-    for (size_t i = 0; err == MF_OK && i < total; i++)
+    for (size_t i = 0; total && err == MF_OK && i < total; i++)
         mf_free(NULL, envs[i]);
     mf_free(NULL, specs);
     mf_free(NULL, envs);
@@ -543,8 +537,9 @@ void mf_handlers__checkin_group(struct mf_httpd_req **rs, size_t n)
 
         r->stage_err = errs[i];
         if (errs[i] == MF_OK && !r->resp) {
-            r->stage_body = jobs[i]->body; /* printed by the MHD worker once resumed */
-            jobs[i]->body = NULL;
+            r->stage_text = jobs[i]->text; /* sent by the MHD worker once resumed */
+            r->stage_len = jobs[i]->text_len;
+            jobs[i]->text = NULL;
         }
         r->stage_data = NULL;
         job_free(r, jobs[i]);
@@ -554,7 +549,8 @@ void mf_handlers__checkin_group(struct mf_httpd_req **rs, size_t n)
 int mf_handlers__checkin(struct mf_httpd_req *r)
 {
     struct checkin_job *j;
-    cJSON *body;
+    char *text;
+    size_t len;
     int err = prepare(&j, r);
 
     if (err < 0 || !j)
@@ -572,12 +568,15 @@ int mf_handlers__checkin(struct mf_httpd_req *r)
     j->c.err = r->env->checkins ? mf_checkin_batch__begin(r->env->checkins, &j->c)
                                 : r->env->store->ops->checkin_begin(r->env->store, &j->c, 1);
     err = after_begin(r, j);
-    body = j->body;
-    j->body = NULL;
+    if (err == MF_OK && !r->resp)
+        err = finish_answer(r, j, NULL, NULL);
+    text = j->text;
+    len = j->text_len;
+    j->text = NULL;
     job_free(r, j);
     if (err < 0 || r->resp) {
-        cJSON_Delete(body);
+        mf_free(NULL, text);
         return err;
     }
-    return mf_httpd__reply_json(r, MHD_HTTP_OK, body);
+    return mf_httpd__reply_json_text(r, MHD_HTTP_OK, text, len);
 }

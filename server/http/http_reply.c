@@ -74,6 +74,30 @@ int mf_httpd__reply_json(struct mf_httpd_req *r, unsigned status, cJSON *body)
     return reply_text(r, status, text, "application/json");
 }
 
+static void free_text(void *p)
+{
+    mf_free(NULL, p);
+}
+
+int mf_httpd__reply_json_text(struct mf_httpd_req *r, unsigned status, char *text, size_t len)
+{
+    if (!text)
+        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a %u reply", status);
+    if (r->resp) {
+        mf_free(NULL, text);
+        return MF_OK;
+    }
+    r->resp = MHD_create_response_from_buffer_with_free_callback(len, text, free_text);
+    if (!r->resp) {
+        mf_free(NULL, text);
+        return mf_fail(&r->ctx, MF_E_NOMEM, "cannot create a %u response", status);
+    }
+    (void)MHD_add_response_header(r->resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    r->status = status;
+    r->resp_bytes = len;
+    return MF_OK;
+}
+
 int mf_httpd__reply_error(struct mf_httpd_req *r, unsigned status, const char *fmt, ...)
 {
     char msg[MF_ERRMSG_MAX];

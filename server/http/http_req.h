@@ -120,11 +120,12 @@ struct mf_httpd_req {
     /* A handler that hands the request to a stage thread (handlers/checkin_stage.h) sets
      * `suspended` and suspends the connection; from then until MHD calls the access handler
      * again after the resume, only that thread touches the request. It leaves either a
-     * reply (resp), a JSON body to answer 200 with (stage_body), or an error (stage_err,
-     * message in ctx). */
+     * reply (resp), a JSON text to answer 200 with (stage_text, stage_len; from
+     * mf_alloc(NULL)), or an error (stage_err, message in ctx). */
     int suspended;
     int stage_err;
-    cJSON *stage_body;
+    char *stage_text;
+    size_t stage_len;
     void *stage_data;                /* the stage's own state for this request */
     struct mf_httpd_req *stage_next; /* the stage's queue */
 };
@@ -134,6 +135,9 @@ const char *mf_httpd__header(const struct mf_httpd_req *r, const char *name);
 
 /* Builds the reply (replacing none: the first reply wins). `body` is consumed. */
 int mf_httpd__reply_json(struct mf_httpd_req *r, unsigned status, cJSON *body);
+/* The same for a body already written as JSON text (len bytes from mf_alloc(NULL)), which
+ * the reply takes over: MHD sends it from there and frees it. */
+int mf_httpd__reply_json_text(struct mf_httpd_req *r, unsigned status, char *text, size_t len);
 /* The error body of docs/protocol.md; the short code follows from `status`. */
 int mf_httpd__reply_error(struct mf_httpd_req *r, unsigned status, const char *fmt, ...)
     MF_PRINTF(3, 4);

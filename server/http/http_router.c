@@ -261,11 +261,11 @@ enum MHD_Result mf_httpd__on_request(void *cls, struct MHD_Connection *conn, con
         /* Called again after the stage resumed the connection: its answer is ready. */
         r->suspended = 0;
         err = r->stage_err;
-        if (err == MF_OK && !r->resp && r->stage_body) {
-            cJSON *body = r->stage_body;
+        if (err == MF_OK && !r->resp && r->stage_text) {
+            char *text = r->stage_text;
 
-            r->stage_body = NULL;
-            err = mf_httpd__reply_json(r, MHD_HTTP_OK, body);
+            r->stage_text = NULL;
+            err = mf_httpd__reply_json_text(r, MHD_HTTP_OK, text, r->stage_len);
         }
         return queue_reply(r, err);
     }
@@ -305,7 +305,7 @@ void mf_httpd__on_completed(void *cls, struct MHD_Connection *conn, void **con_c
     mf_metrics__request(r->env->metrics, r->route ? (int)(r->route - mf_httpd__routes) : -1,
                         r->status, r->resp_bytes);
     mf_blob__upload_free(r->upload); /* removes an unfinished temp blob */
-    cJSON_Delete(r->stage_body);     /* a stage's answer the connection never sent */
+    mf_free(NULL, r->stage_text);    /* a stage's answer the connection never sent */
     cJSON_Delete(r->json);
     mf_dynbuf__free(&r->body);
     mf_free(&r->ctx.alloc, r->path);
