@@ -57,6 +57,16 @@ run_wrk() {
          END { printf "%.0f %.1f\n", rps, mib }' "$out"
 }
 
+# check_ranges NAME "<requests/s> <MiB/s>": every answer was one 1 MiB range (a 206), not the
+# whole blob: range.lua has no response() callback to look at statuses (it would cost the
+# client a copy of every body).
+check_ranges() {
+    if ! echo "$2" | awk '{ r = $2 / $1; exit !(r > 0.97 && r < 1.05) }'; then
+        echo "$1: $2 (requests/s, MiB/s) is not one 1 MiB range per answer" >&2
+        return 1
+    fi
+}
+
 mf_make_model "$work/model.bin" $((blob_mb * 1048576)) bench
 sha=$(sha256sum "$work/model.bin" | cut -c1-64)
 export MF_SERVE_ARGS="${srv_threads:+--threads $srv_threads }--log-level warn --delta-worker 0 \
@@ -84,6 +94,7 @@ bench_store() {
     grep -q '"assignment"' "$work/$label-checkin.json" || { echo "$label: no assignment" >&2; return 1; }
     blob=$(MF_PATH="/v1/blobs/$sha" MF_SIZE=$((blob_mb * 1048576)) MF_TOKEN=$cred \
         run_wrk "$label-blob" "$here/range.lua" "$MF_URL")
+    check_ranges "$label-blob" "$blob" || return 1
     checkin=$(MF_CREDS="$work/$label.creds" MF_MODEL=detector MF_VERSION=v1 MF_SHA256=$sha \
         run_wrk "$label-checkin" "$here/checkin.lua" "$MF_URL")
     # The director's batch factor over the run (docs/formats/manifest.md §2.1), to stderr.
@@ -134,6 +145,7 @@ nginx -c "$nginx_conf" -p "$work"
 for _ in $(seq 1 50); do [ -s "$work/nginx.pid" ] && break; sleep 0.1; done
 res=$(MF_PATH=/blob MF_SIZE=$((blob_mb * 1048576)) MF_TOKEN='' \
     run_wrk nginx-blob "$here/range.lua" "http://127.0.0.1:$port")
+check_ranges nginx-blob "$res"
 read -r nginx_blob_rps nginx_blob_mib <<<"$res"
 res=$(run_wrk nginx-json "" "http://127.0.0.1:$port/checkin.json")
 read -r nginx_json_rps nginx_json_mib <<<"$res"
