@@ -5,6 +5,7 @@
  */
 #include "app/director.h"
 #include "app/server.h"
+#include "http/http_credcache.h"
 
 #include <errno.h>
 #ifdef __GLIBC__
@@ -37,7 +38,8 @@ static void usage(FILE *f)
                   "                       [--device-rate PER_S] [--device-burst N]\n"
                   "                       [--delta-worker 0|1] [--delta-k K]\n"
                   "                       [--offload-config FILE] [--distill-config FILE]\n"
-                  "                       [--sign-batch N] [--checkin-stage 0|1]\n");
+                  "                       [--sign-batch N] [--checkin-stage 0|1]\n"
+                  "                       [--credential-cache N]\n");
 }
 
 static int parse_level(const char *s)
@@ -128,6 +130,9 @@ static int parse_args(struct cli *c, int argc, char **argv)
             c->opts.offload_config = val;
         } else if (strcmp(k, "--distill-config") == 0) {
             c->opts.distill_config = val;
+        } else if (strcmp(k, "--credential-cache") == 0 &&
+                   parse_u64(&v, val, MF_CREDCACHE_SLOTS_MAX) == 0 && v) {
+            c->opts.credential_cache = (size_t)v;
         } else if (strcmp(k, "--sign-batch") == 0 &&
                    parse_u64(&v, val, MF_DIRECTOR_BATCH_MAX) == 0 && v) {
             c->opts.sign_batch = (unsigned)v;

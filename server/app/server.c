@@ -175,7 +175,7 @@ static int open_store(struct mf_server *s, struct mf_ctx *ctx, const struct mf_s
             mf_checkin_batch__new(&s->env.checkins, ctx, s->env.store,
                                   o->checkin_batch ? o->checkin_batch : MF_STORE_CHECKIN_BATCH_MAX);
     if (err == MF_OK)
-        err = mf_httpd__credcache_new(&s->env.creds, ctx);
+        err = mf_httpd__credcache_new(&s->env.creds, ctx, o->credential_cache);
     if (err == MF_OK)
         err = mf_blob__ensure_dirs(ctx, s->env.blob_root);
     if (err == MF_OK)

@@ -51,6 +51,9 @@ struct mf_server_options {
     /* Appended: 1 runs check-ins on the check-in stage (handlers/checkin_stage.h: MHD
      * workers hand them over and serve on), 0 in the MHD workers themselves. Default 1. */
     int checkin_stage;
+    /* Appended: device credentials the node keeps verified (http/http_credcache.h); 0: the
+     * default, MF_CREDCACHE_SLOTS. */
+    size_t credential_cache;
 };
 
 /* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 30 s, 4096 connections, threads one

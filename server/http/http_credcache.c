@@ -26,22 +26,28 @@ struct set {
 
 struct mf_credcache {
     pthread_mutex_t lock;
-    struct set sets[MF_CREDCACHE_SLOTS / MF_CREDCACHE_WAYS];
+    size_t n_sets;
+    struct set sets[];
 };
 
-_Static_assert(MF_CREDCACHE_SLOTS % MF_CREDCACHE_WAYS == 0, "whole sets");
-
-int mf_httpd__credcache_new(struct mf_credcache **out, struct mf_ctx *ctx)
+int mf_httpd__credcache_new(struct mf_credcache **out, struct mf_ctx *ctx, size_t slots)
 {
-    struct mf_credcache *c = mf_calloc(NULL, 1, sizeof(*c));
+    size_t n_sets =
+        ((slots ? slots : MF_CREDCACHE_SLOTS) + MF_CREDCACHE_WAYS - 1) / MF_CREDCACHE_WAYS;
+    struct mf_credcache *c;
 
     *out = NULL;
+    if (slots > MF_CREDCACHE_SLOTS_MAX)
+        return mf_fail(ctx, MF_E_INVALID, "a credential cache of %zu entries (at most %u)", slots,
+                       MF_CREDCACHE_SLOTS_MAX);
+    c = mf_calloc(NULL, 1, sizeof(*c) + n_sets * sizeof(c->sets[0]));
     if (!c)
         return mf_fail(ctx, MF_E_NOMEM, "out of memory creating the credential cache");
     if (pthread_mutex_init(&c->lock, NULL) != 0) {
         mf_free(NULL, c);
         return mf_fail(ctx, MF_E_GENERIC, "cannot create the credential cache mutex");
     }
+    c->n_sets = n_sets;
     *out = c;
     return MF_OK;
 }
@@ -50,7 +56,7 @@ void mf_httpd__credcache_free(struct mf_credcache *c)
 {
     if (!c)
         return;
-    mf_secure_zero(c->sets, sizeof(c->sets));
+    mf_secure_zero(c->sets, c->n_sets * sizeof(c->sets[0]));
     (void)pthread_mutex_destroy(&c->lock);
     mf_free(NULL, c);
 }
@@ -58,9 +64,10 @@ void mf_httpd__credcache_free(struct mf_credcache *c)
 /* The hash is a SHA-256 of a random token: its first bytes are already uniform. */
 static struct set *set_of(struct mf_credcache *c, const uint8_t hash[MF_SHA256_LEN])
 {
-    uint32_t i = (uint32_t)hash[0] | (uint32_t)hash[1] << 8 | (uint32_t)hash[2] << 16;
+    uint32_t i = (uint32_t)hash[0] | (uint32_t)hash[1] << 8 | (uint32_t)hash[2] << 16 |
+                 (uint32_t)hash[3] << 24;
 
-    return &c->sets[i % (MF_CREDCACHE_SLOTS / MF_CREDCACHE_WAYS)];
+    return &c->sets[i % c->n_sets];
 }
 
 /* Under the lock: the slot holding `hash`, or NULL. */

@@ -7,8 +7,8 @@
  * in the same statement as its writes. A stale entry therefore never lets a request through;
  * it only costs the answer's 401 a cache entry (mf_httpd__credcache_drop). Blob downloads,
  * which reach no store, take an entry only while it is recent (MF_CREDCACHE_RECENT_S): a
- * revoked credential keeps downloading that long, and not a range request costs a store
- * round trip. Only hashes are kept, like the store keeps them.
+ * revoked credential keeps downloading that long, and the range requests of a download cost
+ * no store round trip each. Only hashes are kept, like the store keeps them.
  */
 #ifndef MF_SERVER_HTTP_CREDCACHE_H
 #define MF_SERVER_HTTP_CREDCACHE_H
@@ -17,8 +17,11 @@
 #include "mf_hex.h"
 #include "store/store.h"
 
-#define MF_CREDCACHE_SLOTS 16384 /* in sets of MF_CREDCACHE_WAYS, by hash */
-#define MF_CREDCACHE_WAYS 4      /* a fifth hash in one set replaces one of the four */
+/* Credentials kept by default (about 112 bytes each), in sets of MF_CREDCACHE_WAYS, by hash;
+ * mf-server serve --credential-cache N sizes it for the devices that check in to a node. */
+#define MF_CREDCACHE_SLOTS 65536
+#define MF_CREDCACHE_SLOTS_MAX (1u << 26)
+#define MF_CREDCACHE_WAYS 4 /* a fifth hash in one set replaces one of the four */
 /* Routes that trusts_recent_auth (http_req.h) take a credential from the cache when the
  * store verified it at most this many seconds ago. */
 #define MF_CREDCACHE_RECENT_S 10
@@ -26,7 +29,9 @@
 
 struct mf_credcache;
 
-int mf_httpd__credcache_new(struct mf_credcache **out, struct mf_ctx *ctx);
+/* A cache of `slots` credentials (rounded up to whole sets; 0: MF_CREDCACHE_SLOTS), at most
+ * MF_CREDCACHE_SLOTS_MAX. */
+int mf_httpd__credcache_new(struct mf_credcache **out, struct mf_ctx *ctx, size_t slots);
 void mf_httpd__credcache_free(struct mf_credcache *c); /* NULL is a no-op */
 
 /* 1 with the device id of `hash` when the cache holds it, put at most max_age_s seconds ago

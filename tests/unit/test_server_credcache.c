@@ -21,7 +21,7 @@ static void test_server_credcache__get_put_drop(void **state)
 
     (void)state;
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(mf_httpd__credcache_new(&c, &ctx), MF_OK);
+    assert_int_equal(mf_httpd__credcache_new(&c, &ctx, 0), MF_OK);
     memset(a, 0x11, sizeof(a));
     memcpy(b, a, sizeof(b));
     b[MF_SHA256_LEN - 1] ^= 1; /* same slot, other credential */
@@ -62,7 +62,7 @@ static void test_server_credcache__full_set(void **state)
 
     (void)state;
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(mf_httpd__credcache_new(&c, &ctx), MF_OK);
+    assert_int_equal(mf_httpd__credcache_new(&c, &ctx, 0), MF_OK);
     for (int i = 0; i <= MF_CREDCACHE_WAYS; i++) {
         memset(h[i], 0x22, MF_SHA256_LEN); /* same first bytes: the same set */
         h[i][MF_SHA256_LEN - 1] = (uint8_t)i;
@@ -103,7 +103,7 @@ static void test_server_credcache__recent(void **state)
 
     (void)state;
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(mf_httpd__credcache_new(&c, &ctx), MF_OK);
+    assert_int_equal(mf_httpd__credcache_new(&c, &ctx, 0), MF_OK);
     memset(a, 0x33, sizeof(a));
     mf_httpd__credcache_put(c, a, "cam-1");
     (void)clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -125,12 +125,39 @@ static void test_server_credcache__recent(void **state)
     mf_httpd__credcache_free(c);
 }
 
+/* A cache of one set keeps four credentials whatever their hashes; a size above the bound
+ * is refused. */
+static void test_server_credcache__sized(void **state)
+{
+    struct mf_credcache *c = NULL;
+    struct mf_ctx ctx;
+    uint8_t h[5][MF_SHA256_LEN];
+    char id[MF_STORE_NAME_SIZE];
+    int hits = 0;
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    assert_int_equal(mf_httpd__credcache_new(&c, &ctx, MF_CREDCACHE_SLOTS_MAX + 1), MF_E_INVALID);
+    assert_null(c);
+    assert_int_equal(mf_httpd__credcache_new(&c, &ctx, 3), MF_OK); /* one set of four */
+    for (int i = 0; i < 5; i++) {
+        for (int k = 0; k < MF_SHA256_LEN; k++)
+            h[i][k] = (uint8_t)(i * 37 + k * 11);
+        mf_httpd__credcache_put(c, h[i], "cam");
+    }
+    for (int i = 0; i < 5; i++)
+        hits += mf_httpd__credcache_get(id, c, h[i], MF_CREDCACHE_ANY_AGE);
+    assert_int_equal(hits, MF_CREDCACHE_WAYS);
+    mf_httpd__credcache_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_server_credcache__get_put_drop),
         cmocka_unit_test(test_server_credcache__full_set),
         cmocka_unit_test(test_server_credcache__recent),
+        cmocka_unit_test(test_server_credcache__sized),
     };
 
     return cmocka_run_group_tests_name("server_credcache", tests, NULL, NULL);
