@@ -491,11 +491,12 @@ static long put_release(const char *model, const char *version, uint8_t *env, si
     return status;
 }
 
-/* Verifies a check-in answer as a device would: trust documents, then each assignment.
- * Returns the assignment's director sequence number. */
+/* Verifies a check-in answer as a device would: strict JSON (nothing after the object),
+ * trust documents, then each assignment. Returns the assignment's director sequence number. */
 static uint64_t device_verify(const char *body, const char *nonce, const char *version)
 {
-    cJSON *root = cJSON_Parse(body);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(body, &end, 1);
     const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "assignments"), 0);
     const char *keys =
         cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "trust"), "keys"));
@@ -507,6 +508,8 @@ static uint64_t device_verify(const char *body, const char *nonce, const char *v
     mf_trust *t = NULL;
     uint64_t seq;
 
+    if (!root)
+        fail_msg("answer is not strict JSON: %s", body);
     assert_non_null(keys);
     assert_non_null(rel);
     assert_non_null(as);
@@ -736,8 +739,8 @@ static void *conc_main(void *arg)
 }
 
 /* A second server on the fixture's data, without the per-device rate limit (the clients
- * here are all dev-1). */
-static struct mf_server *start_unlimited(void)
+ * here are all dev-1); stage 0: check-ins run in the MHD workers (--checkin-stage 0). */
+static struct mf_server *start_unlimited(int stage)
 {
     struct mf_server_options o;
     struct mf_server *srv = NULL;
@@ -750,6 +753,7 @@ static struct mf_server *start_unlimited(void)
     o.listen = "127.0.0.1:0";
     o.device_rate = 1e6;
     o.device_burst = 1e6;
+    o.checkin_stage = stage;
     if (mf_server__start(&srv, &ctx, &o) < 0)
         fail_msg("start: %s", mf_ctx__errmsg(&ctx));
     return srv;
@@ -763,16 +767,16 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Concurrent check-ins all get 200 and assignments that verify on a device, each with its
- * own nonce and a sequence number no other answer carries. After publish_list_assign. */
-static void test_server_http__concurrent_checkins(void **state)
+ * own nonce and a sequence number no other answer carries, on the check-in stage or in the
+ * MHD workers. After publish_list_assign. */
+static void concurrent_checkins(int stage)
 {
     static struct conc_client c[CONC_THREADS];
     static uint64_t seqs[CONC_THREADS * CONC_EACH];
-    struct mf_server *srv = start_unlimited();
+    struct mf_server *srv = start_unlimited(stage);
     volatile int stop = 0;
     size_t k = 0;
 
-    (void)state;
     for (unsigned t = 0; t < CONC_THREADS; t++) {
         c[t] = (struct conc_client){.port = mf_server__port(srv), .id = t, .stop = &stop};
         assert_int_equal(pthread_create(&c[t].thread, NULL, conc_main, &c[t]), 0);
@@ -799,6 +803,18 @@ static void test_server_http__concurrent_checkins(void **state)
             fail_msg("sequence %llu assigned twice", (unsigned long long)seqs[i]);
 }
 
+static void test_server_http__concurrent_checkins(void **state)
+{
+    (void)state;
+    concurrent_checkins(1);
+}
+
+static void test_server_http__concurrent_checkins_inline(void **state)
+{
+    (void)state;
+    concurrent_checkins(0);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -812,7 +828,7 @@ static double now_s(void)
 static void test_server_http__stop_with_checkins_in_flight(void **state)
 {
     static struct conc_client c[CONC_THREADS];
-    struct mf_server *srv = start_unlimited();
+    struct mf_server *srv = start_unlimited(1);
     volatile int stop = 0;
     double t0;
     int answered = 0;
@@ -1404,6 +1420,7 @@ int main(void)
         cmocka_unit_test(test_server_http__device_auth),
         cmocka_unit_test(test_server_http__publish_list_assign),
         cmocka_unit_test(test_server_http__concurrent_checkins),
+        cmocka_unit_test(test_server_http__concurrent_checkins_inline),
         cmocka_unit_test(test_server_http__stop_with_checkins_in_flight),
         cmocka_unit_test(test_server_http__checkin_store_failure),
         cmocka_unit_test(test_server_http__download),
