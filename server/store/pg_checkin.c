@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * PostgreSQL checkin_begin (store.h): the store work of the check-ins that arrived together.
- * A check-in whose models the node's cache knows unpinned needs only its device row's UPDATE;
- * those of a batch go in one statement over arrays (one execution, one commit, one round
- * trip for all of them), which is what bounds check-ins on PostgreSQL: the backend's work
- * per statement (bench/server/README.md). A device's second check-in in the batch shares
- * its first's row. The others run one statement each.
+ * PostgreSQL checkin_begin (store.h): the store work of the check-ins that arrived together,
+ * in one statement over arrays (one execution, one commit, one round trip for all of them),
+ * which is what bounds check-ins on PostgreSQL: the backend's work per statement
+ * (bench/server/README.md). A check-in whose models the node's cache knows unpinned needs
+ * only its device row's UPDATE; the statement reads the directives of the others' models
+ * too, per (device, model) pair, and takes the form without those reads when there are
+ * none. A device's further check-ins in the batch share its first's row. A check-in without
+ * models, a device's check-in with another credential than its first's, and a batch whose
+ * statement failed run one statement each.
  */
 #include "store/pg_store.h"
 
@@ -207,8 +210,9 @@ static int begin_one(struct mf_store_checkin *c, PGconn *conn)
     return err;
 }
 
-/* Whether item i can go in the batch's statement: every model unpinned as of the hint. */
-static int batchable(const struct mf_store_checkin *c)
+/* Whether the hint names every model of c unpinned: its directives are then empty but for
+ * the channel, while the store is at the hint's generation. */
+static int hinted_unpinned(const struct mf_store_checkin *c)
 {
     uint64_t all = c->n_models >= 64 ? UINT64_MAX : (UINT64_C(1) << c->n_models) - 1;
 
@@ -218,6 +222,9 @@ static int batchable(const struct mf_store_checkin *c)
 /* An array parameter of the batch's statement: an element per check-in, each at most a
  * quoted device id or a hex digest and a comma. */
 #define BATCH_ARRAY_MAX (MF_STORE_CHECKIN_BATCH_MAX * (MF_STORE_NAME_SIZE + 8) + 8)
+/* A pair array: an element per model of each check-in, a quoted model name or a number. */
+#define PAIR_ARRAY_MAX                                                                             \
+    (MF_STORE_CHECKIN_BATCH_MAX * MF_STORE_CHECKIN_MAX_MODELS * (MF_STORE_NAME_SIZE + 8) + 8)
 
 /* A device of the batch's statement. An UPDATE changes a row once however many rows of its
  * FROM match it, so the check-ins of one device (with one credential) share its row: the
@@ -236,7 +243,10 @@ struct batch {
     size_t next[MF_STORE_CHECKIN_BATCH_MAX];
     size_t last[MF_STORE_CHECKIN_BATCH_MAX]; /* per row: its last check-in so far */
     uint8_t in[MF_STORE_CHECKIN_BATCH_MAX];  /* per check-in: it is one of the rows' */
-    size_t n_rows, n_items;
+    /* Per check-in: its directives are read by the statement (a model the hint does not
+     * name unpinned, or no hint), one (row, model) pair per model. */
+    uint8_t reads[MF_STORE_CHECKIN_BATCH_MAX];
+    size_t n_rows, n_items, n_reads;
 };
 
 /* Puts item i in the batch: in its device's row, or a new row. A device's check-in with
@@ -268,6 +278,14 @@ static void batch_add(struct batch *b, const struct mf_store_checkin *items, siz
     b->n_items++;
 }
 
+/* batch_add, and whether the statement reads i's directives. */
+static void batch_add_checkin(struct batch *b, const struct mf_store_checkin *items, size_t i)
+{
+    batch_add(b, items, i);
+    b->reads[i] = b->in[i] && !hinted_unpinned(&items[i]);
+    b->n_reads += b->reads[i];
+}
+
 /* Orders the statement's rows by device id, so that concurrent batches (other nodes) lock
  * the rows they share in one order. The next[] chains hang off items, not rows: sorting
  * keeps them. */
@@ -279,6 +297,53 @@ static int by_device(const void *a, const void *b)
 
 /* The arrays of the batch's statement: device ids, credential hashes (hex), numbers to
  * reserve, times; device ids are protocol names ([A-Za-z0-9._-]), quoted all the same. */
+/* Whether model m of item i was already paired with its row by an earlier check-in of the
+ * row (a device's two check-ins naming one model read it once). */
+static int pair_seen(const struct batch *b, const struct mf_store_checkin *items, size_t row_item,
+                     size_t i, const char *model)
+{
+    for (size_t j = row_item; j != i && j != NO_ITEM; j = b->next[j]) {
+        for (size_t m = 0; b->reads[j] && m < items[j].n_models; m++) {
+            if (strcmp(items[j].models[m], model) == 0)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* The statement's (row, model) pairs, arrays 4 and 5: for each check-in whose directives it
+ * reads, its row's place in the statement (1-based) and each of its models. */
+static int pair_arrays(struct mf_dynbuf a[6], const struct batch *b,
+                       const struct mf_store_checkin *items)
+{
+    size_t n = 0;
+    int err = mf_dynbuf__append(&a[4], "{", 1);
+
+    if (err == MF_OK)
+        err = mf_dynbuf__append(&a[5], "{", 1);
+    for (size_t k = 0; k < b->n_rows && err == MF_OK; k++) {
+        for (size_t i = b->rows[k].item; i != NO_ITEM && err == MF_OK; i = b->next[i]) {
+            for (size_t m = 0; b->reads[i] && m < items[i].n_models && err == MF_OK; m++) {
+                const char *model = items[i].models[m];
+
+                if (strpbrk(model, "\"{},") != NULL)
+                    return MF_E_INVALID;
+                if (pair_seen(b, items, b->rows[k].item, i, model))
+                    continue;
+                err = mf_dynbuf__appendf(&a[4], "%s%zu", n ? "," : "", k + 1);
+                if (err >= 0)
+                    err = mf_dynbuf__appendf(&a[5], "%s\"%s\"", n ? "," : "", model);
+                n++;
+            }
+        }
+    }
+    if (err >= 0)
+        err = mf_dynbuf__append(&a[4], "}", 1);
+    if (err >= 0)
+        err = mf_dynbuf__append(&a[5], "}", 1);
+    return err < 0 ? err : MF_OK;
+}
+
 static int batch_arrays(struct mf_dynbuf a[4], const struct mf_store_checkin *items,
                         const struct batch_row *rows, size_t n)
 {
@@ -329,36 +394,83 @@ static void batch_take(struct mf_store_checkin *c, uint64_t first, uint64_t gene
     }
 }
 
-/* Takes the rows of the batch's statement: a row per device that still holds the
- * credential; its block is split among the device's check-ins in batch order. */
+/* The directives of each model of c from the statement's rows r0 .. r0 + n - 1 of c's
+ * device: the row of its (row, model) pair. */
+static int take_pairs(struct mf_store_checkin *c, const PGresult *res, int r0, int n)
+{
+    for (size_t m = 0; m < c->n_models; m++) {
+        int found = 0;
+
+        for (int r = r0; r < r0 + n && !found; r++) {
+            char model[MF_STORE_NAME_SIZE];
+
+            if (PQgetisnull(res, r, 3))
+                continue;
+            mf_pg__col_text(model, sizeof(model), res, r, 3);
+            if (strcmp(model, c->models[m]) == 0) {
+                mf_pg__directives_row(&c->dirs[m], res, r, 4);
+                found = 1;
+            }
+        }
+        if (!found)
+            return mf_fail(c->ctx, MF_E_STATE, "check-in batch: no directives of %s for %s",
+                           c->models[m], c->device_id);
+    }
+    return MF_OK;
+}
+
+/*
+ * Takes the rows of the batch's statement: per device that still holds the credential one
+ * row, or with pairs (b->n_reads) one per pair of the device, in a run (ORDER BY). The
+ * device's block is split among its check-ins in batch order; a check-in whose directives
+ * the statement read takes them from its pairs, the others the hint's.
+ */
 static int batch_results(struct mf_store_checkin *items, const struct batch *b, const PGresult *res,
                          PGconn *conn)
 {
-    uint8_t seen[MF_STORE_CHECKIN_BATCH_MAX] = {0};
+    int first_row[MF_STORE_CHECKIN_BATCH_MAX], n_res[MF_STORE_CHECKIN_BATCH_MAX];
+    int paired = b->n_reads > 0, channel_col = paired ? 4 : 3;
 
+    for (size_t k = 0; k < b->n_rows; k++)
+        first_row[k] = -1, n_res[k] = 0;
     for (int r = 0; r < PQntuples(res); r++) {
         int64_t ord = mf_pg__col_i64(res, r, 0);
-        const struct batch_row *row;
-        char channel[MF_STORE_NAME_SIZE];
-        uint64_t first, generation;
+        size_t k = (size_t)ord - 1;
 
-        if (ord < 1 || (uint64_t)ord > b->n_rows || seen[ord - 1])
+        if (ord < 1 || (uint64_t)ord > b->n_rows)
             return MF_E_STATE;
-        seen[ord - 1] = 1;
-        row = &b->rows[ord - 1];
-        first = (uint64_t)mf_pg__col_i64(res, r, 1) - row->n_seq + 1;
-        generation = (uint64_t)mf_pg__col_i64(res, r, 2);
-        mf_pg__col_text(channel, sizeof(channel), res, r, 3);
-        for (size_t i = row->item; i != NO_ITEM; i = b->next[i]) {
-            batch_take(&items[i], first, generation, channel, conn);
-            first += items[i].n_seq;
-        }
+        if (first_row[k] < 0)
+            first_row[k] = r;
+        else if (!paired || first_row[k] + n_res[k] != r)
+            return MF_E_STATE; /* one row per device, or its pairs' rows together */
+        n_res[k]++;
     }
     for (size_t k = 0; k < b->n_rows; k++) {
-        for (size_t i = b->rows[k].item; !seen[k] && i != NO_ITEM; i = b->next[i])
-            items[i].err =
-                mf_fail(items[i].ctx, MF_E_AUTH,
-                        "device '%s' does not hold that credential (any more)", items[i].device_id);
+        const struct batch_row *row = &b->rows[k];
+        char channel[MF_STORE_NAME_SIZE];
+        uint64_t first, generation;
+        int r0 = first_row[k];
+
+        if (r0 < 0) {
+            for (size_t i = row->item; i != NO_ITEM; i = b->next[i])
+                items[i].err = mf_fail(items[i].ctx, MF_E_AUTH,
+                                       "device '%s' does not hold that credential (any more)",
+                                       items[i].device_id);
+            continue;
+        }
+        first = (uint64_t)mf_pg__col_i64(res, r0, 1) - row->n_seq + 1;
+        generation = (uint64_t)mf_pg__col_i64(res, r0, 2);
+        mf_pg__col_text(channel, sizeof(channel), res, r0, channel_col);
+        for (size_t i = row->item; i != NO_ITEM; i = b->next[i]) {
+            if (b->reads[i]) {
+                items[i].first = first;
+                items[i].generation = generation;
+                items[i].err = take_pairs(&items[i], res, r0, n_res[k]);
+            } else {
+                batch_take(&items[i], first, generation, channel, conn);
+            }
+            first += items[i].n_seq;
+        }
     }
     return MF_OK;
 }
@@ -368,41 +480,60 @@ static int batch_results(struct mf_store_checkin *items, const struct batch *b, 
  * (each item's err set); an error when it did not, and then it changed nothing (one
  * statement): the caller runs the items one by one instead.
  */
+/* The batch statement's writes: last_seen and the sequence block of each device row that
+ * matches on id and credential (`async` turns the commit's WAL wait off: raise_epoch). */
+#define BATCH_SQL_UPDATE                                                                           \
+    "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),"                        \
+    " x AS (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])"              \
+    "  WITH ORDINALITY AS x(id, cred, n, now, ord)),"                                              \
+    " d AS (UPDATE devices SET last_seen = x.now, assign_seq = greatest(devices.assign_seq,"       \
+    "  current_setting('mf.seq_floor')::bigint) + x.n FROM async, x"                               \
+    "  WHERE devices.device_id = x.id AND devices.credential_hash = decode(x.cred, 'hex')"         \
+    "  RETURNING x.ord, devices.id, devices.device_id, devices.assign_seq, devices.channel)"
+
 static int begin_batch(struct mf_store_checkin *items, struct batch *b, PGconn *conn)
 {
-    static const char sql[] =
-        "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),"
-        " x AS (SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])"
-        "  WITH ORDINALITY AS x(id, cred, n, now, ord)),"
-        " d AS (UPDATE devices SET last_seen = x.now, assign_seq = greatest(devices.assign_seq,"
-        "  current_setting('mf.seq_floor')::bigint) + x.n FROM async, x"
-        "  WHERE devices.device_id = x.id AND devices.credential_hash = decode(x.cred, 'hex')"
-        "  RETURNING x.ord, devices.assign_seq, devices.channel)"
-        " SELECT d.ord, d.assign_seq, (SELECT generation FROM store_meta WHERE id = 1), d.channel"
-        " FROM d";
+    /* Every model unpinned as of the hints: no directive reads, so none of their sub-plans
+     * (PostgreSQL starts each on every execution, run or not: see begin_unpinned). */
+    static const char sql_unpinned[] =
+        BATCH_SQL_UPDATE " SELECT d.ord, d.assign_seq, (SELECT generation FROM store_meta"
+                         " WHERE id = 1), d.channel FROM d";
+    /* With (row, model) pairs, $5 and $6: the directives of each, a row per pair (a device
+     * without pairs gets one row, model NULL), a device's rows together. */
+    static const char sql_pairs[] =
+        BATCH_SQL_UPDATE ", m AS (SELECT * FROM unnest($5::bigint[], $6::text[]) AS m(ord, model))"
+                         " SELECT d.ord, d.assign_seq, (SELECT generation FROM store_meta"
+                         " WHERE id = 1), m.model, "
+        /* clang-format off */
+        MF_PG_DIRECTIVE_COLUMNS("m.model")
+        /* clang-format on */
+        " FROM d LEFT JOIN m ON m.ord = d.ord ORDER BY d.ord";
     struct mf_ctx *ctx = items[b->rows[0].item].ctx;
-    struct mf_dynbuf a[4];
+    size_t n_arrays = b->n_reads ? 6 : 4;
+    struct mf_dynbuf a[6];
     struct mf_pg_params p = {0};
     PGresult *res = NULL;
     int err;
 
     qsort(b->rows, b->n_rows, sizeof(b->rows[0]), by_device);
-    for (size_t k = 0; k < 4; k++)
-        mf_dynbuf__init(&a[k], NULL, BATCH_ARRAY_MAX);
+    for (size_t k = 0; k < 6; k++)
+        mf_dynbuf__init(&a[k], NULL, k < 4 ? BATCH_ARRAY_MAX : PAIR_ARRAY_MAX);
     err = mf_pg__raise_epoch(conn, ctx);
-    if (err == MF_OK && batch_arrays(a, items, b->rows, b->n_rows) < 0)
+    if (err == MF_OK && (batch_arrays(a, items, b->rows, b->n_rows) < 0 ||
+                         (b->n_reads && pair_arrays(a, b, items) < 0)))
         err = mf_fail(ctx, MF_E_LIMIT, "a batch of %zu check-ins does not fit its arrays",
                       b->n_items);
-    for (size_t k = 0; k < 4 && err == MF_OK; k++)
+    for (size_t k = 0; k < n_arrays && err == MF_OK; k++)
         mf_pg__param_text(&p, (const char *)a[k].data);
     if (err == MF_OK)
-        err = mf_pg__query(&res, conn, ctx, sql, &p, "beginning a batch of check-ins");
+        err = mf_pg__query(&res, conn, ctx, b->n_reads ? sql_pairs : sql_unpinned, &p,
+                           "beginning a batch of check-ins");
     if (err == MF_OK)
         err = batch_results(items, b, res, conn);
     if (err == MF_OK)
         atomic_fetch_add(&batched_total, b->n_items);
     PQclear(res);
-    for (size_t k = 0; k < 4; k++)
+    for (size_t k = 0; k < 6; k++)
         mf_dynbuf__free(&a[k]);
     return err;
 }
@@ -425,9 +556,11 @@ int mf_pg__checkin_begin(struct mf_store *base, struct mf_store_checkin *items, 
     }
     memset(b.in, 0, sizeof(b.in));
     b.n_rows = b.n_items = 0;
+    memset(b.reads, 0, sizeof(b.reads));
+    b.n_reads = 0;
     for (size_t i = 0; i < n && i < MF_STORE_CHECKIN_BATCH_MAX; i++) {
-        if (batchable(&items[i]))
-            batch_add(&b, items, i);
+        if (items[i].n_models > 0)
+            batch_add_checkin(&b, items, i);
     }
     /* A failed statement changed nothing: its check-ins run one by one like the rest. */
     if (b.n_items < 2 || begin_batch(items, &b, conn) < 0)

@@ -563,6 +563,30 @@ static void test_server_store__checkin_begin_batch(void **state)
     assert_string_equal(dirs[2].device_pin, "v9");
     assert_string_equal(dirs[1].device_pin, "");
     assert_string_equal(dirs[1].channel, "beta");
+
+    /* Check-ins whose pins must be read (the hint names the model pinned, or no hint) share
+     * the statement too on PostgreSQL, each model's directives read for its device: dev-1
+     * twice (one row, two blocks), dev-2 without a hint, dev-3 with a current hint. */
+    {
+        struct mf_store_pin_hint pinned = {c[0].generation, 0}, fresh = {c[0].generation, 1};
+
+        c[0].hint = &pinned;
+        c[1].hint = NULL;
+        c[2].hint = NULL;
+        c[3].hint = &fresh;
+        batched = mf_pg__checkin_batched();
+        assert_int_equal(s->ops->checkin_begin(s, c, 4), MF_OK);
+        assert_int_equal(mf_pg__checkin_batched() - batched, f->pg ? 4 : 0);
+        assert_string_equal(dirs[0].device_pin, "v9");
+        assert_string_equal(dirs[2].device_pin, "v9");
+        assert_string_equal(dirs[1].device_pin, "");
+        assert_string_equal(dirs[1].channel, "beta");
+        assert_string_equal(dirs[3].device_pin, "");
+        assert_string_equal(dirs[3].channel, "stable");
+        assert_true(c[0].first < c[2].first);
+        for (size_t i = 0; i < 4; i++)
+            assert_int_equal(c[i].generation, c[0].generation);
+    }
 }
 
 /* A hint (store.h) skips the pin reads of the models it names unpinned only while the
