@@ -21,8 +21,8 @@ struct batch_tree {
     uint8_t (*leaf)[MF_MANIFEST_DIGEST_LEN];
     uint8_t (*path)[MF_MANIFEST_BATCH_DEPTH][MF_MANIFEST_DIGEST_LEN];
     size_t *path_len;
-    EVP_MD_CTX *md; /* reused for every hash of the batch */
-    EVP_MD *sha256; /* fetched once per batch: an implicit fetch per hash cost ~6 % */
+    EVP_MD_CTX *md;       /* reused for every hash of the batch */
+    const EVP_MD *sha256; /* mf_sign__md_sha256() */
 };
 
 /* SHA-256 of tag || a || b (b may be NULL with bn 0). 0 on success. */
@@ -169,7 +169,7 @@ static struct batch_work *work_new(struct mf_manifest_signer *s, size_t n)
     w->tree.path_len = mf_ctx__alloc(&s->ctx, n * sizeof(*w->tree.path_len));
     w->payloads = mf_ctx__alloc(&s->ctx, n * sizeof(*w->payloads));
     w->tree.md = EVP_MD_CTX_new();
-    w->tree.sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+    w->tree.sha256 = mf_sign__md_sha256();
     if (w->tree.path_len)
         memset(w->tree.path_len, 0, n * sizeof(*w->tree.path_len));
     if (w->payloads)
@@ -188,7 +188,6 @@ static void work_free(struct mf_manifest_signer *s, struct batch_work *w, size_t
     mf_ctx__free(&s->ctx, w->tree.path);
     mf_ctx__free(&s->ctx, w->tree.path_len);
     EVP_MD_CTX_free(w->tree.md);
-    EVP_MD_free(w->tree.sha256);
     mf_ctx__free(&s->ctx, w);
 }
 

@@ -20,25 +20,25 @@
 int mf_sign__ecdsa(uint8_t *sig, size_t *sig_len, struct mf_ctx *ctx, struct mf_sign_key *k,
                    const char *prefix, size_t prefix_len, const void *payload, size_t len)
 {
+    const EVP_MD *sha256 = mf_sign__md_sha256();
     uint8_t d[32];
     size_t n = MF_MANIFEST_SIG_MAX;
     EVP_MD_CTX *md;
     int ok;
 
+    if (!sha256)
+        return mf_fail(ctx, MF_E_GENERIC, "SHA-256 is not available");
     if (!k->sctx) {
-        k->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
         k->sctx = EVP_PKEY_CTX_new(k->pkey, NULL);
-        if (!k->sha256 || !k->sctx || EVP_PKEY_sign_init(k->sctx) != 1 ||
-            EVP_PKEY_CTX_set_signature_md(k->sctx, k->sha256) != 1) {
+        if (!k->sctx || EVP_PKEY_sign_init(k->sctx) != 1 ||
+            EVP_PKEY_CTX_set_signature_md(k->sctx, sha256) != 1) {
             EVP_PKEY_CTX_free(k->sctx);
-            EVP_MD_free(k->sha256);
             k->sctx = NULL;
-            k->sha256 = NULL;
             return mf_fail(ctx, MF_E_GENERIC, "ECDSA signing setup failed");
         }
     }
     md = EVP_MD_CTX_new();
-    ok = md && EVP_DigestInit_ex(md, k->sha256, NULL) == 1 &&
+    ok = md && EVP_DigestInit_ex(md, sha256, NULL) == 1 &&
          EVP_DigestUpdate(md, prefix, prefix_len) == 1 && EVP_DigestUpdate(md, payload, len) == 1 &&
          EVP_DigestFinal_ex(md, d, NULL) == 1 && EVP_PKEY_sign(k->sctx, sig, &n, d, sizeof(d)) == 1;
     EVP_MD_CTX_free(md);

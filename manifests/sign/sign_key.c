@@ -10,6 +10,7 @@
 #include <openssl/core_names.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <pthread.h>
 #include <string.h>
 
 int mf_manifest_signer_new(mf_manifest_signer **out, const mf_allocator *alloc)
@@ -34,7 +35,6 @@ void mf_manifest_signer_free(mf_manifest_signer *s)
         return;
     for (size_t i = 0; i < s->nkeys; i++) {
         EVP_PKEY_CTX_free(s->keys[i].sctx);
-        EVP_MD_free(s->keys[i].sha256);
         EVP_PKEY_free(s->keys[i].pkey); /* OpenSSL clears private key material */
     }
     a = s->ctx.alloc;
@@ -47,9 +47,25 @@ const char *mf_manifest_signer_errmsg(const mf_manifest_signer *s)
     return mf_ctx__errmsg(&s->ctx);
 }
 
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_fetch(void)
+{
+    sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+const EVP_MD *mf_sign__md_sha256(void)
+{
+    (void)pthread_once(&sha256_once, sha256_fetch);
+    return sha256_md;
+}
+
 int mf_sign__sha256(uint8_t *out, struct mf_ctx *ctx, const void *p, size_t n)
 {
-    if (EVP_Digest(p, n, out, NULL, EVP_sha256(), NULL) != 1)
+    const EVP_MD *sha256 = mf_sign__md_sha256();
+
+    if (!sha256 || EVP_Digest(p, n, out, NULL, sha256, NULL) != 1)
         return mf_fail(ctx, MF_E_GENERIC, "SHA-256 failed");
     return MF_OK;
 }

@@ -45,15 +45,15 @@ int mf_answer__open(struct mf_answer *a, const char *key, char bracket)
 int mf_answer__close(struct mf_answer *a, char bracket)
 {
     struct mf_dynbuf *t = &a->text;
+    int err;
 
     /* The last member's comma becomes the bracket; an empty one just gets it. */
     if (t->len > 0 && t->data[t->len - 1] == ',') {
         t->data[t->len - 1] = (uint8_t)bracket;
         return mf_answer__end(a);
     }
-    if (mf_dynbuf__append(t, &bracket, 1) < 0)
-        return MF_E_NOMEM;
-    return mf_answer__end(a);
+    err = mf_dynbuf__append(t, &bracket, 1);
+    return err == MF_OK ? mf_answer__end(a) : err;
 }
 
 int mf_answer__end(struct mf_answer *a)

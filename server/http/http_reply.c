@@ -39,19 +39,28 @@ const char *mf_httpd__header(const struct mf_httpd_req *r, const char *name)
     return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
-/* Takes ownership of `text` (from cJSON's allocator) and makes it the reply. */
-static int reply_text(struct mf_httpd_req *r, unsigned status, char *text, const char *ctype)
+static void free_text(void *p)
 {
-    size_t len = text ? strlen(text) : 0;
+    mf_free(NULL, p);
+}
 
+/* Makes `text` (len bytes, released with `release`; NULL: an empty body) the reply, which MHD
+ * sends from there and releases: the reply owns it from here on, whatever happens. */
+static int reply_owned(struct mf_httpd_req *r, unsigned status, char *text, size_t len,
+                       void (*release)(void *), const char *ctype)
+{
     if (r->resp) {
-        cJSON_free(text);
+        if (text)
+            release(text);
         return MF_OK;
     }
-    r->resp = MHD_create_response_from_buffer(len, text ? text : (char *)"", MHD_RESPMEM_MUST_COPY);
-    cJSON_free(text);
-    if (!r->resp)
+    r->resp = text ? MHD_create_response_from_buffer_with_free_callback(len, text, release)
+                   : MHD_create_response_from_buffer(0, (char *)"", MHD_RESPMEM_PERSISTENT);
+    if (!r->resp) {
+        if (text)
+            release(text);
         return mf_fail(&r->ctx, MF_E_NOMEM, "cannot create a %u response", status);
+    }
     if (ctype)
         (void)MHD_add_response_header(r->resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     r->status = status;
@@ -65,37 +74,18 @@ int mf_httpd__reply_json(struct mf_httpd_req *r, unsigned status, cJSON *body)
 
     if (!body)
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a %u reply", status);
-    /* Sized for a check-in answer (the most frequent reply), which then prints without
-     * growing the buffer; larger ones grow as usual. */
-    text = cJSON_PrintBuffered(body, 8192, 0);
+    text = cJSON_PrintUnformatted(body);
     cJSON_Delete(body);
     if (!text)
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory printing a %u reply", status);
-    return reply_text(r, status, text, "application/json");
-}
-
-static void free_text(void *p)
-{
-    mf_free(NULL, p);
+    return reply_owned(r, status, text, strlen(text), cJSON_free, "application/json");
 }
 
 int mf_httpd__reply_json_text(struct mf_httpd_req *r, unsigned status, char *text, size_t len)
 {
     if (!text)
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory building a %u reply", status);
-    if (r->resp) {
-        mf_free(NULL, text);
-        return MF_OK;
-    }
-    r->resp = MHD_create_response_from_buffer_with_free_callback(len, text, free_text);
-    if (!r->resp) {
-        mf_free(NULL, text);
-        return mf_fail(&r->ctx, MF_E_NOMEM, "cannot create a %u response", status);
-    }
-    (void)MHD_add_response_header(r->resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    r->status = status;
-    r->resp_bytes = len;
-    return MF_OK;
+    return reply_owned(r, status, text, len, free_text, "application/json");
 }
 
 int mf_httpd__reply_error(struct mf_httpd_req *r, unsigned status, const char *fmt, ...)
@@ -131,7 +121,7 @@ int mf_httpd__reply_bytes(struct mf_httpd_req *r, unsigned status, const void *p
 
 int mf_httpd__reply_empty(struct mf_httpd_req *r, unsigned status)
 {
-    return reply_text(r, status, NULL, NULL);
+    return reply_owned(r, status, NULL, 0, NULL, NULL);
 }
 
 void mf_httpd__reply_header(struct mf_httpd_req *r, const char *name, const char *value)
