@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The strict JSON reader (see mf_json.h). */
 #include "mf_json.h"
+#include "mf_hex.h"
 
 #include <assert.h>
 #include <math.h>
@@ -35,30 +36,14 @@ static int is_ws(uint8_t c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-static int hex_val(uint8_t c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Four hex digits at p[0..3] (bounds checked by the caller); -1 if any is not hex. */
 static long hex4(const uint8_t *p)
 {
-    long v = 0;
+    uint8_t v[2];
 
-    for (int k = 0; k < 4; k++) {
-        int h = hex_val(p[k]);
-
-        if (h < 0)
-            return -1;
-        v = v * 16 + h;
-    }
-    return v;
+    if (mf_hex__decode(v, 2, (const char *)p, 4) < 0)
+        return -1;
+    return (long)v[0] << 8 | v[1];
 }
 
 /*
@@ -143,7 +128,8 @@ static int scan_string(struct json_fault *f, const uint8_t *b, size_t len, size_
             long lo = i + 12 <= len && b[i + 6] == '\\' && b[i + 7] == 'u' ? hex4(b + i + 8) : -1;
 
             if (lo < 0xDC00 || lo > 0xDFFF)
-                return fault(f, i, MF_E_INVALID, "high surrogate escape without its low half", NO_BYTE);
+                return fault(f, i, MF_E_INVALID, "high surrogate escape without its low half",
+                             NO_BYTE);
             i += 6;
         }
         i += 6;
@@ -203,14 +189,16 @@ static int scan_number(struct json_fault *f, const uint8_t *b, size_t len, size_
         if (above_2_53(b + int_start, int_end - int_start))
             return fault(f, start, MF_E_INVALID, "integer magnitude above 2^53", NO_BYTE);
     } else {
-        /* The token is short: read it the way cJSON will (strtod) and refuse what would
-         * become an infinity. */
+        /* The token is short: read it the way cJSON will (strtod). Below 2^53 is exact as a
+         * bound (rounding is monotonic, 2^53 is a double), so "9007199254740993.0" cannot
+         * become 2^53, and what cJSON prints back stays inside the profile. */
         char tok[MF_JSON_NUMBER_MAX + 1];
 
         memcpy(tok, b + start, i - start);
         tok[i - start] = '\0';
-        if (isinf(strtod(tok, NULL)))
-            return fault(f, start, MF_E_INVALID, "number out of range of a double", NO_BYTE);
+        if (!(fabs(strtod(tok, NULL)) < 9007199254740992.0))
+            return fault(f, start, MF_E_INVALID,
+                         "fraction or exponent number of magnitude 2^53 or more", NO_BYTE);
     }
     *pos = i;
     return MF_OK;
@@ -258,7 +246,8 @@ static int check(struct json_fault *f, const uint8_t *b, size_t len, unsigned in
         if (i == len) {
             if (st == ST_NEXT && depth == 0)
                 return MF_OK;
-            return fault(f, i, MF_E_INVALID, i ? "unexpected end of input" : "empty input", NO_BYTE);
+            return fault(f, i, MF_E_INVALID, i ? "unexpected end of input" : "empty input",
+                         NO_BYTE);
         }
         uint8_t c = b[i];
 
@@ -460,13 +449,20 @@ int mf_json__parse(cJSON **out, struct mf_ctx *ctx, const void *buf, size_t len,
         return mf_fail(ctx, MF_E_LIMIT, "%s: JSON of %zu bytes exceeds %zu", what, len, max_bytes);
     err = check(&f, buf, len, max_depth);
     if (err < 0) {
+        /* Lines help with configs written by hand, bytes with wire captures. */
+        int line = 1;
+
+        for (size_t k = 0; k < f.off; k++)
+            line += ((const uint8_t *)buf)[k] == '\n';
         if (!f.rule)
-            return mf_fail(ctx, err, "%s: JSON byte %zu: nested deeper than %u levels", what,
-                           f.off, max_depth);
+            return mf_fail(ctx, err,
+                           "%s: line %d: not valid JSON at byte %zu: nested deeper than %u levels",
+                           what, line, f.off, max_depth);
         if (f.byte != NO_BYTE)
-            return mf_fail(ctx, err, "%s: JSON byte %zu: %s (0x%02x)", what, f.off, f.rule,
-                           f.byte);
-        return mf_fail(ctx, err, "%s: JSON byte %zu: %s", what, f.off, f.rule);
+            return mf_fail(ctx, err, "%s: line %d: not valid JSON at byte %zu: %s (0x%02x)", what,
+                           line, f.off, f.rule, (unsigned int)f.byte);
+        return mf_fail(ctx, err, "%s: line %d: not valid JSON at byte %zu: %s", what, line, f.off,
+                       f.rule);
     }
     /* The bytes are in the profile, so cJSON can only fail for memory. */
     root = cJSON_ParseWithLength(buf, len);
@@ -474,7 +470,8 @@ int mf_json__parse(cJSON **out, struct mf_ctx *ctx, const void *buf, size_t len,
         return mf_fail(ctx, MF_E_NOMEM, "%s: out of memory parsing %zu bytes of JSON", what, len);
     dup = find_duplicate(root);
     if (dup) {
-        err = mf_fail(ctx, MF_E_INVALID, "%s: JSON duplicate member name '%.64s'", what, dup);
+        err = mf_fail(ctx, MF_E_INVALID, "%s: not valid JSON: duplicate member name '%.64s'", what,
+                      dup);
         cJSON_Delete(root);
         return err;
     }

@@ -14,7 +14,8 @@
  *   - member names unique in every object, compared after unescaping;
  *   - numbers by the RFC 8259 grammar, at most MF_JSON_NUMBER_MAX bytes; an integer-form
  *     number (no fraction, no exponent) of magnitude above 2^53 is refused, so it can never
- *     be read as a neighbouring double; a number that overflows a double is refused;
+ *     be read as a neighbouring double; one with a fraction or exponent must be below 2^53
+ *     in magnitude (1e400, 9007199254740993.0 are refused);
  *   - nesting at most `max_depth` levels (the top-level object or array is level 1);
  *   - at most `max_bytes` bytes.
  * The check is iterative with a fixed state (device stacks are small) and allocates
