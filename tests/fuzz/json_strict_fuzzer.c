@@ -34,8 +34,8 @@ static int ref_value(struct ref *r, unsigned depth);
 
 static void ref_ws(struct ref *r)
 {
-    while (r->i < r->n && (r->s[r->i] == 0x20 || r->s[r->i] == 0x09 || r->s[r->i] == 0x0A ||
-                           r->s[r->i] == 0x0D))
+    while (r->i < r->n &&
+           (r->s[r->i] == 0x20 || r->s[r->i] == 0x09 || r->s[r->i] == 0x0A || r->s[r->i] == 0x0D))
         r->i++;
 }
 

@@ -159,15 +159,17 @@ static void test_json__byte_cap_and_object_form(void **state)
 /* Builds {"k0":0,...,"k<n-1>":n-1} plus, when dup_at >= 0, a repeat of that key at the end. */
 static char *many_members(size_t n, long dup_at, size_t *len)
 {
-    char *s = malloc(n * 24 + 64);
+    size_t cap = n * 24 + 64;
+    char *s = malloc(cap);
     size_t o = 0;
 
     assert_non_null(s);
     s[o++] = '{';
     for (size_t i = 0; i < n; i++)
-        o += (size_t)sprintf(s + o, "%s\"k%zu\":%zu", i ? "," : "", (n - 1 - i) * 7919 % n, i);
+        o += (size_t)snprintf(s + o, cap - o, "%s\"k%zu\":%zu", i ? "," : "",
+                              (n - 1 - i) * 7919 % n, i);
     if (dup_at >= 0)
-        o += (size_t)sprintf(s + o, ",\"k%ld\":0", dup_at);
+        o += (size_t)snprintf(s + o, cap - o, ",\"k%ld\":0", dup_at);
     s[o++] = '}';
     *len = o;
     return s;
