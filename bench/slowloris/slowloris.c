@@ -33,9 +33,9 @@ static const char header_head[] = "GET /healthz HTTP/1.1\r\nHost: bench\r\n";
 static const char header_tail[] = "X-a: b\r\n"; /* repeated: the header never ends */
 
 struct sock {
-    int fd;         /* -1: closed, reopened at next_ms */
-    int body;       /* trickles a body (else a header) */
-    size_t sent;    /* bytes of the trickle sent so far */
+    int fd;      /* -1: closed, reopened at next_ms */
+    int body;    /* trickles a body (else a header) */
+    size_t sent; /* bytes of the trickle sent so far */
     int64_t next_ms;
     int64_t opened_ms;
     struct in_addr src;
@@ -67,8 +67,7 @@ static void sock_open(struct sock *s, int ep, const struct sockaddr_in *dst, str
     }
     (void)setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (bind(s->fd, (struct sockaddr *)&src, sizeof(src)) != 0 ||
-        (connect(s->fd, (const struct sockaddr *)dst, sizeof(*dst)) != 0 &&
-         errno != EINPROGRESS)) {
+        (connect(s->fd, (const struct sockaddr *)dst, sizeof(*dst)) != 0 && errno != EINPROGRESS)) {
         (void)close(s->fd);
         s->fd = -1;
         st->connect_failed++;
@@ -200,14 +199,14 @@ int main(int argc, char **argv)
                 sock_send(&socks[i], &st, gap_ms);
         }
     }
-    (void)printf("slowloris: %d sockets (%d%% bodies) from %d addresses, %d s: opened %llu, "
-                 "closed by the server %llu (mean life %.1f s), connect failures %llu, open at "
-                 "the end %llu, most open at once %llu\n",
-                 n, body_pct, n_src, secs, (unsigned long long)st.opened,
-                 (unsigned long long)st.closed_by_server,
-                 st.closed_by_server ? (double)st.lifetime_ms_sum / 1e3 / (double)st.closed_by_server
-                                     : 0.0,
-                 (unsigned long long)st.connect_failed, (unsigned long long)st.open_now,
-                 (unsigned long long)st.open_max);
+    (void)printf(
+        "slowloris: %d sockets (%d%% bodies) from %d addresses, %d s: opened %llu, "
+        "closed by the server %llu (mean life %.1f s), connect failures %llu, open at "
+        "the end %llu, most open at once %llu\n",
+        n, body_pct, n_src, secs, (unsigned long long)st.opened,
+        (unsigned long long)st.closed_by_server,
+        st.closed_by_server ? (double)st.lifetime_ms_sum / 1e3 / (double)st.closed_by_server : 0.0,
+        (unsigned long long)st.connect_failed, (unsigned long long)st.open_now,
+        (unsigned long long)st.open_max);
     return 0;
 }

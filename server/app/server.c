@@ -464,8 +464,7 @@ int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf
                 "serving %s on port %u%s, up to %u connections (%u per address; headers "
                 "within %u s; bodies at %u bytes/s over %u s; 0: off)",
                 o->data_dir, (unsigned)s->port, s->tls_cert.len ? " (TLS)" : "", s->conns.limit,
-                s->per_addr, o->header_timeout_s,
-                o->body_min_rate, o->body_rate_window_s);
+                s->per_addr, o->header_timeout_s, o->body_min_rate, o->body_rate_window_s);
     *out = s;
     return MF_OK;
 fail:

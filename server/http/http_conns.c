@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#define SWEEP_MS 250u      /* how late past its deadline a connection may be closed */
+#define SWEEP_MS 250u       /* how late past its deadline a connection may be closed */
 #define LOG_EVERY_MS 10000u /* at most one log line per rule this often */
 #define NO_SLOT UINT_MAX
 
@@ -35,11 +35,11 @@ struct mf_httpd_conn {
     atomic_uint_least64_t phase;
     atomic_uint_least64_t body; /* body bytes of the current request */
     /* Under the guard's lock (notify callback and sweeper). */
-    int fd;                 /* -1: the slot is free */
-    int counted;            /* holds one count of `addr` in the address table */
-    int closing;            /* shut down by a rule (or refused): MHD closes it next */
-    unsigned next_free;     /* free list */
-    uint8_t addr[16];       /* client address, IPv4 as IPv4-mapped IPv6 */
+    int fd;             /* -1: the slot is free */
+    int counted;        /* holds one count of `addr` in the address table */
+    int closing;        /* shut down by a rule (or refused): MHD closes it next */
+    unsigned next_free; /* free list */
+    uint8_t addr[16];   /* client address, IPv4 as IPv4-mapped IPv6 */
     /* The sweeper's own: the body rate window of phase word `win_phase`. */
     uint64_t win_phase, win_ms, win_bytes;
 };
@@ -69,8 +69,7 @@ struct mf_conn_guard {
     uint8_t last_addr[MF_CONN_RULES][16];
 };
 
-static const char *const rule_names[MF_CONN_RULES] = {"header_timeout", "body_rate",
-                                                      "per_address"};
+static const char *const rule_names[MF_CONN_RULES] = {"header_timeout", "body_rate", "per_address"};
 
 const char *mf_httpd__conn_rule_name(enum mf_conn_rule rule)
 {
@@ -198,7 +197,8 @@ static void close_by_rule(struct mf_conn_guard *g, struct mf_httpd_conn *k, enum
 
 static void on_started(struct mf_conn_guard *g, struct MHD_Connection *conn, void **ctx)
 {
-    const union MHD_ConnectionInfo *fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *fd =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     const union MHD_ConnectionInfo *ca =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     struct mf_httpd_conn *k;
@@ -423,8 +423,8 @@ static void guard_free(struct mf_conn_guard *g)
 }
 
 int mf_httpd__conns_start(struct mf_httpd_conns *c, struct mf_ctx *ctx,
-                          const struct mf_conn_rules *rules, struct mf_metrics *m,
-                          mf_log_fn log_fn, void *log_payload)
+                          const struct mf_conn_rules *rules, struct mf_metrics *m, mf_log_fn log_fn,
+                          void *log_payload)
 {
     struct mf_conn_guard *g;
     pthread_condattr_t ca;
@@ -462,8 +462,7 @@ int mf_httpd__conns_start(struct mf_httpd_conns *c, struct mf_ctx *ctx,
         return mf_fail(ctx, MF_E_GENERIC, "cannot create the connection rules' mutex");
     }
     /* The sweeper waits on CLOCK_MONOTONIC, the clock of the phase words. */
-    if (pthread_condattr_init(&ca) != 0 ||
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
+    if (pthread_condattr_init(&ca) != 0 || pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
         pthread_cond_init(&g->wake, &ca) != 0) {
         (void)pthread_mutex_destroy(&g->lock);
         guard_free(g);

@@ -55,9 +55,9 @@ struct mf_conn_rules {
 };
 
 struct mf_httpd_conns {
-    atomic_uint open; /* connections MHD holds now (accepted, not yet closed) */
-    unsigned limit;   /* served at once; requests beyond it get 503 */
-    unsigned keep;    /* above this many open, replies close their connection */
+    atomic_uint open;            /* connections MHD holds now (accepted, not yet closed) */
+    unsigned limit;              /* served at once; requests beyond it get 503 */
+    unsigned keep;               /* above this many open, replies close their connection */
     struct mf_conn_guard *guard; /* the rules; NULL: none (counting only) */
 };
 
@@ -75,12 +75,13 @@ const char *mf_httpd__conn_rule_name(enum mf_conn_rule rule);
  * Starts enforcing `rules` on the connections of `c` (after mf_httpd__conns_init, before
  * MHD starts): tracks up to mf_httpd__conns_mhd_limit(c->limit) connections and starts the
  * sweeper thread, which counts each closing in `m` and logs through (log_fn, log_payload;
- * NULL: no lines) at most one line per rule every 10 s. MF_E_INVALID for a rate without a window, MF_E_NOMEM, or
- * MF_E_GENERIC (no thread). Release with mf_httpd__conns_stop(), after MHD_stop_daemon.
+ * NULL: no lines) at most one line per rule every 10 s. MF_E_INVALID for a rate without a window,
+ * MF_E_NOMEM, or MF_E_GENERIC (no thread). Release with mf_httpd__conns_stop(), after
+ * MHD_stop_daemon.
  */
 int mf_httpd__conns_start(struct mf_httpd_conns *c, struct mf_ctx *ctx,
-                          const struct mf_conn_rules *rules, struct mf_metrics *m,
-                          mf_log_fn log_fn, void *log_payload);
+                          const struct mf_conn_rules *rules, struct mf_metrics *m, mf_log_fn log_fn,
+                          void *log_payload);
 /* Joins the sweeper and frees the tables. No-op without rules. */
 void mf_httpd__conns_stop(struct mf_httpd_conns *c);
 

@@ -387,8 +387,8 @@ static unsigned long long closed_by(uint16_t port, const char *rule)
     int fd = connect_from(port, "127.0.0.254");
 
     read_file_line(token, sizeof(token), "admin.token");
-    (void)snprintf(req, sizeof(req), "GET /metrics HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer %s\r\n\r\n",
-                   token);
+    (void)snprintf(req, sizeof(req),
+                   "GET /metrics HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer %s\r\n\r\n", token);
     assert_int_equal(exchange(buf, sizeof(buf), fd, req), 200);
     (void)close(fd);
     (void)snprintf(key, sizeof(key), "mf_http_connections_closed_total{rule=\"%s\"} ", rule);
@@ -409,7 +409,8 @@ static unsigned long long closed_by(uint16_t port, const char *rule)
  * end of the request before). */
 static void test_server_conns__trickled_header_closed_at_deadline(void **state)
 {
-    static const char slow[] = "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: 0123456789abcdef\r\n\r\n";
+    static const char slow[] =
+        "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: 0123456789abcdef\r\n\r\n";
     struct mf_server_options o;
     struct mf_server *srv;
     char buf[2048];
