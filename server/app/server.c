@@ -376,9 +376,12 @@ static unsigned worker_threads(const struct mf_server *s, const struct mf_server
 
 /*
  * The connection rules over the limit being served. The default per-address cap is a
- * sixteenth of it (256 of 4096), at least 16: one address (a slowloris) cannot take the
- * limit, while devices behind one NAT, each holding one connection only while it checks
- * in or downloads, stay far below it. Behind a reverse proxy every client has the proxy's
+ * thirty-second of it (128 of 4096), at least 16: one address (a slowloris) cannot take
+ * the limit, and ten such addresses stay below the half of it past which replies close
+ * their connections (bench/slowloris/README.md: with a sixteenth, 10 attacking addresses
+ * held 2,560 connections, devices lost keep-alive and queued behind the attackers'
+ * reconnects at MHD's accept, p99 3.6 s), while devices behind one NAT, each holding one
+ * connection only while it checks in or downloads, stay far below it. Behind a reverse proxy every client has the proxy's
  * address: ops turn the cap off there (docs/operations.md).
  */
 static int start_conn_rules(struct mf_server *s, struct mf_ctx *ctx,
@@ -392,7 +395,7 @@ static int start_conn_rules(struct mf_server *s, struct mf_ctx *ctx,
     };
 
     if (r.per_addr == MF_SERVER_CONN_PER_ADDR_AUTO)
-        r.per_addr = s->conns.limit / 16 > 16 ? s->conns.limit / 16 : 16;
+        r.per_addr = s->conns.limit / 32 > 16 ? s->conns.limit / 32 : 16;
     s->per_addr = r.per_addr;
     return mf_httpd__conns_start(&s->conns, ctx, &r, &s->metrics, s->env.log_fn,
                                  s->env.log_payload);

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define MF_SERVER_DEFAULT_MAX_UPLOAD (8ULL << 30) /* 8 GiB (docs/protocol.md) */
-/* conn_per_addr: a sixteenth of the connections served, at least 16 (docs/operations.md). */
+/* conn_per_addr: a thirty-second of the connections served, at least 16 (docs/operations.md). */
 #define MF_SERVER_CONN_PER_ADDR_AUTO UINT_MAX
 
 struct mf_server_options {

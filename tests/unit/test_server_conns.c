@@ -349,19 +349,28 @@ static int closed_within(int fd, int ms)
     return 0;
 }
 
-/* Sends the first `n` bytes of `text` one every `gap_ms` until the server closes the
- * connection; returns the milliseconds that took, or -1 when all were sent and the
- * connection is still open. */
-static double trickle_until_closed(int fd, const char *text, size_t n, int gap_ms)
+/* Deadline 1 s, checked every 250 ms: closed within [0.9 s, 1.85 s) of its start. */
+#define RULE_MS_MIN 900
+#define RULE_MS_MAX 1850
+
+/* Sends the first `n` bytes of `text` one every `gap_ms` and expects the server to close
+ * the connection (then closes fd) 1 s after the first, as a rule with a 1 s deadline or
+ * window does: not earlier, not only once every byte is sent. */
+static void expect_rule_closes(int fd, const char *text, size_t n, int gap_ms)
 {
     struct timespec t0;
+    double ms = -1;
 
     (void)clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && ms < 0; i++) {
         if (send(fd, text + i, 1, MSG_NOSIGNAL) != 1 || closed_within(fd, gap_ms))
-            return ms_since(&t0);
+            ms = ms_since(&t0);
     }
-    return -1;
+    (void)close(fd);
+    if (ms < 0)
+        fail_msg("%zu bytes %d ms apart: the connection was never closed", n, gap_ms);
+    if (ms < RULE_MS_MIN || ms >= RULE_MS_MAX)
+        fail_msg("closed after %.0f ms, not at the 1 s deadline", ms);
 }
 
 static void read_file_line(char *out, size_t size, const char *name)
@@ -398,10 +407,6 @@ static unsigned long long closed_by(uint16_t port, const char *rule)
     return strtoull(p + strlen(key), NULL, 10);
 }
 
-/* Deadline 1 s, checked every 250 ms: closed within [0.9 s, 1.85 s) of its start. */
-#define RULE_MS_MIN 900
-#define RULE_MS_MAX 1850
-
 /* One header byte every 150 ms never leaves the connection idle for the 30 s idle timeout,
  * which restarted on every byte: such a client held its connection for as long as it kept
  * trickling. The header deadline closes it; requests that come in time are served, also
@@ -414,7 +419,6 @@ static void test_server_conns__trickled_header_closed_at_deadline(void **state)
     struct mf_server_options o;
     struct mf_server *srv;
     char buf[2048];
-    double ms;
     int fd;
 
     (void)state;
@@ -423,12 +427,7 @@ static void test_server_conns__trickled_header_closed_at_deadline(void **state)
     assert_int_equal(o.conn_timeout_s, 30);
     srv = start_with(&o);
     fd = connect_to(mf_server__port(srv));
-    ms = trickle_until_closed(fd, slow, sizeof(slow) - 1, 150);
-    (void)close(fd);
-    if (ms < 0)
-        fail_msg("a header trickled over %zu x 150 ms was never closed", sizeof(slow) - 1);
-    if (ms < RULE_MS_MIN || ms >= RULE_MS_MAX)
-        fail_msg("closed after %.0f ms, not at the 1 s header deadline", ms);
+    expect_rule_closes(fd, slow, sizeof(slow) - 1, 150);
     assert_int_equal(closed_by(mf_server__port(srv), "header_timeout"), 1);
 
     fd = connect_to(mf_server__port(srv));
@@ -475,7 +474,6 @@ static void test_server_conns__slow_body_closed_healthy_body_served(void **state
     struct mf_server_options o;
     struct mf_server *srv;
     char buf[2048];
-    double ms;
     int fd;
 
     (void)state;
@@ -486,12 +484,7 @@ static void test_server_conns__slow_body_closed_healthy_body_served(void **state
     fd = connect_to(mf_server__port(srv));
     enroll_body(body, SLOW_LEN);
     send_enroll_header(fd, SLOW_LEN);
-    ms = trickle_until_closed(fd, body, 60, 100);
-    (void)close(fd);
-    if (ms < 0)
-        fail_msg("a body at 10 bytes/s was not closed within 6 s");
-    if (ms < RULE_MS_MIN || ms >= RULE_MS_MAX)
-        fail_msg("closed after %.0f ms, not at the end of the first 1 s window", ms);
+    expect_rule_closes(fd, body, 60, 100);
     assert_int_equal(closed_by(mf_server__port(srv), "body_rate"), 1);
 
     fd = connect_to(mf_server__port(srv));
