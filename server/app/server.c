@@ -381,8 +381,8 @@ static unsigned worker_threads(const struct mf_server *s, const struct mf_server
  * their connections (bench/slowloris/README.md: with a sixteenth, 10 attacking addresses
  * held 2,560 connections, devices lost keep-alive and queued behind the attackers'
  * reconnects at MHD's accept, p99 3.6 s), while devices behind one NAT, each holding one
- * connection only while it checks in or downloads, stay far below it. Behind a reverse proxy every client has the proxy's
- * address: ops turn the cap off there (docs/operations.md).
+ * connection only while it checks in or downloads, stay far below it. Behind a reverse proxy every
+ * client has the proxy's address: ops turn the cap off there (docs/operations.md).
  */
 static int start_conn_rules(struct mf_server *s, struct mf_ctx *ctx,
                             const struct mf_server_options *o)
