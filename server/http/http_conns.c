@@ -233,6 +233,37 @@ static void on_started(struct mf_conn_guard *g, struct MHD_Connection *conn, voi
     *ctx = k;
 }
 
+/* Refuses at accept a client already at the cap, before MHD makes a connection of it: a
+ * client reconnecting in a loop then costs an accept and a close, not a slot, a poll entry
+ * and a sweep. The count itself moves only in the notifications (MHD may drop an accepted
+ * socket without one), so two accepts racing past the check are caught in on_started. */
+static int addr_at_cap(struct mf_conn_guard *g, const struct sockaddr *sa)
+{
+    uint8_t key[16];
+    int over;
+
+    addr_key(key, sa);
+    (void)pthread_mutex_lock(&g->lock);
+    over = addr_entry(g, key)->count >= g->rules.per_addr;
+    if (over) {
+        mf_metrics__count(&g->metrics->conns_closed[MF_CONN_RULE_PER_ADDR], 1);
+        g->pending[MF_CONN_RULE_PER_ADDR]++;
+        memcpy(g->last_addr[MF_CONN_RULE_PER_ADDR], key, 16);
+    }
+    (void)pthread_mutex_unlock(&g->lock);
+    return over;
+}
+
+enum MHD_Result mf_httpd__accept_policy(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+    struct mf_httpd_conns *c = cls;
+
+    (void)len;
+    if (!c->guard || !c->guard->rules.per_addr || !addr)
+        return MHD_YES;
+    return addr_at_cap(c->guard, addr) ? MHD_NO : MHD_YES;
+}
+
 static void on_closed(struct mf_conn_guard *g, void **ctx)
 {
     struct mf_httpd_conn *k = *ctx;
@@ -340,6 +371,18 @@ static int body_too_slow(const struct mf_conn_guard *g, struct mf_httpd_conn *k,
     return 0;
 }
 
+/*
+ * A connection's header deadline: header_ms after its clock started, plus up to a quarter
+ * more spread by slot and start time. Sockets an attacker opened together would otherwise
+ * all be closed in one sweep and come back in one burst of reconnects.
+ */
+static uint64_t header_deadline(uint64_t start, uint64_t header_ms, unsigned slot)
+{
+    uint64_t h = (start ^ ((uint64_t)slot << 32)) * 0x9E3779B97F4A7C15ull;
+
+    return start + header_ms + (h >> 40) % (header_ms / 4 + 1);
+}
+
 static void sweep(struct mf_conn_guard *g, uint64_t now)
 {
     uint64_t header_ms = (uint64_t)g->rules.header_timeout_s * 1000u;
@@ -351,7 +394,7 @@ static void sweep(struct mf_conn_guard *g, uint64_t now)
         if (k->fd < 0 || k->closing)
             continue;
         w = atomic_load_explicit(&k->phase, memory_order_acquire);
-        if ((w & 3) == PHASE_HEADERS && header_ms && now >= (w >> 2) + header_ms)
+        if ((w & 3) == PHASE_HEADERS && header_ms && now >= header_deadline(w >> 2, header_ms, i))
             close_by_rule(g, k, MF_CONN_RULE_HEADER);
         else if ((w & 3) == PHASE_BODY && g->rules.body_min_rate && body_too_slow(g, k, w, now))
             close_by_rule(g, k, MF_CONN_RULE_BODY_RATE);

@@ -12,7 +12,9 @@
  * restarts on every byte, so a client trickling a byte a second would keep its connection
  * forever. Three deadlines that bytes cannot extend:
  *   - the header deadline: a request's whole header is in within header_timeout_s of the
- *     connection's accept, or of the end of its previous request (keep-alive);
+ *     connection's accept, or of the end of its previous request (keep-alive); the close
+ *     comes between that and 1.25 x that, spread per connection so that sockets opened
+ *     together are not all closed (and reopened) together;
  *   - the body rate floor: from the end of the headers, a request body delivers at least
  *     body_min_rate bytes/s averaged over each body_window_s (the first window is the grace);
  *   - the per-address cap: at most per_addr connections from one client address (IPv4, or
@@ -88,6 +90,10 @@ void mf_httpd__conns_stop(struct mf_httpd_conns *c);
 /* MHD_OPTION_NOTIFY_CONNECTION callback; `cls` is the struct mf_httpd_conns. */
 void mf_httpd__on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                              enum MHD_ConnectionNotificationCode toe);
+
+/* MHD's accept policy (MHD_start_daemon's apc; `cls` is the struct mf_httpd_conns): MHD_NO
+ * for a client already at the per-address cap, counted and logged as that rule. */
+enum MHD_Result mf_httpd__accept_policy(void *cls, const struct sockaddr *addr, socklen_t len);
 
 /* 1 when a request arriving now is over the limit (answer 503). NULL: never. */
 int mf_httpd__conns_over(const struct mf_httpd_conns *c);
