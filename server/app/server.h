@@ -54,6 +54,9 @@ struct mf_server_options {
     /* Appended: device credentials the node keeps verified (http/http_credcache.h); 0: the
      * default, MF_CREDCACHE_SLOTS. */
     size_t credential_cache;
+    /* Appended: seconds after its commit an unreferenced blob counts as an orphan, for the
+     * sweep at start and on demand (blob/blob_gc.h); 0: MF_BLOBGC_GRACE_S. */
+    int64_t blob_grace_s;
 };
 
 /* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 30 s, 4096 connections, threads one
