@@ -133,8 +133,7 @@ static int parse_args(struct cli *c, int argc, char **argv)
         } else if (strcmp(k, "--credential-cache") == 0 &&
                    parse_u64(&v, val, MF_CREDCACHE_SLOTS_MAX) == 0 && v) {
             c->opts.credential_cache = (size_t)v;
-        } else if (strcmp(k, "--blob-grace") == 0 && parse_u64(&v, val, 365u * 86400u) == 0 &&
-                   v) {
+        } else if (strcmp(k, "--blob-grace") == 0 && parse_u64(&v, val, 365u * 86400u) == 0 && v) {
             c->opts.blob_grace_s = (int64_t)v;
         } else if (strcmp(k, "--sign-batch") == 0 &&
                    parse_u64(&v, val, MF_DIRECTOR_BATCH_MAX) == 0 && v) {

@@ -53,8 +53,8 @@ static int sweep_one(void *payload, const char *sha_hex, int64_t mtime_ms)
     if (g->dry_run)
         removed = 1;
     else
-        err = mf_blob__remove_orphan(&removed, g->ctx, g->root, sha_hex, g->cutoff_ms, referenced,
-                                     g);
+        err =
+            mf_blob__remove_orphan(&removed, g->ctx, g->root, sha_hex, g->cutoff_ms, referenced, g);
     if (err == MF_OK && removed) {
         g->report->removed++;
         if (g->fn)

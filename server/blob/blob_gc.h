@@ -19,8 +19,8 @@
 #define MF_BLOBGC_GRACE_S 3600
 
 /* Removes blob `sha_hex`, found unreferenced by a deletion that began at `cutoff_ms`
- * (mf_blob__clock_ms), unless it was committed since or a row names it by now (mf_blob__remove_orphan).
- * *removed_out 1 when it went. MF_E_IO or the store's errors. */
+ * (mf_blob__clock_ms), unless it was committed since or a row names it by now
+ * (mf_blob__remove_orphan). *removed_out 1 when it went. MF_E_IO or the store's errors. */
 int mf_blobgc__remove(int *removed_out, struct mf_ctx *ctx, struct mf_store *s, const char *root,
                       const char *sha_hex, int64_t cutoff_ms);
 
@@ -34,8 +34,8 @@ struct mf_blobgc_report {
 typedef int (*mf_blobgc_fn)(void *payload, const char *sha_hex, int64_t mtime_ms);
 
 /* Sweeps the blob store at `now_ms` (mf_blob__clock_ms): every blob committed before
- * now_ms - grace_s seconds that no row refers to is removed (dry_run 0) or only reported (1). `fn` may be NULL. MF_E_IO or
- * the store's errors; the report counts what was done until then. */
+ * now_ms - grace_s seconds that no row refers to is removed (dry_run 0) or only reported (1). `fn`
+ * may be NULL. MF_E_IO or the store's errors; the report counts what was done until then. */
 int mf_blobgc__sweep(struct mf_blobgc_report *out, struct mf_ctx *ctx, struct mf_store *s,
                      const char *root, int64_t now_ms, int64_t grace_s, int dry_run,
                      mf_blobgc_fn fn, void *payload);

@@ -278,11 +278,10 @@ static int print_sweep(struct mfctl *c, const char *json, size_t len)
         (void)fprintf(c->out, "%s %s\n", dry_run ? "would remove" : "removed",
                       mfctl__str(o, "sha256"));
     }
-    (void)fprintf(c->out,
-                  "%s%.0f orphan blob(s); kept %.0f referenced and %.0f younger than %.0f s\n",
-                  dry_run ? "dry run: " : "", mfctl__num(doc, "orphans"),
-                  mfctl__num(doc, "referenced"), mfctl__num(doc, "young"),
-                  mfctl__num(doc, "grace_s"));
+    (void)fprintf(
+        c->out, "%s%.0f orphan blob(s); kept %.0f referenced and %.0f younger than %.0f s\n",
+        dry_run ? "dry run: " : "", mfctl__num(doc, "orphans"), mfctl__num(doc, "referenced"),
+        mfctl__num(doc, "young"), mfctl__num(doc, "grace_s"));
     cJSON_Delete(doc);
     return 0;
 }
@@ -303,6 +302,7 @@ int mfctl__cmd_blobs(struct mfctl *c, int argc, char **argv)
         return rc;
     if (nargs != 1 || strcmp(argv[1], "sweep") != 0)
         return mfctl__usage(c, "expected sweep");
-    return mfctl__call(c, "POST", dry_run ? "/v1/admin/blobs/sweep?dry_run=1" : "/v1/admin/blobs/sweep",
-                       NULL, json, print_sweep);
+    return mfctl__call(c, "POST",
+                       dry_run ? "/v1/admin/blobs/sweep?dry_run=1" : "/v1/admin/blobs/sweep", NULL,
+                       json, print_sweep);
 }

@@ -301,8 +301,8 @@ int mf_pg__samples_delete(int64_t *deleted_out, struct mf_store *base, struct mf
     return err;
 }
 
-int mf_pg__blob_ref(char who_out[MF_STORE_BLOB_REF_MAX], struct mf_store *base,
-                    struct mf_ctx *ctx, const char *sha256)
+int mf_pg__blob_ref(char who_out[MF_STORE_BLOB_REF_MAX], struct mf_store *base, struct mf_ctx *ctx,
+                    const char *sha256)
 {
     PGconn *c = NULL;
     int err = mf_pg__get(&c, base, ctx);
@@ -323,8 +323,7 @@ int mf_pg__blob_released(int *released_out, struct mf_store *base, struct mf_ctx
     int err;
 
     mf_pg__param_text(&p, sha256);
-    err = mf_pg__run(&res, base, ctx, mf_store__blob_released_sql, &p,
-                     "checking a blob's release");
+    err = mf_pg__run(&res, base, ctx, mf_store__blob_released_sql, &p, "checking a blob's release");
     *released_out = err == MF_OK && PQntuples(res) > 0;
     PQclear(res);
     return err;

@@ -376,8 +376,8 @@ int mf_sqlite__samples_delete(int64_t *deleted_out, struct mf_store *s, struct m
     return err;
 }
 
-int mf_sqlite__blob_ref(char who_out[MF_STORE_BLOB_REF_MAX], struct mf_store *s,
-                        struct mf_ctx *ctx, const char *sha256)
+int mf_sqlite__blob_ref(char who_out[MF_STORE_BLOB_REF_MAX], struct mf_store *s, struct mf_ctx *ctx,
+                        const char *sha256)
 {
     sqlite3 *db = mf_sqlite__lock(s);
     int err = blob_ref_locked(who_out, db, ctx, sha256);

@@ -102,8 +102,7 @@ static void age_blob(struct fixture *f, const char *sha, time_t age_s)
 }
 
 /* A staged version of `model` whose blob is `sha`. */
-static void add_version(struct fixture *f, const char *model, const char *version,
-                        const char *sha)
+static void add_version(struct fixture *f, const char *model, const char *version, const char *sha)
 {
     struct mf_store_version v;
 
@@ -304,7 +303,7 @@ static void test_blob_gc__crash_leaves_an_orphan_the_sweep_removes(void **state)
                      MF_E_IO);
     assert_int_equal(deleted, 2); /* committed before the crash */
     assert_int_equal(f->s->ops->blob_ref(who, f->s, &f->ctx, orphan), MF_OK);
-    assert_string_equal(who, ""); /* no row names it ... */
+    assert_string_equal(who, "");        /* no row names it ... */
     assert_true(blob_exists(f, orphan)); /* ... and the file is still there: an orphan */
     (void)snprintf(path, sizeof(path), "%s/tmp/upload-unfinished", f->root);
     stray = fopen(path, "w"); /* an upload in flight: not a blob, never swept */
@@ -316,9 +315,9 @@ static void test_blob_gc__crash_leaves_an_orphan_the_sweep_removes(void **state)
     (void)fclose(stray);
     /* Within the grace period nothing goes. */
     memset(&l, 0, sizeof(l));
-    assert_int_equal(mf_blobgc__sweep(&rep, &f->ctx, f->s, f->root, mf_blob__clock_ms(), 3600, 0,
-                                      on_swept, &l),
-                     MF_OK);
+    assert_int_equal(
+        mf_blobgc__sweep(&rep, &f->ctx, f->s, f->root, mf_blob__clock_ms(), 3600, 0, on_swept, &l),
+        MF_OK);
     assert_int_equal(rep.removed, 0);
     assert_int_equal(rep.young, 3);
     assert_true(blob_exists(f, orphan));
@@ -326,17 +325,17 @@ static void test_blob_gc__crash_leaves_an_orphan_the_sweep_removes(void **state)
     age_blob(f, model, 7200);
     age_blob(f, orphan, 7200);
     memset(&l, 0, sizeof(l));
-    assert_int_equal(mf_blobgc__sweep(&rep, &f->ctx, f->s, f->root, mf_blob__clock_ms(), 3600, 1,
-                                      on_swept, &l),
-                     MF_OK);
+    assert_int_equal(
+        mf_blobgc__sweep(&rep, &f->ctx, f->s, f->root, mf_blob__clock_ms(), 3600, 1, on_swept, &l),
+        MF_OK);
     assert_int_equal(rep.removed, 1); /* dry run: listed, still there */
     assert_int_equal(l.n, 1);
     assert_string_equal(l.sha[0], orphan);
     assert_true(blob_exists(f, orphan));
     memset(&l, 0, sizeof(l));
-    assert_int_equal(mf_blobgc__sweep(&rep, &f->ctx, f->s, f->root, mf_blob__clock_ms(), 3600, 0,
-                                      on_swept, &l),
-                     MF_OK);
+    assert_int_equal(
+        mf_blobgc__sweep(&rep, &f->ctx, f->s, f->root, mf_blob__clock_ms(), 3600, 0, on_swept, &l),
+        MF_OK);
     assert_int_equal(rep.removed, 1);
     assert_int_equal(rep.referenced, 1);
     assert_int_equal(rep.young, 1);
@@ -550,8 +549,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_blob_gc__crash_leaves_an_orphan_the_sweep_removes,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_blob_gc__removal_keeps_a_blob_claimed_meanwhile,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_blob_gc__removal_keeps_a_blob_claimed_meanwhile, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_blob_gc__released_blobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_blob_gc__schema_walk_finds_every_blob_column, setup,
                                         teardown),
