@@ -101,28 +101,32 @@ static void age_blob(struct fixture *f, const char *sha, time_t age_s)
     assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
 }
 
+static void version_of(struct mf_store_version *v, const char *model, const char *version,
+                       const char *sha)
+{
+    memset(v, 0, sizeof(*v));
+    (void)snprintf(v->model, sizeof(v->model), "%s", model);
+    (void)snprintf(v->version, sizeof(v->version), "%s", version);
+    (void)snprintf(v->sha256, sizeof(v->sha256), "%s", sha);
+    v->size = 16;
+    v->created_at = 1;
+}
+
 /* A staged version of `model` whose blob is `sha`. */
 static void add_version(struct fixture *f, const char *model, const char *version, const char *sha)
 {
     struct mf_store_version v;
 
-    memset(&v, 0, sizeof(v));
-    (void)snprintf(v.model, sizeof(v.model), "%s", model);
-    (void)snprintf(v.version, sizeof(v.version), "%s", version);
-    (void)snprintf(v.sha256, sizeof(v.sha256), "%s", sha);
-    v.size = 16;
-    v.created_at = 1;
+    version_of(&v, model, version, sha);
     assert_int_equal(f->s->ops->version_insert(f->s, &f->ctx, &v), MF_OK);
 }
 
+/* Its release (sequence 1: one per model here). */
 static void release(struct fixture *f, const char *model, const char *version, const char *sha)
 {
     struct mf_store_version v;
 
-    memset(&v, 0, sizeof(v));
-    (void)snprintf(v.model, sizeof(v.model), "%s", model);
-    (void)snprintf(v.version, sizeof(v.version), "%s", version);
-    (void)snprintf(v.sha256, sizeof(v.sha256), "%s", sha);
+    version_of(&v, model, version, sha);
     v.sequence = 1;
     memset(v.release_digest, 'f', MF_SHA256_HEX_LEN);
     assert_int_equal(f->s->ops->release_set(f->s, &f->ctx, &v, "env", 3), MF_OK);
