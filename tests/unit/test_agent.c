@@ -478,6 +478,54 @@ static void test_agent__replayed_assignment_is_refused(void **state)
     mf_agent_free(agent);
 }
 
+/* Defect: an attacker with the director key assigns a genuine release at sequence 2^53,
+ * the largest a device reads; every later genuine assignment was refused, even after ops
+ * rotated the director key. Now keys v2 without that key starts a fresh sequence space. */
+static void test_agent__stolen_director_key_freeze_ends_with_rotation(void **state)
+{
+    struct fixture *fx = *state;
+    mf_agent *agent = agent_with_v1(fx);
+    mf_agent_trust_state ts;
+
+    fx->srv.assign_seq = (1ull << 53) - 1; /* the next one signed is 2^53 */
+    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    step_expect(agent, MF_OK); /* it names a genuine release: installed */
+    assert_active(agent, "v2", 'b');
+    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(ts.assignment_sequence, 1ull << 53);
+    /* the genuine director goes on from its own sequence: frozen */
+    fx->srv.assign_seq = 10;
+    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
+    step_expect(agent, MF_E_SIGNATURE);
+    assert_non_null(strstr(mf_agent_errmsg(agent), "replayed sequence"));
+    assert_active(agent, "v2", 'b');
+    /* ops rotate the director key: keys v2 names SPARE, the server signs with it */
+    pthread_mutex_lock(&fx->srv.lock);
+    mf_free(NULL, fx->srv.keys_env);
+    fx->srv.keys_env = fx_keys(&fx->srv.keys_len, &world, 2, FX_EXPIRES, BY(K_REL0, K_REL1), 1,
+                               BY(K_SPARE), 1, BY(K_KEYS));
+    fx->srv.keys_version = 2;
+    fx->srv.director = K_SPARE;
+    pthread_mutex_unlock(&fx->srv.lock);
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v1", 'a');
+    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(ts.keys_version, 2);
+    assert_int_equal(ts.assignment_sequence, 12);
+    /* the stolen key is out, and the fresh space survives a restart */
+    mf_agent_free(agent);
+    agent = NULL;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    fx->srv.director = K_DIR;
+    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    step_expect(agent, MF_E_SIGNATURE);
+    assert_non_null(strstr(mf_agent_errmsg(agent), "unknown or revoked key"));
+    fx->srv.director = K_SPARE;
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    mf_agent_free(agent);
+}
+
 static void test_agent__release_below_floor_is_refused(void **state)
 {
     struct fixture *fx = *state;
@@ -912,6 +960,7 @@ int main(void)
         T(test_agent__release_signed_by_director_key_is_refused),
         T(test_agent__missing_release_is_refused),
         T(test_agent__replayed_assignment_is_refused),
+        T(test_agent__stolen_director_key_freeze_ends_with_rotation),
         T(test_agent__release_below_floor_is_refused),
         T(test_agent__trust_root_is_required_and_state_persists),
         cmocka_unit_test(test_agent__checkin_parser_rejects_bad_answers),
