@@ -429,6 +429,50 @@ static void test_diff_create__bsdiff40_malformed(void **state)
     free(nw);
 }
 
+/* Defect: a patch with one flipped bit applied without error into another image, since the
+ * bzip2 streams were never read to their CRCs. Every single-bit flip of every byte past the
+ * magic now fails, or (an unused padding bit, a length still pointing at the same streams)
+ * still yields exactly the new image. */
+static void test_diff_create__bsdiff40_bit_flips_fail_or_are_harmless(void **state)
+{
+    const size_t n = 3000;
+    uint8_t *old = malloc(n), *nw = malloc(n), *patch, *bad, *out = NULL;
+    size_t plen, got = 0, failed = 0;
+    mf_diff *d = NULL;
+
+    (void)state;
+    mk_int8_sparse(old, n, nw, n);
+    plen = dt_make_patch(&patch, old, n, nw, n, MF_PATCH_DEFAULT_WINDOW, MF_DIFF_FORMAT_BSDIFF40);
+    bad = malloc(plen);
+    assert_int_equal(mf_diff_new(&d, NULL, NULL), MF_OK);
+    for (size_t i = 8; i < plen; i++) {
+        for (int bit = 0; bit < 8; bit++) {
+            int r;
+
+            memcpy(bad, patch, plen);
+            bad[i] ^= (uint8_t)(1u << bit);
+            r = mf_diff_bsdiff40_apply(&out, &got, d, old, n, bad, plen);
+            if (r == MF_OK) {
+                assert_int_equal(got, n);
+                if (memcmp(out, nw, n) != 0)
+                    fail_msg("flip of bit %d of byte %zu of %zu: another image", bit, i, plen);
+            } else {
+                assert_true(r == MF_E_INVALID || r == MF_E_LIMIT || r == MF_E_NOMEM);
+                assert_null(out);
+                failed++;
+            }
+            mf_free(NULL, out);
+            out = NULL;
+        }
+    }
+    assert_true(failed > (plen - 8) * 8 * 9 / 10);
+    mf_diff_free(d);
+    mf_free(NULL, patch);
+    free(bad);
+    free(old);
+    free(nw);
+}
+
 static void test_diff_create__describe_rejects_garbage(void **state)
 {
     uint8_t junk[300];
@@ -525,6 +569,7 @@ int main(void)
         cmocka_unit_test(test_diff_create__safetensors_aligns_by_name),
         cmocka_unit_test(test_diff_create__bsdiff40_interop_with_bsdiff43),
         cmocka_unit_test(test_diff_create__bsdiff40_malformed),
+        cmocka_unit_test(test_diff_create__bsdiff40_bit_flips_fail_or_are_harmless),
         cmocka_unit_test(test_diff_create__describe_rejects_garbage),
         cmocka_unit_test(test_diff_create__failing_allocator_every_call),
         cmocka_unit_test(test_diff_create__options),
