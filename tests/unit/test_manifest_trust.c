@@ -958,6 +958,64 @@ static void test_manifest_trust__state_corruption(void **state)
     mf_trust_free(u);
 }
 
+/* Overwrites `n` little-endian bytes at `at` with `v` and fixes the checksum up. */
+static void state_poke(uint8_t *buf, size_t len, size_t at, uint64_t v, size_t n)
+{
+    uint32_t crc;
+
+    for (size_t i = 0; i < n; i++)
+        buf[at + i] = (uint8_t)(v >> (8 * i));
+    crc = ref_crc32(buf, len - 4);
+    for (int i = 0; i < 4; i++)
+        buf[len - 4 + (size_t)i] = (uint8_t)(crc >> (8 * i));
+}
+
+/* Format-2 fields that pass the checksum but not the rules: each refused as corrupt, naming
+ * the value (format at 4, sequence at 8, signer count at 16). */
+static void test_manifest_trust__state_format_2_fields_checked(void **state)
+{
+    static const struct {
+        size_t at, n;
+        uint64_t v;
+        const char *msg;
+    } cases[] = {
+        {4, 4, 3, "format 3"},
+        {4, 4, 0, "format 0"},
+        {8, 8, SEQ_MAX + 1, "sequence 9007199254740993 above 2^53"},
+        {16, 1, 17, "17 director keys"},
+    };
+    mf_trust *t = fx_trust(&fx, NULL), *u = NULL;
+    uint8_t *buf, *bad;
+    size_t n, w;
+
+    (void)state;
+    assert_int_equal(assign(t, 7, "v4", 3), MF_OK);
+    n = mf_trust_state_size(t);
+    buf = mf_alloc(NULL, n);
+    bad = mf_alloc(NULL, n);
+    assert_int_equal(mf_trust_save(buf, n, &w, t), MF_OK);
+    assert_int_equal(buf[16], 1); /* DIR alone signed sequence 7 */
+    assert_int_equal(mf_trust_new(&u, NULL, NULL), MF_OK);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        memcpy(bad, buf, n);
+        state_poke(bad, n, cases[i].at, cases[i].v, cases[i].n);
+        assert_int_equal(mf_trust_load(u, bad, n), MF_E_INVALID);
+        assert_int_equal(mf_trust_last_reason(u), MF_TRUST_R_STATE_CORRUPT);
+        if (!strstr(mf_trust_errmsg(u), cases[i].msg))
+            fail_msg("case %zu: '%s'", i, mf_trust_errmsg(u));
+        assert_int_equal(mf_trust_root_version(u), 0);
+    }
+    /* 2^53 itself is a sequence a device accepts, so a state holding it loads */
+    memcpy(bad, buf, n);
+    state_poke(bad, n, 8, SEQ_MAX, 8);
+    assert_int_equal(mf_trust_load(u, bad, n), MF_OK);
+    assert_int_equal(mf_trust_assignment_sequence(u), SEQ_MAX);
+    mf_free(NULL, buf);
+    mf_free(NULL, bad);
+    mf_trust_free(t);
+    mf_trust_free(u);
+}
+
 /* ---- allocation failure at every N ------------------------------------------------------ */
 
 /* One counter for our allocator and cJSON's global hooks, so both fail in turn. */
@@ -1201,6 +1259,7 @@ int main(void)
         cmocka_unit_test(test_manifest_trust__sequence_belongs_to_every_signer),
         cmocka_unit_test(test_manifest_trust__rotation_back_replay_stopped_by_nonce),
         cmocka_unit_test(test_manifest_trust__sequence_scope_survives_save_and_load),
+        cmocka_unit_test(test_manifest_trust__state_format_2_fields_checked),
         cmocka_unit_test(test_manifest_trust__bootstrap_rules),
         cmocka_unit_test(test_manifest_trust__root_rotation),
         cmocka_unit_test(test_manifest_trust__root_walk_bounds),
