@@ -125,7 +125,8 @@ static int new_close(struct new_file *o, int rc)
     if (rc == 0 && o->expect && memcmp(got, o->expect, sizeof(got)) != 0) {
         mf_hex__encode(hex, got, sizeof(got));
         mf_hex__encode(want, o->expect, sizeof(got));
-        (void)fprintf(stderr, "patch: output sha256 %s does not match --expect-sha256 %s; %s not written\n",
+        (void)fprintf(stderr,
+                      "patch: output sha256 %s does not match --expect-sha256 %s; %s not written\n",
                       hex, want, o->path);
         rc = 1;
     }
@@ -312,7 +313,7 @@ out:
 }
 
 #define PATCH_USAGE                                                                                \
-    "usage: patch [--format mf|bsdiff40] [--window BYTES] [--expect-sha256 HEX | --unverified] "  \
+    "usage: patch [--format mf|bsdiff40] [--window BYTES] [--expect-sha256 HEX | --unverified] "   \
     "OLD PATCH NEW"
 
 int mf_delta_cli_patch(int argc, char **argv)
@@ -372,10 +373,11 @@ int mf_delta_cli_patch(int argc, char **argv)
     /* Safe default: nothing says a BSDIFF40 output is the right image but a digest. */
     if (fmt == MF_DIFF_FORMAT_BSDIFF40 && !want && !unverified) {
         (void)fclose(pf);
-        (void)fprintf(stderr,
-                      "patch: %s is BSDIFF40, which has no checksum of its output: give "
-                      "--expect-sha256 HEX (sha256 of NEW), or --unverified to write it unchecked\n",
-                      pos[1]);
+        (void)fprintf(
+            stderr,
+            "patch: %s is BSDIFF40, which has no checksum of its output: give "
+            "--expect-sha256 HEX (sha256 of NEW), or --unverified to write it unchecked\n",
+            pos[1]);
         return 2;
     }
     if (new_open(&nf, pos[2], want) != 0) {

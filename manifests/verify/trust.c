@@ -396,8 +396,9 @@ static void rescope_sequence(struct mf_trust *t)
         i++;
     if (t->seq_keys.n > 0 && i == t->seq_keys.n)
         return;
-    MF_LOG_INFO(&t->ctx, "keys v%llu: the director key of assignment sequence %llu left; "
-                "assignment sequences start again",
+    MF_LOG_INFO(&t->ctx,
+                "keys v%llu drops a director key of assignment sequence %llu; "
+                "sequences start again from 0",
                 (unsigned long long)t->keys.version, (unsigned long long)t->assignment_seq);
     t->assignment_seq = 0;
     t->seq_keys.n = 0;

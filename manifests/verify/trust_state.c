@@ -244,8 +244,8 @@ static uint32_t stored_crc(const uint8_t *buf, size_t len)
 int mf_trust_load(mf_trust *t, const void *state, size_t len)
 {
     const uint8_t *buf = state;
-    size_t max = 64 + t->opts.max_root_bytes + t->opts.max_keys_bytes +
-                 1 + MF_MANIFEST_MAX_KEYS * MF_MANIFEST_DIGEST_LEN +
+    size_t max = 64 + t->opts.max_root_bytes + t->opts.max_keys_bytes + 1 +
+                 MF_MANIFEST_MAX_KEYS * MF_MANIFEST_DIGEST_LEN +
                  MF_TRUST_MAX_MODELS * (1 + MF_MANIFEST_NAME_MAX + 8);
     struct mf_trust *tmp;
     int err;

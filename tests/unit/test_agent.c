@@ -483,8 +483,8 @@ static void rotate_director(struct fake_server *s)
 {
     pthread_mutex_lock(&s->lock);
     mf_free(NULL, s->keys_env);
-    s->keys_env = fx_keys(&s->keys_len, &world, 2, FX_EXPIRES, BY(K_REL0, K_REL1), 1,
-                          BY(K_SPARE), 1, BY(K_KEYS));
+    s->keys_env = fx_keys(&s->keys_len, &world, 2, FX_EXPIRES, BY(K_REL0, K_REL1), 1, BY(K_SPARE),
+                          1, BY(K_KEYS));
     s->keys_version = 2;
     s->director = K_SPARE;
     pthread_mutex_unlock(&s->lock);

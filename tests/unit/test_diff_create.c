@@ -498,8 +498,8 @@ static size_t bz(uint8_t *dst, size_t cap, const void *src, size_t n)
 /* A BSDIFF40 patch of control triples `ctrl` (n of them), diff bytes and extra bytes,
  * declaring new size `nsize`; `clen_delta` is added to the declared control length. */
 static size_t craft_bsdiff40(uint8_t *out, size_t cap, const int64_t (*ctrl)[3], size_t n,
-                             const uint8_t *diff, size_t ndiff, const uint8_t *extra,
-                             size_t nextra, int64_t nsize, int64_t clen_delta)
+                             const uint8_t *diff, size_t ndiff, const uint8_t *extra, size_t nextra,
+                             int64_t nsize, int64_t clen_delta)
 {
     uint8_t c[10 * 24];
     size_t c1, c2, c3;
@@ -537,12 +537,19 @@ static void test_diff_create__bsdiff40_structural_corruption(void **state)
         {"negative add", {{-1, 0, 0}}, 1, 16, 0, "out of range"},
         {"copy past new", {{8, 9, 0}}, 1, 16, 0, "out of range"},
         {"negative copy", {{8, -8, 0}}, 1, 16, 0, "out of range"},
-        {"seek below -2^62", {{8, 0, -((int64_t)1 << 62) - 1}, {8, 0, 0}}, 2, 16, 0,
+        {"seek below -2^62",
+         {{8, 0, -((int64_t)1 << 62) - 1}, {8, 0, 0}},
+         2,
+         16,
+         0,
          "out of range"},
         {"seek above 2^62", {{8, 0, ((int64_t)1 << 62) + 1}, {8, 0, 0}}, 2, 16, 0, "out of range"},
         {"seeks adding up past 2^62",
          {{4, 0, ((int64_t)1 << 62) - 4}, {4, 0, ((int64_t)1 << 62)}},
-         2, 16, 0, "old position"},
+         2,
+         16,
+         0,
+         "old position"},
         {"control stream ends early", {{8, 0, 0}}, 1, 16, 0, "control stream"},
         {"control length past the patch", {{16, 0, 0}}, 1, 16, 100000, "header lengths"},
         {"negative new size", {{16, 0, 0}}, 1, -16, 0, "header lengths"},
@@ -556,8 +563,8 @@ static void test_diff_create__bsdiff40_structural_corruption(void **state)
     (void)state;
     assert_int_equal(mf_diff_new(&d, NULL, NULL), MF_OK);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        plen = craft_bsdiff40(patch, sizeof(patch), cases[i].ctrl, cases[i].n, zeros, 16, extra,
-                              16, cases[i].nsize, cases[i].clen_delta);
+        plen = craft_bsdiff40(patch, sizeof(patch), cases[i].ctrl, cases[i].n, zeros, 16, extra, 16,
+                              cases[i].nsize, cases[i].clen_delta);
         if (mf_diff_bsdiff40_apply(&out, &got, d, old, sizeof(old), patch, plen) != MF_E_INVALID)
             fail_msg("%s: accepted", cases[i].what);
         assert_null(out);
@@ -572,7 +579,10 @@ static void test_diff_create__bsdiff40_structural_corruption(void **state)
         assert_int_equal(mf_diff_bsdiff40_apply(&out, &got, d, old, sizeof(old), patch, plen),
                          MF_OK);
         assert_int_equal(got, 16);
-        assert_memory_equal(out, "01234567\0\0\0\0" "0123", 16);
+        assert_memory_equal(out,
+                            "01234567\0\0\0\0"
+                            "0123",
+                            16);
         mf_free(NULL, out);
         out = NULL;
     }

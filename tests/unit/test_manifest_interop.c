@@ -343,10 +343,8 @@ static uint8_t *golden_keys_doc(size_t *len, uint64_t version, const char *direc
     char *rel_pem = (char *)golden(&rn, "release.pub.pem");
     char *dir_pem = (char *)golden(&dn, director_pem);
     const char *rel[] = {rel_pem}, *dir[] = {dir_pem};
-    mf_manifest_keys_spec spec = {.version = version,
-                                  .expires = 2080000000,
-                                  .release = {rel, 1, 1},
-                                  .director = {dir, 1, 1}};
+    mf_manifest_keys_spec spec = {
+        .version = version, .expires = 2080000000, .release = {rel, 1, 1}, .director = {dir, 1, 1}};
     mf_manifest_signer *s = NULL;
     uint8_t *env = NULL;
 

@@ -505,8 +505,8 @@ static int assign_as(mf_trust *t, uint64_t seq, const char *version, uint64_t fl
     rel = fx_release(&ll, &fx, &spec, BY(K_REL0));
     fx_digest(digest, rel, ll);
     asg = fx_assignment(&al, &fx, FX_DEVICE, FX_MODEL, digest, signed_nonce, seq, by);
-    rc = mf_trust_verify_assignment(&a, t, FX_DEVICE, sent, asg, al, rel, ll,
-                                    MF_TRUST_TIME_UNKNOWN);
+    rc =
+        mf_trust_verify_assignment(&a, t, FX_DEVICE, sent, asg, al, rel, ll, MF_TRUST_TIME_UNKNOWN);
     if (rc == MF_OK)
         assert_int_equal(mf_trust_commit_release(t, a->release), MF_OK);
     mf_manifest_assignment_free(a);
@@ -613,8 +613,8 @@ static void test_manifest_trust__keys_updates(void **state)
 /* Installs keys v`version` (release REL0, director role `dir` with threshold `thr`). */
 static int keys_with_director(mf_trust *t, uint64_t version, const int *dir, unsigned int thr)
 {
-    uint8_t *k = fx_keys(&(size_t){0}, &fx, version, FX_EXPIRES, BY(K_REL0), 1, dir, thr,
-                         BY(K_KEYS));
+    uint8_t *k =
+        fx_keys(&(size_t){0}, &fx, version, FX_EXPIRES, BY(K_REL0), 1, dir, thr, BY(K_KEYS));
     int rc = mf_trust_update_keys(t, k, strlen((const char *)k), FX_NOW);
 
     mf_free(NULL, k);
