@@ -382,7 +382,7 @@ static void test_diff_create__bsdiff40_malformed(void **state)
 {
     const size_t n = 20000;
     uint8_t *old = malloc(n), *nw = malloc(n), *patch, *bad, *out = NULL;
-    size_t plen, got = 0;
+    size_t plen, got = 0, failed = 0;
     mf_diff_options o;
     mf_diff *d = NULL;
 
@@ -405,47 +405,9 @@ static void test_diff_create__bsdiff40_malformed(void **state)
         assert_int_equal(r, MF_E_INVALID);
         assert_null(out);
     }
-    for (size_t i = 0; i < plen; i += 3) {
-        int r;
-
-        memcpy(bad, patch, plen);
-        bad[i] ^= 0x10;
-        r = mf_diff_bsdiff40_apply(&out, &got, d, old, n, bad, plen);
-        /* BSDIFF40 has no checksum of the result: a flip may decode to another image. */
-        assert_true(r == MF_OK || r == MF_E_INVALID || r == MF_E_LIMIT || r == MF_E_NOMEM);
-        mf_free(NULL, out);
-        out = NULL;
-    }
-    mf_diff_free(d);
-    /* A header asking for more than max_new_size is refused before allocating. */
-    assert_int_equal(mf_diff_options_init(&o, MF_DIFF_OPTIONS_VERSION), MF_OK);
-    o.max_new_size = n - 1;
-    assert_int_equal(mf_diff_new(&d, &o, NULL), MF_OK);
-    assert_int_equal(mf_diff_bsdiff40_apply(&out, &got, d, old, n, patch, plen), MF_E_LIMIT);
-    assert_non_null(strstr(mf_diff_errmsg(d), "new size"));
-    mf_diff_free(d);
-    mf_free(NULL, patch);
-    free(bad);
-    free(old);
-    free(nw);
-}
-
-/* Defect: a patch with one flipped bit applied without error into another image, since the
- * bzip2 streams were never read to their CRCs. Every single-bit flip of every byte past the
- * magic now fails, or (an unused padding bit, a length still pointing at the same streams)
- * still yields exactly the new image. */
-static void test_diff_create__bsdiff40_bit_flips_fail_or_are_harmless(void **state)
-{
-    const size_t n = 3000;
-    uint8_t *old = malloc(n), *nw = malloc(n), *patch, *bad, *out = NULL;
-    size_t plen, got = 0, failed = 0;
-    mf_diff *d = NULL;
-
-    (void)state;
-    mk_int8_sparse(old, n, nw, n);
-    plen = dt_make_patch(&patch, old, n, nw, n, MF_PATCH_DEFAULT_WINDOW, MF_DIFF_FORMAT_BSDIFF40);
-    bad = malloc(plen);
-    assert_int_equal(mf_diff_new(&d, NULL, NULL), MF_OK);
+    /* Every single-bit flip past the magic fails, or (an unused padding bit, a length still
+     * pointing at the same streams) still yields exactly the new image. Before the streams
+     * were read to their CRCs, flips applied without error into another image. */
     for (size_t i = 8; i < plen; i++) {
         for (int bit = 0; bit < 8; bit++) {
             int r;
@@ -467,6 +429,13 @@ static void test_diff_create__bsdiff40_bit_flips_fail_or_are_harmless(void **sta
         }
     }
     assert_true(failed > (plen - 8) * 8 * 9 / 10);
+    mf_diff_free(d);
+    /* A header asking for more than max_new_size is refused before allocating. */
+    assert_int_equal(mf_diff_options_init(&o, MF_DIFF_OPTIONS_VERSION), MF_OK);
+    o.max_new_size = n - 1;
+    assert_int_equal(mf_diff_new(&d, &o, NULL), MF_OK);
+    assert_int_equal(mf_diff_bsdiff40_apply(&out, &got, d, old, n, patch, plen), MF_E_LIMIT);
+    assert_non_null(strstr(mf_diff_errmsg(d), "new size"));
     mf_diff_free(d);
     mf_free(NULL, patch);
     free(bad);
@@ -685,7 +654,6 @@ int main(void)
         cmocka_unit_test(test_diff_create__safetensors_aligns_by_name),
         cmocka_unit_test(test_diff_create__bsdiff40_interop_with_bsdiff43),
         cmocka_unit_test(test_diff_create__bsdiff40_malformed),
-        cmocka_unit_test(test_diff_create__bsdiff40_bit_flips_fail_or_are_harmless),
         cmocka_unit_test(test_diff_create__bsdiff40_structural_corruption),
         cmocka_unit_test(test_diff_create__describe_rejects_garbage),
         cmocka_unit_test(test_diff_create__failing_allocator_every_call),
