@@ -204,9 +204,14 @@ static int bspatch_run(uint8_t *nw, int64_t nsize, struct mf_ctx *ctx, const uin
         if (bz_read(er, nw + newpos, (size_t)copy) < 0)
             return mf_fail(ctx, MF_E_INVALID, "bsdiff40 extra stream corrupt");
         newpos += copy;
+        /* oldpos stays in [-2^62, 2^62] after each entry; checked before adding, since
+         * oldpos (plus this entry's add) and seek may each reach 2^62: their sum 2^63. The
+         * second test cannot overflow once the first has passed. */
+        if ((seek > 0 ? oldpos > OFF_MAX - seek : oldpos < -OFF_MAX - seek) ||
+            oldpos + seek > OFF_MAX)
+            return mf_fail(ctx, MF_E_INVALID, "bsdiff40 old position %lld + seek %lld out of range",
+                           (long long)oldpos, (long long)seek);
         oldpos += seek;
-        if (oldpos > OFF_MAX || oldpos < -OFF_MAX)
-            return mf_fail(ctx, MF_E_INVALID, "bsdiff40 old position out of range");
     }
     if (bz_end(cr) < 0 || bz_end(dr) < 0 || bz_end(er) < 0)
         return mf_fail(ctx, MF_E_INVALID,
