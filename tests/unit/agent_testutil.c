@@ -159,7 +159,7 @@ static void add_detector(struct fake_server *s, cJSON *list, const char *nonce)
         cJSON_AddStringToObject(a, "release", (const char *)s->release_env);
     env = fx_assignment(&len, &world, "cam-1", "detector", s->release_digest,
                         s->checkin_mode == CHECKIN_REPLAY ? FX_NONCE : nonce, ++s->assign_seq,
-                        BY(K_DIR));
+                        BY(s->director));
     cJSON_AddStringToObject(a, "assignment", (const char *)env);
     mf_free(NULL, env);
     if (s->delta) {
@@ -201,7 +201,7 @@ static void handle_checkin(struct fake_server *s, int fd, const char *body)
     cJSON_AddStringToObject(out, "nonce",
                             s->checkin_mode == CHECKIN_BAD_NONCE ? "00" : nonce->valuestring);
     cJSON_AddNumberToObject(out, "poll_interval_s", 5);
-    if (cJSON_GetNumberValue(kv) != 1) {
+    if (cJSON_GetNumberValue(kv) != (double)s->keys_version) {
         cJSON *trust = cJSON_AddObjectToObject(out, "trust");
 
         cJSON_AddArrayToObject(trust, "roots");
@@ -246,6 +246,7 @@ static void send_body(struct fake_server *s, int fd, const uint8_t *data, uint64
     if (s->cut_at > from && s->cut_at < end && s->cuts_left > 0) {
         end = s->cut_at;
         s->cuts_left--;
+        s->cut_at += s->cut_step;
     }
     if (s->blob_mode == BLOB_STALL && s->stall_left > 0 && end - from > 1 && !s->stalling) {
         uint64_t half = (end - from) / 2;
@@ -416,6 +417,8 @@ void fake_start(struct fake_server *s)
     assert_int_equal(getsockname(s->listen_fd, (struct sockaddr *)&addr, &alen), 0);
     s->port = ntohs(addr.sin_port);
     s->keys_env = fx_keys_v1(&s->keys_len, &world);
+    s->keys_version = 1;
+    s->director = K_DIR;
     assert_int_equal(pthread_create(&s->thread, NULL, server_main, s), 0);
 }
 

@@ -60,6 +60,8 @@ struct fake_server {
     /* the signed documents */
     uint8_t *keys_env;
     size_t keys_len;
+    uint64_t keys_version; /* of keys_env: sent to a device that reports another (1) */
+    int director;          /* the key assignments are signed with (K_DIR) */
     uint8_t *release_env;
     size_t release_len;
     uint8_t release_digest[32];
@@ -74,7 +76,8 @@ struct fake_server {
     char delta_from[65];
     /* transport faults, by absolute offset in the served object */
     uint64_t cut_at;                    /* close the connection after this offset (0: never) ... */
-    int cuts_left;                      /* ... this many times */
+    int cuts_left;                      /* ... this many times, */
+    uint64_t cut_step;                  /* ... each one this much further on */
     uint64_t corrupt_at;                /* flip the byte at this offset ... */
     int corrupt_left;                   /* ... this many times */
     int stall_ms;                       /* BLOB_STALL: silence after half the bytes ... */
