@@ -66,6 +66,11 @@ struct fake_server {
     uint64_t release_seq;    /* last release sequence signed */
     uint64_t assign_seq;     /* the director's sequence for the device */
     uint64_t floor;          /* security_floor of the next release */
+    uint32_t chunk_size;     /* chunk size of the next release; 0: chunk_size_for() */
+    uint64_t keys_version;   /* version of keys_env (0: 1); sent to devices behind it */
+    uint8_t *root_env;       /* a newer root (NULL: none), sent to devices behind it ... */
+    size_t root_len;
+    uint64_t root_version; /* ... with this version */
     int release_by_director; /* 1: sign releases with the director key (a forgery) */
     /* a delta offered in the check-in (from delta_from to the assigned version) */
     const uint8_t *delta;
@@ -126,6 +131,9 @@ void fake_offer_delta(struct fake_server *s, const uint8_t *delta, size_t delta_
                       const uint8_t *from, size_t from_len);
 void fake_start(struct fake_server *s);
 void fake_stop(struct fake_server *s);
+/* Back to the state fake_start() left (no assignment, keys v1, no faults, no counts),
+ * on the same port: a fresh server for the next run without a new thread. */
+void fake_reset(struct fake_server *s);
 /* Waits for a stalled response's thread to finish with the served bytes. */
 void fake_settle(struct fake_server *s);
 
