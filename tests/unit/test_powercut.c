@@ -78,6 +78,7 @@ struct run {
     uint8_t batch_seen[256]; /* batch ids the server has (it drops repeats) */
     uint8_t next_batch;
     int cuts;
+    long cut; /* the cut point of this run */
     long phase_calls[PH_COUNT + 1];
 };
 
@@ -117,7 +118,8 @@ static int agent_up(struct run *r)
         return MF_OK;
     err = mf_agent_new(&r->agent, &r->fx->opts);
     if (err < 0 && !powercut_is_down(r->pc))
-        fail_msg("agent start after %d cuts: %s", r->cuts, mf_strerror(err));
+        fail_msg("agent start after cut %ld: %s", r->cut,
+                 r->agent ? mf_agent_errmsg(r->agent) : mf_strerror(err));
     return err;
 }
 
@@ -190,7 +192,7 @@ static int tele_open(struct run *r, mf_telemetry **out)
         mf_telemetry_free(*out);
         *out = NULL;
         if (!powercut_is_down(r->pc))
-            fail_msg("telemetry does not load after %d cuts: %s", r->cuts, mf_strerror(err));
+            fail_msg("telemetry does not load after cut %ld: %s", r->cut, mf_strerror(err));
         return err;
     }
     v = mf_telemetry_get(*out, "detector", "v2");
@@ -249,7 +251,7 @@ static int q_open(struct run *r, struct qrun *qr)
     if (err >= 0)
         err = mf_offload__queue_open(&qr->q, &qr->ctx, p, &cfg);
     if (err < 0 && !powercut_is_down(r->pc))
-        fail_msg("uplink queue does not open after %d cuts: %s", r->cuts, qr->ctx.errmsg);
+        fail_msg("uplink queue does not open after cut %ld: %s", r->cut, qr->ctx.errmsg);
     return err;
 }
 
@@ -364,12 +366,12 @@ static void check_queue(struct run *r)
     pos.off = qr.q.cur_off;
     while (mf_offload__queue_next(&qr.q, &pos, &rec, NULL) == MF_OK) {
         if (queued[sample_of(&rec)]++)
-            fail_msg("sample %d is queued twice after %d cuts", sample_of(&rec), r->cuts);
+            fail_msg("sample %d is queued twice after cut %ld", sample_of(&rec), r->cut);
     }
     mf_offload__queue_close(&qr.q);
     for (int i = 0; i < SAMPLES; i++) {
         if (r->acked[i] && !queued[i] && !r->received[i])
-            fail_msg("acknowledged sample %d lost by the cut in phase %s", i,
+            fail_msg("acknowledged sample %d lost by cut %ld (phase %s)", i, r->cut,
                      phase_name[r->phase]);
     }
 }
@@ -386,18 +388,18 @@ static void check_model(struct run *r)
     assert_int_equal(mf_agent_status(&st, r->agent, "detector"), MF_OK);
     if (!st.installed) {
         if (r->confirmed || r->phase > PH_INSTALL)
-            fail_msg("no active model after a cut in phase %s", phase_name[r->phase]);
+            fail_msg("no active model after cut %ld (phase %s)", r->cut, phase_name[r->phase]);
         return;
     }
     (void)snprintf(name, sizeof(name), "models/detector/slot-%c", st.slot);
     bytes = powercut_read(r->pc, name, &len);
     if (!bytes)
-        fail_msg("active %s names %s, which the cut lost", st.version, name);
+        fail_msg("active %s names %s, which cut %ld lost", st.version, name, r->cut);
     sha256_hex(sha, bytes, len);
     test_free(bytes);
     if (strcmp(sha, st.sha256) != 0)
-        fail_msg("active %s in %s hashes to %s, its state says %s (cut in %s)", st.version, name,
-                 sha, st.sha256, phase_name[r->phase]);
+        fail_msg("active %s in %s hashes to %s, its state says %s (cut %ld)", st.version, name,
+                 sha, st.sha256, r->cut);
     if (strcmp(sha, in.sha1) != 0 && strcmp(sha, in.sha2) != 0)
         fail_msg("active %s is no released model", st.version);
     if (r->confirmed == 2 && (strcmp(st.version, "v2") != 0 || st.pending))
@@ -419,10 +421,9 @@ static void check_trust(struct run *r)
         ts.keys_version < r->trust_ack.keys_version || ts.keys_version > kv ||
         ts.assignment_sequence < r->trust_ack.assignment_sequence ||
         ts.assignment_sequence > s->assign_seq)
-        fail_msg("trust root %llu keys %llu seq %llu after a cut in %s; acknowledged %llu %llu "
-                 "%llu",
+        fail_msg("trust root %llu keys %llu seq %llu after cut %ld; acknowledged %llu %llu %llu",
                  (unsigned long long)ts.root_version, (unsigned long long)ts.keys_version,
-                 (unsigned long long)ts.assignment_sequence, phase_name[r->phase],
+                 (unsigned long long)ts.assignment_sequence, r->cut,
                  (unsigned long long)r->trust_ack.root_version,
                  (unsigned long long)r->trust_ack.keys_version,
                  (unsigned long long)r->trust_ack.assignment_sequence);
@@ -523,6 +524,7 @@ static enum phase scenario(struct fixture *fx, enum powercut_keep keep, uint64_t
     fake_reset(&fx->srv);
     fx->srv.chunk_size = CHUNK;
     r->fx = fx;
+    r->cut = cut;
     r->pc = powercut_new(keep, seed);
     fx->opts.platform = powercut_ops(r->pc);
     powercut_arm(r->pc, cut);
