@@ -84,8 +84,7 @@ static int name_ok(const char *name)
 {
     size_t n = strlen(name);
 
-    if (n == 0 || n >= PC_NAME_MAX || name[0] == '/' || name[n - 1] == '/' ||
-        strstr(name, "//"))
+    if (n == 0 || n >= PC_NAME_MAX || name[0] == '/' || name[n - 1] == '/' || strstr(name, "//"))
         return 0;
     return strcmp(name, "..") != 0 && strncmp(name, "../", 3) != 0 && !strstr(name, "/../") &&
            (n < 3 || strcmp(name + n - 3, "/..") != 0);

@@ -51,9 +51,9 @@ enum phase {
     PH_COUNT
 };
 
-static const char *const phase_name[PH_COUNT + 1] = {
-    "install", "confirm-v1", "trust", "delta", "confirm-v2", "telemetry", "enqueue", "drain",
-    "end"};
+static const char *const phase_name[PH_COUNT + 1] = {"install", "confirm-v1", "trust",
+                                                     "delta",   "confirm-v2", "telemetry",
+                                                     "enqueue", "drain",      "end"};
 
 /* Inputs shared by every run. */
 static struct {
@@ -70,7 +70,7 @@ struct run {
     struct powercut *pc;
     mf_agent *agent;
     enum phase phase;
-    int entered; /* the server was set up for `phase` */
+    int entered;   /* the server was set up for `phase` */
     int confirmed; /* 0, 1 (v1) or 2 (v2): the last version whose confirm returned MF_OK */
     mf_agent_trust_state trust_ack;
     uint64_t tele_acked; /* inferences whose save returned MF_OK */
@@ -203,8 +203,8 @@ static int tele_open(struct run *r, mf_telemetry **out)
     if (got == r->tele_acked + TELE_PER_ROUND)
         r->tele_acked = got;
     if (got != r->tele_acked)
-        fail_msg("telemetry holds %llu inferences, %llu were acknowledged",
-                 (unsigned long long)got, (unsigned long long)r->tele_acked);
+        fail_msg("telemetry holds %llu inferences, %llu were acknowledged", (unsigned long long)got,
+                 (unsigned long long)r->tele_acked);
     return MF_OK;
 }
 
@@ -400,8 +400,8 @@ static void check_model(struct run *r)
     sha256_hex(sha, bytes, len);
     test_free(bytes);
     if (strcmp(sha, st.sha256) != 0)
-        fail_msg("active %s in %s hashes to %s, its state says %s (cut %ld)", st.version, name,
-                 sha, st.sha256, r->cut);
+        fail_msg("active %s in %s hashes to %s, its state says %s (cut %ld)", st.version, name, sha,
+                 st.sha256, r->cut);
     if (strcmp(sha, in.sha1) != 0 && strcmp(sha, in.sha2) != 0)
         fail_msg("active %s is no released model", st.version);
     if (r->confirmed == 2 && (strcmp(st.version, "v2") != 0 || st.pending))
@@ -632,7 +632,7 @@ static void test_powercut__every_cut_leaves_a_consistent_device(void **state)
     /* A cut point the run never reached ("end") would check nothing: counts shift by a few
      * calls between runs (network reads split differently), never by whole phases. */
     assert_true(landed[PH_COUNT] <= runs / 50);
-    assert_true(runs >= want);
+    assert_true(runs >= (keep_s && want > calls[PH_COUNT] ? calls[PH_COUNT] : want));
 }
 
 static int pc_setup(void **state)
