@@ -596,6 +596,18 @@ void assert_file_equals(const struct fixture *fx, const char *name, const uint8_
     test_free(buf);
 }
 
+/* A model of `n` bytes that differs per `seed` in a few places only (deltas stay small). */
+uint8_t *make_model(size_t n, unsigned int seed)
+{
+    uint8_t *m = test_malloc(n);
+
+    for (size_t i = 0; i < n; i++)
+        m[i] = (uint8_t)((i * 2654435761u) >> 13);
+    for (size_t i = 0; i < n; i += 65536)
+        m[i] = (uint8_t)(m[i] + seed);
+    return m;
+}
+
 const uint8_t model_v1[] = "detector weights, version one\n";
 const uint8_t model_v2[] = "detector weights, version two: a little longer than one\n";
 

@@ -118,6 +118,9 @@ extern const uint8_t model_v1[31];
 extern const uint8_t model_v2[57];
 
 void sha256_hex(char *out, const uint8_t *p, size_t n);
+/* A test_malloc'd model of `n` bytes that differs per `seed` every 64 KiB only (deltas stay
+ * small). */
+uint8_t *make_model(size_t n, unsigned int seed);
 /* Small models in 16-byte chunks (several per model), big ones in 1 MiB chunks. */
 uint32_t chunk_size_for(size_t len);
 /* A release of `data` signed with the release key (or the director key when forging). */

@@ -218,6 +218,12 @@ static int power_step(struct powercut *pc)
     return MF_OK;
 }
 
+/* The checks every op on one name starts with. */
+static int named_step(struct powercut *pc, const char *name)
+{
+    return name_ok(name) ? power_step(pc) : MF_E_INVALID;
+}
+
 static struct pc_node *file_node(struct powercut *pc, mf_platform_file *f)
 {
     size_t i = (size_t)((uintptr_t)f - 1);
@@ -422,11 +428,8 @@ static int pc_remove(void *payload, const char *name)
 {
     struct powercut *pc = payload;
     struct pc_entry *e;
-    int err;
+    int err = named_step(pc, name);
 
-    if (!name_ok(name))
-        return MF_E_INVALID;
-    err = power_step(pc);
     if (err < 0)
         return err;
     e = ns_find(&pc->live, name);
@@ -443,11 +446,8 @@ static int pc_mkdir(void *payload, const char *name)
 {
     struct powercut *pc = payload;
     char dir[PC_NAME_MAX];
-    int err;
+    int err = named_step(pc, name);
 
-    if (!name_ok(name))
-        return MF_E_INVALID;
-    err = power_step(pc);
     if (err < 0)
         return err;
     if (ns_find(&pc->live, name))
