@@ -509,6 +509,38 @@ struct powercut *powercut_new(enum powercut_keep keep, uint64_t seed)
     return pc;
 }
 
+static uint8_t *dup_bytes(const uint8_t *p, size_t n)
+{
+    uint8_t *c = test_malloc(n ? n : 1);
+
+    if (n)
+        memcpy(c, p, n);
+    return c;
+}
+
+struct powercut *powercut_clone(const struct powercut *pc, enum powercut_keep keep, uint64_t seed)
+{
+    struct powercut *c = powercut_new(keep, seed);
+    uint64_t rng = c->rng;
+
+    *c = *pc;
+    c->ops.payload = c;
+    c->keep = keep;
+    c->rng = rng;
+    for (int i = 0; i < PC_MAX_FILES; i++)
+        assert_true(pc->file[i].node < 0);
+    for (int i = 0; i < PC_MAX_NODES; i++) {
+        struct pc_node *n = &c->node[i];
+
+        if (!n->used)
+            continue;
+        n->data = n->len ? dup_bytes(n->data, n->len) : NULL;
+        n->cap = n->len;
+        n->synced = n->synced ? dup_bytes(n->synced, n->synced_len) : NULL;
+    }
+    return c;
+}
+
 void powercut_free(struct powercut *pc)
 {
     if (!pc)

@@ -25,6 +25,9 @@ struct powercut;
 /* A fresh, empty disk; `seed` drives POWERCUT_KEEP_PREFIX. Asserts on failure. */
 struct powercut *powercut_new(enum powercut_keep keep, uint64_t seed);
 void powercut_free(struct powercut *pc);
+/* A copy of the disk (live and durable, counter included; no file may be open), with its
+ * own unsynced-data model and seed. */
+struct powercut *powercut_clone(const struct powercut *pc, enum powercut_keep keep, uint64_t seed);
 /* The port (payload included); valid as long as `pc`. */
 const mf_platform_ops *powercut_ops(struct powercut *pc);
 /* Loses power at the `n`th storage call from now (0: the next one); -1: never. */
