@@ -167,13 +167,24 @@ static int posix_size(void *payload, uint64_t *size_out, const char *name)
     return MF_OK;
 }
 
+/* fsync() of the directory `dir`, relative to `dirfd`. */
+static int sync_dir_at(int dirfd, const char *dir)
+{
+    int fd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err;
+
+    if (fd < 0)
+        return MF_E_IO;
+    err = fsync(fd) == 0 ? MF_OK : MF_E_IO;
+    (void)close(fd);
+    return err;
+}
+
 /* fsync() of the directory that holds `name` ("a/b/c" -> "a/b", "c" -> the state dir). */
 static int sync_parent(int dirfd, const char *name)
 {
     char parent[256];
     const char *slash = strrchr(name, '/');
     size_t n = slash ? (size_t)(slash - name) : 0;
-    int fd, err;
 
     if (n >= sizeof(parent))
         return MF_E_INVALID;
@@ -181,12 +192,7 @@ static int sync_parent(int dirfd, const char *name)
         return fsync(dirfd) == 0 ? MF_OK : MF_E_IO;
     memcpy(parent, name, n);
     parent[n] = '\0';
-    fd = openat(dirfd, parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return MF_E_IO;
-    err = fsync(fd) == 0 ? MF_OK : MF_E_IO;
-    (void)close(fd);
-    return err;
+    return sync_dir_at(dirfd, parent);
 }
 
 /*
@@ -319,13 +325,20 @@ int mf_platform_posix_init(mf_platform_ops *ops_out, mf_platform_posix *posix,
         .mkdir = posix_mkdir,
         .truncate = posix_truncate,
     };
+    int created;
 
     posix->dirfd = -1;
-    if (mkdir(state_dir, 0700) != 0 && errno != EEXIST)
+    created = mkdir(state_dir, 0700) == 0;
+    if (!created && errno != EEXIST)
         return MF_E_IO;
     posix->dirfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (posix->dirfd < 0)
         return errno_to_mf(errno);
+    /* A state dir made here must outlive a power cut like every name inside it. */
+    if (created && sync_dir_at(posix->dirfd, "..") < 0) {
+        mf_platform_posix_close(posix);
+        return MF_E_IO;
+    }
     *ops_out = posix_ops;
     ops_out->payload = posix;
     return MF_OK;

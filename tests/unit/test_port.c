@@ -216,6 +216,31 @@ static void test_port__created_names_are_durable(void **state)
     assert_dir_synced(fx, "sub");
 }
 
+/* The state dir itself is a name in its parent: one the port creates is synced there. */
+static void test_port__init_syncs_a_state_dir_it_creates(void **state)
+{
+    char base[] = "/tmp/mf-port-base-XXXXXX", dir[64];
+    mf_platform_posix posix;
+    mf_platform_ops ops;
+    struct stat st;
+
+    (void)state;
+    assert_non_null(mkdtemp(base));
+    (void)snprintf(dir, sizeof(dir), "%s/state", base);
+    n_dir_synced = 0;
+    assert_int_equal(mf_platform_posix_init(&ops, &posix, dir), MF_OK);
+    mf_platform_posix_close(&posix);
+    assert_int_equal(stat(base, &st), 0);
+    assert_int_equal(n_dir_synced, 1);
+    assert_true(dir_synced[0] == st.st_ino);
+    n_dir_synced = 0;
+    assert_int_equal(mf_platform_posix_init(&ops, &posix, dir), MF_OK); /* exists: no sync */
+    mf_platform_posix_close(&posix);
+    assert_int_equal(n_dir_synced, 0);
+    assert_int_equal(rmdir(dir), 0);
+    assert_int_equal(rmdir(base), 0);
+}
+
 static void test_port__init_fails_on_a_file(void **state)
 {
     mf_platform_posix posix;
@@ -263,6 +288,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_port__secret_files_are_private, setup, teardown),
         cmocka_unit_test_setup_teardown(test_port__errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_port__created_names_are_durable, setup, teardown),
+        cmocka_unit_test(test_port__init_syncs_a_state_dir_it_creates),
         cmocka_unit_test(test_port__init_fails_on_a_file),
         cmocka_unit_test_setup_teardown(test_port__random_and_clocks, setup, teardown),
     };
