@@ -17,18 +17,6 @@
 
 #define MIB (1024u * 1024u)
 
-/* A model of `n` bytes that differs per `seed` in a few places only (deltas stay small). */
-static uint8_t *make_model(size_t n, unsigned int seed)
-{
-    uint8_t *m = test_malloc(n);
-
-    for (size_t i = 0; i < n; i++)
-        m[i] = (uint8_t)((i * 2654435761u) >> 13);
-    for (size_t i = 0; i < n; i += 65536)
-        m[i] = (uint8_t)(m[i] + seed);
-    return m;
-}
-
 static mf_agent_counters stats_of(mf_agent *agent)
 {
     mf_agent_counters c;
