@@ -65,11 +65,11 @@ struct fake_server {
     uint8_t *release_env;
     size_t release_len;
     uint8_t release_digest[32];
-    uint64_t release_seq;  /* last release sequence signed */
-    uint64_t assign_seq;   /* the director's sequence for the device */
-    uint64_t floor;        /* security_floor of the next release */
-    uint32_t chunk_size;   /* chunk size of the next release; 0: chunk_size_for() */
-    uint8_t *root_env;     /* a newer root (NULL: none), sent to devices behind it ... */
+    uint64_t release_seq; /* last release sequence signed */
+    uint64_t assign_seq;  /* the director's sequence for the device */
+    uint64_t floor;       /* security_floor of the next release */
+    uint32_t chunk_size;  /* chunk size of the next release; 0: chunk_size_for() */
+    uint8_t *root_env;    /* a newer root (NULL: none), sent to devices behind it ... */
     size_t root_len;
     uint64_t root_version;   /* ... with this version */
     int release_by_director; /* 1: sign releases with the director key (a forgery) */
