@@ -3,7 +3,7 @@
  * mf-server: `init` prepares a data directory, `serve` runs the registry on it until SIGINT
  * or SIGTERM. See docs/operations.md.
  */
-#include "app/director.h"
+#include "director/director.h"
 #include "app/server.h"
 #include "http/http_credcache.h"
 

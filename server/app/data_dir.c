@@ -7,8 +7,8 @@
 #define _XOPEN_SOURCE 700 /* mkstemp, fsync */
 #include "app/server.h"
 
-#include "app/director.h"
-#include "app/token.h"
+#include "director/director.h"
+#include "common/token.h"
 #include "blob/blob_store.h"
 #include "mf/ct.h"
 #include "store/store.h"

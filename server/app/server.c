@@ -2,11 +2,11 @@
 /* Starting and stopping the HTTP daemon over a data directory (see server.h). */
 #include "app/server.h"
 
-#include "app/director.h"
+#include "director/director.h"
 #include "blob/blob_store.h"
 #include "deltas/delta_worker.h"
 #include "distill/job/distill_job.h"
-#include "handlers/checkin_stage.h"
+#include "director/checkin_stage.h"
 #include "director/checkin_batch.h"
 #include "director/checkin_cache.h"
 #include "http/http_credcache.h"

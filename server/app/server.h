@@ -45,10 +45,10 @@ struct mf_server_options {
     /* Appended: the distillation loop (docs/distill.md); NULL: no runs. The runs execute
      * on a second background thread of nodes with delta_worker on. */
     const char *distill_config;
-    /* Appended: assignments one director signature may cover (app/director.h), 1..64;
+    /* Appended: assignments one director signature may cover (director/director.h), 1..64;
      * 1 signs each alone, as agents older than batch signatures need. Default 32. */
     unsigned sign_batch;
-    /* Appended: 1 runs check-ins on the check-in stage (handlers/checkin_stage.h: MHD
+    /* Appended: 1 runs check-ins on the check-in stage (director/checkin_stage.h: MHD
      * workers hand them over and serve on), 0 in the MHD workers themselves. Default 1. */
     int checkin_stage;
     /* Appended: device credentials the node keeps verified (http/http_credcache.h); 0: the

@@ -6,7 +6,7 @@
  * never come before its suspend. The thread resumes a connection as the last thing it
  * does with that request, since the MHD worker may finish and free it at once.
  */
-#include "handlers/checkin_stage.h"
+#include "director/checkin_stage.h"
 
 #include "store/store.h"
 

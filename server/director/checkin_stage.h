@@ -8,8 +8,8 @@
  * (mf_handlers__checkin_group) and resumes each connection; the router then queues the
  * answer (docs/architecture.md, "Check-in path").
  */
-#ifndef MF_SERVER_HANDLERS_CHECKIN_STAGE_H
-#define MF_SERVER_HANDLERS_CHECKIN_STAGE_H
+#ifndef MF_SERVER_DIRECTOR_CHECKIN_STAGE_H
+#define MF_SERVER_DIRECTOR_CHECKIN_STAGE_H
 
 #include "http/http_req.h"
 
@@ -39,4 +39,4 @@ void mf_checkin_stage__stats(struct mf_checkin_stage *st, uint64_t *groups, uint
  * and leaves each one's answer on its request (http_req.h, `suspended`). */
 void mf_handlers__checkin_group(struct mf_httpd_req **rs, size_t n);
 
-#endif /* MF_SERVER_HANDLERS_CHECKIN_STAGE_H */
+#endif /* MF_SERVER_DIRECTOR_CHECKIN_STAGE_H */

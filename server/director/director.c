@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The director key on disk (see director.h); signing is director_sign.c. */
 #define _XOPEN_SOURCE 700 /* open flags, fsync */
-#include "app/director_int.h"
+#include "director/director_int.h"
 
 #include "app/server.h"
 

@@ -6,7 +6,7 @@
 #include "handlers/handlers.h"
 
 #include "blob/blob_store.h"
-#include "http/http_names.h"
+#include "common/names.h"
 #include "http/http_range.h"
 
 #include <inttypes.h>

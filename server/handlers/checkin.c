@@ -11,13 +11,13 @@
  */
 #include "handlers/handlers.h"
 
-#include "app/director.h"
+#include "director/director.h"
 #include "director/checkin_batch.h"
-#include "handlers/checkin_answer.h"
-#include "handlers/checkin_stage.h"
+#include "director/checkin_answer.h"
+#include "director/checkin_stage.h"
 #include "director/checkin_cache.h"
 #include "director/director_policy.h"
-#include "director/rollout_wave.h"
+#include "director/director_wave.h"
 #include "handlers/req_parse.h"
 #include "http/http_metrics.h"
 #include "mf_hex.h"
@@ -249,7 +249,7 @@ static int gather(struct checkin_work *w, struct mf_httpd_req *r, const struct m
     if (err == MF_OK && dir->channel_version[0])
         err = resolve(&in->channel, v, m->name, dir->channel_version);
     if (err == MF_OK) {
-        err = mf_rollout__wave_cached(&in->wave.v, v, r->device_id, m->name);
+        err = mf_director__wave_cached(&in->wave.v, v, r->device_id, m->name);
         in->wave.present = err == MF_OK;
         if (err == MF_E_NOTFOUND)
             err = MF_OK;

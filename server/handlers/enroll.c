@@ -5,7 +5,7 @@
  */
 #include "handlers/handlers.h"
 
-#include "app/token.h"
+#include "common/token.h"
 #include "handlers/req_parse.h"
 #include "mf/ct.h"
 

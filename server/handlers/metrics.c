@@ -3,9 +3,9 @@
  * (shared by every node, so queue depths agree whichever node is scraped). */
 #include "handlers/handlers.h"
 
-#include "app/director.h"
+#include "director/director.h"
 #include "director/checkin_batch.h"
-#include "handlers/checkin_stage.h"
+#include "director/checkin_stage.h"
 #include "http/http_metrics.h"
 
 #define METRICS_BODY_MAX (256u * 1024u)

@@ -2,7 +2,7 @@
 /* Request body parsers (see req_parse.h). */
 #include "handlers/req_parse.h"
 
-#include "http/http_names.h"
+#include "common/names.h"
 #include "store/store.h"
 
 #include <string.h>

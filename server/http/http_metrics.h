@@ -31,7 +31,7 @@ void mf_metrics__request(struct mf_metrics *m, int route, unsigned status, uint6
 void mf_metrics__decision(struct mf_metrics *m, int rule);
 
 /* Values read when /metrics is scraped: gauges from the store, and the director's own
- * counters (it counts as it signs; app/director.h). */
+ * counters (it counts as it signs; director/director.h). */
 struct mf_metrics_gauges {
     int64_t jobs_queued;
     int64_t jobs_running;

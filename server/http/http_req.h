@@ -33,7 +33,7 @@ struct mf_checkin_stage;
 /* What the handlers share for the server's lifetime; read-only once serving. */
 struct mf_httpd_env {
     struct mf_store *store;
-    struct mf_director *director; /* signs assignments (app/director.h) */
+    struct mf_director *director; /* signs assignments (director/director.h) */
     char blob_root[4096];
     uint64_t max_upload;
     unsigned poll_interval_s;
@@ -117,7 +117,7 @@ struct mf_httpd_req {
     uint64_t resp_bytes;
     int queued;
     struct timespec started;
-    /* A handler that hands the request to a stage thread (handlers/checkin_stage.h) sets
+    /* A handler that hands the request to a stage thread (director/checkin_stage.h) sets
      * `suspended` and suspends the connection; from then until MHD calls the access handler
      * again after the resume, only that thread touches the request. It leaves either a
      * reply (resp), a JSON text to answer 200 with (stage_text, stage_len; from

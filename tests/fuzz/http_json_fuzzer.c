@@ -5,7 +5,7 @@
  * with the same cJSON call the router uses.
  */
 #include "handlers/req_parse.h"
-#include "http/http_names.h"
+#include "common/names.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -10,9 +10,9 @@
 #include "mf_test.h"
 #include "fs_testutil.h"
 #include "manifest_testutil.h"
-#include "app/director.h"
+#include "director/director.h"
 #include "app/server.h"
-#include "app/token.h"
+#include "common/token.h"
 #include "http/http_req.h"
 #include "mf/diff.h"
 
