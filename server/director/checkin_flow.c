@@ -1,24 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * POST /v1/checkin: the director. Every tracked model with a released version gets the
- * release the precedence of director/director_policy.h picks, as the data team's release
- * envelope plus an assignment envelope the director key signs for this device and this
- * check-in (its nonce, the next numbers of the device's sequence), plus the precomputed
- * delta from the device's installed bytes when the delta worker made one. Root rotations newer than
- * the device's root and the current keys document ride along so the device can verify everything
- * with no other request. A server without root and keys documents assigns nothing: nothing it could
- * send would verify on a device (docs/protocol.md, "Trust").
+ * The director's check-in flow (checkin_flow.h), after the handler (handlers/checkin.c) has
+ * parsed the request. Every tracked model with a released version gets the release the
+ * precedence of director/director_policy.h picks, as the data team's release envelope plus
+ * an assignment envelope the director key signs for this device and this check-in (its
+ * nonce, the next numbers of the device's sequence), plus the precomputed delta from the
+ * device's installed bytes when the delta worker made one. Root rotations newer than the
+ * device's root and the current keys document ride along so the device can verify
+ * everything with no other request. A server without root and keys documents assigns
+ * nothing: nothing it could send would verify on a device (docs/protocol.md, "Trust").
  */
-#include "handlers/handlers.h"
+#include "director/checkin_flow.h"
 
 #include "director/director.h"
 #include "director/checkin_batch.h"
 #include "director/checkin_answer.h"
-#include "director/checkin_stage.h"
 #include "director/checkin_cache.h"
 #include "director/director_policy.h"
 #include "director/director_wave.h"
-#include "handlers/req_parse.h"
 #include "http/http_metrics.h"
 #include "mf_hex.h"
 #include "offload/offload_srv.h"
@@ -27,6 +26,7 @@
 #include <assert.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* Root versions sent in one answer: a device further behind catches up over several
  * check-ins (mf_trust walks at most 16 per call as well). */
@@ -52,7 +52,7 @@ struct checkin_work {
 /* One check-in from parse to answer; on the request's allocator. A check-in run by the
  * stage leaves its assignments unsigned (a hole each in the answer) until the group's
  * signature is made. */
-struct checkin_job {
+struct mf_checkin_job {
     struct mf_checkin_req req;
     const char *models[MF_CHECKIN_MAX_MODELS];
     struct mf_store_pin_hint hint;
@@ -156,7 +156,7 @@ static int add_deltas(struct mf_answer *ans, const struct mf_ccache_view *cv,
 static int add_assignment(struct mf_answer *ans, struct mf_httpd_req *r,
                           const struct mf_ccache_view *cv, const struct mf_checkin_req *req,
                           const struct mf_store_version *v, uint64_t sequence,
-                          const char *from_sha256, struct checkin_job *defer)
+                          const char *from_sha256, struct mf_checkin_job *defer)
 {
     char blob[sizeof("/v1/blobs/") + MF_SHA256_HEX_LEN];
     mf_manifest_assignment_spec spec = {
@@ -193,7 +193,7 @@ static int add_assignment(struct mf_answer *ans, struct mf_httpd_req *r,
     if (err == MF_OK)
         err = defer ? mf_answer__hole(ans, "assignment")
                     : mf_answer__str_n(ans, "assignment", (const char *)env, env_len);
-    if (err == MF_OK && defer) /* signed with the group's others (mf_handlers__checkin_group) */
+    if (err == MF_OK && defer) /* signed with the group's others (mf_checkin_flow__group) */
         defer->specs[defer->n_unsigned++] = spec;
     if (err == MF_OK)
         err = add_deltas(ans, cv, from_sha256, v);
@@ -290,7 +290,7 @@ static int collect(struct checkin_work *w, struct mf_httpd_req *r, const struct 
 
 static int add_assignments(struct mf_answer *ans, struct checkin_work *w, struct mf_httpd_req *r,
                            const struct mf_ccache_view *v, const struct mf_checkin_req *req,
-                           struct checkin_job *defer)
+                           struct mf_checkin_job *defer)
 {
     int err = mf_answer__open(ans, "assignments", '[');
 
@@ -337,7 +337,7 @@ static int add_offload(struct mf_answer *ans, struct mf_httpd_req *r)
 
 /* The answer's text (in j->answer, open: mf_answer__finish closes nothing) after
  * checkin_begin: nonce, poll interval, trust, assignments, offload policies. */
-static int build_reply(struct checkin_job *j, struct mf_httpd_req *r)
+static int build_reply(struct mf_checkin_job *j, struct mf_httpd_req *r)
 {
     struct mf_answer *ans = &j->answer;
     const struct mf_checkin_req *req = &j->req;
@@ -376,32 +376,30 @@ static int build_reply(struct checkin_job *j, struct mf_httpd_req *r)
     return err;
 }
 
-/* Parses and validates the request and prepares its checkin_begin: everything that runs
- * in the MHD worker. MF_OK with *out, or MF_OK with no job when a reply (400) is built. */
-static int prepare(struct checkin_job **out, struct mf_httpd_req *r)
+/* The stored timestamps' clock (mf_handlers__now's): wall-clock Unix seconds. */
+static int64_t now_s(void)
 {
-    struct checkin_job *j;
-    int err;
+    return (int64_t)time(NULL);
+}
 
-    *out = NULL;
-    j = mf_calloc(&r->ctx.alloc, 1, sizeof(*j));
+int mf_checkin_flow__job_new(struct mf_checkin_job **out, struct mf_checkin_req **req_out,
+                             struct mf_httpd_req *r)
+{
+    struct mf_checkin_job *j = mf_calloc(&r->ctx.alloc, 1, sizeof(*j));
+
+    *out = j;
     if (!j)
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory answering a check-in");
     mf_answer__init(&j->answer);
-    err = mf_reqparse__checkin(&j->req, &r->ctx, r->json);
-    if (err == MF_OK)
-        err = mf_rollout__ingest_check(&r->ctx, r->json);
-    if (err == MF_OK) {
-        j->w = work_new(r, j->req.n_models);
-        if (!j->w)
-            err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory answering a check-in");
-    }
-    if (err < 0) {
-        mf_free(&r->ctx.alloc, j);
-        if (err == MF_E_INVALID) /* runtime reports: all valid or none stored (docs/rollouts.md) */
-            return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "%s", mf_ctx__errmsg(&r->ctx));
-        return err;
-    }
+    *req_out = &j->req;
+    return MF_OK;
+}
+
+int mf_checkin_flow__job_prepare(struct mf_checkin_job *j, struct mf_httpd_req *r)
+{
+    j->w = work_new(r, j->req.n_models);
+    if (!j->w)
+        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory answering a check-in");
     for (size_t i = 0; i < j->req.n_models; i++)
         j->models[i] = j->req.models[i].name;
     j->v = (struct mf_ccache_view){r->env->ccache, r->env->store, &r->ctx, 0};
@@ -417,15 +415,14 @@ static int prepare(struct checkin_job **out, struct mf_httpd_req *r)
         .n_seq = (unsigned)j->req.n_models,
         .models = j->models,
         .n_models = j->req.n_models,
-        .now = mf_handlers__now(),
+        .now = now_s(),
         .hint = &j->hint,
         .dirs = j->w->dirs,
     };
-    *out = j;
     return MF_OK;
 }
 
-static void job_free(struct mf_httpd_req *r, struct checkin_job *j)
+void mf_checkin_flow__job_free(struct mf_httpd_req *r, struct mf_checkin_job *j)
 {
     mf_answer__free(&j->answer);
     mf_free(NULL, j->text);
@@ -435,7 +432,7 @@ static void job_free(struct mf_httpd_req *r, struct checkin_job *j)
 
 /* Everything after checkin_begin (its result in j->c): the answer's text in j->answer
  * (with holes when signing is deferred), or a reply built (401), or an error. */
-static int after_begin(struct mf_httpd_req *r, struct checkin_job *j)
+static int after_begin(struct mf_httpd_req *r, struct mf_checkin_job *j)
 {
     int err = j->c.err;
 
@@ -457,13 +454,13 @@ static int after_begin(struct mf_httpd_req *r, struct checkin_job *j)
         int stored = 0;
 
         err = mf_rollout__ingest(&stored, r->env->store, &r->ctx, r->device_id, r->json,
-                                 mf_handlers__now());
+                                 now_s());
     }
     return err == MF_OK ? build_reply(j, r) : err;
 }
 
 /* The answer's final text in j->text, its holes filled with envs (j->n_unsigned of them). */
-static int finish_answer(struct mf_httpd_req *r, struct checkin_job *j, uint8_t *const *envs,
+static int finish_answer(struct mf_httpd_req *r, struct mf_checkin_job *j, uint8_t *const *envs,
                          const size_t *lens)
 {
     j->text = mf_answer__finish(&j->text_len, &j->answer, envs, lens);
@@ -473,7 +470,7 @@ static int finish_answer(struct mf_httpd_req *r, struct checkin_job *j, uint8_t 
 
 /* Signs every unsigned assignment of the group at once and finishes every answer with
  * them; errs[i] gets each check-in's failure. */
-static void sign_group(struct mf_httpd_req **rs, struct checkin_job **jobs, int *errs, size_t n)
+static void sign_group(struct mf_httpd_req **rs, struct mf_checkin_job **jobs, int *errs, size_t n)
 {
     struct mf_director *d = rs[0]->env->director;
     mf_manifest_assignment_spec *specs = NULL;
@@ -512,16 +509,17 @@ static void sign_group(struct mf_httpd_req **rs, struct checkin_job **jobs, int 
     mf_free(NULL, lens);
 }
 
-void mf_handlers__checkin_group(struct mf_httpd_req **rs, size_t n)
+void mf_checkin_flow__group(struct mf_httpd_req **rs, size_t n)
 {
     struct mf_store *s = rs[0]->env->store;
     struct mf_store_checkin items[MF_STORE_CHECKIN_BATCH_MAX];
-    struct checkin_job *jobs[MF_STORE_CHECKIN_BATCH_MAX];
+    struct mf_checkin_job *jobs[MF_STORE_CHECKIN_BATCH_MAX];
     int errs[MF_STORE_CHECKIN_BATCH_MAX];
 
     assert(n >= 1 && n <= MF_STORE_CHECKIN_BATCH_MAX);
     for (size_t i = 0; i < n; i++) {
         jobs[i] = rs[i]->stage_data;
+        jobs[i]->defer_sign = 1; /* one signature for the group (sign_group) */
         items[i] = jobs[i]->c;
     }
     (void)s->ops->checkin_begin(s, items, n);
@@ -542,27 +540,15 @@ void mf_handlers__checkin_group(struct mf_httpd_req **rs, size_t n)
             jobs[i]->text = NULL;
         }
         r->stage_data = NULL;
-        job_free(r, jobs[i]);
+        mf_checkin_flow__job_free(r, jobs[i]);
     }
 }
 
-int mf_handlers__checkin(struct mf_httpd_req *r)
+int mf_checkin_flow__run(char **text_out, size_t *len_out, struct mf_httpd_req *r,
+                         struct mf_checkin_job *j)
 {
-    struct checkin_job *j;
-    char *text;
-    size_t len;
-    int err = prepare(&j, r);
+    int err;
 
-    if (err < 0 || !j)
-        return err;
-    if (r->env->stage) {
-        j->defer_sign = 1;
-        r->stage_data = j;
-        if (mf_checkin_stage__submit(r->env->stage, r))
-            return MF_OK; /* answered by the stage */
-        r->stage_data = NULL;
-        j->defer_sign = 0;
-    }
     /* Inline: checkin_begin grouped with the others in flight (director/checkin_batch.h)
      * when the server has a batcher. */
     j->c.err = r->env->checkins ? mf_checkin_batch__begin(r->env->checkins, &j->c)
@@ -570,13 +556,9 @@ int mf_handlers__checkin(struct mf_httpd_req *r)
     err = after_begin(r, j);
     if (err == MF_OK && !r->resp)
         err = finish_answer(r, j, NULL, NULL);
-    text = j->text;
-    len = j->text_len;
+    *text_out = j->text;
+    *len_out = j->text_len;
     j->text = NULL;
-    job_free(r, j);
-    if (err < 0 || r->resp) {
-        mf_free(NULL, text);
-        return err;
-    }
-    return mf_httpd__reply_json_text(r, MHD_HTTP_OK, text, len);
+    mf_checkin_flow__job_free(r, j);
+    return err;
 }

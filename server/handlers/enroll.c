@@ -6,7 +6,7 @@
 #include "handlers/handlers.h"
 
 #include "common/token.h"
-#include "handlers/req_parse.h"
+#include "common/req_parse.h"
 #include "mf/ct.h"
 
 #include <string.h>

@@ -4,7 +4,7 @@
  * server's JSON routes. The first byte picks the parser, the rest is the body, parsed
  * with the same cJSON call the router uses.
  */
-#include "handlers/req_parse.h"
+#include "common/req_parse.h"
 #include "common/names.h"
 
 #include <stdint.h>

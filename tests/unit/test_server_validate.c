@@ -2,7 +2,7 @@
 /* Name/path validation, token syntax and hashing, and the JSON request parsers of server/. */
 #include "mf_test.h"
 #include "common/token.h"
-#include "handlers/req_parse.h"
+#include "common/req_parse.h"
 #include "common/names.h"
 
 #include <stdio.h>
