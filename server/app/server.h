@@ -95,8 +95,4 @@ void mf_server__stop(struct mf_server *s);
 struct sockaddr_storage;
 int mf_server__parse_listen(struct sockaddr_storage *out, struct mf_ctx *ctx, const char *spec);
 
-/* Writes `text` to `path` atomically (temp, fsync, rename, fsync dir) with `mode`. */
-int mf_server__write_file_atomic(struct mf_ctx *ctx, const char *path, const char *text,
-                                 unsigned mode);
-
 #endif /* MF_SERVER_APP_SERVER_H */
