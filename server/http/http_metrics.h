@@ -43,8 +43,18 @@ struct mf_metrics_gauges {
     uint64_t director_assignments; /* assignments they covered (batch factor: ratio) */
 };
 
+/* What the exposition labels its series with, given by the /metrics handler so that http/
+ * needs nothing from the layers above it: the routing table (`routes` of the env, in the
+ * order of the request counters) and the director's rule names (enum mf_policy_rule). */
+struct mf_httpd_route;
+struct mf_metrics_labels {
+    const struct mf_httpd_route *routes;
+    size_t n_routes;
+    const char *rules[MF_METRICS_RULES];
+};
+
 /* Appends the exposition text to `out`. MF_OK or MF_E_LIMIT/MF_E_NOMEM from the buffer. */
 int mf_metrics__render(struct mf_dynbuf *out, const struct mf_metrics *m,
-                       const struct mf_metrics_gauges *g);
+                       const struct mf_metrics_gauges *g, const struct mf_metrics_labels *l);
 
 #endif /* MF_SERVER_HTTP_METRICS_H */

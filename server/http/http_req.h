@@ -50,6 +50,10 @@ struct mf_httpd_env {
     struct mf_distill_jobs *distill;   /* the loop's runs; NULL: no distill config */
     struct mf_httpd_conns *conns;      /* open connections vs the limit; NULL: no limit */
     struct mf_checkin_stage *stage;    /* check-ins run off the MHD workers; NULL: inline */
+    /* The routing table the router matches (handlers/routes.c), given by the server so the
+     * router needs nothing from the handlers it calls. */
+    const struct mf_httpd_route *routes;
+    size_t n_routes;
 };
 
 enum mf_httpd_auth {
@@ -155,10 +159,6 @@ int mf_httpd__authenticate(struct mf_httpd_req *r);
  * forgets it in the credential cache and answers 401 as authentication would. Returns
  * MF_E_AUTH once the reply is built. */
 int mf_httpd__deny_credential(struct mf_httpd_req *r);
-
-/* The static routing table (http_routes.c). */
-extern const struct mf_httpd_route mf_httpd__routes[];
-extern const size_t mf_httpd__route_count;
 
 /* MHD callbacks (http_router.c); `cls` is the struct mf_httpd_env. */
 enum MHD_Result mf_httpd__on_request(void *cls, struct MHD_Connection *conn, const char *url,
