@@ -453,8 +453,7 @@ static int after_begin(struct mf_httpd_req *r, struct mf_checkin_job *j)
     if (err == MF_OK) {
         int stored = 0;
 
-        err = mf_rollout__ingest(&stored, r->env->store, &r->ctx, r->device_id, r->json,
-                                 now_s());
+        err = mf_rollout__ingest(&stored, r->env->store, &r->ctx, r->device_id, r->json, now_s());
     }
     return err == MF_OK ? build_reply(j, r) : err;
 }

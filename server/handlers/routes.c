@@ -103,7 +103,9 @@ const struct mf_httpd_route mf_handlers__routes[] = {
     ROUTE("GET", "/v1/admin/distill/runs/{}", ADMIN, NONE, mf_handlers__distill_run_get, ALL_ROLES),
 };
 
-const size_t mf_handlers__route_count = sizeof(mf_handlers__routes) / sizeof(mf_handlers__routes[0]);
+const size_t mf_handlers__route_count =
+    sizeof(mf_handlers__routes) / sizeof(mf_handlers__routes[0]);
 
-_Static_assert(sizeof(mf_handlers__routes) / sizeof(mf_handlers__routes[0]) <= MF_METRICS_MAX_ROUTES,
+_Static_assert(sizeof(mf_handlers__routes) / sizeof(mf_handlers__routes[0]) <=
+                   MF_METRICS_MAX_ROUTES,
                "every route has its own request counters (http_metrics.h)");
