@@ -162,7 +162,7 @@ static void test_server_conns__fleet_beyond_old_limits(void **state)
     if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 2 * FLEET + 512) {
         (void)fprintf(stderr, "hard open file limit %llu is below %d; skipping\n",
                       (unsigned long long)rl.rlim_max, 2 * FLEET + 512);
-        skip();
+        MF_SKIP("hard open file limit too low");
     }
     rl.rlim_cur = 1024;
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
