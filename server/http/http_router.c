@@ -186,8 +186,8 @@ static int finish_request(struct mf_httpd_req *r)
                                      "request body exceeds %zu bytes", body_max(r) - 1);
     if (r->route->body == MF_HTTPD_BODY_JSON) {
         /* The body is already capped by body_max(); the reader names byte and rule. */
-        int err = mf_json__parse_object(&r->json, &r->ctx, r->body.data, r->body.len,
-                                        body_max(r), MF_JSON_DEPTH_DEFAULT, "request body");
+        int err = mf_json__parse_object(&r->json, &r->ctx, r->body.data, r->body.len, body_max(r),
+                                        MF_JSON_DEPTH_DEFAULT, "request body");
 
         if (err == MF_E_NOMEM)
             return err;
