@@ -47,12 +47,15 @@ struct mf_metrics_gauges {
 
 /* What the exposition labels its series with, given by the /metrics handler so that http/
  * needs nothing from the layers above it: the routing table (`routes` of the env, in the
- * order of the request counters) and the director's rule names (enum mf_policy_rule). */
+ * order of the request counters) and the director's rule names (enum mf_policy_rule); and
+ * the connection rules' names (enum mf_conn_rule), so that the counters and the connection
+ * rules, which count into them, do not call each other. */
 struct mf_httpd_route;
 struct mf_metrics_labels {
     const struct mf_httpd_route *routes;
     size_t n_routes;
     const char *rules[MF_METRICS_RULES];
+    const char *conn_rules[MF_METRICS_CONN_RULES];
 };
 
 /* Appends the exposition text to `out`. MF_OK or MF_E_LIMIT/MF_E_NOMEM from the buffer. */
