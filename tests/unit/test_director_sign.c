@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The director's batching signer (server/app/director_sign.c) under concurrency: threads
+ * The director's batching signer (server/director/director_sign.c) under concurrency: threads
  * call mf_director__sign() at once; every envelope verifies on a device and is distinct,
  * the counters show that calls were batched (fewer signatures than assignments), and with a
  * batch size of 1 they never are. A lone caller always gets a plain signature.
@@ -8,8 +8,8 @@
 #include "mf_test.h"
 #include "fs_testutil.h"
 #include "manifest_testutil.h"
-#include "app/director.h"
-#include "app/director_int.h"
+#include "director/director.h"
+#include "director/director_int.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -14,7 +14,7 @@
 #include "test_teacher_fake.h"
 
 #include "app/server.h"
-#include "app/token.h"
+#include "common/token.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>

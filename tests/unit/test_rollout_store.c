@@ -8,7 +8,7 @@
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include "mf_test.h"
 #include "pg_testutil.h"
-#include "app/token.h"
+#include "common/token.h"
 #include "store/store.h"
 
 #include <stdio.h>

@@ -10,9 +10,10 @@
 #include "mf_test.h"
 #include "fs_testutil.h"
 #include "manifest_testutil.h"
-#include "app/director.h"
+#include "director/director.h"
 #include "app/server.h"
-#include "app/token.h"
+#include "common/token.h"
+#include "handlers/handlers.h"
 #include "http/http_req.h"
 #include "mf/diff.h"
 #include "offload/offload_srv.h"
@@ -349,8 +350,8 @@ static void test_server_fleet__every_role_route_pair_is_checked(void **state)
     (void)state;
     revoke_gone();
     /* The walk is over the table the server routes with: a new route is in it. */
-    for (size_t i = 0; i < mf_httpd__route_count; i++) {
-        const struct mf_httpd_route *rt = &mf_httpd__routes[i];
+    for (size_t i = 0; i < mf_handlers__route_count; i++) {
+        const struct mf_httpd_route *rt = &mf_handlers__routes[i];
         char path[256];
 
         concrete(path, sizeof(path), rt->pattern);
@@ -1059,12 +1060,12 @@ static void test_server_fleet__openapi_matches_the_route_table(void **state)
             (void)snprintf(method, sizeof(method), "%.*s", (int)(n - 5), line_buf + 4);
             for (char *m = method; *m; m++)
                 *m = (char)(*m - ('a' <= *m && *m <= 'z' ? 32 : 0));
-            for (size_t i = 0; i < mf_httpd__route_count; i++) {
+            for (size_t i = 0; i < mf_handlers__route_count; i++) {
                 char pat[256];
 
-                normalise(pat, sizeof(pat), mf_httpd__routes[i].pattern,
-                          strlen(mf_httpd__routes[i].pattern));
-                if (strcmp(pat, cur) == 0 && strcmp(mf_httpd__routes[i].method, method) == 0) {
+                normalise(pat, sizeof(pat), mf_handlers__routes[i].pattern,
+                          strlen(mf_handlers__routes[i].pattern));
+                if (strcmp(pat, cur) == 0 && strcmp(mf_handlers__routes[i].method, method) == 0) {
                     found = 1;
                     seen[i] = 1;
                 }
@@ -1078,12 +1079,12 @@ static void test_server_fleet__openapi_matches_the_route_table(void **state)
         }
         line = nl ? nl + 1 : NULL;
     }
-    for (size_t i = 0; i < mf_httpd__route_count; i++) {
+    for (size_t i = 0; i < mf_handlers__route_count; i++) {
         if (!seen[i])
-            fail_msg("route %s %s is missing from docs/openapi.yaml", mf_httpd__routes[i].method,
-                     mf_httpd__routes[i].pattern);
+            fail_msg("route %s %s is missing from docs/openapi.yaml", mf_handlers__routes[i].method,
+                     mf_handlers__routes[i].pattern);
     }
-    assert_int_equal(documented, (int)mf_httpd__route_count);
+    assert_int_equal(documented, (int)mf_handlers__route_count);
     mf_free(NULL, doc);
 }
 

@@ -11,9 +11,9 @@
 #include "manifest_testutil.h"
 #include "pg_seed.h"
 #include "pg_testutil.h"
-#include "app/director.h"
+#include "director/director.h"
 #include "app/server.h"
-#include "app/token.h"
+#include "common/token.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>

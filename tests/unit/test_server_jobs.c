@@ -8,7 +8,7 @@
 #include "mf_test.h"
 #include "fs_testutil.h"
 #include "pg_testutil.h"
-#include "app/token.h"
+#include "common/token.h"
 #include "store/store.h"
 
 #include <sqlite3.h>

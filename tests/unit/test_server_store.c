@@ -9,7 +9,7 @@
 #include "fs_testutil.h"
 #include "pg_testutil.h"
 #include "app/server.h"
-#include "app/token.h"
+#include "common/token.h"
 #include "store/pg_store.h"
 #include "store/store.h"
 

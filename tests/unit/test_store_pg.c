@@ -8,7 +8,7 @@
  */
 #include "mf_test.h"
 #include "pg_testutil.h"
-#include "app/token.h"
+#include "common/token.h"
 #include "store/pg_store.h"
 
 #include <pthread.h>

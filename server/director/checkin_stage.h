@@ -5,11 +5,11 @@
  * and suspends the connection, so the worker goes on serving its other connections instead
  * of sleeping on the store or the signer. The stage takes everything queued (up to
  * --checkin-batch), runs one store call and one signature for the whole group
- * (mf_handlers__checkin_group) and resumes each connection; the router then queues the
+ * (mf_checkin_flow__group, checkin_flow.h) and resumes each connection; the router then queues the
  * answer (docs/architecture.md, "Check-in path").
  */
-#ifndef MF_SERVER_HANDLERS_CHECKIN_STAGE_H
-#define MF_SERVER_HANDLERS_CHECKIN_STAGE_H
+#ifndef MF_SERVER_DIRECTOR_CHECKIN_STAGE_H
+#define MF_SERVER_DIRECTOR_CHECKIN_STAGE_H
 
 #include "http/http_req.h"
 
@@ -35,8 +35,4 @@ void mf_checkin_stage__free(struct mf_checkin_stage *st);
 /* Groups run and check-ins they held so far. */
 void mf_checkin_stage__stats(struct mf_checkin_stage *st, uint64_t *groups, uint64_t *checkins);
 
-/* checkin.c: runs `n` (1..MF_STORE_CHECKIN_BATCH_MAX) handed-over check-ins as one group
- * and leaves each one's answer on its request (http_req.h, `suspended`). */
-void mf_handlers__checkin_group(struct mf_httpd_req **rs, size_t n);
-
-#endif /* MF_SERVER_HANDLERS_CHECKIN_STAGE_H */
+#endif /* MF_SERVER_DIRECTOR_CHECKIN_STAGE_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Token generation, syntax check and hashing (see token.h). */
-#include "app/token.h"
+#include "common/token.h"
 
 #include "mf/ct.h"
 

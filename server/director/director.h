@@ -6,8 +6,8 @@
  * check-in; it can never sign a release (docs/formats/manifest.md, roles), which is why its
  * theft alone cannot install anything the data team did not release.
  */
-#ifndef MF_SERVER_APP_DIRECTOR_H
-#define MF_SERVER_APP_DIRECTOR_H
+#ifndef MF_SERVER_DIRECTOR_DIRECTOR_H
+#define MF_SERVER_DIRECTOR_DIRECTOR_H
 
 #include "mf_ctx.h"
 #include "mf/manifest.h"
@@ -35,7 +35,7 @@ const char *mf_director__keyid(const struct mf_director *d);
 
 /* Most assignments one signature covers (--sign-batch); the default is 32. The format
  * allows 256, but past 32-64 the cost per assignment stops falling (bench_sign_batch) and
- * the batcher keeps a batch on its leader's stack (app/batcher.h, MF_BATCHER_MAX). */
+ * the batcher keeps a batch on its leader's stack (director/batcher.h, MF_BATCHER_MAX). */
 #define MF_DIRECTOR_BATCH_MAX 64
 #define MF_DIRECTOR_BATCH_DEFAULT 32
 
@@ -52,7 +52,7 @@ int mf_director__sign(uint8_t **env_out, size_t *len_out, struct mf_director *d,
 
 /* Signs `n` assignments under the director key with as few signatures as the batch size
  * allows (one for up to --sign-batch of them), taking the signer once: for a caller that
- * already holds a group (the check-in stage, handlers/checkin_stage.h). envs_out/lens_out
+ * already holds a group (the check-in stage, director/checkin_stage.h). envs_out/lens_out
  * have `n` entries. MF_OK, or the signer's error with the message in ctx; then every
  * envs_out[i] is NULL. Ownership: each envs_out[i], freed with mf_free(NULL, ...). */
 int mf_director__sign_many(uint8_t **envs_out, size_t *lens_out, struct mf_director *d,
@@ -66,4 +66,4 @@ void mf_director__set_batch(struct mf_director *d, unsigned max_batch);
  * ratio is the batch factor. A failed batch counts too. */
 void mf_director__stats(struct mf_director *d, uint64_t *signatures, uint64_t *assignments);
 
-#endif /* MF_SERVER_APP_DIRECTOR_H */
+#endif /* MF_SERVER_DIRECTOR_DIRECTOR_H */

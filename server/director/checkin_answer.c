@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The check-in answer's JSON text (see checkin_answer.h). */
-#include "handlers/checkin_answer.h"
+#include "director/checkin_answer.h"
 
 #include "mf/error.h"
 

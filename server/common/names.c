@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Name and identifier syntax checks (see http_names.h). */
-#include "http/http_names.h"
+/* Name and identifier syntax checks (see names.h). */
+#include "common/names.h"
 
 #include "mf_hex.h"
 

@@ -11,8 +11,8 @@
  * Used where a fixed cost per run dominates: a store transaction's commit and locks
  * (docs/architecture.md, "Check-in path").
  */
-#ifndef MF_SERVER_APP_BATCHER_H
-#define MF_SERVER_APP_BATCHER_H
+#ifndef MF_SERVER_DIRECTOR_BATCHER_H
+#define MF_SERVER_DIRECTOR_BATCHER_H
 
 #include <pthread.h>
 #include <stddef.h>
@@ -64,4 +64,4 @@ size_t mf_batcher__queued(struct mf_batcher *b);
 /* Batches run and items done so far (a consistent pair). */
 void mf_batcher__stats(struct mf_batcher *b, uint64_t *batches, uint64_t *items);
 
-#endif /* MF_SERVER_APP_BATCHER_H */
+#endif /* MF_SERVER_DIRECTOR_BATCHER_H */

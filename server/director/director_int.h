@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Internal to server/app/director*.c: the director's layout, shared by the key file half
+/* Internal to server/director/director*.c: the director's layout, shared by the key file half
  * (director.c) and the batching signer (director_sign.c). */
-#ifndef MF_SERVER_APP_DIRECTOR_INT_H
-#define MF_SERVER_APP_DIRECTOR_INT_H
+#ifndef MF_SERVER_DIRECTOR_DIRECTOR_INT_H
+#define MF_SERVER_DIRECTOR_DIRECTOR_INT_H
 
-#include "app/batcher.h"
-#include "app/director.h"
+#include "director/batcher.h"
+#include "director/director.h"
 
 struct mf_director {
     /* Used only by the batcher's run function, which runs on one thread at a time. */
@@ -28,4 +28,4 @@ struct mf_director {
 int mf_director__sign_init(struct mf_director *d, struct mf_ctx *ctx);
 void mf_director__sign_fini(struct mf_director *d); /* after sign_init, even a failed one */
 
-#endif /* MF_SERVER_APP_DIRECTOR_INT_H */
+#endif /* MF_SERVER_DIRECTOR_DIRECTOR_INT_H */

@@ -5,7 +5,7 @@
  * more wait, the one that leads next: a broadcast to every waiter cost more futex calls
  * than the batching saved (9.5 per check-in under wrk with 16 threads).
  */
-#include "app/batcher.h"
+#include "director/batcher.h"
 
 #include "mf/error.h"
 

@@ -9,9 +9,9 @@
  * channels, pins, rollbacks); data publishes models and releases; admin holds trust and
  * tokens and may do everything the others may. Reads of the registry are open to all three.
  */
-#include "http/http_req.h"
-
 #include "handlers/handlers.h"
+
+#include "http/http_metrics.h"
 #include "offload/offload_srv.h"
 
 #define ALL_ROLES (MF_ROLE_OPS | MF_ROLE_DATA | MF_ROLE_ADMIN)
@@ -37,7 +37,7 @@
         .handle = h, .max_body = MF_OFFLOAD_BODY_MAX                                               \
     }
 
-const struct mf_httpd_route mf_httpd__routes[] = {
+const struct mf_httpd_route mf_handlers__routes[] = {
     ROUTE("GET", "/healthz", NONE, NONE, mf_handlers__healthz, 0),
     ROUTE("GET", "/metrics", ADMIN, NONE, mf_handlers__metrics, ALL_ROLES),
     ROUTE("POST", "/v1/enroll", NONE, JSON, mf_handlers__enroll, 0),
@@ -104,4 +104,9 @@ const struct mf_httpd_route mf_httpd__routes[] = {
     ROUTE("GET", "/v1/admin/distill/runs/{}", ADMIN, NONE, mf_handlers__distill_run_get, ALL_ROLES),
 };
 
-const size_t mf_httpd__route_count = sizeof(mf_httpd__routes) / sizeof(mf_httpd__routes[0]);
+const size_t mf_handlers__route_count =
+    sizeof(mf_handlers__routes) / sizeof(mf_handlers__routes[0]);
+
+_Static_assert(sizeof(mf_handlers__routes) / sizeof(mf_handlers__routes[0]) <=
+                   MF_METRICS_MAX_ROUTES,
+               "every route has its own request counters (http_metrics.h)");

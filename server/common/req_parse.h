@@ -5,8 +5,8 @@
  * faces the network. Every string field is borrowed from the cJSON tree passed in.
  * Each parser returns MF_OK or MF_E_INVALID with a message naming the field.
  */
-#ifndef MF_SERVER_REQ_PARSE_H
-#define MF_SERVER_REQ_PARSE_H
+#ifndef MF_SERVER_COMMON_REQ_PARSE_H
+#define MF_SERVER_COMMON_REQ_PARSE_H
 
 #include "mf_ctx.h"
 
@@ -54,4 +54,4 @@ int mf_reqparse__enroll(struct mf_enroll_req *out, struct mf_ctx *ctx, const cJS
 int mf_reqparse__checkin(struct mf_checkin_req *out, struct mf_ctx *ctx, const cJSON *root);
 int mf_reqparse__report(struct mf_report_req *out, struct mf_ctx *ctx, const cJSON *root);
 
-#endif /* MF_SERVER_REQ_PARSE_H */
+#endif /* MF_SERVER_COMMON_REQ_PARSE_H */

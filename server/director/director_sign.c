@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The director's assignment signer: group commit over one key, on the leader/follower
- * batcher of app/batcher.h. Each caller queues its spec and builds nothing under the lock;
+ * batcher of director/batcher.h. Each caller queues its spec and builds nothing under the lock;
  * the leader signs everything queued (up to the batch size) outside it as one batch
  * (mf_manifest_sign_assignment_batch: one ECDSA signature for all of them) and hands every
  * caller its own envelope. There are no timers: a lone caller signs a batch of one at once,
@@ -9,7 +9,7 @@
  * signatures; batches only form while a signature is already being made, i.e. exactly when
  * callers would otherwise have queued on a mutex one signature at a time.
  */
-#include "app/director_int.h"
+#include "director/director_int.h"
 
 #include <stdio.h>
 #include <string.h>

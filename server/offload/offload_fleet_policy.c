@@ -8,7 +8,7 @@
 #include "offload/offload_srv.h"
 #include "mf_json.h"
 
-#include "http/http_names.h"
+#include "common/names.h"
 #include "mf/offload.h"
 
 #include <math.h>

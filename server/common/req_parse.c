@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Request body parsers (see req_parse.h). */
-#include "handlers/req_parse.h"
+#include "common/req_parse.h"
 
-#include "http/http_names.h"
+#include "common/names.h"
 #include "store/store.h"
 
 #include <string.h>

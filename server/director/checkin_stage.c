@@ -6,8 +6,9 @@
  * never come before its suspend. The thread resumes a connection as the last thing it
  * does with that request, since the MHD worker may finish and free it at once.
  */
-#include "handlers/checkin_stage.h"
+#include "director/checkin_stage.h"
 
+#include "director/checkin_flow.h"
 #include "store/store.h"
 
 #include <pthread.h>
@@ -59,7 +60,7 @@ static void *stage_main(void *arg)
             break; /* stopping, and nothing is left to answer */
         for (size_t i = 0; i < n; i++)
             conns[i] = group[i]->conn;
-        mf_handlers__checkin_group(group, n);
+        mf_checkin_flow__group(group, n);
         for (size_t i = 0; i < n; i++)
             MHD_resume_connection(conns[i]);
     }

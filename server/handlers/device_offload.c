@@ -10,7 +10,7 @@
 #include "blob/blob_store.h"
 
 #include "deltas/delta_worker.h"
-#include "http/http_names.h"
+#include "common/names.h"
 #include "offload/offload_srv.h"
 
 #include <stdio.h>

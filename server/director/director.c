@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The director key on disk (see director.h); signing is director_sign.c. */
 #define _XOPEN_SOURCE 700 /* open flags, fsync */
-#include "app/director_int.h"
+#include "director/director_int.h"
 
-#include "app/server.h"
+#include "common/file_atomic.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,12 +55,12 @@ static int write_key(struct mf_ctx *ctx, mf_manifest_signer *s, const char *dir,
         return mf_fail(ctx, err, "director key: %s", mf_manifest_signer_errmsg(s));
     err = key_path(path, ctx, dir, MF_DIRECTOR_PUB_FILE);
     if (err == MF_OK)
-        err = mf_server__write_file_atomic(ctx, path, pub, 0644);
+        err = mf_file__write_atomic(ctx, path, pub, 0644);
     mf_free(NULL, pub);
     if (err == MF_OK)
         err = key_path(path, ctx, dir, MF_DIRECTOR_KEY_FILE);
     if (err == MF_OK)
-        err = mf_server__write_file_atomic(ctx, path, pem, 0600);
+        err = mf_file__write_atomic(ctx, path, pem, 0600);
     return err;
 }
 

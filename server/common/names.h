@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Syntax of the names that reach the server in paths and bodies (docs/protocol.md). */
-#ifndef MF_SERVER_HTTP_NAMES_H
-#define MF_SERVER_HTTP_NAMES_H
+#ifndef MF_SERVER_COMMON_NAMES_H
+#define MF_SERVER_COMMON_NAMES_H
 
 #define MF_NAME_MAX 64
 
@@ -15,4 +15,4 @@ int mf_names__valid_sha256(const char *s);
 /* 1 when `s` is exactly 32 hex digits of either case: a check-in nonce. */
 int mf_names__valid_nonce(const char *s);
 
-#endif /* MF_SERVER_HTTP_NAMES_H */
+#endif /* MF_SERVER_COMMON_NAMES_H */
