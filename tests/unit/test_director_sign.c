@@ -6,7 +6,7 @@
  * batch size of 1 they never are. A lone caller always gets a plain signature.
  */
 #include "mf_test.h"
-#include "fs_testutil.h"
+#include "kit_fs.h"
 #include "manifest_testutil.h"
 #include "app/director.h"
 #include "app/director_int.h"
@@ -69,7 +69,7 @@ static int teardown(void **state)
     mf_director__close(director);
     mf_free(NULL, rel);
     fx_free(&world);
-    mf_test__rmtree(dir);
+    mf_kit_fs_rmtree(dir);
     return 0;
 }
 

@@ -9,7 +9,7 @@
  * bytes the device sent, and `mfctl samples export` must write it out as .npy + JSONL.
  */
 #define _GNU_SOURCE
-#include "fs_testutil.h"
+#include "kit_fs.h"
 #include "test_offload_util.h"
 #include "test_offload_e2e_util.h"
 #include "cmd_samples.h"
@@ -114,7 +114,7 @@ static int teardown(void **state)
     (void)state;
     mf_server__stop(fx.srv);
     tplat_done(&fx.t);
-    mf_test__rmtree(fx.dir);
+    mf_kit_fs_rmtree(fx.dir);
     return 0;
 }
 

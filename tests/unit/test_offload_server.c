@@ -10,7 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "mf_test.h"
-#include "fs_testutil.h"
+#include "kit_fs.h"
 #include "test_teacher_fake.h"
 
 #include "app/server.h"
@@ -160,7 +160,7 @@ static int teardown(void **state)
     (void)state;
     mf_server__stop(fx.srv);
     fake_oip_stop(&fx.teacher);
-    mf_test__rmtree(fx.dir);
+    mf_kit_fs_rmtree(fx.dir);
     return 0;
 }
 

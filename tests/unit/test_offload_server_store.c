@@ -7,7 +7,7 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include "mf_test.h"
-#include "fs_testutil.h"
+#include "kit_fs.h"
 #include "pg_testutil.h"
 #include "store/store.h"
 
@@ -50,7 +50,7 @@ static int teardown(void **state)
     mf_store__close(f->s);
     if (f->pg)
         mf_pgtest__drop_db(f->url);
-    mf_test__rmtree(f->dir);
+    mf_kit_fs_rmtree(f->dir);
     free(f);
     return 0;
 }

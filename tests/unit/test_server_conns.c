@@ -9,7 +9,7 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include "mf_test.h"
-#include "fs_testutil.h"
+#include "kit_fs.h"
 #include "app/server.h"
 
 #include <arpa/inet.h>
@@ -59,7 +59,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    mf_test__rmtree(tmp_dir);
+    mf_kit_fs_rmtree(tmp_dir);
     return 0;
 }
 

@@ -8,7 +8,7 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw, popen */
 #include "mf_test.h"
-#include "fs_testutil.h"
+#include "kit_fs.h"
 #include "manifest_testutil.h"
 #include "app/director.h"
 #include "app/server.h"
@@ -275,7 +275,7 @@ static int group_teardown(void **state)
     (void)state;
     mf_server__stop(fx.srv);
     fx_free(&world);
-    mf_test__rmtree(fx.dir);
+    mf_kit_fs_rmtree(fx.dir);
     curl_global_cleanup();
     return 0;
 }

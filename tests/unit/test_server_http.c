@@ -7,7 +7,7 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw, kill */
 #include "mf_test.h"
-#include "fs_testutil.h"
+#include "kit_fs.h"
 #include "manifest_testutil.h"
 #include "pg_seed.h"
 #include "pg_testutil.h"
@@ -325,7 +325,7 @@ static int group_teardown(void **state)
     if (fx.store_url[0])
         mf_pgtest__drop_db(fx.store_url);
     fx_free(&world);
-    mf_test__rmtree(fx.dir);
+    mf_kit_fs_rmtree(fx.dir);
     curl_global_cleanup();
     return 0;
 }
