@@ -17,7 +17,6 @@
 struct mf_kit_http_conn {
     struct mf_kit_http *srv;
     int fd;
-    int answered; /* a complete answer went out */
     int detached; /* the socket was handed to the handler */
 };
 
@@ -101,7 +100,14 @@ static void send_body(struct mf_kit_http_conn *c, const struct mf_kit_http_reply
     } else {
         mf_kit_http_send(c, b, end);
     }
-    c->answered = end == len;
+}
+
+/* Counted before the first byte goes out: a client that has its answer finds it counted. */
+static void count_answer(struct mf_kit_http_conn *c)
+{
+    pthread_mutex_lock(&c->srv->lock);
+    c->srv->n_answered++;
+    pthread_mutex_unlock(&c->srv->lock);
 }
 
 void mf_kit_http_reply(struct mf_kit_http_conn *c, const struct mf_kit_http_reply *r)
@@ -112,13 +118,13 @@ void mf_kit_http_reply(struct mf_kit_http_conn *c, const struct mf_kit_http_repl
 
     if (r->delay_ms)
         mf_kit_http_sleep(c->srv, r->delay_ms);
+    if (r->status == 0 && !r->raw)
+        return; /* a lost answer: the connection closes unanswered */
+    count_answer(c);
     if (r->raw) {
         mf_kit_http_send(c, r->raw, strlen(r->raw));
-        c->answered = 1;
         return;
     }
-    if (r->status == 0)
-        return; /* a lost answer: the connection closes unanswered */
     n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n", r->status, reason(r->status));
     if (r->body || r->content_type)
         n += snprintf(head + n, sizeof(head) - (size_t)n, "Content-Type: %s\r\n",
@@ -135,9 +141,7 @@ void mf_kit_http_reply(struct mf_kit_http_conn *c, const struct mf_kit_http_repl
     mf_kit_http_send(c, head, (size_t)n);
     if (len)
         send_body(c, r, len);
-    else
-        c->answered = 1;
-    if (r->chunked && c->answered)
+    if (r->chunked && (r->cut_at == 0 || r->cut_at >= len))
         mf_kit_http_send(c, "\r\n0\r\n\r\n", 7);
 }
 
@@ -276,34 +280,44 @@ static void *serve(void *arg)
         }
         if (!c.detached)
             (void)shutdown(c.fd, SHUT_WR); /* the client sees the end of the answer */
-        if (c.answered && !c.detached) {
-            pthread_mutex_lock(&s->lock);
-            s->n_answered++;
-            pthread_mutex_unlock(&s->lock);
-        }
         (void)close(c.fd);
     }
     return NULL;
 }
 
-void mf_kit_http_start(struct mf_kit_http *s, mf_kit_http_handler fn, void *payload)
+/* A loopback socket bound to an ephemeral port; `port` gets the port. */
+static int bind_loopback(int *port)
 {
     struct sockaddr_in a = {.sin_family = AF_INET};
     socklen_t alen = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
 
+    assert_true(fd >= 0);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+int mf_kit_http_free_port(void)
+{
+    int port;
+
+    (void)close(bind_loopback(&port));
+    return port;
+}
+
+void mf_kit_http_start(struct mf_kit_http *s, mf_kit_http_handler fn, void *payload)
+{
     memset(s, 0, sizeof(*s));
     s->fn = fn;
     s->payload = payload;
     s->buf = malloc(MF_KIT_HTTP_MAX_REQUEST);
     assert_non_null(s->buf);
     assert_int_equal(pthread_mutex_init(&s->lock, NULL), 0);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    s->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(s->listen_fd >= 0);
-    assert_int_equal(bind(s->listen_fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    s->listen_fd = bind_loopback(&s->port);
     assert_int_equal(listen(s->listen_fd, 16), 0);
-    assert_int_equal(getsockname(s->listen_fd, (struct sockaddr *)&a, &alen), 0);
-    s->port = ntohs(a.sin_port);
     (void)snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d", s->port);
     assert_int_equal(pthread_create(&s->thread, NULL, serve, s), 0);
 }

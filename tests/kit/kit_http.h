@@ -58,7 +58,7 @@ typedef void (*mf_kit_http_handler)(void *payload, struct mf_kit_http_conn *c,
 
 struct mf_kit_http {
     int port;
-    char url[64]; /* "http://127.0.0.1:<port>", no trailing slash */
+    char url[40]; /* "http://127.0.0.1:<port>", no trailing slash */
     /* private */
     int listen_fd;
     pthread_t thread;
@@ -83,12 +83,16 @@ void mf_kit_http_start(struct mf_kit_http *s, mf_kit_http_handler fn, void *payl
 /* Stops the thread and closes the socket; frees what the server holds (captures too). */
 void mf_kit_http_stop(struct mf_kit_http *s);
 
+/* A loopback port that was free a moment ago: nothing listens there (connection refused). */
+int mf_kit_http_free_port(void);
+
 /* Queues `r` (strings are copied) as the reply to the next request not yet scripted. */
 void mf_kit_http_script(struct mf_kit_http *s, const struct mf_kit_http_reply *r);
 /* The reply (copied) once the script is used up, until set again. */
 void mf_kit_http_set_default(struct mf_kit_http *s, const struct mf_kit_http_reply *r);
 
-/* Requests read so far, and answers sent in full (lost answers do not count). */
+/* Requests read so far, and replies begun through mf_kit_http_reply() (lost answers do not
+ * count; bytes a handler sends with mf_kit_http_send() alone do not either). */
 int mf_kit_http_requests(struct mf_kit_http *s);
 int mf_kit_http_answered(struct mf_kit_http *s);
 /* Request `i` (0: the first) while it is among the last MF_KIT_HTTP_MAX_CAPTURE; -1: the last
@@ -102,7 +106,7 @@ void mf_kit_http_json(struct mf_kit_http_conn *c, int status, const char *body);
 /* For handlers: bytes on the wire as they are. */
 void mf_kit_http_send(struct mf_kit_http_conn *c, const void *p, size_t n);
 /* For handlers: a duplicate of the connection's socket, which the caller now closes; the server
- * neither shuts it down nor counts the answer (a response finished later, from a thread). */
+ * does not shut it down (a response finished later, from a thread). */
 int mf_kit_http_detach(struct mf_kit_http_conn *c);
 /* Sleeps `ms`, ending early when the server stops. */
 void mf_kit_http_sleep(struct mf_kit_http *s, unsigned ms);

@@ -11,7 +11,7 @@
 #define _GNU_SOURCE
 #include "mf_test.h"
 #include "kit_fs.h"
-#include "test_teacher_fake.h"
+#include "teacher_fixture.h"
 
 #include "app/server.h"
 #include "app/token.h"
@@ -34,7 +34,7 @@ struct fixture {
     char admin[MF_TOKEN_LEN + 1], device[128];
     struct mf_server *srv;
     uint16_t port;
-    struct fake_oip teacher;
+    struct teacher_fake teacher;
 };
 
 static struct fixture fx;
@@ -117,7 +117,7 @@ static int setup(void **state)
     (void)state;
     memset(&fx, 0, sizeof(fx));
     (void)signal(SIGPIPE, SIG_IGN);
-    fake_oip_start(&fx.teacher, probs3, 3);
+    teacher_fake_start(&fx.teacher, probs3, 3);
     (void)snprintf(fx.dir, sizeof(fx.dir), "/tmp/mf-offsrv-XXXXXX");
     assert_non_null(mkdtemp(fx.dir));
     (void)snprintf(fx.data, sizeof(fx.data), "%s/data", fx.dir);
@@ -131,7 +131,7 @@ static int setup(void **state)
             " \"breaker_failures\": 2, \"breaker_open_ms\": 200},"
             "\"policy\": {\"enabled\": true, \"method\": \"max_softmax\", \"mode\": \"sync\","
             " \"target_rate\": 0.1, \"deadline_ms\": 250}}}}",
-            fx.teacher.port);
+            fx.teacher.http.port);
     fclose(f);
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
     assert_int_equal(mf_server__init_data_dir(&changed, &ctx, fx.data, NULL), MF_OK);
@@ -159,7 +159,7 @@ static int teardown(void **state)
 {
     (void)state;
     mf_server__stop(fx.srv);
-    fake_oip_stop(&fx.teacher);
+    teacher_fake_stop(&fx.teacher);
     mf_kit_fs_rmtree(fx.dir);
     return 0;
 }
@@ -226,7 +226,7 @@ static void test_offload_server__ask_answered_and_stored(void **state)
     assert_true(cJSON_GetArrayItem(out, 1)->valuedouble > 0.69);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "stored")));
     cJSON_Delete(j);
-    assert_non_null(strstr(fx.teacher.last_body, "\"data\":[0,1,2,")); /* "AAEC" = 00 01 02 */
+    assert_non_null(strstr(mf_kit_http_request(&fx.teacher.http, -1)->body, "\"data\":[0,1,2,")); /* "AAEC" = 00 01 02 */
     /* Stored with the teacher's label; a labelled-and-sure filter finds it. */
     assert_int_equal(exported("&min_teacher_confidence=0.6"), 1);
     assert_non_null(strstr(rep.body, "\"teacher_version\":\"k-3\""));
@@ -244,7 +244,7 @@ static void test_offload_server__slow_and_down_teacher(void **state)
     double t0;
 
     (void)state;
-    fake_oip_set(&fx.teacher, FAKE_SLOW, 1500);
+    teacher_fake_set(&fx.teacher, TEACHER_FAKE_SLOW, 1500);
     sample_json(smp, sizeof(smp), 2, "hard");
     (void)snprintf(body, sizeof(body),
                    "{\"request_id\":\"%032x\",\"deadline_ms\":250,\"sample\":%s}", 2, smp);
@@ -252,7 +252,7 @@ static void test_offload_server__slow_and_down_teacher(void **state)
     assert_int_equal(http("POST", "/v1/offload/ask", fx.device, body), 503);
     assert_true(now_ms() - t0 < 250); /* the server gives up inside the device's deadline */
     /* Down: two failures open the breaker, the next ask fails at once. */
-    fake_oip_set(&fx.teacher, FAKE_FAIL, 0);
+    teacher_fake_set(&fx.teacher, TEACHER_FAKE_FAIL, 0);
     assert_int_equal(http("POST", "/v1/offload/ask", fx.device, body), 503);
     t0 = now_ms();
     assert_int_equal(http("POST", "/v1/offload/ask", fx.device, body), 503);
@@ -262,7 +262,7 @@ static void test_offload_server__slow_and_down_teacher(void **state)
     assert_int_equal(exported(""), 1);
     assert_non_null(strstr(rep.body, "\"teacher_version\":null"));
     /* The teacher comes back: the labelling job labels it (bounded wait, 100 x 100 ms). */
-    fake_oip_set(&fx.teacher, FAKE_OK, 0);
+    teacher_fake_set(&fx.teacher, TEACHER_FAKE_OK, 0);
     for (int i = 0; i < 100 && exported("&min_teacher_confidence=0.5") == 0; i++)
         usleep(100 * 1000);
     assert_int_equal(exported("&min_teacher_confidence=0.5"), 1);
