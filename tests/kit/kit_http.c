@@ -40,18 +40,23 @@ void mf_kit_http_sleep(struct mf_kit_http *s, unsigned ms)
     }
 }
 
-void mf_kit_http_send(struct mf_kit_http_conn *c, const void *p, size_t n)
+void mf_kit_http_send_fd(int fd, const void *p, size_t n)
 {
     const char *b = p;
 
     while (n > 0) {
-        ssize_t w = send(c->fd, b, n, MSG_NOSIGNAL);
+        ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
 
         if (w <= 0)
             return; /* the client went away: nothing more to tell it */
         b += w;
         n -= (size_t)w;
     }
+}
+
+void mf_kit_http_send(struct mf_kit_http_conn *c, const void *p, size_t n)
+{
+    mf_kit_http_send_fd(c->fd, p, n);
 }
 
 static const char *reason(int status)

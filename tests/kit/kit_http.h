@@ -105,6 +105,8 @@ void mf_kit_http_reply(struct mf_kit_http_conn *c, const struct mf_kit_http_repl
 void mf_kit_http_json(struct mf_kit_http_conn *c, int status, const char *body);
 /* For handlers: bytes on the wire as they are. */
 void mf_kit_http_send(struct mf_kit_http_conn *c, const void *p, size_t n);
+/* The bytes on a detached socket (a client gone away ends the sending quietly). */
+void mf_kit_http_send_fd(int fd, const void *p, size_t n);
 /* For handlers: a duplicate of the connection's socket, which the caller now closes; the server
  * does not shut it down (a response finished later, from a thread). */
 int mf_kit_http_detach(struct mf_kit_http_conn *c);

@@ -8,7 +8,7 @@
  * extra bytes, a cut connection, 404, malformed or replayed check-in answers, releases
  * signed with the director key, releases below the device's floor).
  */
-#include "agent_testutil.h"
+#include "agent_fixture.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>

@@ -8,7 +8,7 @@
  * write, fallback to the full blob, metered refusal); and the peak heap of a large update.
  * Every case ends in a clear error or a correct install, never a corrupt one.
  */
-#include "agent_testutil.h"
+#include "agent_fixture.h"
 #include "mf/diff.h"
 
 #include <stdio.h>

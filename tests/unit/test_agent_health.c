@@ -7,7 +7,7 @@
  * only by a security floor), the check-in fields that carry all of it, backoff between
  * failed attempts, and the parsers of the progress record and response headers.
  */
-#include "agent_testutil.h"
+#include "agent_fixture.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
