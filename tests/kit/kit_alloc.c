@@ -41,12 +41,13 @@ static void kit_free_fn(void *payload, void *ptr)
     test_free(h);
 }
 
-void mf_kit_alloc_init(struct mf_kit_alloc *k, long fail_at, enum mf_kit_alloc_mode mode)
+mf_allocator mf_kit_alloc_init(struct mf_kit_alloc *k, long fail_at, enum mf_kit_alloc_mode mode)
 {
     *k = (struct mf_kit_alloc){.fail_at = fail_at, .mode = mode};
     k->a.alloc = kit_alloc_fn;
     k->a.free = kit_free_fn;
     k->a.payload = k;
+    return k->a;
 }
 
 void mf_kit_alloc_rearm(struct mf_kit_alloc *k, long fail_at)
@@ -66,7 +67,7 @@ void *mf_kit_alloc_global_malloc(size_t n)
     static struct mf_kit_alloc quiet; /* no fault, counts nobody looks at */
 
     if (!quiet.a.alloc)
-        mf_kit_alloc_init(&quiet, -1, MF_KIT_ALLOC_FAIL_ONE);
+        (void)mf_kit_alloc_init(&quiet, -1, MF_KIT_ALLOC_FAIL_ONE);
     return kit_alloc_fn(g_global ? g_global : &quiet, n);
 }
 

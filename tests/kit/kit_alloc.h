@@ -29,8 +29,9 @@ struct mf_kit_alloc {
     size_t peak;  /* most bytes held at once */
 };
 
-/* Counters to zero, the hooks set, the Nth allocation to refuse (-1: none). */
-void mf_kit_alloc_init(struct mf_kit_alloc *k, long fail_at, enum mf_kit_alloc_mode mode);
+/* Counters to zero, the hooks set, the Nth allocation to refuse (-1: none). Returns a copy of
+ * k->a, for callers that keep the allocator in a variable of their own. */
+mf_allocator mf_kit_alloc_init(struct mf_kit_alloc *k, long fail_at, enum mf_kit_alloc_mode mode);
 
 /* A new fault point and zeroed call counters; the bytes held (and their peak) stay. */
 void mf_kit_alloc_rearm(struct mf_kit_alloc *k, long fail_at);

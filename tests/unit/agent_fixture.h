@@ -14,6 +14,7 @@
 #define MF_AGENT_FIXTURE_H
 
 #include "mf_test.h"
+#include "kit_alloc.h"
 #include "kit_http.h"
 #include "manifest_testutil.h"
 #include "mf/sys/platform_posix.h"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the mf-agent configuration parser (device/agent/agent_config.c). */
 #include "mf_test.h"
+#include "kit_alloc.h"
 #include "agent_config.h"
 
 #include <stdio.h>
@@ -119,25 +120,10 @@ static void test_agent_config__errors_cite_file_and_key(void **state)
     }
 }
 
-static void *fail_nth(void *payload, size_t size)
-{
-    int *left = payload;
-
-    if ((*left)-- == 0)
-        return NULL;
-    return test_malloc(size);
-}
-
-static void free_it(void *payload, void *p)
-{
-    (void)payload;
-    test_free(p);
-}
-
 static void test_agent_config__every_allocation_failure_is_clean(void **state)
 {
-    int left = 0;
-    mf_allocator a = {fail_nth, free_it, &left};
+    struct mf_kit_alloc k;
+    mf_allocator a = mf_kit_alloc_init(&k, 0, MF_KIT_ALLOC_FAIL_ONE);
     int n, err = MF_E_NOMEM;
 
     (void)state;
@@ -146,7 +132,7 @@ static void test_agent_config__every_allocation_failure_is_clean(void **state)
         struct mf_ctx ctx;
 
         mf_ctx__init(&ctx, &a, NULL, NULL, "test");
-        left = n;
+        mf_kit_alloc_rearm(&k, n);
         err = mf_agent_config__parse(&c, &ctx, "a.json", GOOD, strlen(GOOD));
         if (err == MF_E_NOMEM)
             assert_non_null(strstr(mf_ctx__errmsg(&ctx), "no memory"));

@@ -6,7 +6,7 @@
  * injection of every encoder allocation.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "diff_test_util.h"
+#include "diff_fixture.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -469,8 +469,8 @@ static void test_diff_create__failing_allocator_every_call(void **state)
     for (int fmt = 0; fmt < 2; fmt++) {
         o.format = (mf_diff_format)fmt;
         for (long k = 0;; k++) {
-            struct dt_alloc ca;
-            mf_allocator a = dt_allocator(&ca, k);
+            struct mf_kit_alloc ca;
+            mf_allocator a = mf_kit_alloc_init(&ca, k, MF_KIT_ALLOC_FAIL_FROM);
             mf_diff *d = NULL;
             uint8_t *patch = NULL;
             size_t plen = 0;

@@ -5,6 +5,7 @@
  * malformed text), and seeded permutations.
  */
 #include "mf_test.h"
+#include "kit_alloc.h"
 
 #include "mf_ctx.h"
 #include "mf_dataset.h"
@@ -261,31 +262,12 @@ static void test_example_data__select_copies(void **state)
     mf_dataset_free(ds);
 }
 
-struct failing_alloc {
-    int calls, fail_at;
-};
-
-static void *failing_alloc_fn(void *payload, size_t size)
-{
-    struct failing_alloc *f = payload;
-
-    if (f->calls++ == f->fail_at)
-        return NULL;
-    return test_malloc(size);
-}
-
-static void failing_free_fn(void *payload, void *p)
-{
-    (void)payload;
-    test_free(p);
-}
-
 /* Loading fails cleanly (MF_E_NOMEM, no leak) whichever allocation fails. */
 static void test_example_data__load_survives_every_failed_allocation(void **state)
 {
     char ip[1024], lp[1024];
-    struct failing_alloc f;
-    const mf_allocator a = {failing_alloc_fn, failing_free_fn, &f};
+    struct mf_kit_alloc f;
+    const mf_allocator a = mf_kit_alloc_init(&f, 0, MF_KIT_ALLOC_FAIL_ONE);
     mf_dataset *ds = NULL;
     int err, n;
 
@@ -293,7 +275,7 @@ static void test_example_data__load_survives_every_failed_allocation(void **stat
     (void)data_path(ip, sizeof(ip), "tiny-images-idx3-ubyte.gz");
     (void)data_path(lp, sizeof(lp), "tiny-labels-idx1-ubyte.gz");
     for (n = 0;; n++) {
-        f = (struct failing_alloc){0, n};
+        mf_kit_alloc_rearm(&f, n);
         err = mf_dataset_load_idx(&ds, &ctx, &a, ip, lp);
         if (err == MF_OK)
             break;

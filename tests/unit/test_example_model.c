@@ -6,6 +6,7 @@
  * cross-check that standard tools read our files.
  */
 #include "mf_test.h"
+#include "kit_alloc.h"
 
 #include "mf_confidence.h"
 #include "mf_ctx.h"
@@ -263,31 +264,11 @@ static void test_example_model__student_file_round_trip_and_rejects(void **state
     mf_student_model_free(m);
 }
 
-/* Allocator failing its Nth call (counted from 0), through cmocka's leak-checked heap. */
-struct failing_alloc {
-    int calls, fail_at;
-};
-
-static void *failing_alloc_fn(void *payload, size_t size)
-{
-    struct failing_alloc *f = payload;
-
-    if (f->calls++ == f->fail_at)
-        return NULL;
-    return test_malloc(size);
-}
-
-static void failing_free_fn(void *payload, void *p)
-{
-    (void)payload;
-    test_free(p);
-}
-
 static void test_example_model__decode_survives_every_failed_allocation(void **state)
 {
     mf_student_model *m = NULL, *back = NULL;
-    struct failing_alloc f;
-    const mf_allocator a = {failing_alloc_fn, failing_free_fn, &f};
+    struct mf_kit_alloc f;
+    const mf_allocator a = mf_kit_alloc_init(&f, 0, MF_KIT_ALLOC_FAIL_ONE);
     struct mf_dynbuf b;
     int err, n;
 
@@ -299,7 +280,7 @@ static void test_example_model__decode_survives_every_failed_allocation(void **s
     /* Fail call 0, 1, 2, ... until decoding needs no more calls than that: each failure
      * must come back as MF_E_NOMEM with nothing leaked (cmocka checks at test end). */
     for (n = 0;; n++) {
-        f = (struct failing_alloc){0, n};
+        mf_kit_alloc_rearm(&f, n);
         err = mf_student_model_decode(&back, &ctx, &a, b.data, b.len);
         if (err == MF_OK)
             break;

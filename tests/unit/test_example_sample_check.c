@@ -11,7 +11,7 @@
 #include "mf_ctx.h"
 #include "mf_dynbuf.h"
 #include "mf_sample_check.h"
-#include "test_offload_util.h" /* talloc: fails the Nth allocation, leak-checked */
+#include "kit_alloc.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -115,14 +115,14 @@ static void test_example_sample_check__index_allocation_failures(void **state)
 {
     uint8_t x[6] = {1, 2, 3, 4, 5, 6}, y[2] = {1, 2};
     mf_dataset ds = make_set(x, y, 2, 3);
-    struct talloc ta;
+    struct mf_kit_alloc ta;
     struct mf_ctx fctx;
     mf_label_index *ix;
     long n;
 
     (void)state;
     for (n = 0;; n++) {
-        talloc_init(&ta);
+        (void)mf_kit_alloc_init(&ta, -1, MF_KIT_ALLOC_FAIL_ONE);
         ta.fail_at = n;
         mf_ctx__init(&fctx, &ta.a, NULL, NULL, "test");
         ix = (mf_label_index *)&ta; /* must be reset to NULL on failure */

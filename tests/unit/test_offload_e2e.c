@@ -10,7 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "kit_fs.h"
-#include "test_offload_util.h"
+#include "offload_fixture.h"
 #include "test_offload_e2e_util.h"
 #include "cmd_samples.h"
 #include "mf_hex.h"

@@ -4,7 +4,7 @@
  * follows docs/protocol-offload.md and misbehaves on demand: a slow teacher, malformed answers, error statuses, a lost ack. It
  * records every batch id and sample id it stores, so tests can prove "each sample once".
  */
-#include "test_offload_util.h"
+#include "offload_fixture.h"
 #include "kit_http.h"
 #include "mf_offload_int.h"
 
@@ -159,7 +159,7 @@ static void fake_stop(struct fake *s)
 struct fx {
     struct fake srv;
     struct tplat t;
-    struct talloc ta;
+    struct mf_kit_alloc ta;
     char url[64];
     mf_offload_options opts;
 };
@@ -170,7 +170,7 @@ static int setup(void **state)
 
     fake_start(&f->srv);
     tplat_init(&f->t);
-    talloc_init(&f->ta);
+    (void)mf_kit_alloc_init(&f->ta, -1, MF_KIT_ALLOC_FAIL_ONE);
     (void)snprintf(f->url, sizeof(f->url), "%s/", f->srv.http.url);
     assert_int_equal(mf_offload_options_init(&f->opts, MF_OFFLOAD_OPTIONS_VERSION), MF_OK);
     f->opts.model = "digits";
