@@ -397,24 +397,25 @@ void mf_kit_http_set_default(struct mf_kit_http *s, const struct mf_kit_http_rep
     free(old);
 }
 
-int mf_kit_http_requests(struct mf_kit_http *s)
+/* A counter the server thread moves, read under its lock. */
+static int counter(struct mf_kit_http *s, const int *field)
 {
     int n;
 
     pthread_mutex_lock(&s->lock);
-    n = s->n_requests;
+    n = *field;
     pthread_mutex_unlock(&s->lock);
     return n;
 }
 
+int mf_kit_http_requests(struct mf_kit_http *s)
+{
+    return counter(s, &s->n_requests);
+}
+
 int mf_kit_http_answered(struct mf_kit_http *s)
 {
-    int n;
-
-    pthread_mutex_lock(&s->lock);
-    n = s->n_answered;
-    pthread_mutex_unlock(&s->lock);
-    return n;
+    return counter(s, &s->n_answered);
 }
 
 const struct mf_kit_http_request *mf_kit_http_request(struct mf_kit_http *s, int i)
