@@ -9,6 +9,7 @@
 
 #include "mf_test.h"
 #include "kit_alloc.h"
+#include "kit_fs.h"
 #include "mf/diff.h"
 
 #include <math.h>

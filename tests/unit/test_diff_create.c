@@ -371,8 +371,7 @@ static void test_diff_create__bsdiff40_interop_with_bsdiff43(void **state)
     assert_memory_equal(out, nw, n);
     mf_free(NULL, out);
     free(patch);
-    (void)snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    mf_kit_fs_rmtree(dir);
     free(old);
     free(nw);
 }

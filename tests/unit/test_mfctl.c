@@ -4,7 +4,7 @@
  * against a one-request fake server on 127.0.0.1 (ephemeral port, one thread).
  */
 #include "mf_test.h"
-#include "mfctl.h"
+#include "mfctl_fixture.h"
 
 #include "kit_fs.h"
 #include "kit_http.h"
@@ -14,43 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* ---- running mfctl with captured output ---- */
-
-struct run {
-    int rc;
-    char *out;
-    char *err;
-    size_t out_len, err_len;
-};
-
-static void run_mfctl(struct run *r, int argc, const char **argv_in)
-{
-    char *argv[16];
-    FILE *out, *err;
-
-    assert_true(argc < 16);
-    for (int i = 0; i < argc; i++)
-        argv[i] = (char *)argv_in[i]; /* mfctl reorders positional args in place */
-    argv[argc] = NULL;
-    out = open_memstream(&r->out, &r->out_len);
-    err = open_memstream(&r->err, &r->err_len);
-    r->rc = mfctl__main(argc, argv, out, err);
-    (void)fclose(out);
-    (void)fclose(err);
-}
-
-static void run_free(struct run *r)
-{
-    free(r->out); /* open_memstream memory comes from libc */
-    free(r->err);
-}
-
-#define RUN(r, ...)                                                                                \
-    do {                                                                                           \
-        const char *args_[] = {"mfctl", __VA_ARGS__};                                              \
-        run_mfctl((r), (int)(sizeof(args_) / sizeof(args_[0])), args_);                            \
-    } while (0)
 
 static int setup_env(void **state)
 {
@@ -62,95 +25,95 @@ static int setup_env(void **state)
 
 static void test_mfctl__global_help_lists_every_command(void **state)
 {
-    struct run r;
+    struct mfctl_run r;
 
     (void)state;
-    RUN(&r, "--help");
+    MFCTL_RUN(&r, "--help");
     assert_int_equal(r.rc, 0);
     assert_non_null(strstr(r.out, "publish"));
     assert_non_null(strstr(r.out, "models"));
     assert_non_null(strstr(r.out, "devices"));
     assert_non_null(strstr(r.out, "MF_SERVER"));
-    run_free(&r);
+    mfctl_run_free(&r);
 }
 
 static void test_mfctl__usage_errors_exit_2(void **state)
 {
-    struct run r;
+    struct mfctl_run r;
 
     (void)state;
-    RUN(&r, "frobnicate");
+    MFCTL_RUN(&r, "frobnicate");
     assert_int_equal(r.rc, 2);
     assert_non_null(strstr(r.err, "unknown command \"frobnicate\""));
-    run_free(&r);
-    RUN(&r, "--bogus", "models");
+    mfctl_run_free(&r);
+    MFCTL_RUN(&r, "--bogus", "models");
     assert_int_equal(r.rc, 2);
     assert_non_null(strstr(r.err, "\"--bogus\""));
-    run_free(&r);
-    RUN(&r, "--server");
+    mfctl_run_free(&r);
+    MFCTL_RUN(&r, "--server");
     assert_int_equal(r.rc, 2);
-    run_free(&r);
-    RUN(&r, "--server", "http://x");
+    mfctl_run_free(&r);
+    MFCTL_RUN(&r, "--server", "http://x");
     assert_int_equal(r.rc, 2);
     assert_non_null(strstr(r.err, "no command"));
-    run_free(&r);
-    RUN(&r, "publish", "detector", "v1");
+    mfctl_run_free(&r);
+    MFCTL_RUN(&r, "publish", "detector", "v1");
     assert_int_equal(r.rc, 2);
     assert_non_null(strstr(r.err, "expected NAME VERSION FILE"));
-    run_free(&r);
-    RUN(&r, "publish", "../etc", "v1", "/dev/null");
+    mfctl_run_free(&r);
+    MFCTL_RUN(&r, "publish", "../etc", "v1", "/dev/null");
     assert_int_equal(r.rc, 2);
     assert_non_null(strstr(r.err, "\"../etc\""));
-    run_free(&r);
-    RUN(&r, "models", "--verbose");
+    mfctl_run_free(&r);
+    MFCTL_RUN(&r, "models", "--verbose");
     assert_int_equal(r.rc, 2);
     assert_non_null(strstr(r.err, "unknown option \"--verbose\""));
-    run_free(&r);
-    RUN(&r, "devices", "extra");
+    mfctl_run_free(&r);
+    MFCTL_RUN(&r, "devices", "extra");
     assert_int_equal(r.rc, 2);
     assert_non_null(strstr(r.err, "unexpected argument \"extra\""));
-    run_free(&r);
+    mfctl_run_free(&r);
 }
 
 static void test_mfctl__command_help(void **state)
 {
     static const char *const cmds[] = {"publish", "upload", "release",
                                        "trust",   "models", "devices"};
-    struct run r;
+    struct mfctl_run r;
 
     (void)state;
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-        RUN(&r, cmds[i], "--help");
+        MFCTL_RUN(&r, cmds[i], "--help");
         assert_int_equal(r.rc, 0);
         assert_non_null(strstr(r.out, "usage: mfctl"));
         assert_non_null(strstr(r.out, cmds[i]));
-        run_free(&r);
+        mfctl_run_free(&r);
     }
 }
 
 static void test_mfctl__server_and_token_are_required(void **state)
 {
-    struct run r;
+    struct mfctl_run r;
 
     (void)state;
-    RUN(&r, "models");
+    MFCTL_RUN(&r, "models");
     assert_int_equal(r.rc, 1);
     assert_non_null(strstr(r.err, "no server"));
-    run_free(&r);
+    mfctl_run_free(&r);
     /* The environment supplies the server; the token is still missing. */
     assert_int_equal(setenv("MF_SERVER", "http://127.0.0.1:1", 1), 0);
-    RUN(&r, "models");
+    MFCTL_RUN(&r, "models");
     assert_int_equal(r.rc, 1);
     assert_non_null(strstr(r.err, "no admin token"));
-    run_free(&r);
-    RUN(&r, "--token-file", "/nonexistent/token", "devices");
+    mfctl_run_free(&r);
+    MFCTL_RUN(&r, "--token-file", "/nonexistent/token", "devices");
     assert_int_equal(r.rc, 1);
     assert_non_null(strstr(r.err, "/nonexistent/token"));
-    run_free(&r);
-    RUN(&r, "publish", "m", "v1", "/nonexistent/model.bin", "--release-key", "/nonexistent/k");
+    mfctl_run_free(&r);
+    MFCTL_RUN(&r, "publish", "m", "v1", "/nonexistent/model.bin", "--release-key", "/nonexistent/k");
     assert_int_equal(r.rc, 1);
     assert_non_null(strstr(r.err, "/nonexistent/model.bin"));
-    run_free(&r);
+    mfctl_run_free(&r);
 }
 
 static void test_mfctl__tables(void **state)
@@ -216,7 +179,7 @@ static void test_mfctl__upload_streams_file_with_sha256(void **state)
     const struct mf_kit_http_request *q;
     struct mf_kit_http s;
     uint8_t d[32];
-    struct run r;
+    struct mfctl_run r;
 
     (void)state;
     for (size_t i = 0; i < sizeof(data); i++)
@@ -230,7 +193,7 @@ static void test_mfctl__upload_streams_file_with_sha256(void **state)
         (void)snprintf(sha_hex + 2 * i, 3, "%02x", d[i]);
     serve_once(&s, reply, url, sizeof(url));
     (void)snprintf(url + strlen(url), sizeof(url) - strlen(url), "/"); /* a trailing slash too */
-    RUN(&r, "--server", url, "--token-file", tok, "upload", "detector", "v7", model);
+    MFCTL_RUN(&r, "--server", url, "--token-file", tok, "upload", "detector", "v7", model);
     q = mf_kit_http_request(&s, 0);
     if (r.rc != 0)
         print_error("%s", r.err);
@@ -245,7 +208,7 @@ static void test_mfctl__upload_streams_file_with_sha256(void **state)
     assert_int_equal(q->body_len, sizeof(data));
     assert_memory_equal(q->body, data, sizeof(data));
     mf_kit_http_stop(&s);
-    run_free(&r);
+    mfctl_run_free(&r);
     (void)unlink(tok);
     (void)unlink(model);
 }
@@ -260,7 +223,7 @@ static void test_mfctl__publish_conflict_is_reported(void **state)
     char key[] = "/tmp/mfctl-key-XXXXXX";
     char url[64];
     struct mf_kit_http s;
-    struct run r;
+    struct mfctl_run r;
 
     (void)state;
     (void)close(mkstemp(tok));
@@ -269,20 +232,20 @@ static void test_mfctl__publish_conflict_is_reported(void **state)
     (void)unlink(key); /* keys gen never overwrites */
     mf_kit_fs_write(tok, "mfa_secret", 10);
     mf_kit_fs_write(model, "abc", 3);
-    RUN(&r, "keys", "gen", key);
+    MFCTL_RUN(&r, "keys", "gen", key);
     assert_int_equal(r.rc, 0);
-    run_free(&r);
+    mfctl_run_free(&r);
     serve_once(&s, reply, url, sizeof(url));
     assert_int_equal(setenv("MF_SERVER", url, 1), 0);
     assert_int_equal(setenv("MF_TOKEN_FILE", tok, 1), 0);
     /* Unsigned publishing does not exist: no request is even made. */
-    RUN(&r, "publish", "detector", "v7", model);
+    MFCTL_RUN(&r, "publish", "detector", "v7", model);
     assert_int_equal(r.rc, 2);
     assert_non_null(strstr(r.err, "--release-key is required"));
-    run_free(&r);
+    mfctl_run_free(&r);
     /* Signed locally first (--sequence: no question to the server), then the upload, whose
      * 409 is reported. */
-    RUN(&r, "publish", "detector", "v7", model, "--release-key", key, "--sequence", "3");
+    MFCTL_RUN(&r, "publish", "detector", "v7", model, "--release-key", key, "--sequence", "3");
     assert_int_equal(r.rc, 1);
     assert_non_null(strstr(r.err, "HTTP 409"));
     assert_non_null(strstr(r.err, "exists with other bytes"));
@@ -290,7 +253,7 @@ static void test_mfctl__publish_conflict_is_reported(void **state)
     assert_non_null(strstr(mf_kit_http_request(&s, 0)->head,
                            "PUT /v1/admin/models/detector/versions/v7 HTTP/1.1"));
     mf_kit_http_stop(&s);
-    run_free(&r);
+    mfctl_run_free(&r);
     (void)unlink(tok);
     (void)unlink(model);
     (void)unlink(key);
@@ -306,7 +269,7 @@ static void test_mfctl__models_table_and_json(void **state)
     char tok[] = "/tmp/mfctl-tok-XXXXXX";
     char url[64];
     struct mf_kit_http s;
-    struct run r;
+    struct mfctl_run r;
 
     (void)state;
     assert_int_equal(strlen(strstr(reply, "\r\n\r\n") + 4), 100);
@@ -315,15 +278,15 @@ static void test_mfctl__models_table_and_json(void **state)
     for (int json = 0; json < 2; json++) {
         serve_once(&s, reply, url, sizeof(url));
         if (json)
-            RUN(&r, "--server", url, "--token-file", tok, "models", "--json");
+            MFCTL_RUN(&r, "--server", url, "--token-file", tok, "models", "--json");
         else
-            RUN(&r, "--server", url, "--token-file", tok, "models");
+            MFCTL_RUN(&r, "--server", url, "--token-file", tok, "models");
         assert_int_equal(r.rc, 0);
         assert_non_null(strstr(mf_kit_http_request(&s, 0)->head, "GET /v1/admin/models HTTP/1.1"));
         assert_non_null(strstr(r.out, json ? "{\"models\":[" : "MODEL"));
         assert_non_null(strstr(r.out, "detector"));
         mf_kit_http_stop(&s);
-        run_free(&r);
+        mfctl_run_free(&r);
     }
     (void)unlink(tok);
 }
@@ -368,37 +331,37 @@ static void test_mfctl__fleet_usage_errors(void **state)
 {
     static const char *const cmds[] = {"device",   "groups", "pins",
                                        "rollback", "tokens", "versions"};
-    struct run r;
+    struct mfctl_run r;
 
     (void)state;
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-        RUN(&r, cmds[i], "--help");
+        MFCTL_RUN(&r, cmds[i], "--help");
         assert_int_equal(r.rc, 0);
         assert_non_null(strstr(r.out, "usage: mfctl"));
-        run_free(&r);
+        mfctl_run_free(&r);
     }
-    RUN(&r, "pins", "set", "device", "cam-1");
+    MFCTL_RUN(&r, "pins", "set", "device", "cam-1");
     assert_int_equal(r.rc, 2);
-    run_free(&r);
-    RUN(&r, "pins", "set", "device", "../x", "det", "v1");
+    mfctl_run_free(&r);
+    MFCTL_RUN(&r, "pins", "set", "device", "../x", "det", "v1");
     assert_int_equal(r.rc, 2);
     assert_non_null(strstr(r.err, "\"../x\""));
-    run_free(&r);
-    RUN(&r, "device", "groups", "cam-1", "a,,b");
+    mfctl_run_free(&r);
+    MFCTL_RUN(&r, "device", "groups", "cam-1", "a,,b");
     assert_int_equal(r.rc, 2);
-    run_free(&r);
-    RUN(&r, "device", "reboot", "cam-1");
+    mfctl_run_free(&r);
+    MFCTL_RUN(&r, "device", "reboot", "cam-1");
     assert_int_equal(r.rc, 2);
-    run_free(&r);
-    RUN(&r, "tokens", "create", "ops");
+    mfctl_run_free(&r);
+    MFCTL_RUN(&r, "tokens", "create", "ops");
     assert_int_equal(r.rc, 2);
-    run_free(&r);
-    RUN(&r, "rollback", "start", "det");
+    mfctl_run_free(&r);
+    MFCTL_RUN(&r, "rollback", "start", "det");
     assert_int_equal(r.rc, 2);
-    run_free(&r);
-    RUN(&r, "versions");
+    mfctl_run_free(&r);
+    MFCTL_RUN(&r, "versions");
     assert_int_equal(r.rc, 2);
-    run_free(&r);
+    mfctl_run_free(&r);
 }
 
 /* Each fleet command sends the request of docs/openapi.yaml. */
@@ -460,13 +423,13 @@ static void test_mfctl__fleet_requests(void **state)
         const char *argv[12] = {"mfctl", "--server", url, "--token-file", tok};
         const struct mf_kit_http_request *q;
         struct mf_kit_http s;
-        struct run r;
+        struct mfctl_run r;
         int argc = 5;
 
         serve_once(&s, cases[i].reply, url, sizeof(url));
         for (int k = 0; k < 6 && cases[i].args[k]; k++)
             argv[argc++] = cases[i].args[k];
-        run_mfctl(&r, argc, argv);
+        mfctl_run(&r, argc, argv);
         if (r.rc != 0)
             fail_msg("mfctl %s: rc %d: %s", cases[i].args[0], r.rc, r.err);
         q = mf_kit_http_request(&s, 0);
@@ -477,7 +440,7 @@ static void test_mfctl__fleet_requests(void **state)
         }
         assert_non_null(strstr(r.out, cases[i].out));
         mf_kit_http_stop(&s);
-        run_free(&r);
+        mfctl_run_free(&r);
     }
     (void)unlink(tok);
 }

@@ -9,6 +9,7 @@
  */
 #include "mf_test.h"
 #include "cmd_samples.h"
+#include "mfctl_fixture.h"
 #include "mf_hex.h"
 #include "mf_sha256.h"
 
@@ -116,22 +117,15 @@ static void test_mfctl_samples__npy_writer(void **state)
 
 /* ---- running mfctl ---- */
 
-static int run(char **err_text, int argc, const char *const *argv_in)
+/* Runs mfctl; `*err_text` is its stderr, valid until the next run. */
+static int run(char **err_text, int argc, const char *const *argv)
 {
-    static char errbuf[8192];
-    char *argv[16];
-    FILE *out = fopen("/dev/null", "w"), *err = fmemopen(errbuf, sizeof(errbuf) - 1, "w");
-    int rc;
+    static struct mfctl_run r;
 
-    assert_true(argc < 16);
-    for (int i = 0; i <= argc; i++)
-        argv[i] = (char *)argv_in[i]; /* mfctl reorders positional arguments in place */
-    memset(errbuf, 0, sizeof(errbuf));
-    rc = mfctl__main(argc, argv, out, err);
-    (void)fclose(out);
-    (void)fclose(err);
-    *err_text = errbuf;
-    return rc;
+    mfctl_run_free(&r);
+    mfctl_run(&r, argc, argv);
+    *err_text = r.err;
+    return r.rc;
 }
 
 static void test_mfctl_samples__usage_errors(void **state)
