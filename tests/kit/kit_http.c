@@ -90,8 +90,7 @@ static const char *reason(int status)
 }
 
 /* The body with the reply's faults: cut after cut_at bytes, one byte flipped. */
-static void send_body(struct mf_kit_http_conn *c, const struct mf_kit_http_reply *r,
-                      size_t len)
+static void send_body(struct mf_kit_http_conn *c, const struct mf_kit_http_reply *r, size_t len)
 {
     size_t end = r->cut_at > 0 && r->cut_at < len ? (size_t)r->cut_at : len;
     const uint8_t *b = (const uint8_t *)r->body;
@@ -251,8 +250,7 @@ static void answer_scripted(struct mf_kit_http_conn *c, const struct mf_kit_http
         r = s->dflt;
     } else {
         (void)snprintf(miss, sizeof(miss),
-                       "{\"error\":\"kit\",\"message\":\"no scripted reply for %.500s\"}",
-                       q->line);
+                       "{\"error\":\"kit\",\"message\":\"no scripted reply for %.500s\"}", q->line);
         r = (struct mf_kit_http_reply){.status = 500, .body = miss};
     }
     pthread_mutex_unlock(&s->lock);

@@ -70,7 +70,8 @@ static void handle_enroll(struct fake_server *s, struct mf_kit_http_conn *c, con
     if (cJSON_IsString(tok) && strcmp(tok->valuestring, ENROLL_TOKEN) == 0)
         mf_kit_http_json(c, 201, "{\"device_id\":\"cam-1\",\"credential\":\"" CREDENTIAL "\"}");
     else
-        mf_kit_http_json(c, 401, "{\"error\":\"unauthorized\",\"message\":\"enrollment token rejected\"}");
+        mf_kit_http_json(c, 401,
+                         "{\"error\":\"unauthorized\",\"message\":\"enrollment token rejected\"}");
     cJSON_Delete(doc);
 }
 
@@ -247,7 +248,8 @@ static void handle_blob(struct fake_server *s, struct mf_kit_http_conn *c, const
         from = 0; /* another representation: the whole thing */
     r.headers = headers;
     if (from > 0 && from < len && s->blob_mode != BLOB_NO_RANGE) {
-        (void)snprintf(headers, sizeof(headers), "ETag: %s\r\nContent-Range: bytes %llu-%llu/%llu\r\n",
+        (void)snprintf(headers, sizeof(headers),
+                       "ETag: %s\r\nContent-Range: bytes %llu-%llu/%llu\r\n",
                        s->blob_mode == BLOB_NEW_ETAG ? "\"republished\"" : etag,
                        s->blob_mode == BLOB_WRONG_RANGE ? 0ull : (unsigned long long)from,
                        (unsigned long long)len - 1, (unsigned long long)len);

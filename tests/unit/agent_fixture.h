@@ -72,12 +72,12 @@ struct fake_server {
     char delta_sha[65];
     char delta_from[65];
     /* transport faults, by absolute offset in the served object */
-    uint64_t cut_at;                    /* close the connection after this offset (0: never) ... */
-    int cuts_left;                      /* ... this many times */
-    uint64_t corrupt_at;                /* flip the byte at this offset ... */
-    int corrupt_left;                   /* ... this many times */
-    int stall_ms;                       /* BLOB_STALL: silence after half the bytes ... */
-    int stall_left;                     /* ... this many times */
+    uint64_t cut_at;        /* close the connection after this offset (0: never) ... */
+    int cuts_left;          /* ... this many times */
+    uint64_t corrupt_at;    /* flip the byte at this offset ... */
+    int corrupt_left;       /* ... this many times */
+    int stall_ms;           /* BLOB_STALL: silence after half the bytes ... */
+    int stall_left;         /* ... this many times */
     int stalling, stall_fd; /* the stalled response's thread */
     pthread_t stall_thread;
     const uint8_t *stall_data;

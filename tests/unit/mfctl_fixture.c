@@ -33,6 +33,18 @@ void mfctl_run_free(struct mfctl_run *r)
     r->out = r->err = NULL;
 }
 
+void mfctl_expect(int rc, const char *err_has, int argc, const char *const *argv)
+{
+    struct mfctl_run r;
+
+    mfctl_run(&r, argc, argv);
+    if (r.rc != rc)
+        fail_msg("mfctl %s: exit %d, want %d: %s", argc > 1 ? argv[1] : "", r.rc, rc, r.err);
+    if (err_has && !strstr(r.err, err_has))
+        fail_msg("mfctl %s: stderr lacks \"%s\": %s", argc > 1 ? argv[1] : "", err_has, r.err);
+    mfctl_run_free(&r);
+}
+
 char *mfctl_print_with(int (*print)(struct mfctl *, const char *, size_t), const char *json,
                        int expect)
 {

@@ -24,6 +24,16 @@ void mfctl_run_free(struct mfctl_run *r);
         mfctl_run((r), (int)(sizeof(args_) / sizeof(args_[0])), args_);                            \
     } while (0)
 
+/* Runs mfctl with `argv` and fails the case unless it exits `rc` with `err_has` (unless NULL)
+ * in its stderr. */
+void mfctl_expect(int rc, const char *err_has, int argc, const char *const *argv);
+
+#define MFCTL_EXPECT(rc, err_has, ...)                                                             \
+    do {                                                                                           \
+        const char *args_[] = {"mfctl", __VA_ARGS__};                                              \
+        mfctl_expect((rc), (err_has), (int)(sizeof(args_) / sizeof(args_[0])), args_);             \
+    } while (0)
+
 /* What `print` writes for `json` (it must return `expect`); free() the text. */
 char *mfctl_print_with(int (*print)(struct mfctl *, const char *, size_t), const char *json,
                        int expect);

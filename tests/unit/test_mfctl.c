@@ -39,40 +39,15 @@ static void test_mfctl__global_help_lists_every_command(void **state)
 
 static void test_mfctl__usage_errors_exit_2(void **state)
 {
-    struct mfctl_run r;
-
     (void)state;
-    MFCTL_RUN(&r, "frobnicate");
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "unknown command \"frobnicate\""));
-    mfctl_run_free(&r);
-    MFCTL_RUN(&r, "--bogus", "models");
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "\"--bogus\""));
-    mfctl_run_free(&r);
-    MFCTL_RUN(&r, "--server");
-    assert_int_equal(r.rc, 2);
-    mfctl_run_free(&r);
-    MFCTL_RUN(&r, "--server", "http://x");
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "no command"));
-    mfctl_run_free(&r);
-    MFCTL_RUN(&r, "publish", "detector", "v1");
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "expected NAME VERSION FILE"));
-    mfctl_run_free(&r);
-    MFCTL_RUN(&r, "publish", "../etc", "v1", "/dev/null");
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "\"../etc\""));
-    mfctl_run_free(&r);
-    MFCTL_RUN(&r, "models", "--verbose");
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "unknown option \"--verbose\""));
-    mfctl_run_free(&r);
-    MFCTL_RUN(&r, "devices", "extra");
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "unexpected argument \"extra\""));
-    mfctl_run_free(&r);
+    MFCTL_EXPECT(2, "unknown command \"frobnicate\"", "frobnicate");
+    MFCTL_EXPECT(2, "\"--bogus\"", "--bogus", "models");
+    MFCTL_EXPECT(2, NULL, "--server");
+    MFCTL_EXPECT(2, "no command", "--server", "http://x");
+    MFCTL_EXPECT(2, "expected NAME VERSION FILE", "publish", "detector", "v1");
+    MFCTL_EXPECT(2, "\"../etc\"", "publish", "../etc", "v1", "/dev/null");
+    MFCTL_EXPECT(2, "unknown option \"--verbose\"", "models", "--verbose");
+    MFCTL_EXPECT(2, "unexpected argument \"extra\"", "devices", "extra");
 }
 
 static void test_mfctl__command_help(void **state)
@@ -93,27 +68,14 @@ static void test_mfctl__command_help(void **state)
 
 static void test_mfctl__server_and_token_are_required(void **state)
 {
-    struct mfctl_run r;
-
     (void)state;
-    MFCTL_RUN(&r, "models");
-    assert_int_equal(r.rc, 1);
-    assert_non_null(strstr(r.err, "no server"));
-    mfctl_run_free(&r);
+    MFCTL_EXPECT(1, "no server", "models");
     /* The environment supplies the server; the token is still missing. */
     assert_int_equal(setenv("MF_SERVER", "http://127.0.0.1:1", 1), 0);
-    MFCTL_RUN(&r, "models");
-    assert_int_equal(r.rc, 1);
-    assert_non_null(strstr(r.err, "no admin token"));
-    mfctl_run_free(&r);
-    MFCTL_RUN(&r, "--token-file", "/nonexistent/token", "devices");
-    assert_int_equal(r.rc, 1);
-    assert_non_null(strstr(r.err, "/nonexistent/token"));
-    mfctl_run_free(&r);
-    MFCTL_RUN(&r, "publish", "m", "v1", "/nonexistent/model.bin", "--release-key", "/nonexistent/k");
-    assert_int_equal(r.rc, 1);
-    assert_non_null(strstr(r.err, "/nonexistent/model.bin"));
-    mfctl_run_free(&r);
+    MFCTL_EXPECT(1, "no admin token", "models");
+    MFCTL_EXPECT(1, "/nonexistent/token", "--token-file", "/nonexistent/token", "devices");
+    MFCTL_EXPECT(1, "/nonexistent/model.bin", "publish", "m", "v1", "/nonexistent/model.bin",
+                 "--release-key", "/nonexistent/k");
 }
 
 static void test_mfctl__tables(void **state)
@@ -232,17 +194,12 @@ static void test_mfctl__publish_conflict_is_reported(void **state)
     (void)unlink(key); /* keys gen never overwrites */
     mf_kit_fs_write(tok, "mfa_secret", 10);
     mf_kit_fs_write(model, "abc", 3);
-    MFCTL_RUN(&r, "keys", "gen", key);
-    assert_int_equal(r.rc, 0);
-    mfctl_run_free(&r);
+    MFCTL_EXPECT(0, NULL, "keys", "gen", key);
     serve_once(&s, reply, url, sizeof(url));
     assert_int_equal(setenv("MF_SERVER", url, 1), 0);
     assert_int_equal(setenv("MF_TOKEN_FILE", tok, 1), 0);
     /* Unsigned publishing does not exist: no request is even made. */
-    MFCTL_RUN(&r, "publish", "detector", "v7", model);
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "--release-key is required"));
-    mfctl_run_free(&r);
+    MFCTL_EXPECT(2, "--release-key is required", "publish", "detector", "v7", model);
     /* Signed locally first (--sequence: no question to the server), then the upload, whose
      * 409 is reported. */
     MFCTL_RUN(&r, "publish", "detector", "v7", model, "--release-key", key, "--sequence", "3");
@@ -340,28 +297,13 @@ static void test_mfctl__fleet_usage_errors(void **state)
         assert_non_null(strstr(r.out, "usage: mfctl"));
         mfctl_run_free(&r);
     }
-    MFCTL_RUN(&r, "pins", "set", "device", "cam-1");
-    assert_int_equal(r.rc, 2);
-    mfctl_run_free(&r);
-    MFCTL_RUN(&r, "pins", "set", "device", "../x", "det", "v1");
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "\"../x\""));
-    mfctl_run_free(&r);
-    MFCTL_RUN(&r, "device", "groups", "cam-1", "a,,b");
-    assert_int_equal(r.rc, 2);
-    mfctl_run_free(&r);
-    MFCTL_RUN(&r, "device", "reboot", "cam-1");
-    assert_int_equal(r.rc, 2);
-    mfctl_run_free(&r);
-    MFCTL_RUN(&r, "tokens", "create", "ops");
-    assert_int_equal(r.rc, 2);
-    mfctl_run_free(&r);
-    MFCTL_RUN(&r, "rollback", "start", "det");
-    assert_int_equal(r.rc, 2);
-    mfctl_run_free(&r);
-    MFCTL_RUN(&r, "versions");
-    assert_int_equal(r.rc, 2);
-    mfctl_run_free(&r);
+    MFCTL_EXPECT(2, NULL, "pins", "set", "device", "cam-1");
+    MFCTL_EXPECT(2, "\"../x\"", "pins", "set", "device", "../x", "det", "v1");
+    MFCTL_EXPECT(2, NULL, "device", "groups", "cam-1", "a,,b");
+    MFCTL_EXPECT(2, NULL, "device", "reboot", "cam-1");
+    MFCTL_EXPECT(2, NULL, "tokens", "create", "ops");
+    MFCTL_EXPECT(2, NULL, "rollback", "start", "det");
+    MFCTL_EXPECT(2, NULL, "versions");
 }
 
 /* Each fleet command sends the request of docs/openapi.yaml. */

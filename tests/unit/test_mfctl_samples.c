@@ -302,8 +302,8 @@ static void test_mfctl_samples__delete(void **state)
     (void)snprintf(url, sizeof(url), "%s", f.url);
     write_token(tok, sizeof(tok));
     assert_int_equal(run(&err, 9, argv), 0);
-    assert_non_null(strstr(mf_kit_http_request(&f, 0)->line,
-                           "DELETE /v1/admin/devices/cam-1/samples "));
+    assert_non_null(
+        strstr(mf_kit_http_request(&f, 0)->line, "DELETE /v1/admin/devices/cam-1/samples "));
     assert_int_equal(run(&err, 9, argv), 1); /* an answer without the count */
     assert_non_null(strstr(err, "no \"deleted\" count"));
     mf_kit_http_stop(&f);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mf_offload against a fake server (the kit's, kit_http.h, with a handler written here) that
- * follows docs/protocol-offload.md and misbehaves on demand: a slow teacher, malformed answers, error statuses, a lost ack. It
- * records every batch id and sample id it stores, so tests can prove "each sample once".
+ * follows docs/protocol-offload.md and misbehaves on demand: a slow teacher, malformed answers,
+ * error statuses, a lost ack. It records every batch id and sample id it stores, so tests can prove
+ * "each sample once".
  */
 #include "offload_fixture.h"
 #include "kit_http.h"
@@ -74,7 +75,8 @@ static void handle_ask(struct fake *s, struct mf_kit_http_conn *c, const char *b
     if (mode == ASK_NOT_JSON)
         mf_kit_http_json(c, 200, "teacher says hi");
     else if (mode == ASK_503)
-        mf_kit_http_json(c, 503, "{\"error\":\"unavailable\",\"message\":\"teacher circuit open\"}");
+        mf_kit_http_json(c, 503,
+                         "{\"error\":\"unavailable\",\"message\":\"teacher circuit open\"}");
     else
         mf_kit_http_json(c, 200, reply);
     cJSON_Delete(doc);

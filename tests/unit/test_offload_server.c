@@ -226,7 +226,8 @@ static void test_offload_server__ask_answered_and_stored(void **state)
     assert_true(cJSON_GetArrayItem(out, 1)->valuedouble > 0.69);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "stored")));
     cJSON_Delete(j);
-    assert_non_null(strstr(mf_kit_http_request(&fx.teacher.http, -1)->body, "\"data\":[0,1,2,")); /* "AAEC" = 00 01 02 */
+    assert_non_null(strstr(mf_kit_http_request(&fx.teacher.http, -1)->body,
+                           "\"data\":[0,1,2,")); /* "AAEC" = 00 01 02 */
     /* Stored with the teacher's label; a labelled-and-sure filter finds it. */
     assert_int_equal(exported("&min_teacher_confidence=0.6"), 1);
     assert_non_null(strstr(rep.body, "\"teacher_version\":\"k-3\""));
