@@ -413,7 +413,7 @@ int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf
      * options come last: MHD_OPTION_END in their place ends the list without TLS. */
     s->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, mf_httpd__on_request, &s->env, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger,
-        &s->env, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
+        &s->env, MHD_OPTION_UNESCAPE_CALLBACK, mf_httpd__unescape, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
         worker_threads(s, o), MHD_OPTION_CONNECTION_TIMEOUT, o->conn_timeout_s,
         MHD_OPTION_CONNECTION_LIMIT, mf_httpd__conns_mhd_limit(s->conns.limit),
         MHD_OPTION_NOTIFY_CONNECTION, mf_httpd__on_connection, &s->conns,

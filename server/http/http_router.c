@@ -11,6 +11,8 @@
 #include "http/http_conns.h"
 #include "http/http_metrics.h"
 #include "mf/ct.h"
+#include "mf_hex.h"
+#include "mf_json.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -183,10 +185,14 @@ static int finish_request(struct mf_httpd_req *r)
         return mf_httpd__reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE,
                                      "request body exceeds %zu bytes", body_max(r) - 1);
     if (r->route->body == MF_HTTPD_BODY_JSON) {
-        r->json = cJSON_ParseWithLength((const char *)r->body.data, r->body.len);
-        if (!r->json || !cJSON_IsObject(r->json))
-            return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
-                                         "request body is not a JSON object");
+        /* The body is already capped by body_max(); the reader names byte and rule. */
+        int err = mf_json__parse_object(&r->json, &r->ctx, r->body.data, r->body.len,
+                                        body_max(r), MF_JSON_DEPTH_DEFAULT, "request body");
+
+        if (err == MF_E_NOMEM)
+            return err;
+        if (err < 0)
+            return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "%s", mf_ctx__errmsg(&r->ctx));
     }
     return r->route->handle(r);
 }
@@ -232,6 +238,27 @@ static struct mf_httpd_req *req_new(const struct mf_httpd_env *env, struct MHD_C
     mf_dynbuf__init(&r->body, &r->ctx.alloc, MF_HTTPD_JSON_MAX);
     (void)clock_gettime(CLOCK_MONOTONIC, &r->started);
     return r;
+}
+
+size_t mf_httpd__unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+    char *w = s;
+
+    (void)cls;
+    (void)conn;
+    for (const char *p = s; *p; p++) {
+        uint8_t c;
+
+        /* p[1] is read only when non-NUL, so the decode never passes the terminator. */
+        if (*p != '%' || !p[1] || mf_hex__decode(&c, 1, p + 1, 2) < 0 || c == 0) {
+            *w++ = *p; /* not an escape, or %00: kept as written */
+            continue;
+        }
+        *w++ = (char)c;
+        p += 2;
+    }
+    *w = '\0';
+    return (size_t)(w - s);
 }
 
 enum MHD_Result mf_httpd__on_request(void *cls, struct MHD_Connection *conn, const char *url,

@@ -1122,6 +1122,64 @@ static void test_server_http__json_limits_and_syntax(void **state)
     free_reply(&r);
 }
 
+/* Reviewer cases of the JSON and NUL defects: each was accepted under a truncated name. */
+static void test_server_http__nul_and_strict_json_refused(void **state)
+{
+    static uint8_t blob[4096];
+    char body[512], sha[65], path[160], msg[256];
+    struct reply r;
+
+    (void)state;
+    (void)snprintf(body, sizeof(body),
+                   "{\"enrollment_token\":\"%s\",\"device_id\":\"cam\\u0000evil\"}", fx.enroll);
+    post_json(&r, "/v1/enroll", NULL, body); /* enrolled as "cam" before */
+    assert_error_body(&r, 400, "bad_request");
+    json_string(msg, sizeof(msg), &r, "message");
+    assert_non_null(strstr(msg, "request body: line 1: not valid JSON at byte"));
+    assert_non_null(strstr(msg, "\\u0000 (NUL) in a string"));
+    free_reply(&r);
+
+    memset(sha, 'c', 64);
+    sha[64] = '\0';
+    (void)snprintf(body, sizeof(body),
+                   "{\"model\":\"detector\\u0000/../x\",\"version\":\"v2\",\"sha256\":\"%s\","
+                   "\"status\":\"failed\"}",
+                   sha);
+    post_json(&r, "/v1/report", fx.device, body); /* recorded as "detector" before */
+    assert_error_body(&r, 400, "bad_request");
+    free_reply(&r);
+
+    post_json(&r, "/v1/checkin", fx.device,
+              "{\"nonce\":\"0123456789abcdef0123456789abcdef\",\"models\":[]} x");
+    assert_error_body(&r, 400, "bad_request");
+    json_string(msg, sizeof(msg), &r, "message");
+    assert_non_null(strstr(msg, "trailing bytes after the JSON value"));
+    free_reply(&r);
+    post_json(&r, "/v1/checkin", fx.device,
+              "{\"nonce\":\"0123456789abcdef0123456789abcdef\",\"models\":[],"
+              "\"nonce\":\"ffffffffffffffffffffffffffffffff\"}");
+    assert_error_body(&r, 400, "bad_request");
+    json_string(msg, sizeof(msg), &r, "message");
+    assert_non_null(strstr(msg, "duplicate member name 'nonce'"));
+    free_reply(&r);
+
+    fill_pattern(blob, sizeof(blob), 11);
+    sha256_hex(sha, blob, sizeof(blob));
+    assert_int_equal(publish("nulblob", "v1", blob, sizeof(blob), NULL), 201);
+    (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
+    http(&r, "GET", path, &(struct req_opts){.token = fx.device});
+    assert_int_equal(r.status, 200); /* the blob is there */
+    free_reply(&r);
+    (void)snprintf(path, sizeof(path), "/v1/blobs/%s%%00x", sha);
+    http(&r, "GET", path, &(struct req_opts){.token = fx.device}); /* 200 before */
+    assert_error_body(&r, 400, "bad_request");
+    free_reply(&r);
+    (void)snprintf(path, sizeof(path), "/v1/blobs/%s%%00", sha);
+    http(&r, "GET", path, &(struct req_opts){.token = fx.device});
+    assert_error_body(&r, 400, "bad_request");
+    free_reply(&r);
+}
+
 static void test_server_http__routing_errors(void **state)
 {
     struct reply r;
@@ -1425,6 +1483,7 @@ int main(void)
         cmocka_unit_test(test_server_http__download_after_revoke),
         cmocka_unit_test(test_server_http__keep_alive),
         cmocka_unit_test(test_server_http__json_limits_and_syntax),
+        cmocka_unit_test(test_server_http__nul_and_strict_json_refused),
         cmocka_unit_test(test_server_http__routing_errors),
         cmocka_unit_test(test_server_http__upload_limit),
         cmocka_unit_test(test_server_http__interrupted_upload),
