@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * End-to-end tests of libmf (sdk/agent/) against the fake mf-server of agent_testutil.c: plain
+ * End-to-end tests of libmf (sdk/agent/) against the fake mf-server of agent_fixture.c: plain
  * sockets on 127.0.0.1, an ephemeral port, one thread serving one request per connection.
  * The fake follows docs/protocol.md, serves a signed trust chain (manifests/sign through
  * the manifest test fixture: root v1, keys v1, releases by the release key, assignments by

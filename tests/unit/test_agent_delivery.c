@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * libmf delivery against a hostile or broken server (agent_testutil.c's fake): resumable
+ * libmf delivery against a hostile or broken server (agent_fixture.c's fake): resumable
  * downloads (Range + If-Range on the ETag, verified-prefix progress across a restart),
  * connection cuts, corrupted bytes (only the bad chunk is fetched again), stalls, a 200
  * to a ranged request, a wrong Content-Range, a new ETag after a re-publish, the bandwidth

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * libmf after activation and around it (agent_testutil.c's fake server): the app's health
+ * libmf after activation and around it (agent_fixture.c's fake server): the app's health
  * answer (healthy confirms, unhealthy reverts), versions left unconfirmed for N starts
  * (revert), no rollback loop (a reverted sha256 is held until a higher release sequence),
  * manual rollback, pins (to the installed or a named version, surviving restarts, beaten
