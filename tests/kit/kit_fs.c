@@ -6,6 +6,7 @@
 
 #include <ftw.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 
 void mf_kit_fs_mkdtemp(char *out, size_t cap, const char *prefix)
@@ -60,6 +61,20 @@ int mf_kit_fs_exists(const char *dir, const char *name)
 
     (void)snprintf(path, sizeof(path), "%s/%s", dir, name);
     return stat(path, &st) == 0;
+}
+
+void mf_kit_fs_read_line(char *out, size_t cap, const char *dir, const char *name)
+{
+    char path[512];
+    FILE *f;
+
+    (void)snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "r");
+    if (!f)
+        fail_msg("cannot read %s", path);
+    assert_non_null(fgets(out, (int)cap, f));
+    out[strcspn(out, "\r\n")] = '\0';
+    (void)fclose(f);
 }
 
 void mf_kit_fs_write(const char *path, const void *data, size_t len)

@@ -21,6 +21,10 @@ uint8_t *mf_kit_fs_slurp(const char *dir, const char *name, size_t *len);
 /* 1 when `dir`/`name` exists. */
 int mf_kit_fs_exists(const char *dir, const char *name);
 
+/* The first line of `dir`/`name` (at most `cap` - 1 bytes, without its line end) into `out`:
+ * a token file; the test fails when there is none. */
+void mf_kit_fs_read_line(char *out, size_t cap, const char *dir, const char *name);
+
 /* Writes `len` bytes to `path` (created or truncated); the test fails when it cannot. */
 void mf_kit_fs_write(const char *path, const void *data, size_t len);
 

@@ -16,7 +16,7 @@
 #include "mf_test.h"
 #include "kit_alloc.h"
 #include "kit_http.h"
-#include "manifest_testutil.h"
+#include "manifest_fixture.h"
 #include "mf/sys/platform_posix.h"
 #include "mf_agent_int.h"
 

@@ -7,7 +7,7 @@
  */
 #include "mf_test.h"
 #include "kit_fs.h"
-#include "manifest_testutil.h"
+#include "manifest_fixture.h"
 #include "app/director.h"
 #include "app/director_int.h"
 
@@ -47,8 +47,7 @@ static int setup(void **state)
 
     (void)state;
     fx_init(&world);
-    (void)snprintf(dir, sizeof(dir), "/tmp/mf-dirsign-XXXXXX");
-    assert_non_null(mkdtemp(dir));
+    mf_kit_fs_mkdtemp(dir, sizeof(dir), "mf-dirsign");
     (void)snprintf(key, sizeof(key), "%s/dir.pem", dir);
     f = fopen(key, "wb");
     assert_non_null(f);

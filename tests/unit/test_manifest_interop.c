@@ -5,7 +5,7 @@
  * coreutils only). CLI tests are skipped when no `openssl` binary is on PATH; the golden
  * vectors always run.
  */
-#include "manifest_testutil.h"
+#include "manifest_fixture.h"
 #include "manifest_common.h"
 #include "kit_fs.h"
 

@@ -4,7 +4,7 @@
  * rule, each checking the mf_err and the mf_trust_reason so a row fails if its rule is
  * removed. Also: root rotation, keys updates, saved state, and allocation failure at every N.
  */
-#include "manifest_testutil.h"
+#include "manifest_fixture.h"
 #include "kit_alloc.h"
 #include "manifest_common.h"
 

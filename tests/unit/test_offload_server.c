@@ -92,19 +92,6 @@ static long http(const char *method, const char *path, const char *auth, const c
     return rep.status;
 }
 
-static void read_token(char *out, size_t size, const char *name)
-{
-    char path[160];
-    FILE *f;
-
-    (void)snprintf(path, sizeof(path), "%s/%s", fx.data, name);
-    f = fopen(path, "r");
-    assert_non_null(f);
-    assert_non_null(fgets(out, (int)size, f));
-    out[strcspn(out, "\r\n")] = '\0';
-    fclose(f);
-}
-
 static int setup(void **state)
 {
     struct mf_server_options o;
@@ -118,8 +105,7 @@ static int setup(void **state)
     memset(&fx, 0, sizeof(fx));
     (void)signal(SIGPIPE, SIG_IGN);
     teacher_fake_start(&fx.teacher, probs3, 3);
-    (void)snprintf(fx.dir, sizeof(fx.dir), "/tmp/mf-offsrv-XXXXXX");
-    assert_non_null(mkdtemp(fx.dir));
+    mf_kit_fs_mkdtemp(fx.dir, sizeof(fx.dir), "mf-offsrv");
     (void)snprintf(fx.data, sizeof(fx.data), "%s/data", fx.dir);
     (void)snprintf(fx.config, sizeof(fx.config), "%s/offload.json", fx.dir);
     f = fopen(fx.config, "w");
@@ -143,8 +129,8 @@ static int setup(void **state)
     if (mf_server__start(&fx.srv, &ctx, &o) < 0)
         fail_msg("start: %s", mf_ctx__errmsg(&ctx));
     fx.port = mf_server__port(fx.srv);
-    read_token(fx.admin, sizeof(fx.admin), "admin.token");
-    read_token(enroll, sizeof(enroll), "enroll.token");
+    mf_kit_fs_read_line(fx.admin, sizeof(fx.admin), fx.data, "admin.token");
+    mf_kit_fs_read_line(enroll, sizeof(enroll), fx.data, "enroll.token");
     (void)snprintf(body, sizeof(body), "{\"enrollment_token\":\"%s\",\"device_id\":\"cam-1\"}",
                    enroll);
     assert_int_equal(http("POST", "/v1/enroll", NULL, body), 201);

@@ -7,7 +7,7 @@
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include "mf_test.h"
 #include "kit_fs.h"
-#include "pg_testutil.h"
+#include "store_fixture.h"
 #include "app/token.h"
 #include "store/store.h"
 
@@ -61,8 +61,7 @@ static int setup(void **state)
     int applied = 0;
 
     assert_non_null(f);
-    (void)snprintf(f->dir, sizeof(f->dir), "/tmp/mf-jobs-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), "mf-jobs");
     mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
     if (backend_under_test->fresh_url(f->url, sizeof(f->url), f->dir) < 0)
         MF_SKIP("no PostgreSQL fixture (MF_TEST_PG_URL_FILE)");

@@ -41,21 +41,37 @@ static void kserve_config(struct mf_teacher_config *c, uint16_t port)
     c->timeout_ms = 1000;
 }
 
+/* A KServe teacher (with `c` as kserve_config makes it, plus breaker settings when not 0)
+ * against the fake `f`, started answering in `mode`. */
+static struct mf_teacher *kserve_teacher(struct mf_teacher_config *c, struct teacher_fake *f,
+                                         struct mf_ctx *ctx, enum teacher_fake_mode mode,
+                                         unsigned breaker_failures, unsigned breaker_open_ms)
+{
+    struct mf_teacher *t = NULL;
+
+    mf_ctx__init(ctx, NULL, NULL, NULL, "test");
+    teacher_fake_start(f, three, 3);
+    teacher_fake_set(f, mode, mode == TEACHER_FAKE_SLOW ? 1500 : 0);
+    kserve_config(c, (uint16_t)f->http.port);
+    if (breaker_failures)
+        c->breaker_failures = breaker_failures;
+    if (breaker_open_ms)
+        c->breaker_open_ms = breaker_open_ms;
+    assert_int_equal(mf_teacher__new(&t, ctx, c), MF_OK);
+    return t;
+}
+
 static void test_teacher__kserve_request_and_response(void **state)
 {
     struct mf_teacher_config c;
-    struct mf_teacher *t = NULL;
     struct teacher_fake f;
     struct mf_ctx ctx;
+    struct mf_teacher *t = kserve_teacher(&c, &f, &ctx, TEACHER_FAKE_OK, 0, 0);
     const uint8_t in[4] = {0, 7, 200, 255};
     char ver[MF_STORE_NAME_SIZE];
     float p[3];
 
     (void)state;
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    teacher_fake_start(&f, three, 3);
-    kserve_config(&c, f.http.port);
-    assert_int_equal(mf_teacher__new(&t, &ctx, &c), MF_OK);
     assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, sizeof(in), 3, 0), MF_OK);
     for (int i = 0; i < 3; i++)
         assert_true(fabsf(p[i] - three[i]) < 1e-6f);
@@ -73,20 +89,15 @@ static void test_teacher__kserve_request_and_response(void **state)
 static void test_teacher__slow_teacher_ends_at_the_deadline(void **state)
 {
     struct mf_teacher_config c;
-    struct mf_teacher *t = NULL;
     struct teacher_fake f;
     struct mf_ctx ctx;
+    struct mf_teacher *t = kserve_teacher(&c, &f, &ctx, TEACHER_FAKE_SLOW, 0, 0);
     const uint8_t in[2] = {1, 2};
     char ver[MF_STORE_NAME_SIZE];
     float p[3];
     double t0;
 
     (void)state;
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    teacher_fake_start(&f, three, 3);
-    teacher_fake_set(&f, TEACHER_FAKE_SLOW, 1500);
-    kserve_config(&c, f.http.port);
-    assert_int_equal(mf_teacher__new(&t, &ctx, &c), MF_OK);
     t0 = now_ms();
     assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, sizeof(in), 3, 150), MF_E_NET);
     assert_true(now_ms() - t0 < 600); /* the caller's 150 ms, not the teacher's 1.5 s */
@@ -97,9 +108,9 @@ static void test_teacher__slow_teacher_ends_at_the_deadline(void **state)
 static void test_teacher__breaker_opens_and_half_opens(void **state)
 {
     struct mf_teacher_config c;
-    struct mf_teacher *t = NULL;
     struct teacher_fake f;
     struct mf_ctx ctx;
+    struct mf_teacher *t = kserve_teacher(&c, &f, &ctx, TEACHER_FAKE_FAIL, 2, 300);
     const uint8_t in[2] = {1, 2};
     char ver[MF_STORE_NAME_SIZE];
     float p[3];
@@ -107,13 +118,6 @@ static void test_teacher__breaker_opens_and_half_opens(void **state)
     double t0;
 
     (void)state;
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    teacher_fake_start(&f, three, 3);
-    teacher_fake_set(&f, TEACHER_FAKE_FAIL, 0);
-    kserve_config(&c, f.http.port);
-    c.breaker_failures = 2;
-    c.breaker_open_ms = 300;
-    assert_int_equal(mf_teacher__new(&t, &ctx, &c), MF_OK);
     assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_E_NET);
     assert_int_equal(mf_teacher__breaker(t), MF_TEACHER_CLOSED);
     assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_E_NET);
@@ -142,20 +146,15 @@ static void test_teacher__down_teacher_fails_fast(void **state)
 {
     struct mf_teacher_config c;
     struct mf_teacher *t = NULL;
-    struct teacher_fake f;
     struct mf_ctx ctx;
     const uint8_t in[2] = {1, 2};
     char ver[MF_STORE_NAME_SIZE];
     float p[3];
     double t0;
-    uint16_t port;
 
     (void)state;
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    teacher_fake_start(&f, three, 3);
-    port = f.http.port;
-    teacher_fake_stop(&f); /* nothing listens there now: connection refused */
-    kserve_config(&c, port);
+    kserve_config(&c, (uint16_t)mf_kit_http_free_port()); /* connection refused */
     c.timeout_ms = 5000;
     assert_int_equal(mf_teacher__new(&t, &ctx, &c), MF_OK);
     t0 = now_ms();
