@@ -50,20 +50,28 @@ static void test_mfctl__usage_errors_exit_2(void **state)
     MFCTL_EXPECT(2, "unexpected argument \"extra\"", "devices", "extra");
 }
 
+/* `mfctl CMD --help` exits 0 with the usage on stdout (naming CMD when `names_it`). */
+static void expect_help(const char *const *cmds, size_t n, int names_it)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct mfctl_run r;
+
+        MFCTL_RUN(&r, cmds[i], "--help");
+        assert_int_equal(r.rc, 0);
+        assert_non_null(strstr(r.out, "usage: mfctl"));
+        if (names_it)
+            assert_non_null(strstr(r.out, cmds[i]));
+        mfctl_run_free(&r);
+    }
+}
+
 static void test_mfctl__command_help(void **state)
 {
     static const char *const cmds[] = {"publish", "upload", "release",
                                        "trust",   "models", "devices"};
-    struct mfctl_run r;
 
     (void)state;
-    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-        MFCTL_RUN(&r, cmds[i], "--help");
-        assert_int_equal(r.rc, 0);
-        assert_non_null(strstr(r.out, "usage: mfctl"));
-        assert_non_null(strstr(r.out, cmds[i]));
-        mfctl_run_free(&r);
-    }
+    expect_help(cmds, MF_TEST_COUNT(cmds), 1);
 }
 
 static void test_mfctl__server_and_token_are_required(void **state)
@@ -288,15 +296,9 @@ static void test_mfctl__fleet_usage_errors(void **state)
 {
     static const char *const cmds[] = {"device",   "groups", "pins",
                                        "rollback", "tokens", "versions"};
-    struct mfctl_run r;
 
     (void)state;
-    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-        MFCTL_RUN(&r, cmds[i], "--help");
-        assert_int_equal(r.rc, 0);
-        assert_non_null(strstr(r.out, "usage: mfctl"));
-        mfctl_run_free(&r);
-    }
+    expect_help(cmds, MF_TEST_COUNT(cmds), 0);
     MFCTL_EXPECT(2, NULL, "pins", "set", "device", "cam-1");
     MFCTL_EXPECT(2, "\"../x\"", "pins", "set", "device", "../x", "det", "v1");
     MFCTL_EXPECT(2, NULL, "device", "groups", "cam-1", "a,,b");

@@ -12,6 +12,7 @@
 #include "mf_test.h"
 #include "kit_fs.h"
 #include "teacher_fixture.h"
+#include "offload_e2e_fixture.h"
 
 #include "app/server.h"
 #include "app/token.h"
@@ -48,47 +49,17 @@ struct reply {
 
 static struct reply rep;
 
-static size_t on_body(char *p, size_t size, size_t n, void *payload)
-{
-    struct reply *r = payload;
-    size_t len = size * n;
-
-    if (r->len + len >= sizeof(r->body))
-        return 0;
-    memcpy(r->body + r->len, p, len);
-    r->len += len;
-    r->body[r->len] = '\0';
-    return len;
-}
-
-/* One request; `auth` is "Bearer ..." or NULL. Returns the status. */
+/* One request; `auth` is the bearer token or NULL. Returns the status. */
 static long http(const char *method, const char *path, const char *auth, const char *body)
 {
-    char url[512], hdr[512];
-    struct curl_slist *h = NULL;
-    CURL *c = curl_easy_init();
+    char base[64];
 
-    assert_non_null(c);
-    rep.len = 0;
-    rep.body[0] = '\0';
-    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", fx.port, path);
-    h = curl_slist_append(h, "Content-Type: application/json");
-    if (auth) {
-        (void)snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s", auth);
-        h = curl_slist_append(h, hdr);
-    }
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    if (body)
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &rep);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
-    assert_int_equal(curl_easy_perform(c), CURLE_OK);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &rep.status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
+    (void)snprintf(base, sizeof(base), "http://127.0.0.1:%u", fx.port);
+    rep.status = e2e_http(rep.body, sizeof(rep.body), base, method, path, auth, body);
+    rep.len = strlen(rep.body);
+    if (rep.status < 0)
+        fail_msg("%s %s: no answer", method, path);
+    assert_true(rep.len < sizeof(rep.body) - 1); /* the whole answer, not a cut one */
     return rep.status;
 }
 
@@ -96,10 +67,9 @@ static int setup(void **state)
 {
     struct mf_server_options o;
     struct mf_ctx ctx;
-    char enroll[MF_TOKEN_LEN + 1], body[256];
+    char enroll[MF_TOKEN_LEN + 1], url[64];
     FILE *f;
     int changed = 0;
-    cJSON *j;
 
     (void)state;
     memset(&fx, 0, sizeof(fx));
@@ -131,13 +101,8 @@ static int setup(void **state)
     fx.port = mf_server__port(fx.srv);
     mf_kit_fs_read_line(fx.admin, sizeof(fx.admin), fx.data, "admin.token");
     mf_kit_fs_read_line(enroll, sizeof(enroll), fx.data, "enroll.token");
-    (void)snprintf(body, sizeof(body), "{\"enrollment_token\":\"%s\",\"device_id\":\"cam-1\"}",
-                   enroll);
-    assert_int_equal(http("POST", "/v1/enroll", NULL, body), 201);
-    j = cJSON_Parse(rep.body);
-    (void)snprintf(fx.device, sizeof(fx.device), "%s",
-                   cJSON_GetObjectItem(j, "credential")->valuestring);
-    cJSON_Delete(j);
+    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%u", fx.port);
+    assert_int_equal(e2e_enroll(fx.device, sizeof(fx.device), url, enroll, "cam-1"), 0);
     return 0;
 }
 
