@@ -286,8 +286,8 @@ int mf_agent__checkin_parse(struct mf_ctx *ctx, struct mf_agent_assignment *out,
         return mf_fail(ctx, MF_E_LIMIT, "%zu models tracked, at most %d", n_models,
                        MF_AGENT_MAX_MODELS);
     /* len is bounded by the HTTP client's response cap. */
-    err = mf_json__parse_object(&doc, ctx, json, len, len, MF_JSON_DEPTH_DEFAULT,
-                                "check-in answer");
+    err =
+        mf_json__parse_object(&doc, ctx, json, len, len, MF_JSON_DEPTH_DEFAULT, "check-in answer");
     if (err < 0)
         return err;
     err = parse_doc(ctx, out, n_out, poll_interval_out, trust, doc, nonce, models, n_models);

@@ -66,8 +66,8 @@ static int parse_credential(struct mf_agent *a, const struct mf_http_response *r
 {
     cJSON *doc;
     const cJSON *cred;
-    int err = mf_json__parse_object(&doc, &a->ctx, resp->body.data, resp->body.len,
-                                    resp->body.len, MF_JSON_DEPTH_DEFAULT, "enrollment answer");
+    int err = mf_json__parse_object(&doc, &a->ctx, resp->body.data, resp->body.len, resp->body.len,
+                                    MF_JSON_DEPTH_DEFAULT, "enrollment answer");
 
     if (err < 0)
         return err;

@@ -117,8 +117,8 @@ int mf_offload__wire_parse_answer(struct mf_ctx *ctx, mf_offload_answer *ans, fl
 {
     const cJSON *rid;
     cJSON *doc;
-    int err = mf_json__parse_object(&doc, ctx, body, len, len, MF_JSON_DEPTH_DEFAULT,
-                                    "offload answer");
+    int err =
+        mf_json__parse_object(&doc, ctx, body, len, len, MF_JSON_DEPTH_DEFAULT, "offload answer");
 
     if (err < 0)
         return err;
@@ -143,8 +143,7 @@ int mf_offload__wire_parse_ack(struct mf_ctx *ctx, const char *batch_id, const c
     const cJSON *bid;
     int ok;
 
-    if (mf_json__parse_object(&doc, ctx, body, len, len, MF_JSON_DEPTH_DEFAULT, "uplink ack") <
-        0)
+    if (mf_json__parse_object(&doc, ctx, body, len, len, MF_JSON_DEPTH_DEFAULT, "uplink ack") < 0)
         doc = NULL; /* reported as not echoing, with the reader's reason replaced below */
     bid = cJSON_GetObjectItemCaseSensitive(doc, "batch_id");
     ok = cJSON_IsString(bid) && strcmp(bid->valuestring, batch_id) == 0;

@@ -21,6 +21,7 @@
 
 struct mf_blob_upload;
 struct mf_httpd_conns;
+struct mf_httpd_conn;
 struct mf_director;
 struct mf_metrics;
 struct mf_ratelimit;
@@ -117,6 +118,7 @@ struct mf_httpd_req {
     uint64_t resp_bytes;
     int queued;
     struct timespec started;
+    struct mf_httpd_conn *conn_mark; /* the connection rules' entry (http_conns.h); may be NULL */
     /* A handler that hands the request to a stage thread (handlers/checkin_stage.h) sets
      * `suspended` and suspends the connection; from then until MHD calls the access handler
      * again after the resume, only that thread touches the request. It leaves either a

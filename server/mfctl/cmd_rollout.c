@@ -191,8 +191,8 @@ static char *create_body(struct mfctl *c, const char *path, const char *model, c
         mf_free(&c->ctx.alloc, buf);
         return NULL;
     }
-    if (mf_json__parse_object(&plan, &c->ctx, buf, n, PLAN_FILE_MAX, MF_JSON_DEPTH_DEFAULT,
-                              path) < 0)
+    if (mf_json__parse_object(&plan, &c->ctx, buf, n, PLAN_FILE_MAX, MF_JSON_DEPTH_DEFAULT, path) <
+        0)
         plan = NULL;
     mf_free(&c->ctx.alloc, buf);
     if (!plan) {

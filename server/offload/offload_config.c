@@ -208,8 +208,8 @@ int mf_offsrv__config_parse(struct mf_offload_config *out, struct mf_ctx *ctx, c
     int err;
 
     memset(out, 0, sizeof(*out));
-    err = mf_json__parse_object(&root, ctx, json, len, len, MF_JSON_DEPTH_DEFAULT,
-                                "offload config");
+    err =
+        mf_json__parse_object(&root, ctx, json, len, len, MF_JSON_DEPTH_DEFAULT, "offload config");
     if (err < 0)
         return err;
     err = read_uint(&out->retention_days, ctx, root, "retention_days", "(top)", 36500);

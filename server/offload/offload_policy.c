@@ -191,8 +191,7 @@ static int add_policy(cJSON *policies, const struct mf_offload_model_cfg *m, str
     int source = 0;
     cJSON *p;
     /* The policy was checked when the config was read; only memory can fail here. */
-    int err = mf_json__parse(&p, ctx, m->policy, len, len, MF_JSON_DEPTH_DEFAULT,
-                             "offload policy");
+    int err = mf_json__parse(&p, ctx, m->policy, len, len, MF_JSON_DEPTH_DEFAULT, "offload policy");
 
     if (err < 0)
         return err;

@@ -64,8 +64,8 @@ static int parse_reply(float *out, char version_out[MF_STORE_NAME_SIZE], struct 
 {
     const cJSON *outputs, *first, *ver;
     cJSON *root;
-    int err = mf_json__parse(&root, ctx, reply->data, reply->len, reply->len,
-                             MF_JSON_DEPTH_DEFAULT, "kserve answer");
+    int err = mf_json__parse(&root, ctx, reply->data, reply->len, reply->len, MF_JSON_DEPTH_DEFAULT,
+                             "kserve answer");
 
     if (err < 0)
         return err;
