@@ -1072,7 +1072,8 @@ static int pg_statuses_list(struct mf_store *base, struct mf_ctx *ctx, mf_store_
         .rollout_events_list = mf_pg__rollout_events_list, .checkin_begin = mf_pg__checkin_begin,  \
         .distill_run_put = mf_pg__distill_run_put, .distill_run_get = mf_pg__distill_run_get,      \
         .distill_runs_list = mf_pg__distill_runs_list,                                             \
-        .device_groups_get = mf_pg__device_groups_get,                                             \
+        .device_groups_get = mf_pg__device_groups_get, .blob_ref = mf_pg__blob_ref,                \
+        .blob_released = mf_pg__blob_released,                                                     \
     }
 
 const struct mf_store_ops mf_store__pg_ops = PG_OPS("postgresql", pg_open);

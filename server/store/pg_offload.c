@@ -6,6 +6,7 @@
  * transaction and then fails, so that request rolls back and answers as a replay.
  */
 #include "store/pg_store.h"
+#include "store/store_blobref.h"
 #include "store/store_offload.h"
 
 #include <stdio.h>
@@ -224,6 +225,23 @@ int mf_pg__samples_walk(struct mf_store *base, struct mf_ctx *ctx,
         &p, visit_sample, &w);
 }
 
+/* blob_ref on connection `c` (inside a transaction or not). */
+static int blob_ref_on(char who_out[MF_STORE_BLOB_REF_MAX], PGconn *c, struct mf_ctx *ctx,
+                       const char *sha256)
+{
+    struct mf_pg_params p = {0};
+    PGresult *res = NULL;
+    int err;
+
+    who_out[0] = '\0';
+    mf_pg__param_text(&p, sha256);
+    err = mf_pg__query(&res, c, ctx, mf_store__blob_ref_sql, &p, "checking blob references");
+    if (err == MF_OK && PQntuples(res) > 0)
+        mf_pg__col_text(who_out, MF_STORE_BLOB_REF_MAX, res, 0, 0);
+    PQclear(res);
+    return err;
+}
+
 static int delete_tx(int64_t *deleted_out, struct mf_store_shas *all, struct mf_store_shas *gone,
                      PGconn *c, struct mf_ctx *ctx, const char *device_id, int64_t before)
 {
@@ -247,18 +265,14 @@ static int delete_tx(int64_t *deleted_out, struct mf_store_shas *all, struct mf_
                           "DELETE FROM offload_batches WHERE ($1::text = '' OR device_id = $1)"
                           " AND ($2::bigint = 0 OR created_at < $2::bigint)",
                           &p, "deleting batch ids");
+    /* An input may be the bytes of a model, a delta or another sample: only what no row of
+     * any table names is an orphan, decided here, before the commit. */
     for (size_t i = 0; err == MF_OK && i < all->n; i++) {
-        struct mf_pg_params q = {0};
+        char who[MF_STORE_BLOB_REF_MAX];
 
-        res = NULL;
-        mf_pg__param_text(&q, mf_store__shas_at(all, i));
-        err = mf_pg__query(&res, c, ctx,
-                           "SELECT 1 FROM offload_samples WHERE input_sha256 = $1"
-                           " LIMIT 1",
-                           &q, "checking input references");
-        if (err == MF_OK && PQntuples(res) == 0)
+        err = blob_ref_on(who, c, ctx, mf_store__shas_at(all, i));
+        if (err == MF_OK && !who[0])
             err = mf_store__shas_add(gone, ctx, mf_store__shas_at(all, i));
-        PQclear(res);
     }
     return err;
 }
@@ -284,6 +298,34 @@ int mf_pg__samples_delete(int64_t *deleted_out, struct mf_store *base, struct mf
         err = orphan_fn(payload, "", mf_store__shas_at(&gone, i));
     mf_store__shas_free(&all);
     mf_store__shas_free(&gone);
+    return err;
+}
+
+int mf_pg__blob_ref(char who_out[MF_STORE_BLOB_REF_MAX], struct mf_store *base, struct mf_ctx *ctx,
+                    const char *sha256)
+{
+    PGconn *c = NULL;
+    int err = mf_pg__get(&c, base, ctx);
+
+    who_out[0] = '\0';
+    if (err == MF_OK) {
+        err = blob_ref_on(who_out, c, ctx, sha256);
+        mf_pg__put(base, c);
+    }
+    return err;
+}
+
+int mf_pg__blob_released(int *released_out, struct mf_store *base, struct mf_ctx *ctx,
+                         const char *sha256)
+{
+    struct mf_pg_params p = {0};
+    PGresult *res = NULL;
+    int err;
+
+    mf_pg__param_text(&p, sha256);
+    err = mf_pg__run(&res, base, ctx, mf_store__blob_released_sql, &p, "checking a blob's release");
+    *released_out = err == MF_OK && PQntuples(res) > 0;
+    PQclear(res);
     return err;
 }
 

@@ -2035,4 +2035,6 @@ const struct mf_store_ops mf_store__sqlite_ops = {
     .distill_run_put = mf_sqlite__distill_run_put,
     .distill_run_get = mf_sqlite__distill_run_get,
     .distill_runs_list = mf_sqlite__distill_runs_list,
+    .blob_ref = mf_sqlite__blob_ref,
+    .blob_released = mf_sqlite__blob_released,
 };

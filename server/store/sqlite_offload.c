@@ -5,6 +5,7 @@
  * transactions under the store lock, so a batch and its id commit together or not at all.
  */
 #include "store/sqlite_store.h"
+#include "store/store_blobref.h"
 #include "store/store_offload.h"
 
 #include <stdio.h>
@@ -276,6 +277,27 @@ int mf_sqlite__samples_walk(struct mf_store *s, struct mf_ctx *ctx,
     return err;
 }
 
+/* blob_ref on the locked connection (inside a transaction or not). */
+static int blob_ref_locked(char who_out[MF_STORE_BLOB_REF_MAX], sqlite3 *db, struct mf_ctx *ctx,
+                           const char *sha256)
+{
+    sqlite3_stmt *st = NULL;
+    int err = prepare(&st, db, ctx, mf_store__blob_ref_sql);
+    int rc;
+
+    who_out[0] = '\0';
+    if (err < 0)
+        return err;
+    sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        col_text(who_out, MF_STORE_BLOB_REF_MAX, st, 0);
+    else if (rc != SQLITE_DONE)
+        err = db_fail(ctx, db, "checking blob references");
+    sqlite3_finalize(st);
+    return err;
+}
+
 /* Deletes the selected rows (RETURNING their inputs) and the batch ids of the same range,
  * then keeps in `gone` only the inputs no remaining sample refers to. */
 static int delete_locked(int64_t *deleted_out, struct mf_store_shas *all,
@@ -315,21 +337,15 @@ static int delete_locked(int64_t *deleted_out, struct mf_store_shas *all,
         err = step_done(st, db, ctx, "deleting batch ids");
     }
     sqlite3_finalize(st);
-    st = NULL;
-    if (err == MF_OK)
-        err = prepare(&st, db, ctx, "SELECT 1 FROM offload_samples WHERE input_sha256 = ?");
+    /* An input may be the bytes of a model, a delta or another sample: only what no row of
+     * any table names is an orphan, decided here, before the commit. */
     for (size_t i = 0; err == MF_OK && i < all->n; i++) {
-        int rc;
+        char who[MF_STORE_BLOB_REF_MAX];
 
-        sqlite3_reset(st);
-        sqlite3_bind_text(st, 1, mf_store__shas_at(all, i), -1, SQLITE_STATIC);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
+        err = blob_ref_locked(who, db, ctx, mf_store__shas_at(all, i));
+        if (err == MF_OK && !who[0])
             err = mf_store__shas_add(gone, ctx, mf_store__shas_at(all, i));
-        else if (rc != SQLITE_ROW)
-            err = db_fail(ctx, db, "checking input references");
     }
-    sqlite3_finalize(st);
     return err;
 }
 
@@ -357,6 +373,38 @@ int mf_sqlite__samples_delete(int64_t *deleted_out, struct mf_store *s, struct m
         err = orphan_fn(payload, "", mf_store__shas_at(&gone, i));
     mf_store__shas_free(&all);
     mf_store__shas_free(&gone);
+    return err;
+}
+
+int mf_sqlite__blob_ref(char who_out[MF_STORE_BLOB_REF_MAX], struct mf_store *s, struct mf_ctx *ctx,
+                        const char *sha256)
+{
+    sqlite3 *db = mf_sqlite__lock(s);
+    int err = blob_ref_locked(who_out, db, ctx, sha256);
+
+    mf_sqlite__unlock(s);
+    return err;
+}
+
+int mf_sqlite__blob_released(int *released_out, struct mf_store *s, struct mf_ctx *ctx,
+                             const char *sha256)
+{
+    sqlite3 *db = mf_sqlite__lock(s);
+    sqlite3_stmt *st = NULL;
+    int err = prepare(&st, db, ctx, mf_store__blob_released_sql);
+    int rc;
+
+    *released_out = 0;
+    if (err == MF_OK) {
+        sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+            *released_out = 1;
+        else if (rc != SQLITE_DONE)
+            err = db_fail(ctx, db, "checking a blob's release");
+    }
+    sqlite3_finalize(st);
+    mf_sqlite__unlock(s);
     return err;
 }
 

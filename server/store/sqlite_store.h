@@ -35,6 +35,10 @@ int mf_sqlite__samples_walk(struct mf_store *s, struct mf_ctx *ctx,
 int mf_sqlite__samples_delete(int64_t *deleted_out, struct mf_store *s, struct mf_ctx *ctx,
                               const char *device_id, int64_t before, mf_store_pair_fn orphan_fn,
                               void *payload);
+int mf_sqlite__blob_ref(char who_out[MF_STORE_BLOB_REF_MAX], struct mf_store *s, struct mf_ctx *ctx,
+                        const char *sha256);
+int mf_sqlite__blob_released(int *released_out, struct mf_store *s, struct mf_ctx *ctx,
+                             const char *sha256);
 int mf_sqlite__hist_add(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_hist *h,
                         int replace);
 int mf_sqlite__hists_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,

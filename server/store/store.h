@@ -22,6 +22,7 @@
 #define MF_STORE_DETAIL_MAX 512        /* report detail, characters */
 #define MF_STORE_CHECKIN_MAX_MODELS 64 /* models of one checkin_begin */
 #define MF_STORE_CHECKIN_BATCH_MAX 64  /* check-ins the backends group in one statement */
+#define MF_STORE_BLOB_REF_MAX 64       /* "table.column" of blob_ref, with its NUL */
 
 struct mf_store_version {
     char model[MF_STORE_NAME_SIZE];
@@ -462,8 +463,9 @@ struct mf_store_ops {
                         void *payload);
     /* Deletes the samples of `device_id` ("" any) received before `before` (0: any time);
      * at least one of the two must be given (MF_E_INVALID otherwise). Atomic. After the
-     * commit, `orphan_fn` (may be NULL) gets ("", sha256) for each input no sample refers
-     * to any more, so the caller can remove the blob. */
+     * commit, `orphan_fn` (may be NULL) gets ("", sha256) for each input that no row of any
+     * table refers to any more (blob_ref, decided inside the deleting transaction), so the
+     * caller can remove the blob. */
     int (*samples_delete)(int64_t *deleted_out, struct mf_store *s, struct mf_ctx *ctx,
                           const char *device_id, int64_t before, mf_store_pair_fn orphan_fn,
                           void *payload);
@@ -552,6 +554,17 @@ struct mf_store_ops {
      * records can be megabytes: the newest alone is one row). */
     int (*distill_runs_list)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                              int64_t limit, mf_store_distill_run_fn fn, void *payload);
+
+    /* ---- Appended for blob lifetime by reference (no schema change; store_blobref.h). ---- */
+
+    /* Who refers to blob `sha256`: "table.column" of a row naming it into `who_out`, or ""
+     * when no row of any table does (the blob may then be removed). */
+    int (*blob_ref)(char who_out[MF_STORE_BLOB_REF_MAX], struct mf_store *s, struct mf_ctx *ctx,
+                    const char *sha256);
+    /* *released_out 1 when a released version names blob `sha256` (its model blob or a delta
+     * towards it: what devices may download), else 0. */
+    int (*blob_released)(int *released_out, struct mf_store *s, struct mf_ctx *ctx,
+                         const char *sha256);
 };
 
 struct mf_store {

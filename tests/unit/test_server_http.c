@@ -478,6 +478,18 @@ static long put_release(const char *model, const char *version, uint8_t *env, si
     return status;
 }
 
+/* publish(), then the release of that version (sequence 1: a model of its own), so that
+ * devices may download its blob; returns the publish status. */
+static long publish_released(const char *model, const char *version, const void *data, size_t n)
+{
+    size_t len = 0;
+    long status = publish(model, version, data, n, NULL);
+    uint8_t *env = fx_release_of(&len, &world, model, version, 1, 0, data, n, 1024, BY(K_REL0));
+
+    assert_int_equal(put_release(model, version, env, len, NULL), 201);
+    return status;
+}
+
 /* Verifies a check-in answer as a device would: strict JSON (nothing after the object),
  * trust documents, then each assignment. Returns the assignment's director sequence number. */
 static uint64_t device_verify(const char *body, const char *nonce, const char *version)
@@ -874,6 +886,52 @@ static void test_server_http__checkin_store_failure(void **state)
     free_reply(&r);
 }
 
+/* Devices download only what a release names (docs/security.md): a staged blob answers a
+ * device 404 like a blob that does not exist (never 403: its existence stays hidden), an
+ * admin token still gets it, and once its version is released the device does too. */
+static void test_server_http__staged_blob_hidden_from_devices(void **state)
+{
+    static uint8_t blob[5000];
+    char sha[65], path[128];
+    struct req_opts o = {0};
+    struct reply r;
+    size_t len = 0;
+    uint8_t *env;
+
+    (void)state;
+    fill_pattern(blob, sizeof(blob), 21);
+    sha256_hex(sha, blob, sizeof(blob));
+    assert_int_equal(publish("stg", "v1", blob, sizeof(blob), NULL), 201);
+    (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
+    o.token = fx.device;
+    http(&r, "GET", path, &o);
+    assert_error_body(&r, 404, "not_found");
+    free_reply(&r);
+    o.headers[0] = "Range: bytes=0-99"; /* nor a part of it */
+    http(&r, "GET", path, &o);
+    assert_error_body(&r, 404, "not_found");
+    free_reply(&r);
+    o.headers[0] = NULL;
+    http(&r, "HEAD", path, &o);
+    assert_int_equal(r.status, 404);
+    free_reply(&r);
+    o.token = fx.admin;
+    http(&r, "GET", path, &o);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.len, sizeof(blob));
+    assert_memory_equal(r.body, blob, sizeof(blob));
+    free_reply(&r);
+    env = fx_release_of(&len, &world, "stg", "v1", 1, 0, blob, sizeof(blob), 1024, BY(K_REL0));
+    assert_int_equal(put_release("stg", "v1", env, len, NULL), 201);
+    o.token = fx.device;
+    o.headers[0] = "Range: bytes=100-199";
+    http(&r, "GET", path, &o);
+    assert_int_equal(r.status, 206);
+    assert_int_equal(r.len, 100);
+    assert_memory_equal(r.body, blob + 100, 100);
+    free_reply(&r);
+}
+
 static void test_server_http__download(void **state)
 {
     static uint8_t blob[10000];
@@ -884,7 +942,7 @@ static void test_server_http__download(void **state)
     (void)state;
     fill_pattern(blob, sizeof(blob), 3);
     sha256_hex(sha, blob, sizeof(blob));
-    assert_int_equal(publish("dl", "v1", blob, sizeof(blob), NULL), 201);
+    assert_int_equal(publish_released("dl", "v1", blob, sizeof(blob)), 201);
     (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
     (void)snprintf(etag, sizeof(etag), "\"%s\"", sha);
     o.token = fx.device;
@@ -975,6 +1033,78 @@ static void test_server_http__download(void **state)
     free_reply(&r);
 }
 
+/* An orphan as a crash between a deletion's commit and its file removal leaves it: a blob
+ * file no row names, committed `age_s` seconds ago. Its name into sha. */
+static void plant_orphan(char sha[MF_SHA256_HEX_LEN + 1], unsigned seed, time_t age_s)
+{
+    char dir[160], path[256];
+    struct timespec t[2];
+    uint8_t bytes[300];
+    FILE *f;
+
+    fill_pattern(bytes, sizeof(bytes), seed);
+    sha256_hex(sha, bytes, sizeof(bytes));
+    (void)snprintf(dir, sizeof(dir), "%s/blobs/%.2s", fx.data, sha);
+    (void)mkdir(dir, 0750);
+    (void)snprintf(path, sizeof(path), "%s/%s", dir, sha);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, sizeof(bytes), f), sizeof(bytes));
+    (void)fclose(f);
+    t[0].tv_sec = t[1].tv_sec = time(NULL) - age_s;
+    t[0].tv_nsec = t[1].tv_nsec = 0;
+    assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+static int blob_on_disk(const char *sha)
+{
+    char path[256];
+    struct stat st;
+
+    (void)snprintf(path, sizeof(path), "%s/blobs/%.2s/%s", fx.data, sha, sha);
+    return stat(path, &st) == 0;
+}
+
+/* POST /v1/admin/blobs/sweep: a dry run lists the old orphan and removes nothing; the sweep
+ * removes it and leaves the young orphan (an upload whose row may be on its way) and every
+ * blob a row names (the versions published above, released or staged). */
+static void test_server_http__blob_sweep(void **state)
+{
+    static uint8_t model[2000];
+    char old[65], young[65], kept[65];
+    struct req_opts o = {.token = fx.admin};
+    struct reply r;
+
+    (void)state;
+    fill_pattern(model, sizeof(model), 31);
+    sha256_hex(kept, model, sizeof(model));
+    assert_int_equal(publish("swp", "v1", model, sizeof(model), NULL), 201);
+    plant_orphan(old, 32, 7200);
+    plant_orphan(young, 33, 60);
+    http(&r, "POST", "/v1/admin/blobs/sweep?dry_run=1", &o);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"would_remove\":[{\"sha256\":\""));
+    assert_non_null(strstr(r.body, old));
+    assert_null(strstr(r.body, young));
+    assert_non_null(strstr(r.body, "\"orphans\":1,"));
+    free_reply(&r);
+    assert_true(blob_on_disk(old));
+    http(&r, "POST", "/v1/admin/blobs/sweep?dry_run=yes", &o);
+    assert_error_body(&r, 400, "bad_request");
+    free_reply(&r);
+    http(&r, "POST", "/v1/admin/blobs/sweep", &(struct req_opts){.token = fx.device});
+    assert_int_equal(r.status, 401); /* an admin route */
+    free_reply(&r);
+    http(&r, "POST", "/v1/admin/blobs/sweep", &o);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"removed\":[{\"sha256\":\""));
+    assert_non_null(strstr(r.body, old));
+    free_reply(&r);
+    assert_false(blob_on_disk(old));
+    assert_true(blob_on_disk(young));
+    assert_true(blob_on_disk(kept));
+}
+
 /* Connections are kept alive across requests on any route a device uses repeatedly (a
  * download is a run of range requests): libcurl reuses the connection, making no new one. */
 /* Range requests take a recently verified credential from the node's cache (no store round
@@ -994,7 +1124,7 @@ static void test_server_http__download_after_revoke(void **state)
     (void)state;
     fill_pattern(blob, sizeof(blob), 9);
     sha256_hex(sha, blob, sizeof(blob));
-    assert_int_equal(publish("dlr", "v1", blob, sizeof(blob), NULL), 201);
+    assert_int_equal(publish_released("dlr", "v1", blob, sizeof(blob)), 201);
     (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
     enroll(cred1, "cam-dl1");
     o.token = cred1;
@@ -1065,7 +1195,7 @@ static void test_server_http__keep_alive(void **state)
     assert_non_null(c);
     fill_pattern(blob, sizeof(blob), 9);
     sha256_hex(sha, blob, sizeof(blob));
-    assert_int_equal(publish("ka", "v1", blob, sizeof(blob), NULL), 201);
+    assert_int_equal(publish_released("ka", "v1", blob, sizeof(blob)), 201);
     (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
     assert_int_equal(get_on(c, path, "Range: bytes=0-1023"), 1);
     assert_int_equal(get_on(c, path, "Range: bytes=1024-2047"), 0); /* the same connection */
@@ -1152,7 +1282,7 @@ static void test_server_http__nul_and_strict_json_refused(void **state)
 
     fill_pattern(blob, sizeof(blob), 11);
     sha256_hex(sha, blob, sizeof(blob));
-    assert_int_equal(publish("nulblob", "v1", blob, sizeof(blob), NULL), 201);
+    assert_int_equal(publish_released("nulblob", "v1", blob, sizeof(blob)), 201);
     (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
     http(&r, "GET", path, &(struct req_opts){.token = fx.device});
     assert_int_equal(r.status, 200); /* the blob is there */
@@ -1466,8 +1596,10 @@ int main(void)
         cmocka_unit_test(test_server_http__concurrent_checkins),
         cmocka_unit_test(test_server_http__concurrent_checkins_inline),
         cmocka_unit_test(test_server_http__stop_with_checkins_in_flight),
+        cmocka_unit_test(test_server_http__staged_blob_hidden_from_devices),
         cmocka_unit_test(test_server_http__download),
         cmocka_unit_test(test_server_http__download_after_revoke),
+        cmocka_unit_test(test_server_http__blob_sweep),
         cmocka_unit_test(test_server_http__keep_alive),
         cmocka_unit_test(test_server_http__json_limits_and_syntax),
         cmocka_unit_test(test_server_http__nul_and_strict_json_refused),
