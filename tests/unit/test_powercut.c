@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Power cuts, not just kill -9: one device scenario on the power-cut port (powercut_port.c)
+ * Power cuts, not just kill -9: one device scenario on the power-cut port (powercut_fixture.c)
  * - a full download resumed after a network cut, install + confirm (A/B), trust rotation
  * (root v2, keys v2, the director's sequence), a delta apply into the other slot + confirm,
  * telemetry saves, and the offload queue (enqueue with fsync, drain in acknowledged
@@ -21,8 +21,8 @@
  * MF_POWERCUT_KEEP ("none" or "prefix"), MF_POWERCUT_SEED; MF_POWERCUT_ONLY=N runs the
  * one cut point N (what a failure names).
  */
-#include "agent_testutil.h"
-#include "powercut_port.h"
+#include "agent_fixture.h"
+#include "powercut_fixture.h"
 #include "mf/diff.h"
 #include "mf/telemetry.h"
 #include "mf_offload_int.h"

@@ -8,6 +8,7 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include "mf_test.h"
+#include "kit_fs.h"
 #include "common/token.h"
 #include "deltas/delta_worker.h"
 #include "director/director_wave.h"
@@ -61,8 +62,7 @@ static int eng_setup(void **state)
 
     assert_non_null(f);
     mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
-    (void)snprintf(f->dir, sizeof(f->dir), "/tmp/mf-reng-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), "mf-reng");
     (void)snprintf(url, sizeof(url), "sqlite:%s/store.db", f->dir);
     assert_int_equal(mf_store__open(&f->s, &f->ctx, url, 1), MF_OK);
     assert_int_equal(f->s->ops->migrate(&applied, f->s, &f->ctx), MF_OK);

@@ -8,8 +8,8 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw, popen */
 #include "mf_test.h"
-#include "fs_testutil.h"
-#include "manifest_testutil.h"
+#include "kit_fs.h"
+#include "manifest_fixture.h"
 #include "director/director.h"
 #include "app/server.h"
 #include "common/token.h"
@@ -150,14 +150,7 @@ static void sha256_hex(char out[65], const void *p, size_t n)
 
 static void read_token(char *out, const char *name)
 {
-    char path[160];
-    FILE *f;
-
-    (void)snprintf(path, sizeof(path), "%s/%s", fx.data, name);
-    f = fopen(path, "r");
-    assert_non_null(f);
-    assert_non_null(fgets(out, MF_TOKEN_LEN + 1, f));
-    (void)fclose(f);
+    mf_kit_fs_read_line(out, MF_TOKEN_LEN + 1, fx.data, name);
 }
 
 static void json_str(char *dst, size_t cap, const char *body, const char *key)
@@ -196,13 +189,8 @@ static void make_token(char *out, const char *role, const char *name)
 
 static void key_file(char *path, size_t cap)
 {
-    FILE *f;
-
     (void)snprintf(path, cap, "%s/dir.pem", fx.dir);
-    f = fopen(path, "w");
-    assert_non_null(f);
-    assert_int_equal(fwrite(world.priv[K_DIR], 1, world.priv_len[K_DIR], f), world.priv_len[K_DIR]);
-    (void)fclose(f);
+    mf_kit_fs_write(path, world.priv[K_DIR], world.priv_len[K_DIR]);
 }
 
 static void start_server_timeout(struct mf_server **out, const char *cert, const char *key,
@@ -243,8 +231,7 @@ static int group_setup(void **state)
     (void)state;
     (void)signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    (void)snprintf(fx.dir, sizeof(fx.dir), "/tmp/mf-fleet-XXXXXX");
-    assert_non_null(mkdtemp(fx.dir));
+    mf_kit_fs_mkdtemp(fx.dir, sizeof(fx.dir), "mf-fleet");
     (void)snprintf(fx.data, sizeof(fx.data), "%s/data", fx.dir);
     assert_int_equal(mkdir(fx.data, 0750), 0);
     fx_init(&world);
@@ -278,7 +265,7 @@ static int group_teardown(void **state)
     (void)state;
     mf_server__stop(fx.srv);
     fx_free(&world);
-    mf_test__rmtree(fx.dir);
+    mf_kit_fs_rmtree(fx.dir);
     curl_global_cleanup();
     return 0;
 }

@@ -7,7 +7,7 @@
  * mf_pg fixture (tests/pg/start.sh) through MF_TEST_PG_URL_FILE.
  */
 #include "mf_test.h"
-#include "pg_testutil.h"
+#include "store_fixture.h"
 #include "common/token.h"
 #include "store/pg_store.h"
 

@@ -1,60 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Helpers shared by test_diff_apply.c and test_diff_create.c: deterministic data generators,
- * a counting/failing allocator, an in-memory old image with a failing read callback, and a
- * chunked apply loop. Everything allocates through cmocka's test_malloc to catch leaks.
+ * an in-memory old image with a failing read callback, and a chunked apply loop. The
+ * allocator is the kit's (kit_alloc.h), leak-checked through cmocka's test_malloc.
  */
-#ifndef MF_DIFF_TEST_UTIL_H
-#define MF_DIFF_TEST_UTIL_H
+#ifndef MF_DIFF_FIXTURE_H
+#define MF_DIFF_FIXTURE_H
 
 #include "mf_test.h"
+#include "kit_alloc.h"
+#include "kit_fs.h"
 #include "mf/diff.h"
 
 #include <math.h>
 #include <string.h>
-
-struct dt_alloc {
-    long calls;
-    long fail_at; /* fail this call index and later ones; -1: never */
-    size_t live, peak;
-};
-
-struct dt_hdr {
-    size_t size;
-    size_t pad;
-};
-
-static inline void *dt_alloc_fn(void *payload, size_t size)
-{
-    struct dt_alloc *c = payload;
-    struct dt_hdr *h;
-
-    if (c->fail_at >= 0 && c->calls >= c->fail_at)
-        return NULL;
-    c->calls++;
-    h = test_malloc(sizeof(*h) + size);
-    h->size = size;
-    c->live += size;
-    if (c->live > c->peak)
-        c->peak = c->live;
-    return h + 1;
-}
-
-static inline void dt_free_fn(void *payload, void *ptr)
-{
-    struct dt_alloc *c = payload;
-    struct dt_hdr *h = (struct dt_hdr *)ptr - 1;
-
-    c->live -= h->size;
-    test_free(h);
-}
-
-static inline mf_allocator dt_allocator(struct dt_alloc *c, long fail_at)
-{
-    memset(c, 0, sizeof(*c));
-    c->fail_at = fail_at;
-    return (mf_allocator){dt_alloc_fn, dt_free_fn, c};
-}
 
 /* xorshift64*: reproducible data without libc rand(). */
 static inline uint64_t dt_rand(uint64_t *s)
@@ -172,4 +131,4 @@ static inline int dt_apply(uint8_t *dst, size_t cap, size_t *out_len, mf_patch *
     return r;
 }
 
-#endif /* MF_DIFF_TEST_UTIL_H */
+#endif /* MF_DIFF_FIXTURE_H */

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Offload test fixture (see test_offload_util.h). */
-#include "test_offload_util.h"
+/* Offload test fixture (see offload_fixture.h). */
+#include "offload_fixture.h"
+#include "kit_fs.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,8 +136,7 @@ static void wrap(struct tplat *t)
 void tplat_init(struct tplat *t)
 {
     memset(t, 0, sizeof(*t));
-    (void)snprintf(t->dir, sizeof(t->dir), "/tmp/mf-offload-XXXXXX");
-    assert_non_null(mkdtemp(t->dir));
+    mf_kit_fs_mkdtemp(t->dir, sizeof(t->dir), "mf-offload");
     wrap(t);
 }
 
@@ -148,57 +146,13 @@ void tplat_reopen(struct tplat *t)
     wrap(t);
 }
 
-static void rmtree(int parent, const char *name)
-{
-    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY);
-    struct dirent *e;
-    DIR *d;
-
-    if (fd < 0) {
-        (void)unlinkat(parent, name, 0);
-        return;
-    }
-    d = fdopendir(fd);
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-            rmtree(fd, e->d_name);
-    }
-    (void)closedir(d);
-    (void)unlinkat(parent, name, AT_REMOVEDIR);
-}
-
 void tplat_done(struct tplat *t)
 {
     mf_platform_posix_close(&t->posix);
-    rmtree(AT_FDCWD, t->dir);
+    mf_kit_fs_rmtree(t->dir);
 }
 
 void tplat_path(const struct tplat *t, char *out, size_t cap, const char *name)
 {
     (void)snprintf(out, cap, "%s/%s", t->dir, name);
-}
-
-static void *ta_alloc(void *payload, size_t size)
-{
-    struct talloc *t = payload;
-    long n = t->calls++;
-
-    if (t->fail_at >= 0 && n == t->fail_at)
-        return NULL;
-    return test_malloc(size);
-}
-
-static void ta_free(void *payload, void *ptr)
-{
-    (void)payload;
-    test_free(ptr);
-}
-
-void talloc_init(struct talloc *t)
-{
-    t->calls = 0;
-    t->fail_at = -1;
-    t->a.alloc = ta_alloc;
-    t->a.free = ta_free;
-    t->a.payload = t;
 }

@@ -4,8 +4,8 @@
  * helpers that sign root/keys/release/assignment documents (or raw payloads) with any
  * subset of them, so each test states exactly who signed what.
  */
-#ifndef MF_MANIFEST_TESTUTIL_H
-#define MF_MANIFEST_TESTUTIL_H
+#ifndef MF_MANIFEST_FIXTURE_H
+#define MF_MANIFEST_FIXTURE_H
 
 #include "mf_test.h"
 
@@ -76,4 +76,4 @@ mf_trust *fx_trust(struct fx *f, const mf_allocator *alloc);
 /* Reads a whole file (NULL if missing); free with mf_free(NULL, p). */
 uint8_t *fx_read_file(size_t *len, const char *path);
 
-#endif /* MF_MANIFEST_TESTUTIL_H */
+#endif /* MF_MANIFEST_FIXTURE_H */

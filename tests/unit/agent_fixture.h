@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Shared by the libmf tests (test_agent*.c): a fake mf-server written with plain sockets
- * on 127.0.0.1 and an ephemeral port, one thread serving one request per connection. It
+ * Shared by the libmf tests (test_agent*.c): a fake mf-server on the kit's loopback server
+ * (kit_http.h: 127.0.0.1, an ephemeral port, one request per connection). It
  * follows docs/protocol.md, serves a signed trust chain (manifests/sign through the
  * manifest test fixture: root v1, keys v1, releases by the release key, assignments by the
  * director key for the nonce it was sent), blobs with Range/If-Range/ETag, an optional
@@ -10,11 +10,13 @@
  * 404, malformed or replayed check-in answers, forged or below-floor releases).
  * Plus the test fixture: that server, a fresh state dir, the POSIX port and options.
  */
-#ifndef MF_AGENT_TESTUTIL_H
-#define MF_AGENT_TESTUTIL_H
+#ifndef MF_AGENT_FIXTURE_H
+#define MF_AGENT_FIXTURE_H
 
 #include "mf_test.h"
-#include "manifest_testutil.h"
+#include "kit_alloc.h"
+#include "kit_http.h"
+#include "manifest_fixture.h"
 #include "mf/sys/platform_posix.h"
 #include "mf_agent_int.h"
 
@@ -43,11 +45,8 @@ enum checkin_mode {
 };
 
 struct fake_server {
-    int listen_fd;
-    int port;
-    pthread_t thread;
+    struct mf_kit_http http;
     pthread_mutex_t lock;
-    int stop;
     /* what to serve */
     const uint8_t *blob;
     size_t blob_len;
@@ -79,14 +78,14 @@ struct fake_server {
     char delta_sha[65];
     char delta_from[65];
     /* transport faults, by absolute offset in the served object */
-    uint64_t cut_at;                    /* close the connection after this offset (0: never) ... */
-    int cuts_left;                      /* ... this many times, */
-    uint64_t cut_step;                  /* ... each one this much further on */
-    uint64_t corrupt_at;                /* flip the byte at this offset ... */
-    int corrupt_left;                   /* ... this many times */
-    int stall_ms;                       /* BLOB_STALL: silence after half the bytes ... */
-    int stall_left;                     /* ... this many times */
-    int stalling, handed_off, stall_fd; /* the stalled response's thread */
+    uint64_t cut_at;        /* close the connection after this offset (0: never) ... */
+    int cuts_left;          /* ... this many times, */
+    uint64_t cut_step;      /* ... each one this much further on */
+    uint64_t corrupt_at;    /* flip the byte at this offset ... */
+    int corrupt_left;       /* ... this many times */
+    int stall_ms;           /* BLOB_STALL: silence after half the bytes ... */
+    int stall_left;         /* ... this many times */
+    int stalling, stall_fd; /* the stalled response's thread */
     pthread_t stall_thread;
     const uint8_t *stall_data;
     uint64_t stall_len;
@@ -143,7 +142,6 @@ void fake_reset(struct fake_server *s);
 void fake_settle(struct fake_server *s);
 
 void on_ready(void *payload, const char *model, const char *version, const char *path);
-void rmtree(int parent, const char *name);
 void fresh_state_dir(struct fixture *fx);
 int setup(void **state);
 int teardown(void **state);
@@ -158,4 +156,4 @@ void assert_active(mf_agent *agent, const char *version, char slot);
 /* Installs v1 through one step; used as the starting point of failure tests. */
 mf_agent *agent_with_v1(struct fixture *fx);
 
-#endif /* MF_AGENT_TESTUTIL_H */
+#endif /* MF_AGENT_FIXTURE_H */

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Test fixture shared by the offload test binaries: a fresh state directory on the POSIX
- * port, wrapped so tests can fail the Nth storage call, fake both clocks, and count
- * allocations (failing the Nth through cmocka's leak-checking test_malloc).
+ * port, wrapped so tests can fail the Nth storage call and fake both clocks. The allocator
+ * of these tests is the kit's (kit_alloc.h).
  */
-#ifndef TEST_OFFLOAD_UTIL_H
-#define TEST_OFFLOAD_UTIL_H
+#ifndef MF_OFFLOAD_FIXTURE_H
+#define MF_OFFLOAD_FIXTURE_H
 
 #include "mf_test.h"
+#include "kit_alloc.h"
 #include "mf/sys/platform_posix.h"
 
 struct tplat {
@@ -31,12 +32,4 @@ void tplat_done(struct tplat *t);
 /* Full path of `name` inside the state dir. */
 void tplat_path(const struct tplat *t, char *out, size_t cap, const char *name);
 
-struct talloc {
-    long calls;
-    long fail_at; /* -1: never */
-    mf_allocator a;
-};
-
-void talloc_init(struct talloc *t);
-
-#endif /* TEST_OFFLOAD_UTIL_H */
+#endif /* MF_OFFLOAD_FIXTURE_H */

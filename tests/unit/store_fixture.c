@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* PostgreSQL test databases (see pg_testutil.h). */
+/* PostgreSQL test databases and the store fixture (see store_fixture.h). */
 #include "mf_test.h"
-#include "pg_testutil.h"
+#include "store_fixture.h"
+#include "kit_fs.h"
+#include "store/store.h"
 
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -131,4 +133,36 @@ long long mf_pgtest__query_ll(const char *url, const char *sql)
     PQclear(r);
     PQfinish(c);
     return v;
+}
+
+struct store_fixture *store_fixture_new(const char *tag, int migrate)
+{
+    struct store_fixture *f = calloc(1, sizeof(*f));
+    char prefix[32];
+    int applied = -1;
+
+    assert_non_null(f);
+    (void)snprintf(prefix, sizeof(prefix), "mf-%s", tag);
+    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), prefix);
+    (void)snprintf(f->db, sizeof(f->db), "%s/store.db", f->dir);
+    f->pg = mf_pgtest__enabled();
+    if (f->pg)
+        mf_pgtest__create_db(f->url, tag);
+    else
+        (void)snprintf(f->url, sizeof(f->url), "%s", f->db);
+    mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
+    if (migrate) {
+        assert_int_equal(mf_store__open(&f->s, &f->ctx, f->url, 1), MF_OK);
+        assert_int_equal(f->s->ops->migrate(&applied, f->s, &f->ctx), MF_OK);
+    }
+    return f;
+}
+
+void store_fixture_free(struct store_fixture *f)
+{
+    mf_store__close(f->s);
+    if (f->pg)
+        mf_pgtest__drop_db(f->url);
+    mf_kit_fs_rmtree(f->dir);
+    free(f);
 }

@@ -5,8 +5,8 @@
  * (test_offload_e2e_client.c): deterministic sample inputs, and the two HTTP calls an app
  * makes besides the offload library's own (enrolment, the check-in that brings the policy).
  */
-#ifndef TEST_OFFLOAD_E2E_UTIL_H
-#define TEST_OFFLOAD_E2E_UTIL_H
+#ifndef MF_OFFLOAD_E2E_FIXTURE_H
+#define MF_OFFLOAD_E2E_FIXTURE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,4 +34,4 @@ int e2e_enroll(char *cred, size_t cap, const char *base_url, const char *enroll_
 int e2e_checkin_policy(char *out, size_t cap, const char *base_url, const char *cred,
                        const char *model, const char *version);
 
-#endif /* TEST_OFFLOAD_E2E_UTIL_H */
+#endif /* MF_OFFLOAD_E2E_FIXTURE_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The manifest test fixture (see manifest_testutil.h). */
-#include "manifest_testutil.h"
+/* The manifest test fixture (see manifest_fixture.h). */
+#include "manifest_fixture.h"
 
 #include <mbedtls/sha256.h>
 

@@ -1,20 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The fake mf-server and the fixture of the libmf tests (agent_testutil.h). */
-#include "agent_testutil.h"
+/* The fake mf-server and the fixture of the libmf tests (agent_fixture.h). */
+#include "agent_fixture.h"
+#include "kit_fs.h"
 
-#include <arpa/inet.h>
 #include <cjson/cJSON.h>
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <mbedtls/sha256.h>
-#include <netinet/in.h>
-#include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,81 +58,22 @@ void fake_assign(struct fake_server *s, const char *version, const uint8_t *data
     pthread_mutex_unlock(&s->lock);
 }
 
-static void send_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-
-    while (n > 0) {
-        ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-
-        if (w <= 0)
-            return;
-        c += w;
-        n -= (size_t)w;
-    }
-}
-
-static void respond(int fd, int status, const char *body)
-{
-    char head[256];
-    int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
-                     "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-                     status, strlen(body));
-
-    send_all(fd, head, (size_t)n);
-    send_all(fd, body, strlen(body));
-}
-
-/* Reads one request: head into `buf`, body after it; returns the body or NULL. */
-static char *read_request(int fd, char *buf, size_t cap, size_t *body_len)
-{
-    size_t len = 0, need = 0;
-    char *body = NULL;
-
-    for (;;) {
-        ssize_t r;
-
-        if (body && len >= (size_t)(body - buf) + need)
-            break;
-        if (len + 1 >= cap)
-            return NULL;
-        r = recv(fd, buf + len, cap - 1 - len, 0);
-        if (r <= 0)
-            return NULL;
-        len += (size_t)r;
-        buf[len] = '\0';
-        if (!body) {
-            char *end = strstr(buf, "\r\n\r\n");
-            const char *cl;
-
-            if (!end)
-                continue;
-            body = end + 4;
-            cl = strstr(buf, "Content-Length: ");
-            need = cl && cl < end ? (size_t)strtoul(cl + 16, NULL, 10) : 0;
-        }
-    }
-    body[need] = '\0';
-    *body_len = need;
-    return body;
-}
-
 static int authorized(const char *head)
 {
     return strstr(head, "Authorization: Bearer " CREDENTIAL "\r\n") != NULL;
 }
 
-static void handle_enroll(struct fake_server *s, int fd, const char *body)
+static void handle_enroll(struct fake_server *s, struct mf_kit_http_conn *c, const char *body)
 {
     cJSON *doc = cJSON_Parse(body);
     const cJSON *tok = cJSON_GetObjectItemCaseSensitive(doc, "enrollment_token");
 
     s->n_enroll++;
     if (cJSON_IsString(tok) && strcmp(tok->valuestring, ENROLL_TOKEN) == 0)
-        respond(fd, 201, "{\"device_id\":\"cam-1\",\"credential\":\"" CREDENTIAL "\"}");
+        mf_kit_http_json(c, 201, "{\"device_id\":\"cam-1\",\"credential\":\"" CREDENTIAL "\"}");
     else
-        respond(fd, 401, "{\"error\":\"unauthorized\",\"message\":\"enrollment token rejected\"}");
+        mf_kit_http_json(c, 401,
+                         "{\"error\":\"unauthorized\",\"message\":\"enrollment token rejected\"}");
     cJSON_Delete(doc);
 }
 
@@ -178,7 +113,7 @@ static void add_detector(struct fake_server *s, cJSON *list, const char *nonce)
     cJSON_AddItemToArray(list, a);
 }
 
-static void handle_checkin(struct fake_server *s, int fd, const char *body)
+static void handle_checkin(struct fake_server *s, struct mf_kit_http_conn *c, const char *body)
 {
     cJSON *doc = cJSON_Parse(body);
     const cJSON *nonce = cJSON_GetObjectItemCaseSensitive(doc, "nonce");
@@ -190,12 +125,12 @@ static void handle_checkin(struct fake_server *s, int fd, const char *body)
     s->n_checkin++;
     (void)snprintf(s->checkin_body, sizeof(s->checkin_body), "%s", body);
     if (s->checkin_mode == CHECKIN_MALFORMED) {
-        respond(fd, 200, "{\"nonce\": [unterminated");
+        mf_kit_http_json(c, 200, "{\"nonce\": [unterminated");
         cJSON_Delete(doc);
         return;
     }
     if (!cJSON_IsString(nonce)) {
-        respond(fd, 400, "{\"error\":\"bad_request\",\"message\":\"no nonce\"}");
+        mf_kit_http_json(c, 400, "{\"error\":\"bad_request\",\"message\":\"no nonce\"}");
         cJSON_Delete(doc);
         return;
     }
@@ -224,7 +159,7 @@ static void handle_checkin(struct fake_server *s, int fd, const char *body)
         add_detector(s, list, nonce->valuestring);
     }
     text = cJSON_PrintUnformatted(out);
-    respond(fd, 200, text);
+    mf_kit_http_json(c, 200, text);
     cJSON_free(text);
     cJSON_Delete(out);
     cJSON_Delete(doc);
@@ -238,16 +173,19 @@ static void *stall_main(void *arg)
     struct timespec ts = {s->stall_ms / 1000, (long)(s->stall_ms % 1000) * 1000000L};
 
     (void)nanosleep(&ts, NULL);
-    send_all(s->stall_fd, s->stall_data, (size_t)s->stall_len);
+    mf_kit_http_send_fd(s->stall_fd, s->stall_data, (size_t)s->stall_len);
     (void)close(s->stall_fd);
     return NULL;
 }
 
-/* Sends `n` bytes of `data` from `from` on, applying the cut/corrupt/stall faults. */
-static void send_body(struct fake_server *s, int fd, const uint8_t *data, uint64_t from, uint64_t n)
+/* Answers with `r`, whose body is `data` from `from` on (`n` of its bytes sent, the rest
+ * announced), applying the cut/corrupt/stall faults (offsets in the served object). */
+static void send_body(struct fake_server *s, struct mf_kit_http_conn *c,
+                      struct mf_kit_http_reply *r, const uint8_t *data, uint64_t from, uint64_t n)
 {
-    uint64_t end = from + n, at = from;
+    uint64_t end = from + n;
 
+    r->body = (const char *)data + from;
     if (s->cut_at > from && s->cut_at < end && s->cuts_left > 0) {
         end = s->cut_at;
         s->cuts_left--;
@@ -257,38 +195,36 @@ static void send_body(struct fake_server *s, int fd, const uint8_t *data, uint64
         uint64_t half = (end - from) / 2;
 
         s->stall_left--;
-        send_all(fd, data + from, (size_t)half);
+        r->cut_at = half;
+        mf_kit_http_reply(c, r);
         s->bytes_served += half;
-        s->stall_fd = dup(fd);
+        s->stall_fd = mf_kit_http_detach(c);
         s->stall_data = data + from + half;
         s->stall_len = end - from - half;
         s->stalling = 1;
-        s->handed_off = 1;
         assert_int_equal(pthread_create(&s->stall_thread, NULL, stall_main, s), 0);
         return;
     }
-    if (s->corrupt_left > 0 && s->corrupt_at >= at && s->corrupt_at < end) {
-        uint8_t bad = data[s->corrupt_at] ^ 0x5a;
-
-        send_all(fd, data + at, (size_t)(s->corrupt_at - at));
-        send_all(fd, &bad, 1);
+    if (s->corrupt_left > 0 && s->corrupt_at >= from && s->corrupt_at < end) {
+        r->corrupt = 1;
+        r->corrupt_at = s->corrupt_at - from;
         s->corrupt_left--;
-        s->bytes_served += s->corrupt_at + 1 - at;
-        at = s->corrupt_at + 1;
     }
-    send_all(fd, data + at, (size_t)(end - at));
-    s->bytes_served += end - at;
+    if (end < from + r->body_len)
+        r->cut_at = end - from;
+    mf_kit_http_reply(c, r);
+    s->bytes_served += end - from;
 }
 
 /* GET /v1/blobs/<sha>: the model or the delta, with Range/If-Range (docs/protocol.md). */
-static void handle_blob(struct fake_server *s, int fd, const char *req)
+static void handle_blob(struct fake_server *s, struct mf_kit_http_conn *c, const char *req)
 {
     const char *range = strstr(req, "\r\nRange: bytes=");
     const char *if_range = strstr(req, "\r\nIf-Range: ");
     const uint8_t *data = s->blob;
     uint64_t len = s->blob_len, from = 0;
-    char head[512], etag[80];
-    int n;
+    struct mf_kit_http_reply r = {.status = 200, .content_type = "application/octet-stream"};
+    char headers[512], etag[80];
 
     if (s->delta && strstr(req, s->delta_sha)) {
         s->n_delta_blob++;
@@ -300,17 +236,14 @@ static void handle_blob(struct fake_server *s, int fd, const char *req)
         (void)snprintf(etag, sizeof(etag), "\"%s\"", s->sha256);
     }
     if (s->blob_mode == BLOB_404) {
-        respond(fd, 404, "{\"error\":\"not_found\",\"message\":\"no such blob\"}");
+        mf_kit_http_json(c, 404, "{\"error\":\"not_found\",\"message\":\"no such blob\"}");
         return;
     }
     if (s->blob_mode == BLOB_CHUNKED) {
-        n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
-                     "Connection: close\r\n\r\n%zx\r\n",
-                     (size_t)len);
-        send_all(fd, head, (size_t)n);
-        send_all(fd, data, (size_t)len);
-        send_all(fd, "\r\n0\r\n\r\n", 7);
+        r.chunked = 1;
+        r.body = (const char *)data;
+        r.body_len = (size_t)len;
+        mf_kit_http_reply(c, &r);
         return;
     }
     if (range) {
@@ -320,28 +253,25 @@ static void handle_blob(struct fake_server *s, int fd, const char *req)
     }
     if (if_range && strncmp(if_range + 12, etag, strlen(etag)) != 0)
         from = 0; /* another representation: the whole thing */
+    r.headers = headers;
     if (from > 0 && from < len && s->blob_mode != BLOB_NO_RANGE) {
-        n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 206 Partial Content\r\nContent-Type: application/octet-stream\r\n"
-                     "ETag: %s\r\nContent-Range: bytes %llu-%llu/%llu\r\n"
-                     "Content-Length: %llu\r\nConnection: close\r\n\r\n",
-                     s->blob_mode == BLOB_NEW_ETAG ? "\"republished\"" : etag,
-                     s->blob_mode == BLOB_WRONG_RANGE ? 0ull : (unsigned long long)from,
-                     (unsigned long long)len - 1, (unsigned long long)len,
-                     (unsigned long long)(len - from));
-        send_all(fd, head, (size_t)n);
-        send_body(s, fd, data, from, s->blob_mode == BLOB_TRUNCATE ? (len - from) / 2 : len - from);
+        (void)snprintf(headers, sizeof(headers),
+                       "ETag: %s\r\nContent-Range: bytes %llu-%llu/%llu\r\n",
+                       s->blob_mode == BLOB_NEW_ETAG ? "\"republished\"" : etag,
+                       s->blob_mode == BLOB_WRONG_RANGE ? 0ull : (unsigned long long)from,
+                       (unsigned long long)len - 1, (unsigned long long)len);
+        r.status = 206;
+        r.body_len = (size_t)(len - from);
+        send_body(s, c, &r, data, from,
+                  s->blob_mode == BLOB_TRUNCATE ? (len - from) / 2 : len - from);
         return;
     }
-    n = snprintf(head, sizeof(head),
-                 "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nETag: %s\r\n"
-                 "Content-Length: %llu\r\nConnection: close\r\n\r\n",
-                 etag, (unsigned long long)len);
-    send_all(fd, head, (size_t)n);
-    send_body(s, fd, data, 0, s->blob_mode == BLOB_TRUNCATE ? len / 2 : len);
+    (void)snprintf(headers, sizeof(headers), "ETag: %s\r\n", etag);
+    r.body_len = (size_t)len;
+    send_body(s, c, &r, data, 0, s->blob_mode == BLOB_TRUNCATE ? len / 2 : len);
 }
 
-static void handle_report(struct fake_server *s, int fd, const char *body)
+static void handle_report(struct fake_server *s, struct mf_kit_http_conn *c, const char *body)
 {
     cJSON *doc = cJSON_Parse(body);
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(doc, "status");
@@ -352,79 +282,39 @@ static void handle_report(struct fake_server *s, int fd, const char *body)
                    cJSON_IsString(st) ? st->valuestring : "?");
     (void)snprintf(s->report_detail, sizeof(s->report_detail), "%s",
                    cJSON_IsString(detail) ? detail->valuestring : "?");
-    respond(fd, 204, "");
+    mf_kit_http_json(c, 204, "");
     cJSON_Delete(doc);
 }
 
-static void serve_one(struct fake_server *s, int fd)
+static void serve_one(void *payload, struct mf_kit_http_conn *c,
+                      const struct mf_kit_http_request *q)
 {
-    static char buf[64 * 1024];
-    size_t body_len = 0;
-    char *body = read_request(fd, buf, sizeof(buf), &body_len);
+    struct fake_server *s = payload;
 
-    if (!body)
-        return;
     pthread_mutex_lock(&s->lock);
-    if (strncmp(buf, "POST /v1/enroll ", 16) == 0)
-        handle_enroll(s, fd, body);
-    else if (!authorized(buf))
-        respond(fd, 401, "{\"error\":\"unauthorized\",\"message\":\"unknown credential\"}");
-    else if (strncmp(buf, "POST /v1/checkin ", 17) == 0)
-        handle_checkin(s, fd, body);
-    else if (strncmp(buf, "GET /v1/blobs/", 14) == 0)
-        handle_blob(s, fd, buf);
-    else if (strncmp(buf, "POST /v1/report ", 16) == 0)
-        handle_report(s, fd, body);
+    if (strncmp(q->line, "POST /v1/enroll ", 16) == 0)
+        handle_enroll(s, c, q->body);
+    else if (!authorized(q->head))
+        mf_kit_http_json(c, 401, "{\"error\":\"unauthorized\",\"message\":\"unknown credential\"}");
+    else if (strncmp(q->line, "POST /v1/checkin ", 17) == 0)
+        handle_checkin(s, c, q->body);
+    else if (strncmp(q->line, "GET /v1/blobs/", 14) == 0)
+        handle_blob(s, c, q->head);
+    else if (strncmp(q->line, "POST /v1/report ", 16) == 0)
+        handle_report(s, c, q->body);
     else
-        respond(fd, 404, "{\"error\":\"not_found\",\"message\":\"no route\"}");
+        mf_kit_http_json(c, 404, "{\"error\":\"not_found\",\"message\":\"no route\"}");
     pthread_mutex_unlock(&s->lock);
-}
-
-static void *server_main(void *arg)
-{
-    struct fake_server *s = arg;
-
-    for (;;) {
-        struct pollfd pfd = {.fd = s->listen_fd, .events = POLLIN};
-        int stop, fd;
-
-        pthread_mutex_lock(&s->lock);
-        stop = s->stop;
-        pthread_mutex_unlock(&s->lock);
-        if (stop)
-            break;
-        if (poll(&pfd, 1, 50) <= 0)
-            continue;
-        fd = accept(s->listen_fd, NULL, NULL);
-        if (fd < 0)
-            continue;
-        serve_one(s, fd);
-        if (!s->handed_off)
-            (void)shutdown(fd, SHUT_WR); /* a stalled response stays open in its thread */
-        s->handed_off = 0;
-        (void)close(fd);
-    }
-    return NULL;
 }
 
 void fake_start(struct fake_server *s)
 {
-    struct sockaddr_in addr = {.sin_family = AF_INET};
-    socklen_t alen = sizeof(addr);
-
     memset(s, 0, sizeof(*s));
     pthread_mutex_init(&s->lock, NULL);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    s->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(s->listen_fd >= 0);
-    assert_int_equal(bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
-    assert_int_equal(listen(s->listen_fd, 16), 0);
-    assert_int_equal(getsockname(s->listen_fd, (struct sockaddr *)&addr, &alen), 0);
-    s->port = ntohs(addr.sin_port);
     s->keys_env = fx_keys_v1(&s->keys_len, &world);
     s->keys_version = 1;
     s->director = K_DIR;
-    assert_int_equal(pthread_create(&s->thread, NULL, server_main, s), 0);
+    mf_kit_http_start(&s->http, serve_one, s);
 }
 
 void fake_settle(struct fake_server *s)
@@ -436,26 +326,14 @@ void fake_settle(struct fake_server *s)
 
 void fake_reset(struct fake_server *s)
 {
-    int fd, port;
-    pthread_t thread;
-    pthread_mutex_t lock;
-
     fake_settle(s);
     pthread_mutex_lock(&s->lock);
     mf_free(NULL, s->keys_env);
     mf_free(NULL, s->release_env);
     mf_free(NULL, s->root_env);
-    fd = s->listen_fd;
-    port = s->port;
-    thread = s->thread;
-    /* Everything but the socket, the thread and the (held) lock goes back to zero; the
-     * lock's bytes are put back where they were, so it stays the same held mutex. */
-    memcpy(&lock, &s->lock, sizeof(lock));
-    memset(s, 0, sizeof(*s));
-    memcpy(&s->lock, &lock, sizeof(lock));
-    s->listen_fd = fd;
-    s->port = port;
-    s->thread = thread;
+    /* Everything after the running kit server and the (held) lock goes back to zero: the
+     * server keeps its socket and thread, the lock stays the same held mutex. */
+    memset(&s->blob, 0, sizeof(*s) - offsetof(struct fake_server, blob));
     s->keys_env = fx_keys_v1(&s->keys_len, &world);
     s->keys_version = 1;
     s->director = K_DIR;
@@ -464,12 +342,8 @@ void fake_reset(struct fake_server *s)
 
 void fake_stop(struct fake_server *s)
 {
-    pthread_mutex_lock(&s->lock);
-    s->stop = 1;
-    pthread_mutex_unlock(&s->lock);
-    pthread_join(s->thread, NULL);
+    mf_kit_http_stop(&s->http);
     fake_settle(s);
-    (void)close(s->listen_fd);
     pthread_mutex_destroy(&s->lock);
     mf_free(NULL, s->keys_env);
     mf_free(NULL, s->release_env);
@@ -488,29 +362,10 @@ void on_ready(void *payload, const char *model, const char *version, const char 
     (void)snprintf(fx->ready_version, sizeof(fx->ready_version), "%s", version);
 }
 
-void rmtree(int parent, const char *name)
-{
-    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY);
-    DIR *d;
-    struct dirent *e;
-
-    if (fd < 0) {
-        (void)unlinkat(parent, name, 0);
-        return;
-    }
-    d = fdopendir(fd);
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-            rmtree(fd, e->d_name);
-    }
-    (void)closedir(d);
-    (void)unlinkat(parent, name, AT_REMOVEDIR);
-}
-
 void fresh_state_dir(struct fixture *fx)
 {
     mf_platform_posix_close(&fx->posix);
-    rmtree(AT_FDCWD, fx->dir);
+    mf_kit_fs_rmtree(fx->dir);
     assert_int_equal(mf_platform_posix_init(&fx->ops, &fx->posix, fx->dir), MF_OK);
 }
 
@@ -519,9 +374,8 @@ int setup(void **state)
     struct fixture *fx = test_calloc(1, sizeof(*fx));
 
     fake_start(&fx->srv);
-    (void)snprintf(fx->dir, sizeof(fx->dir), "/tmp/mf-agent-XXXXXX");
-    assert_non_null(mkdtemp(fx->dir));
-    (void)snprintf(fx->url, sizeof(fx->url), "http://127.0.0.1:%d/", fx->srv.port);
+    mf_kit_fs_mkdtemp(fx->dir, sizeof(fx->dir), "mf-agent");
+    (void)snprintf(fx->url, sizeof(fx->url), "%s/", fx->srv.http.url);
     assert_int_equal(mf_platform_posix_init(&fx->ops, &fx->posix, fx->dir), MF_OK);
     assert_int_equal(mf_agent_options_init(&fx->opts, MF_AGENT_OPTIONS_VERSION), MF_OK);
     fx->models[0] = "detector";
@@ -552,7 +406,7 @@ int teardown(void **state)
 
     fake_stop(&fx->srv);
     mf_platform_posix_close(&fx->posix);
-    rmtree(AT_FDCWD, fx->dir);
+    mf_kit_fs_rmtree(fx->dir);
     mf_free(NULL, fx->root_env);
     test_free(fx);
     return 0;
@@ -561,33 +415,12 @@ int teardown(void **state)
 /* Reads a file of the state dir into a test_malloc'd buffer. */
 uint8_t *slurp(const struct fixture *fx, const char *name, size_t *len)
 {
-    char path[256];
-    uint8_t *buf;
-    FILE *f;
-    long n;
-
-    (void)snprintf(path, sizeof(path), "%s/%s", fx->dir, name);
-    f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    assert_int_equal(fseek(f, 0, SEEK_END), 0);
-    n = ftell(f);
-    assert_int_equal(fseek(f, 0, SEEK_SET), 0);
-    buf = test_malloc((size_t)n + 1);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = 0;
-    (void)fclose(f);
-    *len = (size_t)n;
-    return buf;
+    return mf_kit_fs_slurp(fx->dir, name, len);
 }
 
 int exists(const struct fixture *fx, const char *name)
 {
-    char path[256];
-    struct stat st;
-
-    (void)snprintf(path, sizeof(path), "%s/%s", fx->dir, name);
-    return stat(path, &st) == 0;
+    return mf_kit_fs_exists(fx->dir, name);
 }
 
 void assert_file_equals(const struct fixture *fx, const char *name, const uint8_t *data, size_t len)

@@ -3,11 +3,11 @@
  * A power-cut port for tests: an in-memory file system behind struct mf_platform_ops that
  * counts the storage calls that change storage and, at a chosen call, loses power. From
  * then on every storage op fails with MF_E_IO; powercut_reboot() then replaces what the
- * code saw with what was durable (see powercut_port.c for the model), and storage works
+ * code saw with what was durable (see powercut_fixture.c for the model), and storage works
  * again for the next agent on the same "disk".
  */
-#ifndef MF_POWERCUT_PORT_H
-#define MF_POWERCUT_PORT_H
+#ifndef MF_POWERCUT_FIXTURE_H
+#define MF_POWERCUT_FIXTURE_H
 
 #include "mf/sys/platform.h"
 
@@ -43,4 +43,4 @@ void powercut_reboot(struct powercut *pc);
 /* A copy of `name`'s live content (test_malloc'd; NULL when missing). */
 uint8_t *powercut_read(struct powercut *pc, const char *name, size_t *len_out);
 
-#endif /* MF_POWERCUT_PORT_H */
+#endif /* MF_POWERCUT_FIXTURE_H */

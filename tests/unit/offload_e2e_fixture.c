@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* End-to-end offload test helpers (see test_offload_e2e_util.h). */
-#include "test_offload_e2e_util.h"
+/* End-to-end offload test helpers (see offload_e2e_fixture.h). */
+#include "offload_e2e_fixture.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The power-cut port (powercut_port.h): an in-memory file system, not a journal over the
+ * The power-cut port (powercut_fixture.h): an in-memory file system, not a journal over the
  * POSIX port. A journal over real files cannot lose what the kernel already holds (the
  * page cache survives the test process, which is the blind spot of kill -9), and it would
  * have to guess what ext4 or a flash FTL keeps; in memory the durable image is explicit.
@@ -26,7 +26,7 @@
  * durable, so a cut before a read equals a cut before the next write), but once the power
  * is down every storage op fails, reads included.
  */
-#include "powercut_port.h"
+#include "powercut_fixture.h"
 
 #include "mf_test.h"
 #include "mf/error.h"
