@@ -6,6 +6,7 @@
  */
 #include "mf_test.h"
 #include "kit_alloc.h"
+#include "kit_fs.h"
 
 #include "mf_ctx.h"
 #include "mf_dataset.h"
@@ -18,11 +19,10 @@ static struct mf_ctx ctx;
 
 static const char *data_path(char *buf, size_t size, const char *name)
 {
-    const char *slash = strrchr(__FILE__, '/');
+    char rel[256];
 
-    (void)snprintf(buf, size, "%.*s/../data/distill/%s", slash ? (int)(slash - __FILE__) : 1,
-                   slash ? __FILE__ : ".", name);
-    return buf;
+    (void)snprintf(rel, sizeof(rel), "tests/data/distill/%s", name);
+    return mf_kit_fs_source_path(buf, size, rel);
 }
 
 /* An IDX header for `ndims` dims followed by nothing (callers append the payload). */

@@ -20,12 +20,8 @@ static char tmp_dir[64];
 
 static int setup(void **state)
 {
-    const char *slash = strrchr(__FILE__, '/');
-
     (void)state;
-    /* The source path locates tests/data without a build-time definition. */
-    (void)snprintf(golden_dir, sizeof(golden_dir), "%.*s/../data/manifest",
-                   slash ? (int)(slash - __FILE__) : 1, slash ? __FILE__ : ".");
+    mf_kit_fs_source_path(golden_dir, sizeof(golden_dir), "tests/data/manifest");
     mf_kit_fs_mkdtemp(tmp_dir, sizeof(tmp_dir), "mf_manifest");
     return 0;
 }

@@ -989,16 +989,14 @@ static void test_server_fleet__tls_with_curl_cacert(void **state)
     }
 }
 
-/* docs/openapi.yaml, found from this file's path (tests/unit/ -> docs/). */
+/* docs/openapi.yaml of the source tree. */
 static char *read_openapi(void)
 {
     char path[1024];
-    const char *slash = strrchr(__FILE__, '/');
     size_t len = 0;
     uint8_t *text;
 
-    (void)snprintf(path, sizeof(path), "%.*s/../../docs/openapi.yaml",
-                   (int)(slash ? slash - __FILE__ : 1), slash ? __FILE__ : ".");
+    mf_kit_fs_source_path(path, sizeof(path), "docs/openapi.yaml");
     text = fx_read_file(&len, path);
     if (!text)
         fail_msg("cannot read %s", path);
