@@ -1,9 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The registry's persistent state behind one backend-neutral ops table (STYLE rule 4, like
+ * The registry's persistent state behind one backend-neutral interface (STYLE rule 4, like
  * curl's struct Curl_ssl). A backend embeds `struct mf_store` as its first member; callers
- * only ever go through `s->ops`. Backends are picked from a static table by URL scheme
- * (store.c): "sqlite:<path>" now, "postgresql://..." later.
+ * only ever go through `s->ops`, whose operations are grouped by domain: s->ops->auth (tokens,
+ * device credentials, admin tokens), ->registry (versions, releases, trust documents,
+ * deltas), ->devices (device listings and reports), ->checkin (the check-in fast path),
+ * ->director (groups, channels, pins, directives), ->jobs, ->offload, ->rollout, ->distill.
+ * Backends are picked from a static table by URL scheme (store.c): "sqlite:<path>" (or a
+ * bare path) and "postgresql://..." / "postgres://...".
+ *
+ * Layout (server/store/README.md): the operations of every domain but the check-in path are
+ * written once, in store_<domain>.c, over a small engine each backend gives
+ * (store_engine.h: run one statement, walk its rows through a cursor, run a transaction);
+ * their SQL is one statement catalogue with `?` placeholders, with a dialect's own text only
+ * where SQLite and PostgreSQL really differ. sqlite/ and pg/ hold each backend's connection
+ * handling, its engine and its check-in path. The schema is one migrations table driving
+ * both backends (store_schema.c).
  *
  * Every op is safe to call from several threads at once; each takes the request's own ctx
  * so error messages never cross requests. Text fields are bounded by the protocol's name
@@ -289,19 +301,8 @@ typedef int (*mf_store_distill_run_fn)(void *payload, const struct mf_store_dist
 
 struct mf_store;
 
-struct mf_store_ops {
-    const char *scheme; /* URL scheme this backend serves */
-    /* Worker threads a node runs on this backend unless told otherwise: SQLite does its
-     * work in the calling thread, so a few threads keep the cores busy; on PostgreSQL a
-     * check-in thread mostly waits for its round trips, so one per pooled connection. */
-    unsigned default_threads;
-    /* `create` 0: the store must already exist (serve); 1: create it (init). */
-    int (*open)(struct mf_store **out, struct mf_ctx *ctx, const char *location, int create);
-    void (*close)(struct mf_store *s); /* NULL is a no-op */
-    /* Applies pending numbered migrations in one transaction; *applied_out counts them. */
-    int (*migrate)(int *applied_out, struct mf_store *s, struct mf_ctx *ctx);
-    int (*schema_version)(int *version_out, struct mf_store *s, struct mf_ctx *ctx);
-
+/* Tokens, device credentials and admin tokens. */
+struct mf_store_auth_ops {
     /* Tokens (kind: enum mf_token_kind), by SHA-256 only. check: MF_OK or MF_E_AUTH. */
     int (*token_count)(int *count_out, struct mf_store *s, struct mf_ctx *ctx, int kind);
     int (*token_insert)(struct mf_store *s, struct mf_ctx *ctx, int kind,
@@ -315,15 +316,36 @@ struct mf_store_ops {
                          const uint8_t cred_hash[MF_SHA256_LEN], int64_t now);
     int (*device_auth)(char device_id_out[MF_STORE_NAME_SIZE], struct mf_store *s,
                        struct mf_ctx *ctx, const uint8_t cred_hash[MF_SHA256_LEN]);
-    int (*device_touch)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id, int64_t now);
+    /* Revokes the device's credential (auth answers MF_E_AUTH until it re-enrolls).
+     * MF_E_NOTFOUND for an unknown device. */
+    int (*device_revoke)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id);
 
+    /* Admin tokens with a role. insert: MF_E_STATE for a duplicate hash. auth: the role of
+     * an unrevoked admin token (constant-time hash compare), MF_E_AUTH otherwise. Tokens
+     * made before migration 3 have the role admin. revoke: by id (hex of the hash's first 8
+     * bytes); MF_E_NOTFOUND when no unrevoked token has it. list: oldest first. */
+    int (*admin_token_insert)(struct mf_store *s, struct mf_ctx *ctx,
+                              const uint8_t hash[MF_SHA256_LEN], int role, const char *name,
+                              int64_t now);
+    int (*admin_token_auth)(int *role_out, struct mf_store *s, struct mf_ctx *ctx,
+                            const uint8_t hash[MF_SHA256_LEN]);
+    int (*admin_token_revoke)(struct mf_store *s, struct mf_ctx *ctx, const char *id);
+    int (*admin_tokens_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_token_fn fn,
+                             void *payload);
+};
+
+/* Model versions, releases, trust documents and deltas: what check-ins are answered from. */
+struct mf_store_registry_ops {
     /* Model versions. insert: MF_E_STATE when (model, version) exists already.
-     * get/latest: MF_E_NOTFOUND when there is none. */
+     * get/latest: MF_E_NOTFOUND when there is none. list: by model name, then oldest
+     * first. */
     int (*version_insert)(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_version *v);
     int (*version_get)(struct mf_store_version *out, struct mf_store *s, struct mf_ctx *ctx,
                        const char *model, const char *version);
     int (*version_latest)(struct mf_store_version *out, struct mf_store *s, struct mf_ctx *ctx,
                           const char *model);
+    int (*versions_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_version_fn fn,
+                         void *payload);
 
     /* Releases. release_set attaches a verified release envelope to a staged version and
      * makes it assignable: MF_E_NOTFOUND without the version, MF_E_STATE when `sequence`
@@ -347,6 +369,36 @@ struct mf_store_ops {
     int (*trust_roots_after)(struct mf_store *s, struct mf_ctx *ctx, uint64_t after, size_t max,
                              mf_store_envelope_fn fn, void *payload);
 
+    /* Deltas. insert: idempotent for the same (from, to). find: MF_E_NOTFOUND when none.
+     * count: every stored delta (metrics). */
+    int (*delta_insert)(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_delta *d);
+    int (*delta_find)(struct mf_store_delta *out, struct mf_store *s, struct mf_ctx *ctx,
+                      const char *from_sha256, const char *to_sha256);
+    int (*delta_count)(int64_t *count_out, struct mf_store *s, struct mf_ctx *ctx);
+};
+
+/* The fleet as devices report it. */
+struct mf_store_devices_ops {
+    /* Sets the device's last_seen (informational: its commit does not wait for the disk on
+     * PostgreSQL). */
+    int (*device_touch)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id, int64_t now);
+    /* Reports: keeps the latest per device and model, appends an event. MF_E_NOTFOUND for
+     * an unknown device. */
+    int (*report_insert)(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_status *st);
+    /* Listings. devices and statuses: by device id (statuses then by model), so callers can
+     * merge the two walks. */
+    int (*devices_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_device_fn fn,
+                        void *payload);
+    int (*statuses_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_status_fn fn,
+                         void *payload);
+    /* The distinct sha256s devices reported installed for `model` (fn's first argument is
+     * "", the second the sha256). */
+    int (*fleet_sha256s)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                         mf_store_pair_fn fn, void *payload);
+};
+
+/* The check-in fast path: each backend's own (sqlite/sqlite_checkin.c, pg/pg_checkin.c). */
+struct mf_store_checkin_ops {
     /* Director sequence: reserves `n` consecutive numbers of the device's assignment
      * sequence and returns the first. Numbers never repeat and only grow, across restarts
      * and nodes, even though the reservation does not wait for the disk: before its first
@@ -356,22 +408,30 @@ struct mf_store_ops {
     int (*device_reserve_sequence)(uint64_t *first_out, struct mf_store *s, struct mf_ctx *ctx,
                                    const char *device_id, unsigned n);
 
-    /* Reports: keeps the latest per device and model, appends an event. MF_E_NOTFOUND for
-     * an unknown device. */
-    int (*report_insert)(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_status *st);
+    /* The store work of check-ins before their answers, `n` (>= 1) check-ins in one go (the
+     * check-ins that arrived together, director/checkin_batch.h): for each, sets last_seen,
+     * reserves `n_seq` numbers of the device's assignment sequence (device_reserve_sequence;
+     * n_seq may be 0, `first` is then the next number), reads the directives of each of
+     * `models` (n_models valid names, at most MF_STORE_CHECKIN_MAX_MODELS) into dirs[i] as
+     * directives_get does, and returns the store generation: a number every committed change
+     * to trust documents, models, versions and releases, deltas or rollouts raises in its own
+     * transaction, so a node may keep what it read of those while the generation it reads
+     * stays the same (director/checkin_cache.h; pins since migration 8). With a `hint` (NULL:
+     * none) whose generation is the one the statement reads, the directives of the models the
+     * hint names unpinned may be left unread: empty but for the device's channel, as the read
+     * would have found them (PostgreSQL skips the reads only when it names every model). Its
+     * writes do not wait for the disk (last_seen is informational; the sequence as
+     * device_reserve_sequence says). Only while `cred_hash` is still the device's credential
+     * (not re-enrolled or revoked since the request was authenticated): MF_E_AUTH and nothing
+     * written for that check-in otherwise, or for an unknown device. The same device may
+     * appear more than once: its check-ins get blocks that never overlap. Every item's
+     * `err` is set (its message in its own ctx); returns the first item's error, MF_OK when
+     * all succeeded. */
+    int (*checkin_begin)(struct mf_store *s, struct mf_store_checkin *items, size_t n);
+};
 
-    /* Listings. versions: by model name, then oldest first. devices and statuses: by
-     * device id (statuses then by model), so callers can merge the two walks. */
-    int (*versions_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_version_fn fn,
-                         void *payload);
-    int (*devices_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_device_fn fn,
-                        void *payload);
-    int (*statuses_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_status_fn fn,
-                         void *payload);
-
-    /* ---- Appended with schema migration 3 (director, roles, jobs, deltas). Every backend
-     * implements each of these with the semantics stated here. ---- */
-
+/* The director's inputs: groups, channels and directives (pins, fleet rollbacks). */
+struct mf_store_director_ops {
     /* Replaces the device's groups with `groups` (n names, each valid, n <= 32; 0 clears
      * them). MF_E_NOTFOUND for an unknown device. Atomic. */
     int (*device_groups_set)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
@@ -381,9 +441,10 @@ struct mf_store_ops {
                               const char *channel);
     /* Every (device id, group) membership, by group then device id. */
     int (*groups_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_pair_fn fn, void *payload);
-    /* Revokes the device's credential (auth answers MF_E_AUTH until it re-enrolls).
-     * MF_E_NOTFOUND for an unknown device. */
-    int (*device_revoke)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id);
+    /* The groups of one device as (device id, group) pairs, by group (groups_list's rows
+     * of that device); none for an unknown device. */
+    int (*device_groups_get)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                             mf_store_pair_fn fn, void *payload);
 
     /* Creates or replaces the directive (scope, target, model) -> version. The version is
      * not checked against the registry here (the handler does). */
@@ -398,51 +459,34 @@ struct mf_store_ops {
      * that channel's version. MF_E_NOTFOUND for an unknown device. */
     int (*directives_get)(struct mf_store_directives *out, struct mf_store *s, struct mf_ctx *ctx,
                           const char *device_id, const char *model);
+};
 
-    /* Admin tokens with a role. insert: MF_E_STATE for a duplicate hash. auth: the role of
-     * an unrevoked admin token (constant-time hash compare), MF_E_AUTH otherwise. Tokens
-     * made before migration 3 have the role admin. revoke: by id (hex of the hash's first 8
-     * bytes); MF_E_NOTFOUND when no unrevoked token has it. list: oldest first. */
-    int (*admin_token_insert)(struct mf_store *s, struct mf_ctx *ctx,
-                              const uint8_t hash[MF_SHA256_LEN], int role, const char *name,
-                              int64_t now);
-    int (*admin_token_auth)(int *role_out, struct mf_store *s, struct mf_ctx *ctx,
-                            const uint8_t hash[MF_SHA256_LEN]);
-    int (*admin_token_revoke)(struct mf_store *s, struct mf_ctx *ctx, const char *id);
-    int (*admin_tokens_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_token_fn fn,
-                             void *payload);
-
+/* Background work claimed across nodes (jobs table). */
+struct mf_store_jobs_ops {
     /* Jobs run once across every node sharing the store. enqueue: idempotent on
      * (kind, arg) while the job is not done. claim: atomically takes the oldest job that is
      * queued or whose lease ran out (now >= lease end), sets its lease to now + lease_s
      * under `owner` and counts the attempt; MF_E_NOTFOUND when there is none. A job whose
      * attempts reached MF_STORE_JOB_MAX_ATTEMPTS fails instead of being claimed again.
-     * complete / fail: only by the current owner (MF_E_STATE otherwise, e.g. the lease
-     * was lost); fail re-queues the job until its attempts run out, then marks it failed
-     * with `error`. counts: queued (incl. expired leases) and running jobs. */
+     * claim_kind: the same, restricted to jobs of `kind`, so a worker never burns a kind it
+     * does not run. complete / fail: only by the current owner (MF_E_STATE otherwise, e.g.
+     * the lease was lost); fail re-queues the job until its attempts run out, then marks it
+     * failed with `error`. counts: queued (incl. expired leases) and running jobs. */
     int (*job_enqueue)(struct mf_store *s, struct mf_ctx *ctx, const char *kind, const char *arg,
                        int64_t now);
     int (*job_claim)(struct mf_store_job *out, struct mf_store *s, struct mf_ctx *ctx,
                      const char *owner, int64_t now, int64_t lease_s);
+    int (*job_claim_kind)(struct mf_store_job *out, struct mf_store *s, struct mf_ctx *ctx,
+                          const char *kind, const char *owner, int64_t now, int64_t lease_s);
     int (*job_complete)(struct mf_store *s, struct mf_ctx *ctx, int64_t id, const char *owner);
     int (*job_fail)(struct mf_store *s, struct mf_ctx *ctx, int64_t id, const char *owner,
                     const char *error);
     int (*job_counts)(int64_t *queued_out, int64_t *running_out, struct mf_store *s,
                       struct mf_ctx *ctx, int64_t now);
+};
 
-    /* Deltas. insert: idempotent for the same (from, to). find: MF_E_NOTFOUND when none.
-     * count: every stored delta (metrics). fleet_sha256s: the distinct sha256s devices
-     * reported installed for `model` (fn's first argument is "", the second the sha256). */
-    int (*delta_insert)(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_delta *d);
-    int (*delta_find)(struct mf_store_delta *out, struct mf_store *s, struct mf_ctx *ctx,
-                      const char *from_sha256, const char *to_sha256);
-    int (*delta_count)(int64_t *count_out, struct mf_store *s, struct mf_ctx *ctx);
-    int (*fleet_sha256s)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
-                         mf_store_pair_fn fn, void *payload);
-
-    /* ---- Appended with schema migration 4 (offload: hard samples, score histograms).
-     * Every backend implements each of these with the semantics stated here. ---- */
-
+/* Offload (migration 4): hard samples and score histograms. */
+struct mf_store_offload_ops {
     /* Stores `n` samples of one device in one transaction. With a `batch_id` (NULL for a
      * sync ask): a batch id the device already stored stores nothing and sets *replayed_out
      * with the counts of that first time; otherwise the batch id is recorded with the
@@ -475,13 +519,10 @@ struct mf_store_ops {
      * source. */
     int (*hists_list)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                       mf_store_hist_fn fn, void *payload);
-    /* ---- Appended with the rollout migration (docs/rollouts.md). Every backend
-     * implements each of these with the semantics stated here. ---- */
+};
 
-    /* job_claim restricted to jobs of `kind`, so a worker never burns a kind it does not
-     * run; otherwise the same semantics. */
-    int (*job_claim_kind)(struct mf_store_job *out, struct mf_store *s, struct mf_ctx *ctx,
-                          const char *kind, const char *owner, int64_t now, int64_t lease_s);
+/* Rollouts (docs/rollouts.md): device runtime reports, rollouts and their events. */
+struct mf_store_rollout_ops {
     /* Stores the report of (device, model, version), replacing the one stored (cumulative
      * totals: never added). MF_E_LIMIT beyond MF_STORE_TELEMETRY_MAX bytes. */
     int (*telemetry_put)(struct mf_store *s, struct mf_ctx *ctx,
@@ -506,39 +547,10 @@ struct mf_store_ops {
                              const struct mf_store_rollout_event *e);
     int (*rollout_events_list)(struct mf_store *s, struct mf_ctx *ctx, int64_t rollout_id,
                                mf_store_rollout_event_fn fn, void *payload);
+};
 
-    /* ---- Appended with migration 6 (the check-in fast path). ---- */
-
-    /* The store work of check-ins before their answers, `n` (>= 1) check-ins in one go (the
-     * check-ins that arrived together, director/checkin_batch.h): for each, sets last_seen,
-     * reserves `n_seq` numbers of the device's assignment sequence (device_reserve_sequence;
-     * n_seq may be 0, `first` is then the next number), reads the directives of each of
-     * `models` (n_models valid names, at most MF_STORE_CHECKIN_MAX_MODELS) into dirs[i] as
-     * directives_get does, and returns the store generation: a number every committed change
-     * to trust documents, models, versions and releases, deltas or rollouts raises in its own
-     * transaction, so a node may keep what it read of those while the generation it reads
-     * stays the same (director/checkin_cache.h; pins since migration 8). With a `hint` (NULL:
-     * none) whose generation is the one the statement reads, the directives of the models the
-     * hint names unpinned may be left unread: empty but for the device's channel, as the read
-     * would have found them (PostgreSQL skips the reads only when it names every model). Its
-     * writes do not wait for the disk (last_seen is informational; the sequence as
-     * device_reserve_sequence says). Only while `cred_hash` is still the device's credential
-     * (not re-enrolled or revoked since the request was authenticated): MF_E_AUTH and nothing
-     * written for that check-in otherwise, or for an unknown device. The same device may
-     * appear more than once: its check-ins get blocks that never overlap. Every item's
-     * `err` is set (its message in its own ctx); returns the first item's error, MF_OK when
-     * all succeeded. */
-    int (*checkin_begin)(struct mf_store *s, struct mf_store_checkin *items, size_t n);
-
-    /* ---- Appended with migration 8 (no schema change of its own). ---- */
-
-    /* The groups of one device as (device id, group) pairs, by group (groups_list's rows
-     * of that device); none for an unknown device. */
-    int (*device_groups_get)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
-                             mf_store_pair_fn fn, void *payload);
-
-    /* ---- Appended with migration 7 (distillation runs, docs/distill.md). ---- */
-
+/* Distillation runs (migration 7, docs/distill.md). */
+struct mf_store_distill_ops {
     /* Inserts a run when r->id is 0 (sets r->id) or updates run r->id (state, versions,
      * rollout, cursor, record, error, updated_at); an update with `expect_state` non-empty
      * changes the row only while its state is that one (MF_E_STATE otherwise).
@@ -554,15 +566,43 @@ struct mf_store_ops {
                              int64_t limit, mf_store_distill_run_fn fn, void *payload);
 };
 
-struct mf_store {
-    const struct mf_store_ops *ops;
+/*
+ * A backend: its lifecycle and schema ops, and a table per domain. Every backend fills every
+ * slot (test_store_pg and test_server_store check). The domain tables other than `checkin`
+ * are the backend-neutral ones of store_<domain>.c, which run on the backend's engine.
+ */
+struct mf_store_ops {
+    const char *scheme; /* URL scheme this backend serves */
+    /* Worker threads a node runs on this backend unless told otherwise: SQLite does its
+     * work in the calling thread, so a few threads keep the cores busy; on PostgreSQL a
+     * check-in thread mostly waits for its round trips, so one per pooled connection. */
+    unsigned default_threads;
+    /* `create` 0: the store must already exist (serve); 1: create it (init). */
+    int (*open)(struct mf_store **out, struct mf_ctx *ctx, const char *location, int create);
+    void (*close)(struct mf_store *s); /* NULL is a no-op */
+    /* Applies pending numbered migrations (store_schema.c) in one transaction; *applied_out
+     * counts them. */
+    int (*migrate)(int *applied_out, struct mf_store *s, struct mf_ctx *ctx);
+    int (*schema_version)(int *version_out, struct mf_store *s, struct mf_ctx *ctx);
+
+    const struct mf_store_auth_ops *auth;
+    const struct mf_store_registry_ops *registry;
+    const struct mf_store_devices_ops *devices;
+    const struct mf_store_checkin_ops *checkin;
+    const struct mf_store_director_ops *director;
+    const struct mf_store_jobs_ops *jobs;
+    const struct mf_store_offload_ops *offload;
+    const struct mf_store_rollout_ops *rollout;
+    const struct mf_store_distill_ops *distill;
 };
 
-/*
- * Opens the store named by `url` ("sqlite:/path/store.db"; a bare path means sqlite) with
- * the backend its scheme selects. MF_E_INVALID for an unknown scheme; otherwise what the
- * backend's open returns. Ownership: close with mf_store__close().
- */
+struct mf_store_engine; /* store_engine.h: how the backend-neutral ops reach this backend */
+
+struct mf_store {
+    const struct mf_store_ops *ops;
+    const struct mf_store_engine *engine;
+};
+
 /*
  * The lowest assignment sequence number a node may issue under store epoch `epoch` (>= 1):
  * (epoch - 1) << MF_STORE_EPOCH_SHIFT, so a new store starts at 1 and each epoch leaves
@@ -573,14 +613,19 @@ struct mf_store {
 #define MF_STORE_EPOCH_MAX ((int64_t)1 << (53 - MF_STORE_EPOCH_SHIFT))
 int mf_store__epoch_floor(uint64_t *floor_out, struct mf_ctx *ctx, int64_t epoch);
 
+/*
+ * Opens the store named by `url` ("sqlite:/path/store.db"; a bare path means sqlite) with
+ * the backend its scheme selects. MF_E_INVALID for an unknown scheme; otherwise what the
+ * backend's open returns. Ownership: close with mf_store__close().
+ */
 int mf_store__open(struct mf_store **out, struct mf_ctx *ctx, const char *url, int create);
+void mf_store__close(struct mf_store *s);
 
 /* A trust state (manifests/verify) holding the store's newest root and, when `need_keys`,
  * its newest keys document: what the server judges incoming documents with. MF_E_NOTFOUND
  * when the store has none yet. Ownership: release with mf_trust_free(). */
 typedef struct mf_trust mf_trust;
 int mf_store__trust_load(mf_trust **out, struct mf_store *s, struct mf_ctx *ctx, int need_keys);
-void mf_store__close(struct mf_store *s);
 /* checkin_begin of one check-in, with its fields as arguments: its error. */
 int mf_store__checkin_begin(uint64_t *generation_out, uint64_t *first_out,
                             struct mf_store_directives *dirs_out, struct mf_store *s,
@@ -589,13 +634,13 @@ int mf_store__checkin_begin(uint64_t *generation_out, uint64_t *first_out,
                             const char *const *models, size_t n_models, int64_t now,
                             const struct mf_store_pin_hint *hint);
 
-extern const struct mf_store_ops mf_store__sqlite_ops;
+extern const struct mf_store_ops mf_store__sqlite_ops;   /* sqlite: (sqlite/sqlite_conn.c) */
+extern const struct mf_store_ops mf_store__pg_ops;       /* postgresql:// (pg/pg_conn.c) */
+extern const struct mf_store_ops mf_store__postgres_ops; /* postgres://, the same backend */
 
 /* SQLite only: applies the migrations up to schema `target` (tests build a store of an
  * earlier schema with it, then check that migrate carries its data forward). */
 int mf_store__sqlite_migrate_to(int *applied_out, struct mf_store *s, struct mf_ctx *ctx,
                                 int target);
-extern const struct mf_store_ops mf_store__pg_ops;       /* postgresql:// (pg.c) */
-extern const struct mf_store_ops mf_store__postgres_ops; /* postgres://, the same backend */
 
 #endif /* MF_SERVER_STORE_H */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * PostgreSQL checkin_begin (store.h): the store work of the check-ins that arrived together,
+ * PostgreSQL check-in path (struct mf_store_checkin_ops): the assignment sequence, and
+ * checkin_begin (store.h): the store work of the check-ins that arrived together,
  * in one statement over arrays (one execution, one commit, one round trip for all of them),
  * which is what bounds check-ins on PostgreSQL: the backend's work per statement
  * (bench/server/README.md). A check-in whose models the node's cache knows unpinned needs
@@ -10,7 +11,7 @@
  * models, a device's check-in with another credential than its first's, and a batch whose
  * statement failed run one statement each.
  */
-#include "store/pg_store.h"
+#include "store/pg/pg_store.h"
 
 #include "mf/ct.h"
 #include "mf_dynbuf.h"
@@ -27,6 +28,105 @@ static atomic_ullong batched_total;
 uint64_t mf_pg__checkin_batched(void)
 {
     return atomic_load(&batched_total);
+}
+
+/* The directives of row `row` of a statement's result from column `col`
+ * (MF_STORE_DIRECTIVE_COLUMNS). */
+static void directives_row(struct mf_store_directives *out, const PGresult *res, int row, int col)
+{
+    struct mf_store_cursor cur = mf_pg__cursor(res, row);
+
+    mf_store__directives_row(out, &cur, col);
+}
+
+/* Raises the store epoch with a synchronous commit, once per database session, and keeps
+ * the floor it gives in the session (mf.seq_floor) where the reservation reads it. A
+ * reservation on a session that has not raised it fails instead of using a stale floor:
+ * current_setting() without missing_ok errors out on a session that never set it. Per
+ * session, not per node: asynchronous commits are lost only when the server stops, and a
+ * stopped server ends every session, so each number issued afterwards comes from a session
+ * that raised the epoch after the loss (docs/architecture.md, "Check-in path"). */
+static int raise_epoch(PGconn *c, struct mf_ctx *ctx)
+{
+    /* One statement, so a retry on a re-established connection (mf_pg__query) raises the
+     * epoch again on the session that keeps the floor. */
+    _Static_assert(MF_STORE_EPOCH_SHIFT == 32, "raise_epoch's SQL shifts by 32");
+    struct mf_pg_session *sess = mf_pg__session(c);
+    PGresult *res = NULL;
+    uint64_t floor = 0;
+    int err;
+
+    if (sess && sess->floor_set)
+        return MF_OK;
+    err = mf_pg__query(&res, c, ctx,
+                       "WITH e AS (UPDATE store_meta SET epoch = epoch + 1 WHERE id = 1"
+                       " RETURNING epoch) SELECT epoch, set_config('mf.seq_floor',"
+                       " ((epoch - 1) << 32)::text, false) FROM e",
+                       NULL, "raising the store epoch");
+    if (err == MF_OK && PQntuples(res) != 1)
+        err = mf_fail(ctx, MF_E_STATE, "store_meta has no row: the store is not migrated");
+    /* Checks the epoch's range; the floor the session keeps is the same number. */
+    if (err == MF_OK)
+        err = mf_store__epoch_floor(&floor, ctx, mf_pg__col_i64(res, 0, 0));
+    PQclear(res);
+    if (err == MF_OK && sess)
+        sess->floor_set = 1;
+    return err;
+}
+
+static int reserve_on(uint64_t *first_out, PGconn *c, struct mf_ctx *ctx, const char *device_id,
+                      unsigned n)
+{
+    struct mf_pg_params p = {0};
+    PGresult *res = NULL;
+    int err = raise_epoch(c, ctx);
+
+    if (err < 0)
+        return err;
+    mf_pg__param_i64(&p, n);
+    mf_pg__param_text(&p, device_id);
+    /* One statement: the row lock of the UPDATE serialises concurrent check-ins of the same
+     * device on every node, so blocks never overlap; its commit does not wait for the WAL
+     * flush (see raise_epoch). */
+    err = mf_pg__query(&res, c, ctx,
+                       "WITH async AS (SELECT set_config('synchronous_commit', 'off', true))"
+                       " UPDATE devices SET assign_seq = greatest(assign_seq,"
+                       " current_setting('mf.seq_floor')::bigint) + $1 FROM async"
+                       " WHERE device_id = $2 RETURNING assign_seq",
+                       &p, "reserving assignment sequence numbers");
+    if (err == MF_OK && PQntuples(res) == 1)
+        *first_out = (uint64_t)mf_pg__col_i64(res, 0, 0) - n + 1;
+    else if (err == MF_OK)
+        err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", device_id);
+    PQclear(res);
+    return err;
+}
+
+/* Whether `c`'s connection was re-established under the statement that just failed
+ * (mf_pg__query retries once on a dropped connection): the new session has no floor yet,
+ * so the caller raises it and goes again. */
+static int lost_session(int err, PGconn *c)
+{
+    struct mf_pg_session *sess = mf_pg__session(c);
+
+    return err == MF_E_IO && sess && !sess->floor_set && PQstatus(c) == CONNECTION_OK;
+}
+
+static int pg_device_reserve_sequence(uint64_t *first_out, struct mf_store *base,
+                                      struct mf_ctx *ctx, const char *device_id, unsigned n)
+{
+    PGconn *c;
+    int err;
+
+    *first_out = 0;
+    err = mf_pg__get(&c, base, ctx);
+    if (err < 0)
+        return err;
+    err = reserve_on(first_out, c, ctx, device_id, n);
+    if (lost_session(err, c))
+        err = reserve_on(first_out, c, ctx, device_id, n);
+    mf_pg__put(base, c);
+    return err;
 }
 
 /* Model names never contain '/' (protocol names), so one text parameter carries them all. */
@@ -57,7 +157,7 @@ static int take_directives(uint64_t *generation_out, struct mf_store_directives 
                        PQntuples(res));
     *generation_out = (uint64_t)mf_pg__col_i64(res, 0, gen_col);
     for (size_t i = 0; i < n_models; i++)
-        mf_pg__directives_row(&dirs_out[i], res, (int)i, dir_col);
+        directives_row(&dirs_out[i], res, (int)i, dir_col);
     return MF_OK;
 }
 
@@ -80,7 +180,7 @@ static int begin_full(uint64_t *generation_out, uint64_t *first_out,
         "  RETURNING id, device_id, channel, assign_seq)"
         " SELECT d.assign_seq, (SELECT generation FROM store_meta WHERE id = 1), m.ord, "
         /* clang-format off */
-        MF_PG_DIRECTIVE_COLUMNS("m.model")
+        MF_STORE_DIRECTIVE_COLUMNS("m.model", MF_SQL_C)
         /* clang-format on */
         " FROM d LEFT JOIN unnest(string_to_array((SELECT $4::text), '/')) WITH ORDINALITY"
         " AS m(model, ord) ON true ORDER BY m.ord";
@@ -114,7 +214,7 @@ static int directives_now(uint64_t *generation_out, struct mf_store_directives *
 {
     static const char sql[] = "SELECT (SELECT generation FROM store_meta WHERE id = 1), m.ord, "
         /* clang-format off */
-        MF_PG_DIRECTIVE_COLUMNS("m.model")
+        MF_STORE_DIRECTIVE_COLUMNS("m.model", MF_SQL_C)
         /* clang-format on */
         " FROM devices d JOIN unnest(string_to_array((SELECT $2::text), '/')) WITH ORDINALITY"
         " AS m(model, ord) ON true WHERE d.device_id = $1 ORDER BY m.ord";
@@ -182,7 +282,7 @@ static int begin_unpinned(uint64_t *generation_out, uint64_t *first_out,
 static int begin_on(struct mf_store_checkin *c, PGconn *conn, const char *models)
 {
     uint64_t all = c->n_models >= 64 ? UINT64_MAX : (UINT64_C(1) << c->n_models) - 1;
-    int err = mf_pg__raise_epoch(conn, c->ctx);
+    int err = raise_epoch(conn, c->ctx);
 
     if (err < 0)
         return err;
@@ -197,15 +297,12 @@ static int begin_on(struct mf_store_checkin *c, PGconn *conn, const char *models
 static int begin_one(struct mf_store_checkin *c, PGconn *conn)
 {
     char names[MF_STORE_CHECKIN_MAX_MODELS * MF_STORE_NAME_SIZE];
-    struct mf_pg_session *sess;
     int err = join_models(names, sizeof(names), c->ctx, c->models, c->n_models);
 
     if (err < 0)
         return err;
     err = begin_on(c, conn, names);
-    /* Re-established under the statement: as pg_device_reserve_sequence. */
-    sess = mf_pg__session(conn);
-    if (err == MF_E_IO && sess && !sess->floor_set && PQstatus(conn) == CONNECTION_OK)
+    if (lost_session(err, conn))
         err = begin_on(c, conn, names);
     return err;
 }
@@ -408,7 +505,7 @@ static int take_pairs(struct mf_store_checkin *c, const PGresult *res, int r0, i
                 continue;
             mf_pg__col_text(model, sizeof(model), res, r, 3);
             if (strcmp(model, c->models[m]) == 0) {
-                mf_pg__directives_row(&c->dirs[m], res, r, 4);
+                directives_row(&c->dirs[m], res, r, 4);
                 found = 1;
             }
         }
@@ -505,7 +602,7 @@ static int begin_batch(struct mf_store_checkin *items, struct batch *b, PGconn *
                          " SELECT d.ord, d.assign_seq, (SELECT generation FROM store_meta"
                          " WHERE id = 1), m.model, "
         /* clang-format off */
-        MF_PG_DIRECTIVE_COLUMNS("m.model")
+        MF_STORE_DIRECTIVE_COLUMNS("m.model", MF_SQL_C)
         /* clang-format on */
         " FROM d LEFT JOIN m ON m.ord = d.ord ORDER BY d.ord";
     struct mf_ctx *ctx = items[b->rows[0].item].ctx;
@@ -518,7 +615,7 @@ static int begin_batch(struct mf_store_checkin *items, struct batch *b, PGconn *
     qsort(b->rows, b->n_rows, sizeof(b->rows[0]), by_device);
     for (size_t k = 0; k < 6; k++)
         mf_dynbuf__init(&a[k], NULL, k < 4 ? BATCH_ARRAY_MAX : PAIR_ARRAY_MAX);
-    err = mf_pg__raise_epoch(conn, ctx);
+    err = raise_epoch(conn, ctx);
     if (err == MF_OK && (batch_arrays(a, items, b->rows, b->n_rows) < 0 ||
                          (b->n_reads && pair_arrays(a, b, items) < 0)))
         err = mf_fail(ctx, MF_E_LIMIT, "a batch of %zu check-ins does not fit its arrays",
@@ -538,7 +635,7 @@ static int begin_batch(struct mf_store_checkin *items, struct batch *b, PGconn *
     return err;
 }
 
-int mf_pg__checkin_begin(struct mf_store *base, struct mf_store_checkin *items, size_t n)
+static int pg_checkin_begin(struct mf_store *base, struct mf_store_checkin *items, size_t n)
 {
     struct batch b;
     PGconn *conn;
@@ -576,3 +673,8 @@ int mf_pg__checkin_begin(struct mf_store *base, struct mf_store_checkin *items, 
     }
     return MF_OK;
 }
+
+const struct mf_store_checkin_ops mf_store__pg_checkin_ops = {
+    .device_reserve_sequence = pg_device_reserve_sequence,
+    .checkin_begin = pg_checkin_begin,
+};
