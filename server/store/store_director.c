@@ -183,6 +183,12 @@ void mf_store__directives_row(struct mf_store_directives *out, const struct mf_s
     }
 }
 
+void mf_store__directives_unpinned(struct mf_store_directives *out, const char *channel)
+{
+    memset(out, 0, sizeof(*out));
+    (void)snprintf(out->channel, sizeof(out->channel), "%s", channel);
+}
+
 static int take_directives(void *payload, const struct mf_store_cursor *row)
 {
     mf_store__directives_row(payload, row, 0);

@@ -168,6 +168,9 @@ int mf_store__sql_to_pg(char *out, size_t size, const char *sql);
     " (SELECT version FROM pins WHERE scope = 4 AND target = '*' AND model = " model_expr ")"
 void mf_store__directives_row(struct mf_store_directives *out, const struct mf_store_cursor *c,
                               int col);
+/* The directives of a model the check-in cache knows unpinned: empty but for the device's
+ * channel, as the read would have found them. */
+void mf_store__directives_unpinned(struct mf_store_directives *out, const char *channel);
 /* directives_get inside a transaction (SQLite's check-in batch reads them so). */
 int mf_store__directives_read(struct mf_store_directives *out, struct mf_store *s,
                               struct mf_store_tx *tx, struct mf_ctx *ctx, const char *device_id,

@@ -29,6 +29,21 @@ struct mf_store_cursor mf_pg__cursor(const PGresult *res, int row);
  * beyond the latest. */
 int mf_pg__migrate_to(int *applied_out, struct mf_store *base, struct mf_ctx *ctx, int target);
 
+/* pg_checkin_one.c: one check-in on its own statements (pg_checkin.c falls back to them).
+ * raise_epoch: once per database session, before the session issues sequence numbers without
+ * waiting for the WAL (its comment says why). checkin_one: checkin_begin of one item, its
+ * err left to the caller. checkin_directives: the directives of c's models and the generation
+ * in one snapshot, after its device row was written. hinted_unpinned: whether c's hint names
+ * every model unpinned. directives_row: MF_STORE_DIRECTIVE_COLUMNS from column `col` of row
+ * `row`. */
+int mf_pg__raise_epoch(PGconn *c, struct mf_ctx *ctx);
+int mf_pg__device_reserve_sequence(uint64_t *first_out, struct mf_store *base, struct mf_ctx *ctx,
+                                   const char *device_id, unsigned n);
+int mf_pg__checkin_one(struct mf_store_checkin *c, PGconn *conn);
+int mf_pg__checkin_directives(struct mf_store_checkin *c, PGconn *conn);
+int mf_pg__hinted_unpinned(const struct mf_store_checkin *c);
+void mf_pg__directives_row(struct mf_store_directives *out, const PGresult *res, int row, int col);
+
 /* pg_checkin.c: the check-in ops (semantics in store.h), and the check-ins that went
  * through a batch's one statement so far, in this process (a statement that fails falls
  * back to one statement each, silently but for this). */

@@ -13,7 +13,8 @@
 /* Under the lock: opens the check-in connection (synchronous=NORMAL) on first use. Its
  * commits checkpoint the WAL only past 10000 pages (about 40 MiB) instead of 1000: the
  * checkpoint (two fsyncs) runs under the store lock, and with a check-in commit per batch
- * the default stalled every check-in several times a second (+3 % check-ins/s). */
+ * the default stalled every check-in several times a second
+ * (bench/server/README.md, "Store design figures"). */
 static int checkins_conn_locked(struct mf_sqlite_store *s, struct mf_ctx *ctx)
 {
     int rc;
@@ -170,8 +171,7 @@ static int begin_one_locked(struct mf_sqlite_store *s, struct mf_store_checkin *
 
         /* Read in this transaction, the generation says no pin changed since the hint's. */
         if (h && h->generation == c->generation && (h->unpinned >> i & 1u)) {
-            memset(&c->dirs[i], 0, sizeof(c->dirs[i]));
-            (void)snprintf(c->dirs[i].channel, sizeof(c->dirs[i].channel), "%s", channel);
+            mf_store__directives_unpinned(&c->dirs[i], channel);
         } else {
             err = mf_store__directives_read(&c->dirs[i], &s->base, mf_sqlite__tx(s), c->ctx,
                                             c->device_id, c->models[i]);

@@ -24,8 +24,8 @@ struct mf_sqlite_conn {
  * inside SQLite: `durable` (synchronous=FULL) for everything but check-ins, and `checkins`
  * (synchronous=NORMAL) for the writes that need not wait for the disk (docs/architecture.md,
  * "Check-in path"). A second connection instead of switching the level per transaction: a
- * PRAGMA is compiled anew each time it runs, which cost a check-in 4 % of its CPU. `c` is
- * the one statements run on: &durable but inside the check-in ops.
+ * PRAGMA is compiled anew each time it runs, a cost on every check-in
+ * (bench/server/README.md, "Store design figures"). `c` is the one statements run on: &durable but inside the check-in ops.
  */
 struct mf_sqlite_store {
     struct mf_store base; /* first: callers see only this */
