@@ -81,8 +81,9 @@ static int claim_known(struct mf_store_job *job, struct mf_delta_worker *w)
     int err = MF_E_NOTFOUND;
 
     for (size_t i = 0; err == MF_E_NOTFOUND && i < w->n_kinds; i++)
-        err = w->store->ops->jobs->job_claim_kind(job, w->store, &w->ctx, w->kinds[i].kind, w->owner,
-                                            (int64_t)time(NULL), (int64_t)w->opts.lease_s);
+        err =
+            w->store->ops->jobs->job_claim_kind(job, w->store, &w->ctx, w->kinds[i].kind, w->owner,
+                                                (int64_t)time(NULL), (int64_t)w->opts.lease_s);
     return err;
 }
 

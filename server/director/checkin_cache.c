@@ -300,7 +300,8 @@ struct roots_arg {
 static int fill_roots(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
 {
     const struct roots_arg *a = arg;
-    int err = v->s->ops->registry->trust_roots_after(v->s, v->ctx, a->after, a->max, add_root_record, val);
+    int err = v->s->ops->registry->trust_roots_after(v->s, v->ctx, a->after, a->max,
+                                                     add_root_record, val);
 
     if (err == MF_E_NOMEM)
         err = mf_fail(v->ctx, err, "out of memory keeping root documents");

@@ -52,8 +52,8 @@ int mf_handlers__device_groups_put(struct mf_httpd_req *r)
                                          "every group must match [A-Za-z0-9._-]{1,64}");
         names[n++] = g->valuestring;
     }
-    return device_result(
-        r, r->env->store->ops->director->device_groups_set(r->env->store, &r->ctx, r->params[0], names, n));
+    return device_result(r, r->env->store->ops->director->device_groups_set(
+                                r->env->store, &r->ctx, r->params[0], names, n));
 }
 
 int mf_handlers__device_channel_put(struct mf_httpd_req *r)
@@ -66,8 +66,8 @@ int mf_handlers__device_channel_put(struct mf_httpd_req *r)
     if (!ch || !mf_names__valid_id(ch))
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
                                      "field 'channel' must match [A-Za-z0-9._-]{1,64}");
-    return device_result(
-        r, r->env->store->ops->director->device_channel_set(r->env->store, &r->ctx, r->params[0], ch));
+    return device_result(r, r->env->store->ops->director->device_channel_set(r->env->store, &r->ctx,
+                                                                             r->params[0], ch));
 }
 
 int mf_handlers__device_revoke(struct mf_httpd_req *r)

@@ -208,7 +208,8 @@ static int add_rollout(void *payload, const struct mf_store_rollout *ro)
 
 static int walk_rollouts(struct mf_httpd_req *r, cJSON *list)
 {
-    return r->env->store->ops->rollout->rollouts_list(r->env->store, &r->ctx, "", add_rollout, list);
+    return r->env->store->ops->rollout->rollouts_list(r->env->store, &r->ctx, "", add_rollout,
+                                                      list);
 }
 
 int mf_handlers__rollouts_list(struct mf_httpd_req *r)

@@ -565,8 +565,9 @@ int mf_handlers__checkin(struct mf_httpd_req *r)
     }
     /* Inline: checkin_begin grouped with the others in flight (director/checkin_batch.h)
      * when the server has a batcher. */
-    j->c.err = r->env->checkins ? mf_checkin_batch__begin(r->env->checkins, &j->c)
-                                : r->env->store->ops->checkin->checkin_begin(r->env->store, &j->c, 1);
+    j->c.err = r->env->checkins
+                   ? mf_checkin_batch__begin(r->env->checkins, &j->c)
+                   : r->env->store->ops->checkin->checkin_begin(r->env->store, &j->c, 1);
     err = after_begin(r, j);
     if (err == MF_OK && !r->resp)
         err = finish_answer(r, j, NULL, NULL);

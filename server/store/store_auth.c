@@ -17,8 +17,8 @@ static const struct mf_sql sql_token_count =
     MF_SQL("SELECT count(*) FROM tokens WHERE kind = ? AND revoked = 0", "counting tokens");
 static const struct mf_sql sql_token_insert =
     MF_SQL("INSERT INTO tokens(hash, kind, created_at) VALUES(?, ?, ?)", "inserting a token");
-static const struct mf_sql sql_token_check = MF_SQL(
-    "SELECT hash FROM tokens WHERE hash = ? AND kind = ? AND revoked = 0", "token lookup");
+static const struct mf_sql sql_token_check =
+    MF_SQL("SELECT hash FROM tokens WHERE hash = ? AND kind = ? AND revoked = 0", "token lookup");
 /* Re-enrolment replaces the credential hash, which revokes the old credential. */
 static const struct mf_sql sql_device_enroll =
     MF_SQL("INSERT INTO devices(device_id, credential_hash, enrolled_at)"
@@ -36,9 +36,8 @@ static const struct mf_sql sql_device_revoke =
 static const struct mf_sql sql_admin_insert =
     MF_SQL("INSERT INTO tokens(hash, kind, created_at, role, name) VALUES(?, 0, ?, ?, ?)",
            "inserting an admin token");
-static const struct mf_sql sql_admin_auth =
-    MF_SQL("SELECT hash, role FROM tokens WHERE hash = ? AND kind = 0 AND revoked = 0",
-           "token lookup");
+static const struct mf_sql sql_admin_auth = MF_SQL(
+    "SELECT hash, role FROM tokens WHERE hash = ? AND kind = 0 AND revoked = 0", "token lookup");
 /* A token's id is the hex of its hash's first 8 bytes. */
 static const struct mf_sql sql_admin_revoke =
     MF_SQL_PAIR("UPDATE tokens SET revoked = 1 WHERE kind = 0 AND revoked = 0"
@@ -84,7 +83,8 @@ static int auth_token_count(int *count_out, struct mf_store *s, struct mf_ctx *c
 static int auth_token_insert(struct mf_store *s, struct mf_ctx *ctx, int kind,
                              const uint8_t hash[MF_SHA256_LEN], int64_t now)
 {
-    return mf_store__exec(NULL, s, NULL, ctx, &sql_token_insert, "hii", hash, (int64_t)kind, now);
+    return mf_store__run(NULL, s, NULL, ctx, &sql_token_insert, NULL, NULL, "hii", hash,
+                         (int64_t)kind, now);
 }
 
 /* A hash lookup's row: whether its hash (column hash_col) matched, and the column it
@@ -126,8 +126,8 @@ static int auth_token_check(struct mf_store *s, struct mf_ctx *ctx, int kind,
 static int auth_device_enroll(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
                               const uint8_t cred_hash[MF_SHA256_LEN], int64_t now)
 {
-    return mf_store__exec(NULL, s, NULL, ctx, &sql_device_enroll, "thi", device_id, cred_hash,
-                          now);
+    return mf_store__run(NULL, s, NULL, ctx, &sql_device_enroll, NULL, NULL, "thi", device_id,
+                         cred_hash, now);
 }
 
 static int auth_device_auth(char device_id_out[MF_STORE_NAME_SIZE], struct mf_store *s,
@@ -159,8 +159,8 @@ static int auth_admin_token_insert(struct mf_store *s, struct mf_ctx *ctx,
                                    const uint8_t hash[MF_SHA256_LEN], int role, const char *name,
                                    int64_t now)
 {
-    return mf_store__exec(NULL, s, NULL, ctx, &sql_admin_insert, "hiit", hash, now, (int64_t)role,
-                          name);
+    return mf_store__run(NULL, s, NULL, ctx, &sql_admin_insert, NULL, NULL, "hiit", hash, now,
+                         (int64_t)role, name);
 }
 
 static int auth_admin_token_auth(int *role_out, struct mf_store *s, struct mf_ctx *ctx,
@@ -188,41 +188,28 @@ static int auth_admin_token_revoke(struct mf_store *s, struct mf_ctx *ctx, const
     return mf_store__change(s, NULL, ctx, MF_E_NOTFOUND, missing, &sql_admin_revoke, "t", id);
 }
 
-struct token_walk {
-    mf_store_token_fn fn;
-    void *payload;
-};
-
 static int visit_token(void *payload, const struct mf_store_cursor *row)
 {
-    struct token_walk *w = payload;
+    const struct mf_store_visit *w = payload;
     struct mf_store_token t;
 
-    mf_store__col_text(t.id, sizeof(t.id), row, 0);
-    mf_store__col_text(t.name, sizeof(t.name), row, 1);
-    t.role = (int)mf_store__col_i64(row, 2);
-    t.created_at = mf_store__col_i64(row, 3);
-    t.revoked = (int)mf_store__col_i64(row, 4);
-    return w->fn(w->payload, &t);
+    mf_store__cols(row, 0, "ttnin", MF_STORE_TEXT(t.id), MF_STORE_TEXT(t.name), &t.role,
+                   &t.created_at, &t.revoked);
+    return ((mf_store_token_fn)w->fn)(w->payload, &t);
 }
 
 static int auth_admin_tokens_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_token_fn fn,
                                   void *payload)
 {
-    struct token_walk w = {fn, payload};
-
-    return mf_store__walk(s, NULL, ctx, &sql_admin_list, visit_token, &w, "");
+    return mf_store__list(s, ctx, &sql_admin_list, visit_token, (void (*)(void))fn, payload, "");
 }
 
+/* clang-format off */
 const struct mf_store_auth_ops mf_store__auth_ops = {
-    .token_count = auth_token_count,
-    .token_insert = auth_token_insert,
-    .token_check = auth_token_check,
-    .device_enroll = auth_device_enroll,
-    .device_auth = auth_device_auth,
-    .device_revoke = auth_device_revoke,
-    .admin_token_insert = auth_admin_token_insert,
-    .admin_token_auth = auth_admin_token_auth,
-    .admin_token_revoke = auth_admin_token_revoke,
-    .admin_tokens_list = auth_admin_tokens_list,
+    .token_count = auth_token_count, .token_insert = auth_token_insert,
+    .token_check = auth_token_check, .device_enroll = auth_device_enroll,
+    .device_auth = auth_device_auth, .device_revoke = auth_device_revoke,
+    .admin_token_insert = auth_admin_token_insert, .admin_token_auth = auth_admin_token_auth,
+    .admin_token_revoke = auth_admin_token_revoke, .admin_tokens_list = auth_admin_tokens_list,
 };
+/* clang-format on */

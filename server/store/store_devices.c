@@ -46,7 +46,7 @@ static const struct mf_sql sql_fleet_sha256s =
 
 static int devices_touch(struct mf_store *s, struct mf_ctx *ctx, const char *device_id, int64_t now)
 {
-    return mf_store__exec(NULL, s, NULL, ctx, &sql_touch, "it", now, device_id);
+    return mf_store__run(NULL, s, NULL, ctx, &sql_touch, NULL, NULL, "it", now, device_id);
 }
 
 static int report_insert_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
@@ -59,9 +59,9 @@ static int report_insert_tx(struct mf_store *s, struct mf_store_tx *tx, struct m
 
     (void)snprintf(missing, sizeof(missing), "unknown device '%s'", r->device_id);
     for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]) && err == MF_OK; i++)
-        err = mf_store__change(s, tx, ctx, MF_E_NOTFOUND, missing, sql[i], "tttttti",
-                               r->device_id, r->model, r->version, r->sha256, r->status,
-                               r->detail, r->reported_at);
+        err =
+            mf_store__change(s, tx, ctx, MF_E_NOTFOUND, missing, sql[i], "tttttti", r->device_id,
+                             r->model, r->version, r->sha256, r->status, r->detail, r->reported_at);
     return err;
 }
 
@@ -71,42 +71,30 @@ static int devices_report_insert(struct mf_store *s, struct mf_ctx *ctx,
     return mf_store__in_tx(s, ctx, report_insert_tx, (void *)r);
 }
 
-struct list_walk {
-    void (*fn)(void);
-    void *payload;
-};
-
 static int visit_device(void *payload, const struct mf_store_cursor *row)
 {
-    struct list_walk *w = payload;
+    const struct mf_store_visit *w = payload;
     struct mf_store_device d;
 
-    mf_store__col_text(d.device_id, sizeof(d.device_id), row, 0);
-    d.enrolled_at = mf_store__col_i64(row, 1);
-    d.last_seen = mf_store__col_i64(row, 2);
-    mf_store__col_text(d.channel, sizeof(d.channel), row, 3);
-    d.revoked = (int)mf_store__col_i64(row, 4);
+    mf_store__cols(row, 0, "tiitn", MF_STORE_TEXT(d.device_id), &d.enrolled_at, &d.last_seen,
+                   MF_STORE_TEXT(d.channel), &d.revoked);
     return ((mf_store_device_fn)w->fn)(w->payload, &d);
 }
 
 static int visit_status(void *payload, const struct mf_store_cursor *row)
 {
-    struct list_walk *w = payload;
+    const struct mf_store_visit *w = payload;
     struct mf_store_status r;
 
-    mf_store__col_text(r.device_id, sizeof(r.device_id), row, 0);
-    mf_store__col_text(r.model, sizeof(r.model), row, 1);
-    mf_store__col_text(r.version, sizeof(r.version), row, 2);
-    mf_store__col_text(r.sha256, sizeof(r.sha256), row, 3);
-    mf_store__col_text(r.status, sizeof(r.status), row, 4);
-    mf_store__col_text(r.detail, sizeof(r.detail), row, 5);
-    r.reported_at = mf_store__col_i64(row, 6);
+    mf_store__cols(row, 0, "tttttti", MF_STORE_TEXT(r.device_id), MF_STORE_TEXT(r.model),
+                   MF_STORE_TEXT(r.version), MF_STORE_TEXT(r.sha256), MF_STORE_TEXT(r.status),
+                   MF_STORE_TEXT(r.detail), &r.reported_at);
     return ((mf_store_status_fn)w->fn)(w->payload, &r);
 }
 
 static int visit_sha(void *payload, const struct mf_store_cursor *row)
 {
-    struct list_walk *w = payload;
+    const struct mf_store_visit *w = payload;
     char sha[MF_SHA256_HEX_LEN + 1];
 
     mf_store__col_text(sha, sizeof(sha), row, 0);
@@ -116,31 +104,27 @@ static int visit_sha(void *payload, const struct mf_store_cursor *row)
 static int devices_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_device_fn fn,
                         void *payload)
 {
-    struct list_walk w = {(void (*)(void))fn, payload};
-
-    return mf_store__walk(s, NULL, ctx, &sql_devices_list, visit_device, &w, "");
+    return mf_store__list(s, ctx, &sql_devices_list, visit_device, (void (*)(void))fn, payload, "");
 }
 
 static int devices_statuses_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_status_fn fn,
                                  void *payload)
 {
-    struct list_walk w = {(void (*)(void))fn, payload};
-
-    return mf_store__walk(s, NULL, ctx, &sql_statuses_list, visit_status, &w, "");
+    return mf_store__list(s, ctx, &sql_statuses_list, visit_status, (void (*)(void))fn, payload,
+                          "");
 }
 
 static int devices_fleet_sha256s(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                                  mf_store_pair_fn fn, void *payload)
 {
-    struct list_walk w = {(void (*)(void))fn, payload};
-
-    return mf_store__walk(s, NULL, ctx, &sql_fleet_sha256s, visit_sha, &w, "t", model);
+    return mf_store__list(s, ctx, &sql_fleet_sha256s, visit_sha, (void (*)(void))fn, payload, "t",
+                          model);
 }
 
+/* clang-format off */
 const struct mf_store_devices_ops mf_store__devices_ops = {
-    .device_touch = devices_touch,
-    .report_insert = devices_report_insert,
-    .devices_list = devices_list,
-    .statuses_list = devices_statuses_list,
+    .device_touch = devices_touch, .report_insert = devices_report_insert,
+    .devices_list = devices_list, .statuses_list = devices_statuses_list,
     .fleet_sha256s = devices_fleet_sha256s,
 };
+/* clang-format on */

@@ -27,9 +27,9 @@
 static const struct mf_sql sql_device_exists =
     MF_SQL_PAIR("SELECT 1 FROM devices WHERE device_id = ?",
                 "SELECT 1 FROM devices WHERE device_id = ? FOR UPDATE", "device lookup");
-static const struct mf_sql sql_groups_clear =
-    MF_SQL("DELETE FROM device_groups WHERE device_id = (SELECT id FROM devices WHERE device_id = ?)",
-           "clearing groups");
+static const struct mf_sql sql_groups_clear = MF_SQL(
+    "DELETE FROM device_groups WHERE device_id = (SELECT id FROM devices WHERE device_id = ?)",
+    "clearing groups");
 static const struct mf_sql sql_group_add =
     MF_SQL("INSERT INTO device_groups(device_id, grp) SELECT id, ? FROM devices"
            " WHERE device_id = ? ON CONFLICT DO NOTHING",
@@ -44,8 +44,8 @@ static const struct mf_sql sql_pin_set =
            " VALUES(?, ?, ?, ?, ?) ON CONFLICT(scope, target, model) DO UPDATE SET"
            " version = excluded.version, created_at = excluded.created_at",
            "setting a directive");
-static const struct mf_sql sql_pin_clear = MF_SQL(
-    "DELETE FROM pins WHERE scope = ? AND target = ? AND model = ?", "clearing a directive");
+static const struct mf_sql sql_pin_clear =
+    MF_SQL("DELETE FROM pins WHERE scope = ? AND target = ? AND model = ?", "clearing a directive");
 static const struct mf_sql sql_pins_list = MF_SQL_ORDERED(PINS_LIST, "listing directives");
 static const struct mf_sql sql_directives =
     MF_SQL_PAIR(DIRECTIVES(""), DIRECTIVES(MF_SQL_C), "reading directives");
@@ -60,19 +60,21 @@ static int groups_set_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_c
 {
     const struct groups_args *a = arg;
     int found = 0;
-    int err = mf_store__first(&found, s, tx, ctx, &sql_device_exists, NULL, NULL, "t", a->device_id);
+    int err =
+        mf_store__first(&found, s, tx, ctx, &sql_device_exists, NULL, NULL, "t", a->device_id);
 
     if (err == MF_OK && !found)
         err = mf_fail(ctx, MF_E_NOTFOUND, "unknown device '%s'", a->device_id);
     if (err == MF_OK)
-        err = mf_store__exec(NULL, s, tx, ctx, &sql_groups_clear, "t", a->device_id);
+        err = mf_store__run(NULL, s, tx, ctx, &sql_groups_clear, NULL, NULL, "t", a->device_id);
     for (size_t i = 0; err == MF_OK && i < a->n; i++)
-        err = mf_store__exec(NULL, s, tx, ctx, &sql_group_add, "tt", a->groups[i], a->device_id);
+        err = mf_store__run(NULL, s, tx, ctx, &sql_group_add, NULL, NULL, "tt", a->groups[i],
+                            a->device_id);
     return err;
 }
 
-static int director_device_groups_set(struct mf_store *s, struct mf_ctx *ctx,
-                                      const char *device_id, const char *const *groups, size_t n)
+static int director_device_groups_set(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                                      const char *const *groups, size_t n)
 {
     struct groups_args a = {device_id, groups, n};
 
@@ -89,41 +91,32 @@ static int director_device_channel_set(struct mf_store *s, struct mf_ctx *ctx,
                             device_id);
 }
 
-struct pair_walk {
-    mf_store_pair_fn fn;
-    void *payload;
-};
-
 static int visit_pair(void *payload, const struct mf_store_cursor *row)
 {
-    struct pair_walk *w = payload;
+    const struct mf_store_visit *w = payload;
     char a[MF_STORE_NAME_SIZE], b[MF_STORE_NAME_SIZE];
 
-    mf_store__col_text(a, sizeof(a), row, 0);
-    mf_store__col_text(b, sizeof(b), row, 1);
-    return w->fn(w->payload, a, b);
+    mf_store__cols(row, 0, "tt", MF_STORE_TEXT(a), MF_STORE_TEXT(b));
+    return ((mf_store_pair_fn)w->fn)(w->payload, a, b);
 }
 
 static int director_groups_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_pair_fn fn,
                                 void *payload)
 {
-    struct pair_walk w = {fn, payload};
-
-    return mf_store__walk(s, NULL, ctx, &sql_groups_list, visit_pair, &w, "");
+    return mf_store__list(s, ctx, &sql_groups_list, visit_pair, (void (*)(void))fn, payload, "");
 }
 
-static int director_device_groups_get(struct mf_store *s, struct mf_ctx *ctx,
-                                      const char *device_id, mf_store_pair_fn fn, void *payload)
+static int director_device_groups_get(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                                      mf_store_pair_fn fn, void *payload)
 {
-    struct pair_walk w = {fn, payload};
-
-    return mf_store__walk(s, NULL, ctx, &sql_device_groups, visit_pair, &w, "t", device_id);
+    return mf_store__list(s, ctx, &sql_device_groups, visit_pair, (void (*)(void))fn, payload, "t",
+                          device_id);
 }
 
 static int director_pin_set(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_pin *p)
 {
-    return mf_store__exec(NULL, s, NULL, ctx, &sql_pin_set, "ittti", (int64_t)p->scope, p->target,
-                          p->model, p->version, p->created_at);
+    return mf_store__run(NULL, s, NULL, ctx, &sql_pin_set, NULL, NULL, "ittti", (int64_t)p->scope,
+                         p->target, p->model, p->version, p->created_at);
 }
 
 static int director_pin_clear(struct mf_store *s, struct mf_ctx *ctx, int scope, const char *target,
@@ -136,30 +129,20 @@ static int director_pin_clear(struct mf_store *s, struct mf_ctx *ctx, int scope,
                             (int64_t)scope, target, model);
 }
 
-struct pin_walk {
-    mf_store_pin_fn fn;
-    void *payload;
-};
-
 static int visit_pin(void *payload, const struct mf_store_cursor *row)
 {
-    struct pin_walk *w = payload;
+    const struct mf_store_visit *w = payload;
     struct mf_store_pin p;
 
-    p.scope = (int)mf_store__col_i64(row, 0);
-    mf_store__col_text(p.target, sizeof(p.target), row, 1);
-    mf_store__col_text(p.model, sizeof(p.model), row, 2);
-    mf_store__col_text(p.version, sizeof(p.version), row, 3);
-    p.created_at = mf_store__col_i64(row, 4);
-    return w->fn(w->payload, &p);
+    mf_store__cols(row, 0, "nttti", &p.scope, MF_STORE_TEXT(p.target), MF_STORE_TEXT(p.model),
+                   MF_STORE_TEXT(p.version), &p.created_at);
+    return ((mf_store_pin_fn)w->fn)(w->payload, &p);
 }
 
 static int director_pins_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_pin_fn fn,
                               void *payload)
 {
-    struct pin_walk w = {fn, payload};
-
-    return mf_store__walk(s, NULL, ctx, &sql_pins_list, visit_pin, &w, "");
+    return mf_store__list(s, ctx, &sql_pins_list, visit_pin, (void (*)(void))fn, payload, "");
 }
 
 void mf_store__directives_row(struct mf_store_directives *out, const struct mf_store_cursor *c,
@@ -170,11 +153,9 @@ void mf_store__directives_row(struct mf_store_directives *out, const struct mf_s
 
     /* NULL columns (no such directive) read as "". */
     memset(out, 0, sizeof(*out));
-    mf_store__col_text(out->channel, sizeof(out->channel), c, col);
-    mf_store__col_text(out->device_pin, sizeof(out->device_pin), c, col + 1);
-    mf_store__col_text(grp, sizeof(grp), c, col + 2);
-    mf_store__col_text(out->channel_version, sizeof(out->channel_version), c, col + 3);
-    mf_store__col_text(out->fleet_rollback, sizeof(out->fleet_rollback), c, col + 4);
+    mf_store__cols(c, col, "ttttt", MF_STORE_TEXT(out->channel), MF_STORE_TEXT(out->device_pin),
+                   MF_STORE_TEXT(grp), MF_STORE_TEXT(out->channel_version),
+                   MF_STORE_TEXT(out->fleet_rollback));
     /* Names never contain '/', so the first one splits group from version. */
     slash = strchr(grp, '/');
     if (slash) {
@@ -217,13 +198,12 @@ static int director_directives_get(struct mf_store_directives *out, struct mf_st
     return mf_store__directives_read(out, s, NULL, ctx, device_id, model);
 }
 
+/* clang-format off */
 const struct mf_store_director_ops mf_store__director_ops = {
     .device_groups_set = director_device_groups_set,
-    .device_channel_set = director_device_channel_set,
-    .groups_list = director_groups_list,
-    .device_groups_get = director_device_groups_get,
-    .pin_set = director_pin_set,
-    .pin_clear = director_pin_clear,
-    .pins_list = director_pins_list,
+    .device_channel_set = director_device_channel_set, .groups_list = director_groups_list,
+    .device_groups_get = director_device_groups_get, .pin_set = director_pin_set,
+    .pin_clear = director_pin_clear, .pins_list = director_pins_list,
     .directives_get = director_directives_get,
 };
+/* clang-format on */

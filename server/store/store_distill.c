@@ -61,45 +61,31 @@ static int distill_run_put(struct mf_store *s, struct mf_ctx *ctx, struct mf_sto
     (void)snprintf(missing, sizeof(missing), "distillation run %lld is unknown or no longer %s",
                    (long long)r->id, expect_state[0] ? expect_state : "there");
     return mf_store__change(s, NULL, ctx, expect_state[0] ? MF_E_STATE : MF_E_NOTFOUND, missing,
-                            &sql_run_update, "tttiittiit", r->state, r->parent_version,
-                            r->version, r->rollout_id, r->samples_until, record, r->error,
-                            r->updated_at, r->id, expect_state);
+                            &sql_run_update, "tttiittiit", r->state, r->parent_version, r->version,
+                            r->rollout_id, r->samples_until, record, r->error, r->updated_at, r->id,
+                            expect_state);
 }
-
-struct run_walk {
-    mf_store_distill_run_fn fn;
-    void *payload;
-    int seen;
-};
 
 static int visit_run(void *payload, const struct mf_store_cursor *row)
 {
-    struct run_walk *w = payload;
+    const struct mf_store_visit *w = payload;
     struct mf_store_distill_run r;
 
-    r.id = mf_store__col_i64(row, 0);
-    mf_store__col_text(r.model, sizeof(r.model), row, 1);
-    mf_store__col_text(r.state, sizeof(r.state), row, 2);
-    mf_store__col_text(r.trigger, sizeof(r.trigger), row, 3);
-    mf_store__col_text(r.parent_version, sizeof(r.parent_version), row, 4);
-    mf_store__col_text(r.version, sizeof(r.version), row, 5);
-    r.rollout_id = mf_store__col_i64(row, 6);
-    r.samples_until = mf_store__col_i64(row, 7);
-    r.record = mf_store__col_str(row, 8);
-    mf_store__col_text(r.error, sizeof(r.error), row, 9);
-    r.created_at = mf_store__col_i64(row, 10);
-    r.updated_at = mf_store__col_i64(row, 11);
-    w->seen++;
-    return w->fn(w->payload, &r);
+    mf_store__cols(row, 0, "itttttiistii", &r.id, MF_STORE_TEXT(r.model), MF_STORE_TEXT(r.state),
+                   MF_STORE_TEXT(r.trigger), MF_STORE_TEXT(r.parent_version),
+                   MF_STORE_TEXT(r.version), &r.rollout_id, &r.samples_until, &r.record,
+                   MF_STORE_TEXT(r.error), &r.created_at, &r.updated_at);
+    return ((mf_store_distill_run_fn)w->fn)(w->payload, &r);
 }
 
 static int distill_run_get(struct mf_store *s, struct mf_ctx *ctx, int64_t id,
                            mf_store_distill_run_fn fn, void *payload)
 {
-    struct run_walk w = {fn, payload, 0};
-    int err = mf_store__walk(s, NULL, ctx, &sql_run_get, visit_run, &w, "i", id);
+    struct mf_store_visit w = {(void (*)(void))fn, payload, ctx};
+    int found = 0;
+    int err = mf_store__first(&found, s, NULL, ctx, &sql_run_get, visit_run, &w, "i", id);
 
-    if (err == MF_OK && w.seen == 0)
+    if (err == MF_OK && !found)
         err = mf_fail(ctx, MF_E_NOTFOUND, "no distillation run %lld", (long long)id);
     return err;
 }
@@ -107,13 +93,13 @@ static int distill_run_get(struct mf_store *s, struct mf_ctx *ctx, int64_t id,
 static int distill_runs_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                              int64_t limit, mf_store_distill_run_fn fn, void *payload)
 {
-    struct run_walk w = {fn, payload, 0};
-
-    return mf_store__walk(s, NULL, ctx, &sql_runs_list, visit_run, &w, "ti", model, limit);
+    return mf_store__list(s, ctx, &sql_runs_list, visit_run, (void (*)(void))fn, payload, "ti",
+                          model, limit);
 }
 
+/* clang-format off */
 const struct mf_store_distill_ops mf_store__distill_ops = {
-    .distill_run_put = distill_run_put,
-    .distill_run_get = distill_run_get,
+    .distill_run_put = distill_run_put, .distill_run_get = distill_run_get,
     .distill_runs_list = distill_runs_list,
 };
+/* clang-format on */

@@ -31,16 +31,30 @@ struct mf_sql {
     int stream;       /* 1: a listing, streamed row by row (PostgreSQL: single-row mode) */
 };
 
-#define MF_SQL(text, what_) {.sqlite = (text), .what = (what_)}
-#define MF_SQL_LIST(text, what_) {.sqlite = (text), .what = (what_), .stream = 1}
+#define MF_SQL(text, what_)                                                                        \
+    {                                                                                              \
+        .sqlite = (text), .what = (what_)                                                          \
+    }
+#define MF_SQL_LIST(text, what_)                                                                   \
+    {                                                                                              \
+        .sqlite = (text), .what = (what_), .stream = 1                                             \
+    }
 #define MF_SQL_PAIR(sqlite_text, pg_text, what_)                                                   \
-    {.sqlite = (sqlite_text), .pg = (pg_text), .what = (what_)}
-#define MF_SQL_PG_ONLY(pg_text, what_) {.sqlite = NULL, .pg = (pg_text), .what = (what_)}
+    {                                                                                              \
+        .sqlite = (sqlite_text), .pg = (pg_text), .what = (what_)                                  \
+    }
+#define MF_SQL_PG_ONLY(pg_text, what_)                                                             \
+    {                                                                                              \
+        .sqlite = NULL, .pg = (pg_text), .what = (what_)                                           \
+    }
 /* A listing whose ORDER BY sorts text: `m` is a macro taking the collation suffix, which is
  * byte order on both (SQLite's default BINARY; PostgreSQL's "C", whatever the database's
  * locale), so both list in the same order. */
 #define MF_SQL_C " COLLATE \"C\""
-#define MF_SQL_ORDERED(m, what_) {.sqlite = m(""), .pg = m(MF_SQL_C), .what = (what_), .stream = 1}
+#define MF_SQL_ORDERED(m, what_)                                                                   \
+    {                                                                                              \
+        .sqlite = m(""), .pg = m(MF_SQL_C), .what = (what_), .stream = 1                           \
+    }
 
 /* Statement parameters, neutral: each backend binds them its own way. */
 #define MF_STORE_PARAMS_MAX 16
@@ -53,7 +67,7 @@ enum mf_store_param_type {
 };
 
 struct mf_store_param {
-    int type; /* enum mf_store_param_type */
+    int type;        /* enum mf_store_param_type */
     const void *ptr; /* text (NUL-terminated) or blob, borrowed until the statement ran */
     size_t len;      /* blob bytes */
     int64_t i64;
@@ -96,9 +110,9 @@ struct mf_store_engine {
     /* Runs `q` with `p` (NULL: none) in `tx` or on its own; each row goes to `fn` (NULL:
      * rows are not read). *changes_out (may be NULL): the rows it changed. MF_E_STATE for a
      * constraint violation, MF_E_IO otherwise, the message naming q->what. */
-    int (*run)(int64_t *changes_out, struct mf_store *s, struct mf_store_tx *tx,
-               struct mf_ctx *ctx, const struct mf_sql *q, const struct mf_store_params *p,
-               mf_store_row_fn fn, void *payload);
+    int (*run)(int64_t *changes_out, struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
+               const struct mf_sql *q, const struct mf_store_params *p, mf_store_row_fn fn,
+               void *payload);
     /* Runs `fn` inside one transaction (a write lock first, so read-check-write is safe on
      * either backend as the op takes it: SQLite BEGIN IMMEDIATE; PostgreSQL row locks in
      * the op's own statements). COMMIT when it returns MF_OK, ROLLBACK otherwise; returns
@@ -110,22 +124,43 @@ struct mf_store_engine {
  * 'h' a 32-byte hash, 'b' a blob (pointer, size_t). */
 void mf_store__params(struct mf_store_params *p, const char *types, ...);
 
-/* The statement helpers every op is written with (types as mf_store__params). exec: no rows
- * (changes_out may be NULL). walk: each row to fn. first: the first row to fn (NULL: none),
- * *found_out whether there was one. */
-int mf_store__exec(int64_t *changes_out, struct mf_store *s, struct mf_store_tx *tx,
-                   struct mf_ctx *ctx, const struct mf_sql *q, const char *types, ...);
-int mf_store__walk(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
-                   const struct mf_sql *q, mf_store_row_fn fn, void *payload, const char *types,
-                   ...);
+/* The statement helpers every op is written with (types as mf_store__params). run: each row
+ * to fn (NULL: rows not read), *changes_out (may be NULL) the rows it changed. first: the
+ * first row to fn (NULL: none), *found_out whether there was one. change: for an UPDATE or
+ * DELETE that must change a row: `missing_err` with the message `missing` (a complete
+ * sentence) when it changed none. */
+int mf_store__run(int64_t *changes_out, struct mf_store *s, struct mf_store_tx *tx,
+                  struct mf_ctx *ctx, const struct mf_sql *q, mf_store_row_fn fn, void *payload,
+                  const char *types, ...);
 int mf_store__first(int *found_out, struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
                     const struct mf_sql *q, mf_store_row_fn fn, void *payload, const char *types,
                     ...);
-/* mf_store__exec for an UPDATE/DELETE that must change a row: `missing_err` with the message
- * `missing` (a complete sentence) when it changed none. */
-int mf_store__change(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx, int missing_err,
-                     const char *missing, const struct mf_sql *q, const char *types, ...);
+int mf_store__change(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
+                     int missing_err, const char *missing, const struct mf_sql *q,
+                     const char *types, ...);
 int mf_store__in_tx(struct mf_store *s, struct mf_ctx *ctx, mf_store_tx_fn fn, void *arg);
+
+/* A listing: the caller's visitor (cast back to its own type by the row visitor) and its
+ * payload, handed as `payload` to `visit` for each row of `q` run on its own. */
+struct mf_store_visit {
+    void (*fn)(void);
+    void *payload;
+    struct mf_ctx *ctx;
+};
+
+int mf_store__list(struct mf_store *s, struct mf_ctx *ctx, const struct mf_sql *q,
+                   mf_store_row_fn visit, void (*fn)(void), void *payload, const char *types, ...);
+
+/* Reads the columns from `col` on into the places that follow, one letter a column: 't' text
+ * into (char *dst, size_t size), truncating (MF_STORE_TEXT(field) spells both); 'i' int64_t *;
+ * 'u' uint64_t *; 'n' int *; 'd' double *; 's' const char ** (borrowed, as the cursor). */
+void mf_store__cols(const struct mf_store_cursor *row, int col, const char *types, ...);
+#define MF_STORE_TEXT(field) (field), sizeof(field)
+
+/* checkin_begin's bookends, both backends: every item reset before, the first item's error
+ * (MF_OK when none failed) after. */
+void mf_store__checkin_reset(struct mf_store_checkin *items, size_t n);
+int mf_store__checkin_result(const struct mf_store_checkin *items, size_t n);
 
 /* Column readers over the cursor. text: copies into dst (truncating). */
 void mf_store__col_text(char *dst, size_t size, const struct mf_store_cursor *c, int col);

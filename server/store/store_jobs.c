@@ -52,7 +52,7 @@ static const struct mf_sql sql_counts =
 static int jobs_enqueue(struct mf_store *s, struct mf_ctx *ctx, const char *kind, const char *arg,
                         int64_t now)
 {
-    return mf_store__exec(NULL, s, NULL, ctx, &sql_enqueue, "tti", kind, arg, now);
+    return mf_store__run(NULL, s, NULL, ctx, &sql_enqueue, NULL, NULL, "tti", kind, arg, now);
 }
 
 struct claim_args {
@@ -66,10 +66,8 @@ static int take_job(void *payload, const struct mf_store_cursor *row)
 {
     struct mf_store_job *out = payload;
 
-    out->id = mf_store__col_i64(row, 0);
-    mf_store__col_text(out->kind, sizeof(out->kind), row, 1);
-    mf_store__col_text(out->arg, sizeof(out->arg), row, 2);
-    out->attempts = (int)mf_store__col_i64(row, 3);
+    mf_store__cols(row, 0, "ittn", &out->id, MF_STORE_TEXT(out->kind), MF_STORE_TEXT(out->arg),
+                   &out->attempts);
     return MF_OK;
 }
 
@@ -77,8 +75,8 @@ static int claim_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *c
 {
     const struct claim_args *a = arg;
     int found = 0;
-    int err = mf_store__exec(NULL, s, tx, ctx, &sql_exhausted, "ii", a->now,
-                             (int64_t)MF_STORE_JOB_MAX_ATTEMPTS);
+    int err = mf_store__run(NULL, s, tx, ctx, &sql_exhausted, NULL, NULL, "ii", a->now,
+                            (int64_t)MF_STORE_JOB_MAX_ATTEMPTS);
 
     if (err == MF_OK)
         err = mf_store__first(&found, s, tx, ctx, &sql_claim, take_job, a->out, "tiit", a->owner,
@@ -131,8 +129,7 @@ static int take_counts(void *payload, const struct mf_store_cursor *row)
 {
     int64_t *counts = payload;
 
-    counts[0] = mf_store__col_i64(row, 0);
-    counts[1] = mf_store__col_i64(row, 1);
+    mf_store__cols(row, 0, "ii", &counts[0], &counts[1]);
     return MF_OK;
 }
 
@@ -148,11 +145,9 @@ static int jobs_counts(int64_t *queued_out, int64_t *running_out, struct mf_stor
     return err;
 }
 
+/* clang-format off */
 const struct mf_store_jobs_ops mf_store__jobs_ops = {
-    .job_enqueue = jobs_enqueue,
-    .job_claim = jobs_claim,
-    .job_claim_kind = jobs_claim_kind,
-    .job_complete = jobs_complete,
-    .job_fail = jobs_fail,
-    .job_counts = jobs_counts,
+    .job_enqueue = jobs_enqueue, .job_claim = jobs_claim, .job_claim_kind = jobs_claim_kind,
+    .job_complete = jobs_complete, .job_fail = jobs_fail, .job_counts = jobs_counts,
 };
+/* clang-format on */

@@ -88,7 +88,6 @@ static int shas_add(struct shas *l, struct mf_ctx *ctx, const char *sha)
     return MF_OK;
 }
 
-
 static void shas_free(struct shas *l)
 {
     mf_dynbuf__free(&l->buf);
@@ -161,12 +160,12 @@ static const struct mf_sql sql_samples_walk = {
     .what = "listing samples",
     .stream = 1,
 };
-static const struct mf_sql sql_samples_delete = MF_SQL_PAIR(
-    "DELETE FROM offload_samples WHERE (?1 = '' OR device_id = ?1)"
-    " AND (?2 = 0 OR received_at < ?2) RETURNING input_sha256",
-    "DELETE FROM offload_samples WHERE (?1::text = '' OR device_id = ?1)"
-    " AND (?2::bigint = 0 OR received_at < ?2::bigint) RETURNING input_sha256",
-    "deleting samples");
+static const struct mf_sql sql_samples_delete =
+    MF_SQL_PAIR("DELETE FROM offload_samples WHERE (?1 = '' OR device_id = ?1)"
+                " AND (?2 = 0 OR received_at < ?2) RETURNING input_sha256",
+                "DELETE FROM offload_samples WHERE (?1::text = '' OR device_id = ?1)"
+                " AND (?2::bigint = 0 OR received_at < ?2::bigint) RETURNING input_sha256",
+                "deleting samples");
 static const struct mf_sql sql_batches_delete =
     MF_SQL_PAIR("DELETE FROM offload_batches WHERE (?1 = '' OR device_id = ?1)"
                 " AND (?2 = 0 OR created_at < ?2)",
@@ -220,10 +219,10 @@ static int insert_sample(int *added_out, struct mf_store *s, struct mf_store_tx 
     int err = sample_check(ctx, m);
 
     if (err == MF_OK)
-        err = mf_store__exec(&changes, s, tx, ctx, &sql_sample_insert, "ttttttdiittti", m->id,
-                             device_id, m->model, m->model_version, m->kind, m->method, m->score,
-                             m->created_at, m->received_at, m->output_kind, m->output,
-                             m->input_sha256, (int64_t)m->input_size);
+        err = mf_store__run(&changes, s, tx, ctx, &sql_sample_insert, NULL, NULL, "ttttttdiittti",
+                            m->id, device_id, m->model, m->model_version, m->kind, m->method,
+                            m->score, m->created_at, m->received_at, m->output_kind, m->output,
+                            m->input_sha256, (int64_t)m->input_size);
     *added_out = changes > 0;
     return err;
 }
@@ -249,9 +248,9 @@ static int batch_put_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ct
     }
     if (err < 0 || !a->batch_id)
         return err;
-    return mf_store__exec(NULL, s, tx, ctx, &sql_batch_insert, "ttiii", a->device_id, a->batch_id,
-                          (int64_t)*a->accepted_out, (int64_t)*a->dups_out,
-                          a->n ? a->rows[0].received_at : (int64_t)0);
+    return mf_store__run(NULL, s, tx, ctx, &sql_batch_insert, NULL, NULL, "ttiii", a->device_id,
+                         a->batch_id, (int64_t)*a->accepted_out, (int64_t)*a->dups_out,
+                         a->n ? a->rows[0].received_at : (int64_t)0);
 }
 
 static int offload_sample_batch_put(int *replayed_out, int *accepted_out, int *dups_out,
@@ -286,46 +285,27 @@ static int offload_sample_label(struct mf_store *s, struct mf_ctx *ctx, const ch
                             teacher_version, teacher_output, confidence, now, id);
 }
 
-struct sample_walk {
-    mf_store_sample_fn fn;
-    void *payload;
-};
-
 static int visit_sample(void *payload, const struct mf_store_cursor *row)
 {
-    struct sample_walk *w = payload;
+    const struct mf_store_visit *w = payload;
     struct mf_store_sample m;
 
     memset(&m, 0, sizeof(m));
-    m.seq = mf_store__col_i64(row, 0);
-    mf_store__col_text(m.id, sizeof(m.id), row, 1);
-    mf_store__col_text(m.device_id, sizeof(m.device_id), row, 2);
-    mf_store__col_text(m.model, sizeof(m.model), row, 3);
-    mf_store__col_text(m.model_version, sizeof(m.model_version), row, 4);
-    mf_store__col_text(m.kind, sizeof(m.kind), row, 5);
-    mf_store__col_text(m.method, sizeof(m.method), row, 6);
-    m.score = row->ops->f64(row, 7);
-    m.created_at = mf_store__col_i64(row, 8);
-    m.received_at = mf_store__col_i64(row, 9);
-    mf_store__col_text(m.output_kind, sizeof(m.output_kind), row, 10);
-    m.output = mf_store__col_str(row, 11);
-    mf_store__col_text(m.input_sha256, sizeof(m.input_sha256), row, 12);
-    m.input_size = (uint64_t)mf_store__col_i64(row, 13);
-    mf_store__col_text(m.teacher_version, sizeof(m.teacher_version), row, 14);
-    m.teacher_output = mf_store__col_str(row, 15);
-    m.teacher_confidence = row->ops->f64(row, 16);
-    m.labelled_at = mf_store__col_i64(row, 17);
-    return w->fn(w->payload, &m);
+    mf_store__cols(row, 0, "ittttttdiitstutsdi", &m.seq, MF_STORE_TEXT(m.id),
+                   MF_STORE_TEXT(m.device_id), MF_STORE_TEXT(m.model),
+                   MF_STORE_TEXT(m.model_version), MF_STORE_TEXT(m.kind), MF_STORE_TEXT(m.method),
+                   &m.score, &m.created_at, &m.received_at, MF_STORE_TEXT(m.output_kind), &m.output,
+                   MF_STORE_TEXT(m.input_sha256), &m.input_size, MF_STORE_TEXT(m.teacher_version),
+                   &m.teacher_output, &m.teacher_confidence, &m.labelled_at);
+    return ((mf_store_sample_fn)w->fn)(w->payload, &m);
 }
 
 static int offload_samples_walk(struct mf_store *s, struct mf_ctx *ctx,
                                 const struct mf_store_sample_query *q, mf_store_sample_fn fn,
                                 void *payload)
 {
-    struct sample_walk w = {fn, payload};
-
-    return mf_store__walk(s, NULL, ctx, &sql_samples_walk, visit_sample, &w, "ttttiidiii",
-                          q->model ? q->model : "", q->version ? q->version : "",
+    return mf_store__list(s, ctx, &sql_samples_walk, visit_sample, (void (*)(void))fn, payload,
+                          "ttttiidiii", q->model ? q->model : "", q->version ? q->version : "",
                           q->kind ? q->kind : "", q->device_id ? q->device_id : "", q->since,
                           q->until, q->min_confidence, (int64_t)q->unlabelled, q->after_seq,
                           q->limit);
@@ -352,11 +332,12 @@ static int take_deleted(void *payload, const struct mf_store_cursor *row)
 static int delete_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx, void *arg)
 {
     struct delete_args *a = arg;
-    int err = mf_store__walk(s, tx, ctx, &sql_samples_delete, take_deleted, a, "ti", a->device_id,
-                             a->before);
+    int err = mf_store__run(NULL, s, tx, ctx, &sql_samples_delete, take_deleted, a, "ti",
+                            a->device_id, a->before);
 
     if (err == MF_OK)
-        err = mf_store__exec(NULL, s, tx, ctx, &sql_batches_delete, "ti", a->device_id, a->before);
+        err = mf_store__run(NULL, s, tx, ctx, &sql_batches_delete, NULL, NULL, "ti", a->device_id,
+                            a->before);
     for (size_t i = 0; err == MF_OK && i < a->all->n; i++) {
         int used = 0;
 
@@ -417,8 +398,8 @@ static int hist_add_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx
     const struct mf_store_hist *h = a->h;
     char text[MF_STORE_BINS_TEXT_MAX];
     int found = 0;
-    int err = mf_store__exec(NULL, s, tx, ctx, &sql_hist_create, "ttti", h->model, h->version,
-                             h->method, (int64_t)h->source);
+    int err = mf_store__run(NULL, s, tx, ctx, &sql_hist_create, NULL, NULL, "ttti", h->model,
+                            h->version, h->method, (int64_t)h->source);
 
     if (err == MF_OK)
         err = mf_store__first(&found, s, tx, ctx, &sql_hist_read, take_hist, a, "ttti", h->model,
@@ -428,9 +409,10 @@ static int hist_add_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx
     for (int i = 0; i < MF_STORE_HIST_BINS; i++)
         a->bins[i] += h->bins[i];
     bins_format(text, a->bins);
-    return mf_store__exec(NULL, s, tx, ctx, &sql_hist_write, "tttitiii", h->model, h->version,
-                          h->method, (int64_t)h->source, text, (int64_t)(a->asked + h->asked),
-                          (int64_t)(a->uncertain + h->uncertain), h->updated_at);
+    return mf_store__run(NULL, s, tx, ctx, &sql_hist_write, NULL, NULL, "tttitiii", h->model,
+                         h->version, h->method, (int64_t)h->source, text,
+                         (int64_t)(a->asked + h->asked), (int64_t)(a->uncertain + h->uncertain),
+                         h->updated_at);
 }
 
 static int offload_hist_add(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_hist *h,
@@ -445,43 +427,31 @@ static int offload_hist_add(struct mf_store *s, struct mf_ctx *ctx, const struct
     return mf_store__in_tx(s, ctx, hist_add_tx, &a);
 }
 
-struct hist_walk {
-    mf_store_hist_fn fn;
-    void *payload;
-    struct mf_ctx *ctx;
-};
-
 static int visit_hist(void *payload, const struct mf_store_cursor *row)
 {
-    struct hist_walk *w = payload;
+    const struct mf_store_visit *w = payload;
     struct mf_store_hist h;
     int err;
 
     memset(&h, 0, sizeof(h));
-    mf_store__col_text(h.model, sizeof(h.model), row, 0);
-    mf_store__col_text(h.version, sizeof(h.version), row, 1);
-    mf_store__col_text(h.method, sizeof(h.method), row, 2);
-    h.source = (int)mf_store__col_i64(row, 3);
+    mf_store__cols(row, 0, "tttn", MF_STORE_TEXT(h.model), MF_STORE_TEXT(h.version),
+                   MF_STORE_TEXT(h.method), &h.source);
+    mf_store__cols(row, 5, "uui", &h.asked, &h.uncertain, &h.updated_at);
     err = bins_parse(h.bins, w->ctx, mf_store__col_str(row, 4));
-    h.asked = (uint64_t)mf_store__col_i64(row, 5);
-    h.uncertain = (uint64_t)mf_store__col_i64(row, 6);
-    h.updated_at = mf_store__col_i64(row, 7);
-    return err < 0 ? err : w->fn(w->payload, &h);
+    return err < 0 ? err : ((mf_store_hist_fn)w->fn)(w->payload, &h);
 }
 
 static int offload_hists_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                               mf_store_hist_fn fn, void *payload)
 {
-    struct hist_walk w = {fn, payload, ctx};
-
-    return mf_store__walk(s, NULL, ctx, &sql_hists_list, visit_hist, &w, "t", model);
+    return mf_store__list(s, ctx, &sql_hists_list, visit_hist, (void (*)(void))fn, payload, "t",
+                          model);
 }
 
+/* clang-format off */
 const struct mf_store_offload_ops mf_store__offload_ops = {
-    .sample_batch_put = offload_sample_batch_put,
-    .sample_label = offload_sample_label,
-    .samples_walk = offload_samples_walk,
-    .samples_delete = offload_samples_delete,
-    .hist_add = offload_hist_add,
-    .hists_list = offload_hists_list,
+    .sample_batch_put = offload_sample_batch_put, .sample_label = offload_sample_label,
+    .samples_walk = offload_samples_walk, .samples_delete = offload_samples_delete,
+    .hist_add = offload_hist_add, .hists_list = offload_hists_list,
 };
+/* clang-format on */

@@ -59,9 +59,9 @@ static const struct mf_sql sql_trust_put =
                 "INSERT INTO trust_docs(kind, version, envelope, created_at)"
                 " VALUES(?, ?, ?, extract(epoch FROM now())::bigint)",
                 "storing a trust document");
-static const struct mf_sql sql_trust_latest = MF_SQL(
-    "SELECT envelope, version FROM trust_docs WHERE kind = ? ORDER BY version DESC LIMIT 1",
-    "trust document lookup");
+static const struct mf_sql sql_trust_latest =
+    MF_SQL("SELECT envelope, version FROM trust_docs WHERE kind = ? ORDER BY version DESC LIMIT 1",
+           "trust document lookup");
 static const struct mf_sql sql_roots_after =
     MF_SQL_LIST("SELECT version, envelope FROM trust_docs WHERE kind = ? AND version > ?"
                 " ORDER BY version LIMIT ?",
@@ -72,7 +72,8 @@ static const struct mf_sql sql_delta_insert =
            "storing a delta");
 static const struct mf_sql sql_delta_find = MF_SQL(
     "SELECT " DELTA_COLUMNS " FROM deltas WHERE from_sha256 = ? AND to_sha256 = ?", "delta lookup");
-static const struct mf_sql sql_delta_count = MF_SQL("SELECT count(*) FROM deltas", "counting deltas");
+static const struct mf_sql sql_delta_count =
+    MF_SQL("SELECT count(*) FROM deltas", "counting deltas");
 
 static int read_i64(void *payload, const struct mf_store_cursor *row)
 {
@@ -84,11 +85,12 @@ static int version_insert_tx(struct mf_store *s, struct mf_store_tx *tx, struct 
                              void *arg)
 {
     const struct mf_store_version *v = arg;
-    int err = mf_store__exec(NULL, s, tx, ctx, &sql_model_insert, "ti", v->model, v->created_at);
+    int err = mf_store__run(NULL, s, tx, ctx, &sql_model_insert, NULL, NULL, "ti", v->model,
+                            v->created_at);
 
     if (err == MF_OK)
-        err = mf_store__exec(NULL, s, tx, ctx, &sql_version_insert, "ttiit", v->version,
-                             v->sha256, (int64_t)v->size, v->created_at, v->model);
+        err = mf_store__run(NULL, s, tx, ctx, &sql_version_insert, NULL, NULL, "ttiit", v->version,
+                            v->sha256, (int64_t)v->size, v->created_at, v->model);
     if (err == MF_E_STATE)
         return mf_fail(ctx, MF_E_STATE, "version '%s' of model '%s' exists already", v->version,
                        v->model);
@@ -103,14 +105,9 @@ static int registry_version_insert(struct mf_store *s, struct mf_ctx *ctx,
 
 static void read_version(struct mf_store_version *out, const struct mf_store_cursor *row)
 {
-    mf_store__col_text(out->model, sizeof(out->model), row, 0);
-    mf_store__col_text(out->version, sizeof(out->version), row, 1);
-    mf_store__col_text(out->sha256, sizeof(out->sha256), row, 2);
-    out->size = (uint64_t)mf_store__col_i64(row, 3);
-    out->created_at = mf_store__col_i64(row, 4);
-    out->sequence = (uint64_t)mf_store__col_i64(row, 5);
-    out->security_floor = (uint64_t)mf_store__col_i64(row, 6);
-    mf_store__col_text(out->release_digest, sizeof(out->release_digest), row, 7);
+    mf_store__cols(row, 0, "tttuiuut", MF_STORE_TEXT(out->model), MF_STORE_TEXT(out->version),
+                   MF_STORE_TEXT(out->sha256), &out->size, &out->created_at, &out->sequence,
+                   &out->security_floor, MF_STORE_TEXT(out->release_digest));
 }
 
 static int take_version(void *payload, const struct mf_store_cursor *row)
@@ -150,26 +147,20 @@ static int registry_release_latest(struct mf_store_version *out, struct mf_store
     return version_query(out, s, ctx, &sql_release_latest, model, NULL);
 }
 
-struct version_walk {
-    mf_store_version_fn fn;
-    void *payload;
-};
-
 static int visit_version(void *payload, const struct mf_store_cursor *row)
 {
-    struct version_walk *w = payload;
+    const struct mf_store_visit *w = payload;
     struct mf_store_version v;
 
     read_version(&v, row);
-    return w->fn(w->payload, &v);
+    return ((mf_store_version_fn)w->fn)(w->payload, &v);
 }
 
 static int registry_versions_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_version_fn fn,
                                   void *payload)
 {
-    struct version_walk w = {fn, payload};
-
-    return mf_store__walk(s, NULL, ctx, &sql_versions_list, visit_version, &w, "");
+    return mf_store__list(s, ctx, &sql_versions_list, visit_version, (void (*)(void))fn, payload,
+                          "");
 }
 
 struct release_args {
@@ -178,15 +169,14 @@ struct release_args {
     size_t len;
 };
 
-static int release_set_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
-                          void *arg)
+static int release_set_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx, void *arg)
 {
     const struct release_args *a = arg;
     const struct mf_store_version *v = a->v;
     char missing[2 * MF_STORE_NAME_SIZE + 48];
     int64_t top = 0;
     int found = 0;
-    int err = mf_store__exec(NULL, s, tx, ctx, &sql_release_lock, "t", v->model);
+    int err = mf_store__run(NULL, s, tx, ctx, &sql_release_lock, NULL, NULL, "t", v->model);
 
     if (err == MF_OK)
         err = mf_store__first(&found, s, tx, ctx, &sql_release_top, read_i64, &top, "t", v->model);
@@ -255,8 +245,8 @@ static int registry_trust_put(struct mf_store *s, struct mf_ctx *ctx, int kind, 
     if (len > MF_STORE_ENVELOPE_MAX)
         return mf_fail(ctx, MF_E_LIMIT, "trust envelope of %zu bytes exceeds %u", len,
                        MF_STORE_ENVELOPE_MAX);
-    err = mf_store__exec(NULL, s, NULL, ctx, &sql_trust_put, "iib", (int64_t)kind,
-                         (int64_t)version, env, len);
+    err = mf_store__run(NULL, s, NULL, ctx, &sql_trust_put, NULL, NULL, "iib", (int64_t)kind,
+                        (int64_t)version, env, len);
     if (err == MF_E_STATE)
         return mf_fail(ctx, MF_E_STATE, "trust document version %llu exists already",
                        (unsigned long long)version);
@@ -282,48 +272,37 @@ static int registry_trust_latest(uint64_t *version_out, struct mf_dynbuf *out, s
     return err;
 }
 
-struct roots_walk {
-    mf_store_envelope_fn fn;
-    void *payload;
-};
-
 static int visit_root(void *payload, const struct mf_store_cursor *row)
 {
-    struct roots_walk *w = payload;
+    const struct mf_store_visit *w = payload;
     size_t n = 0;
     const void *env = row->ops->blob(row, &n, 1);
 
-    return w->fn(w->payload, (uint64_t)mf_store__col_i64(row, 0), env, n);
+    return ((mf_store_envelope_fn)w->fn)(w->payload, (uint64_t)mf_store__col_i64(row, 0), env, n);
 }
 
 static int registry_trust_roots_after(struct mf_store *s, struct mf_ctx *ctx, uint64_t after,
                                       size_t max, mf_store_envelope_fn fn, void *payload)
 {
-    struct roots_walk w = {fn, payload};
-
-    return mf_store__walk(s, NULL, ctx, &sql_roots_after, visit_root, &w, "iii",
+    return mf_store__list(s, ctx, &sql_roots_after, visit_root, (void (*)(void))fn, payload, "iii",
                           (int64_t)MF_STORE_TRUST_ROOT, (int64_t)after, (int64_t)max);
 }
 
 static int registry_delta_insert(struct mf_store *s, struct mf_ctx *ctx,
                                  const struct mf_store_delta *d)
 {
-    return mf_store__exec(NULL, s, NULL, ctx, &sql_delta_insert, "ttttiti", d->model,
-                          d->from_sha256, d->to_sha256, d->delta_sha256, (int64_t)d->size,
-                          d->format, d->created_at);
+    return mf_store__run(NULL, s, NULL, ctx, &sql_delta_insert, NULL, NULL, "ttttiti", d->model,
+                         d->from_sha256, d->to_sha256, d->delta_sha256, (int64_t)d->size, d->format,
+                         d->created_at);
 }
 
 static int take_delta(void *payload, const struct mf_store_cursor *row)
 {
     struct mf_store_delta *out = payload;
 
-    mf_store__col_text(out->model, sizeof(out->model), row, 0);
-    mf_store__col_text(out->from_sha256, sizeof(out->from_sha256), row, 1);
-    mf_store__col_text(out->to_sha256, sizeof(out->to_sha256), row, 2);
-    mf_store__col_text(out->delta_sha256, sizeof(out->delta_sha256), row, 3);
-    out->size = (uint64_t)mf_store__col_i64(row, 4);
-    mf_store__col_text(out->format, sizeof(out->format), row, 5);
-    out->created_at = mf_store__col_i64(row, 6);
+    mf_store__cols(row, 0, "ttttuti", MF_STORE_TEXT(out->model), MF_STORE_TEXT(out->from_sha256),
+                   MF_STORE_TEXT(out->to_sha256), MF_STORE_TEXT(out->delta_sha256), &out->size,
+                   MF_STORE_TEXT(out->format), &out->created_at);
     return MF_OK;
 }
 
@@ -334,8 +313,8 @@ static int registry_delta_find(struct mf_store_delta *out, struct mf_store *s, s
     int err;
 
     memset(out, 0, sizeof(*out));
-    err = mf_store__first(&found, s, NULL, ctx, &sql_delta_find, take_delta, out, "tt",
-                          from_sha256, to_sha256);
+    err = mf_store__first(&found, s, NULL, ctx, &sql_delta_find, take_delta, out, "tt", from_sha256,
+                          to_sha256);
     if (err == MF_OK && !found)
         err = mf_fail(ctx, MF_E_NOTFOUND, "no delta");
     return err;
@@ -349,18 +328,14 @@ static int registry_delta_count(int64_t *count_out, struct mf_store *s, struct m
     return mf_store__first(&found, s, NULL, ctx, &sql_delta_count, read_i64, count_out, "");
 }
 
+/* clang-format off */
 const struct mf_store_registry_ops mf_store__registry_ops = {
-    .version_insert = registry_version_insert,
-    .version_get = registry_version_get,
-    .version_latest = registry_version_latest,
-    .versions_list = registry_versions_list,
-    .release_set = registry_release_set,
-    .release_get = registry_release_get,
-    .release_latest = registry_release_latest,
-    .trust_put = registry_trust_put,
-    .trust_latest = registry_trust_latest,
-    .trust_roots_after = registry_trust_roots_after,
-    .delta_insert = registry_delta_insert,
-    .delta_find = registry_delta_find,
+    .version_insert = registry_version_insert, .version_get = registry_version_get,
+    .version_latest = registry_version_latest, .versions_list = registry_versions_list,
+    .release_set = registry_release_set, .release_get = registry_release_get,
+    .release_latest = registry_release_latest, .trust_put = registry_trust_put,
+    .trust_latest = registry_trust_latest, .trust_roots_after = registry_trust_roots_after,
+    .delta_insert = registry_delta_insert, .delta_find = registry_delta_find,
     .delta_count = registry_delta_count,
 };
+/* clang-format on */

@@ -48,40 +48,31 @@ static const struct mf_sql sql_events_list =
                 " ORDER BY seq",
                 "listing rollout events");
 
-struct walk {
-    void (*fn)(void);
-    void *payload;
-};
-
 static int rollout_telemetry_put(struct mf_store *s, struct mf_ctx *ctx,
                                  const struct mf_store_telemetry *t)
 {
     if (strlen(t->report) > MF_STORE_TELEMETRY_MAX)
         return mf_fail(ctx, MF_E_LIMIT, "telemetry report of '%s' is over %u bytes", t->device_id,
                        MF_STORE_TELEMETRY_MAX);
-    return mf_store__exec(NULL, s, NULL, ctx, &sql_telemetry_put, "tttti", t->device_id, t->model,
-                          t->version, t->report, t->reported_at);
+    return mf_store__run(NULL, s, NULL, ctx, &sql_telemetry_put, NULL, NULL, "tttti", t->device_id,
+                         t->model, t->version, t->report, t->reported_at);
 }
 
 static int visit_telemetry(void *payload, const struct mf_store_cursor *row)
 {
-    struct walk *w = payload;
+    const struct mf_store_visit *w = payload;
     struct mf_store_telemetry t;
 
-    mf_store__col_text(t.device_id, sizeof(t.device_id), row, 0);
-    mf_store__col_text(t.model, sizeof(t.model), row, 1);
-    mf_store__col_text(t.version, sizeof(t.version), row, 2);
-    t.report = mf_store__col_str(row, 3);
-    t.reported_at = mf_store__col_i64(row, 4);
+    mf_store__cols(row, 0, "tttsi", MF_STORE_TEXT(t.device_id), MF_STORE_TEXT(t.model),
+                   MF_STORE_TEXT(t.version), &t.report, &t.reported_at);
     return ((mf_store_telemetry_fn)w->fn)(w->payload, &t);
 }
 
 static int rollout_telemetry_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                                   mf_store_telemetry_fn fn, void *payload)
 {
-    struct walk w = {(void (*)(void))fn, payload};
-
-    return mf_store__walk(s, NULL, ctx, &sql_telemetry_list, visit_telemetry, &w, "t", model);
+    return mf_store__list(s, ctx, &sql_telemetry_list, visit_telemetry, (void (*)(void))fn, payload,
+                          "t", model);
 }
 
 static int take_id(void *payload, const struct mf_store_cursor *row)
@@ -110,17 +101,10 @@ static int rollout_put(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_r
 
 static void read_rollout(struct mf_store_rollout *r, const struct mf_store_cursor *row)
 {
-    r->id = mf_store__col_i64(row, 0);
-    mf_store__col_text(r->model, sizeof(r->model), row, 1);
-    mf_store__col_text(r->version, sizeof(r->version), row, 2);
-    mf_store__col_text(r->prev_version, sizeof(r->prev_version), row, 3);
-    mf_store__col_text(r->state, sizeof(r->state), row, 4);
-    r->wave = (int)mf_store__col_i64(row, 5);
-    r->wave_started_at = mf_store__col_i64(row, 6);
-    r->created_at = mf_store__col_i64(row, 7);
-    r->updated_at = mf_store__col_i64(row, 8);
-    mf_store__col_text(r->plan, sizeof(r->plan), row, 9);
-    mf_store__col_text(r->breach, sizeof(r->breach), row, 10);
+    mf_store__cols(row, 0, "ittttniiitt", &r->id, MF_STORE_TEXT(r->model),
+                   MF_STORE_TEXT(r->version), MF_STORE_TEXT(r->prev_version),
+                   MF_STORE_TEXT(r->state), &r->wave, &r->wave_started_at, &r->created_at,
+                   &r->updated_at, MF_STORE_TEXT(r->plan), MF_STORE_TEXT(r->breach));
 }
 
 static int copy_rollout(void *payload, const struct mf_store_cursor *row)
@@ -135,7 +119,7 @@ static int rollout_get(struct mf_store_rollout *out, struct mf_store *s, struct 
     int err;
 
     out->id = 0;
-    err = mf_store__walk(s, NULL, ctx, &sql_rollout_get, copy_rollout, out, "i", id);
+    err = mf_store__run(NULL, s, NULL, ctx, &sql_rollout_get, copy_rollout, out, "i", id);
     if (err == MF_OK && out->id == 0)
         err = mf_fail(ctx, MF_E_NOTFOUND, "no rollout %lld", (long long)id);
     return err;
@@ -143,7 +127,7 @@ static int rollout_get(struct mf_store_rollout *out, struct mf_store *s, struct 
 
 static int visit_rollout(void *payload, const struct mf_store_cursor *row)
 {
-    struct walk *w = payload;
+    const struct mf_store_visit *w = payload;
     struct mf_store_rollout r; /* server thread: an 8 KiB plan fits its stack */
 
     read_rollout(&r, row);
@@ -153,44 +137,38 @@ static int visit_rollout(void *payload, const struct mf_store_cursor *row)
 static int rollouts_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                          mf_store_rollout_fn fn, void *payload)
 {
-    struct walk w = {(void (*)(void))fn, payload};
-
-    return mf_store__walk(s, NULL, ctx, &sql_rollouts_list, visit_rollout, &w, "t", model);
+    return mf_store__list(s, ctx, &sql_rollouts_list, visit_rollout, (void (*)(void))fn, payload,
+                          "t", model);
 }
 
 static int rollout_event_add(struct mf_store *s, struct mf_ctx *ctx,
                              const struct mf_store_rollout_event *e)
 {
-    return mf_store__exec(NULL, s, NULL, ctx, &sql_event_add, "iitt", e->rollout_id, e->at,
-                          e->kind, e->detail);
+    return mf_store__run(NULL, s, NULL, ctx, &sql_event_add, NULL, NULL, "iitt", e->rollout_id,
+                         e->at, e->kind, e->detail);
 }
 
 static int visit_event(void *payload, const struct mf_store_cursor *row)
 {
-    struct walk *w = payload;
+    const struct mf_store_visit *w = payload;
     struct mf_store_rollout_event e;
 
-    e.rollout_id = mf_store__col_i64(row, 0);
-    e.at = mf_store__col_i64(row, 1);
-    mf_store__col_text(e.kind, sizeof(e.kind), row, 2);
-    mf_store__col_text(e.detail, sizeof(e.detail), row, 3);
+    mf_store__cols(row, 0, "iitt", &e.rollout_id, &e.at, MF_STORE_TEXT(e.kind),
+                   MF_STORE_TEXT(e.detail));
     return ((mf_store_rollout_event_fn)w->fn)(w->payload, &e);
 }
 
 static int rollout_events_list(struct mf_store *s, struct mf_ctx *ctx, int64_t rollout_id,
                                mf_store_rollout_event_fn fn, void *payload)
 {
-    struct walk w = {(void (*)(void))fn, payload};
-
-    return mf_store__walk(s, NULL, ctx, &sql_events_list, visit_event, &w, "i", rollout_id);
+    return mf_store__list(s, ctx, &sql_events_list, visit_event, (void (*)(void))fn, payload, "i",
+                          rollout_id);
 }
 
+/* clang-format off */
 const struct mf_store_rollout_ops mf_store__rollout_ops = {
-    .telemetry_put = rollout_telemetry_put,
-    .telemetry_list = rollout_telemetry_list,
-    .rollout_put = rollout_put,
-    .rollout_get = rollout_get,
-    .rollouts_list = rollouts_list,
-    .rollout_event_add = rollout_event_add,
-    .rollout_events_list = rollout_events_list,
+    .telemetry_put = rollout_telemetry_put, .telemetry_list = rollout_telemetry_list,
+    .rollout_put = rollout_put, .rollout_get = rollout_get, .rollouts_list = rollouts_list,
+    .rollout_event_add = rollout_event_add, .rollout_events_list = rollout_events_list,
 };
+/* clang-format on */

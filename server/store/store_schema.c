@@ -4,9 +4,10 @@
  * MIGRATION_n(T) spells each column type as T(INT), T(ID), T(BLOB), T(REAL), and the
  * table below expands it with each dialect's types (PostgreSQL: BIGINT for every number,
  * BIGSERIAL for row ids, BYTEA for blobs, DOUBLE PRECISION for reals), which gives the very
- * texts the backends shipped (test_store_schema pins them). Migrations 6 and 8 are written
- * out per dialect: SQLite's triggers are per row and per event, PostgreSQL's one function
- * run per statement.
+ * texts the backends shipped (test_store_schema pins them). T(KEY) is a primary key that
+ * is not a row counter. The store generation's triggers (migrations 6 and 8), T(GEN)(table),
+ * differ in kind: SQLite's are per row and per event, PostgreSQL's one function run per
+ * statement for all three events (the generation only has to change, not count rows).
  */
 #include "store/store_schema.h"
 
@@ -15,13 +16,29 @@
 #define SQLITE_INT "INTEGER"
 #define SQLITE_BLOB "BLOB"
 #define SQLITE_REAL "REAL"
+#define SQLITE_KEY "INTEGER PRIMARY KEY"
 #define SQLITE_TOKEN_SEQ "" /* SQLite reads the tokens' creation order from the rowid */
+#define SQLITE_GEN_FUNCTION ""
+#define SQLITE_GEN(table)                                                                          \
+    SQLITE_GEN_ON(table, "INSERT", "ins")                                                          \
+    SQLITE_GEN_ON(table, "UPDATE", "upd") SQLITE_GEN_ON(table, "DELETE", "del")
+#define SQLITE_GEN_ON(table, event, name)                                                          \
+    "CREATE TRIGGER " #table "_gen_" name " AFTER " event " ON " #table " BEGIN"                   \
+    "  UPDATE store_meta SET generation = generation + 1; END;"
 #define PG(t) PG_##t
 #define PG_ID "BIGSERIAL PRIMARY KEY"
 #define PG_INT "BIGINT"
 #define PG_BLOB "BYTEA"
 #define PG_REAL "DOUBLE PRECISION"
+#define PG_KEY "BIGINT PRIMARY KEY"
 #define PG_TOKEN_SEQ "ALTER TABLE tokens ADD COLUMN seq BIGSERIAL;"
+#define PG_GEN_FUNCTION                                                                            \
+    "CREATE FUNCTION mf_bump_generation() RETURNS trigger LANGUAGE plpgsql AS"                     \
+    "  $$BEGIN UPDATE store_meta SET generation = generation + 1 WHERE id = 1;"                    \
+    "  RETURN NULL; END$$;"
+#define PG_GEN(table)                                                                              \
+    "CREATE TRIGGER " #table "_gen AFTER INSERT OR UPDATE OR DELETE ON " #table                    \
+    "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();"
 #define BOTH(m) .sqlite = m(SQLITE), .pg = m(PG)
 
 const struct mf_store_migration mf_store__schema_table = {
@@ -31,6 +48,17 @@ const struct mf_store_migration mf_store__schema_table = {
     .pg = "CREATE TABLE IF NOT EXISTS schema_version ("
           " version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)",
 };
+
+/* The migrations are data: their lines stay as the SQL reads, not as clang-format would
+ * break the T(...) in them. */
+/* clang-format off */
+/* Of device_models and events: what a device reported. */
+#define REPORT_COLUMNS \
+    "  model TEXT NOT NULL," \
+    "  version TEXT NOT NULL," \
+    "  sha256 TEXT NOT NULL," \
+    "  status TEXT NOT NULL," \
+    "  detail TEXT NOT NULL,"
 
 /* 1: tokens, devices, models and versions, per-device status and the event log */
 #define MIGRATION_1(T) \
@@ -59,21 +87,13 @@ const struct mf_store_migration mf_store__schema_table = {
     "  UNIQUE (model_id, version));" \
     "CREATE TABLE device_models (" \
     "  device_id " T(INT) " NOT NULL REFERENCES devices(id)," \
-    "  model TEXT NOT NULL," \
-    "  version TEXT NOT NULL," \
-    "  sha256 TEXT NOT NULL," \
-    "  status TEXT NOT NULL," \
-    "  detail TEXT NOT NULL," \
+    REPORT_COLUMNS \
     "  reported_at " T(INT) " NOT NULL," \
     "  PRIMARY KEY (device_id, model));" \
     "CREATE TABLE events (" \
     "  id " T(ID) "," \
     "  device_id " T(INT) " NOT NULL REFERENCES devices(id)," \
-    "  model TEXT NOT NULL," \
-    "  version TEXT NOT NULL," \
-    "  sha256 TEXT NOT NULL," \
-    "  status TEXT NOT NULL," \
-    "  detail TEXT NOT NULL," \
+    REPORT_COLUMNS \
     "  created_at " T(INT) " NOT NULL);" \
     "CREATE INDEX events_by_device ON events(device_id, id);"
 
@@ -120,7 +140,8 @@ const struct mf_store_migration mf_store__schema_table = {
     "  id " T(ID) "," \
     "  kind TEXT NOT NULL," \
     "  arg TEXT NOT NULL," \
-    "  state TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued','running','done','failed'))," \
+    "  state TEXT NOT NULL DEFAULT 'queued'" \
+    " CHECK (state IN ('queued','running','done','failed'))," \
     "  owner TEXT NOT NULL DEFAULT ''," \
     "  lease_until " T(INT) " NOT NULL DEFAULT 0," \
     "  attempts " T(INT) " NOT NULL DEFAULT 0," \
@@ -221,7 +242,8 @@ const struct mf_store_migration mf_store__schema_table = {
     "CREATE TABLE distill_runs (" \
     "  id " T(ID) "," \
     "  model TEXT NOT NULL," \
-    "  state TEXT NOT NULL CHECK (state IN ('queued','running','published','rejected','failed'))," \
+    "  state TEXT NOT NULL" \
+    " CHECK (state IN ('queued','running','published','rejected','failed'))," \
     "  trigger TEXT NOT NULL," \
     "  parent_version TEXT NOT NULL DEFAULT ''," \
     "  version TEXT NOT NULL DEFAULT ''," \
@@ -235,90 +257,26 @@ const struct mf_store_migration mf_store__schema_table = {
     "CREATE UNIQUE INDEX distill_runs_pending ON distill_runs(model)" \
     "  WHERE state IN ('queued','running');"
 
+/* 6: the check-in fast path (docs/architecture.md, "Check-in path"). store_meta.epoch: raised
+ * durably by each node before it issues assignment sequence numbers without waiting for the
+ * disk; store_meta.generation: raised by every change to what nodes cache for check-ins
+ * (trust documents, models and releases, deltas, rollouts): T(GEN)(table) (see above). */
+#define MIGRATION_6(T) \
+    "CREATE TABLE store_meta (" \
+    "  id " T(KEY) " CHECK (id = 1)," \
+    "  epoch " T(INT) " NOT NULL," \
+    "  generation " T(INT) " NOT NULL);" \
+    "INSERT INTO store_meta(id, epoch, generation) VALUES(1, 0, 1);" \
+    T(GEN_FUNCTION) \
+    T(GEN)(trust_docs) T(GEN)(models) T(GEN)(model_versions) T(GEN)(deltas) T(GEN)(rollouts)
+
+/* 8: pins (device, group and channel pins, fleet rollbacks) raise the generation too, so a
+ * node knows which models have none and a check-in skips their directive reads. */
+#define MIGRATION_8(T) T(GEN)(pins)
+/* clang-format on */
+
 const struct mf_store_migration mf_store__migrations[] = {
-    {.n = 1, BOTH(MIGRATION_1)},
-    {.n = 2, BOTH(MIGRATION_2)},
-    {.n = 3, BOTH(MIGRATION_3)},
-    {.n = 4, BOTH(MIGRATION_4)},
-    {.n = 5, BOTH(MIGRATION_5)},
-    {
-        .n = 6,
-        /* 6: the check-in fast path (docs/architecture.md, "Check-in path"). store_meta.epoch:
-         * raised durably by each node before it issues assignment sequence numbers without
-         * waiting for the disk; store_meta.generation: raised by every change to what nodes
-         * cache for check-ins (trust documents, models and releases, deltas, rollouts). */
-        .sqlite =
-        "CREATE TABLE store_meta ("
-        "  id INTEGER PRIMARY KEY CHECK (id = 1),"
-        "  epoch INTEGER NOT NULL,"
-        "  generation INTEGER NOT NULL);"
-        "INSERT INTO store_meta(id, epoch, generation) VALUES(1, 0, 1);"
-        "CREATE TRIGGER trust_docs_gen_ins AFTER INSERT ON trust_docs BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;"
-        "CREATE TRIGGER trust_docs_gen_upd AFTER UPDATE ON trust_docs BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;"
-        "CREATE TRIGGER trust_docs_gen_del AFTER DELETE ON trust_docs BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;"
-        "CREATE TRIGGER models_gen_ins AFTER INSERT ON models BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;"
-        "CREATE TRIGGER models_gen_upd AFTER UPDATE ON models BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;"
-        "CREATE TRIGGER models_gen_del AFTER DELETE ON models BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;"
-        "CREATE TRIGGER model_versions_gen_ins AFTER INSERT ON model_versions BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;"
-        "CREATE TRIGGER model_versions_gen_upd AFTER UPDATE ON model_versions BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;"
-        "CREATE TRIGGER model_versions_gen_del AFTER DELETE ON model_versions BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;"
-        "CREATE TRIGGER deltas_gen_ins AFTER INSERT ON deltas BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;"
-        "CREATE TRIGGER deltas_gen_upd AFTER UPDATE ON deltas BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;"
-        "CREATE TRIGGER deltas_gen_del AFTER DELETE ON deltas BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;"
-        "CREATE TRIGGER rollouts_gen_ins AFTER INSERT ON rollouts BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;"
-        "CREATE TRIGGER rollouts_gen_upd AFTER UPDATE ON rollouts BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;"
-        "CREATE TRIGGER rollouts_gen_del AFTER DELETE ON rollouts BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;",
-        /* One statement-level trigger per table: the generation only has to change, not
-         * count rows. */
-        .pg =
-        "CREATE TABLE store_meta ("
-        "  id BIGINT PRIMARY KEY CHECK (id = 1),"
-        "  epoch BIGINT NOT NULL,"
-        "  generation BIGINT NOT NULL);"
-        "INSERT INTO store_meta(id, epoch, generation) VALUES(1, 0, 1);"
-        "CREATE FUNCTION mf_bump_generation() RETURNS trigger LANGUAGE plpgsql AS"
-        "  $$BEGIN UPDATE store_meta SET generation = generation + 1 WHERE id = 1;"
-        "  RETURN NULL; END$$;"
-        "CREATE TRIGGER trust_docs_gen AFTER INSERT OR UPDATE OR DELETE ON trust_docs"
-        "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();"
-        "CREATE TRIGGER models_gen AFTER INSERT OR UPDATE OR DELETE ON models"
-        "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();"
-        "CREATE TRIGGER model_versions_gen AFTER INSERT OR UPDATE OR DELETE ON model_versions"
-        "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();"
-        "CREATE TRIGGER deltas_gen AFTER INSERT OR UPDATE OR DELETE ON deltas"
-        "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();"
-        "CREATE TRIGGER rollouts_gen AFTER INSERT OR UPDATE OR DELETE ON rollouts"
-        "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();",
-    },
-    {.n = 7, BOTH(MIGRATION_7)},
-    {
-        .n = 8,
-        /* 8: pins (device, group and channel pins, fleet rollbacks) raise the generation too, so
-         * a node knows which models have none and a check-in skips their directive reads. */
-        .sqlite =
-        "CREATE TRIGGER pins_gen_ins AFTER INSERT ON pins BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;"
-        "CREATE TRIGGER pins_gen_upd AFTER UPDATE ON pins BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;"
-        "CREATE TRIGGER pins_gen_del AFTER DELETE ON pins BEGIN"
-        "  UPDATE store_meta SET generation = generation + 1; END;",
-        .pg =
-        "CREATE TRIGGER pins_gen AFTER INSERT OR UPDATE OR DELETE ON pins"
-        "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();",
-    },
+    {.n = 1, BOTH(MIGRATION_1)}, {.n = 2, BOTH(MIGRATION_2)}, {.n = 3, BOTH(MIGRATION_3)},
+    {.n = 4, BOTH(MIGRATION_4)}, {.n = 5, BOTH(MIGRATION_5)}, {.n = 6, BOTH(MIGRATION_6)},
+    {.n = 7, BOTH(MIGRATION_7)}, {.n = 8, BOTH(MIGRATION_8)},
 };

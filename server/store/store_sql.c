@@ -53,8 +53,9 @@ void mf_store__params(struct mf_store_params *p, const char *types, ...)
     va_end(ap);
 }
 
-int mf_store__exec(int64_t *changes_out, struct mf_store *s, struct mf_store_tx *tx,
-                   struct mf_ctx *ctx, const struct mf_sql *q, const char *types, ...)
+int mf_store__run(int64_t *changes_out, struct mf_store *s, struct mf_store_tx *tx,
+                  struct mf_ctx *ctx, const struct mf_sql *q, mf_store_row_fn fn, void *payload,
+                  const char *types, ...)
 {
     struct mf_store_params p;
     va_list ap;
@@ -62,20 +63,20 @@ int mf_store__exec(int64_t *changes_out, struct mf_store *s, struct mf_store_tx 
     va_start(ap, types);
     params_va(&p, types, ap);
     va_end(ap);
-    return s->engine->run(changes_out, s, tx, ctx, q, &p, NULL, NULL);
+    return s->engine->run(changes_out, s, tx, ctx, q, &p, fn, payload);
 }
 
-int mf_store__walk(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
-                   const struct mf_sql *q, mf_store_row_fn fn, void *payload, const char *types,
-                   ...)
+int mf_store__list(struct mf_store *s, struct mf_ctx *ctx, const struct mf_sql *q,
+                   mf_store_row_fn visit, void (*fn)(void), void *payload, const char *types, ...)
 {
+    struct mf_store_visit v = {fn, payload, ctx};
     struct mf_store_params p;
     va_list ap;
 
     va_start(ap, types);
     params_va(&p, types, ap);
     va_end(ap);
-    return s->engine->run(NULL, s, tx, ctx, q, &p, fn, payload);
+    return s->engine->run(NULL, s, NULL, ctx, q, &p, visit, &v);
 }
 
 struct first_row {
@@ -110,8 +111,9 @@ int mf_store__first(int *found_out, struct mf_store *s, struct mf_store_tx *tx, 
     return err;
 }
 
-int mf_store__change(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx, int missing_err,
-                     const char *missing, const struct mf_sql *q, const char *types, ...)
+int mf_store__change(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
+                     int missing_err, const char *missing, const struct mf_sql *q,
+                     const char *types, ...)
 {
     struct mf_store_params p;
     int64_t changes = 0;
@@ -130,6 +132,49 @@ int mf_store__change(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *
 int mf_store__in_tx(struct mf_store *s, struct mf_ctx *ctx, mf_store_tx_fn fn, void *arg)
 {
     return s->engine->in_tx(s, ctx, fn, arg);
+}
+
+void mf_store__cols(const struct mf_store_cursor *row, int col, const char *types, ...)
+{
+    va_list ap;
+
+    va_start(ap, types);
+    for (const char *t = types; *t; t++, col++) {
+        if (*t == 't') {
+            char *dst = va_arg(ap, char *);
+
+            mf_store__col_text(dst, va_arg(ap, size_t), row, col);
+        } else if (*t == 'i') {
+            *va_arg(ap, int64_t *) = row->ops->i64(row, col);
+        } else if (*t == 'u') {
+            *va_arg(ap, uint64_t *) = (uint64_t)row->ops->i64(row, col);
+        } else if (*t == 'n') {
+            *va_arg(ap, int *) = (int)row->ops->i64(row, col);
+        } else if (*t == 'd') {
+            *va_arg(ap, double *) = row->ops->f64(row, col);
+        } else {
+            assert(*t == 's');
+            *va_arg(ap, const char **) = row->ops->text(row, col);
+        }
+    }
+    va_end(ap);
+}
+
+void mf_store__checkin_reset(struct mf_store_checkin *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        items[i].generation = items[i].first = 0;
+        items[i].err = MF_OK;
+    }
+}
+
+int mf_store__checkin_result(const struct mf_store_checkin *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (items[i].err < 0)
+            return items[i].err;
+    }
+    return MF_OK;
 }
 
 void mf_store__col_text(char *dst, size_t size, const struct mf_store_cursor *c, int col)

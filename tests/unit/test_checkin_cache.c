@@ -41,8 +41,8 @@ static int cache_setup(void **state)
     memset(v.release_digest, 'b', MF_SHA256_HEX_LEN);
     assert_int_equal(f->s->ops->registry->version_insert(f->s, &f->ctx, &v), MF_OK);
     assert_int_equal(f->s->ops->registry->release_set(f->s, &f->ctx, &v, "{\"r\":1}", 7), MF_OK);
-    assert_int_equal(f->s->ops->registry->trust_put(f->s, &f->ctx, MF_STORE_TRUST_KEYS, 1, "keys-1", 6),
-                     MF_OK);
+    assert_int_equal(
+        f->s->ops->registry->trust_put(f->s, &f->ctx, MF_STORE_TRUST_KEYS, 1, "keys-1", 6), MF_OK);
     assert_int_equal(mf_ccache__new(&f->c, &f->ctx), MF_OK);
     *state = f;
     return 0;
@@ -219,8 +219,8 @@ static void test_checkin_cache__each_kind_follows_its_table(void **state)
     memset(d.delta_sha256, 'f', MF_SHA256_HEX_LEN);
     assert_int_equal(f->s->ops->registry->delta_insert(f->s, &f->ctx, &d), MF_OK);
     assert_int_equal(f->s->ops->rollout->rollout_put(f->s, &f->ctx, &r, ""), MF_OK);
-    assert_int_equal(f->s->ops->registry->trust_put(f->s, &f->ctx, MF_STORE_TRUST_ROOT, 1, "root-1", 6),
-                     MF_OK);
+    assert_int_equal(
+        f->s->ops->registry->trust_put(f->s, &f->ctx, MF_STORE_TRUST_ROOT, 1, "root-1", 6), MF_OK);
     v = view_now(f);
     assert_true(v.generation > old.generation);
     assert_int_equal(mf_ccache__delta_find(&gotd, &v, from, to), MF_OK);
@@ -256,8 +256,8 @@ static void test_checkin_cache__roots_after(void **state)
         char doc[8];
 
         (void)snprintf(doc, sizeof(doc), "r%llu", (unsigned long long)i);
-        assert_int_equal(f->s->ops->registry->trust_put(f->s, &f->ctx, MF_STORE_TRUST_ROOT, i, doc, 2),
-                         MF_OK);
+        assert_int_equal(
+            f->s->ops->registry->trust_put(f->s, &f->ctx, MF_STORE_TRUST_ROOT, i, doc, 2), MF_OK);
     }
     v = view_now(f);
     direct = v;

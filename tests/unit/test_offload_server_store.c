@@ -114,13 +114,15 @@ static void test_offload_server_store__batch_is_idempotent(void **state)
     for (int i = 0; i < 3; i++)
         sample(&b[i], i + 1, "hard", "v1", 'a');
     assert_int_equal(
-        s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1", batch, b, 3), MF_OK);
+        s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1", batch, b, 3),
+        MF_OK);
     assert_int_equal(replayed, 0);
     assert_int_equal(acc, 3);
     assert_int_equal(dup, 0);
     /* The same batch again (a device that lost the answer): nothing stored, same counts. */
     assert_int_equal(
-        s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1", batch, b, 2), MF_OK);
+        s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1", batch, b, 2),
+        MF_OK);
     assert_int_equal(replayed, 1);
     assert_int_equal(acc, 3);
     assert_int_equal(dup, 0);
@@ -129,7 +131,7 @@ static void test_offload_server_store__batch_is_idempotent(void **state)
     sample(&b[0], 3, "hard", "v1", 'a');
     sample(&b[1], 4, "audit", "v2", 'b');
     assert_int_equal(s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1",
-                                              "ffffffffffffffffffffffffffffffff", b, 2),
+                                                       "ffffffffffffffffffffffffffffffff", b, 2),
                      MF_OK);
     assert_int_equal(replayed, 0);
     assert_int_equal(acc, 1);
@@ -137,14 +139,15 @@ static void test_offload_server_store__batch_is_idempotent(void **state)
     /* No batch id (a sync ask). */
     sample(&b[0], 5, "hard", "v2", 'c');
     assert_int_equal(
-        s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-2", NULL, b, 1), MF_OK);
+        s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-2", NULL, b, 1),
+        MF_OK);
     assert_int_equal(acc, 1);
     assert_int_equal(count(f, &all), 5);
     /* A malformed sample fails the whole batch, which stores nothing. */
     sample(&b[0], 6, "hard", "v2", 'c');
     sample(&b[1], 7, "maybe", "v2", 'c');
     assert_int_equal(s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-2",
-                                              "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", b, 2),
+                                                       "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", b, 2),
                      MF_E_INVALID);
     assert_int_equal(count(f, &all), 5);
 }
@@ -161,14 +164,15 @@ static void test_offload_server_store__label_and_query(void **state)
     for (int i = 0; i < 4; i++)
         sample(&b[i], i + 1, i % 2 ? "audit" : "hard", i < 2 ? "v1" : "v2", 'a');
     assert_int_equal(
-        s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1", NULL, b, 4), MF_OK);
-    assert_int_equal(s->ops->offload->sample_label(s, &f->ctx, b[0].id, "t-7", "[0.1,0.9,0]", 0.9, 5000),
-                     MF_OK);
-    assert_int_equal(s->ops->offload->sample_label(s, &f->ctx, b[2].id, "t-7", "[0.6,0.4,0]", 0.6, 5001),
-                     MF_OK);
+        s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1", NULL, b, 4),
+        MF_OK);
     assert_int_equal(
-        s->ops->offload->sample_label(s, &f->ctx, "00000000000000000000000000000abc", "t", "[1,0]", 1.0, 1),
-        MF_E_NOTFOUND);
+        s->ops->offload->sample_label(s, &f->ctx, b[0].id, "t-7", "[0.1,0.9,0]", 0.9, 5000), MF_OK);
+    assert_int_equal(
+        s->ops->offload->sample_label(s, &f->ctx, b[2].id, "t-7", "[0.6,0.4,0]", 0.6, 5001), MF_OK);
+    assert_int_equal(s->ops->offload->sample_label(s, &f->ctx, "00000000000000000000000000000abc",
+                                                   "t", "[1,0]", 1.0, 1),
+                     MF_E_NOTFOUND);
     memset(&q, 0, sizeof(q));
     q.model = "digits";
     memset(&rows, 0, sizeof(rows));
@@ -239,30 +243,31 @@ static void test_offload_server_store__delete_by_device(void **state)
     sample(&b[0], 1, "hard", "v1", 'a');
     sample(&b[1], 2, "hard", "v1", 'b');
     assert_int_equal(s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1",
-                                              "11111111111111111111111111111111", b, 2),
+                                                       "11111111111111111111111111111111", b, 2),
                      MF_OK);
     sample(&b[2], 3, "hard", "v1", 'b');
-    assert_int_equal(
-        s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-2", NULL, &b[2], 1),
-        MF_OK);
+    assert_int_equal(s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-2",
+                                                       NULL, &b[2], 1),
+                     MF_OK);
     memset(&o, 0, sizeof(o));
     assert_int_equal(s->ops->offload->samples_delete(&deleted, s, &f->ctx, "", 0, on_orphan, &o),
                      MF_E_INVALID);
-    assert_int_equal(s->ops->offload->samples_delete(&deleted, s, &f->ctx, "cam-1", 0, on_orphan, &o),
-                     MF_OK);
+    assert_int_equal(
+        s->ops->offload->samples_delete(&deleted, s, &f->ctx, "cam-1", 0, on_orphan, &o), MF_OK);
     assert_int_equal(deleted, 2);
     assert_int_equal(o.n, 1);
     assert_int_equal(o.sha[0][0], 'a');
     assert_int_equal(count(f, &all), 1);
     /* Its batch id went too: the same batch now stores again (the device re-sent it). */
     assert_int_equal(s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1",
-                                              "11111111111111111111111111111111", b, 2),
+                                                       "11111111111111111111111111111111", b, 2),
                      MF_OK);
     assert_int_equal(replayed, 0);
     assert_int_equal(acc, 2);
     /* Retention: everything received before 2003 (samples 1 and 2). */
     memset(&o, 0, sizeof(o));
-    assert_int_equal(s->ops->offload->samples_delete(&deleted, s, &f->ctx, "", 2003, on_orphan, &o), MF_OK);
+    assert_int_equal(s->ops->offload->samples_delete(&deleted, s, &f->ctx, "", 2003, on_orphan, &o),
+                     MF_OK);
     assert_int_equal(deleted, 2);
     assert_int_equal(o.n, 1); /* a; b is still used by sample 3 */
     assert_int_equal(count(f, &all), 1);

@@ -204,8 +204,8 @@ static void test_rollout_engine__good_version_advances_every_wave(void **state)
     assert_string_equal(r.state, "done");
     assert_int_equal(r.wave, 2);
     assert_string_equal(r.breach, "");
-    assert_int_equal(f->s->ops->rollout->rollout_events_list(f->s, &f->ctx, id, count_event, &advanced),
-                     MF_OK);
+    assert_int_equal(
+        f->s->ops->rollout->rollout_events_list(f->s, &f->ctx, id, count_event, &advanced), MF_OK);
     assert_int_equal(advanced, 2);
     /* Done at 100 %: every device is offered v2 by its wave; no fleet rollback. */
     for (int i = 0; i < DEVICES; i++) {
@@ -254,7 +254,8 @@ static void test_rollout_engine__each_red_line_halts_the_first_wave(void **state
         assert_true(st.verdicts[st.breached].evaluated);
         /* The fleet rollback directive points every device at v1; no wave is offered. */
         for (int i = 0; i < DEVICES; i++) {
-            assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[i], "m"), MF_OK);
+            assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[i], "m"),
+                             MF_OK);
             assert_string_equal(d.fleet_rollback, "v1");
         }
         assert_int_equal(mf_rollout__wave(&v, f->s, &f->ctx, f->ids[0], "m"), MF_E_NOTFOUND);
@@ -335,14 +336,16 @@ static void test_rollout_engine__paused_rollout_still_halts_on_a_breach(void **s
         run(f, i, "v2", &slow, 1002);
     mf_rollout__jobs_tick(f->s, &f->ctx);
     assert_int_equal(
-        f->s->ops->jobs->job_claim_kind(&job, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n1", 1003, 60), MF_OK);
+        f->s->ops->jobs->job_claim_kind(&job, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n1", 1003, 60),
+        MF_OK);
     assert_int_equal(mf_rollout__jobs_run(&made, f->s, &f->ctx, job.arg), MF_OK);
     assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
     assert_string_equal(r.state, "halted");
     assert_int_equal(r.wave, 0);
     assert_non_null(strstr(r.breach, "p99_latency_us"));
     for (int i = 0; i < DEVICES; i++) {
-        assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[i], "m"), MF_OK);
+        assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[i], "m"),
+                         MF_OK);
         assert_string_equal(d.fleet_rollback, "v1");
     }
     assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "resume", 1004), MF_E_STATE);
@@ -408,8 +411,10 @@ static void test_rollout_engine__ingest_is_all_or_nothing_and_replaces(void **st
         assert_int_equal(stored, 0);
         cJSON_Delete(body);
     }
-    assert_int_equal(f->s->ops->rollout->telemetry_list(f->s, &f->ctx, "m", count_rows, &rows), MF_OK);
-    assert_int_equal(f->s->ops->rollout->telemetry_list(f->s, &f->ctx, "n", count_rows, &rows), MF_OK);
+    assert_int_equal(f->s->ops->rollout->telemetry_list(f->s, &f->ctx, "m", count_rows, &rows),
+                     MF_OK);
+    assert_int_equal(f->s->ops->rollout->telemetry_list(f->s, &f->ctx, "n", count_rows, &rows),
+                     MF_OK);
     assert_int_equal(rows, 0);
 
     /* The same cumulative report three times counts once. */
@@ -443,8 +448,10 @@ static void test_rollout_engine__tick_job_and_group_waves(void **state)
         create(f, "{\"soak_s\": 0, \"waves\": [{\"group\": \"lab\"}, {\"percent\": 100}]}");
     int wave = -1, made = 0;
 
-    assert_int_equal(f->s->ops->director->device_groups_set(f->s, &f->ctx, f->ids[3], lab, 1), MF_OK);
-    assert_int_equal(f->s->ops->director->device_groups_set(f->s, &f->ctx, f->ids[7], lab, 1), MF_OK);
+    assert_int_equal(f->s->ops->director->device_groups_set(f->s, &f->ctx, f->ids[3], lab, 1),
+                     MF_OK);
+    assert_int_equal(f->s->ops->director->device_groups_set(f->s, &f->ctx, f->ids[7], lab, 1),
+                     MF_OK);
     assert_int_equal(mf_rollout__status(&st, f->s, &f->ctx, id), MF_OK);
     assert_int_equal(st.wave_devices[0], 2);
     assert_int_equal(st.wave_devices[1], DEVICES - 2);
@@ -456,7 +463,8 @@ static void test_rollout_engine__tick_job_and_group_waves(void **state)
     mf_rollout__jobs_tick(f->s, &f->ctx);
     mf_rollout__jobs_tick(f->s, &f->ctx); /* still queued: not twice */
     assert_int_equal(
-        f->s->ops->jobs->job_claim_kind(&job, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n1", 2000, 60), MF_OK);
+        f->s->ops->jobs->job_claim_kind(&job, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n1", 2000, 60),
+        MF_OK);
     assert_int_equal(
         f->s->ops->jobs->job_claim_kind(&other, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n2", 2000, 60),
         MF_E_NOTFOUND);
@@ -481,7 +489,8 @@ static void test_rollout_engine__worker_runs_rollouts_and_leaves_unknown_kinds(v
 
     for (int i = 0; i < 3; i++)
         run(f, i, "v2", &baseline, 1500);
-    assert_int_equal(f->s->ops->jobs->job_enqueue(f->s, &f->ctx, "from-a-newer-node", "x", 1), MF_OK);
+    assert_int_equal(f->s->ops->jobs->job_enqueue(f->s, &f->ctx, "from-a-newer-node", "x", 1),
+                     MF_OK);
     mf_delta__options_init(&o);
     o.interval_ms = 20;
     o.kinds[o.n_kinds++] = (struct mf_job_kind){MF_ROLLOUT_JOB_KIND, mf_rollout__jobs_run,

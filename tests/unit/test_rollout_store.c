@@ -124,7 +124,8 @@ static void test_rollout_store__telemetry_is_replaced_never_added(void **state)
     put_report(f, "dev-a", "m", "v1", "{\"inferences\":3}", 102);
     put_report(f, "dev-a", "other", "v1", "{\"inferences\":9}", 103);
     put_report(f, "dev-b", "m", "v1", "{\"inferences\":7}", 104); /* newer cumulative total */
-    assert_int_equal(f->s->ops->rollout->telemetry_list(f->s, &f->ctx, "m", collect_report, &w), MF_OK);
+    assert_int_equal(f->s->ops->rollout->telemetry_list(f->s, &f->ctx, "m", collect_report, &w),
+                     MF_OK);
     assert_int_equal(w.n, 3);
     assert_string_equal(w.rows[0], "dev-a m v1 {\"inferences\":3} 102");
     assert_string_equal(w.rows[1], "dev-a m v2 {\"inferences\":1} 101");
@@ -217,7 +218,8 @@ static void test_rollout_store__rollout_state_and_events(void **state)
     e.rollout_id = b.id;
     assert_int_equal(s->ops->rollout->rollout_event_add(s, &f->ctx, &e), MF_OK);
     w.n = 0;
-    assert_int_equal(s->ops->rollout->rollout_events_list(s, &f->ctx, a.id, collect_event, &w), MF_OK);
+    assert_int_equal(s->ops->rollout->rollout_events_list(s, &f->ctx, a.id, collect_event, &w),
+                     MF_OK);
     assert_int_equal(w.n, 2);
     assert_non_null(strstr(w.rows[0], " 60 created "));
     assert_non_null(strstr(w.rows[1], " 61 halted wave 1: p99"));
@@ -279,17 +281,20 @@ static void test_rollout_store__distill_runs(void **state)
     b.id = 0;
     assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &b, ""), MF_OK);
     memset(&w, 0, sizeof(w));
-    assert_int_equal(s->ops->distill->distill_runs_list(s, &f->ctx, "fashion", 0, see_run, &w), MF_OK);
+    assert_int_equal(s->ops->distill->distill_runs_list(s, &f->ctx, "fashion", 0, see_run, &w),
+                     MF_OK);
     assert_int_equal(w.n, 2);
     assert_true(w.ids[0] == b.id && w.ids[1] == a.id); /* newest first */
     memset(&w, 0, sizeof(w));
     assert_int_equal(s->ops->distill->distill_runs_list(s, &f->ctx, "", 0, see_run, &w), MF_OK);
     assert_int_equal(w.n, 3);
     memset(&w, 0, sizeof(w));
-    assert_int_equal(s->ops->distill->distill_runs_list(s, &f->ctx, "fashion", 1, see_run, &w), MF_OK);
+    assert_int_equal(s->ops->distill->distill_runs_list(s, &f->ctx, "fashion", 1, see_run, &w),
+                     MF_OK);
     assert_int_equal(w.n, 1); /* the newest only */
     assert_true(w.ids[0] == b.id);
-    assert_int_equal(s->ops->distill->distill_run_get(s, &f->ctx, 9999, see_run, &w), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->distill->distill_run_get(s, &f->ctx, 9999, see_run, &w),
+                     MF_E_NOTFOUND);
     (void)snprintf(c.state, sizeof(c.state), "failed");
     c.id = 9999;
     assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &c, ""), MF_E_NOTFOUND);

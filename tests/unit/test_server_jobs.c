@@ -187,12 +187,14 @@ static void test_server_jobs__directives(void **state)
     struct collect c = {""};
 
     enroll(f, "cam-1");
-    assert_int_equal(s->ops->director->directives_get(&d, s, &f->ctx, "nosuch", "det"), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->director->directives_get(&d, s, &f->ctx, "nosuch", "det"),
+                     MF_E_NOTFOUND);
     assert_int_equal(s->ops->director->directives_get(&d, s, &f->ctx, "cam-1", "det"), MF_OK);
     assert_string_equal(d.channel, "stable");
     assert_string_equal(d.device_pin, "");
     assert_string_equal(d.group_pin, "");
-    assert_int_equal(s->ops->director->device_groups_set(s, &f->ctx, "nosuch", groups, 2), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->director->device_groups_set(s, &f->ctx, "nosuch", groups, 2),
+                     MF_E_NOTFOUND);
     assert_int_equal(s->ops->director->device_groups_set(s, &f->ctx, "cam-1", groups, 2), MF_OK);
     assert_int_equal(s->ops->director->device_channel_set(s, &f->ctx, "cam-1", "beta"), MF_OK);
     pin(f, MF_STORE_PIN_DEVICE, "cam-1", "v1");
@@ -213,7 +215,8 @@ static void test_server_jobs__directives(void **state)
     assert_int_equal(s->ops->director->directives_get(&d, s, &f->ctx, "cam-1", "other"), MF_OK);
     assert_string_equal(d.device_pin, "");
     assert_string_equal(d.fleet_rollback, "");
-    assert_int_equal(s->ops->director->pin_clear(s, &f->ctx, MF_STORE_PIN_GROUP, "alpha", "det"), MF_OK);
+    assert_int_equal(s->ops->director->pin_clear(s, &f->ctx, MF_STORE_PIN_GROUP, "alpha", "det"),
+                     MF_OK);
     assert_int_equal(s->ops->director->pin_clear(s, &f->ctx, MF_STORE_PIN_GROUP, "alpha", "det"),
                      MF_E_NOTFOUND);
     assert_int_equal(s->ops->director->directives_get(&d, s, &f->ctx, "cam-1", "det"), MF_OK);
@@ -229,13 +232,16 @@ static void test_server_jobs__directives(void **state)
     enroll(f, "cam-3");
     assert_int_equal(s->ops->director->device_groups_set(s, &f->ctx, "cam-3", groups, 1), MF_OK);
     c.text[0] = '\0';
-    assert_int_equal(s->ops->director->device_groups_get(s, &f->ctx, "cam-1", collect_pair, &c), MF_OK);
+    assert_int_equal(s->ops->director->device_groups_get(s, &f->ctx, "cam-1", collect_pair, &c),
+                     MF_OK);
     assert_string_equal(c.text, "cam-1=alpha;cam-1=zeta;");
     c.text[0] = '\0';
-    assert_int_equal(s->ops->director->device_groups_get(s, &f->ctx, "cam-3", collect_pair, &c), MF_OK);
+    assert_int_equal(s->ops->director->device_groups_get(s, &f->ctx, "cam-3", collect_pair, &c),
+                     MF_OK);
     assert_string_equal(c.text, "cam-3=zeta;");
     c.text[0] = '\0';
-    assert_int_equal(s->ops->director->device_groups_get(s, &f->ctx, "nosuch", collect_pair, &c), MF_OK);
+    assert_int_equal(s->ops->director->device_groups_get(s, &f->ctx, "nosuch", collect_pair, &c),
+                     MF_OK);
     assert_string_equal(c.text, "");
     assert_int_equal(s->ops->director->device_groups_set(s, &f->ctx, "cam-3", groups, 0), MF_OK);
     /* Replacing the groups with none clears them. */
@@ -255,8 +261,10 @@ static void test_server_jobs__roles_and_revocation(void **state)
 
     mf_token__hash(h1, "mfa_ops", 7);
     mf_token__hash(h2, "mfa_data", 8);
-    assert_int_equal(s->ops->auth->admin_token_insert(s, &f->ctx, h1, MF_ROLE_OPS, "alice", 1), MF_OK);
-    assert_int_equal(s->ops->auth->admin_token_insert(s, &f->ctx, h2, MF_ROLE_DATA, "bob", 2), MF_OK);
+    assert_int_equal(s->ops->auth->admin_token_insert(s, &f->ctx, h1, MF_ROLE_OPS, "alice", 1),
+                     MF_OK);
+    assert_int_equal(s->ops->auth->admin_token_insert(s, &f->ctx, h2, MF_ROLE_DATA, "bob", 2),
+                     MF_OK);
     assert_int_equal(s->ops->auth->admin_token_insert(s, &f->ctx, h2, MF_ROLE_DATA, "bob", 2),
                      MF_E_STATE);
     assert_int_equal(s->ops->auth->admin_token_auth(&role, s, &f->ctx, h1), MF_OK);
@@ -307,7 +315,8 @@ static void test_server_jobs__deltas_and_fleet_versions(void **state)
                      MF_E_NOTFOUND);
     assert_int_equal(s->ops->registry->delta_insert(s, &f->ctx, &d), MF_OK);
     assert_int_equal(s->ops->registry->delta_insert(s, &f->ctx, &d), MF_OK); /* idempotent */
-    assert_int_equal(s->ops->registry->delta_find(&got, s, &f->ctx, d.from_sha256, d.to_sha256), MF_OK);
+    assert_int_equal(s->ops->registry->delta_find(&got, s, &f->ctx, d.from_sha256, d.to_sha256),
+                     MF_OK);
     assert_string_equal(got.delta_sha256, d.delta_sha256);
     assert_int_equal(got.size, 10);
     assert_string_equal(got.format, "mfdelta");

@@ -243,22 +243,29 @@ static void test_server_store__trust_docs_and_sequence(void **state)
     uint8_t hash[MF_SHA256_LEN] = {1};
     struct mf_dynbuf env;
 
-    assert_int_equal(s->ops->registry->trust_latest(&version, &env, s, &f->ctx, MF_STORE_TRUST_ROOT),
-                     MF_E_NOTFOUND);
+    assert_int_equal(
+        s->ops->registry->trust_latest(&version, &env, s, &f->ctx, MF_STORE_TRUST_ROOT),
+        MF_E_NOTFOUND);
     mf_dynbuf__free(&env);
     for (uint64_t v = 1; v <= 4; v++)
-        assert_int_equal(s->ops->registry->trust_put(s, &f->ctx, MF_STORE_TRUST_ROOT, v, "r0", 2), MF_OK);
-    assert_int_equal(s->ops->registry->trust_put(s, &f->ctx, MF_STORE_TRUST_ROOT, 2, "r0", 2), MF_E_STATE);
-    assert_int_equal(s->ops->registry->trust_put(s, &f->ctx, MF_STORE_TRUST_KEYS, 1, "k1", 2), MF_OK);
-    assert_int_equal(s->ops->registry->trust_latest(&version, &env, s, &f->ctx, MF_STORE_TRUST_ROOT), MF_OK);
+        assert_int_equal(s->ops->registry->trust_put(s, &f->ctx, MF_STORE_TRUST_ROOT, v, "r0", 2),
+                         MF_OK);
+    assert_int_equal(s->ops->registry->trust_put(s, &f->ctx, MF_STORE_TRUST_ROOT, 2, "r0", 2),
+                     MF_E_STATE);
+    assert_int_equal(s->ops->registry->trust_put(s, &f->ctx, MF_STORE_TRUST_KEYS, 1, "k1", 2),
+                     MF_OK);
+    assert_int_equal(
+        s->ops->registry->trust_latest(&version, &env, s, &f->ctx, MF_STORE_TRUST_ROOT), MF_OK);
     assert_int_equal(version, 4);
     mf_dynbuf__free(&env);
-    assert_int_equal(s->ops->registry->trust_latest(&version, &env, s, &f->ctx, MF_STORE_TRUST_KEYS), MF_OK);
+    assert_int_equal(
+        s->ops->registry->trust_latest(&version, &env, s, &f->ctx, MF_STORE_TRUST_KEYS), MF_OK);
     assert_int_equal(version, 1);
     assert_memory_equal(env.data, "k1", 2);
     mf_dynbuf__free(&env);
     /* Roots after the device's, ascending, bounded. */
-    assert_int_equal(s->ops->registry->trust_roots_after(s, &f->ctx, 1, 2, collect_roots, seen), MF_OK);
+    assert_int_equal(s->ops->registry->trust_roots_after(s, &f->ctx, 1, 2, collect_roots, seen),
+                     MF_OK);
     assert_int_equal(seen[0], 2);
     assert_int_equal(seen[1], 2);
     assert_int_equal(seen[2], 3);
@@ -266,9 +273,11 @@ static void test_server_store__trust_docs_and_sequence(void **state)
     assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "ghost", 1),
                      MF_E_NOTFOUND);
     assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, "dev-1", hash, 1), MF_OK);
-    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 2), MF_OK);
+    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 2),
+                     MF_OK);
     assert_int_equal(first, 1);
-    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1), MF_OK);
+    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1),
+                     MF_OK);
     assert_int_equal(first, 3);
 }
 
@@ -297,9 +306,11 @@ static void test_server_store__sequence_above_all_after_restart(void **state)
     uint64_t first = 0, last;
 
     assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, "dev-1", hash, 1), MF_OK);
-    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1), MF_OK);
+    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1),
+                     MF_OK);
     assert_int_equal(first, 1); /* a new store starts at 1 */
-    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 3), MF_OK);
+    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 3),
+                     MF_OK);
     assert_int_equal(first, 2);
     last = first + 2;
     for (int restart = 0; restart < 3; restart++) {
@@ -308,11 +319,13 @@ static void test_server_store__sequence_above_all_after_restart(void **state)
         /* As after a power loss that lost every reservation since the device enrolled. */
         raw_exec(f, "UPDATE devices SET assign_seq = 0");
         s = open_migrated(f);
-        assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 2), MF_OK);
+        assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 2),
+                         MF_OK);
         assert_true(first > last);
         assert_true(first + 1 < (1ull << 53)); /* exact as a JSON number on the device */
         last = first + 1;
-        assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1), MF_OK);
+        assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1),
+                         MF_OK);
         assert_int_equal(first, last + 1);
         last = first;
     }
@@ -362,7 +375,8 @@ static void test_server_store__generation_follows_cached_tables(void **state)
     assert_true(prev >= 1);
     /* A check-in's own writes, and a device's groups and channel (read on every check-in
      * whose model has pins), do not move it. */
-    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1), MF_OK);
+    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1),
+                     MF_OK);
     assert_int_equal(s->ops->devices->device_touch(s, &f->ctx, "dev-1", 6), MF_OK);
     assert_int_equal(s->ops->director->device_groups_set(s, &f->ctx, "dev-1", groups, 1), MF_OK);
     assert_int_equal(s->ops->director->device_channel_set(s, &f->ctx, "dev-1", "beta"), MF_OK);
@@ -425,7 +439,8 @@ static void test_server_store__checkin_begin(void **state)
                      MF_OK);
     assert_int_equal(first, 1);
     for (size_t i = 0; i < 3; i++) {
-        assert_int_equal(s->ops->director->directives_get(&want, s, &f->ctx, "dev-1", models[i]), MF_OK);
+        assert_int_equal(s->ops->director->directives_get(&want, s, &f->ctx, "dev-1", models[i]),
+                         MF_OK);
         assert_memory_equal(&dirs[i], &want, sizeof(want));
     }
     assert_string_equal(dirs[0].device_pin, "v1");
@@ -434,7 +449,8 @@ static void test_server_store__checkin_begin(void **state)
     assert_string_equal(dirs[1].channel_version, "v3");
     assert_string_equal(dirs[2].fleet_rollback, "v2");
     /* The block was reserved: the next number follows it. */
-    assert_int_equal(s->ops->checkin->device_reserve_sequence(&next, s, &f->ctx, "dev-1", 1), MF_OK);
+    assert_int_equal(s->ops->checkin->device_reserve_sequence(&next, s, &f->ctx, "dev-1", 1),
+                     MF_OK);
     assert_int_equal(next, 4);
     assert_int_equal(
         mf_store__checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 0, NULL, 0, 78, NULL),
@@ -525,7 +541,8 @@ static void test_server_store__checkin_begin_batch(void **state)
     c[5].device_id = "dev-3", c[5].cred_hash = h3, c[5].hint = NULL; /* reads its pins */
     c[6].device_id = "dev-2", c[6].cred_hash = wrong; /* dev-2 again, another credential */
     batched = mf_pg__checkin_batched();
-    assert_int_equal(s->ops->checkin->checkin_begin(s, c, 7), MF_E_AUTH); /* the first error: c[3] */
+    assert_int_equal(s->ops->checkin->checkin_begin(s, c, 7),
+                     MF_E_AUTH); /* the first error: c[3] */
     /* On PostgreSQL the five the hint allows went in one statement, dev-1's two in its one
      * row (the others alone). */
     assert_int_equal(mf_pg__checkin_batched() - batched, f->pg ? 5 : 0);
@@ -545,7 +562,8 @@ static void test_server_store__checkin_begin_batch(void **state)
     assert_true(c[0].first < c[2].first);
     assert_true(c[0].first >= 1 && c[2].first >= 1);
     assert_true(c[1].first >= 1);
-    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-2", 1), MF_OK);
+    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-2", 1),
+                     MF_OK);
     assert_true(first >= c[1].first + 3);
     assert_string_equal(dirs[1].channel, "beta");
     assert_string_equal(dirs[1].device_pin, "");

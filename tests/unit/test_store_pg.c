@@ -186,7 +186,8 @@ static void open_nodes(struct pg_fixture *f)
         assert_int_equal(f->node[i]->ops->migrate(&applied, f->node[i], &f->ctx), MF_OK);
     }
     mf_token__hash(cred, "cred", 4);
-    assert_int_equal(f->node[0]->ops->auth->device_enroll(f->node[0], &f->ctx, "dev-1", cred, 1), MF_OK);
+    assert_int_equal(f->node[0]->ops->auth->device_enroll(f->node[0], &f->ctx, "dev-1", cred, 1),
+                     MF_OK);
 }
 
 struct reserve_arg {
@@ -274,7 +275,8 @@ static void test_store_pg__walk_stopped_early(void **state)
         assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, id, cred, 1), MF_OK);
     }
     for (int round = 0; round < MF_PG_POOL_MAX + 2; round++)
-        assert_int_equal(s->ops->devices->devices_list(s, &f->ctx, stop_after_one, &seen), MF_E_LIMIT);
+        assert_int_equal(s->ops->devices->devices_list(s, &f->ctx, stop_after_one, &seen),
+                         MF_E_LIMIT);
     assert_int_equal(seen, MF_PG_POOL_MAX + 2);
     mf_token__hash(cred, "cred", 4);
     assert_int_equal(s->ops->auth->device_auth(id, s, &f->ctx, cred), MF_OK);
@@ -303,7 +305,8 @@ static void test_store_pg__reconnects_after_drop(void **state)
                             " AND datname = current_database()");
     for (int i = 0; i < 3; i++) {
         assert_int_equal(s->ops->auth->device_auth(id, s, &f->ctx, cred), MF_OK);
-        assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1), MF_OK);
+        assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1),
+                         MF_OK);
         assert_int_equal(first, (uint64_t)i + 1);
     }
 }
@@ -355,9 +358,9 @@ static void test_store_pg__jobs_claimed_once_across_nodes(void **state)
     open_nodes(f);
     for (int i = 0; i < JOBS; i++) {
         (void)snprintf(arg, sizeof(arg), "m/v%d", i);
-        assert_int_equal(
-            f->node[i % NODES]->ops->jobs->job_enqueue(f->node[i % NODES], &f->ctx, "test", arg, 1000),
-            MF_OK);
+        assert_int_equal(f->node[i % NODES]->ops->jobs->job_enqueue(f->node[i % NODES], &f->ctx,
+                                                                    "test", arg, 1000),
+                         MF_OK);
     }
     /* Enqueueing a pending job again is a no-op. */
     assert_int_equal(f->node[1]->ops->jobs->job_enqueue(f->node[1], &f->ctx, "test", "m/v0", 1000),
@@ -383,8 +386,8 @@ static void test_store_pg__jobs_claimed_once_across_nodes(void **state)
     assert_int_equal(total, JOBS);
     for (int id = 1; id <= JOBS; id++)
         assert_int_equal(seen[id], 1);
-    assert_int_equal(f->node[0]->ops->jobs->job_counts(&queued, &running, f->node[0], &f->ctx, 1000),
-                     MF_OK);
+    assert_int_equal(
+        f->node[0]->ops->jobs->job_counts(&queued, &running, f->node[0], &f->ctx, 1000), MF_OK);
     assert_int_equal(queued, 0);
     assert_int_equal(running, 0);
     assert_int_equal(mf_pgtest__query_ll(f->url, "SELECT count(*) FROM jobs WHERE state = 'done'"

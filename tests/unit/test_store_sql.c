@@ -17,8 +17,10 @@ static void test_store_sql__rewrites_placeholders(void **state)
         {"SELECT 1", "SELECT 1"},
         {"SELECT x FROM t WHERE a = ? AND b = ?", "SELECT x FROM t WHERE a = $1 AND b = $2"},
         /* ?N names parameter N, used as often as it appears. */
-        {"WHERE (?1 = '' OR model = ?1) AND seq > ?2", "WHERE ($1 = '' OR model = $1) AND seq > $2"},
-        {"SET error = ?3 WHERE id = ?1 AND owner = ?2", "SET error = $3 WHERE id = $1 AND owner = $2"},
+        {"WHERE (?1 = '' OR model = ?1) AND seq > ?2",
+         "WHERE ($1 = '' OR model = $1) AND seq > $2"},
+        {"SET error = ?3 WHERE id = ?1 AND owner = ?2",
+         "SET error = $3 WHERE id = $1 AND owner = $2"},
         {"LIMIT ?10", "LIMIT $10"},
         /* A bare ? is one more than the highest number so far (SQLite's rule). */
         {"?2, ?, ?1, ?", "$2, $3, $1, $4"},

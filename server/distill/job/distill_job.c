@@ -326,7 +326,8 @@ int mf_distill__run(struct mf_distill_jobs *j, struct mf_ctx *ctx, int64_t id)
     (void)snprintf(r.row.state, sizeof(r.row.state), "running");
     r.row.updated_at = (int64_t)t0;
     r.row.record = "";
-    err = s->ops->distill->distill_run_put(s, ctx, &r.row, ""); /* queued, or a lost attempt's running */
+    err = s->ops->distill->distill_run_put(s, ctx, &r.row,
+                                           ""); /* queued, or a lost attempt's running */
     r.cfg = mf_distill__config_model(j->cfg, r.row.model);
     r.record = cJSON_CreateObject();
     if (err == MF_OK && !r.record)

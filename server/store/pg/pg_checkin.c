@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * PostgreSQL check-in path (struct mf_store_checkin_ops): checkin_begin (store.h), the store work of the check-ins that arrived together,
- * in one statement over arrays (one execution, one commit, one round trip for all of them),
- * which is what bounds check-ins on PostgreSQL: the backend's work per statement
- * (bench/server/README.md). A check-in whose models the node's cache knows unpinned needs
- * only its device row's UPDATE; the statement reads the directives of the others' models
- * too, per (device, model) pair, and takes the form without those reads when there are
- * none. A device's further check-ins in the batch share its first's row. A check-in without
- * models, a device's check-in with another credential than its first's, and a batch whose
- * statement failed run one statement each (pg_checkin_one.c, which also has the epoch and
- * device_reserve_sequence).
+ * PostgreSQL check-in path (struct mf_store_checkin_ops): checkin_begin (store.h), the store work
+ * of the check-ins that arrived together, in one statement over arrays (one execution, one commit,
+ * one round trip for all of them), which is what bounds check-ins on PostgreSQL: the backend's work
+ * per statement (bench/server/README.md). A check-in whose models the node's cache knows unpinned
+ * needs only its device row's UPDATE; the statement reads the directives of the others' models too,
+ * per (device, model) pair, and takes the form without those reads when there are none. A device's
+ * further check-ins in the batch share its first's row. A check-in without models, a device's
+ * check-in with another credential than its first's, and a batch whose statement failed run one
+ * statement each (pg_checkin_one.c, which also has the epoch and device_reserve_sequence).
  */
 #include "store/pg/pg_store.h"
 
@@ -348,10 +347,7 @@ static int pg_checkin_begin(struct mf_store *base, struct mf_store_checkin *item
     PGconn *conn;
     int err;
 
-    for (size_t i = 0; i < n; i++) {
-        items[i].generation = items[i].first = 0;
-        items[i].err = MF_OK;
-    }
+    mf_store__checkin_reset(items, n);
     err = mf_pg__get(&conn, base, items[0].ctx);
     if (err < 0) {
         for (size_t i = 1; i < n; i++)
@@ -374,14 +370,11 @@ static int pg_checkin_begin(struct mf_store *base, struct mf_store_checkin *item
             items[i].err = mf_pg__checkin_one(&items[i], conn);
     }
     mf_pg__put(base, conn);
-    for (size_t i = 0; i < n; i++) {
-        if (items[i].err < 0)
-            return items[i].err;
-    }
-    return MF_OK;
+    return mf_store__checkin_result(items, n);
 }
 
+/* clang-format off */
 const struct mf_store_checkin_ops mf_store__pg_checkin_ops = {
-    .device_reserve_sequence = mf_pg__device_reserve_sequence,
-    .checkin_begin = pg_checkin_begin,
+    .device_reserve_sequence = mf_pg__device_reserve_sequence, .checkin_begin = pg_checkin_begin,
 };
+/* clang-format on */

@@ -128,6 +128,13 @@ static int join_models(char *out, size_t size, struct mf_ctx *ctx, const char *c
     return MF_OK;
 }
 
+/* A check-in's models, one text parameter (join_models), as rows m(model, ord) in their order;
+ * and each one's directives (MF_STORE_DIRECTIVE_COLUMNS after its ord). */
+#define MODELS_OF(param)                                                                           \
+    "unnest(string_to_array((SELECT " param "::text), '/')) WITH ORDINALITY AS m(model, ord)"      \
+    " ON true"
+#define MODEL_DIRECTIVES "m.ord, " MF_STORE_DIRECTIVE_COLUMNS("m.model", MF_SQL_C)
+
 /* The generation (column gen_col of the first row) and the directives of each model (from
  * column dir_col, a row each) of a result that must hold `rows` rows. */
 static int take_directives(uint64_t *generation_out, struct mf_store_directives *dirs_out,
@@ -141,6 +148,17 @@ static int take_directives(uint64_t *generation_out, struct mf_store_directives 
     for (size_t i = 0; i < n_models; i++)
         mf_pg__directives_row(&dirs_out[i], res, (int)i, dir_col);
     return MF_OK;
+}
+
+/* $1..$4 of a check-in's own statement (begin_full, begin_unpinned): the device row's UPDATE. */
+static void begin_params(struct mf_pg_params *p, int64_t now, const char *device_id, unsigned n_seq,
+                         const uint8_t *cred_hash)
+{
+    memset(p, 0, sizeof(*p));
+    mf_pg__param_i64(p, now);
+    mf_pg__param_text(p, device_id);
+    mf_pg__param_i64(p, n_seq);
+    mf_pg__param_blob(p, cred_hash, MF_SHA256_LEN);
 }
 
 static int begin_full(uint64_t *generation_out, uint64_t *first_out,
@@ -158,23 +176,16 @@ static int begin_full(uint64_t *generation_out, uint64_t *first_out,
         "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),"
         " d AS (UPDATE devices SET last_seen = $1, assign_seq = greatest(assign_seq,"
         "  current_setting('mf.seq_floor')::bigint) + $3 FROM async WHERE device_id = $2"
-        "  AND credential_hash = $5"
+        "  AND credential_hash = $4"
         "  RETURNING id, device_id, channel, assign_seq)"
-        " SELECT d.assign_seq, (SELECT generation FROM store_meta WHERE id = 1), m.ord, "
-        /* clang-format off */
-        MF_STORE_DIRECTIVE_COLUMNS("m.model", MF_SQL_C)
-        /* clang-format on */
-        " FROM d LEFT JOIN unnest(string_to_array((SELECT $4::text), '/')) WITH ORDINALITY"
-        " AS m(model, ord) ON true ORDER BY m.ord";
-    struct mf_pg_params p = {0};
+        " SELECT d.assign_seq, (SELECT generation FROM store_meta WHERE id = 1), " MODEL_DIRECTIVES
+        " FROM d LEFT JOIN " MODELS_OF("$5") " ORDER BY m.ord";
+    struct mf_pg_params p;
     PGresult *res = NULL;
     int err;
 
-    mf_pg__param_i64(&p, now);
-    mf_pg__param_text(&p, device_id);
-    mf_pg__param_i64(&p, n_seq);
+    begin_params(&p, now, device_id, n_seq, cred_hash);
     mf_pg__param_text(&p, models);
-    mf_pg__param_blob(&p, cred_hash, MF_SHA256_LEN);
     err = mf_pg__query(&res, c, ctx, sql, &p, "beginning a check-in");
     if (err == MF_OK && PQntuples(res) == 0)
         err = mf_fail(ctx, MF_E_AUTH, "device '%s' does not hold that credential (any more)",
@@ -194,12 +205,9 @@ static int directives_now(uint64_t *generation_out, struct mf_store_directives *
                           struct mf_ctx *ctx, const char *device_id, const char *models,
                           size_t n_models)
 {
-    static const char sql[] = "SELECT (SELECT generation FROM store_meta WHERE id = 1), m.ord, "
-        /* clang-format off */
-        MF_STORE_DIRECTIVE_COLUMNS("m.model", MF_SQL_C)
-        /* clang-format on */
-        " FROM devices d JOIN unnest(string_to_array((SELECT $2::text), '/')) WITH ORDINALITY"
-        " AS m(model, ord) ON true WHERE d.device_id = $1 ORDER BY m.ord";
+    static const char sql[] =
+        "SELECT (SELECT generation FROM store_meta WHERE id = 1), " MODEL_DIRECTIVES
+        " FROM devices d JOIN " MODELS_OF("$2") " WHERE d.device_id = $1 ORDER BY m.ord";
     struct mf_pg_params p = {0};
     PGresult *res = NULL;
     int err;
@@ -234,14 +242,11 @@ static int begin_unpinned(uint64_t *generation_out, uint64_t *first_out,
         " SELECT d.assign_seq, (SELECT generation FROM store_meta WHERE id = 1), d.channel"
         " FROM d";
     char channel[MF_STORE_NAME_SIZE];
-    struct mf_pg_params p = {0};
+    struct mf_pg_params p;
     PGresult *res = NULL;
     int err;
 
-    mf_pg__param_i64(&p, now);
-    mf_pg__param_text(&p, device_id);
-    mf_pg__param_i64(&p, n_seq);
-    mf_pg__param_blob(&p, cred_hash, MF_SHA256_LEN);
+    begin_params(&p, now, device_id, n_seq, cred_hash);
     err = mf_pg__query(&res, c, ctx, sql, &p, "beginning a check-in");
     if (err == MF_OK && PQntuples(res) != 1)
         err = mf_fail(ctx, MF_E_AUTH, "device '%s' does not hold that credential (any more)",
@@ -298,7 +303,7 @@ int mf_pg__checkin_directives(struct mf_store_checkin *c, PGconn *conn)
     int err = join_models(names, sizeof(names), c->ctx, c->models, c->n_models);
 
     if (err == MF_OK)
-        err = directives_now(&c->generation, c->dirs, conn, c->ctx, c->device_id, names,
-                             c->n_models);
+        err =
+            directives_now(&c->generation, c->dirs, conn, c->ctx, c->device_id, names, c->n_models);
     return err;
 }

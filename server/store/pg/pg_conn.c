@@ -171,10 +171,7 @@ static int pg_in_tx(struct mf_store *base, struct mf_ctx *ctx, mf_store_tx_fn fn
     return err;
 }
 
-static const struct mf_store_engine pg_engine = {
-    .run = pg_run,
-    .in_tx = pg_in_tx,
-};
+static const struct mf_store_engine pg_engine = {.run = pg_run, .in_tx = pg_in_tx};
 
 /* ---- Open, close ---- */
 

@@ -66,8 +66,8 @@ static int epoch_locked(struct mf_sqlite_store *s, struct mf_ctx *ctx)
     err = mf_sqlite__run(s, ctx, "BEGIN IMMEDIATE");
     if (err < 0)
         return err;
-    err = mf_sqlite__prepare(&st, s, ctx,
-                             "UPDATE store_meta SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch");
+    err = mf_sqlite__prepare(
+        &st, s, ctx, "UPDATE store_meta SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch");
     if (err == MF_OK) {
         rc = sqlite3_step(st);
         err = rc == SQLITE_ROW ? mf_store__epoch_floor(&s->floor, ctx, sqlite3_column_int64(st, 0))
@@ -227,10 +227,7 @@ static int sqlite_checkin_begin(struct mf_store *base, struct mf_store_checkin *
     char msg[256] = "";
     int err;
 
-    for (size_t i = 0; i < n; i++) {
-        items[i].generation = items[i].first = 0;
-        items[i].err = MF_OK;
-    }
+    mf_store__checkin_reset(items, n);
     mf_sqlite__lock(s);
     err = epoch_locked(s, items[0].ctx);
     if (err < 0)
@@ -242,14 +239,12 @@ static int sqlite_checkin_begin(struct mf_store *base, struct mf_store_checkin *
     mf_sqlite__unlock(s);
     if (err < 0)
         fail_done(items, n, err, msg);
-    for (size_t i = 0; i < n; i++) {
-        if (items[i].err < 0)
-            return items[i].err;
-    }
-    return MF_OK;
+    return mf_store__checkin_result(items, n);
 }
 
+/* clang-format off */
 const struct mf_store_checkin_ops mf_store__sqlite_checkin_ops = {
     .device_reserve_sequence = sqlite_device_reserve_sequence,
     .checkin_begin = sqlite_checkin_begin,
 };
+/* clang-format on */

@@ -210,10 +210,7 @@ static int sqlite_in_tx(struct mf_store *base, struct mf_ctx *ctx, mf_store_tx_f
     return err;
 }
 
-static const struct mf_store_engine sqlite_engine = {
-    .run = sqlite_run,
-    .in_tx = sqlite_in_tx,
-};
+static const struct mf_store_engine sqlite_engine = {.run = sqlite_run, .in_tx = sqlite_in_tx};
 
 /* ---- Open, close ---- */
 
@@ -303,9 +300,9 @@ struct migrate_args {
 static int migrate_locked(struct mf_store *base, struct mf_store_tx *tx, struct mf_ctx *ctx,
                           void *arg)
 {
-    static const struct mf_sql record = MF_SQL(
-        "INSERT INTO schema_version(version, applied_at) VALUES(?, strftime('%s'))",
-        "recording the migration");
+    static const struct mf_sql record =
+        MF_SQL("INSERT INTO schema_version(version, applied_at) VALUES(?, strftime('%s'))",
+               "recording the migration");
     struct mf_sqlite_store *s = mf_sqlite__from(base);
     struct migrate_args *a = arg;
     int cur = 0, err;

@@ -25,7 +25,8 @@ struct mf_sqlite_conn {
  * (synchronous=NORMAL) for the writes that need not wait for the disk (docs/architecture.md,
  * "Check-in path"). A second connection instead of switching the level per transaction: a
  * PRAGMA is compiled anew each time it runs, a cost on every check-in
- * (bench/server/README.md, "Store design figures"). `c` is the one statements run on: &durable but inside the check-in ops.
+ * (bench/server/README.md, "Store design figures"). `c` is the one statements run on: &durable but
+ * inside the check-in ops.
  */
 struct mf_sqlite_store {
     struct mf_store base; /* first: callers see only this */
