@@ -9,11 +9,9 @@
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include "mf_test.h"
 #include "pg_testutil.h"
-#include "store/store.h"
+#include "store/store_engine.h"
 #include "store/store_schema.h"
 
-#include <libpq-fe.h>
-#include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,54 +167,33 @@ static void test_store_schema__same_version(void **state)
     migrate_both(*state);
 }
 
-static void sqlite_names(struct names *out, const char *dir)
+/* Each backend's tables' columns and its own indexes, read through the store's engine. The
+ * indexes PostgreSQL makes for primary keys and UNIQUE constraints are the constraints' (as
+ * SQLite's sqlite_autoindex_*): the store's CREATE INDEX ones are compared. */
+static const struct mf_sql sql_columns =
+    MF_SQL_PAIR("SELECT m.name || '.', p.name FROM sqlite_master m JOIN pragma_table_info(m.name) p"
+                " WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'",
+                "SELECT table_name || '.', column_name::text FROM information_schema.columns"
+                " WHERE table_schema = current_schema()",
+                "listing columns");
+static const struct mf_sql sql_indexes =
+    MF_SQL_PAIR("SELECT 'index:', name FROM sqlite_master WHERE type = 'index'"
+                " AND name NOT LIKE 'sqlite_autoindex_%'",
+                "SELECT 'index:'::text, i.indexname::text FROM pg_indexes i"
+                " WHERE i.schemaname = current_schema()"
+                " AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)",
+                "listing indexes");
+
+static int add_name(void *payload, const struct mf_store_cursor *row)
 {
-    static const char *const sql[] = {
-        "SELECT m.name || '.', p.name FROM sqlite_master m JOIN pragma_table_info(m.name) p"
-        " WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'",
-        "SELECT 'index:', name FROM sqlite_master WHERE type = 'index'"
-        " AND name NOT LIKE 'sqlite_autoindex_%'",
-    };
-    char path[128];
-    sqlite3 *db = NULL;
-
-    (void)snprintf(path, sizeof(path), "%s/store.db", dir);
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    for (size_t q = 0; q < sizeof(sql) / sizeof(sql[0]); q++) {
-        sqlite3_stmt *st = NULL;
-
-        assert_int_equal(sqlite3_prepare_v2(db, sql[q], -1, &st, NULL), SQLITE_OK);
-        while (sqlite3_step(st) == SQLITE_ROW)
-            names_add(out, (const char *)sqlite3_column_text(st, 0),
-                      (const char *)sqlite3_column_text(st, 1));
-        sqlite3_finalize(st);
-    }
-    sqlite3_close(db);
+    names_add(payload, mf_store__col_str(row, 0), mf_store__col_str(row, 1));
+    return MF_OK;
 }
 
-static void pg_names(struct names *out, const char *url)
+static void store_names(struct names *out, struct mf_store *s, struct mf_ctx *ctx)
 {
-    /* The indexes PostgreSQL makes for primary keys and UNIQUE constraints are the
-     * constraints'; the store's own CREATE INDEX ones are compared. */
-    static const char *const sql[] = {
-        "SELECT table_name || '.', column_name FROM information_schema.columns"
-        " WHERE table_schema = current_schema()",
-        "SELECT 'index:', i.indexname FROM pg_indexes i WHERE i.schemaname = current_schema()"
-        " AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)",
-    };
-    PGconn *c = PQconnectdb(url);
-
-    assert_int_equal(PQstatus(c), CONNECTION_OK);
-    for (size_t q = 0; q < sizeof(sql) / sizeof(sql[0]); q++) {
-        PGresult *res = PQexec(c, sql[q]);
-
-        if (PQresultStatus(res) != PGRES_TUPLES_OK)
-            fail_msg("%s: %s", sql[q], PQerrorMessage(c));
-        for (int r = 0; r < PQntuples(res); r++)
-            names_add(out, PQgetvalue(res, r, 0), PQgetvalue(res, r, 1));
-        PQclear(res);
-    }
-    PQfinish(c);
+    assert_int_equal(mf_store__run(NULL, s, NULL, ctx, &sql_columns, add_name, out, ""), MF_OK);
+    assert_int_equal(mf_store__run(NULL, s, NULL, ctx, &sql_indexes, add_name, out, ""), MF_OK);
 }
 
 static void test_store_schema__same_tables_columns_and_indexes(void **state)
@@ -225,8 +202,8 @@ static void test_store_schema__same_tables_columns_and_indexes(void **state)
     size_t i = 0, j = 0, missing = 0;
 
     migrate_both(f);
-    sqlite_names(&f->a, f->dir);
-    pg_names(&f->b, f->pg_url);
+    store_names(&f->a, f->sqlite, &f->ctx);
+    store_names(&f->b, f->pg, &f->ctx);
     assert_true(f->a.n > 40); /* the query saw the schema: tens of tables' columns */
     qsort(f->a.v, f->a.n, sizeof(f->a.v[0]), by_name);
     qsort(f->b.v, f->b.n, sizeof(f->b.v[0]), by_name);
