@@ -33,6 +33,8 @@ static void usage(FILE *f)
                   "                       [--log-level error|warn|info|debug]\n"
                   "                       [--max-upload BYTES] [--store URL]\n"
                   "                       [--conn-timeout SECONDS] [--conn-limit N]\n"
+                  "                       [--header-timeout SECONDS] [--conn-per-addr N]\n"
+                  "                       [--body-min-rate BYTES_PER_S] [--body-rate-window S]\n"
                   "                       [--threads N] [--checkin-batch N]\n"
                   "                       [--tls-cert CERT.pem --tls-key KEY.pem]\n"
                   "                       [--device-rate PER_S] [--device-burst N]\n"
@@ -106,6 +108,14 @@ static int parse_args(struct cli *c, int argc, char **argv)
             c->opts.conn_timeout_s = (unsigned)v;
         } else if (strcmp(k, "--conn-limit") == 0 && parse_u64(&v, val, 65536) == 0 && v) {
             c->opts.conn_limit = (unsigned)v;
+        } else if (strcmp(k, "--header-timeout") == 0 && parse_u64(&v, val, 3600) == 0) {
+            c->opts.header_timeout_s = (unsigned)v;
+        } else if (strcmp(k, "--body-min-rate") == 0 && parse_u64(&v, val, 1u << 30) == 0) {
+            c->opts.body_min_rate = (unsigned)v;
+        } else if (strcmp(k, "--body-rate-window") == 0 && parse_u64(&v, val, 3600) == 0 && v) {
+            c->opts.body_rate_window_s = (unsigned)v;
+        } else if (strcmp(k, "--conn-per-addr") == 0 && parse_u64(&v, val, 65536) == 0) {
+            c->opts.conn_per_addr = (unsigned)v;
         } else if (strcmp(k, "--threads") == 0 && parse_u64(&v, val, 256) == 0 && v) {
             c->opts.threads = (unsigned)v;
         } else if (strcmp(k, "--checkin-batch") == 0 && parse_u64(&v, val, 64) == 0 && v) {

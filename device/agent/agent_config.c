@@ -5,6 +5,7 @@
  * silently ignored setting.
  */
 #include "agent_config.h"
+#include "mf_json.h"
 #include "mf/agent.h"
 #include "mf/ct.h"
 
@@ -133,16 +134,6 @@ static int set_key(struct mf_agent_config *c, struct mf_ctx *ctx, const char *fi
     return MF_E_INVALID;
 }
 
-/* 1-based line of `pos` inside `json`, for syntax errors. */
-static int line_of(const char *json, size_t len, const char *pos)
-{
-    int line = 1;
-
-    for (const char *p = json; p < json + len && p < pos; p++)
-        line += *p == '\n';
-    return line;
-}
-
 static int parse_doc(struct mf_agent_config *out, struct mf_ctx *ctx, const char *file,
                      const cJSON *doc)
 {
@@ -177,7 +168,6 @@ static int parse_doc(struct mf_agent_config *out, struct mf_ctx *ctx, const char
 int mf_agent_config__parse(struct mf_agent_config *out, struct mf_ctx *ctx, const char *file,
                            const char *json, size_t len)
 {
-    const char *end = NULL;
     cJSON *doc;
     int err;
 
@@ -186,10 +176,10 @@ int mf_agent_config__parse(struct mf_agent_config *out, struct mf_ctx *ctx, cons
     out->log_level = MF_LOG_INFO;
     out->max_unconfirmed_starts = 3;
     out->stall_timeout_s = 60;
-    doc = cJSON_ParseWithLengthOpts(json, len, &end, 0);
-    if (!doc)
-        return mf_fail(ctx, MF_E_INVALID, "%s: line %d: not valid JSON", file,
-                       line_of(json, len, end));
+    /* The reader's message cites file, line and byte; len is bounded by read_file(). */
+    err = mf_json__parse(&doc, ctx, json, len, len, MF_JSON_DEPTH_DEFAULT, file);
+    if (err < 0)
+        return err;
     err = parse_doc(out, ctx, file, doc);
     cJSON_Delete(doc);
     if (err < 0)

@@ -7,6 +7,7 @@
  * encoder falls back to the alignments the bsdiff covers suggest.
  */
 #include "create_internal.h"
+#include "mf_json.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -57,7 +58,9 @@ static unsigned int dtype_word(const char *dt)
 /* Parsed safetensors header, or NULL when `buf` is not one. *data_off = first data byte. */
 static cJSON *safetensors_parse(const uint8_t *buf, size_t len, uint64_t *data_off)
 {
+    struct mf_ctx scratch;
     uint64_t hlen = 0;
+    cJSON *root;
 
     if (len < 10)
         return NULL;
@@ -66,7 +69,14 @@ static cJSON *safetensors_parse(const uint8_t *buf, size_t len, uint64_t *data_o
     if (hlen < 2 || hlen > SAFETENSORS_MAX_HEADER || hlen > len - 8 || buf[8] != '{')
         return NULL;
     *data_off = 8 + hlen;
-    return cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
+    /* Through the strict reader too: a header with duplicate tensor names or trailing bytes
+     * is not treated as safetensors (the scan falls back to plain bytes). The format pads
+     * the header with spaces, which is JSON whitespace. */
+    mf_ctx__init(&scratch, NULL, NULL, NULL, "diff");
+    if (mf_json__parse(&root, &scratch, buf + 8, (size_t)hlen, SAFETENSORS_MAX_HEADER,
+                       MF_JSON_DEPTH_DEFAULT, "safetensors header") < 0)
+        return NULL;
+    return root;
 }
 
 /* [begin, end) of tensor `t` in the file, 0 when malformed or outside it. */

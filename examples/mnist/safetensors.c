@@ -7,6 +7,7 @@
 #include "mf_safetensors.h"
 
 #include "mf_ctx.h"
+#include "mf_json.h"
 #include "mf_dynbuf.h"
 
 #include <cjson/cJSON.h>
@@ -363,10 +364,12 @@ int mf_safetensors_parse(mf_safetensors **out, struct mf_ctx *ctx, const mf_allo
                        (unsigned long long)hlen, len);
     if (buf[8] != '{')
         return mf_fail(ctx, MF_E_INVALID, "safetensors: header does not start with '{'");
-    /* The spec pads the header with spaces; cJSON must see exactly the header bytes. */
-    root = cJSON_ParseWithLengthOpts((const char *)buf + 8, (size_t)hlen, NULL, 0);
-    if (!root)
-        return mf_fail(ctx, MF_E_INVALID, "safetensors: header is not valid JSON");
+    /* The spec pads the header with spaces (JSON whitespace); the reader sees exactly the
+     * header bytes and refuses duplicate tensor names. */
+    err = mf_json__parse_object(&root, ctx, buf + 8, (size_t)hlen, MF_SAFETENSORS_MAX_HEADER,
+                                MF_JSON_DEPTH_DEFAULT, "safetensors header");
+    if (err < 0)
+        return err;
     st = mf_calloc(a, 1, sizeof(*st));
     if (!st) {
         cJSON_Delete(root);

@@ -9,6 +9,7 @@
 #include "mf_sample_check.h"
 
 #include "mf_ctx.h"
+#include "mf_json.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -193,14 +194,18 @@ static int tally_row(mf_sample_tally *t, struct mf_ctx *ctx, const mf_label_inde
                      float *scratch)
 {
     const size_t n = (size_t)a->student.shape[1];
-    cJSON *doc = cJSON_ParseWithLength(line, len);
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(doc, "kind");
-    const cJSON *version = cJSON_GetObjectItemCaseSensitive(doc, "model_version");
+    const cJSON *kind, *version;
     const uint8_t *x = NULL;
     size_t xlen = 0;
     uint8_t label = 0;
-    int truth, err;
+    cJSON *doc;
+    int truth, err = mf_json__parse(&doc, ctx, line, len, len, MF_JSON_DEPTH_DEFAULT,
+                                    "samples.jsonl line");
 
+    if (err < 0)
+        return err;
+    kind = cJSON_GetObjectItemCaseSensitive(doc, "kind");
+    version = cJSON_GetObjectItemCaseSensitive(doc, "model_version");
     if (!cJSON_IsString(kind) || !cJSON_IsString(version)) {
         cJSON_Delete(doc);
         return mf_fail(ctx, MF_E_INVALID, "samples.jsonl line %zu has no kind or model_version",

@@ -22,8 +22,9 @@
 #define MF_MANIFEST_TYPE_MAX 63 /* payloadType characters */
 #define MF_MANIFEST_MAX_DELTAS 64
 #define MF_MANIFEST_SPEC_VERSION 1
-/* JSON nesting allowed in any document: envelope 3 (5 with a batch signature's path),
- * release 3; checked before cJSON runs. */
+/* JSON nesting allowed in any document: envelope 3, 5 with a batch signature's path
+ * (envelope object, "signatures" array, signature object, "batch" object, "path" array);
+ * release 3. Checked by the strict reader before cJSON runs. */
 #define MF_MANIFEST_MAX_DEPTH 5
 /* DSSE PAE prefix "DSSEv1 <n> <type> <n> " for the longest type and 20-digit lengths. */
 #define MF_MANIFEST_PAE_PREFIX_MAX (7 + 21 + MF_MANIFEST_TYPE_MAX + 1 + 21 + 1)

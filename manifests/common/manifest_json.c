@@ -2,112 +2,17 @@
 /* Bounded JSON access for manifests (see manifest_json.h). */
 #include "manifest_json.h"
 #include "mf_hex.h"
+#include "mf_json.h"
 
 #include <string.h>
-
-/*
- * cJSON recurses once per nesting level (up to 1000 by default); our documents need at most
- * MF_MANIFEST_MAX_DEPTH, so a cheap scan refuses deeper input before any recursion or
- * allocation happens.
- */
-static int depth_ok(const uint8_t *buf, size_t len)
-{
-    int in_str = 0, esc = 0;
-    unsigned int depth = 0;
-
-    for (size_t i = 0; i < len; i++) {
-        uint8_t c = buf[i];
-
-        if (in_str) {
-            if (esc)
-                esc = 0;
-            else if (c == '\\')
-                esc = 1;
-            else if (c == '"')
-                in_str = 0;
-        } else if (c == '"') {
-            in_str = 1;
-        } else if (c == '{' || c == '[') {
-            if (++depth > MF_MANIFEST_MAX_DEPTH)
-                return 0;
-        } else if ((c == '}' || c == ']') && depth) {
-            depth--;
-        }
-    }
-    return 1;
-}
-
-/* Duplicate member names would let two JSON readers see different documents. */
-static int members_ok(struct mf_ctx *ctx, const cJSON *node, const char *what)
-{
-    const cJSON *a, *b;
-    size_t n = 0;
-
-    if (cJSON_IsObject(node)) {
-        cJSON_ArrayForEach(a, node)
-        {
-            if (++n > MF_MANIFEST_JSON_MAX_MEMBERS)
-                return mf_fail(ctx, MF_E_INVALID, "%s: object with more than %d members", what,
-                               MF_MANIFEST_JSON_MAX_MEMBERS);
-            for (b = a->next; b; b = b->next) {
-                if (strcmp(a->string, b->string) == 0)
-                    return mf_fail(ctx, MF_E_INVALID, "%s: duplicate member '%.64s'", what,
-                                   a->string);
-            }
-        }
-    }
-    if (cJSON_IsObject(node) || cJSON_IsArray(node)) {
-        cJSON_ArrayForEach(a, node)
-        {
-            int err = members_ok(ctx, a, what);
-
-            if (err < 0)
-                return err;
-        }
-    }
-    return MF_OK;
-}
 
 int mf_manifest__json_parse(cJSON **out, struct mf_ctx *ctx, const uint8_t *buf, size_t len,
                             const char *what)
 {
-    const char *end = NULL;
-    cJSON *root;
-    int err;
-
-    *out = NULL;
-    if (!depth_ok(buf, len))
-        return mf_fail(ctx, MF_E_LIMIT, "%s: JSON nested deeper than %d levels", what,
-                       MF_MANIFEST_MAX_DEPTH);
-    root = cJSON_ParseWithLengthOpts((const char *)buf, len, &end, 0);
-    if (!root) {
-        /* cJSON reports allocation failure and syntax errors alike; end is set only for
-         * syntax errors inside the buffer. */
-        if (end && end >= (const char *)buf && end < (const char *)buf + len)
-            return mf_fail(ctx, MF_E_INVALID, "%s: JSON syntax error at byte %zu", what,
-                           (size_t)(end - (const char *)buf));
-        return mf_fail(ctx, MF_E_INVALID, "%s: JSON parse failed (%zu bytes)", what, len);
-    }
-    while (end < (const char *)buf + len &&
-           (*end == ' ' || *end == '\n' || *end == '\r' || *end == '\t'))
-        end++;
-    if (end != (const char *)buf + len) {
-        err = mf_fail(ctx, MF_E_INVALID, "%s: trailing bytes after JSON at byte %zu", what,
-                      (size_t)(end - (const char *)buf));
-        goto fail;
-    }
-    if (!cJSON_IsObject(root)) {
-        err = mf_fail(ctx, MF_E_INVALID, "%s: top level is not a JSON object", what);
-        goto fail;
-    }
-    err = members_ok(ctx, root, what);
-    if (err < 0)
-        goto fail;
-    *out = root;
-    return MF_OK;
-fail:
-    cJSON_Delete(root);
-    return err;
+    /* Callers have bounded len already (envelope max_len, the payload inside it). The
+     * strict reader is what keeps two JSON readers from seeing different signed
+     * documents: no trailing bytes, no duplicate names, no NUL in a name, exact integers. */
+    return mf_json__parse_object(out, ctx, buf, len, len, MF_MANIFEST_MAX_DEPTH, what);
 }
 
 int mf_manifest__json_str(const char **out, struct mf_ctx *ctx, const cJSON *obj, const char *key,

@@ -16,13 +16,11 @@
 /* The same bound for the signer's integers (compared as integers: 2^53 + 1 is 2^53 as a
  * double). */
 #define MF_MANIFEST_JSON_UINT_MAX (UINT64_C(1) << 53)
-/* Members per object; bounds the duplicate-name check. */
-#define MF_MANIFEST_JSON_MAX_MEMBERS 64
 
-/* Parses exactly `len` bytes (trailing whitespace allowed) into an object. Nesting deeper
- * than MF_MANIFEST_MAX_DEPTH is refused before cJSON sees the input, and duplicate member
- * names anywhere are refused so that every JSON reader sees the same document. `what` names
- * the document in messages. */
+/* Parses exactly `len` bytes into an object with the strict reader (mf_json.h): nesting
+ * deeper than MF_MANIFEST_MAX_DEPTH, duplicate member names, NUL in strings, trailing bytes
+ * and inexact integers are refused, so that every JSON reader sees the same document.
+ * `what` names the document in messages. */
 int mf_manifest__json_parse(cJSON **out, struct mf_ctx *ctx, const uint8_t *buf, size_t len,
                             const char *what);
 /* Checks "_type" == type and "spec_version" == MF_MANIFEST_SPEC_VERSION. */

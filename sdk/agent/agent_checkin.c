@@ -8,6 +8,7 @@
  * fields beside them are hints for messages only (agent_trust.c replaces them).
  */
 #include "mf_agent_int.h"
+#include "mf_json.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
@@ -284,9 +285,11 @@ int mf_agent__checkin_parse(struct mf_ctx *ctx, struct mf_agent_assignment *out,
     if (n_models > MF_AGENT_MAX_MODELS)
         return mf_fail(ctx, MF_E_LIMIT, "%zu models tracked, at most %d", n_models,
                        MF_AGENT_MAX_MODELS);
-    doc = cJSON_ParseWithLength(json, len);
-    if (!doc)
-        return mf_fail(ctx, MF_E_INVALID, "check-in answer is not valid JSON (%zu bytes)", len);
+    /* len is bounded by the HTTP client's response cap. */
+    err =
+        mf_json__parse_object(&doc, ctx, json, len, len, MF_JSON_DEPTH_DEFAULT, "check-in answer");
+    if (err < 0)
+        return err;
     err = parse_doc(ctx, out, n_out, poll_interval_out, trust, doc, nonce, models, n_models);
     if (err < 0) {
         cJSON_Delete(doc);

@@ -5,6 +5,7 @@
  * secret flag (POSIX: 0600) through the durable small-file writer. Never logged.
  */
 #include "mf_agent_int.h"
+#include "mf_json.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
@@ -63,10 +64,14 @@ void mf_agent__credential_drop(struct mf_agent *a)
 
 static int parse_credential(struct mf_agent *a, const struct mf_http_response *resp)
 {
-    cJSON *doc = cJSON_ParseWithLength((const char *)resp->body.data, resp->body.len);
-    const cJSON *cred = cJSON_GetObjectItemCaseSensitive(doc, "credential");
-    int err = MF_OK;
+    cJSON *doc;
+    const cJSON *cred;
+    int err = mf_json__parse_object(&doc, &a->ctx, resp->body.data, resp->body.len, resp->body.len,
+                                    MF_JSON_DEPTH_DEFAULT, "enrollment answer");
 
+    if (err < 0)
+        return err;
+    cred = cJSON_GetObjectItemCaseSensitive(doc, "credential");
     if (!cJSON_IsString(cred) || !token_ok(cred->valuestring, strlen(cred->valuestring)))
         err = mf_fail(&a->ctx, MF_E_INVALID, "enrollment answer has no valid \"credential\"");
     else

@@ -15,6 +15,7 @@
  * an older agent still loads; an older agent ignores them.
  */
 #include "mf_agent_int.h"
+#include "mf_json.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
@@ -107,15 +108,15 @@ static int parse_health(struct mf_ctx *ctx, struct mf_agent_model_state *out, co
 int mf_agent__state_parse(struct mf_ctx *ctx, struct mf_agent_model_state *out, const char *json,
                           size_t len)
 {
-    cJSON *doc = cJSON_ParseWithLength(json, len);
-    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(doc, "format");
+    const cJSON *fmt;
+    cJSON *doc;
     int err;
 
     memset(out, 0, sizeof(*out));
-    if (!cJSON_IsObject(doc)) {
-        cJSON_Delete(doc);
-        return mf_fail(ctx, MF_E_INVALID, "state file is not a JSON object");
-    }
+    err = mf_json__parse_object(&doc, ctx, json, len, len, MF_JSON_DEPTH_DEFAULT, "state file");
+    if (err < 0)
+        return err;
+    fmt = cJSON_GetObjectItemCaseSensitive(doc, "format");
     if (!cJSON_IsNumber(fmt) || fmt->valuedouble != STATE_FORMAT) {
         cJSON_Delete(doc);
         return mf_fail(ctx, MF_E_INVALID, "state.format is not %d", STATE_FORMAT);

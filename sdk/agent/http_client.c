@@ -5,6 +5,7 @@
  * limit, body bounds) are set in one place for the agent and for mfctl.
  */
 #include "mf_http.h"
+#include "mf_json.h"
 #include "mf/ct.h"
 
 #include <cjson/cJSON.h>
@@ -414,7 +415,11 @@ int mf_http__fail_status(struct mf_http *h, const struct mf_http_response *resp,
     if (resp->body.len) {
         const cJSON *m;
 
-        doc = cJSON_ParseWithLength((const char *)resp->body.data, resp->body.len);
+        /* A body outside the profile just gives no message; the mf_fail below replaces the
+         * reader's. */
+        if (mf_json__parse_object(&doc, h->ctx, resp->body.data, resp->body.len, resp->body.len,
+                                  MF_JSON_DEPTH_DEFAULT, "error answer") < 0)
+            doc = NULL;
         m = cJSON_GetObjectItemCaseSensitive(doc, "message");
         if (cJSON_IsString(m))
             msg = m->valuestring;

@@ -6,6 +6,7 @@
  * instead of silently uplinking more than ops intended. The message names the field.
  */
 #include "mf_offload_int.h"
+#include "mf_json.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -202,14 +203,10 @@ int mf_offload__policy_parse(struct mf_ctx *ctx, mf_offload_policy *out, const c
     cJSON *doc;
     int err;
 
-    if (len > MF_OFFLOAD_POLICY_JSON_MAX)
-        return mf_fail(ctx, MF_E_LIMIT, "offload policy of %zu bytes exceeds %d", len,
-                       MF_OFFLOAD_POLICY_JSON_MAX);
-    doc = cJSON_ParseWithLength(json, len);
-    if (!doc || !cJSON_IsObject(doc)) {
-        cJSON_Delete(doc);
-        return mf_fail(ctx, MF_E_INVALID, "offload policy is not a JSON object");
-    }
+    err = mf_json__parse_object(&doc, ctx, json, len, MF_OFFLOAD_POLICY_JSON_MAX,
+                                MF_JSON_DEPTH_DEFAULT, "offload policy");
+    if (err < 0)
+        return err;
     memset(&p, 0, sizeof(p));
     p.version = MF_OFFLOAD_POLICY_VERSION;
     err = check_keys(ctx, doc);

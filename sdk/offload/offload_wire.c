@@ -6,6 +6,7 @@
  * round-trip a float32 exactly.
  */
 #include "mf_offload_int.h"
+#include "mf_json.h"
 #include "mf_base64.h"
 #include "mf_hex.h"
 
@@ -114,14 +115,14 @@ static int parse_probs(mf_offload_answer *ans, float *probs, size_t n, const cJS
 int mf_offload__wire_parse_answer(struct mf_ctx *ctx, mf_offload_answer *ans, float *probs,
                                   size_t n, const char *request_id, const char *body, size_t len)
 {
-    cJSON *doc = cJSON_ParseWithLength(body, len);
-    const cJSON *rid = cJSON_GetObjectItemCaseSensitive(doc, "request_id");
-    int err = MF_E_INVALID;
+    const cJSON *rid;
+    cJSON *doc;
+    int err =
+        mf_json__parse_object(&doc, ctx, body, len, len, MF_JSON_DEPTH_DEFAULT, "offload answer");
 
-    if (!cJSON_IsObject(doc)) {
-        cJSON_Delete(doc);
-        return mf_fail(ctx, MF_E_INVALID, "offload answer is not a JSON object");
-    }
+    if (err < 0)
+        return err;
+    rid = cJSON_GetObjectItemCaseSensitive(doc, "request_id");
     if (!cJSON_IsString(rid) || strcmp(rid->valuestring, request_id) != 0)
         err = mf_fail(ctx, MF_E_INVALID, "offload answer does not echo request id %s", request_id);
     else if (get_name(ans->teacher_version, doc, "teacher_version") < 0)
@@ -138,10 +139,14 @@ int mf_offload__wire_parse_answer(struct mf_ctx *ctx, mf_offload_answer *ans, fl
 int mf_offload__wire_parse_ack(struct mf_ctx *ctx, const char *batch_id, const char *body,
                                size_t len)
 {
-    cJSON *doc = cJSON_ParseWithLength(body, len);
-    const cJSON *bid = cJSON_GetObjectItemCaseSensitive(doc, "batch_id");
-    int ok = cJSON_IsString(bid) && strcmp(bid->valuestring, batch_id) == 0;
+    cJSON *doc;
+    const cJSON *bid;
+    int ok;
 
+    if (mf_json__parse_object(&doc, ctx, body, len, len, MF_JSON_DEPTH_DEFAULT, "uplink ack") < 0)
+        doc = NULL; /* reported as not echoing, with the reader's reason replaced below */
+    bid = cJSON_GetObjectItemCaseSensitive(doc, "batch_id");
+    ok = cJSON_IsString(bid) && strcmp(bid->valuestring, batch_id) == 0;
     cJSON_Delete(doc);
     if (!ok)
         return mf_fail(ctx, MF_E_NET, "uplink ack does not echo batch id %s", batch_id);

@@ -44,6 +44,7 @@ struct mf_server {
     struct mf_distill_jobs distill_jobs;  /* the distill job kind's state */
     struct mf_delta_worker *distill_worker;
     struct mf_httpd_conns conns;
+    unsigned per_addr; /* the per-address cap in force (0: none) */
     uint16_t port;
 };
 
@@ -61,6 +62,10 @@ void mf_server__options_init(struct mf_server_options *o)
     o->delta_k = 3;
     o->sign_batch = MF_DIRECTOR_BATCH_DEFAULT;
     o->checkin_stage = 1;
+    o->header_timeout_s = 30;
+    o->body_min_rate = 64;
+    o->body_rate_window_s = 20;
+    o->conn_per_addr = MF_SERVER_CONN_PER_ADDR_AUTO;
 }
 
 int mf_server__parse_listen(struct sockaddr_storage *out, struct mf_ctx *ctx, const char *spec)
@@ -369,6 +374,33 @@ static unsigned worker_threads(const struct mf_server *s, const struct mf_server
     return cores < 2 ? 2 : cores > 64 ? 64 : (unsigned)cores;
 }
 
+/*
+ * The connection rules over the limit being served. The default per-address cap is a
+ * thirty-second of it (128 of 4096), at least 16: one address (a slowloris) cannot take
+ * the limit, and ten such addresses stay below the half of it past which replies close
+ * their connections (bench/slowloris/README.md: with a sixteenth, 10 attacking addresses
+ * held 2,560 connections, devices lost keep-alive and queued behind the attackers'
+ * reconnects at MHD's accept, p99 3.6 s), while devices behind one NAT, each holding one
+ * connection only while it checks in or downloads, stay far below it. Behind a reverse proxy every
+ * client has the proxy's address: ops turn the cap off there (docs/operations.md).
+ */
+static int start_conn_rules(struct mf_server *s, struct mf_ctx *ctx,
+                            const struct mf_server_options *o)
+{
+    struct mf_conn_rules r = {
+        .header_timeout_s = o->header_timeout_s,
+        .body_min_rate = o->body_min_rate,
+        .body_window_s = o->body_rate_window_s,
+        .per_addr = o->conn_per_addr,
+    };
+
+    if (r.per_addr == MF_SERVER_CONN_PER_ADDR_AUTO)
+        r.per_addr = s->conns.limit / 32 > 16 ? s->conns.limit / 32 : 16;
+    s->per_addr = r.per_addr;
+    return mf_httpd__conns_start(&s->conns, ctx, &r, &s->metrics, s->env.log_fn,
+                                 s->env.log_payload);
+}
+
 int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf_server_options *o)
 {
     struct sockaddr_storage addr;
@@ -405,6 +437,9 @@ int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf
         goto fail;
     mf_httpd__conns_init(&s->conns, fd_budget(ctx, o->conn_limit));
     s->env.conns = &s->conns;
+    err = start_conn_rules(s, ctx, o);
+    if (err < 0)
+        goto fail;
     if (addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     if (s->tls_cert.len)
@@ -412,10 +447,11 @@ int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf
     /* The logger goes first so that MHD reports even option errors through it. The TLS
      * options come last: MHD_OPTION_END in their place ends the list without TLS. */
     s->mhd = MHD_start_daemon(
-        flags, 0, NULL, NULL, mf_httpd__on_request, &s->env, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger,
-        &s->env, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
-        worker_threads(s, o), MHD_OPTION_CONNECTION_TIMEOUT, o->conn_timeout_s,
-        MHD_OPTION_CONNECTION_LIMIT, mf_httpd__conns_mhd_limit(s->conns.limit),
+        flags, 0, mf_httpd__accept_policy, &s->conns, mf_httpd__on_request, &s->env,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, &s->env, MHD_OPTION_UNESCAPE_CALLBACK,
+        mf_httpd__unescape, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_THREAD_POOL_SIZE, worker_threads(s, o), MHD_OPTION_CONNECTION_TIMEOUT,
+        o->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT, mf_httpd__conns_mhd_limit(s->conns.limit),
         MHD_OPTION_NOTIFY_CONNECTION, mf_httpd__on_connection, &s->conns,
         MHD_OPTION_NOTIFY_COMPLETED, mf_httpd__on_completed, &s->env,
         s->tls_cert.len ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END,
@@ -428,8 +464,11 @@ int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf
     err = bound_port(&s->port, ctx, s->mhd);
     if (err < 0)
         goto fail;
-    MF_LOG_INFO(ctx, "serving %s on port %u%s, up to %u connections", o->data_dir,
-                (unsigned)s->port, s->tls_cert.len ? " (TLS)" : "", s->conns.limit);
+    MF_LOG_INFO(ctx,
+                "serving %s on port %u%s, up to %u connections (%u per address; headers "
+                "within %u s; bodies at %u bytes/s over %u s; 0: off)",
+                o->data_dir, (unsigned)s->port, s->tls_cert.len ? " (TLS)" : "", s->conns.limit,
+                s->per_addr, o->header_timeout_s, o->body_min_rate, o->body_rate_window_s);
     *out = s;
     return MF_OK;
 fail:
@@ -459,6 +498,7 @@ void mf_server__stop(struct mf_server *s)
     mf_checkin_stage__stop(s->env.stage);
     if (s->mhd)
         MHD_stop_daemon(s->mhd);
+    mf_httpd__conns_stop(&s->conns); /* MHD has closed every connection it tracked */
     mf_checkin_stage__free(s->env.stage);
     mf_delta__worker_stop(s->distill_worker); /* before the store and the teachers */
     mf_distill__config_free(&s->distill_cfg);

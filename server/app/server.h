@@ -16,9 +16,12 @@
 
 #include "mf_ctx.h"
 
+#include <limits.h>
 #include <stdint.h>
 
 #define MF_SERVER_DEFAULT_MAX_UPLOAD (8ULL << 30) /* 8 GiB (docs/protocol.md) */
+/* conn_per_addr: a thirty-second of the connections served, at least 16 (docs/operations.md). */
+#define MF_SERVER_CONN_PER_ADDR_AUTO UINT_MAX
 
 struct mf_server_options {
     const char *data_dir;    /* required */
@@ -54,12 +57,20 @@ struct mf_server_options {
     /* Appended: device credentials the node keeps verified (http/http_credcache.h); 0: the
      * default, MF_CREDCACHE_SLOTS. */
     size_t credential_cache;
+    /* Appended: the connection rules (http/http_conns.h; docs/operations.md "Connections"),
+     * which close connections that bytes trickling in would otherwise keep open. 0 turns
+     * each off. Defaults: headers within 30 s, bodies at 64 bytes/s or more over each 20 s,
+     * MF_SERVER_CONN_PER_ADDR_AUTO connections per client address. */
+    unsigned header_timeout_s;   /* whole request header within, from accept or last reply */
+    unsigned body_min_rate;      /* bytes/s a request body must average over each window */
+    unsigned body_rate_window_s; /* that window, >= 1 when there is a rate */
+    unsigned conn_per_addr;      /* connections served per client address */
 };
 
 /* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 30 s, 4096 connections, threads one
  * per core (by store without the check-in stage: SQLite 4, PostgreSQL 16), 5 requests/s per device
  * with bursts of 30, the delta worker on with K = 3, director batches of up to 32, the check-in
- * stage). */
+ * stage, the connection rules above). */
 void mf_server__options_init(struct mf_server_options *o);
 
 /*
@@ -75,7 +86,8 @@ int mf_server__init_data_dir(int *changed_out, struct mf_ctx *ctx, const char *d
 struct mf_server;
 
 /* Opens the store (which must exist: run init first), sweeps stale uploads and starts
- * serving. MF_E_INVALID for a malformed listen address or a TLS option without its pair,
+ * serving. MF_E_INVALID for a malformed listen address, a TLS option without its pair or a
+ * body rate without a window,
  * MF_E_STATE when TLS is asked of a libmicrohttpd built without it, MF_E_IO when binding or
  * reading a TLS file fails.
  * Ownership: release with mf_server__stop(). */

@@ -4,6 +4,7 @@
  * and a version with its provenance (the run that made it).
  */
 #include "handlers/handlers.h"
+#include "mf_json.h"
 
 #include "deltas/delta_worker.h"
 #include "distill/job/distill_job.h"
@@ -12,12 +13,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A run as JSON; its record is parsed back, without the sample ids when `brief`. */
+/* A run as JSON; its record is parsed back, without the sample ids when `brief`. A record
+ * the strict reader refuses (a damaged row) is left out rather than failing the listing. */
 static cJSON *run_json(const struct mf_store_distill_run *run, int brief)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON *rec = run->record && run->record[0] ? cJSON_Parse(run->record) : NULL;
+    cJSON *rec = NULL;
     int ok = o != NULL;
+
+    if (run->record && run->record[0]) {
+        struct mf_ctx scratch;
+        size_t n = strlen(run->record);
+
+        mf_ctx__init(&scratch, NULL, NULL, NULL, "distill");
+        if (mf_json__parse(&rec, &scratch, run->record, n, n, MF_JSON_DEPTH_DEFAULT,
+                           "distill record") < 0)
+            rec = NULL;
+    }
 
     if (brief && rec)
         cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(rec, "samples"),

@@ -3,6 +3,7 @@
 #include "http/http_metrics.h"
 
 #include "director/director_policy.h"
+#include "http/http_conns.h"
 #include "http/http_req.h"
 
 #include <inttypes.h>
@@ -13,6 +14,7 @@ static const unsigned metric_statuses[MF_METRICS_STATUS_SLOTS - 1] = {
     200, 201, 204, 206, 304, 400, 401, 403, 404, 405, 409, 413, 416, 429, 500, 503};
 
 _Static_assert(MF_METRICS_RULES == MF_POLICY_HOLD_ROLLED_BACK + 1, "one counter per rule");
+_Static_assert(MF_METRICS_CONN_RULES == MF_CONN_RULES, "one counter per connection rule");
 
 void mf_metrics__count(atomic_uint_least64_t *counter, uint64_t n)
 {
@@ -98,6 +100,14 @@ int mf_metrics__render(struct mf_dynbuf *out, const struct mf_metrics *m,
         err = mf_dynbuf__appendf(out, "mf_director_decisions_total{rule=\"%s\"} %" PRIu64 "\n",
                                  mf_policy__rule_name((enum mf_policy_rule)k),
                                  load(&m->decisions[k]));
+    if (err == MF_OK)
+        err = mf_dynbuf__appendf(out, "# HELP mf_http_connections_closed_total Connections closed"
+                                      " by a connection rule (docs/operations.md, Connections).\n"
+                                      "# TYPE mf_http_connections_closed_total counter\n");
+    for (int k = 0; err == MF_OK && k < MF_CONN_RULES; k++)
+        err = mf_dynbuf__appendf(out, "mf_http_connections_closed_total{rule=\"%s\"} %" PRIu64 "\n",
+                                 mf_httpd__conn_rule_name((enum mf_conn_rule)k),
+                                 load(&m->conns_closed[k]));
     if (err == MF_OK)
         err = mf_dynbuf__appendf(
             out,

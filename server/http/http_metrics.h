@@ -13,7 +13,8 @@
 
 #define MF_METRICS_MAX_ROUTES 48 /* route table entries; +1 slot for "no route" */
 #define MF_METRICS_STATUS_SLOTS 17
-#define MF_METRICS_RULES 9 /* enum mf_policy_rule */
+#define MF_METRICS_RULES 9      /* enum mf_policy_rule */
+#define MF_METRICS_CONN_RULES 3 /* enum mf_conn_rule (http_conns.h) */
 
 struct mf_metrics {
     atomic_uint_least64_t requests[MF_METRICS_MAX_ROUTES + 1][MF_METRICS_STATUS_SLOTS];
@@ -22,6 +23,7 @@ struct mf_metrics {
     atomic_uint_least64_t deltas_computed; /* by this node's worker */
     atomic_uint_least64_t rate_limited;
     atomic_uint_least64_t decisions[MF_METRICS_RULES];
+    atomic_uint_least64_t conns_closed[MF_METRICS_CONN_RULES]; /* by connection rule */
 };
 
 void mf_metrics__count(atomic_uint_least64_t *counter, uint64_t n);

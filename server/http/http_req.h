@@ -21,6 +21,7 @@
 
 struct mf_blob_upload;
 struct mf_httpd_conns;
+struct mf_httpd_conn;
 struct mf_director;
 struct mf_metrics;
 struct mf_ratelimit;
@@ -117,6 +118,7 @@ struct mf_httpd_req {
     uint64_t resp_bytes;
     int queued;
     struct timespec started;
+    struct mf_httpd_conn *conn_mark; /* the connection rules' entry (http_conns.h); may be NULL */
     /* A handler that hands the request to a stage thread (handlers/checkin_stage.h) sets
      * `suspended` and suspends the connection; from then until MHD calls the access handler
      * again after the resume, only that thread touches the request. It leaves either a
@@ -161,6 +163,14 @@ extern const struct mf_httpd_route mf_httpd__routes[];
 extern const size_t mf_httpd__route_count;
 
 /* MHD callbacks (http_router.c); `cls` is the struct mf_httpd_env. */
+/*
+ * MHD_OPTION_UNESCAPE_CALLBACK: decodes %HH in the path and query arguments like MHD's own,
+ * except that an escape decoding to NUL (%00) is left as the three characters "%00". MHD
+ * hands the handler a C string, so a decoded NUL would cut the path short
+ * ("/v1/blobs/<sha>%00x" would reach the blob route as a valid name); kept literal, the '%'
+ * fails every name check instead. Returns the new length.
+ */
+size_t mf_httpd__unescape(void *cls, struct MHD_Connection *conn, char *s);
 enum MHD_Result mf_httpd__on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                      const char *method, const char *version,
                                      const char *upload_data, size_t *upload_data_size,

@@ -11,6 +11,8 @@
 #include "http/http_conns.h"
 #include "http/http_metrics.h"
 #include "mf/ct.h"
+#include "mf_hex.h"
+#include "mf_json.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -183,10 +185,14 @@ static int finish_request(struct mf_httpd_req *r)
         return mf_httpd__reply_error(r, MHD_HTTP_CONTENT_TOO_LARGE,
                                      "request body exceeds %zu bytes", body_max(r) - 1);
     if (r->route->body == MF_HTTPD_BODY_JSON) {
-        r->json = cJSON_ParseWithLength((const char *)r->body.data, r->body.len);
-        if (!r->json || !cJSON_IsObject(r->json))
-            return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
-                                         "request body is not a JSON object");
+        /* The body is already capped by body_max(); the reader names byte and rule. */
+        int err = mf_json__parse_object(&r->json, &r->ctx, r->body.data, r->body.len, body_max(r),
+                                        MF_JSON_DEPTH_DEFAULT, "request body");
+
+        if (err == MF_E_NOMEM)
+            return err;
+        if (err < 0)
+            return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "%s", mf_ctx__errmsg(&r->ctx));
     }
     return r->route->handle(r);
 }
@@ -231,7 +237,32 @@ static struct mf_httpd_req *req_new(const struct mf_httpd_env *env, struct MHD_C
     r->is_head = strcmp(method, "HEAD") == 0;
     mf_dynbuf__init(&r->body, &r->ctx.alloc, MF_HTTPD_JSON_MAX);
     (void)clock_gettime(CLOCK_MONOTONIC, &r->started);
+    /* The access handler's first call: the header is complete, the body's clock starts. */
+    if (env->conns && env->conns->guard)
+        r->conn_mark = mf_httpd__conn_of(conn);
+    mf_httpd__conn_headers_in(r->conn_mark, &r->started);
     return r;
+}
+
+size_t mf_httpd__unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+    char *w = s;
+
+    (void)cls;
+    (void)conn;
+    for (const char *p = s; *p; p++) {
+        uint8_t c;
+
+        /* p[1] is read only when non-NUL, so the decode never passes the terminator. */
+        if (*p != '%' || !p[1] || mf_hex__decode(&c, 1, p + 1, 2) < 0 || c == 0) {
+            *w++ = *p; /* not an escape, or %00: kept as written */
+            continue;
+        }
+        *w++ = (char)c;
+        p += 2;
+    }
+    *w = '\0';
+    return (size_t)(w - s);
 }
 
 enum MHD_Result mf_httpd__on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -253,6 +284,12 @@ enum MHD_Result mf_httpd__on_request(void *cls, struct MHD_Connection *conn, con
             return queue_reply(r, err);
         return MHD_YES;
     }
+    /* Body bytes feed the rate floor; the final call (no data) makes it the server's turn,
+     * which no connection rule cuts short: handling, the check-in stage, the reply. */
+    if (*upload_data_size)
+        mf_httpd__conn_body(r->conn_mark, *upload_data_size);
+    else
+        mf_httpd__conn_server_turn(r->conn_mark);
     if (r->queued) {
         *upload_data_size = 0; /* replied early: discard what the client still sends */
         return MHD_YES;
@@ -294,6 +331,7 @@ void mf_httpd__on_completed(void *cls, struct MHD_Connection *conn, void **con_c
     if (!r)
         return;
     (void)clock_gettime(CLOCK_MONOTONIC, &now);
+    mf_httpd__conn_request_done(r->conn_mark, &now); /* a keep-alive's next header is due */
     ms = (double)(now.tv_sec - r->started.tv_sec) * 1e3 +
          (double)(now.tv_nsec - r->started.tv_nsec) / 1e6;
     /* One structured line per request (key=value, values without spaces), for log

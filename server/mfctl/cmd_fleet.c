@@ -24,8 +24,10 @@ static const char *str_of(const cJSON *o, const char *key)
 static cJSON *parse_array(struct mfctl *c, const cJSON **out, const char *json, size_t len,
                           const char *key)
 {
-    cJSON *doc = cJSON_ParseWithLength(json, len);
+    cJSON *doc = mfctl__parse(c, json, len, NULL);
 
+    if (!doc)
+        return NULL;
     *out = cJSON_GetObjectItemCaseSensitive(doc, key);
     if (!cJSON_IsArray(*out)) {
         cJSON_Delete(doc);
@@ -247,7 +249,7 @@ int mfctl__cmd_tokens(struct mfctl *c, int argc, char **argv)
             return 1;
         mf_http__response_init(&resp, &c->http);
         err = mfctl__request(c, &resp, "POST", "/v1/admin/tokens", body, strlen(body));
-        doc = err >= 0 ? cJSON_ParseWithLength((const char *)resp.body.data, resp.body.len) : NULL;
+        doc = err >= 0 ? mfctl__parse(c, (const char *)resp.body.data, resp.body.len, NULL) : NULL;
         if (err >= 0 && json)
             (void)fprintf(c->out, "%s\n", (const char *)resp.body.data);
         else if (err >= 0)

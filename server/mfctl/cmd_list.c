@@ -42,8 +42,10 @@ static const char *fmt_time(char *buf, size_t cap, double t)
 static cJSON *parse_list(struct mfctl *c, const cJSON **list_out, const char *json, size_t len,
                          const char *key)
 {
-    cJSON *doc = cJSON_ParseWithLength(json, len);
+    cJSON *doc = mfctl__parse(c, json, len, NULL);
 
+    if (!doc)
+        return NULL;
     *list_out = cJSON_GetObjectItemCaseSensitive(doc, key);
     if (!cJSON_IsArray(*list_out)) {
         cJSON_Delete(doc);

@@ -4,6 +4,7 @@
  * admin routes of docs/protocol.md, "Rollouts", with readable tables.
  */
 #include "cmd_rollout.h"
+#include "mf_json.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -28,8 +29,12 @@ const char *mfctl__str(const cJSON *o, const char *key)
 
 cJSON *mfctl__parse(struct mfctl *c, const char *json, size_t len, const char *key)
 {
-    cJSON *doc = json ? cJSON_ParseWithLength(json, len) : NULL;
+    cJSON *doc = NULL;
 
+    /* The reader's message names the byte and rule when the answer is not strict JSON. */
+    if (json &&
+        mf_json__parse(&doc, &c->ctx, json, len, len, MF_JSON_DEPTH_DEFAULT, "server answer") < 0)
+        return NULL;
     if (!doc || (key && !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, key)))) {
         cJSON_Delete(doc);
         (void)mf_fail(&c->ctx, MF_E_INVALID, "unexpected answer from the server");
@@ -186,10 +191,12 @@ static char *create_body(struct mfctl *c, const char *path, const char *model, c
         mf_free(&c->ctx.alloc, buf);
         return NULL;
     }
-    plan = cJSON_ParseWithLength(buf, n);
+    if (mf_json__parse_object(&plan, &c->ctx, buf, n, PLAN_FILE_MAX, MF_JSON_DEPTH_DEFAULT, path) <
+        0)
+        plan = NULL;
     mf_free(&c->ctx.alloc, buf);
-    if (!cJSON_IsObject(plan)) {
-        (void)fprintf(c->err, "mfctl rollout: %s is not a JSON object\n", path);
+    if (!plan) {
+        (void)fprintf(c->err, "mfctl rollout: %s\n", mf_ctx__errmsg(&c->ctx));
         cJSON_Delete(plan);
         return NULL;
     }

@@ -253,12 +253,14 @@ static int put_sample(struct export *e, const cJSON *s)
 /* One page: its samples appended; *next is the server's cursor (0: that was the last). */
 static int put_page(struct export *e, uint64_t *next, const char *json, size_t len)
 {
-    cJSON *doc = cJSON_ParseWithLength(json, len);
+    cJSON *doc = mfctl__parse(e->c, json, len, NULL);
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "samples");
     const cJSON *nx = cJSON_GetObjectItemCaseSensitive(doc, "next");
     const cJSON *s;
     int err = MF_OK;
 
+    if (!doc)
+        return MF_E_INVALID; /* the message is mfctl__parse()'s */
     if (!cJSON_IsArray(list) || !cJSON_IsNumber(nx) || nx->valuedouble < 0)
         err = mf_fail(&e->c->ctx, MF_E_INVALID, "server answer has no \"samples\" and \"next\"");
     else
@@ -433,8 +435,10 @@ static int cmd_delete(struct mfctl *c, int argc, char **argv)
     mf_http__response_init(&resp, &c->http);
     err = mfctl__request(c, &resp, "DELETE", path, NULL, 0);
     if (err == MF_OK) {
-        doc = cJSON_ParseWithLength((const char *)resp.body.data, resp.body.len);
-        if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(doc, "deleted")))
+        doc = mfctl__parse(c, (const char *)resp.body.data, resp.body.len, NULL);
+        if (!doc)
+            err = MF_E_INVALID; /* the message is mfctl__parse()'s */
+        else if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(doc, "deleted")))
             (void)fprintf(c->out, "deleted %.0f samples of device %s\n",
                           cJSON_GetObjectItemCaseSensitive(doc, "deleted")->valuedouble, device);
         else

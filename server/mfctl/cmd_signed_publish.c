@@ -122,9 +122,9 @@ static int next_sequence(uint64_t *out, struct mfctl *c, const char *model)
     if (err >= 0 && resp.status != 200)
         err = mf_http__fail_status(&c->http, &resp, "models");
     if (err >= 0)
-        doc = cJSON_ParseWithLength((const char *)resp.body.data, resp.body.len);
+        doc = mfctl__parse(c, (const char *)resp.body.data, resp.body.len, NULL);
     if (err >= 0 && !doc)
-        err = mf_fail(&c->ctx, MF_E_INVALID, "server's model list is not JSON");
+        err = MF_E_INVALID; /* the message is mfctl__parse()'s */
     cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(doc, "models"))
     {
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(m, "name");

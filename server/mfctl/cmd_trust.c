@@ -23,7 +23,7 @@ static int set_doc(struct mfctl *c, const char *what, const char *path, const ch
     mf_http__response_init(&resp, &c->http);
     if (err >= 0)
         err = mfctl__request(c, &resp, "PUT", path, doc, len);
-    answer = err >= 0 ? cJSON_ParseWithLength((const char *)resp.body.data, resp.body.len) : NULL;
+    answer = err >= 0 ? mfctl__parse(c, (const char *)resp.body.data, resp.body.len, NULL) : NULL;
     if (err >= 0)
         (void)fprintf(c->out, "%s version %.0f %s\n", what,
                       cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(answer, "version")),
@@ -42,7 +42,7 @@ static int status(struct mfctl *c, int json)
 
     mf_http__response_init(&resp, &c->http);
     err = mfctl__request(c, &resp, "GET", "/v1/admin/trust", NULL, 0);
-    doc = err >= 0 ? cJSON_ParseWithLength((const char *)resp.body.data, resp.body.len) : NULL;
+    doc = err >= 0 ? mfctl__parse(c, (const char *)resp.body.data, resp.body.len, NULL) : NULL;
     if (err >= 0 && json)
         (void)fprintf(c->out, "%s\n", (const char *)resp.body.data);
     else if (err >= 0)

@@ -6,6 +6,7 @@
  * Parsing is kept apart from what acts on it (STYLE rule 34); every error names the key.
  */
 #include "offload/offload_srv.h"
+#include "mf_json.h"
 
 #include "mf_dynbuf.h"
 
@@ -202,15 +203,15 @@ static int parse_model(struct mf_offload_model_cfg *m, struct mf_ctx *ctx, const
 int mf_offsrv__config_parse(struct mf_offload_config *out, struct mf_ctx *ctx, const char *json,
                             size_t len)
 {
-    cJSON *root = cJSON_ParseWithLength(json, len);
     const cJSON *models, *it;
-    int err = MF_OK;
+    cJSON *root;
+    int err;
 
     memset(out, 0, sizeof(*out));
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return mf_fail(ctx, MF_E_INVALID, "offload config is not a JSON object");
-    }
+    err =
+        mf_json__parse_object(&root, ctx, json, len, len, MF_JSON_DEPTH_DEFAULT, "offload config");
+    if (err < 0)
+        return err;
     err = read_uint(&out->retention_days, ctx, root, "retention_days", "(top)", 36500);
     models = cJSON_GetObjectItemCaseSensitive(root, "models");
     if (err == MF_OK && models && !cJSON_IsObject(models))

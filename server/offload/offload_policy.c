@@ -6,6 +6,7 @@
  * of the release's calibration set while the fleet has reported too few).
  */
 #include "offload/offload_srv.h"
+#include "mf_json.h"
 
 #include "http/http_names.h"
 #include "mf/offload.h"
@@ -185,12 +186,15 @@ static const char *device_version(const cJSON *req, const char *model)
 static int add_policy(cJSON *policies, const struct mf_offload_model_cfg *m, struct mf_store *s,
                       struct mf_ctx *ctx, const char *version)
 {
-    cJSON *p = cJSON_Parse(m->policy);
+    size_t len = strlen(m->policy);
     double t = 0.0;
-    int source = 0, err = MF_OK;
+    int source = 0;
+    cJSON *p;
+    /* The policy was checked when the config was read; only memory can fail here. */
+    int err = mf_json__parse(&p, ctx, m->policy, len, len, MF_JSON_DEPTH_DEFAULT, "offload policy");
 
-    if (!p)
-        return mf_fail(ctx, MF_E_NOMEM, "out of memory building an offload policy");
+    if (err < 0)
+        return err;
     if (version && mf_names__valid_id(version)) {
         if (!m->fixed_threshold && m->target_rate > 0.0) {
             err = mf_offsrv__threshold(&t, &source, s, ctx, m->name, version, m->method,

@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE /* pipe2 */
 #include "offload/teacher_int.h"
+#include "mf_json.h"
 
 #include "manifest_common.h"
 #include "mf_dynbuf.h"
@@ -133,14 +134,13 @@ static int parse_reply(float *out, char version_out[MF_STORE_NAME_SIZE], struct 
                        const struct mf_teacher_config *c, const struct mf_dynbuf *reply, size_t n)
 {
     const char *key = c->output_logits ? "logits" : "probs";
-    cJSON *root = cJSON_ParseWithLength((const char *)reply->data, reply->len);
     const cJSON *ver;
-    int err;
+    cJSON *root;
+    int err = mf_json__parse_object(&root, ctx, reply->data, reply->len, reply->len,
+                                    MF_JSON_DEPTH_DEFAULT, "teacher command answer");
 
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return mf_fail(ctx, MF_E_INVALID, "teacher command answer is not a JSON object");
-    }
+    if (err < 0)
+        return err;
     err = mf_teacher__read_floats(out, ctx, cJSON_GetObjectItemCaseSensitive(root, key), n, key);
     ver = cJSON_GetObjectItemCaseSensitive(root, "version");
     if (err == MF_OK && cJSON_IsString(ver) && ver->valuestring[0] &&

@@ -7,6 +7,7 @@
  * connection, and the timeout covers connect plus transfer.
  */
 #include "offload/teacher_int.h"
+#include "mf_json.h"
 
 #include "mf_dynbuf.h"
 
@@ -61,12 +62,13 @@ static int build_request(struct mf_dynbuf *body, const struct mf_teacher_config 
 static int parse_reply(float *out, char version_out[MF_STORE_NAME_SIZE], struct mf_ctx *ctx,
                        const struct mf_dynbuf *reply, size_t n)
 {
-    cJSON *root = cJSON_ParseWithLength((const char *)reply->data, reply->len);
     const cJSON *outputs, *first, *ver;
-    int err;
+    cJSON *root;
+    int err = mf_json__parse(&root, ctx, reply->data, reply->len, reply->len, MF_JSON_DEPTH_DEFAULT,
+                             "kserve answer");
 
-    if (!root)
-        return mf_fail(ctx, MF_E_INVALID, "kserve answer is not JSON");
+    if (err < 0)
+        return err;
     outputs = cJSON_GetObjectItemCaseSensitive(root, "outputs");
     first = cJSON_IsArray(outputs) ? cJSON_GetArrayItem(outputs, 0) : NULL;
     err = first ? mf_teacher__read_floats(out, ctx, cJSON_GetObjectItemCaseSensitive(first, "data"),

@@ -5,6 +5,7 @@
  * from the stored reports; then advance, finish or halt.
  */
 #include "rollout/rollout_ctl.h"
+#include "mf_json.h"
 
 #include "rollout/rollout_fleet.h"
 
@@ -17,10 +18,12 @@
 int mf_rollout__plan_load(struct mf_rollout_plan *out, struct mf_ctx *ctx,
                           const struct mf_store_rollout *r)
 {
-    cJSON *body = cJSON_Parse(r->plan);
-    int err = body ? mf_rollout__plan_parse(out, ctx, body)
-                   : mf_fail(ctx, MF_E_INVALID, "rollout %lld: stored plan is not JSON",
-                             (long long)r->id);
+    size_t len = strlen(r->plan);
+    cJSON *body;
+    int err = mf_json__parse(&body, ctx, r->plan, len, len, MF_JSON_DEPTH_DEFAULT, "stored plan");
+
+    if (err == MF_OK)
+        err = mf_rollout__plan_parse(out, ctx, body);
 
     cJSON_Delete(body);
     return err;

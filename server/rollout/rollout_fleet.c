@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Per-version fleet aggregates from the stored device reports (rollout_fleet.h). */
 #include "rollout/rollout_fleet.h"
+#include "mf_json.h"
 
 #include "rollout/rollout_report.h"
 
@@ -37,7 +38,10 @@ static int add_report(void *payload, const struct mf_store_telemetry *t)
     if (c->keep && !c->keep(c->payload, t->device_id))
         return MF_OK;
     agg = slot(c->out, t->version);
-    entry = agg ? cJSON_Parse(t->report) : NULL;
+    entry = NULL;
+    if (agg && mf_json__parse(&entry, c->ctx, t->report, strlen(t->report), strlen(t->report),
+                              MF_JSON_DEPTH_DEFAULT, "stored report") < 0)
+        entry = NULL;
     /* The check-in validated every stored report; one that no longer parses (a newer
      * server's field, a damaged row) is counted rather than failing the whole view. */
     err = entry ? mf_rollout__report_parse_one(&c->row, c->ctx, t->model, entry) : MF_E_INVALID;

@@ -2,10 +2,11 @@
 /*
  * Fuzz target: the device request body parsers (enroll, check-in, report) behind the
  * server's JSON routes. The first byte picks the parser, the rest is the body, parsed
- * with the same cJSON call the router uses.
+ * with the strict reader the router uses.
  */
 #include "handlers/req_parse.h"
 #include "http/http_names.h"
+#include "mf_json.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,10 +23,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (size < 1)
         return 0;
-    root = cJSON_ParseWithLength((const char *)data + 1, size - 1);
-    if (!root)
-        return 0;
     mf_ctx__init(&ctx, NULL, NULL, NULL, "fuzz");
+    if (mf_json__parse_object(&root, &ctx, data + 1, size - 1, size - 1, MF_JSON_DEPTH_DEFAULT,
+                              "request body") < 0)
+        return 0;
     switch (data[0] % 3) {
     case 0:
         if (mf_reqparse__enroll(&enroll, &ctx, root) == 0 && !mf_names__valid_id(enroll.device_id))

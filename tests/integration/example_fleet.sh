@@ -22,7 +22,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/scripts/lib/stack.sh"
 
 if [ ! -r "$DIGITS" ] || ! command -v python3 >/dev/null; then
-    echo "skip - $DIGITS (python3-sklearn) not installed"
+    mf_skip "$DIGITS (python3-sklearn) not installed" || exit 1
     exit 0
 fi
 work=$(mktemp -d /tmp/mf-exfleet.XXXXXX)

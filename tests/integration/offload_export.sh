@@ -107,7 +107,7 @@ for i, r in enumerate(rows):
     assert r["student_output"] == [float(v) for v in S[i]] or np.allclose(r["student_output"], S[i])
 ' "$out" "$work/sent.txt"
 else
-    echo "skip - no python3 with numpy: numpy comparison not run"
+    mf_skip "no python3 with numpy: numpy comparison not run" || true
 fi
 
 # Filters: nothing is audit, nothing is newer than the future; deletion by device.

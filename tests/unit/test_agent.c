@@ -721,7 +721,7 @@ static void test_agent__checkin_parser_rejects_bad_answers(void **state)
         {ASSIGN(GOOD_FIELDS("-1", "/b")), MF_E_INVALID, "assignment.size"},
         {ASSIGN(GOOD_FIELDS("1.5", "/b")), MF_E_INVALID, "assignment.size"},
         {ASSIGN(GOOD_FIELDS("\"5\"", "/b")), MF_E_INVALID, "assignment.size"},
-        {ASSIGN(GOOD_FIELDS("1e300", "/b")), MF_E_INVALID, "assignment.size"},
+        {ASSIGN(GOOD_FIELDS("1e300", "/b")), MF_E_INVALID, "number of magnitude 2^53 or more"},
         {ASSIGN(GOOD_FIELDS("5", "http://evil.example/x")), MF_E_INVALID, "not a server path"},
         {ASSIGN(GOOD_FIELDS("5", "/v1/../../etc/passwd")), MF_E_INVALID, "not a server path"},
         {ASSIGN("\"model\":\"detector\",\"version\":\"v 2\",\"sha256\":\"" SHA
@@ -734,6 +734,14 @@ static void test_agent__checkin_parser_rejects_bad_answers(void **state)
          "\",\"assignments\":[{" GOOD_FIELDS("1", "/b") "},{" GOOD_FIELDS("1", "/b") "}]}",
          MF_E_INVALID, "twice"},
         {"[]", MF_E_INVALID, "not a JSON object"},
+        /* Reviewer cases: trailing bytes and a repeated member were read leniently before. */
+        {"{\"nonce\":\"" NONCE "\",\"assignments\":[]} {}", MF_E_INVALID,
+         "trailing bytes after the JSON value"},
+        {"{\"nonce\":\"" NONCE "\",\"assignments\":[]}\x01", MF_E_INVALID,
+         "raw control character outside a string"},
+        {"{\"nonce\":\"" NONCE
+         "\",\"poll_interval_s\":30,\"poll_interval_s\":1,\"assignments\":[]}",
+         MF_E_INVALID, "duplicate member name 'poll_interval_s'"},
         /* Trust documents: envelopes must be there, as strings, and bounded. */
         {ASSIGN("\"model\":\"detector\",\"version\":\"v2\",\"sha256\":\"" SHA
                 "\",\"size\":1,\"blob\":\"/b\",\"assignment\":\"{}\""),

@@ -90,7 +90,7 @@ static void test_agent_config__errors_cite_file_and_key(void **state)
          "key \"max_unconfirmed_starts\": expected an integer in 1..1000"},
         {"{\"max_recv_bytes_per_s\":-1}", "key \"max_recv_bytes_per_s\""},
         {"{\"stall_timeout_s\":3601}", "key \"stall_timeout_s\": expected an integer in 1..3600"},
-        {"{\"device_id\":\"a\",\"device_id\":\"b\"}", "key \"device_id\" given twice"},
+        {"{\"device_id\":\"a\",\"device_id\":\"b\"}", "duplicate member name 'device_id'"},
         /* No trust on first use: the provisioned root is required. */
         {"{\"server_url\":\"http://h\",\"device_id\":\"d\",\"state_dir\":\"s\",\"models\":[\"m\"]}",
          "missing key \"trust_root_file\""},

@@ -342,7 +342,7 @@ static void test_diff_create__bsdiff40_interop_with_bsdiff43(void **state)
     if (access("/usr/bin/bsdiff", X_OK) != 0 || access("/usr/bin/bspatch", X_OK) != 0) {
         free(old);
         free(nw);
-        skip(); /* Debian package bsdiff not installed */
+        MF_SKIP("Debian package bsdiff not installed");
     }
     assert_non_null(mkdtemp(dir));
     (void)snprintf(po, sizeof(po), "%s/old", dir);

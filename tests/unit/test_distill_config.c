@@ -90,7 +90,7 @@ static void test_distill_config__rejects(void **state)
     static const struct {
         const char *json, *msg;
     } cases[] = {
-        {"not json", "not JSON"},
+        {"not json", "distill config: line 1: not valid JSON at byte 0: unexpected byte (0x6e)"},
         {"{\"models\": {}, \"x\": 1}", "expected {\"models\""},
         {"{\"models\": [1]}", "expected {\"models\""},
         {"{\"models\": {\"m\": {" RELEASE "}}}", "expected an object"},

@@ -203,7 +203,7 @@ static void test_example_data__digits_installed_file(void **state)
 
     (void)state;
     if (access(MF_DIGITS_CSV, R_OK) != 0)
-        skip(); /* python3-sklearn not installed */
+        MF_SKIP("python3-sklearn not installed");
     assert_int_equal(mf_dataset_load_digits(&ds, &ctx, NULL, NULL), MF_OK);
     assert_int_equal(ds->n, 1797);
     assert_int_equal(ds->rows, 8);

@@ -83,14 +83,29 @@ static void test_example_fleet__answers_are_counted(void **state)
     assert_int_equal(s.n, 1);
 }
 
+/* Known vectors, one row per reason: the answers the device gave on its own although it
+ * wanted (or was not allowed) to ask are fallbacks; confident, audit and teacher answers
+ * are not. The table lists every reason so a new one must be classified here. */
 static void test_example_fleet__fallback_reasons(void **state)
 {
-    (void)state;
-    for (int r = 0; r < MF_FLEET_REASONS; r++) {
-        const int expect = r != MF_OFFLOAD_REASON_CONFIDENT && r != MF_OFFLOAD_REASON_TEACHER &&
-                           r != MF_OFFLOAD_REASON_AUDIT;
+    static const struct {
+        int reason;
+        int fallback;
+    } vectors[] = {
+        {MF_OFFLOAD_REASON_CONFIDENT, 0},    {MF_OFFLOAD_REASON_UNCERTAIN, 1},
+        {MF_OFFLOAD_REASON_AUDIT, 0},        {MF_OFFLOAD_REASON_NO_POLICY, 1},
+        {MF_OFFLOAD_REASON_EDGE_ONLY, 1},    {MF_OFFLOAD_REASON_POLICY_STALE, 1},
+        {MF_OFFLOAD_REASON_NO_THRESHOLD, 1}, {MF_OFFLOAD_REASON_RATE_CAP, 1},
+        {MF_OFFLOAD_REASON_BYTE_BUDGET, 1},  {MF_OFFLOAD_REASON_METERED, 1},
+        {MF_OFFLOAD_REASON_OFFLINE, 1},      {MF_OFFLOAD_REASON_TIMEOUT, 1},
+        {MF_OFFLOAD_REASON_SERVER_ERROR, 1}, {MF_OFFLOAD_REASON_TEACHER, 0},
+    };
 
-        assert_int_equal(mf_fleet_reason_is_fallback(r), expect);
+    (void)state;
+    assert_int_equal(sizeof(vectors) / sizeof(vectors[0]), MF_FLEET_REASONS);
+    for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++) {
+        assert_int_equal(vectors[i].reason, (int)i); /* rows in enum order, none missing */
+        assert_int_equal(mf_fleet_reason_is_fallback(vectors[i].reason), vectors[i].fallback);
     }
 }
 

@@ -359,7 +359,7 @@ static void test_example_model__python_reads_student(void **state)
             py = pythons[i];
     }
     if (!py)
-        skip(); /* python3 or numpy absent: the C side needs neither */
+        MF_SKIP("python3 with numpy not installed"); /* the C side needs neither */
     assert_int_equal(mf_student_model_new(&m, &ctx, NULL, 5, 3, 2), MF_OK);
     for (size_t i = 0; i < 15; i++) {
         m->w1[i] = (int8_t)(i * 17 - 100);

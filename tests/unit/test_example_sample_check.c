@@ -91,7 +91,7 @@ static void test_example_sample_check__every_digit_finds_its_label(void **state)
 
     (void)state;
     if (access(MF_DIGITS_CSV, R_OK) != 0)
-        skip(); /* python3-sklearn is not installed */
+        MF_SKIP("python3-sklearn not installed");
     assert_int_equal(mf_dataset_load_digits(&ds, &ctx, NULL, NULL), MF_OK);
     assert_int_equal(mf_label_index_new(&ix, &ctx, ds), MF_OK);
     for (size_t i = 0; i < ds->n; i++) {

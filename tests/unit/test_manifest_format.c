@@ -98,8 +98,13 @@ static const struct env_case env_cases[] = {
     {"{\"payloadType\":\"t\",\"payload\":\"aGk=\",\"signatures\":[]} x", 0, MF_E_INVALID},
     {"[1]", 0, MF_E_INVALID},
     {"", 0, MF_E_INVALID},
+    {"{\"payloadType\":\"t\",\"payload\":\"aGk=\",\"signatures\":[],\"x\":[[[[1]]]]}", 0,
+     MF_OK}, /* depth 5, MF_MANIFEST_MAX_DEPTH: what a batch signature's path needs */
     {"{\"payloadType\":\"t\",\"payload\":\"aGk=\",\"signatures\":[],\"x\":[[[[[1]]]]]}", 0,
      MF_E_LIMIT}, /* depth 6: one more than a batch signature's path needs */
+    {"{\"payloadType\":\"t\",\"payload\":\"aGk=\",\"signatures\":[]}\n\t ", 0, MF_OK},
+    {"{\"payloadType\":\"t\\u0000x\",\"payload\":\"aGk=\",\"signatures\":[]}", 0,
+     MF_E_INVALID}, /* read as "t" before */
     {"{\"payloadType\":\"t\",\"payload\":\"aGk=\",\"payload\":\"aGk=\",\"signatures\":[]}", 0,
      MF_E_INVALID},
     {"{\"payload\":\"aGk=\",\"signatures\":[]}", 0, MF_E_INVALID},
@@ -238,6 +243,10 @@ static const struct doc_case root_cases[] = {
 
 static const struct doc_case release_cases[] = {
     {NULL, NULL, MF_OK},
+    /* Reviewer cases: each was read as the text before the NUL, or as 2^53. */
+    {"\"name\":\"detector\"", "\"name\":\"detector\\u0000-not-this-model\"", MF_E_INVALID},
+    {"\"sequence\":7", "\"sequence\":9007199254740993", MF_E_INVALID},
+    {"\"sequence\":7", "\"sequence\":7\x01", MF_E_INVALID},
     {"\"size\":8292", "\"size\":20000", MF_E_INVALID}, /* 5 chunks needed, 3 given */
     {"\"size\":8292", "\"size\":0", MF_E_INVALID},
     {"\"chunk_size\":4096", "\"chunk_size\":0", MF_E_INVALID},

@@ -97,7 +97,7 @@ static void test_manifest_interop__openssl_cli_signs_device_verifies(void **stat
 
     (void)state;
     if (!have_openssl())
-        skip();
+        MF_SKIP("the openssl command is not installed");
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
     assert_int_equal(sh("openssl ecparam -name prime256v1 -genkey -noout -out k.pem"), 0);
     pem = (char *)fx_read_file(&pem_len, tmp_path("k.pem"));
@@ -182,7 +182,7 @@ static void test_manifest_interop__library_signs_openssl_cli_verifies(void **sta
 
     (void)state;
     if (!have_openssl())
-        skip();
+        MF_SKIP("the openssl command is not installed");
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
     assert_int_equal(mf_manifest_signer_new(&s, NULL), MF_OK);
     assert_int_equal(mf_manifest_signer_add_key(NULL, s, fx.priv[K_REL0], fx.priv_len[K_REL0]),

@@ -153,9 +153,9 @@ static void test_offload__policy_rejects_bad_fields(void **state)
         const char *json;
         const char *needle; /* the message must name the problem */
     } bad[] = {
-        {"", "not a JSON object"},
-        {"[1]", "not a JSON object"},
-        {"{\"enabled\":true,\"threshold\":0.5", "not a JSON object"},
+        {"", "offload policy: line 1: not valid JSON at byte 0: empty input"},
+        {"[1]", "offload policy: top level is not a JSON object"},
+        {"{\"enabled\":true,\"threshold\":0.5", "at byte 31: unexpected end of input"},
         {"{\"threshold\":0.5}", "\"enabled\""},
         {"{\"enabled\":\"yes\",\"threshold\":0.5}", "\"enabled\""},
         {"{\"enabled\":true,\"threshold\":1.5}", "\"threshold\""},

@@ -458,7 +458,7 @@ static void test_offload_net__malformed_answers_fall_back(void **state)
         enum ask_mode mode;
         const char *needle;
     } cases[] = {
-        {ASK_NOT_JSON, "not a JSON object"},
+        {ASK_NOT_JSON, "offload answer: line 1: not valid JSON at byte 0: unexpected byte (0x74)"},
         {ASK_WRONG_ID, "does not echo"},
         {ASK_SHORT_OUTPUT, "\"output\""},
         {ASK_503, "HTTP 503: teacher circuit open"},

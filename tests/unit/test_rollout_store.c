@@ -35,7 +35,7 @@ static int rs_setup(void **state)
     (void)snprintf(f->dir, sizeof(f->dir), "/tmp/mf-rstore-XXXXXX");
     assert_non_null(mkdtemp(f->dir));
     if (use_pg && !mf_pgtest__enabled())
-        skip();
+        MF_SKIP("no PostgreSQL fixture (MF_TEST_PG_URL_FILE)");
     if (use_pg)
         mf_pgtest__create_db(f->url, "rollout");
     else

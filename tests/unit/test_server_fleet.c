@@ -805,7 +805,7 @@ static void test_server_fleet__tls_with_curl_cacert(void **state)
 
     (void)state;
     if (system("command -v openssl >/dev/null && command -v curl >/dev/null") != 0)
-        skip();
+        MF_SKIP("openssl or curl command not installed");
     (void)snprintf(cert, sizeof(cert), "%s/cert.pem", fx.dir);
     (void)snprintf(key, sizeof(key), "%s/key.pem", fx.dir);
     (void)snprintf(cmd, sizeof(cmd),

@@ -65,7 +65,7 @@ static int setup(void **state)
     assert_non_null(mkdtemp(f->dir));
     mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
     if (backend_under_test->fresh_url(f->url, sizeof(f->url), f->dir) < 0)
-        skip();
+        MF_SKIP("no PostgreSQL fixture (MF_TEST_PG_URL_FILE)");
     assert_int_equal(mf_store__open(&f->s, &f->ctx, f->url, 1), MF_OK);
     assert_int_equal(f->s->ops->migrate(&applied, f->s, &f->ctx), MF_OK);
     *state = f;
@@ -344,8 +344,7 @@ static void test_server_jobs__migrate_from_schema_2(void **state)
     char db[128], dev[MF_STORE_NAME_SIZE];
     int applied = 0, version = 0, role = 0;
 
-    if (strcmp(backend_under_test->name, "sqlite") != 0)
-        skip();
+    assert_string_equal(backend_under_test->name, "sqlite"); /* see main() */
     (void)snprintf(db, sizeof(db), "%s/old.db", f->dir);
     assert_int_equal(mf_store__open(&s, &f->ctx, db, 1), MF_OK);
     assert_int_equal(mf_store__sqlite_migrate_to(&applied, s, &f->ctx, 2), MF_OK);
@@ -405,14 +404,17 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_server_jobs__roles_and_revocation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_jobs__deltas_and_fleet_versions, setup,
                                         teardown),
+    };
+    const struct CMUnitTest sqlite_only[] = {
         cmocka_unit_test_setup_teardown(test_server_jobs__migrate_from_schema_2, setup, teardown),
     };
     int failed = 0;
 
     for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
         backend_under_test = &backends[i];
-        failed += _cmocka_run_group_tests(backends[i].name, tests, sizeof(tests) / sizeof(tests[0]),
-                                          NULL, NULL);
+        failed += mf_test__run_group(backends[i].name, tests, MF_TEST_COUNT(tests), sqlite_only,
+                                     MF_TEST_COUNT(sqlite_only),
+                                     strcmp(backends[i].name, "sqlite") == 0, NULL, NULL);
     }
     return failed;
 }

@@ -8,6 +8,7 @@
  * names the key.
  */
 #include "distill/job/distill_job.h"
+#include "mf_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,13 +271,15 @@ static int parse_model(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const
 int mf_distill__config_parse(struct mf_distill_config *out, struct mf_ctx *ctx, const char *json,
                              size_t len)
 {
-    cJSON *doc = cJSON_ParseWithLength(json, len);
-    const cJSON *models = cJSON_GetObjectItemCaseSensitive(doc, "models"), *it;
-    int err = MF_OK;
+    const cJSON *models, *it;
+    cJSON *doc;
+    int err;
 
     memset(out, 0, sizeof(*out));
-    if (!doc)
-        return mf_fail(ctx, MF_E_INVALID, "distill config: not JSON");
+    err = mf_json__parse(&doc, ctx, json, len, len, MF_JSON_DEPTH_DEFAULT, "distill config");
+    if (err < 0)
+        return err;
+    models = cJSON_GetObjectItemCaseSensitive(doc, "models");
     if (!cJSON_IsObject(models) || cJSON_GetArraySize(doc) != 1)
         err = mf_fail(ctx, MF_E_INVALID, "distill config: expected {\"models\": {...}} only");
     cJSON_ArrayForEach(it, models)

@@ -8,6 +8,7 @@
  * was unsure of, one of another shape, and a repeat of an input already taken.
  */
 #include "distill/job/distill_job.h"
+#include "mf_json.h"
 
 #include "blob/blob_store.h"
 #include "mf_dynbuf.h"
@@ -99,9 +100,15 @@ struct collect {
 /* "[p0,p1,...]" with exactly MF_DATASET_CLASSES probabilities. */
 static int parse_probs(float *out, const char *text)
 {
-    cJSON *a = cJSON_Parse(text), *it;
+    struct mf_ctx scratch; /* the caller counts a bad vector, it does not report it */
+    size_t len = strlen(text);
+    cJSON *a, *it;
     unsigned n = 0;
     int ok;
+
+    mf_ctx__init(&scratch, NULL, NULL, NULL, "distill");
+    if (mf_json__parse(&a, &scratch, text, len, len, 1, "teacher output") < 0)
+        return 0;
 
     cJSON_ArrayForEach(it, a)
     {

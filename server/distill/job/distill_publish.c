@@ -10,6 +10,7 @@
  * calibration histogram lets the offload policy fit the new version's threshold at once.
  */
 #include "distill/job/distill_job.h"
+#include "mf_json.h"
 
 #include "blob/blob_store.h"
 #include "deltas/delta_worker.h"
@@ -131,9 +132,13 @@ static int release_and_canary(struct mf_distill_published *out, struct mf_ctx *c
                               size_t env_len)
 {
     const int canary = parent[0] && c->rollout_plan;
-    cJSON *plan = canary ? cJSON_Parse(c->rollout_plan) : NULL;
+    size_t plan_len = canary ? strlen(c->rollout_plan) : 0;
+    cJSON *plan = NULL;
     struct mf_store_rollout r;
-    int err = canary && !plan ? mf_fail(ctx, MF_E_NOMEM, "out of memory for the plan") : MF_OK;
+    /* The plan was checked when the config was read; only memory can fail here. */
+    int err = canary ? mf_json__parse(&plan, ctx, c->rollout_plan, plan_len, plan_len,
+                                      MF_JSON_DEPTH_DEFAULT, "rollout plan")
+                     : MF_OK;
 
     if (err == MF_OK && canary)
         err = mf_rollout__fleet_rollback(s, ctx, c->model, parent, (int64_t)time(NULL));
