@@ -41,7 +41,7 @@ static void usage(FILE *f)
                   "                       [--delta-worker 0|1] [--delta-k K]\n"
                   "                       [--offload-config FILE] [--distill-config FILE]\n"
                   "                       [--sign-batch N] [--checkin-stage 0|1]\n"
-                  "                       [--credential-cache N]\n");
+                  "                       [--credential-cache N] [--blob-grace SECONDS]\n");
 }
 
 static int parse_level(const char *s)
@@ -143,6 +143,8 @@ static int parse_args(struct cli *c, int argc, char **argv)
         } else if (strcmp(k, "--credential-cache") == 0 &&
                    parse_u64(&v, val, MF_CREDCACHE_SLOTS_MAX) == 0 && v) {
             c->opts.credential_cache = (size_t)v;
+        } else if (strcmp(k, "--blob-grace") == 0 && parse_u64(&v, val, 365u * 86400u) == 0 && v) {
+            c->opts.blob_grace_s = (int64_t)v;
         } else if (strcmp(k, "--sign-batch") == 0 &&
                    parse_u64(&v, val, MF_DIRECTOR_BATCH_MAX) == 0 && v) {
             c->opts.sign_batch = (unsigned)v;

@@ -3,6 +3,7 @@
 #include "app/server.h"
 
 #include "app/director.h"
+#include "blob/blob_gc.h"
 #include "blob/blob_store.h"
 #include "deltas/delta_worker.h"
 #include "distill/job/distill_job.h"
@@ -32,6 +33,9 @@
 /* Descriptors kept out of the connection budget: store, WAL, blobs being served or uploaded,
  * the delta worker's files, logs. */
 #define FD_RESERVE 128u
+/* Released blobs a node keeps answered (http_credcache.h): far more than the releases and
+ * deltas any fleet downloads at once. */
+#define RELEASED_CACHE_SLOTS 4096u
 
 struct mf_server {
     mf_allocator alloc;
@@ -149,6 +153,19 @@ static int bound_port(uint16_t *out, struct mf_ctx *ctx, struct MHD_Daemon *d)
     return MF_OK;
 }
 
+/* At start, when this node has no upload in flight (other nodes may: the grace period
+ * covers them). A failure is logged, not fatal: orphans only take room. */
+static void sweep_orphans(struct mf_server *s, struct mf_ctx *ctx)
+{
+    struct mf_blobgc_report rep;
+
+    if (mf_blobgc__sweep(&rep, ctx, s->env.store, s->env.blob_root, mf_blob__clock_ms(),
+                         s->env.blob_grace_s, 0, NULL, NULL) < 0)
+        MF_LOG_WARN(ctx, "blob sweep: %s", mf_ctx__errmsg(ctx));
+    else if (rep.removed)
+        MF_LOG_INFO(ctx, "blob sweep: removed %lld orphan blob(s)", (long long)rep.removed);
+}
+
 static int open_store(struct mf_server *s, struct mf_ctx *ctx, const struct mf_server_options *o)
 {
     char url[4200];
@@ -160,6 +177,7 @@ static int open_store(struct mf_server *s, struct mf_ctx *ctx, const struct mf_s
         n = snprintf(url, sizeof(url), "sqlite:%s/store.db", o->data_dir);
     if (n < 0 || (size_t)n >= sizeof(url))
         return mf_fail(ctx, MF_E_LIMIT, "store location too long");
+    s->env.blob_grace_s = o->blob_grace_s > 0 ? o->blob_grace_s : MF_BLOBGC_GRACE_S;
     n = snprintf(s->env.blob_root, sizeof(s->env.blob_root), "%s/blobs", o->data_dir);
     if (n < 0 || (size_t)n >= sizeof(s->env.blob_root))
         return mf_fail(ctx, MF_E_LIMIT, "data directory path too long");
@@ -182,11 +200,15 @@ static int open_store(struct mf_server *s, struct mf_ctx *ctx, const struct mf_s
     if (err == MF_OK)
         err = mf_httpd__credcache_new(&s->env.creds, ctx, o->credential_cache);
     if (err == MF_OK)
+        err = mf_httpd__credcache_new(&s->env.released, ctx, RELEASED_CACHE_SLOTS);
+    if (err == MF_OK)
         err = mf_blob__ensure_dirs(ctx, s->env.blob_root);
     if (err == MF_OK)
         err = mf_blob__sweep_tmp(&removed, ctx, s->env.blob_root);
     if (err == MF_OK && (applied || removed))
         MF_LOG_INFO(ctx, "applied %d migration(s), removed %d stale upload(s)", applied, removed);
+    if (err == MF_OK)
+        sweep_orphans(s, ctx);
     return err;
 }
 
@@ -510,6 +532,7 @@ void mf_server__stop(struct mf_server *s)
     mf_ccache__free(s->env.ccache);
     mf_checkin_batch__free(s->env.checkins);
     mf_httpd__credcache_free(s->env.creds);
+    mf_httpd__credcache_free(s->env.released);
     mf_secure_zero(s->tls_key.data, s->tls_key.len);
     mf_dynbuf__free(&s->tls_key);
     mf_dynbuf__free(&s->tls_cert);

@@ -65,6 +65,9 @@ struct mf_server_options {
     unsigned body_min_rate;      /* bytes/s a request body must average over each window */
     unsigned body_rate_window_s; /* that window, >= 1 when there is a rate */
     unsigned conn_per_addr;      /* connections served per client address */
+    /* Appended: seconds after its commit an unreferenced blob counts as an orphan, for the
+     * sweep at start and on demand (blob/blob_gc.h); 0: MF_BLOBGC_GRACE_S. */
+    int64_t blob_grace_s;
 };
 
 /* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 30 s, 4096 connections, threads one

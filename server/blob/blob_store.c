@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BLOB_TMP_PREFIX "upload-"
@@ -296,7 +297,6 @@ int mf_blob__upload_finish(char sha_hex_out[MF_SHA256_HEX_LEN + 1], uint64_t *si
 int mf_blob__upload_commit(struct mf_blob_upload *u, struct mf_ctx *ctx)
 {
     char dir[MF_BLOB_PATH_MAX], file[MF_BLOB_PATH_MAX], tmpdir[MF_BLOB_PATH_MAX];
-    struct stat st;
     int err;
 
     if (u->sha_hex[0] == '\0')
@@ -306,11 +306,14 @@ int mf_blob__upload_commit(struct mf_blob_upload *u, struct mf_ctx *ctx)
         err = make_dir(ctx, dir);
     if (err < 0)
         return err;
-    if (stat(file, &st) == 0) {
-        /* Same name, same bytes: keep the existing file, drop ours (freed below). */
-        u->committed = 0;
-        return MF_OK;
-    }
+    /* The blob's modification time is when its bytes were last committed under its name,
+     * even when a file of that name is there already (same name, same bytes: ours replaces
+     * it atomically, and readers keep the inode they opened). A removal (mf_blob__remove_orphan)
+     * and the sweep keep a blob committed after their cutoff, so a row about to name these
+     * bytes never finds them gone. */
+    if (futimens(u->fd, NULL) != 0)
+        return mf_fail(ctx, MF_E_IO, "cannot set the time of '%s': %s", u->tmp_path,
+                       strerror(errno));
     if (rename(u->tmp_path, file) != 0)
         return mf_fail(ctx, MF_E_IO, "cannot rename '%s' to '%s': %s", u->tmp_path, file,
                        strerror(errno));
@@ -342,12 +345,126 @@ void mf_blob__upload_free(struct mf_blob_upload *u)
     mf_free(&alloc, u);
 }
 
-int mf_blob__remove(struct mf_ctx *ctx, const char *root, const char *sha_hex)
+static int64_t mtime_ms(const struct stat *st)
 {
-    char dir[MF_BLOB_PATH_MAX], file[MF_BLOB_PATH_MAX];
-    int err = blob_paths(ctx, dir, file, root, sha_hex);
+    return (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
+}
 
-    if (err == MF_OK && unlink(file) != 0 && errno != ENOENT)
-        err = mf_fail(ctx, MF_E_IO, "cannot remove blob '%s': %s", file, strerror(errno));
+int64_t mf_blob__clock_ms(void)
+{
+    struct timespec ts;
+
+    (void)clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Puts a blob moved aside back under its name (a blob committed there meanwhile has the
+ * same bytes: replacing it is harmless). */
+static int restore(struct mf_ctx *ctx, const char *aside, const char *file)
+{
+    if (rename(aside, file) != 0)
+        return mf_fail(ctx, MF_E_IO, "cannot restore blob '%s': %s", file, strerror(errno));
+    return MF_OK;
+}
+
+int mf_blob__remove_orphan(int *removed_out, struct mf_ctx *ctx, const char *root,
+                           const char *sha_hex, int64_t cutoff_ms, mf_blob_ref_fn ref_fn,
+                           void *payload)
+{
+    char dir[MF_BLOB_PATH_MAX], file[MF_BLOB_PATH_MAX], aside[MF_BLOB_PATH_MAX];
+    struct stat st;
+    int referenced = 0, err;
+
+    *removed_out = 0;
+    err = blob_paths(ctx, dir, file, root, sha_hex);
+    if (err == MF_OK)
+        err = join(ctx, dir, sizeof(dir), root, "tmp");
+    if (err == MF_OK)
+        err = join(ctx, aside, sizeof(aside), dir, BLOB_TMP_PREFIX);
+    if (err == MF_OK && strlen(aside) + MF_SHA256_HEX_LEN >= sizeof(aside))
+        err = mf_fail(ctx, MF_E_LIMIT, "path too long: '%s%s'", aside, sha_hex);
+    if (err < 0)
+        return err;
+    /* tmp/upload-<sha256>: never a name mkstemp makes (6 characters after the prefix). */
+    memcpy(aside + strlen(aside), sha_hex, MF_SHA256_HEX_LEN + 1);
+    /* Moved aside first: an upload of the same bytes that commits from here on makes a new
+     * file under the name, which the checks below cannot miss. The temp prefix lets the
+     * start-up sweep of tmp/ finish a removal a crash interrupted. */
+    if (rename(file, aside) != 0) {
+        if (errno == ENOENT)
+            return MF_OK; /* removed already (another node, an earlier try) */
+        return mf_fail(ctx, MF_E_IO, "cannot move blob '%s' aside: %s", file, strerror(errno));
+    }
+    if (stat(aside, &st) != 0) /* the other remover of a race took it: it decides */
+        return MF_OK;
+    /* Committed after the cutoff: a row may be about to name it. Or named since the caller
+     * decided (a row committed after its transaction). Either way it stays. */
+    if (mtime_ms(&st) >= cutoff_ms)
+        return restore(ctx, aside, file);
+    err = ref_fn(payload, &referenced, sha_hex);
+    if (err < 0 || referenced) {
+        int rerr = restore(ctx, aside, file);
+
+        return err < 0 ? err : rerr;
+    }
+    if (unlink(aside) != 0 && errno != ENOENT)
+        return mf_fail(ctx, MF_E_IO, "cannot remove blob '%s': %s", aside, strerror(errno));
+    *removed_out = 1;
+    return MF_OK;
+}
+
+static int is_hex_name(const char *s, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len && s[i]; i++) {
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    }
+    return i == len && s[i] == '\0';
+}
+
+/* Visits the blobs of one <root>/<2 hex> directory. */
+static int walk_dir(struct mf_ctx *ctx, const char *dir, const char *prefix, mf_blob_visit_fn fn,
+                    void *payload)
+{
+    char path[MF_BLOB_PATH_MAX];
+    struct dirent *e;
+    struct stat st;
+    int err = MF_OK;
+    DIR *d = opendir(dir);
+
+    if (!d)
+        return mf_fail(ctx, MF_E_IO, "cannot read '%s': %s", dir, strerror(errno));
+    for (e = readdir(d); err == MF_OK && e; e = readdir(d)) {
+        /* Only names a commit makes: anything else in the tree is not ours to judge. */
+        if (!is_hex_name(e->d_name, MF_SHA256_HEX_LEN) || strncmp(e->d_name, prefix, 2) != 0)
+            continue;
+        if (join(ctx, path, sizeof(path), dir, e->d_name) < 0 || lstat(path, &st) != 0 ||
+            !S_ISREG(st.st_mode))
+            continue;
+        err = fn(payload, e->d_name, mtime_ms(&st));
+    }
+    (void)closedir(d);
+    return err;
+}
+
+int mf_blob__walk(struct mf_ctx *ctx, const char *root, mf_blob_visit_fn fn, void *payload)
+{
+    char dir[MF_BLOB_PATH_MAX];
+    struct dirent *e;
+    int err = MF_OK;
+    DIR *d = opendir(root);
+
+    if (!d)
+        return mf_fail(ctx, MF_E_IO, "cannot read '%s': %s", root, strerror(errno));
+    for (e = readdir(d); err == MF_OK && e; e = readdir(d)) {
+        if (!is_hex_name(e->d_name, 2))
+            continue;
+        err = join(ctx, dir, sizeof(dir), root, e->d_name);
+        if (err == MF_OK)
+            err = walk_dir(ctx, dir, e->d_name, fn, payload);
+    }
+    (void)closedir(d);
     return err;
 }

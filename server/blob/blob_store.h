@@ -57,7 +57,29 @@ int mf_blob__upload_commit(struct mf_blob_upload *u, struct mf_ctx *ctx);
 /* Releases the upload; an uncommitted temp file is removed. NULL is a no-op. */
 void mf_blob__upload_free(struct mf_blob_upload *u);
 
-/* Removes the blob `sha_hex` (a deleted hard-sample input); a missing blob is fine. */
-int mf_blob__remove(struct mf_ctx *ctx, const char *root, const char *sha_hex);
+/* Whether a row refers to blob `sha_hex` (*referenced_out 1) or none does (0). */
+typedef int (*mf_blob_ref_fn)(void *payload, int *referenced_out, const char *sha_hex);
+/* A committed blob and its modification time (Unix milliseconds: when its bytes were last
+ * committed under its name, see mf_blob__upload_commit). */
+typedef int (*mf_blob_visit_fn)(void *payload, const char *sha_hex, int64_t mtime_ms);
+
+/* Now in Unix milliseconds on the clock the kernel stamps file times with (it advances by
+ * whole ticks): a file committed after this call never has an earlier modification time. */
+int64_t mf_blob__clock_ms(void);
+
+/*
+ * Removes blob `sha_hex`, which the caller found unreferenced, unless it was committed at or
+ * after `cutoff_ms` (mf_blob__clock_ms) or `ref_fn` now finds a row naming it: the file is moved
+ * into tmp/ first, so an upload of the same bytes racing the removal commits a new file the
+ * checks see, then removed or put back. *removed_out 1 when it went; a missing blob is fine.
+ * MF_E_IO, or ref_fn's error (the blob is then put back).
+ */
+int mf_blob__remove_orphan(int *removed_out, struct mf_ctx *ctx, const char *root,
+                           const char *sha_hex, int64_t cutoff_ms, mf_blob_ref_fn ref_fn,
+                           void *payload);
+
+/* Visits every committed blob (<root>/<2 hex>/<sha256>; nothing in tmp/), directory by
+ * directory; a negative return of fn stops the walk and is returned. MF_E_IO. */
+int mf_blob__walk(struct mf_ctx *ctx, const char *root, mf_blob_visit_fn fn, void *payload);
 
 #endif /* MF_SERVER_BLOB_STORE_H */

@@ -2,10 +2,19 @@
 /*
  * GET|HEAD /v1/blobs/<sha256>: immutable, content-addressed downloads with single-range
  * resume, served from the file with sendfile (MHD fd responses), never read into memory.
+ *
+ * A device may fetch only a blob a release names (docs/security.md): a released version's
+ * model blob or a delta towards it. Anything else, a staged upload included, answers as a
+ * missing blob would, so a device learns nothing of what exists. Admin tokens fetch any
+ * blob. The store's answer for a released blob is kept in the node's cache (env->released,
+ * a credential cache keyed by digest) for MF_CREDCACHE_RECENT_S seconds: the range requests
+ * of a download cost no store round trip, and a blob that stops being released stops being
+ * served to devices at most that long after.
  */
 #include "handlers/handlers.h"
 
 #include "blob/blob_store.h"
+#include "http/http_credcache.h"
 #include "http/http_names.h"
 #include "http/http_range.h"
 
@@ -35,6 +44,26 @@ static int reply_file(struct mf_httpd_req *r, unsigned status, int fd, uint64_t 
     return MF_OK;
 }
 
+/* *ok_out 1 when the requester may fetch blob `name` (a valid digest). */
+static int may_fetch(int *ok_out, struct mf_httpd_req *r, const char *name)
+{
+    struct mf_store *s = r->env->store;
+    uint8_t key[MF_SHA256_LEN];
+    char hit[MF_STORE_NAME_SIZE];
+    int err;
+
+    *ok_out = 1;
+    if (r->is_admin)
+        return MF_OK;
+    (void)mf_hex__decode(key, sizeof(key), name, MF_SHA256_HEX_LEN); /* name is valid */
+    if (mf_httpd__credcache_get(hit, r->env->released, key, MF_CREDCACHE_RECENT_S))
+        return MF_OK;
+    err = s->ops->blobs->blob_released(ok_out, s, &r->ctx, name);
+    if (err == MF_OK && *ok_out)
+        mf_httpd__credcache_put(r->env->released, key, "released");
+    return err;
+}
+
 int mf_handlers__blob_get(struct mf_httpd_req *r)
 {
     const char *name = r->params[0];
@@ -42,12 +71,14 @@ int mf_handlers__blob_get(struct mf_httpd_req *r)
     struct mf_range range = {0, 0};
     const char *if_range;
     uint64_t size = 0;
-    int fd = -1, kind, err;
+    int fd = -1, ok = 0, kind, err;
 
     if (!mf_names__valid_sha256(name))
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
                                      "blob name must be 64 lower-case hex digits");
-    err = mf_blob__open(&fd, &size, &r->ctx, r->env->blob_root, name);
+    err = may_fetch(&ok, r, name);
+    if (err == MF_OK)
+        err = ok ? mf_blob__open(&fd, &size, &r->ctx, r->env->blob_root, name) : MF_E_NOTFOUND;
     if (err == MF_E_NOTFOUND)
         return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "no blob %s", name);
     if (err < 0)

@@ -36,6 +36,8 @@ int mf_handlers__pin_put(struct mf_httpd_req *r);
 int mf_handlers__pin_delete(struct mf_httpd_req *r);
 int mf_handlers__rollback_put(struct mf_httpd_req *r);
 int mf_handlers__rollback_delete(struct mf_httpd_req *r);
+/* admin_blobs.c: the orphan sweep (blob/blob_gc.h) */
+int mf_handlers__blobs_sweep(struct mf_httpd_req *r);
 /* admin_tokens.c */
 int mf_handlers__tokens_list(struct mf_httpd_req *r);
 int mf_handlers__token_create(struct mf_httpd_req *r);

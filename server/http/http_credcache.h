@@ -9,6 +9,9 @@
  * which reach no store, take an entry only while it is recent (MF_CREDCACHE_RECENT_S): a
  * revoked credential keeps downloading that long, and the range requests of a download cost
  * no store round trip each. Only hashes are kept, like the store keeps them.
+ *
+ * A node keeps a second cache of this kind keyed by blob digest (handlers/blobs.c): the blobs
+ * a release named when the store was last asked, for MF_CREDCACHE_RECENT_S seconds.
  */
 #ifndef MF_SERVER_HTTP_CREDCACHE_H
 #define MF_SERVER_HTTP_CREDCACHE_H

@@ -48,6 +48,8 @@ struct mf_httpd_env {
     struct mf_ccache *ccache;          /* check-ins' reads of rare changes (checkin_cache.h) */
     struct mf_checkin_batch *checkins; /* check-ins' store work, grouped (checkin_batch.h) */
     struct mf_credcache *creds;        /* device credentials seen (http_credcache.h); may be NULL */
+    struct mf_credcache *released;     /* blob digests a release named, recently (blobs.c) */
+    int64_t blob_grace_s;              /* an unreferenced blob is an orphan after it (blob_gc.h) */
     struct mf_distill_jobs *distill;   /* the loop's runs; NULL: no distill config */
     struct mf_httpd_conns *conns;      /* open connections vs the limit; NULL: no limit */
     struct mf_checkin_stage *stage;    /* check-ins run off the MHD workers; NULL: inline */

@@ -73,6 +73,7 @@ const struct mf_httpd_route mf_httpd__routes[] = {
     ROUTE("DELETE", "/v1/admin/devices/{}/credential", ADMIN, NONE, mf_handlers__device_revoke,
           OPS),
     ROUTE("GET", "/v1/admin/groups", ADMIN, NONE, mf_handlers__groups_list, OPS),
+    ROUTE("POST", "/v1/admin/blobs/sweep", ADMIN, NONE, mf_handlers__blobs_sweep, OPS),
     ROUTE("GET", "/v1/admin/pins", ADMIN, NONE, mf_handlers__pins_list, OPS),
     ROUTE("PUT", "/v1/admin/pins/{}/{}/{}", ADMIN, JSON, mf_handlers__pin_put, OPS),
     ROUTE("DELETE", "/v1/admin/pins/{}/{}/{}", ADMIN, NONE, mf_handlers__pin_delete, OPS),

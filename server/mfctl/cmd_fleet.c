@@ -265,3 +265,46 @@ int mfctl__cmd_tokens(struct mfctl *c, int argc, char **argv)
     }
     return mfctl__usage(c, "expected list, create ROLE NAME or revoke ID");
 }
+
+static int print_sweep(struct mfctl *c, const char *json, size_t len)
+{
+    cJSON *doc = mfctl__parse(c, json, len, NULL);
+    int dry_run = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "dry_run"));
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, dry_run ? "would_remove" : "removed");
+    const cJSON *o;
+
+    if (!doc)
+        return 1;
+    cJSON_ArrayForEach(o, list)
+    {
+        (void)fprintf(c->out, "%s %s\n", dry_run ? "would remove" : "removed",
+                      mfctl__str(o, "sha256"));
+    }
+    (void)fprintf(
+        c->out, "%s%.0f orphan blob(s); kept %.0f referenced and %.0f younger than %.0f s\n",
+        dry_run ? "dry run: " : "", mfctl__num(doc, "orphans"), mfctl__num(doc, "referenced"),
+        mfctl__num(doc, "young"), mfctl__num(doc, "grace_s"));
+    cJSON_Delete(doc);
+    return 0;
+}
+
+int mfctl__cmd_blobs(struct mfctl *c, int argc, char **argv)
+{
+    int json, nargs, dry_run = 0, n = 0, rc;
+
+    /* --dry-run is this command's own flag: taken out before the common ones. */
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && strcmp(argv[i], "--dry-run") == 0)
+            dry_run = 1;
+        else
+            argv[n++] = argv[i];
+    }
+    rc = mfctl__common_flags(c, n, argv, &json, &nargs);
+    if (rc >= 0)
+        return rc;
+    if (nargs != 1 || strcmp(argv[1], "sweep") != 0)
+        return mfctl__usage(c, "expected sweep");
+    return mfctl__call(c, "POST",
+                       dry_run ? "/v1/admin/blobs/sweep?dry_run=1" : "/v1/admin/blobs/sweep", NULL,
+                       json, print_sweep);
+}

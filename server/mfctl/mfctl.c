@@ -90,6 +90,12 @@ static const struct mfctl_command commands[] = {
      "Roles: ops (devices, groups, pins, rollbacks), data (publish, release), admin\n"
      "(trust, tokens, and all of the others). The token is printed once, at creation.\n",
      mfctl__cmd_tokens},
+    {"blobs", "remove orphan blobs (files no row refers to), or list them",
+     "usage: mfctl [global options] blobs sweep [--dry-run] [--json]\n"
+     "Removes every blob no model version, delta or sample refers to that was committed\n"
+     "longer ago than the server's grace period (serve --blob-grace, default 1 h), as the\n"
+     "server does at start. --dry-run only lists them.\n",
+     mfctl__cmd_blobs},
     {"keys", "create keys, sign root/keys/release documents (offline)", MFCTL_KEYS_USAGE,
      mfctl__cmd_keys},
     {"diff", "create a model delta (offline)", MFCTL_DIFF_USAGE, mfctl__cmd_diff},

@@ -96,6 +96,7 @@ int mfctl__cmd_groups(struct mfctl *c, int argc, char **argv);
 int mfctl__cmd_pins(struct mfctl *c, int argc, char **argv);
 int mfctl__cmd_rollback(struct mfctl *c, int argc, char **argv);
 int mfctl__cmd_tokens(struct mfctl *c, int argc, char **argv);
+int mfctl__cmd_blobs(struct mfctl *c, int argc, char **argv);
 int mfctl__print_pins(struct mfctl *c, const char *json, size_t len);
 int mfctl__print_tokens(struct mfctl *c, const char *json, size_t len);
 int mfctl__print_groups(struct mfctl *c, const char *json, size_t len);

@@ -8,6 +8,7 @@
  */
 #include "offload/offload_srv.h"
 
+#include "blob/blob_gc.h"
 #include "blob/blob_store.h"
 
 #include <stdio.h>
@@ -140,21 +141,27 @@ out:
 
 struct orphans {
     struct mf_ctx *ctx;
+    struct mf_store *store;
     const char *root;
+    int64_t started_ms;
 };
 
+/* After the deletion committed: its inputs that no row of any table names (store.h). */
 static int remove_blob(void *payload, const char *unused, const char *sha)
 {
     struct orphans *o = payload;
+    int removed = 0;
 
     (void)unused;
-    return mf_blob__remove(o->ctx, o->root, sha);
+    return mf_blobgc__remove(&removed, o->ctx, o->store, o->root, sha, o->started_ms);
 }
 
 int mf_offsrv__delete(int64_t *deleted_out, struct mf_store *s, struct mf_ctx *ctx,
                       const char *blob_root, const char *device_id, int64_t before)
 {
-    struct orphans o = {ctx, blob_root};
+    /* A blob committed since the deletion began is an upload of the same bytes whose row
+     * may be on its way: it stays (for the sweep, if it stays unreferenced). */
+    struct orphans o = {ctx, s, blob_root, mf_blob__clock_ms()};
 
     return s->ops->offload->samples_delete(deleted_out, s, ctx, device_id, before, remove_blob, &o);
 }

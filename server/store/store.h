@@ -5,7 +5,8 @@
  * only ever go through `s->ops`, whose operations are grouped by domain: s->ops->auth (tokens,
  * device credentials, admin tokens), ->registry (versions, releases, trust documents,
  * deltas), ->devices (device listings and reports), ->checkin (the check-in fast path),
- * ->director (groups, channels, pins, directives), ->jobs, ->offload, ->rollout, ->distill.
+ * ->director (groups, channels, pins, directives), ->jobs, ->offload, ->rollout, ->distill,
+ * ->blobs (who refers to a blob).
  * Backends are picked from a static table by URL scheme (store.c): "sqlite:<path>" (or a
  * bare path) and "postgresql://..." / "postgres://...".
  *
@@ -232,8 +233,9 @@ struct mf_store_offload_ops {
                         void *payload);
     /* Deletes the samples of `device_id` ("" any) received before `before` (0: any time);
      * at least one of the two must be given (MF_E_INVALID otherwise). Atomic. After the
-     * commit, `orphan_fn` (may be NULL) gets ("", sha256) for each input no sample refers
-     * to any more, so the caller can remove the blob. */
+     * commit, `orphan_fn` (may be NULL) gets ("", sha256) for each input that no row of any
+     * table refers to any more (blob_ref, decided inside the deleting transaction), so the
+     * caller can remove the blob. */
     int (*samples_delete)(int64_t *deleted_out, struct mf_store *s, struct mf_ctx *ctx,
                           const char *device_id, int64_t before, mf_store_pair_fn orphan_fn,
                           void *payload);
@@ -292,6 +294,19 @@ struct mf_store_distill_ops {
                              int64_t limit, mf_store_distill_run_fn fn, void *payload);
 };
 
+/* Blob lifetime by reference (no schema change; store_blobref.h): a blob file is shared by
+ * content, so only what no row names may go. */
+struct mf_store_blobs_ops {
+    /* Who refers to blob `sha256`: "table.column" of a row naming it into `who_out`, or ""
+     * when no row of any table does (the blob may then be removed). */
+    int (*blob_ref)(char who_out[MF_STORE_BLOB_REF_MAX], struct mf_store *s, struct mf_ctx *ctx,
+                    const char *sha256);
+    /* *released_out 1 when a released version names blob `sha256` (its model blob or a delta
+     * towards it: what devices may download), else 0. */
+    int (*blob_released)(int *released_out, struct mf_store *s, struct mf_ctx *ctx,
+                         const char *sha256);
+};
+
 /*
  * A backend: its lifecycle and schema ops, and a table per domain. Every backend fills every
  * slot (test_store_pg and test_server_store check). The domain tables other than `checkin`
@@ -320,6 +335,7 @@ struct mf_store_ops {
     const struct mf_store_offload_ops *offload;
     const struct mf_store_rollout_ops *rollout;
     const struct mf_store_distill_ops *distill;
+    const struct mf_store_blobs_ops *blobs;
 };
 
 struct mf_store_engine; /* store_engine.h: how the backend-neutral ops reach this backend */

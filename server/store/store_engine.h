@@ -220,5 +220,10 @@ extern const struct mf_store_jobs_ops mf_store__jobs_ops;
 extern const struct mf_store_offload_ops mf_store__offload_ops;
 extern const struct mf_store_rollout_ops mf_store__rollout_ops;
 extern const struct mf_store_distill_ops mf_store__distill_ops;
+extern const struct mf_store_blobs_ops mf_store__blobs_ops;
+
+/* blob_ref inside a transaction (samples_delete decides orphans in its own). */
+int mf_store__blob_ref_read(char who_out[MF_STORE_BLOB_REF_MAX], struct mf_store *s,
+                            struct mf_store_tx *tx, struct mf_ctx *ctx, const char *sha256);
 
 #endif /* MF_SERVER_STORE_ENGINE_H */

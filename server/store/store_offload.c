@@ -172,8 +172,6 @@ static const struct mf_sql sql_batches_delete =
                 "DELETE FROM offload_batches WHERE (?1::text = '' OR device_id = ?1)"
                 " AND (?2::bigint = 0 OR created_at < ?2::bigint)",
                 "deleting batch ids");
-static const struct mf_sql sql_input_used = MF_SQL(
-    "SELECT 1 FROM offload_samples WHERE input_sha256 = ? LIMIT 1", "checking input references");
 /* The row is created first so that FOR UPDATE always has one to lock: two check-ins of the
  * same version on two nodes then add up instead of one overwriting the other (SQLite's
  * BEGIN IMMEDIATE serialises them already). */
@@ -328,7 +326,7 @@ static int take_deleted(void *payload, const struct mf_store_cursor *row)
 }
 
 /* Deletes the selected rows (RETURNING their inputs) and the batch ids of the same range,
- * then keeps in `gone` only the inputs no remaining sample refers to. */
+ * then keeps in `gone` only the inputs no row of any table refers to (blob_ref). */
 static int delete_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx, void *arg)
 {
     struct delete_args *a = arg;
@@ -338,12 +336,13 @@ static int delete_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *
     if (err == MF_OK)
         err = mf_store__run(NULL, s, tx, ctx, &sql_batches_delete, NULL, NULL, "ti", a->device_id,
                             a->before);
+    /* An input may be the bytes of a model, a delta or another sample: only what no row of
+     * any table names is an orphan, decided here, before the commit. */
     for (size_t i = 0; err == MF_OK && i < a->all->n; i++) {
-        int used = 0;
+        char who[MF_STORE_BLOB_REF_MAX];
 
-        err = mf_store__first(&used, s, tx, ctx, &sql_input_used, NULL, NULL, "t",
-                              shas_at(a->all, i));
-        if (err == MF_OK && !used)
+        err = mf_store__blob_ref_read(who, s, tx, ctx, shas_at(a->all, i));
+        if (err == MF_OK && !who[0])
             err = shas_add(a->gone, ctx, shas_at(a->all, i));
     }
     return err;

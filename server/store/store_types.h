@@ -16,6 +16,7 @@
 #define MF_STORE_DETAIL_MAX 512        /* report detail, characters */
 #define MF_STORE_CHECKIN_MAX_MODELS 64 /* models of one checkin_begin */
 #define MF_STORE_CHECKIN_BATCH_MAX 64  /* check-ins the backends group in one statement */
+#define MF_STORE_BLOB_REF_MAX 64       /* "table.column" of blob_ref, with its NUL */
 
 struct mf_store_version {
     char model[MF_STORE_NAME_SIZE];

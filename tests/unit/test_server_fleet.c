@@ -15,6 +15,8 @@
 #include "app/token.h"
 #include "http/http_req.h"
 #include "mf/diff.h"
+#include "offload/offload_srv.h"
+#include "store/store.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -615,14 +617,14 @@ static uint8_t *apply_delta(size_t *len_out, const uint8_t *old, size_t old_len,
     return out;
 }
 
-static void test_server_fleet__delta_precompute_serves_the_old_version(void **state)
+/* Waits (bounded) for the delta the worker makes from v1 to v2 after publish_det: the
+ * blob path, source and format a device on v1 is offered, and its size. */
+static void wait_delta(char blob[160], char from[65], char fmt[16], double *size)
 {
-    char got[16], blob[160] = "", from[65] = "", fmt[16] = "";
+    char got[16];
     struct resp r;
-    double size = 0;
 
-    (void)state;
-    publish_det();
+    blob[0] = '\0';
     /* The worker runs in the background; wait for it, bounded (it takes well under 1 s). */
     for (int i = 0; i < 200 && !blob[0]; i++) {
         cJSON *root, *d;
@@ -635,13 +637,11 @@ static void test_server_fleet__delta_precompute_serves_the_old_version(void **st
                                 "deltas"),
             0);
         if (d) {
-            (void)snprintf(blob, sizeof(blob), "%s",
-                           cJSON_GetStringValue(cJSON_GetObjectItem(d, "blob")));
-            (void)snprintf(from, sizeof(from), "%s",
+            (void)snprintf(blob, 160, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(d, "blob")));
+            (void)snprintf(from, 65, "%s",
                            cJSON_GetStringValue(cJSON_GetObjectItem(d, "from_sha256")));
-            (void)snprintf(fmt, sizeof(fmt), "%s",
-                           cJSON_GetStringValue(cJSON_GetObjectItem(d, "format")));
-            size = cJSON_GetNumberValue(cJSON_GetObjectItem(d, "size"));
+            (void)snprintf(fmt, 16, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(d, "format")));
+            *size = cJSON_GetNumberValue(cJSON_GetObjectItem(d, "size"));
         }
         cJSON_Delete(root);
         free(r.body);
@@ -650,6 +650,17 @@ static void test_server_fleet__delta_precompute_serves_the_old_version(void **st
     }
     if (!blob[0])
         fail_msg("no delta listed after 10 s");
+}
+
+static void test_server_fleet__delta_precompute_serves_the_old_version(void **state)
+{
+    char got[16], blob[160] = "", from[65] = "", fmt[16] = "";
+    struct resp r;
+    double size = 0;
+
+    (void)state;
+    publish_det();
+    wait_delta(blob, from, fmt, &size);
     assert_string_equal(from, fx.sha1);
     assert_string_equal(fmt, "mfdelta");
     assert_true(size > 0 && size < MODEL_SIZE / 4);
@@ -692,6 +703,146 @@ static void test_server_fleet__delta_precompute_serves_the_old_version(void **st
     assert_null(strstr(r.body, "mf_director_assignments_signed_total 0\n"));
     free(r.body);
     assert_int_equal(status_of("GET", "/metrics", fx.device, NULL), 401);
+}
+
+/* One offload batch of cam-a with a single hard sample whose input is `input`. */
+static void post_sample(int id, const uint8_t *input, size_t n)
+{
+    size_t enc_len = 4 * ((n + 2) / 3) + 1;
+    char *enc = malloc(enc_len), *body = malloc(enc_len + 512);
+    struct resp r;
+
+    assert_non_null(enc);
+    assert_non_null(body);
+    (void)EVP_EncodeBlock((unsigned char *)enc, input, (int)n);
+    (void)snprintf(body, enc_len + 512,
+                   "{\"batch_id\":\"%032x\",\"model\":\"det\",\"samples\":[{\"id\":\"%032x\","
+                   "\"kind\":\"hard\",\"model\":\"det\",\"model_version\":\"v1\","
+                   "\"method\":\"max_softmax\",\"score\":0.41,\"created_at\":1764500000,"
+                   "\"output_kind\":\"logits\",\"output\":[1.0,0.6,-1.0],\"input\":\"%s\"}]}",
+                   id, id, enc);
+    if (call(&r, "POST", "/v1/offload/batch", fx.device, body) != 200)
+        fail_msg("batch: %ld %s", r.status, r.body);
+    assert_non_null(strstr(r.body, "\"accepted\":1"));
+    free(r.body);
+    free(body);
+    free(enc);
+}
+
+/* A device downloads `path` whole (200) and resumed (206), with the bytes of `data`. */
+static void expect_download(const char *path, const uint8_t *data, size_t n)
+{
+    struct resp r;
+
+    assert_int_equal(call(&r, "GET", path, fx.device, NULL), 200);
+    assert_int_equal(r.len, n);
+    assert_memory_equal(r.body, data, n);
+    free(r.body);
+    call_port(&r, fx.port, "GET", path, fx.device, NULL, 0, "Range: bytes=10-");
+    assert_int_equal(r.status, 206);
+    assert_int_equal(r.len, n - 10);
+    assert_memory_equal(r.body, data + 10, n - 10);
+    free(r.body);
+}
+
+static int blob_file_exists(const char *sha)
+{
+    char path[256];
+    struct stat st;
+
+    (void)snprintf(path, sizeof(path), "%s/blobs/%.2s/%s", fx.data, sha, sha);
+    return stat(path, &st) == 0;
+}
+
+/* A released model small enough to be a sample's input (MF_OFFLOAD_INPUT_MAX): "small" v1,
+ * the first SMALL_SIZE bytes of v1. */
+#define SMALL_SIZE 4096
+
+static void publish_small(void)
+{
+    size_t len = 0;
+    struct resp r;
+    uint8_t *env;
+
+    call_port(&r, fx.port, "PUT", "/v1/admin/models/small/versions/v1", fx.datat,
+              (const char *)fx.v1, SMALL_SIZE, NULL);
+    assert_int_equal(r.status, 201);
+    free(r.body);
+    env = fx_release_of(&len, &world, "small", "v1", 1, 0, fx.v1, SMALL_SIZE, 1024, BY(K_REL0));
+    put_env("/v1/admin/models/small/versions/v1/release", env, len, fx.datat, 201);
+}
+
+/* Uploads the attack's samples (inputs: the released "small" model, the v1->v2 delta, bytes
+ * of the device's own), then lets `delete_samples` delete them all, then checks the fleet
+ * still downloads the model and the delta while the device's own input is gone. */
+static void attack_then_delete(const char *delta_path, const uint8_t *delta, size_t delta_len,
+                               int first_id, void (*delete_samples)(void))
+{
+    char model_path[128], small_sha[65], own_sha[65];
+    uint8_t own[100];
+
+    memset(own, 0x30 + first_id, sizeof(own));
+    sha256_hex(own_sha, own, sizeof(own));
+    sha256_hex(small_sha, fx.v1, SMALL_SIZE);
+    post_sample(first_id, fx.v1, SMALL_SIZE);
+    post_sample(first_id + 1, delta, delta_len);
+    post_sample(first_id + 2, own, sizeof(own));
+    assert_true(blob_file_exists(own_sha));
+    /* The deletion keeps what was committed from its start on (blob/blob_gc.h): begin it a
+     * clock tick after the uploads. */
+    (void)nanosleep(&(struct timespec){0, 30000000L}, NULL);
+    delete_samples();
+    (void)snprintf(model_path, sizeof(model_path), "/v1/blobs/%s", small_sha);
+    expect_download(model_path, fx.v1, SMALL_SIZE);
+    expect_download(delta_path, delta, delta_len);
+    assert_false(blob_file_exists(own_sha)); /* no leak: nothing else named it */
+}
+
+static void delete_by_device(void)
+{
+    struct resp r;
+
+    assert_int_equal(call(&r, "DELETE", "/v1/admin/devices/cam-a/samples", fx.ops, NULL), 200);
+    assert_non_null(strstr(r.body, "\"deleted\":3"));
+    free(r.body);
+}
+
+/* The retention job's call (offload_jobs.c), on the store the server serves. */
+static void delete_by_retention(void)
+{
+    char url[160], root[128];
+    struct mf_store *s = NULL;
+    struct mf_ctx ctx;
+    int64_t deleted = 0;
+
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    (void)snprintf(url, sizeof(url), "sqlite:%s/store.db", fx.data);
+    (void)snprintf(root, sizeof(root), "%s/blobs", fx.data);
+    assert_int_equal(mf_store__open(&s, &ctx, url, 0), MF_OK);
+    if (mf_offsrv__delete(&deleted, s, &ctx, root, "", (int64_t)time(NULL) + 60) < 0)
+        fail_msg("retention: %s", mf_ctx__errmsg(&ctx));
+    assert_int_equal(deleted, 3);
+    mf_store__close(s);
+}
+
+/* Blobs are content-addressed and shared: a device that uploads samples whose inputs are the
+ * bytes of a released model and of a delta must not get them deleted with its samples (a
+ * privacy deletion, or retention), which would leave the release naming a missing blob. */
+static void test_server_fleet__sample_delete_keeps_released_blobs(void **state)
+{
+    char blob[160], from[65], fmt[16];
+    double size = 0;
+    struct resp d;
+
+    (void)state;
+    publish_det();
+    publish_small();
+    wait_delta(blob, from, fmt, &size);
+    assert_int_equal(call(&d, "GET", blob, fx.device, NULL), 200);
+    assert_true(d.len > 10 && d.len <= MODEL_SIZE);
+    attack_then_delete(blob, (const uint8_t *)d.body, d.len, 1, delete_by_device);
+    attack_then_delete(blob, (const uint8_t *)d.body, d.len, 4, delete_by_retention);
+    free(d.body);
 }
 
 static void test_server_fleet__device_revocation(void **state)
@@ -943,6 +1094,7 @@ int main(void)
         cmocka_unit_test(test_server_fleet__tokens_bad_input),
         cmocka_unit_test(test_server_fleet__directives_reach_the_checkin),
         cmocka_unit_test(test_server_fleet__delta_precompute_serves_the_old_version),
+        cmocka_unit_test(test_server_fleet__sample_delete_keeps_released_blobs),
         cmocka_unit_test(test_server_fleet__device_revocation),
         cmocka_unit_test(test_server_fleet__rate_limit_per_device),
         cmocka_unit_test(test_server_fleet__tls_with_curl_cacert),

@@ -491,6 +491,18 @@ static long put_release(const char *model, const char *version, uint8_t *env, si
     return status;
 }
 
+/* publish(), then the release of that version (sequence 1: a model of its own), so that
+ * devices may download its blob; returns the publish status. */
+static long publish_released(const char *model, const char *version, const void *data, size_t n)
+{
+    size_t len = 0;
+    long status = publish(model, version, data, n, NULL);
+    uint8_t *env = fx_release_of(&len, &world, model, version, 1, 0, data, n, 1024, BY(K_REL0));
+
+    assert_int_equal(put_release(model, version, env, len, NULL), 201);
+    return status;
+}
+
 /* Verifies a check-in answer as a device would: strict JSON (nothing after the object),
  * trust documents, then each assignment. Returns the assignment's director sequence number. */
 static uint64_t device_verify(const char *body, const char *nonce, const char *version)
@@ -887,6 +899,52 @@ static void test_server_http__checkin_store_failure(void **state)
     free_reply(&r);
 }
 
+/* Devices download only what a release names (docs/security.md): a staged blob answers a
+ * device 404 like a blob that does not exist (never 403: its existence stays hidden), an
+ * admin token still gets it, and once its version is released the device does too. */
+static void test_server_http__staged_blob_hidden_from_devices(void **state)
+{
+    static uint8_t blob[5000];
+    char sha[65], path[128];
+    struct req_opts o = {0};
+    struct reply r;
+    size_t len = 0;
+    uint8_t *env;
+
+    (void)state;
+    fill_pattern(blob, sizeof(blob), 21);
+    sha256_hex(sha, blob, sizeof(blob));
+    assert_int_equal(publish("stg", "v1", blob, sizeof(blob), NULL), 201);
+    (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
+    o.token = fx.device;
+    http(&r, "GET", path, &o);
+    assert_error_body(&r, 404, "not_found");
+    free_reply(&r);
+    o.headers[0] = "Range: bytes=0-99"; /* nor a part of it */
+    http(&r, "GET", path, &o);
+    assert_error_body(&r, 404, "not_found");
+    free_reply(&r);
+    o.headers[0] = NULL;
+    http(&r, "HEAD", path, &o);
+    assert_int_equal(r.status, 404);
+    free_reply(&r);
+    o.token = fx.admin;
+    http(&r, "GET", path, &o);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.len, sizeof(blob));
+    assert_memory_equal(r.body, blob, sizeof(blob));
+    free_reply(&r);
+    env = fx_release_of(&len, &world, "stg", "v1", 1, 0, blob, sizeof(blob), 1024, BY(K_REL0));
+    assert_int_equal(put_release("stg", "v1", env, len, NULL), 201);
+    o.token = fx.device;
+    o.headers[0] = "Range: bytes=100-199";
+    http(&r, "GET", path, &o);
+    assert_int_equal(r.status, 206);
+    assert_int_equal(r.len, 100);
+    assert_memory_equal(r.body, blob + 100, 100);
+    free_reply(&r);
+}
+
 static void test_server_http__download(void **state)
 {
     static uint8_t blob[10000];
@@ -897,7 +955,7 @@ static void test_server_http__download(void **state)
     (void)state;
     fill_pattern(blob, sizeof(blob), 3);
     sha256_hex(sha, blob, sizeof(blob));
-    assert_int_equal(publish("dl", "v1", blob, sizeof(blob), NULL), 201);
+    assert_int_equal(publish_released("dl", "v1", blob, sizeof(blob)), 201);
     (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
     (void)snprintf(etag, sizeof(etag), "\"%s\"", sha);
     o.token = fx.device;
@@ -1007,7 +1065,7 @@ static void test_server_http__download_after_revoke(void **state)
     (void)state;
     fill_pattern(blob, sizeof(blob), 9);
     sha256_hex(sha, blob, sizeof(blob));
-    assert_int_equal(publish("dlr", "v1", blob, sizeof(blob), NULL), 201);
+    assert_int_equal(publish_released("dlr", "v1", blob, sizeof(blob)), 201);
     (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
     enroll(cred1, "cam-dl1");
     o.token = cred1;
@@ -1078,7 +1136,7 @@ static void test_server_http__keep_alive(void **state)
     assert_non_null(c);
     fill_pattern(blob, sizeof(blob), 9);
     sha256_hex(sha, blob, sizeof(blob));
-    assert_int_equal(publish("ka", "v1", blob, sizeof(blob), NULL), 201);
+    assert_int_equal(publish_released("ka", "v1", blob, sizeof(blob)), 201);
     (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
     assert_int_equal(get_on(c, path, "Range: bytes=0-1023"), 1);
     assert_int_equal(get_on(c, path, "Range: bytes=1024-2047"), 0); /* the same connection */
@@ -1479,6 +1537,7 @@ int main(void)
         cmocka_unit_test(test_server_http__concurrent_checkins),
         cmocka_unit_test(test_server_http__concurrent_checkins_inline),
         cmocka_unit_test(test_server_http__stop_with_checkins_in_flight),
+        cmocka_unit_test(test_server_http__staged_blob_hidden_from_devices),
         cmocka_unit_test(test_server_http__download),
         cmocka_unit_test(test_server_http__download_after_revoke),
         cmocka_unit_test(test_server_http__keep_alive),
