@@ -304,7 +304,8 @@ int mfctl__cmd_blobs(struct mfctl *c, int argc, char **argv)
         return rc;
     if (nargs != 1 || strcmp(argv[1], "sweep") != 0)
         return mfctl__usage(c, "expected sweep");
+    /* "{}": without a body the HTTP client would send a GET; the route ignores bodies. */
     return mfctl__call(c, "POST",
-                       dry_run ? "/v1/admin/blobs/sweep?dry_run=1" : "/v1/admin/blobs/sweep", NULL,
+                       dry_run ? "/v1/admin/blobs/sweep?dry_run=1" : "/v1/admin/blobs/sweep", "{}",
                        json, print_sweep);
 }

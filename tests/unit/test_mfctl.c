@@ -446,8 +446,8 @@ static void test_mfctl__fleet_tables(void **state)
 
 static void test_mfctl__fleet_usage_errors(void **state)
 {
-    static const char *const cmds[] = {"device",   "groups", "pins",
-                                       "rollback", "tokens", "versions"};
+    static const char *const cmds[] = {"device", "groups",   "pins", "rollback",
+                                       "tokens", "versions", "blobs"};
     struct run r;
 
     (void)state;
@@ -479,6 +479,12 @@ static void test_mfctl__fleet_usage_errors(void **state)
     RUN(&r, "versions");
     assert_int_equal(r.rc, 2);
     run_free(&r);
+    RUN(&r, "blobs");
+    assert_int_equal(r.rc, 2);
+    run_free(&r);
+    RUN(&r, "blobs", "sweep", "--force");
+    assert_int_equal(r.rc, 2);
+    run_free(&r);
 }
 
 /* Each fleet command sends the request of docs/openapi.yaml. */
@@ -489,10 +495,30 @@ static void test_mfctl__fleet_requests(void **state)
         "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 59\r\n"
         "Connection: close\r\n\r\n"
         "{\"id\":\"0123456789abcdef\",\"role\":\"ops\",\"token\":\"mfa_secret\"}";
+    static const char swept_dry[] =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 101\r\n"
+        "Connection: close\r\n\r\n"
+        "{\"dry_run\":true,\"would_remove\":[{\"sha256\":\"ab12\"}],\"orphans\":1,\"referenced\":2,"
+        "\"young\":3,\"grace_s\":60}";
+    static const char swept[] =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 97\r\n"
+        "Connection: close\r\n\r\n"
+        "{\"dry_run\":false,\"removed\":[{\"sha256\":\"cd34\"}],\"orphans\":1,\"referenced\":0,"
+        "\"young\":0,\"grace_s\":60}";
     static const struct {
         const char *args[6];
         const char *reply, *head, *body, *out;
     } cases[] = {
+        {{"blobs", "sweep", "--dry-run"},
+         swept_dry,
+         "POST /v1/admin/blobs/sweep?dry_run=1 HTTP/1.1",
+         "{}",
+         "would remove ab12\ndry run: 1 orphan blob(s); kept 2 referenced and 3 younger than 60 s"},
+        {{"blobs", "sweep"},
+         swept,
+         "POST /v1/admin/blobs/sweep HTTP/1.1",
+         "{}",
+         "removed cd34\n1 orphan blob(s)"},
         {{"pins", "set", "device", "cam-1", "det", "v1"},
          no_content,
          "PUT /v1/admin/pins/device/cam-1/det HTTP/1.1",
@@ -534,6 +560,8 @@ static void test_mfctl__fleet_requests(void **state)
 
     (void)state;
     assert_int_equal(strlen(strstr(token, "\r\n\r\n") + 4), 59);
+    assert_int_equal(strlen(strstr(swept_dry, "\r\n\r\n") + 4), 101);
+    assert_int_equal(strlen(strstr(swept, "\r\n\r\n") + 4), 97);
     (void)close(mkstemp(tok));
     write_file(tok, "mfa_x", 5);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -549,7 +577,8 @@ static void test_mfctl__fleet_requests(void **state)
         one_shot_join(&s);
         if (r.rc != 0)
             fail_msg("mfctl %s: rc %d: %s", cases[i].args[0], r.rc, r.err);
-        assert_non_null(strstr(s.head, cases[i].head));
+        if (!strstr(s.head, cases[i].head))
+            fail_msg("mfctl %s: sent %s", cases[i].args[0], s.head);
         if (cases[i].body) {
             assert_int_equal(s.body_len, strlen(cases[i].body));
             assert_memory_equal(s.body, cases[i].body, s.body_len);

@@ -1046,6 +1046,78 @@ static void test_server_http__download(void **state)
     free_reply(&r);
 }
 
+/* An orphan as a crash between a deletion's commit and its file removal leaves it: a blob
+ * file no row names, committed `age_s` seconds ago. Its name into sha. */
+static void plant_orphan(char sha[MF_SHA256_HEX_LEN + 1], unsigned seed, time_t age_s)
+{
+    char dir[160], path[256];
+    struct timespec t[2];
+    uint8_t bytes[300];
+    FILE *f;
+
+    fill_pattern(bytes, sizeof(bytes), seed);
+    sha256_hex(sha, bytes, sizeof(bytes));
+    (void)snprintf(dir, sizeof(dir), "%s/blobs/%.2s", fx.data, sha);
+    (void)mkdir(dir, 0750);
+    (void)snprintf(path, sizeof(path), "%s/%s", dir, sha);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, sizeof(bytes), f), sizeof(bytes));
+    (void)fclose(f);
+    t[0].tv_sec = t[1].tv_sec = time(NULL) - age_s;
+    t[0].tv_nsec = t[1].tv_nsec = 0;
+    assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+static int blob_on_disk(const char *sha)
+{
+    char path[256];
+    struct stat st;
+
+    (void)snprintf(path, sizeof(path), "%s/blobs/%.2s/%s", fx.data, sha, sha);
+    return stat(path, &st) == 0;
+}
+
+/* POST /v1/admin/blobs/sweep: a dry run lists the old orphan and removes nothing; the sweep
+ * removes it and leaves the young orphan (an upload whose row may be on its way) and every
+ * blob a row names (the versions published above, released or staged). */
+static void test_server_http__blob_sweep(void **state)
+{
+    static uint8_t model[2000];
+    char old[65], young[65], kept[65];
+    struct req_opts o = {.token = fx.admin};
+    struct reply r;
+
+    (void)state;
+    fill_pattern(model, sizeof(model), 31);
+    sha256_hex(kept, model, sizeof(model));
+    assert_int_equal(publish("swp", "v1", model, sizeof(model), NULL), 201);
+    plant_orphan(old, 32, 7200);
+    plant_orphan(young, 33, 60);
+    http(&r, "POST", "/v1/admin/blobs/sweep?dry_run=1", &o);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"would_remove\":[{\"sha256\":\""));
+    assert_non_null(strstr(r.body, old));
+    assert_null(strstr(r.body, young));
+    assert_non_null(strstr(r.body, "\"orphans\":1,"));
+    free_reply(&r);
+    assert_true(blob_on_disk(old));
+    http(&r, "POST", "/v1/admin/blobs/sweep?dry_run=yes", &o);
+    assert_error_body(&r, 400, "bad_request");
+    free_reply(&r);
+    http(&r, "POST", "/v1/admin/blobs/sweep", &(struct req_opts){.token = fx.device});
+    assert_int_equal(r.status, 401); /* an admin route */
+    free_reply(&r);
+    http(&r, "POST", "/v1/admin/blobs/sweep", &o);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"removed\":[{\"sha256\":\""));
+    assert_non_null(strstr(r.body, old));
+    free_reply(&r);
+    assert_false(blob_on_disk(old));
+    assert_true(blob_on_disk(young));
+    assert_true(blob_on_disk(kept));
+}
+
 /* Connections are kept alive across requests on any route a device uses repeatedly (a
  * download is a run of range requests): libcurl reuses the connection, making no new one. */
 /* Range requests take a recently verified credential from the node's cache (no store round
@@ -1540,6 +1612,7 @@ int main(void)
         cmocka_unit_test(test_server_http__staged_blob_hidden_from_devices),
         cmocka_unit_test(test_server_http__download),
         cmocka_unit_test(test_server_http__download_after_revoke),
+        cmocka_unit_test(test_server_http__blob_sweep),
         cmocka_unit_test(test_server_http__keep_alive),
         cmocka_unit_test(test_server_http__json_limits_and_syntax),
         cmocka_unit_test(test_server_http__nul_and_strict_json_refused),
