@@ -41,7 +41,7 @@ void mf_pg__release(struct mf_pg_pool *p, PGconn *conn);
 /*
  * What one database session of a pooled connection holds besides the connection: the
  * statements prepared on it (mf_pg__query prepares each parameterised statement once per
- * session, so the server parses and plans it once) and the store's use of it (pg_checkin.c: the
+ * session, so the server parses and plans it once) and the store's use of it (pg_checkin_one.c: the
  * epoch floor the session raised). libpq forgets none of this by itself, so it is cleared
  * when libpq re-establishes the connection (PQreset), where the server forgot it.
  */
@@ -50,7 +50,7 @@ void mf_pg__release(struct mf_pg_pool *p, PGconn *conn);
 struct mf_pg_session {
     uint64_t prepared[MF_PG_PREPARED_MAX]; /* hashes of the SQL texts prepared */
     size_t n_prepared;
-    int floor_set; /* pg_checkin.c: this session raised the store epoch */
+    int floor_set; /* pg_checkin_one.c: this session raised the store epoch */
 };
 
 /* The session state of a connection the pool made; NULL for any other connection. */
