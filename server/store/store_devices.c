@@ -107,18 +107,18 @@ static int devices_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_device_
     return mf_store__list(s, ctx, &sql_devices_list, visit_device, (void (*)(void))fn, payload, "");
 }
 
-static int devices_statuses_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_status_fn fn,
-                                 void *payload)
-{
-    return mf_store__list(s, ctx, &sql_statuses_list, visit_status, (void (*)(void))fn, payload,
-                          "");
-}
-
 static int devices_fleet_sha256s(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                                  mf_store_pair_fn fn, void *payload)
 {
     return mf_store__list(s, ctx, &sql_fleet_sha256s, visit_sha, (void (*)(void))fn, payload, "t",
                           model);
+}
+
+static int devices_statuses_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_status_fn fn,
+                                 void *payload)
+{
+    return mf_store__list(s, ctx, &sql_statuses_list, visit_status, (void (*)(void))fn, payload,
+                          "");
 }
 
 /* clang-format off */

@@ -67,13 +67,12 @@ static int cursor_null(const struct mf_store_cursor *c, int col)
     return PQgetisnull(cursor_res(c), c->row, col);
 }
 
+/* clang-format off */
 static const struct mf_store_cursor_ops pg_cursor = {
-    .i64 = cursor_i64,
-    .f64 = cursor_f64,
-    .text = cursor_text,
-    .blob = cursor_blob,
+    .i64 = cursor_i64, .f64 = cursor_f64, .text = cursor_text, .blob = cursor_blob,
     .null = cursor_null,
 };
+/* clang-format on */
 
 struct mf_store_cursor mf_pg__cursor(const PGresult *res, int row)
 {
@@ -177,14 +176,13 @@ static const struct mf_store_engine pg_engine = {.run = pg_run, .in_tx = pg_in_t
 
 static void pg_close(struct mf_store *base)
 {
-    struct mf_pg_store *s = to_pg(base);
-    mf_allocator alloc;
+    if (base) {
+        struct mf_pg_store *s = to_pg(base);
+        mf_allocator alloc = s->alloc; /* the handle's own, freed with it */
 
-    if (!s)
-        return;
-    mf_pg__pool_free(s->pool);
-    alloc = s->alloc;
-    mf_free(&alloc, s);
+        mf_pg__pool_free(s->pool);
+        mf_free(&alloc, s);
+    }
 }
 
 /* `location` is what follows "postgresql:" or "postgres:" in the store URL. `create` does not

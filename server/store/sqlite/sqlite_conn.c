@@ -105,13 +105,12 @@ static int cursor_null(const struct mf_store_cursor *c, int col)
     return sqlite3_column_type(cursor_stmt(c), col) == SQLITE_NULL;
 }
 
+/* clang-format off */
 static const struct mf_store_cursor_ops sqlite_cursor = {
-    .i64 = cursor_i64,
-    .f64 = cursor_f64,
-    .text = cursor_text,
-    .blob = cursor_blob,
+    .i64 = cursor_i64, .f64 = cursor_f64, .text = cursor_text, .blob = cursor_blob,
     .null = cursor_null,
 };
+/* clang-format on */
 
 static void bind_params(sqlite3_stmt *st, const struct mf_store_params *p)
 {
