@@ -163,9 +163,9 @@ static void add_sample(struct fixture *f, const char *device, int id, const char
     m.received_at = 2000 + id;
     (void)snprintf(m.input_sha256, sizeof(m.input_sha256), "%s", sha);
     m.input_size = 16;
-    assert_int_equal(
-        f->s->ops->offload->sample_batch_put(&replayed, &acc, &dup, f->s, &f->ctx, device, NULL, &m, 1),
-        MF_OK);
+    assert_int_equal(f->s->ops->offload->sample_batch_put(&replayed, &acc, &dup, f->s, &f->ctx,
+                                                          device, NULL, &m, 1),
+                     MF_OK);
     assert_int_equal(acc, 1);
 }
 
@@ -223,8 +223,9 @@ static void test_blob_gc__shared_inputs_are_not_orphans(void **state)
     add_sample(f, "cam-2", 5, shared);
     add_sample(f, "cam-1", 6, from);
     memset(&o, 0, sizeof(o));
-    assert_int_equal(f->s->ops->offload->samples_delete(&deleted, f->s, &f->ctx, "cam-1", 0, on_orphan, &o),
-                     MF_OK);
+    assert_int_equal(
+        f->s->ops->offload->samples_delete(&deleted, f->s, &f->ctx, "cam-1", 0, on_orphan, &o),
+        MF_OK);
     assert_int_equal(deleted, 5);
     assert_int_equal(o.n, 1);
     assert_string_equal(o.sha[0], own);
@@ -303,8 +304,9 @@ static void test_blob_gc__crash_leaves_an_orphan_the_sweep_removes(void **state)
     add_version(f, "det", "v1", model);
     add_sample(f, "cam-1", 1, orphan);
     add_sample(f, "cam-1", 2, model);
-    assert_int_equal(f->s->ops->offload->samples_delete(&deleted, f->s, &f->ctx, "cam-1", 0, crash, NULL),
-                     MF_E_IO);
+    assert_int_equal(
+        f->s->ops->offload->samples_delete(&deleted, f->s, &f->ctx, "cam-1", 0, crash, NULL),
+        MF_E_IO);
     assert_int_equal(deleted, 2); /* committed before the crash */
     assert_int_equal(f->s->ops->blobs->blob_ref(who, f->s, &f->ctx, orphan), MF_OK);
     assert_string_equal(who, "");        /* no row names it ... */
