@@ -2,8 +2,10 @@
 /*
  * POSIX reference port (mf/sys/platform_posix.h). Every name is resolved relative to the
  * state directory descriptor, so the agent cannot reach outside it even with a hostile
- * model name, and a durable rename is renameat() followed by fsync() of the directory
- * that holds the target, which is what makes the new directory entry survive a power cut.
+ * model name. A directory entry survives a power cut only once its directory is synced,
+ * so the port fsyncs the directory after each entry the contract promises is durable: the
+ * target of a rename, a file open created, a directory mkdir created. Removals are not
+ * synced (the contract does not promise them; the next sync of that directory carries them).
  */
 #include "mf/sys/platform_posix.h"
 #include "mf/error.h"
@@ -101,37 +103,6 @@ static int64_t posix_wall_clock_s(void *payload)
     return (int64_t)time(NULL);
 }
 
-static int posix_open(void *payload, mf_platform_file **file_out, const char *name, int mode)
-{
-    mode_t perm = (mode & MF_PLATFORM_OPEN_SECRET) ? 0600 : 0644;
-    int flags = O_CLOEXEC;
-    int fd;
-
-    *file_out = NULL;
-    if (!name_ok(name))
-        return MF_E_INVALID;
-    switch (mode & 0xff) {
-    case MF_PLATFORM_OPEN_READ:
-        flags |= O_RDONLY;
-        break;
-    case MF_PLATFORM_OPEN_WRITE:
-        flags |= O_WRONLY | O_CREAT | O_TRUNC;
-        break;
-    case MF_PLATFORM_OPEN_RESUME:
-        flags |= O_WRONLY | O_CREAT | O_APPEND;
-        break;
-    default:
-        return MF_E_INVALID;
-    }
-    do {
-        fd = openat(posix_dirfd(payload), name, flags, perm);
-    } while (fd < 0 && errno == EINTR);
-    if (fd < 0)
-        return errno_to_mf(errno);
-    *file_out = fd_to_file(fd);
-    return MF_OK;
-}
-
 static int posix_read_at(void *payload, size_t *nread_out, mf_platform_file *file, uint64_t offset,
                          void *buf, size_t len)
 {
@@ -196,13 +167,24 @@ static int posix_size(void *payload, uint64_t *size_out, const char *name)
     return MF_OK;
 }
 
+/* fsync() of the directory `dir`, relative to `dirfd`. */
+static int sync_dir_at(int dirfd, const char *dir)
+{
+    int fd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err;
+
+    if (fd < 0)
+        return MF_E_IO;
+    err = fsync(fd) == 0 ? MF_OK : MF_E_IO;
+    (void)close(fd);
+    return err;
+}
+
 /* fsync() of the directory that holds `name` ("a/b/c" -> "a/b", "c" -> the state dir). */
 static int sync_parent(int dirfd, const char *name)
 {
     char parent[256];
     const char *slash = strrchr(name, '/');
     size_t n = slash ? (size_t)(slash - name) : 0;
-    int fd, err;
 
     if (n >= sizeof(parent))
         return MF_E_INVALID;
@@ -210,12 +192,75 @@ static int sync_parent(int dirfd, const char *name)
         return fsync(dirfd) == 0 ? MF_OK : MF_E_IO;
     memcpy(parent, name, n);
     parent[n] = '\0';
-    fd = openat(dirfd, parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return sync_dir_at(dirfd, parent);
+}
+
+/*
+ * O_EXCL first, so the port knows whether it created `name`: only then is the directory
+ * synced (mf/sys/platform.h: a created file's name is durable when open returns), and
+ * reopening an existing file costs no directory fsync.
+ */
+static int open_create(int dirfd, const char *name, int flags, mode_t perm, int *created)
+{
+    int fd;
+
+    *created = 0;
+    for (;;) {
+        fd = openat(dirfd, name, flags | O_EXCL, perm);
+        if (fd >= 0) {
+            *created = 1;
+            return fd;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno != EEXIST)
+            return -1;
+        fd = openat(dirfd, name, flags & ~O_CREAT, perm);
+        if (fd >= 0 || (errno != EINTR && errno != ENOENT))
+            return fd; /* ENOENT: removed in between, create it after all */
+    }
+}
+
+static int posix_open(void *payload, mf_platform_file **file_out, const char *name, int mode)
+{
+    mode_t perm = (mode & MF_PLATFORM_OPEN_SECRET) ? 0600 : 0644;
+    int flags = O_CLOEXEC;
+    int fd, created = 0, err;
+
+    *file_out = NULL;
+    if (!name_ok(name))
+        return MF_E_INVALID;
+    switch (mode & 0xff) {
+    case MF_PLATFORM_OPEN_READ:
+        flags |= O_RDONLY;
+        break;
+    case MF_PLATFORM_OPEN_WRITE:
+        flags |= O_WRONLY | O_CREAT | O_TRUNC;
+        break;
+    case MF_PLATFORM_OPEN_RESUME:
+        flags |= O_WRONLY | O_CREAT | O_APPEND;
+        break;
+    default:
+        return MF_E_INVALID;
+    }
+    if (flags & O_CREAT) {
+        fd = open_create(posix_dirfd(payload), name, flags, perm, &created);
+    } else {
+        do {
+            fd = openat(posix_dirfd(payload), name, flags, perm);
+        } while (fd < 0 && errno == EINTR);
+    }
     if (fd < 0)
-        return MF_E_IO;
-    err = fsync(fd) == 0 ? MF_OK : MF_E_IO;
-    (void)close(fd);
-    return err;
+        return errno_to_mf(errno);
+    if (created) {
+        err = sync_parent(posix_dirfd(payload), name);
+        if (err < 0) {
+            (void)close(fd);
+            return err;
+        }
+    }
+    *file_out = fd_to_file(fd);
+    return MF_OK;
 }
 
 static int posix_rename(void *payload, const char *from, const char *to)
@@ -242,9 +287,10 @@ static int posix_mkdir(void *payload, const char *name)
 {
     if (!name_ok(name))
         return MF_E_INVALID;
-    if (mkdirat(posix_dirfd(payload), name, 0700) != 0 && errno != EEXIST)
-        return errno_to_mf(errno);
-    return MF_OK;
+    if (mkdirat(posix_dirfd(payload), name, 0700) != 0)
+        return errno == EEXIST ? MF_OK : errno_to_mf(errno);
+    /* The new entry is durable before anything is created inside it (mf/sys/platform.h). */
+    return sync_parent(posix_dirfd(payload), name);
 }
 
 static int posix_truncate(void *payload, mf_platform_file *file, uint64_t size)
@@ -279,13 +325,20 @@ int mf_platform_posix_init(mf_platform_ops *ops_out, mf_platform_posix *posix,
         .mkdir = posix_mkdir,
         .truncate = posix_truncate,
     };
+    int created;
 
     posix->dirfd = -1;
-    if (mkdir(state_dir, 0700) != 0 && errno != EEXIST)
+    created = mkdir(state_dir, 0700) == 0;
+    if (!created && errno != EEXIST)
         return MF_E_IO;
     posix->dirfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (posix->dirfd < 0)
         return errno_to_mf(errno);
+    /* A state dir made here must outlive a power cut like every name inside it. */
+    if (created && sync_dir_at(posix->dirfd, "..") < 0) {
+        mf_platform_posix_close(posix);
+        return MF_E_IO;
+    }
     *ops_out = posix_ops;
     ops_out->payload = posix;
     return MF_OK;

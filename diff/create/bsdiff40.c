@@ -5,7 +5,9 @@
  * streams: control triples (add, copy, seek), diff bytes, extra bytes. Writing reuses the
  * mf cover search, so mf and bsdiff patches share their matches. Reading streams the three
  * bzip2 streams like bspatch, with every control value checked against the new size (the
- * classic bspatch overflow bugs).
+ * classic bspatch overflow bugs), and then, unlike bspatch, to their ends (bz_end). The format
+ * carries no digest of the new image: callers that need to know it is the right one compare
+ * it with a digest of their own (mfctl patch --expect-sha256).
  */
 #include "create_internal.h"
 
@@ -146,6 +148,23 @@ static int bz_read(struct bz_reader *r, uint8_t *dst, size_t n)
     return MF_OK;
 }
 
+/* After the last byte was read: the stream must end there. bzip2 checks a block's CRC only
+ * once the block is drained and the stream's combined CRC at its end marker; bspatch stops
+ * as soon as it has its bytes and so checks neither. Reading each stream to its end turns a
+ * flipped bit in any stream into an error instead of another image. */
+static int bz_end(struct bz_reader *r)
+{
+    uint8_t spare;
+    int rc;
+
+    if (r->ended)
+        return MF_OK;
+    r->s.next_out = (char *)&spare;
+    r->s.avail_out = 1;
+    rc = BZ2_bzDecompress(&r->s);
+    return rc == BZ_STREAM_END && r->s.avail_out == 1 ? MF_OK : MF_E_INVALID;
+}
+
 static void bz_close(struct bz_reader *r)
 {
     if (r->open)
@@ -185,10 +204,20 @@ static int bspatch_run(uint8_t *nw, int64_t nsize, struct mf_ctx *ctx, const uin
         if (bz_read(er, nw + newpos, (size_t)copy) < 0)
             return mf_fail(ctx, MF_E_INVALID, "bsdiff40 extra stream corrupt");
         newpos += copy;
+        /* oldpos stays in [-2^62, 2^62] after each entry; checked before adding, since
+         * oldpos (plus this entry's add) and seek may each reach 2^62: their sum 2^63. The
+         * second test cannot overflow once the first has passed. */
+        if ((seek > 0 ? oldpos > OFF_MAX - seek : oldpos < -OFF_MAX - seek) ||
+            oldpos + seek > OFF_MAX)
+            return mf_fail(ctx, MF_E_INVALID, "bsdiff40 old position %lld + seek %lld out of range",
+                           (long long)oldpos, (long long)seek);
         oldpos += seek;
-        if (oldpos > OFF_MAX || oldpos < -OFF_MAX)
-            return mf_fail(ctx, MF_E_INVALID, "bsdiff40 old position out of range");
     }
+    if (bz_end(cr) < 0 || bz_end(dr) < 0 || bz_end(er) < 0)
+        return mf_fail(ctx, MF_E_INVALID,
+                       "bsdiff40 streams do not end after the %lld bytes of the new image "
+                       "(corrupt: a bzip2 CRC or end marker)",
+                       (long long)nsize);
     return MF_OK;
 }
 

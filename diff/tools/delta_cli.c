@@ -4,12 +4,18 @@
  * through the source callback, the patch is fed in mf_patch_out_size() chunks and the new
  * image written as it is produced, so its peak memory is the apply workspace plus two
  * 64 KiB buffers whatever the model size. `diff` and BSDIFF40 apply load whole files.
+ * The new image is written to NEW.part and renamed to NEW only once it is complete and
+ * checked: an mf patch checks itself (sha256 of old and new in its header); a BSDIFF40
+ * patch has no checksum, so it is applied only against --expect-sha256 (or, explicitly,
+ * --unverified). A failed or mismatching apply leaves no NEW behind.
  */
 #define _XOPEN_SOURCE 700
 #include "delta_cli.h"
 #include "mf/error.h"
 #include "mf/alloc.h"
 #include "mf/diff.h"
+#include "mf_hex.h"
+#include "mf_sha256.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,6 +65,79 @@ static int save(const char *path, const uint8_t *p, size_t n)
     if (!ok)
         (void)fprintf(stderr, "%s: write failed\n", path);
     return ok ? 0 : 1;
+}
+
+/* The new image on its way to NEW: written to NEW.part, hashed as it goes. */
+struct new_file {
+    const char *path;
+    char *part;
+    FILE *f;
+    struct mf_sha256 sha;
+    const uint8_t *expect; /* sha256 NEW must have, or NULL */
+};
+
+static int new_open(struct new_file *o, const char *path, const uint8_t *expect)
+{
+    size_t n = strlen(path) + sizeof(".part");
+
+    memset(o, 0, sizeof(*o));
+    o->path = path;
+    o->expect = expect;
+    o->part = mf_alloc(NULL, n);
+    if (!o->part)
+        return 1;
+    (void)snprintf(o->part, n, "%s.part", path);
+    o->f = fopen(o->part, "wb");
+    if (!o->f) {
+        (void)fprintf(stderr, "%s: %s\n", o->part, strerror(errno));
+        mf_free(NULL, o->part);
+        o->part = NULL;
+        return 1;
+    }
+    mf_sha256__init(&o->sha);
+    return 0;
+}
+
+static int new_write(struct new_file *o, const void *p, size_t n)
+{
+    mf_sha256__update(&o->sha, p, n);
+    if (n && fwrite(p, 1, n, o->f) != n) {
+        (void)fprintf(stderr, "%s: write failed\n", o->part);
+        return 1;
+    }
+    return 0;
+}
+
+/* Renames NEW.part to NEW when `rc` is 0 and the digest is the expected one; else removes
+ * it. Returns the exit status. */
+static int new_close(struct new_file *o, int rc)
+{
+    uint8_t got[MF_SHA256_DIGEST_LEN];
+    char hex[2 * MF_SHA256_DIGEST_LEN + 1], want[2 * MF_SHA256_DIGEST_LEN + 1];
+
+    if (!o->part)
+        return 1;
+    mf_sha256__final(&o->sha, got);
+    if (fclose(o->f) != 0 && rc == 0) {
+        (void)fprintf(stderr, "%s: write failed\n", o->part);
+        rc = 1;
+    }
+    if (rc == 0 && o->expect && memcmp(got, o->expect, sizeof(got)) != 0) {
+        mf_hex__encode(hex, got, sizeof(got));
+        mf_hex__encode(want, o->expect, sizeof(got));
+        (void)fprintf(stderr,
+                      "patch: output sha256 %s does not match --expect-sha256 %s; %s not written\n",
+                      hex, want, o->path);
+        rc = 1;
+    }
+    if (rc == 0 && rename(o->part, o->path) != 0) {
+        (void)fprintf(stderr, "%s: %s\n", o->path, strerror(errno));
+        rc = 1;
+    }
+    if (rc != 0)
+        (void)unlink(o->part);
+    mf_free(NULL, o->part);
+    return rc;
 }
 
 static int parse_format(const char *s, mf_diff_format *out)
@@ -161,7 +240,7 @@ static int pread_source(void *payload, uint64_t offset, void *buf, size_t len)
 }
 
 /* Streams an mf patch from `pf` into `nf`; the old image is read from `old_fd`. */
-static int stream_apply(int old_fd, FILE *pf, FILE *nf, size_t window)
+static int stream_apply(int old_fd, FILE *pf, struct new_file *nf, size_t window)
 {
     mf_patch_options o;
     mf_patch *p = NULL;
@@ -191,10 +270,8 @@ static int stream_apply(int old_fd, FILE *pf, FILE *nf, size_t window)
             in.pos = 0;
         }
         r = mf_patch_apply(p, &out, &in);
-        if (out.pos && fwrite(obuf, 1, out.pos, nf) != out.pos) {
-            (void)fprintf(stderr, "patch: write failed\n");
+        if (new_write(nf, obuf, out.pos) != 0)
             goto out;
-        }
         if (r == MF_AGAIN && in.size == 0 && out.pos == 0) {
             (void)fprintf(stderr, "patch: truncated patch\n");
             goto out;
@@ -211,7 +288,7 @@ out:
     return rc;
 }
 
-static int apply_bsdiff40(const char *old_path, const char *patch_path, const char *new_path)
+static int apply_bsdiff40(const char *old_path, const char *patch_path, struct new_file *nf)
 {
     uint8_t *old = NULL, *patch = NULL, *nw = NULL;
     size_t old_len = 0, patch_len = 0, new_len = 0;
@@ -226,7 +303,7 @@ static int apply_bsdiff40(const char *old_path, const char *patch_path, const ch
         (void)fprintf(stderr, "patch: %s\n", mf_diff_errmsg(d));
         goto out;
     }
-    rc = save(new_path, nw, new_len);
+    rc = new_write(nf, nw, new_len);
 out:
     mf_free(NULL, old);
     mf_free(NULL, patch);
@@ -235,13 +312,20 @@ out:
     return rc;
 }
 
+#define PATCH_USAGE                                                                                \
+    "usage: patch [--format mf|bsdiff40] [--window BYTES] [--expect-sha256 HEX | --unverified] "   \
+    "OLD PATCH NEW"
+
 int mf_delta_cli_patch(int argc, char **argv)
 {
     const char *pos[3];
-    int np = 0, fmt = -1, rc = 1, old_fd;
+    int np = 0, fmt = -1, rc = 1, old_fd, unverified = 0;
     size_t window = 0;
     char magic[8] = {0};
-    FILE *pf, *nf;
+    uint8_t expect[MF_SHA256_DIGEST_LEN];
+    const uint8_t *want = NULL;
+    struct new_file nf;
+    FILE *pf;
 
     for (int i = 0; i < argc; i++) {
         mf_diff_format f;
@@ -256,14 +340,25 @@ int mf_delta_cli_patch(int argc, char **argv)
             if (parse_uint(argv[++i], &v) < 0 || v > (1ull << 30))
                 return usage("bad --window");
             window = (size_t)v;
+        } else if (strcmp(argv[i], "--expect-sha256") == 0 && i + 1 < argc) {
+            i++;
+            if (mf_hex__decode(expect, sizeof(expect), argv[i], strlen(argv[i])) < 0) {
+                (void)fprintf(stderr, "--expect-sha256 '%.80s' is not 64 hex digits\n", argv[i]);
+                return 2;
+            }
+            want = expect;
+        } else if (strcmp(argv[i], "--unverified") == 0) {
+            unverified = 1;
         } else if (np < 3) {
             pos[np++] = argv[i];
         } else {
-            return usage("usage: patch [--format mf|bsdiff40] [--window BYTES] OLD PATCH NEW");
+            return usage(PATCH_USAGE);
         }
     }
     if (np != 3)
-        return usage("usage: patch [--format mf|bsdiff40] [--window BYTES] OLD PATCH NEW");
+        return usage(PATCH_USAGE);
+    if (want && unverified)
+        return usage("--expect-sha256 and --unverified exclude each other");
     pf = fopen(pos[1], "rb");
     if (!pf) {
         (void)fprintf(stderr, "%s: %s\n", pos[1], strerror(errno));
@@ -275,22 +370,33 @@ int mf_delta_cli_patch(int argc, char **argv)
                   : MF_DIFF_FORMAT_MF;
         rewind(pf);
     }
+    /* Safe default: nothing says a BSDIFF40 output is the right image but a digest. */
+    if (fmt == MF_DIFF_FORMAT_BSDIFF40 && !want && !unverified) {
+        (void)fclose(pf);
+        (void)fprintf(
+            stderr,
+            "patch: %s is BSDIFF40, which has no checksum of its output: give "
+            "--expect-sha256 HEX (sha256 of NEW), or --unverified to write it unchecked\n",
+            pos[1]);
+        return 2;
+    }
+    if (new_open(&nf, pos[2], want) != 0) {
+        (void)fclose(pf);
+        return 1;
+    }
     if (fmt == MF_DIFF_FORMAT_BSDIFF40) {
         (void)fclose(pf);
-        return apply_bsdiff40(pos[0], pos[1], pos[2]);
+        return new_close(&nf, apply_bsdiff40(pos[0], pos[1], &nf));
     }
     old_fd = open(pos[0], O_RDONLY);
-    nf = fopen(pos[2], "wb");
-    if (old_fd < 0 || !nf)
-        (void)fprintf(stderr, "cannot open %s or %s\n", pos[0], pos[2]);
+    if (old_fd < 0)
+        (void)fprintf(stderr, "%s: %s\n", pos[0], strerror(errno));
     else
-        rc = stream_apply(old_fd, pf, nf, window);
-    if (nf && fclose(nf) != 0)
-        rc = 1;
+        rc = stream_apply(old_fd, pf, &nf, window);
     if (old_fd >= 0)
         (void)close(old_fd);
     (void)fclose(pf);
-    return rc;
+    return new_close(&nf, rc);
 }
 
 static int print_block(void *payload, const mf_diff_block_info *b)

@@ -9,8 +9,10 @@
 
 /* diff [--format mf|bsdiff40] [--threads N] [--level L] [--window BYTES] OLD NEW PATCH */
 int mf_delta_cli_diff(int argc, char **argv);
-/* patch [--format mf|bsdiff40] [--window BYTES] OLD PATCH NEW (format detected when omitted;
- * --window raises the apply memory bound above the default 512 KiB) */
+/* patch [--format mf|bsdiff40] [--window BYTES] [--expect-sha256 HEX | --unverified]
+ * OLD PATCH NEW (format detected when omitted; --window raises the apply memory bound above
+ * the default 512 KiB; a BSDIFF40 patch needs --expect-sha256, or --unverified, since the
+ * format has no checksum). NEW appears only once complete and checked. */
 int mf_delta_cli_patch(int argc, char **argv);
 /* info PATCH: header and per-block encodings of an mf patch */
 int mf_delta_cli_info(int argc, char **argv);

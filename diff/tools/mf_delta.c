@@ -15,7 +15,9 @@ int main(int argc, char **argv)
         return mf_delta_cli_info(argc - 2, argv + 2);
     (void)fprintf(stderr,
                   "usage: mf-delta diff [--format mf|bsdiff40] OLD NEW PATCH\n"
-                  "       mf-delta patch [--format mf|bsdiff40] [--window BYTES] OLD PATCH NEW\n"
+                  "       mf-delta patch [--format mf|bsdiff40] [--window BYTES]\n"
+                  "                      [--expect-sha256 HEX | --unverified] OLD PATCH NEW\n"
+                  "         (BSDIFF40 has no checksum: it needs --expect-sha256, or --unverified)\n"
                   "       mf-delta info PATCH\n");
     return 2;
 }

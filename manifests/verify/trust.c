@@ -199,7 +199,7 @@ int mf_trust__accept_first_root(struct mf_trust *t, const void *buf, size_t len)
     err = mf_trust__check_keyids(t, ks, "root");
     if (err < 0)
         goto out;
-    err = mf_trust__verify_role(t, env, ks, MF_ROLE_ROOT, "root");
+    err = mf_trust__verify_role(NULL, t, env, ks, MF_ROLE_ROOT, "root");
     if (err < 0)
         goto out;
     err = keep_copy(&t->root_env, &t->root_env_len, t, buf, len);
@@ -225,6 +225,7 @@ int mf_trust_bootstrap(mf_trust *t, const void *root_env, size_t len, uint64_t n
     err = mf_trust__accept_first_root(t, root_env, len);
     if (err >= 0) {
         t->assignment_seq = 0;
+        t->seq_keys.n = 0;
         t->nfloors = 0;
     }
     if (err >= 0)
@@ -244,7 +245,7 @@ static int root_step(struct mf_trust *t, struct mf_mkeyset *next, const mf_manif
     err = mf_trust__open(&env, t, b->data, b->size, t->opts.max_root_bytes, MF_MANIFEST_TYPE_ROOT);
     if (err < 0)
         return err;
-    err = mf_trust__verify_role(t, env, &t->root, MF_ROLE_ROOT, what);
+    err = mf_trust__verify_role(NULL, t, env, &t->root, MF_ROLE_ROOT, what);
     if (err < 0)
         goto out;
     err = mf_manifest__parse_root(next, &t->ctx, env->payload, env->payload_len);
@@ -260,7 +261,7 @@ static int root_step(struct mf_trust *t, struct mf_mkeyset *next, const mf_manif
     err = mf_trust__check_keyids(t, next, what);
     if (err < 0)
         goto out;
-    err = mf_trust__verify_role(t, env, next, MF_ROLE_ROOT, what);
+    err = mf_trust__verify_role(NULL, t, env, next, MF_ROLE_ROOT, what);
     if (err < 0)
         goto out;
     err = keep_copy(&t->root_env, &t->root_env_len, t, b->data, b->size);
@@ -286,7 +287,7 @@ static void recheck_keys(struct mf_trust *t)
     memcpy(msg, t->ctx.errmsg, sizeof(msg));
     err = mf_manifest__envelope_parse(&env, &t->ctx, t->keys_env, t->keys_env_len, t->keys_env_len);
     if (err >= 0)
-        err = mf_trust__verify_role(t, env, &t->root, MF_ROLE_KEYS, "keys");
+        err = mf_trust__verify_role(NULL, t, env, &t->root, MF_ROLE_KEYS, "keys");
     mf_manifest__envelope_free(&t->ctx, env);
     if (err < 0) {
         MF_LOG_WARN(&t->ctx, "keys v%llu dropped: not signed by root v%llu's keys role",
@@ -342,7 +343,7 @@ int mf_trust__accept_keys(struct mf_trust *t, const void *buf, size_t len, uint6
     err = mf_trust__open(&env, t, buf, len, t->opts.max_keys_bytes, MF_MANIFEST_TYPE_KEYS);
     if (err < 0)
         goto out;
-    err = mf_trust__verify_role(t, env, &t->root, MF_ROLE_KEYS, "keys");
+    err = mf_trust__verify_role(NULL, t, env, &t->root, MF_ROLE_KEYS, "keys");
     if (err < 0)
         goto out;
     mf_sha256__digest(digest, env->payload, env->payload_len);
@@ -377,8 +378,39 @@ out:
     return err;
 }
 
+/*
+ * The last accepted sequence belongs to the director keys that signed it. Once a keys
+ * document takes any of them out of the director role, their sequences mean nothing: the
+ * new keys start from 0. Otherwise one assignment at MF_TRUST_SEQUENCE_MAX signed with a
+ * stolen director key would refuse every later one for good, rotation or not. Replays of
+ * older assignments after the reset are still refused by the nonce echo. A sequence whose
+ * signers are unknown (a state file of format 1 without keys) is treated alike.
+ */
+static void rescope_sequence(struct mf_trust *t)
+{
+    size_t i = 0;
+
+    if (t->assignment_seq == 0)
+        return;
+    while (i < t->seq_keys.n && mf_trust__role_has(&t->keys, MF_ROLE_DIRECTOR, t->seq_keys.id[i]))
+        i++;
+    if (t->seq_keys.n > 0 && i == t->seq_keys.n)
+        return;
+    MF_LOG_INFO(&t->ctx,
+                "keys v%llu drops a director key of assignment sequence %llu; "
+                "sequences start again from 0",
+                (unsigned long long)t->keys.version, (unsigned long long)t->assignment_seq);
+    t->assignment_seq = 0;
+    t->seq_keys.n = 0;
+}
+
 int mf_trust_update_keys(mf_trust *t, const void *keys_env, size_t len, uint64_t now)
 {
+    int err;
+
     mf_trust__begin(t);
-    return mf_trust__end(t, mf_trust__accept_keys(t, keys_env, len, now));
+    err = mf_trust__accept_keys(t, keys_env, len, now);
+    if (err >= 0)
+        rescope_sequence(t);
+    return mf_trust__end(t, err);
 }

@@ -125,8 +125,20 @@ static int key_signed(const struct mf_mkey *key, const struct mf_menvelope *env,
     return ok;
 }
 
-int mf_trust__verify_role(struct mf_trust *t, const struct mf_menvelope *env,
-                          const struct mf_mkeyset *ks, int role, const char *what)
+int mf_trust__role_has(const struct mf_mkeyset *ks, int role, const uint8_t *id)
+{
+    const struct mf_mrole *r = &ks->role[role];
+
+    for (size_t i = 0; i < r->n; i++) {
+        if (memcmp(r->ids[i], id, MF_MANIFEST_DIGEST_LEN) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int mf_trust__verify_role(struct mf_trust_keyids *signers, struct mf_trust *t,
+                          const struct mf_menvelope *env, const struct mf_mkeyset *ks, int role,
+                          const char *what)
 {
     const struct mf_mrole *r = &ks->role[role];
     uint8_t digest[MF_MANIFEST_DIGEST_LEN];
@@ -142,9 +154,14 @@ int mf_trust__verify_role(struct mf_trust *t, const struct mf_menvelope *env,
 
         for (size_t s = 0; s < env->nsigs; s++)
             known |= memcmp(env->sigs[s].keyid, r->ids[i], MF_MANIFEST_DIGEST_LEN) == 0;
-        if (key && key_signed(key, env, digest, &bad))
+        if (key && key_signed(key, env, digest, &bad)) {
+            if (signers)
+                memcpy(signers->id[valid], r->ids[i], MF_MANIFEST_DIGEST_LEN);
             valid++;
+        }
     }
+    if (signers)
+        signers->n = valid;
     if (valid >= r->threshold)
         return MF_OK;
     if (bad)

@@ -9,6 +9,17 @@
 /* Models whose security floor one device remembers. */
 #define MF_TRUST_MAX_MODELS 32
 
+/* Highest assignment sequence a device accepts: the largest integer a JSON number carries
+ * exactly (the parser refuses more, the signer writes no more). A director key can spend
+ * its whole space at once, which is why the space belongs to the key (struct mf_trust). */
+#define MF_TRUST_SEQUENCE_MAX ((uint64_t)1 << 53)
+
+/* A set of key ids, e.g. the director keys whose signatures counted for an assignment. */
+struct mf_trust_keyids {
+    uint8_t id[MF_MANIFEST_MAX_KEYS][MF_MANIFEST_DIGEST_LEN];
+    size_t n;
+};
+
 struct mf_trust_floor {
     char name[MF_MANIFEST_NAME_MAX + 1];
     uint64_t floor;
@@ -27,7 +38,12 @@ struct mf_trust {
     uint8_t keys_digest[MF_MANIFEST_DIGEST_LEN]; /* SHA-256 of the keys payload */
     uint8_t *keys_env;
     size_t keys_env_len;
+    /* The last accepted assignment sequence and the director keys that signed it: the
+     * sequence space belongs to those keys, and a keys document that takes one of them
+     * out of the director role starts a fresh space (trust.c, rescope_sequence). */
     uint64_t assignment_seq;
+    struct mf_trust_keyids seq_keys;
+    struct mf_trust_keyids signed_by; /* scratch: the assignment being verified (no big locals) */
     struct mf_trust_floor floors[MF_TRUST_MAX_MODELS];
     size_t nfloors;
 };
@@ -47,9 +63,13 @@ int mf_trust__check_keyids(struct mf_trust *t, const struct mf_mkeyset *ks, cons
 int mf_trust__open(struct mf_menvelope **out, struct mf_trust *t, const void *buf, size_t len,
                    size_t max, const char *type);
 /* Counts distinct keys of ks->role[role] with a valid signature over PAE(env); fails
- * unless the count reaches the role's threshold. */
-int mf_trust__verify_role(struct mf_trust *t, const struct mf_menvelope *env,
-                          const struct mf_mkeyset *ks, int role, const char *what);
+ * unless the count reaches the role's threshold. `signers` (NULL: not wanted) receives the
+ * ids of the keys counted. */
+int mf_trust__verify_role(struct mf_trust_keyids *signers, struct mf_trust *t,
+                          const struct mf_menvelope *env, const struct mf_mkeyset *ks, int role,
+                          const char *what);
+/* 1 when `id` is one of the keys of ks->role[role]. */
+int mf_trust__role_has(const struct mf_mkeyset *ks, int role, const uint8_t *id);
 /* The digest a batch signature `b` of env signs (trust_batch.c); -1 when env is not an
  * assignment or the audit path does not lead to a root for (index, size). */
 int mf_trust__batch_digest(uint8_t *out, const struct mf_menvelope *env, const struct mf_mbatch *b);

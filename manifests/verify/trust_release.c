@@ -9,6 +9,7 @@
 #include "trust_internal.h"
 #include "mf_sha256.h"
 
+#include <assert.h>
 #include <string.h>
 
 uint64_t mf_trust__floor_of(const struct mf_trust *t, const char *model)
@@ -48,7 +49,7 @@ static int release_verify(mf_manifest_release **out, struct mf_trust *t, const v
     err = mf_trust__open(&env, t, buf, len, t->opts.max_release_bytes, MF_MANIFEST_TYPE_RELEASE);
     if (err < 0)
         return err;
-    err = mf_trust__verify_role(t, env, &t->keys, MF_ROLE_RELEASE, "release");
+    err = mf_trust__verify_role(NULL, t, env, &t->keys, MF_ROLE_RELEASE, "release");
     if (err < 0)
         goto fail;
     err =
@@ -104,6 +105,8 @@ static int assignment_binds(struct mf_trust *t, const mf_manifest_assignment *a,
     if (strlen(a->nonce) != n || !mf_ct_memeq(a->nonce, nonce, n))
         return mf_trust__fail(t, MF_TRUST_R_WRONG_NONCE, MF_E_SIGNATURE,
                               "assignment answers nonce '%s', not the one just sent", a->nonce);
+    /* The parser bounds every integer; a sequence space is [1, MF_TRUST_SEQUENCE_MAX]. */
+    assert(a->sequence <= MF_TRUST_SEQUENCE_MAX);
     if (a->sequence <= t->assignment_seq)
         return mf_trust__fail(t, MF_TRUST_R_REPLAY, MF_E_SIGNATURE,
                               "assignment sequence %llu not above last accepted %llu",
@@ -125,9 +128,9 @@ static int release_matches(struct mf_trust *t, const mf_manifest_assignment *a,
     return MF_OK;
 }
 
-static int assignment_verify(mf_manifest_assignment **out, struct mf_trust *t,
-                             const char *device_id, const char *nonce, const void *abuf,
-                             size_t alen)
+static int assignment_verify(mf_manifest_assignment **out, struct mf_trust_keyids *signers,
+                             struct mf_trust *t, const char *device_id, const char *nonce,
+                             const void *abuf, size_t alen)
 {
     struct mf_menvelope *env = NULL;
     int err;
@@ -136,7 +139,7 @@ static int assignment_verify(mf_manifest_assignment **out, struct mf_trust *t,
                          MF_MANIFEST_TYPE_ASSIGNMENT);
     if (err < 0)
         return err;
-    err = mf_trust__verify_role(t, env, &t->keys, MF_ROLE_DIRECTOR, "assignment");
+    err = mf_trust__verify_role(signers, t, env, &t->keys, MF_ROLE_DIRECTOR, "assignment");
     if (err >= 0)
         err = mf_manifest__parse_assignment(out, &t->ctx, env->payload, env->payload_len);
     if (err >= 0) {
@@ -163,7 +166,7 @@ int mf_trust_verify_assignment(mf_manifest_assignment **out, mf_trust *t, const 
     err = keys_usable(t, now);
     if (err < 0)
         return mf_trust__end(t, err);
-    err = assignment_verify(&a, t, device_id, nonce, assignment_env, assignment_len);
+    err = assignment_verify(&a, &t->signed_by, t, device_id, nonce, assignment_env, assignment_len);
     if (err >= 0)
         err = release_verify(&r, t, release_env, release_len, now);
     if (err >= 0)
@@ -175,6 +178,7 @@ int mf_trust_verify_assignment(mf_manifest_assignment **out, mf_trust *t, const 
     }
     mf_manifest__assignment_attach(a, r);
     t->assignment_seq = a->sequence;
+    t->seq_keys = t->signed_by;
     MF_LOG_INFO(&t->ctx, "assignment %llu: %s %s%s", (unsigned long long)a->sequence, r->name,
                 r->version, a->pin ? " (pinned)" : "");
     *out = a;

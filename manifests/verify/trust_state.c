@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Serialised trust state. Little-endian, CRC-32 at the end:
- *   "MFTS" u32 format(1) u64 assignment_seq u32 nfloors {u8 len, name, u64 floor}...
+ *   "MFTS" u32 format(2) u64 assignment_seq u8 nsigners {32-byte director key id}...
+ *   u32 nfloors {u8 len, name, u64 floor}...
  *   u32 root_len root_envelope u32 keys_len keys_envelope u32 crc32(all before)
  * Envelopes are stored as received and verified again on load, so a corrupted or edited
  * file cannot smuggle keys in; the CRC only tells a torn write from a bad signature.
+ * Format 1 (before sequences were scoped to their director keys) had no nsigners/ids; it
+ * still loads, its sequence attributed to every director key of its keys document, so
+ * the first keys document without one of them starts a fresh sequence space.
  */
 #include "trust_internal.h"
 
 #include <string.h>
 
 #define STATE_MAGIC "MFTS"
-#define STATE_FORMAT 1u
+#define STATE_FORMAT 2u
+#define STATE_FORMAT_UNSCOPED 1u
 
 static uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n)
 {
@@ -26,7 +31,8 @@ static uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n)
 
 size_t mf_trust_state_size(const mf_trust *t)
 {
-    size_t n = 4 + 4 + 8 + 4 + 4 + t->root_env_len + 4 + t->keys_env_len + 4;
+    size_t n = 4 + 4 + 8 + 1 + t->seq_keys.n * MF_MANIFEST_DIGEST_LEN + 4 + 4 + t->root_env_len +
+               4 + t->keys_env_len + 4;
 
     for (size_t i = 0; i < t->nfloors; i++)
         n += 1 + strlen(t->floors[i].name) + 8;
@@ -67,6 +73,9 @@ int mf_trust_save(void *out, size_t out_size, size_t *written, mf_trust *t)
     put_bytes(&w, STATE_MAGIC, 4);
     put_uint(&w, STATE_FORMAT, 4);
     put_uint(&w, t->assignment_seq, 8);
+    put_uint(&w, t->seq_keys.n, 1);
+    for (size_t i = 0; i < t->seq_keys.n; i++)
+        put_bytes(&w, t->seq_keys.id[i], MF_MANIFEST_DIGEST_LEN);
     put_uint(&w, t->nfloors, 4);
     for (size_t i = 0; i < t->nfloors; i++) {
         size_t n = strlen(t->floors[i].name);
@@ -136,19 +145,59 @@ static int read_floors(struct mf_trust *tmp, struct reader *r)
     return MF_OK;
 }
 
+static int read_signers(struct mf_trust_keyids *out, struct mf_trust *tmp, struct reader *r)
+{
+    uint64_t n = get_uint(r, 1);
+
+    if (n > MF_MANIFEST_MAX_KEYS)
+        return mf_fail(&tmp->ctx, MF_E_INVALID, "state: %llu director keys, at most %d",
+                       (unsigned long long)n, MF_MANIFEST_MAX_KEYS);
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *id = get_bytes(r, MF_MANIFEST_DIGEST_LEN);
+
+        if (!id)
+            return mf_fail(&tmp->ctx, MF_E_INVALID, "state: director key %zu truncated", i);
+        memcpy(out->id[i], id, MF_MANIFEST_DIGEST_LEN);
+    }
+    out->n = (size_t)n;
+    return MF_OK;
+}
+
+/* Format 1 recorded no signers: the sequence was accepted under some director key of the
+ * stored keys document (format 1 never reset it), so all of them own it. */
+static void migrate_signers(struct mf_trust *tmp)
+{
+    const struct mf_mrole *dir = &tmp->keys.role[MF_ROLE_DIRECTOR];
+
+    tmp->seq_keys.n = 0;
+    if (!tmp->has_keys || tmp->assignment_seq == 0)
+        return;
+    memcpy(tmp->seq_keys.id, dir->ids, dir->n * MF_MANIFEST_DIGEST_LEN);
+    tmp->seq_keys.n = dir->n;
+}
+
 /* Rebuilds a complete state in `tmp`, verifying both envelopes again. */
 static int read_state(struct mf_trust *tmp, const uint8_t *buf, size_t len)
 {
     struct reader r = {buf, len - 4, 0, 0};
     const uint8_t *root, *keys;
     size_t root_len, keys_len;
-    uint64_t seq;
+    uint64_t seq, format;
     int err;
 
-    if (memcmp(get_bytes(&r, 4), STATE_MAGIC, 4) != 0 || get_uint(&r, 4) != STATE_FORMAT)
-        return mf_fail(&tmp->ctx, MF_E_INVALID, "state: not a format-%u trust state", STATE_FORMAT);
+    if (memcmp(get_bytes(&r, 4), STATE_MAGIC, 4) != 0)
+        return mf_fail(&tmp->ctx, MF_E_INVALID, "state: not a trust state");
+    format = get_uint(&r, 4);
+    if (format != STATE_FORMAT && format != STATE_FORMAT_UNSCOPED)
+        return mf_fail(&tmp->ctx, MF_E_INVALID, "state: format %llu, this device reads %u and %u",
+                       (unsigned long long)format, STATE_FORMAT_UNSCOPED, STATE_FORMAT);
     seq = get_uint(&r, 8);
-    err = read_floors(tmp, &r);
+    if (seq > MF_TRUST_SEQUENCE_MAX)
+        return mf_fail(&tmp->ctx, MF_E_INVALID, "state: assignment sequence %llu above 2^53",
+                       (unsigned long long)seq);
+    err = format == STATE_FORMAT ? read_signers(&tmp->seq_keys, tmp, &r) : MF_OK;
+    if (err >= 0)
+        err = read_floors(tmp, &r);
     if (err < 0)
         return err;
     root_len = (size_t)get_uint(&r, 4);
@@ -161,6 +210,8 @@ static int read_state(struct mf_trust *tmp, const uint8_t *buf, size_t len)
     if (err >= 0 && keys_len)
         err = mf_trust__accept_keys(tmp, keys, keys_len, MF_TRUST_TIME_UNKNOWN);
     tmp->assignment_seq = seq;
+    if (format == STATE_FORMAT_UNSCOPED)
+        migrate_signers(tmp);
     return err;
 }
 
@@ -178,6 +229,7 @@ static void adopt(struct mf_trust *t, struct mf_trust *tmp)
     t->keys_env = tmp->keys_env;
     t->keys_env_len = tmp->keys_env_len;
     t->assignment_seq = tmp->assignment_seq;
+    t->seq_keys = tmp->seq_keys;
     memcpy(t->floors, tmp->floors, sizeof(t->floors));
     t->nfloors = tmp->nfloors;
 }
@@ -192,7 +244,8 @@ static uint32_t stored_crc(const uint8_t *buf, size_t len)
 int mf_trust_load(mf_trust *t, const void *state, size_t len)
 {
     const uint8_t *buf = state;
-    size_t max = 64 + t->opts.max_root_bytes + t->opts.max_keys_bytes +
+    size_t max = 64 + t->opts.max_root_bytes + t->opts.max_keys_bytes + 1 +
+                 MF_MANIFEST_MAX_KEYS * MF_MANIFEST_DIGEST_LEN +
                  MF_TRUST_MAX_MODELS * (1 + MF_MANIFEST_NAME_MAX + 8);
     struct mf_trust *tmp;
     int err;

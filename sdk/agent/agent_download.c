@@ -333,11 +333,14 @@ int mf_agent__fetch(struct mf_agent *a, const struct mf_agent_fetch *f)
         err = finish(d, err);
     } else if (err >= 0) {
         for (int i = 0; i < FETCH_ATTEMPTS; i++) {
+            /* The previous attempt's message goes only when another attempt replaces it:
+             * after the last one it is the reason the failed report carries. */
+            if (i > 0)
+                mf_ctx__clear(&a->ctx);
             before = d->vfy.verified;
             err = attempt(d, (const char *)url.data);
             if (err >= 0 || !retry_now(d, err, before, &bad_retries))
                 break;
-            mf_ctx__clear(&a->ctx);
         }
         err = finish(d, err);
     }

@@ -189,6 +189,39 @@ active=$(mf_active_path "$work/devA" detector)
 check "  ... and keeps v3" cmp -s "$active" "$work/v3.bin"
 check "  ... and the server saw why" bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' devices | grep -E 'devA +.*detector +v4 +failed' | grep -q 'below security floor'"
 
+# --- a stolen director key freezes assignments only until the director key is rotated ------
+# The attacker with the director key signs, for a genuine release, an assignment at sequence
+# 2^53 (the largest a device reads). Here the real server signs it: the attacker raised the
+# device's counter in the store; ops restore it afterwards, so the genuine director goes on
+# from its own sequence and the device refuses that as a replay. Rotating the director key
+# (keys v2 names a new one) gives the new key a fresh sequence space on the device.
+mf_make_model "$work/v5.bin" 1048576 e2e-v5
+mf_make_model "$work/v6.bin" 1048576 e2e-v6
+check "attacker sets devA's director sequence to 2^53 - 1" store_sql \
+    "UPDATE devices SET assign_seq = 9007199254740991 WHERE device_id = 'devA'"
+check "publish v5 (floor 5)" mf_publish detector v5 "$work/v5.bin" --security-floor 5
+check "the device accepts the genuine v5 assigned at sequence 2^53" agent devA
+check "  ... installs it" cmp -s "$(mf_active_path "$work/devA" detector)" "$work/v5.bin"
+check "  ... and records sequence 2^53" bash -c "'$BIN/mf-agent' --config '$work/devA.json' status | grep -q 'sequence 9007199254740992'"
+check "ops restore the store's sequence" store_sql "UPDATE devices SET assign_seq = 0 WHERE device_id = 'devA'"
+check "publish v6 (floor 5)" mf_publish detector v6 "$work/v6.bin" --security-floor 5
+check "the frozen device refuses the genuine v6" bash -c "! '$BIN/mf-agent' --config '$work/devA.json' run --once >'$work/devA-frozen.log' 2>&1"
+check "  ... as a replayed sequence" grep -q 'assignment refused.*replayed sequence' "$work/devA-frozen.log"
+"$BIN/mfctl" keys gen "$work/director2.pem" >/dev/null
+openssl pkey -in "$work/director2.pem" -pubout -out "$work/director2.pub.pem" 2>/dev/null
+check "ops sign keys v2 naming a new director key" "$BIN/mfctl" keys sign-keys "$work/keys/keys2.json" \
+    --release "$MF_RELEASE_KEY" --director "$work/director2.pub.pem" --version 2 --sign "$work/keys/keys.pem"
+mf_stack_stop
+rm -f "$work/server/director.key" "$work/server/director.pub.pem"
+check "the server takes the new director key" "$BIN/mf-server" init --data-dir "$work/server" \
+    --director-key "$work/director2.pem" ${MF_TEST_STORE_URL:+--store "$MF_TEST_STORE_URL"}
+check "  ... and serves again" mf_stack_start "$work/server" "$work/server.log"
+check "keys v2 installed on the server" mfctl_admin trust set-keys "$work/keys/keys2.json"
+sed -i "s#\"server_url\": \"[^\"]*\"#\"server_url\": \"$MF_URL\"#" "$work/devA.json"
+check "after the rotation the device installs v6" agent devA
+check "  ... bytes are v6's" cmp -s "$(mf_active_path "$work/devA" detector)" "$work/v6.bin"
+check "  ... on keys v2, sequence space of the new key" bash -c "'$BIN/mf-agent' --config '$work/devA.json' status | grep -q 'keys v2' && ! '$BIN/mf-agent' --config '$work/devA.json' status | grep -q 'sequence 9007199254740992'"
+
 # --- delta, rollback and pin on a second device (issue 5) -----------------------------------
 agentB() { "$BIN/mf-agent" --config "$work/devB.json" "$@" >>"$work/devB.log" 2>&1; }
 mf_make_model "$work/c1.bin" 4194304 e2e-c1

@@ -43,9 +43,10 @@ uint32_t chunk_size_for(size_t len)
 void sign_release(struct fake_server *s, const char *version, const uint8_t *data, size_t len)
 {
     mf_free(NULL, s->release_env);
-    s->release_env = fx_release_of(&s->release_len, &world, "detector", version, ++s->release_seq,
-                                   s->floor, data, len, chunk_size_for(len),
-                                   s->release_by_director ? BY(K_DIR) : BY(K_REL0));
+    s->release_env =
+        fx_release_of(&s->release_len, &world, "detector", version, ++s->release_seq, s->floor,
+                      data, len, s->chunk_size ? s->chunk_size : chunk_size_for(len),
+                      s->release_by_director ? BY(K_DIR) : BY(K_REL0));
     fx_digest(s->release_digest, s->release_env, s->release_len);
 }
 
@@ -159,7 +160,7 @@ static void add_detector(struct fake_server *s, cJSON *list, const char *nonce)
         cJSON_AddStringToObject(a, "release", (const char *)s->release_env);
     env = fx_assignment(&len, &world, "cam-1", "detector", s->release_digest,
                         s->checkin_mode == CHECKIN_REPLAY ? FX_NONCE : nonce, ++s->assign_seq,
-                        BY(K_DIR));
+                        BY(s->director));
     cJSON_AddStringToObject(a, "assignment", (const char *)env);
     mf_free(NULL, env);
     if (s->delta) {
@@ -182,6 +183,7 @@ static void handle_checkin(struct fake_server *s, int fd, const char *body)
     cJSON *doc = cJSON_Parse(body);
     const cJSON *nonce = cJSON_GetObjectItemCaseSensitive(doc, "nonce");
     const cJSON *kv = cJSON_GetObjectItemCaseSensitive(doc, "keys_version");
+    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(doc, "root_version");
     cJSON *out, *list, *other;
     char *text;
 
@@ -201,10 +203,13 @@ static void handle_checkin(struct fake_server *s, int fd, const char *body)
     cJSON_AddStringToObject(out, "nonce",
                             s->checkin_mode == CHECKIN_BAD_NONCE ? "00" : nonce->valuestring);
     cJSON_AddNumberToObject(out, "poll_interval_s", 5);
-    if (cJSON_GetNumberValue(kv) != 1) {
+    if (cJSON_GetNumberValue(kv) != (double)s->keys_version ||
+        (s->root_env && cJSON_GetNumberValue(rv) < (double)s->root_version)) {
         cJSON *trust = cJSON_AddObjectToObject(out, "trust");
+        cJSON *roots = cJSON_AddArrayToObject(trust, "roots");
 
-        cJSON_AddArrayToObject(trust, "roots");
+        if (s->root_env && cJSON_GetNumberValue(rv) < (double)s->root_version)
+            cJSON_AddItemToArray(roots, cJSON_CreateString((const char *)s->root_env));
         cJSON_AddStringToObject(trust, "keys", (const char *)s->keys_env);
     }
     if (s->offload_policy)
@@ -246,6 +251,7 @@ static void send_body(struct fake_server *s, int fd, const uint8_t *data, uint64
     if (s->cut_at > from && s->cut_at < end && s->cuts_left > 0) {
         end = s->cut_at;
         s->cuts_left--;
+        s->cut_at += s->cut_step;
     }
     if (s->blob_mode == BLOB_STALL && s->stall_left > 0 && end - from > 1 && !s->stalling) {
         uint64_t half = (end - from) / 2;
@@ -416,6 +422,8 @@ void fake_start(struct fake_server *s)
     assert_int_equal(getsockname(s->listen_fd, (struct sockaddr *)&addr, &alen), 0);
     s->port = ntohs(addr.sin_port);
     s->keys_env = fx_keys_v1(&s->keys_len, &world);
+    s->keys_version = 1;
+    s->director = K_DIR;
     assert_int_equal(pthread_create(&s->thread, NULL, server_main, s), 0);
 }
 
@@ -424,6 +432,34 @@ void fake_settle(struct fake_server *s)
     if (s->stalling)
         pthread_join(s->stall_thread, NULL);
     s->stalling = 0;
+}
+
+void fake_reset(struct fake_server *s)
+{
+    int fd, port;
+    pthread_t thread;
+    pthread_mutex_t lock;
+
+    fake_settle(s);
+    pthread_mutex_lock(&s->lock);
+    mf_free(NULL, s->keys_env);
+    mf_free(NULL, s->release_env);
+    mf_free(NULL, s->root_env);
+    fd = s->listen_fd;
+    port = s->port;
+    thread = s->thread;
+    /* Everything but the socket, the thread and the (held) lock goes back to zero; the
+     * lock's bytes are put back where they were, so it stays the same held mutex. */
+    memcpy(&lock, &s->lock, sizeof(lock));
+    memset(s, 0, sizeof(*s));
+    memcpy(&s->lock, &lock, sizeof(lock));
+    s->listen_fd = fd;
+    s->port = port;
+    s->thread = thread;
+    s->keys_env = fx_keys_v1(&s->keys_len, &world);
+    s->keys_version = 1;
+    s->director = K_DIR;
+    pthread_mutex_unlock(&s->lock);
 }
 
 void fake_stop(struct fake_server *s)
@@ -437,6 +473,7 @@ void fake_stop(struct fake_server *s)
     pthread_mutex_destroy(&s->lock);
     mf_free(NULL, s->keys_env);
     mf_free(NULL, s->release_env);
+    mf_free(NULL, s->root_env);
 }
 
 /* ---- test fixture: a fake server, a state dir and the POSIX port ---- */
@@ -562,6 +599,18 @@ void assert_file_equals(const struct fixture *fx, const char *name, const uint8_
     assert_int_equal(got, len);
     assert_memory_equal(buf, data, len);
     test_free(buf);
+}
+
+/* A model of `n` bytes that differs per `seed` in a few places only (deltas stay small). */
+uint8_t *make_model(size_t n, unsigned int seed)
+{
+    uint8_t *m = test_malloc(n);
+
+    for (size_t i = 0; i < n; i++)
+        m[i] = (uint8_t)((i * 2654435761u) >> 13);
+    for (size_t i = 0; i < n; i += 65536)
+        m[i] = (uint8_t)(m[i] + seed);
+    return m;
 }
 
 const uint8_t model_v1[] = "detector weights, version one\n";

@@ -60,12 +60,18 @@ struct fake_server {
     /* the signed documents */
     uint8_t *keys_env;
     size_t keys_len;
+    uint64_t keys_version; /* of keys_env: sent to a device that reports another (1) */
+    int director;          /* the key assignments are signed with (K_DIR) */
     uint8_t *release_env;
     size_t release_len;
     uint8_t release_digest[32];
-    uint64_t release_seq;    /* last release sequence signed */
-    uint64_t assign_seq;     /* the director's sequence for the device */
-    uint64_t floor;          /* security_floor of the next release */
+    uint64_t release_seq; /* last release sequence signed */
+    uint64_t assign_seq;  /* the director's sequence for the device */
+    uint64_t floor;       /* security_floor of the next release */
+    uint32_t chunk_size;  /* chunk size of the next release; 0: chunk_size_for() */
+    uint8_t *root_env;    /* a newer root (NULL: none), sent to devices behind it ... */
+    size_t root_len;
+    uint64_t root_version;   /* ... with this version */
     int release_by_director; /* 1: sign releases with the director key (a forgery) */
     /* a delta offered in the check-in (from delta_from to the assigned version) */
     const uint8_t *delta;
@@ -74,7 +80,8 @@ struct fake_server {
     char delta_from[65];
     /* transport faults, by absolute offset in the served object */
     uint64_t cut_at;                    /* close the connection after this offset (0: never) ... */
-    int cuts_left;                      /* ... this many times */
+    int cuts_left;                      /* ... this many times, */
+    uint64_t cut_step;                  /* ... each one this much further on */
     uint64_t corrupt_at;                /* flip the byte at this offset ... */
     int corrupt_left;                   /* ... this many times */
     int stall_ms;                       /* BLOB_STALL: silence after half the bytes ... */
@@ -113,6 +120,9 @@ extern const uint8_t model_v1[31];
 extern const uint8_t model_v2[57];
 
 void sha256_hex(char *out, const uint8_t *p, size_t n);
+/* A test_malloc'd model of `n` bytes that differs per `seed` every 64 KiB only (deltas stay
+ * small). */
+uint8_t *make_model(size_t n, unsigned int seed);
 /* Small models in 16-byte chunks (several per model), big ones in 1 MiB chunks. */
 uint32_t chunk_size_for(size_t len);
 /* A release of `data` signed with the release key (or the director key when forging). */
@@ -126,6 +136,9 @@ void fake_offer_delta(struct fake_server *s, const uint8_t *delta, size_t delta_
                       const uint8_t *from, size_t from_len);
 void fake_start(struct fake_server *s);
 void fake_stop(struct fake_server *s);
+/* Back to the state fake_start() left (no assignment, keys v1, no faults, no counts),
+ * on the same port: a fresh server for the next run without a new thread. */
+void fake_reset(struct fake_server *s);
 /* Waits for a stalled response's thread to finish with the served bytes. */
 void fake_settle(struct fake_server *s);
 

@@ -478,6 +478,116 @@ static void test_agent__replayed_assignment_is_refused(void **state)
     mf_agent_free(agent);
 }
 
+/* Ops rotate the director key: keys v2 names SPARE as director, the server signs with it. */
+static void rotate_director(struct fake_server *s)
+{
+    pthread_mutex_lock(&s->lock);
+    mf_free(NULL, s->keys_env);
+    s->keys_env = fx_keys(&s->keys_len, &world, 2, FX_EXPIRES, BY(K_REL0, K_REL1), 1, BY(K_SPARE),
+                          1, BY(K_KEYS));
+    s->keys_version = 2;
+    s->director = K_SPARE;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* A device frozen at sequence 2^53 by a stolen director key (v2 installed). */
+static mf_agent *agent_frozen_at_2_53(struct fixture *fx)
+{
+    mf_agent *agent = agent_with_v1(fx);
+
+    fx->srv.assign_seq = (1ull << 53) - 1; /* the next one signed is 2^53 */
+    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    step_expect(agent, MF_OK); /* it names a genuine release: installed */
+    assert_active(agent, "v2", 'b');
+    fx->srv.assign_seq = 10; /* the genuine director goes on from its own sequence */
+    return agent;
+}
+
+/* Defect: an attacker with the director key assigns a genuine release at sequence 2^53,
+ * the largest a device reads; every later genuine assignment was refused, even after ops
+ * rotated the director key. Now keys v2 without that key starts a fresh sequence space. */
+static void test_agent__stolen_director_key_freeze_ends_with_rotation(void **state)
+{
+    struct fixture *fx = *state;
+    mf_agent *agent = agent_frozen_at_2_53(fx);
+    mf_agent_trust_state ts;
+
+    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(ts.assignment_sequence, 1ull << 53);
+    /* the genuine director's next assignment: frozen */
+    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
+    step_expect(agent, MF_E_SIGNATURE);
+    assert_non_null(strstr(mf_agent_errmsg(agent), "replayed sequence"));
+    assert_active(agent, "v2", 'b');
+    rotate_director(&fx->srv);
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v1", 'a');
+    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(ts.keys_version, 2);
+    assert_int_equal(ts.assignment_sequence, 12);
+    /* the stolen key is out, and the fresh space survives a restart */
+    mf_agent_free(agent);
+    agent = NULL;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    fx->srv.director = K_DIR;
+    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    step_expect(agent, MF_E_SIGNATURE);
+    assert_non_null(strstr(mf_agent_errmsg(agent), "unknown or revoked key"));
+    fx->srv.director = K_SPARE;
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    mf_agent_free(agent);
+}
+
+static const mf_platform_ops *real_ops;
+static int cut_trust_saves; /* renames of trust.state that fail, as a power cut would */
+
+static int cut_rename(void *payload, const char *from, const char *to)
+{
+    if (cut_trust_saves > 0 && strcmp(to, "trust.state") == 0) {
+        cut_trust_saves--;
+        return MF_E_IO;
+    }
+    return real_ops->rename(payload, from, to);
+}
+
+/* Power lost while the rotated keys are saved: the state on storage is still the old one
+ * as a whole (frozen, keys v1), never keys v2 with the old sequence or the reverse; after
+ * the reboot the next check-in brings keys v2 again and the device recovers. */
+static void test_agent__director_rotation_survives_a_cut_save(void **state)
+{
+    struct fixture *fx = *state;
+    mf_agent *agent = agent_frozen_at_2_53(fx);
+    mf_platform_ops cut = fx->ops;
+    mf_agent_trust_state ts;
+
+    mf_agent_free(agent);
+    agent = NULL;
+    real_ops = &fx->ops;
+    cut.rename = cut_rename;
+    cut_trust_saves = 1;
+    fx->opts.platform = &cut;
+    rotate_director(&fx->srv);
+    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_E_IO);
+    assert_int_equal(cut_trust_saves, 0);
+    assert_active(agent, "v2", 'b');
+    mf_agent_free(agent);
+    agent = NULL;
+    fx->opts.platform = &fx->ops;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK); /* the reboot */
+    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(ts.keys_version, 1);
+    assert_int_equal(ts.assignment_sequence, 1ull << 53);
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v1", 'a');
+    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(ts.keys_version, 2);
+    assert_true(ts.assignment_sequence < 1ull << 53);
+    mf_agent_free(agent);
+}
+
 static void test_agent__release_below_floor_is_refused(void **state)
 {
     struct fixture *fx = *state;
@@ -920,6 +1030,8 @@ int main(void)
         T(test_agent__release_signed_by_director_key_is_refused),
         T(test_agent__missing_release_is_refused),
         T(test_agent__replayed_assignment_is_refused),
+        T(test_agent__stolen_director_key_freeze_ends_with_rotation),
+        T(test_agent__director_rotation_survives_a_cut_save),
         T(test_agent__release_below_floor_is_refused),
         T(test_agent__trust_root_is_required_and_state_persists),
         cmocka_unit_test(test_agent__checkin_parser_rejects_bad_answers),

@@ -17,18 +17,6 @@
 
 #define MIB (1024u * 1024u)
 
-/* A model of `n` bytes that differs per `seed` in a few places only (deltas stay small). */
-static uint8_t *make_model(size_t n, unsigned int seed)
-{
-    uint8_t *m = test_malloc(n);
-
-    for (size_t i = 0; i < n; i++)
-        m[i] = (uint8_t)((i * 2654435761u) >> 13);
-    for (size_t i = 0; i < n; i += 65536)
-        m[i] = (uint8_t)(m[i] + seed);
-    return m;
-}
-
 static mf_agent_counters stats_of(mf_agent *agent)
 {
     mf_agent_counters c;
@@ -71,6 +59,36 @@ static void test_agent_delivery__cut_resumes_and_refetches_at_most_one_chunk(voi
     /* Re-downloaded: the unverified half chunk only (<= one chunk). */
     assert_true(after.blob_bytes - before.blob_bytes - 3 * MIB <= MIB);
     assert_false(exists(fx, "models/detector/slot-b.part.prog"));
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
+/* Defect: when the last in-step attempt made progress before it failed, its message was
+ * cleared for an attempt that never came, and the failed report had an empty detail. */
+static void test_agent_delivery__last_attempt_with_progress_keeps_its_reason(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(6 * MIB, 2);
+    mf_agent *agent = agent_with(fx, model_v1, sizeof(model_v1));
+
+    /* One cut per attempt, each a chunk further on: every attempt verifies one more chunk,
+     * so the step ends after its 4 attempts on a failure that made progress. */
+    fake_assign(&fx->srv, "v2", v2, 6 * MIB, v2, 6 * MIB);
+    fx->srv.cut_at = MIB + 100;
+    fx->srv.cut_step = MIB;
+    fx->srv.cuts_left = 4;
+    step_expect(agent, MF_E_NET);
+    assert_int_equal(fx->srv.n_ranged, 3);
+    assert_int_equal(fx->srv.last_range_from, 3 * MIB);
+    assert_string_equal(fx->srv.report_status, "failed");
+    /* the detail names the failure: the cut of the 4th attempt */
+    assert_non_null(strstr(fx->srv.report_detail, "truncated response"));
+    assert_non_null(strstr(mf_agent_errmsg(agent), "truncated response"));
+    assert_active(agent, "v1", 'a');
+    /* the verified prefix is kept: the next step finishes the download */
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    assert_int_equal(fx->srv.last_range_from, 4 * MIB);
     mf_agent_free(agent);
     test_free(v2);
 }
@@ -604,6 +622,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_agent_delivery__cut_resumes_and_refetches_at_most_one_chunk),
+        T(test_agent_delivery__last_attempt_with_progress_keeps_its_reason),
         T(test_agent_delivery__progress_survives_a_restart),
         T(test_agent_delivery__resume_reverifies_what_storage_holds),
         T(test_agent_delivery__200_to_a_range_restarts_from_zero),

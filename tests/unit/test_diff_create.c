@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "diff_test_util.h"
 
+#include <bzlib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -381,7 +382,7 @@ static void test_diff_create__bsdiff40_malformed(void **state)
 {
     const size_t n = 20000;
     uint8_t *old = malloc(n), *nw = malloc(n), *patch, *bad, *out = NULL;
-    size_t plen, got = 0;
+    size_t plen, got = 0, failed = 0;
     mf_diff_options o;
     mf_diff *d = NULL;
 
@@ -404,17 +405,30 @@ static void test_diff_create__bsdiff40_malformed(void **state)
         assert_int_equal(r, MF_E_INVALID);
         assert_null(out);
     }
-    for (size_t i = 0; i < plen; i += 3) {
-        int r;
+    /* Every single-bit flip past the magic fails, or (an unused padding bit, a length still
+     * pointing at the same streams) still yields exactly the new image. Before the streams
+     * were read to their CRCs, flips applied without error into another image. */
+    for (size_t i = 8; i < plen; i++) {
+        for (int bit = 0; bit < 8; bit++) {
+            int r;
 
-        memcpy(bad, patch, plen);
-        bad[i] ^= 0x10;
-        r = mf_diff_bsdiff40_apply(&out, &got, d, old, n, bad, plen);
-        /* BSDIFF40 has no checksum of the result: a flip may decode to another image. */
-        assert_true(r == MF_OK || r == MF_E_INVALID || r == MF_E_LIMIT || r == MF_E_NOMEM);
-        mf_free(NULL, out);
-        out = NULL;
+            memcpy(bad, patch, plen);
+            bad[i] ^= (uint8_t)(1u << bit);
+            r = mf_diff_bsdiff40_apply(&out, &got, d, old, n, bad, plen);
+            if (r == MF_OK) {
+                assert_int_equal(got, n);
+                if (memcmp(out, nw, n) != 0)
+                    fail_msg("flip of bit %d of byte %zu of %zu: another image", bit, i, plen);
+            } else {
+                assert_true(r == MF_E_INVALID || r == MF_E_LIMIT || r == MF_E_NOMEM);
+                assert_null(out);
+                failed++;
+            }
+            mf_free(NULL, out);
+            out = NULL;
+        }
     }
+    assert_true(failed > (plen - 8) * 8 * 9 / 10);
     mf_diff_free(d);
     /* A header asking for more than max_new_size is refused before allocating. */
     assert_int_equal(mf_diff_options_init(&o, MF_DIFF_OPTIONS_VERSION), MF_OK);
@@ -427,6 +441,121 @@ static void test_diff_create__bsdiff40_malformed(void **state)
     free(bad);
     free(old);
     free(nw);
+}
+
+/* bsdiff's sign-magnitude 8-byte integer. */
+static void put_off(uint8_t *b, int64_t x)
+{
+    uint64_t y = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(y >> (8 * i));
+    if (x < 0)
+        b[7] |= 0x80;
+}
+
+static size_t bz(uint8_t *dst, size_t cap, const void *src, size_t n)
+{
+    unsigned int out = (unsigned int)cap;
+
+    assert_int_equal(BZ2_bzBuffToBuffCompress((char *)dst, &out, (char *)(uintptr_t)src,
+                                              (unsigned int)n, 9, 0, 0),
+                     BZ_OK);
+    return out;
+}
+
+/* A BSDIFF40 patch of control triples `ctrl` (n of them), diff bytes and extra bytes,
+ * declaring new size `nsize`; `clen_delta` is added to the declared control length. */
+static size_t craft_bsdiff40(uint8_t *out, size_t cap, const int64_t (*ctrl)[3], size_t n,
+                             const uint8_t *diff, size_t ndiff, const uint8_t *extra, size_t nextra,
+                             int64_t nsize, int64_t clen_delta)
+{
+    uint8_t c[10 * 24];
+    size_t c1, c2, c3;
+
+    assert_true(n <= 10);
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 3; k++)
+            put_off(c + 24 * i + 8 * k, ctrl[i][k]);
+    memcpy(out, "BSDIFF40", 8);
+    c1 = bz(out + 32, cap - 32, c, 24 * n);
+    c2 = bz(out + 32 + c1, cap - 32 - c1, diff, ndiff);
+    c3 = bz(out + 32 + c1 + c2, cap - 32 - c1 - c2, extra, nextra);
+    put_off(out + 8, (int64_t)c1 + clen_delta);
+    put_off(out + 16, (int64_t)c2);
+    put_off(out + 24, nsize);
+    return 32 + c1 + c2 + c3;
+}
+
+/* Hand-made structural corruption: every case ends in MF_E_INVALID naming it, before any
+ * byte outside old or new is touched (ASan runs this too); a negative seek inside the range
+ * is classic bsdiff semantics (old bytes outside old count as 0) and applies. */
+static void test_diff_create__bsdiff40_structural_corruption(void **state)
+{
+    static const uint8_t old[16] = "0123456789abcdef";
+    static const uint8_t zeros[16];
+    static const uint8_t extra[16] = "ABCDEFGHIJKLMNOP";
+    static const struct {
+        const char *what;
+        int64_t ctrl[2][3];
+        size_t n;
+        int64_t nsize, clen_delta;
+        const char *msg;
+    } cases[] = {
+        {"add past new", {{17, 0, 0}}, 1, 16, 0, "out of range"},
+        {"negative add", {{-1, 0, 0}}, 1, 16, 0, "out of range"},
+        {"copy past new", {{8, 9, 0}}, 1, 16, 0, "out of range"},
+        {"negative copy", {{8, -8, 0}}, 1, 16, 0, "out of range"},
+        {"seek below -2^62",
+         {{8, 0, -((int64_t)1 << 62) - 1}, {8, 0, 0}},
+         2,
+         16,
+         0,
+         "out of range"},
+        {"seek above 2^62", {{8, 0, ((int64_t)1 << 62) + 1}, {8, 0, 0}}, 2, 16, 0, "out of range"},
+        {"seeks adding up past 2^62",
+         {{4, 0, ((int64_t)1 << 62) - 4}, {4, 0, ((int64_t)1 << 62)}},
+         2,
+         16,
+         0,
+         "old position"},
+        {"control stream ends early", {{8, 0, 0}}, 1, 16, 0, "control stream"},
+        {"control length past the patch", {{16, 0, 0}}, 1, 16, 100000, "header lengths"},
+        {"negative new size", {{16, 0, 0}}, 1, -16, 0, "header lengths"},
+        {"control left over after the image", {{8, 0, 0}, {8, 0, 0}}, 2, 8, 0, "do not end"},
+        {"diff and extra bytes left over", {{8, 8, 0}}, 1, 16, 0, "do not end"},
+    };
+    uint8_t patch[4096], *out = NULL;
+    size_t got, plen;
+    mf_diff *d = NULL;
+
+    (void)state;
+    assert_int_equal(mf_diff_new(&d, NULL, NULL), MF_OK);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        plen = craft_bsdiff40(patch, sizeof(patch), cases[i].ctrl, cases[i].n, zeros, 16, extra, 16,
+                              cases[i].nsize, cases[i].clen_delta);
+        if (mf_diff_bsdiff40_apply(&out, &got, d, old, sizeof(old), patch, plen) != MF_E_INVALID)
+            fail_msg("%s: accepted", cases[i].what);
+        assert_null(out);
+        if (!strstr(mf_diff_errmsg(d), cases[i].msg))
+            fail_msg("%s: '%s'", cases[i].what, mf_diff_errmsg(d));
+    }
+    /* A negative seek that stays in range: new[8..16) adds old[-4..4), i.e. 0,0,0,0,"0123". */
+    {
+        const int64_t ctrl[2][3] = {{8, 0, -12}, {8, 0, 0}};
+
+        plen = craft_bsdiff40(patch, sizeof(patch), ctrl, 2, zeros, 16, extra, 0, 16, 0);
+        assert_int_equal(mf_diff_bsdiff40_apply(&out, &got, d, old, sizeof(old), patch, plen),
+                         MF_OK);
+        assert_int_equal(got, 16);
+        assert_memory_equal(out,
+                            "01234567\0\0\0\0"
+                            "0123",
+                            16);
+        mf_free(NULL, out);
+        out = NULL;
+    }
+    mf_diff_free(d);
 }
 
 static void test_diff_create__describe_rejects_garbage(void **state)
@@ -525,6 +654,7 @@ int main(void)
         cmocka_unit_test(test_diff_create__safetensors_aligns_by_name),
         cmocka_unit_test(test_diff_create__bsdiff40_interop_with_bsdiff43),
         cmocka_unit_test(test_diff_create__bsdiff40_malformed),
+        cmocka_unit_test(test_diff_create__bsdiff40_structural_corruption),
         cmocka_unit_test(test_diff_create__describe_rejects_garbage),
         cmocka_unit_test(test_diff_create__failing_allocator_every_call),
         cmocka_unit_test(test_diff_create__options),

@@ -334,6 +334,75 @@ static void test_manifest_interop__golden_vectors(void **state)
     mf_free(NULL, asg);
 }
 
+/* Keys v`version` under the golden root (signed by keys.key.pem), release role: the golden
+ * release key, director role: the key of `director_pem`. */
+static uint8_t *golden_keys_doc(size_t *len, uint64_t version, const char *director_pem)
+{
+    size_t n, rn, dn;
+    char *keys_pem = (char *)golden(&n, "keys.key.pem");
+    char *rel_pem = (char *)golden(&rn, "release.pub.pem");
+    char *dir_pem = (char *)golden(&dn, director_pem);
+    const char *rel[] = {rel_pem}, *dir[] = {dir_pem};
+    mf_manifest_keys_spec spec = {
+        .version = version, .expires = 2080000000, .release = {rel, 1, 1}, .director = {dir, 1, 1}};
+    mf_manifest_signer *s = NULL;
+    uint8_t *env = NULL;
+
+    assert_int_equal(mf_manifest_signer_new(&s, NULL), MF_OK);
+    assert_int_equal(mf_manifest_signer_add_key(NULL, s, keys_pem, n), MF_OK);
+    assert_int_equal(mf_manifest_sign_keys(&env, len, s, &spec), MF_OK);
+    mf_manifest_signer_free(s);
+    mf_free(NULL, keys_pem);
+    mf_free(NULL, rel_pem);
+    mf_free(NULL, dir_pem);
+    return env;
+}
+
+/* trust_state_v1.bin was written by mf_trust_save() in format 1 (before sequences were
+ * scoped to their director key, commit ec23789) from root.json, keys.json and the golden
+ * assignment (sequence 1, floor 2). It still loads, is saved again as format 2, and its
+ * sequence belongs to the golden director key: kept while that key stays, reset once a
+ * keys document drops it. */
+static void test_manifest_interop__state_format_1_loads_and_migrates(void **state)
+{
+    uint8_t *old, *buf, *same, *rotated;
+    size_t ol, n, w, sl, rl;
+    mf_trust *t = NULL, *u = NULL;
+
+    (void)state;
+    old = golden(&ol, "trust_state_v1.bin");
+    assert_int_equal(old[4], 1);
+    assert_int_equal(mf_trust_new(&t, NULL, NULL), MF_OK);
+    if (mf_trust_load(t, old, ol) < 0)
+        fail_msg("format-1 state: %s", mf_trust_errmsg(t));
+    assert_int_equal(mf_trust_root_version(t), 1);
+    assert_int_equal(mf_trust_keys_version(t), 1);
+    assert_int_equal(mf_trust_assignment_sequence(t), 1);
+    assert_int_equal(mf_trust_floor(t, "detector"), 2);
+    n = mf_trust_state_size(t);
+    buf = mf_alloc(NULL, n);
+    assert_int_equal(mf_trust_save(buf, n, &w, t), MF_OK);
+    assert_int_equal(buf[4], 2);
+    assert_int_equal(mf_trust_new(&u, NULL, NULL), MF_OK);
+    assert_int_equal(mf_trust_load(u, buf, w), MF_OK);
+    same = golden_keys_doc(&sl, 2, "director.pub.pem");
+    rotated = golden_keys_doc(&rl, 3, "release.pub.pem");
+    assert_int_equal(mf_trust_update_keys(t, same, sl, MF_TRUST_TIME_UNKNOWN), MF_OK);
+    assert_int_equal(mf_trust_assignment_sequence(t), 1);
+    assert_int_equal(mf_trust_update_keys(t, rotated, rl, MF_TRUST_TIME_UNKNOWN), MF_OK);
+    assert_int_equal(mf_trust_assignment_sequence(t), 0);
+    /* the migrated state, saved and loaded again, behaves the same */
+    assert_int_equal(mf_trust_update_keys(u, rotated, rl, MF_TRUST_TIME_UNKNOWN), MF_OK);
+    assert_int_equal(mf_trust_assignment_sequence(u), 0);
+    assert_int_equal(mf_trust_floor(u, "detector"), 2);
+    mf_trust_free(t);
+    mf_trust_free(u);
+    mf_free(NULL, old);
+    mf_free(NULL, buf);
+    mf_free(NULL, same);
+    mf_free(NULL, rotated);
+}
+
 static void test_manifest_interop__golden_key_ids(void **state)
 {
     static const char *const names[][2] = {{"root.key.pem", "root_keyid"},
@@ -412,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_manifest_interop__library_signs_openssl_cli_verifies),
         cmocka_unit_test(test_manifest_interop__golden_vectors),
         cmocka_unit_test(test_manifest_interop__golden_batch),
+        cmocka_unit_test(test_manifest_interop__state_format_1_loads_and_migrates),
         cmocka_unit_test(test_manifest_interop__golden_key_ids),
         cmocka_unit_test(test_manifest_interop__signer_rejects_bad_keys),
     };

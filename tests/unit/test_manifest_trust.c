@@ -490,8 +490,10 @@ static void test_manifest_trust__assignment_rules(void **state)
         run_asg_case(&asg_cases[i]);
 }
 
-/* Verifies one assignment with sequence `seq` naming a release of `version`. */
-static int assign(mf_trust *t, uint64_t seq, const char *version, uint64_t floor)
+/* Verifies, in answer to a check-in that sent `sent`, an assignment signed by `by` that
+ * echoes `signed_nonce` and carries sequence `seq` for a release of `version`. */
+static int assign_as(mf_trust *t, uint64_t seq, const char *version, uint64_t floor,
+                     const char *signed_nonce, const char *sent, const int *by)
 {
     mf_manifest_assignment *a = NULL;
     mf_manifest_release_spec spec;
@@ -502,15 +504,21 @@ static int assign(mf_trust *t, uint64_t seq, const char *version, uint64_t floor
     fx_release_spec(&spec, version, 1, floor);
     rel = fx_release(&ll, &fx, &spec, BY(K_REL0));
     fx_digest(digest, rel, ll);
-    asg = fx_assignment(&al, &fx, FX_DEVICE, FX_MODEL, digest, FX_NONCE, seq, BY(K_DIR));
-    rc = mf_trust_verify_assignment(&a, t, FX_DEVICE, FX_NONCE, asg, al, rel, ll,
-                                    MF_TRUST_TIME_UNKNOWN);
+    asg = fx_assignment(&al, &fx, FX_DEVICE, FX_MODEL, digest, signed_nonce, seq, by);
+    rc =
+        mf_trust_verify_assignment(&a, t, FX_DEVICE, sent, asg, al, rel, ll, MF_TRUST_TIME_UNKNOWN);
     if (rc == MF_OK)
         assert_int_equal(mf_trust_commit_release(t, a->release), MF_OK);
     mf_manifest_assignment_free(a);
     mf_free(NULL, rel);
     mf_free(NULL, asg);
     return rc;
+}
+
+/* Verifies one assignment by the director key with sequence `seq` naming `version`. */
+static int assign(mf_trust *t, uint64_t seq, const char *version, uint64_t floor)
+{
+    return assign_as(t, seq, version, floor, FX_NONCE, FX_NONCE, BY(K_DIR));
 }
 
 static void test_manifest_trust__assignment_sequence(void **state)
@@ -600,6 +608,125 @@ static void test_manifest_trust__keys_updates(void **state)
     mf_free(NULL, kroot);
     mf_free(NULL, kexp);
     mf_trust_free(t);
+}
+
+/* Installs keys v`version` (release REL0, director role `dir` with threshold `thr`). */
+static int keys_with_director(mf_trust *t, uint64_t version, const int *dir, unsigned int thr)
+{
+    uint8_t *k =
+        fx_keys(&(size_t){0}, &fx, version, FX_EXPIRES, BY(K_REL0), 1, dir, thr, BY(K_KEYS));
+    int rc = mf_trust_update_keys(t, k, strlen((const char *)k), FX_NOW);
+
+    mf_free(NULL, k);
+    return rc;
+}
+
+#define SEQ_MAX 9007199254740992ull /* 2^53, the largest sequence the parser reads */
+
+/* Defect: one assignment at 2^53 signed with a stolen director key refused every later
+ * one for good, even after a director rotation. Now the sequence belongs to its signer:
+ * keys documents that keep it (or only add keys) keep the space, one that drops it resets. */
+static void test_manifest_trust__stolen_director_key_freezes_only_until_rotation(void **state)
+{
+    mf_trust *t = fx_trust(&fx, NULL);
+
+    (void)state;
+    assert_int_equal(assign(t, 5, "v2", 1), MF_OK);
+    assert_int_equal(assign(t, SEQ_MAX, "v2", 1), MF_OK); /* genuine release: accepted */
+    assert_int_equal(mf_trust_assignment_sequence(t), SEQ_MAX);
+    assert_int_equal(assign(t, 6, "v3", 1), MF_E_SIGNATURE); /* frozen */
+    assert_int_equal(mf_trust_last_reason(t), MF_TRUST_R_REPLAY);
+    /* keys v2 keeps the director key (and adds one): the same sequence space */
+    assert_int_equal(keys_with_director(t, 2, BY(K_DIR, K_SPARE), 1), MF_OK);
+    assert_int_equal(mf_trust_assignment_sequence(t), SEQ_MAX);
+    assert_int_equal(assign_as(t, 6, "v3", 1, FX_NONCE, FX_NONCE, BY(K_SPARE)), MF_E_SIGNATURE);
+    assert_int_equal(mf_trust_last_reason(t), MF_TRUST_R_REPLAY);
+    /* keys v3 drops it: a fresh space for the new key, the stolen one is refused */
+    assert_int_equal(keys_with_director(t, 3, BY(K_SPARE), 1), MF_OK);
+    assert_int_equal(mf_trust_assignment_sequence(t), 0);
+    assert_int_equal(assign_as(t, 6, "v3", 1, FX_NONCE, FX_NONCE, BY(K_SPARE)), MF_OK);
+    assert_int_equal(mf_trust_assignment_sequence(t), 6);
+    assert_int_equal(assign(t, SEQ_MAX, "v3", 1), MF_E_SIGNATURE);
+    assert_int_equal(mf_trust_last_reason(t), MF_TRUST_R_UNKNOWN_KEY);
+    /* within the new space sequences still only go up */
+    assert_int_equal(assign_as(t, 6, "v3", 1, FX_NONCE, FX_NONCE, BY(K_SPARE)), MF_E_SIGNATURE);
+    assert_int_equal(mf_trust_last_reason(t), MF_TRUST_R_REPLAY);
+    /* a rollback to keys v1 (the stolen key's document) is refused, the space kept */
+    assert_int_equal(keys_with_director(t, 1, BY(K_DIR), 1), MF_E_SIGNATURE);
+    assert_int_equal(mf_trust_last_reason(t), MF_TRUST_R_ROLLBACK);
+    assert_int_equal(mf_trust_keys_version(t), 3);
+    assert_int_equal(mf_trust_assignment_sequence(t), 6);
+    mf_trust_free(t);
+}
+
+/* With a threshold of two, both signers own the sequence: dropping either one resets it. */
+static void test_manifest_trust__sequence_belongs_to_every_signer(void **state)
+{
+    mf_trust *t = fx_trust(&fx, NULL);
+
+    (void)state;
+    assert_int_equal(keys_with_director(t, 2, BY(K_DIR, K_SPARE, K_REL1), 2), MF_OK);
+    assert_int_equal(assign_as(t, 40, "v2", 1, FX_NONCE, FX_NONCE, BY(K_DIR, K_SPARE)), MF_OK);
+    /* REL1 did not sign sequence 40: removing it keeps the space */
+    assert_int_equal(keys_with_director(t, 3, BY(K_DIR, K_SPARE), 2), MF_OK);
+    assert_int_equal(mf_trust_assignment_sequence(t), 40);
+    assert_int_equal(keys_with_director(t, 4, BY(K_DIR, K_REL1), 2), MF_OK);
+    assert_int_equal(mf_trust_assignment_sequence(t), 0);
+    mf_trust_free(t);
+}
+
+/* Rotation to a new director key and back to the old one: the old key's space is fresh
+ * again, and its old assignments, captured on the wire, still fail on the nonce echo. */
+static void test_manifest_trust__rotation_back_replay_stopped_by_nonce(void **state)
+{
+    static const char n1[] = "11111111111111111111111111111111";
+    static const char n2[] = "22222222222222222222222222222222";
+    static const char n3[] = "33333333333333333333333333333333";
+    mf_trust *t = fx_trust(&fx, NULL);
+
+    (void)state;
+    assert_int_equal(assign_as(t, 500, "v2", 1, n1, n1, BY(K_DIR)), MF_OK);
+    assert_int_equal(keys_with_director(t, 2, BY(K_SPARE), 1), MF_OK);
+    assert_int_equal(assign_as(t, 7, "v3", 1, n2, n2, BY(K_SPARE)), MF_OK);
+    assert_int_equal(keys_with_director(t, 3, BY(K_DIR), 1), MF_OK);
+    assert_int_equal(mf_trust_assignment_sequence(t), 0);
+    /* DIR's sequence-500 assignment (nonce n1) replayed in answer to n3 */
+    assert_int_equal(assign_as(t, 500, "v2", 1, n1, n3, BY(K_DIR)), MF_E_SIGNATURE);
+    assert_int_equal(mf_trust_last_reason(t), MF_TRUST_R_WRONG_NONCE);
+    assert_int_equal(assign_as(t, 7, "v3", 1, n2, n3, BY(K_DIR)), MF_E_SIGNATURE);
+    assert_int_equal(mf_trust_last_reason(t), MF_TRUST_R_WRONG_NONCE);
+    assert_int_equal(mf_trust_assignment_sequence(t), 0);
+    assert_int_equal(assign_as(t, 1, "v3", 1, n3, n3, BY(K_DIR)), MF_OK);
+    mf_trust_free(t);
+}
+
+/* The scope is saved: a reloaded state resets on rotation exactly like the live one. */
+static void test_manifest_trust__sequence_scope_survives_save_and_load(void **state)
+{
+    mf_trust *t = fx_trust(&fx, NULL), *u = NULL, *v = NULL;
+    uint8_t *buf;
+    size_t n, w;
+
+    (void)state;
+    assert_int_equal(keys_with_director(t, 2, BY(K_DIR, K_SPARE), 1), MF_OK);
+    assert_int_equal(assign_as(t, SEQ_MAX, "v2", 1, FX_NONCE, FX_NONCE, BY(K_SPARE)), MF_OK);
+    n = mf_trust_state_size(t);
+    buf = mf_alloc(NULL, n);
+    assert_int_equal(mf_trust_save(buf, n, &w, t), MF_OK);
+    assert_int_equal(buf[4], 2); /* format 2 */
+    assert_int_equal(mf_trust_new(&u, NULL, NULL), MF_OK);
+    assert_int_equal(mf_trust_load(u, buf, w), MF_OK);
+    assert_int_equal(mf_trust_new(&v, NULL, NULL), MF_OK);
+    assert_int_equal(mf_trust_load(v, buf, w), MF_OK);
+    /* SPARE signed it, not DIR: dropping DIR keeps it, dropping SPARE resets it */
+    assert_int_equal(keys_with_director(u, 3, BY(K_SPARE), 1), MF_OK);
+    assert_int_equal(mf_trust_assignment_sequence(u), SEQ_MAX);
+    assert_int_equal(keys_with_director(v, 3, BY(K_DIR), 1), MF_OK);
+    assert_int_equal(mf_trust_assignment_sequence(v), 0);
+    mf_free(NULL, buf);
+    mf_trust_free(t);
+    mf_trust_free(u);
+    mf_trust_free(v);
 }
 
 static void test_manifest_trust__bootstrap_rules(void **state)
@@ -815,10 +942,14 @@ static void test_manifest_trust__state_corruption(void **state)
         assert_int_equal(mf_trust_last_reason(u), MF_TRUST_R_STATE_CORRUPT);
         buf[i] ^= 0x10;
     }
-    /* an edited signature with a recomputed checksum fails verification */
-    hit = memchr(buf, '{', n);
+    /* an edited signature with a recomputed checksum fails verification; the search is
+     * bytewise since the header holds binary key ids (which may contain any byte) */
+    hit = NULL;
+    for (size_t i = 0; i + 7 <= n && !hit; i++) {
+        if (memcmp(buf + i, "\"sig\":\"", 7) == 0)
+            hit = (char *)buf + i + 20;
+    }
     assert_non_null(hit);
-    hit = strstr(hit, "\"sig\":\"") + 20;
     *hit = *hit == 'A' ? 'B' : 'A';
     crc = ref_crc32(buf, n - 4);
     for (int i = 0; i < 4; i++)
@@ -827,6 +958,64 @@ static void test_manifest_trust__state_corruption(void **state)
     assert_int_equal(mf_trust_last_reason(u), MF_TRUST_R_STATE_CORRUPT);
     assert_int_equal(mf_trust_root_version(u), 0);
     mf_free(NULL, buf);
+    mf_trust_free(t);
+    mf_trust_free(u);
+}
+
+/* Overwrites `n` little-endian bytes at `at` with `v` and fixes the checksum up. */
+static void state_poke(uint8_t *buf, size_t len, size_t at, uint64_t v, size_t n)
+{
+    uint32_t crc;
+
+    for (size_t i = 0; i < n; i++)
+        buf[at + i] = (uint8_t)(v >> (8 * i));
+    crc = ref_crc32(buf, len - 4);
+    for (int i = 0; i < 4; i++)
+        buf[len - 4 + (size_t)i] = (uint8_t)(crc >> (8 * i));
+}
+
+/* Format-2 fields that pass the checksum but not the rules: each refused as corrupt, naming
+ * the value (format at 4, sequence at 8, signer count at 16). */
+static void test_manifest_trust__state_format_2_fields_checked(void **state)
+{
+    static const struct {
+        size_t at, n;
+        uint64_t v;
+        const char *msg;
+    } cases[] = {
+        {4, 4, 3, "format 3"},
+        {4, 4, 0, "format 0"},
+        {8, 8, SEQ_MAX + 1, "sequence 9007199254740993 above 2^53"},
+        {16, 1, 17, "17 director keys"},
+    };
+    mf_trust *t = fx_trust(&fx, NULL), *u = NULL;
+    uint8_t *buf, *bad;
+    size_t n, w;
+
+    (void)state;
+    assert_int_equal(assign(t, 7, "v4", 3), MF_OK);
+    n = mf_trust_state_size(t);
+    buf = mf_alloc(NULL, n);
+    bad = mf_alloc(NULL, n);
+    assert_int_equal(mf_trust_save(buf, n, &w, t), MF_OK);
+    assert_int_equal(buf[16], 1); /* DIR alone signed sequence 7 */
+    assert_int_equal(mf_trust_new(&u, NULL, NULL), MF_OK);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        memcpy(bad, buf, n);
+        state_poke(bad, n, cases[i].at, cases[i].v, cases[i].n);
+        assert_int_equal(mf_trust_load(u, bad, n), MF_E_INVALID);
+        assert_int_equal(mf_trust_last_reason(u), MF_TRUST_R_STATE_CORRUPT);
+        if (!strstr(mf_trust_errmsg(u), cases[i].msg))
+            fail_msg("case %zu: '%s'", i, mf_trust_errmsg(u));
+        assert_int_equal(mf_trust_root_version(u), 0);
+    }
+    /* 2^53 itself is a sequence a device accepts, so a state holding it loads */
+    memcpy(bad, buf, n);
+    state_poke(bad, n, 8, SEQ_MAX, 8);
+    assert_int_equal(mf_trust_load(u, bad, n), MF_OK);
+    assert_int_equal(mf_trust_assignment_sequence(u), SEQ_MAX);
+    mf_free(NULL, buf);
+    mf_free(NULL, bad);
     mf_trust_free(t);
     mf_trust_free(u);
 }
@@ -1070,6 +1259,11 @@ int main(void)
         cmocka_unit_test(test_manifest_trust__assignment_sequence),
         cmocka_unit_test(test_manifest_trust__pin_and_reason),
         cmocka_unit_test(test_manifest_trust__keys_updates),
+        cmocka_unit_test(test_manifest_trust__stolen_director_key_freezes_only_until_rotation),
+        cmocka_unit_test(test_manifest_trust__sequence_belongs_to_every_signer),
+        cmocka_unit_test(test_manifest_trust__rotation_back_replay_stopped_by_nonce),
+        cmocka_unit_test(test_manifest_trust__sequence_scope_survives_save_and_load),
+        cmocka_unit_test(test_manifest_trust__state_format_2_fields_checked),
         cmocka_unit_test(test_manifest_trust__bootstrap_rules),
         cmocka_unit_test(test_manifest_trust__root_rotation),
         cmocka_unit_test(test_manifest_trust__root_walk_bounds),

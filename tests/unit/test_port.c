@@ -160,6 +160,87 @@ static void test_port__errors(void **state)
     }
 }
 
+/* fsync() seen through -Wl,--wrap=fsync: the inodes of the directories the port synced. */
+int __real_fsync(int fd);
+int __wrap_fsync(int fd);
+static ino_t dir_synced[8];
+static int n_dir_synced;
+
+int __wrap_fsync(int fd)
+{
+    struct stat st;
+
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && n_dir_synced < 8)
+        dir_synced[n_dir_synced++] = st.st_ino;
+    return __real_fsync(fd);
+}
+
+/* Asserts that exactly the directory `dir` (relative to the state dir) was synced, or none. */
+static void assert_dir_synced(const struct port_fixture *fx, const char *dir)
+{
+    struct stat st;
+
+    if (!dir) {
+        assert_int_equal(n_dir_synced, 0);
+        return;
+    }
+    assert_int_equal(fstatat(fx->posix.dirfd, dir, &st, 0), 0);
+    assert_int_equal(n_dir_synced, 1);
+    assert_true(dir_synced[0] == st.st_ino);
+    n_dir_synced = 0;
+}
+
+/* A power cut keeps a name only once its directory is synced: a file open creates and a
+ * directory mkdir creates must be (platform.h), reopening or re-making must cost nothing. */
+static void test_port__created_names_are_durable(void **state)
+{
+    struct port_fixture *fx = *state;
+    const mf_platform_ops *ops = &fx->ops;
+    mf_platform_file *f = NULL;
+
+    n_dir_synced = 0;
+    assert_int_equal(ops->open(ops->payload, &f, "a", MF_PLATFORM_OPEN_WRITE), MF_OK);
+    ops->close(ops->payload, f);
+    assert_dir_synced(fx, ".");
+    assert_int_equal(ops->open(ops->payload, &f, "a", MF_PLATFORM_OPEN_WRITE), MF_OK);
+    ops->close(ops->payload, f);
+    assert_int_equal(ops->open(ops->payload, &f, "a", MF_PLATFORM_OPEN_RESUME), MF_OK);
+    ops->close(ops->payload, f);
+    assert_dir_synced(fx, NULL);
+    assert_int_equal(ops->mkdir(ops->payload, "sub"), MF_OK);
+    assert_dir_synced(fx, ".");
+    assert_int_equal(ops->mkdir(ops->payload, "sub"), MF_OK);
+    assert_dir_synced(fx, NULL);
+    assert_int_equal(ops->open(ops->payload, &f, "sub/c", MF_PLATFORM_OPEN_RESUME), MF_OK);
+    ops->close(ops->payload, f);
+    assert_dir_synced(fx, "sub");
+}
+
+/* The state dir itself is a name in its parent: one the port creates is synced there. */
+static void test_port__init_syncs_a_state_dir_it_creates(void **state)
+{
+    char base[] = "/tmp/mf-port-base-XXXXXX", dir[64];
+    mf_platform_posix posix;
+    mf_platform_ops ops;
+    struct stat st;
+
+    (void)state;
+    assert_non_null(mkdtemp(base));
+    (void)snprintf(dir, sizeof(dir), "%s/state", base);
+    n_dir_synced = 0;
+    assert_int_equal(mf_platform_posix_init(&ops, &posix, dir), MF_OK);
+    mf_platform_posix_close(&posix);
+    assert_int_equal(stat(base, &st), 0);
+    assert_int_equal(n_dir_synced, 1);
+    assert_true(dir_synced[0] == st.st_ino);
+    n_dir_synced = 0;
+    assert_int_equal(mf_platform_posix_init(&ops, &posix, dir), MF_OK); /* exists: no sync */
+    mf_platform_posix_close(&posix);
+    assert_int_equal(n_dir_synced, 0);
+    assert_int_equal(rmdir(dir), 0);
+    assert_int_equal(rmdir(base), 0);
+}
+
 static void test_port__init_fails_on_a_file(void **state)
 {
     mf_platform_posix posix;
@@ -206,6 +287,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_port__secret_files_are_private, setup, teardown),
         cmocka_unit_test_setup_teardown(test_port__errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_port__created_names_are_durable, setup, teardown),
+        cmocka_unit_test(test_port__init_syncs_a_state_dir_it_creates),
         cmocka_unit_test(test_port__init_fails_on_a_file),
         cmocka_unit_test_setup_teardown(test_port__random_and_clocks, setup, teardown),
     };

@@ -1295,7 +1295,7 @@ static void test_server_http__nul_and_strict_json_refused(void **state)
 
     fill_pattern(blob, sizeof(blob), 11);
     sha256_hex(sha, blob, sizeof(blob));
-    assert_int_equal(publish("nulblob", "v1", blob, sizeof(blob), NULL), 201);
+    assert_int_equal(publish_released("nulblob", "v1", blob, sizeof(blob)), 201);
     (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
     http(&r, "GET", path, &(struct req_opts){.token = fx.device});
     assert_int_equal(r.status, 200); /* the blob is there */

@@ -186,7 +186,10 @@ MF_EXTERN MF_WARN_UNUSED_RESULT int mf_trust_update_root(mf_trust *t, const mf_m
 /**
  * @brief Accepts a keys document signed by the root's `keys` role. Its version MUST NOT be
  * lower than the trusted one; an equal version must be the identical document. Keys absent
- * from the new document are revoked.
+ * from the new document are revoked. When the document's `director` role no longer holds
+ * every key that signed the last accepted assignment, that sequence is dropped: the new
+ * director keys start from 0 (docs/formats/manifest.md, "A sequence space belongs to the
+ * director keys that signed it").
  * @return MF_OK, MF_E_SIGNATURE, MF_E_STATE (no root yet).
  */
 MF_EXTERN MF_WARN_UNUSED_RESULT int mf_trust_update_keys(mf_trust *t, const void *keys_env,
@@ -229,7 +232,8 @@ MF_EXTERN MF_WARN_UNUSED_RESULT int mf_trust_commit_release(mf_trust *t,
 MF_EXTERN uint64_t mf_trust_root_version(const mf_trust *t);
 /** @return the trusted keys document version, 0 when there is none. */
 MF_EXTERN uint64_t mf_trust_keys_version(const mf_trust *t);
-/** @return the last accepted assignment sequence (0: none yet). */
+/** @return the last accepted assignment sequence (0: none yet, or since the director keys
+ * that signed it were rotated out); at most 2^53. */
 MF_EXTERN uint64_t mf_trust_assignment_sequence(const mf_trust *t);
 /** @return the stored security floor of `model` (0 when unknown). */
 MF_EXTERN uint64_t mf_trust_floor(const mf_trust *t, const char *model);

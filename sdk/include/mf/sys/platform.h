@@ -11,6 +11,14 @@
  * Every storage op returns MF_OK or a negative mf_err (MF_E_IO for device failures,
  * MF_E_NOTFOUND when a name does not exist). Ops cannot set an error message: the caller
  * names the operation and the file in its own message.
+ *
+ * Durability (what a power cut leaves; libmf relies on exactly this, no more):
+ * - file bytes: what the last successful sync covered; anything written or truncated
+ *   since may be lost, wholly or in part;
+ * - names: a name rename, open (when it created the file) or mkdir (when it created the
+ *   directory) returned MF_OK for survives; a removed name may come back until a later
+ *   rename in the same directory; nothing else about names is promised.
+ * A port that cannot make a step durable fails it with MF_E_IO.
  */
 #ifndef MF_SYS_PLATFORM_H
 #define MF_SYS_PLATFORM_H
@@ -48,14 +56,18 @@ typedef struct mf_platform_ops {
     /** Unix time in seconds, or a negative value when the device has no trusted clock. */
     int64_t (*wall_clock_s)(void *payload);
 
-    /** Opens `name` with an mf_platform_open_mode (plus flags) into `*file_out`. */
+    /**
+     * Opens `name` with an mf_platform_open_mode (plus flags) into `*file_out`. When WRITE
+     * or RESUME creates `name`, the new (empty) file's name is durable on MF_OK (POSIX: the
+     * directory is synced after a create, not after reopening an existing file).
+     */
     int (*open)(void *payload, mf_platform_file **file_out, const char *name, int mode);
     /** Reads up to `len` bytes at `offset`; `*nread_out` is 0 only at the end. */
     int (*read_at)(void *payload, size_t *nread_out, mf_platform_file *file, uint64_t offset,
                    void *buf, size_t len);
     /** Appends all `len` bytes or fails. */
     int (*write)(void *payload, mf_platform_file *file, const void *buf, size_t len);
-    /** Makes the written bytes durable (POSIX: fsync). */
+    /** Makes the written bytes durable (POSIX: fsync); the file's name is not synced. */
     int (*sync)(void *payload, mf_platform_file *file);
     /** Releases `file`; never fails (a write error surfaces in write or sync). */
     void (*close)(void *payload, mf_platform_file *file);
@@ -66,9 +78,15 @@ typedef struct mf_platform_ops {
      * `to` with the new content (POSIX: rename, then fsync of the directory).
      */
     int (*rename)(void *payload, const char *from, const char *to);
-    /** Removes `name`; MF_E_NOTFOUND when it did not exist. */
+    /**
+     * Removes `name`; MF_E_NOTFOUND when it did not exist. Not durable by itself: after a
+     * power cut the name may be back, until a later rename in the same directory.
+     */
     int (*remove)(void *payload, const char *name);
-    /** Creates the directory `name`; MF_OK when it already exists. */
+    /**
+     * Creates the directory `name`; MF_OK when it already exists. A directory it creates
+     * is durable on MF_OK (POSIX: mkdir, then fsync of the parent).
+     */
     int (*mkdir)(void *payload, const char *name);
     /* ---- version 2 ---- */
     /**

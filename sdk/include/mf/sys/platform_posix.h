@@ -21,12 +21,13 @@ typedef struct mf_platform_posix {
 } mf_platform_posix;
 
 /**
- * @brief Opens (creating it, one level, mode 0700, if missing) `state_dir` and fills
- * `ops_out` with the POSIX implementation bound to `posix`.
+ * @brief Opens (creating it, one level, mode 0700, if missing; a created one is synced into
+ * its parent so it survives a power cut) `state_dir` and fills `ops_out` with the POSIX
+ * implementation bound to `posix`.
  * @param ops_out receives the ops table; its payload points at `posix`.
  * @param posix caller memory that MUST outlive every use of `ops_out`.
  * @param state_dir path of the state directory.
- * @return MF_OK, MF_E_IO when the directory cannot be created or opened.
+ * @return MF_OK, MF_E_IO when the directory cannot be created, made durable or opened.
  * Ownership: release with mf_platform_posix_close(posix).
  */
 MF_EXTERN MF_WARN_UNUSED_RESULT int
