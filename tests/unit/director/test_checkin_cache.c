@@ -36,13 +36,13 @@ static int cache_setup(void **state)
     mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
     assert_int_equal(mf_store__open(&f->s, &f->ctx, f->db, 1), MF_OK);
     assert_int_equal(f->s->ops->migrate(&applied, f->s, &f->ctx), MF_OK);
-    assert_int_equal(f->s->ops->device_enroll(f->s, &f->ctx, "dev-1", hash, 1), MF_OK);
+    assert_int_equal(f->s->ops->auth->device_enroll(f->s, &f->ctx, "dev-1", hash, 1), MF_OK);
     memset(v.sha256, 'a', MF_SHA256_HEX_LEN);
     memset(v.release_digest, 'b', MF_SHA256_HEX_LEN);
-    assert_int_equal(f->s->ops->version_insert(f->s, &f->ctx, &v), MF_OK);
-    assert_int_equal(f->s->ops->release_set(f->s, &f->ctx, &v, "{\"r\":1}", 7), MF_OK);
-    assert_int_equal(f->s->ops->trust_put(f->s, &f->ctx, MF_STORE_TRUST_KEYS, 1, "keys-1", 6),
-                     MF_OK);
+    assert_int_equal(f->s->ops->registry->version_insert(f->s, &f->ctx, &v), MF_OK);
+    assert_int_equal(f->s->ops->registry->release_set(f->s, &f->ctx, &v, "{\"r\":1}", 7), MF_OK);
+    assert_int_equal(
+        f->s->ops->registry->trust_put(f->s, &f->ctx, MF_STORE_TRUST_KEYS, 1, "keys-1", 6), MF_OK);
     assert_int_equal(mf_ccache__new(&f->c, &f->ctx), MF_OK);
     *state = f;
     return 0;
@@ -142,8 +142,8 @@ static void test_checkin_cache__notfound_until_the_generation_moves(void **state
     expect_stats(f->c, 1, 1);
     memset(w.sha256, 'c', MF_SHA256_HEX_LEN);
     memset(w.release_digest, 'd', MF_SHA256_HEX_LEN);
-    assert_int_equal(f->s->ops->version_insert(f->s, &f->ctx, &w), MF_OK);
-    assert_int_equal(f->s->ops->release_set(f->s, &f->ctx, &w, "{\"r\":2}", 7), MF_OK);
+    assert_int_equal(f->s->ops->registry->version_insert(f->s, &f->ctx, &w), MF_OK);
+    assert_int_equal(f->s->ops->registry->release_set(f->s, &f->ctx, &w, "{\"r\":2}", 7), MF_OK);
     /* A check-in that read the generation before the change may still see the old answer;
      * one that read it after sees the change at once. */
     v = view_now(f);
@@ -167,7 +167,7 @@ static void test_checkin_cache__pin_hint(void **state)
 
     mf_ccache__pin_hint(&hint, NULL, models, 3);
     assert_int_equal(hint.unpinned, 0); /* no cache: nothing known */
-    assert_int_equal(f->s->ops->pin_set(f->s, &f->ctx, &pin), MF_OK);
+    assert_int_equal(f->s->ops->director->pin_set(f->s, &f->ctx, &pin), MF_OK);
     v = view_now(f);
     mf_ccache__pin_hint(&hint, f->c, models, 3);
     assert_int_equal(hint.unpinned, 0);
@@ -182,7 +182,7 @@ static void test_checkin_cache__pin_hint(void **state)
     assert_int_equal(hint.unpinned, 1); /* det only: cls has a pin, seg is not known */
     /* A pin on det moves the generation; the next check-in's view drops what was known. */
     (void)snprintf(pin.model, sizeof(pin.model), "det");
-    assert_int_equal(f->s->ops->pin_set(f->s, &f->ctx, &pin), MF_OK);
+    assert_int_equal(f->s->ops->director->pin_set(f->s, &f->ctx, &pin), MF_OK);
     v = view_now(f);
     assert_true(v.generation > hint.generation);
     assert_int_equal(mf_ccache__pinned(&pinned, &v, "det"), MF_OK);
@@ -217,10 +217,10 @@ static void test_checkin_cache__each_kind_follows_its_table(void **state)
     (void)snprintf(d.from_sha256, sizeof(d.from_sha256), "%s", from);
     (void)snprintf(d.to_sha256, sizeof(d.to_sha256), "%s", to);
     memset(d.delta_sha256, 'f', MF_SHA256_HEX_LEN);
-    assert_int_equal(f->s->ops->delta_insert(f->s, &f->ctx, &d), MF_OK);
-    assert_int_equal(f->s->ops->rollout_put(f->s, &f->ctx, &r, ""), MF_OK);
-    assert_int_equal(f->s->ops->trust_put(f->s, &f->ctx, MF_STORE_TRUST_ROOT, 1, "root-1", 6),
-                     MF_OK);
+    assert_int_equal(f->s->ops->registry->delta_insert(f->s, &f->ctx, &d), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_put(f->s, &f->ctx, &r, ""), MF_OK);
+    assert_int_equal(
+        f->s->ops->registry->trust_put(f->s, &f->ctx, MF_STORE_TRUST_ROOT, 1, "root-1", 6), MF_OK);
     v = view_now(f);
     assert_true(v.generation > old.generation);
     assert_int_equal(mf_ccache__delta_find(&gotd, &v, from, to), MF_OK);
@@ -256,8 +256,8 @@ static void test_checkin_cache__roots_after(void **state)
         char doc[8];
 
         (void)snprintf(doc, sizeof(doc), "r%llu", (unsigned long long)i);
-        assert_int_equal(f->s->ops->trust_put(f->s, &f->ctx, MF_STORE_TRUST_ROOT, i, doc, 2),
-                         MF_OK);
+        assert_int_equal(
+            f->s->ops->registry->trust_put(f->s, &f->ctx, MF_STORE_TRUST_ROOT, i, doc, 2), MF_OK);
     }
     v = view_now(f);
     direct = v;

@@ -70,7 +70,7 @@ static size_t count(struct store_fixture *f, const struct mf_store_sample_query 
     struct rows rows;
 
     memset(&rows, 0, sizeof(rows));
-    assert_int_equal(f->s->ops->samples_walk(f->s, &f->ctx, q, collect, &rows), MF_OK);
+    assert_int_equal(f->s->ops->offload->samples_walk(f->s, &f->ctx, q, collect, &rows), MF_OK);
     return rows.n;
 }
 
@@ -86,13 +86,15 @@ static void test_offload_server_store__batch_is_idempotent(void **state)
     for (int i = 0; i < 3; i++)
         sample(&b[i], i + 1, "hard", "v1", 'a');
     assert_int_equal(
-        s->ops->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1", batch, b, 3), MF_OK);
+        s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1", batch, b, 3),
+        MF_OK);
     assert_int_equal(replayed, 0);
     assert_int_equal(acc, 3);
     assert_int_equal(dup, 0);
     /* The same batch again (a device that lost the answer): nothing stored, same counts. */
     assert_int_equal(
-        s->ops->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1", batch, b, 2), MF_OK);
+        s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1", batch, b, 2),
+        MF_OK);
     assert_int_equal(replayed, 1);
     assert_int_equal(acc, 3);
     assert_int_equal(dup, 0);
@@ -100,8 +102,8 @@ static void test_offload_server_store__batch_is_idempotent(void **state)
     /* A new batch id with one known sample id: that sample is a duplicate. */
     sample(&b[0], 3, "hard", "v1", 'a');
     sample(&b[1], 4, "audit", "v2", 'b');
-    assert_int_equal(s->ops->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1",
-                                              "ffffffffffffffffffffffffffffffff", b, 2),
+    assert_int_equal(s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1",
+                                                       "ffffffffffffffffffffffffffffffff", b, 2),
                      MF_OK);
     assert_int_equal(replayed, 0);
     assert_int_equal(acc, 1);
@@ -109,14 +111,15 @@ static void test_offload_server_store__batch_is_idempotent(void **state)
     /* No batch id (a sync ask). */
     sample(&b[0], 5, "hard", "v2", 'c');
     assert_int_equal(
-        s->ops->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-2", NULL, b, 1), MF_OK);
+        s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-2", NULL, b, 1),
+        MF_OK);
     assert_int_equal(acc, 1);
     assert_int_equal(count(f, &all), 5);
     /* A malformed sample fails the whole batch, which stores nothing. */
     sample(&b[0], 6, "hard", "v2", 'c');
     sample(&b[1], 7, "maybe", "v2", 'c');
-    assert_int_equal(s->ops->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-2",
-                                              "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", b, 2),
+    assert_int_equal(s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-2",
+                                                       "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", b, 2),
                      MF_E_INVALID);
     assert_int_equal(count(f, &all), 5);
 }
@@ -133,18 +136,19 @@ static void test_offload_server_store__label_and_query(void **state)
     for (int i = 0; i < 4; i++)
         sample(&b[i], i + 1, i % 2 ? "audit" : "hard", i < 2 ? "v1" : "v2", 'a');
     assert_int_equal(
-        s->ops->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1", NULL, b, 4), MF_OK);
-    assert_int_equal(s->ops->sample_label(s, &f->ctx, b[0].id, "t-7", "[0.1,0.9,0]", 0.9, 5000),
-                     MF_OK);
-    assert_int_equal(s->ops->sample_label(s, &f->ctx, b[2].id, "t-7", "[0.6,0.4,0]", 0.6, 5001),
-                     MF_OK);
+        s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1", NULL, b, 4),
+        MF_OK);
     assert_int_equal(
-        s->ops->sample_label(s, &f->ctx, "00000000000000000000000000000abc", "t", "[1,0]", 1.0, 1),
-        MF_E_NOTFOUND);
+        s->ops->offload->sample_label(s, &f->ctx, b[0].id, "t-7", "[0.1,0.9,0]", 0.9, 5000), MF_OK);
+    assert_int_equal(
+        s->ops->offload->sample_label(s, &f->ctx, b[2].id, "t-7", "[0.6,0.4,0]", 0.6, 5001), MF_OK);
+    assert_int_equal(s->ops->offload->sample_label(s, &f->ctx, "00000000000000000000000000000abc",
+                                                   "t", "[1,0]", 1.0, 1),
+                     MF_E_NOTFOUND);
     memset(&q, 0, sizeof(q));
     q.model = "digits";
     memset(&rows, 0, sizeof(rows));
-    assert_int_equal(s->ops->samples_walk(s, &f->ctx, &q, collect, &rows), MF_OK);
+    assert_int_equal(s->ops->offload->samples_walk(s, &f->ctx, &q, collect, &rows), MF_OK);
     assert_int_equal(rows.n, 4);
     assert_true(rows.r[0].seq < rows.r[1].seq);
     assert_string_equal(rows.r[0].teacher_version, "t-7");
@@ -173,7 +177,7 @@ static void test_offload_server_store__label_and_query(void **state)
     q.after_seq = rows.r[1].seq;
     q.limit = 1;
     memset(&rows, 0, sizeof(rows));
-    assert_int_equal(s->ops->samples_walk(s, &f->ctx, &q, collect, &rows), MF_OK);
+    assert_int_equal(s->ops->offload->samples_walk(s, &f->ctx, &q, collect, &rows), MF_OK);
     assert_int_equal(rows.n, 1);
     assert_string_equal(rows.r[0].id, b[2].id);
     q.model = "other";
@@ -210,31 +214,32 @@ static void test_offload_server_store__delete_by_device(void **state)
     /* cam-1 has inputs a and b; cam-2 shares input b. Deleting cam-1 orphans only a. */
     sample(&b[0], 1, "hard", "v1", 'a');
     sample(&b[1], 2, "hard", "v1", 'b');
-    assert_int_equal(s->ops->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1",
-                                              "11111111111111111111111111111111", b, 2),
+    assert_int_equal(s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1",
+                                                       "11111111111111111111111111111111", b, 2),
                      MF_OK);
     sample(&b[2], 3, "hard", "v1", 'b');
-    assert_int_equal(
-        s->ops->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-2", NULL, &b[2], 1),
-        MF_OK);
-    memset(&o, 0, sizeof(o));
-    assert_int_equal(s->ops->samples_delete(&deleted, s, &f->ctx, "", 0, on_orphan, &o),
-                     MF_E_INVALID);
-    assert_int_equal(s->ops->samples_delete(&deleted, s, &f->ctx, "cam-1", 0, on_orphan, &o),
+    assert_int_equal(s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-2",
+                                                       NULL, &b[2], 1),
                      MF_OK);
+    memset(&o, 0, sizeof(o));
+    assert_int_equal(s->ops->offload->samples_delete(&deleted, s, &f->ctx, "", 0, on_orphan, &o),
+                     MF_E_INVALID);
+    assert_int_equal(
+        s->ops->offload->samples_delete(&deleted, s, &f->ctx, "cam-1", 0, on_orphan, &o), MF_OK);
     assert_int_equal(deleted, 2);
     assert_int_equal(o.n, 1);
     assert_int_equal(o.sha[0][0], 'a');
     assert_int_equal(count(f, &all), 1);
     /* Its batch id went too: the same batch now stores again (the device re-sent it). */
-    assert_int_equal(s->ops->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1",
-                                              "11111111111111111111111111111111", b, 2),
+    assert_int_equal(s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1",
+                                                       "11111111111111111111111111111111", b, 2),
                      MF_OK);
     assert_int_equal(replayed, 0);
     assert_int_equal(acc, 2);
     /* Retention: everything received before 2003 (samples 1 and 2). */
     memset(&o, 0, sizeof(o));
-    assert_int_equal(s->ops->samples_delete(&deleted, s, &f->ctx, "", 2003, on_orphan, &o), MF_OK);
+    assert_int_equal(s->ops->offload->samples_delete(&deleted, s, &f->ctx, "", 2003, on_orphan, &o),
+                     MF_OK);
     assert_int_equal(deleted, 2);
     assert_int_equal(o.n, 1); /* a; b is still used by sample 3 */
     assert_int_equal(count(f, &all), 1);
@@ -270,13 +275,13 @@ static void test_offload_server_store__histograms(void **state)
     h.asked = 10;
     h.uncertain = 2;
     h.updated_at = 7;
-    assert_int_equal(s->ops->hist_add(s, &f->ctx, &h, 0), MF_OK);
-    assert_int_equal(s->ops->hist_add(s, &f->ctx, &h, 0), MF_OK);
+    assert_int_equal(s->ops->offload->hist_add(s, &f->ctx, &h, 0), MF_OK);
+    assert_int_equal(s->ops->offload->hist_add(s, &f->ctx, &h, 0), MF_OK);
     h.source = MF_STORE_HIST_CALIBRATION;
-    assert_int_equal(s->ops->hist_add(s, &f->ctx, &h, 1), MF_OK);
-    assert_int_equal(s->ops->hist_add(s, &f->ctx, &h, 1), MF_OK); /* replaces */
+    assert_int_equal(s->ops->offload->hist_add(s, &f->ctx, &h, 1), MF_OK);
+    assert_int_equal(s->ops->offload->hist_add(s, &f->ctx, &h, 1), MF_OK); /* replaces */
     memset(&l, 0, sizeof(l));
-    assert_int_equal(s->ops->hists_list(s, &f->ctx, "digits", collect_hist, &l), MF_OK);
+    assert_int_equal(s->ops->offload->hists_list(s, &f->ctx, "digits", collect_hist, &l), MF_OK);
     assert_int_equal(l.n, 2);
     assert_int_equal(l.h[0].source, MF_STORE_HIST_FLEET);
     assert_int_equal(l.h[0].bins[0], 6);
@@ -286,9 +291,9 @@ static void test_offload_server_store__histograms(void **state)
     assert_int_equal(l.h[1].source, MF_STORE_HIST_CALIBRATION);
     assert_int_equal(l.h[1].bins[0], 3);
     memset(&l, 0, sizeof(l));
-    assert_int_equal(s->ops->hists_list(s, &f->ctx, "other", collect_hist, &l), MF_OK);
+    assert_int_equal(s->ops->offload->hists_list(s, &f->ctx, "other", collect_hist, &l), MF_OK);
     assert_int_equal(l.n, 0);
-    assert_int_equal(s->ops->hists_list(s, &f->ctx, "", collect_hist, &l), MF_OK);
+    assert_int_equal(s->ops->offload->hists_list(s, &f->ctx, "", collect_hist, &l), MF_OK);
     assert_int_equal(l.n, 2);
 }
 

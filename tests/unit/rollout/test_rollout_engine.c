@@ -50,8 +50,8 @@ static void release(struct eng *f, const char *version, uint64_t seq)
     (void)snprintf(v.version, sizeof(v.version), "%s", version);
     memset(v.sha256, 'a' + (int)seq, 64);
     memset(v.release_digest, 'b', 64);
-    assert_int_equal(f->s->ops->version_insert(f->s, &f->ctx, &v), MF_OK);
-    assert_int_equal(f->s->ops->release_set(f->s, &f->ctx, &v, "{}", 2), MF_OK);
+    assert_int_equal(f->s->ops->registry->version_insert(f->s, &f->ctx, &v), MF_OK);
+    assert_int_equal(f->s->ops->registry->release_set(f->s, &f->ctx, &v, "{}", 2), MF_OK);
 }
 
 static int eng_setup(void **state)
@@ -71,7 +71,7 @@ static int eng_setup(void **state)
 
         (void)snprintf(f->ids[i], sizeof(f->ids[i]), "dev-%02d", i);
         mf_token__hash(h, f->ids[i], strlen(f->ids[i]));
-        assert_int_equal(f->s->ops->device_enroll(f->s, &f->ctx, f->ids[i], h, 1), MF_OK);
+        assert_int_equal(f->s->ops->auth->device_enroll(f->s, &f->ctx, f->ids[i], h, 1), MF_OK);
         assert_int_equal(mf_telemetry_new(&f->dev[i], NULL, NULL, "t"), MF_OK);
     }
     release(f, "v1", 1);
@@ -159,7 +159,7 @@ static void drive(struct eng *f, int64_t id, const struct behaviour *b, struct m
 
     for (int i = 0; i < DEVICES; i++)
         run(f, i, "v1", &baseline, now);
-    assert_int_equal(f->s->ops->rollout_get(r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(r, f->s, &f->ctx, id), MF_OK);
     assert_int_equal(mf_rollout__plan_load(&plan, &f->ctx, r), MF_OK);
     for (int step = 0; step < 12 && strcmp(r->state, "running") == 0; step++) {
         for (int i = 0; i < DEVICES; i++) {
@@ -172,7 +172,7 @@ static void drive(struct eng *f, int64_t id, const struct behaviour *b, struct m
         }
         now += 11;
         assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, now), MF_OK);
-        assert_int_equal(f->s->ops->rollout_get(r, f->s, &f->ctx, id), MF_OK);
+        assert_int_equal(f->s->ops->rollout->rollout_get(r, f->s, &f->ctx, id), MF_OK);
     }
 }
 
@@ -204,15 +204,15 @@ static void test_rollout_engine__good_version_advances_every_wave(void **state)
     assert_string_equal(r.state, "done");
     assert_int_equal(r.wave, 2);
     assert_string_equal(r.breach, "");
-    assert_int_equal(f->s->ops->rollout_events_list(f->s, &f->ctx, id, count_event, &advanced),
-                     MF_OK);
+    assert_int_equal(
+        f->s->ops->rollout->rollout_events_list(f->s, &f->ctx, id, count_event, &advanced), MF_OK);
     assert_int_equal(advanced, 2);
     /* Done at 100 %: every device is offered v2 by its wave; no fleet rollback. */
     for (int i = 0; i < DEVICES; i++) {
         assert_int_equal(mf_director__wave(&v, f->s, &f->ctx, f->ids[i], "m"), MF_OK);
         assert_string_equal(v.version, "v2");
     }
-    assert_int_equal(f->s->ops->directives_get(&d, f->s, &f->ctx, f->ids[0], "m"), MF_OK);
+    assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[0], "m"), MF_OK);
     assert_string_equal(d.fleet_rollback, "");
 }
 
@@ -254,7 +254,8 @@ static void test_rollout_engine__each_red_line_halts_the_first_wave(void **state
         assert_true(st.verdicts[st.breached].evaluated);
         /* The fleet rollback directive points every device at v1; no wave is offered. */
         for (int i = 0; i < DEVICES; i++) {
-            assert_int_equal(f->s->ops->directives_get(&d, f->s, &f->ctx, f->ids[i], "m"), MF_OK);
+            assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[i], "m"),
+                             MF_OK);
             assert_string_equal(d.fleet_rollback, "v1");
         }
         assert_int_equal(mf_director__wave(&v, f->s, &f->ctx, f->ids[0], "m"), MF_E_NOTFOUND);
@@ -276,16 +277,16 @@ static void test_rollout_engine__pause_resume_abort_rollback(void **state)
     assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "pause", 1001), MF_OK);
     assert_string_equal(r.state, "paused");
     assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, 5000), MF_OK); /* soaked, paused */
-    assert_int_equal(f->s->ops->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
     assert_int_equal(r.wave, 0);
     assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "pause", 5001), MF_E_STATE);
     assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "resume", 5002), MF_OK);
     assert_int_equal(r.wave_started_at, 5002); /* the soak starts again */
     assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, 5005), MF_OK);
-    assert_int_equal(f->s->ops->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
     assert_int_equal(r.wave, 0);
     assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, 5013), MF_OK);
-    assert_int_equal(f->s->ops->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
     assert_int_equal(r.wave, 1);
 
     /* Only one active rollout per model. */
@@ -295,7 +296,7 @@ static void test_rollout_engine__pause_resume_abort_rollback(void **state)
     assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "resume", 5021), MF_E_STATE);
     assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "launch", 5021), MF_E_INVALID);
     assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, 9000), MF_OK);
-    assert_int_equal(f->s->ops->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
     assert_int_equal(r.wave, 1); /* frozen */
     /* Aborted is frozen: outside the admitted waves devices stay on v1, not the channel
      * default v2. */
@@ -308,7 +309,7 @@ static void test_rollout_engine__pause_resume_abort_rollback(void **state)
 
     assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "rollback", 5030), MF_OK);
     assert_string_equal(r.state, "rolled_back");
-    assert_int_equal(f->s->ops->directives_get(&d, f->s, &f->ctx, f->ids[3], "m"), MF_OK);
+    assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[3], "m"), MF_OK);
     assert_string_equal(d.fleet_rollback, "v1");
     assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "rollback", 5031), MF_E_STATE);
     assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, 999, "pause", 5031), MF_E_NOTFOUND);
@@ -335,14 +336,16 @@ static void test_rollout_engine__paused_rollout_still_halts_on_a_breach(void **s
         run(f, i, "v2", &slow, 1002);
     mf_rollout__jobs_tick(f->s, &f->ctx);
     assert_int_equal(
-        f->s->ops->job_claim_kind(&job, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n1", 1003, 60), MF_OK);
+        f->s->ops->jobs->job_claim_kind(&job, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n1", 1003, 60),
+        MF_OK);
     assert_int_equal(mf_rollout__jobs_run(&made, f->s, &f->ctx, job.arg), MF_OK);
-    assert_int_equal(f->s->ops->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
     assert_string_equal(r.state, "halted");
     assert_int_equal(r.wave, 0);
     assert_non_null(strstr(r.breach, "p99_latency_us"));
     for (int i = 0; i < DEVICES; i++) {
-        assert_int_equal(f->s->ops->directives_get(&d, f->s, &f->ctx, f->ids[i], "m"), MF_OK);
+        assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[i], "m"),
+                         MF_OK);
         assert_string_equal(d.fleet_rollback, "v1");
     }
     assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "resume", 1004), MF_E_STATE);
@@ -363,7 +366,7 @@ static void test_rollout_engine__create_refuses_bad_requests(void **state)
     (void)snprintf(v.model, sizeof(v.model), "m");
     (void)snprintf(v.version, sizeof(v.version), "v3");
     memset(v.sha256, 'c', 64);
-    assert_int_equal(f->s->ops->version_insert(f->s, &f->ctx, &v), MF_OK);
+    assert_int_equal(f->s->ops->registry->version_insert(f->s, &f->ctx, &v), MF_OK);
     assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v3", "", good, 1), MF_E_NOTFOUND);
     assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "v3", good, 1),
                      MF_E_NOTFOUND);
@@ -408,8 +411,10 @@ static void test_rollout_engine__ingest_is_all_or_nothing_and_replaces(void **st
         assert_int_equal(stored, 0);
         cJSON_Delete(body);
     }
-    assert_int_equal(f->s->ops->telemetry_list(f->s, &f->ctx, "m", count_rows, &rows), MF_OK);
-    assert_int_equal(f->s->ops->telemetry_list(f->s, &f->ctx, "n", count_rows, &rows), MF_OK);
+    assert_int_equal(f->s->ops->rollout->telemetry_list(f->s, &f->ctx, "m", count_rows, &rows),
+                     MF_OK);
+    assert_int_equal(f->s->ops->rollout->telemetry_list(f->s, &f->ctx, "n", count_rows, &rows),
+                     MF_OK);
     assert_int_equal(rows, 0);
 
     /* The same cumulative report three times counts once. */
@@ -443,8 +448,10 @@ static void test_rollout_engine__tick_job_and_group_waves(void **state)
         create(f, "{\"soak_s\": 0, \"waves\": [{\"group\": \"lab\"}, {\"percent\": 100}]}");
     int wave = -1, made = 0;
 
-    assert_int_equal(f->s->ops->device_groups_set(f->s, &f->ctx, f->ids[3], lab, 1), MF_OK);
-    assert_int_equal(f->s->ops->device_groups_set(f->s, &f->ctx, f->ids[7], lab, 1), MF_OK);
+    assert_int_equal(f->s->ops->director->device_groups_set(f->s, &f->ctx, f->ids[3], lab, 1),
+                     MF_OK);
+    assert_int_equal(f->s->ops->director->device_groups_set(f->s, &f->ctx, f->ids[7], lab, 1),
+                     MF_OK);
     assert_int_equal(mf_rollout__status(&st, f->s, &f->ctx, id), MF_OK);
     assert_int_equal(st.wave_devices[0], 2);
     assert_int_equal(st.wave_devices[1], DEVICES - 2);
@@ -456,14 +463,15 @@ static void test_rollout_engine__tick_job_and_group_waves(void **state)
     mf_rollout__jobs_tick(f->s, &f->ctx);
     mf_rollout__jobs_tick(f->s, &f->ctx); /* still queued: not twice */
     assert_int_equal(
-        f->s->ops->job_claim_kind(&job, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n1", 2000, 60), MF_OK);
+        f->s->ops->jobs->job_claim_kind(&job, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n1", 2000, 60),
+        MF_OK);
     assert_int_equal(
-        f->s->ops->job_claim_kind(&other, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n2", 2000, 60),
+        f->s->ops->jobs->job_claim_kind(&other, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n2", 2000, 60),
         MF_E_NOTFOUND);
     run(f, 3, "v2", &baseline, 1500);
     assert_int_equal(mf_rollout__jobs_run(&made, f->s, &f->ctx, job.arg), MF_OK);
     assert_int_equal(made, 1);
-    assert_int_equal(f->s->ops->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
     assert_int_equal(r.wave, 1); /* the lab wave was clean with one device reporting */
     assert_int_equal(mf_rollout__jobs_run(&made, f->s, &f->ctx, "7x"), MF_E_INVALID);
 }
@@ -481,7 +489,8 @@ static void test_rollout_engine__worker_runs_rollouts_and_leaves_unknown_kinds(v
 
     for (int i = 0; i < 3; i++)
         run(f, i, "v2", &baseline, 1500);
-    assert_int_equal(f->s->ops->job_enqueue(f->s, &f->ctx, "from-a-newer-node", "x", 1), MF_OK);
+    assert_int_equal(f->s->ops->jobs->job_enqueue(f->s, &f->ctx, "from-a-newer-node", "x", 1),
+                     MF_OK);
     mf_delta__options_init(&o);
     o.interval_ms = 20;
     o.kinds[o.n_kinds++] = (struct mf_job_kind){MF_ROLLOUT_JOB_KIND, mf_rollout__jobs_run,
@@ -491,11 +500,11 @@ static void test_rollout_engine__worker_runs_rollouts_and_leaves_unknown_kinds(v
         struct timespec ts = {0, 20 * 1000000L};
 
         (void)nanosleep(&ts, NULL);
-        assert_int_equal(f->s->ops->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+        assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
     }
     mf_delta__worker_stop(w);
     assert_int_equal(r.wave, 1);
-    assert_int_equal(f->s->ops->job_counts(&queued, &running, f->s, &f->ctx, 10), MF_OK);
+    assert_int_equal(f->s->ops->jobs->job_counts(&queued, &running, f->s, &f->ctx, 10), MF_OK);
     assert_int_equal(queued, 1); /* the unknown kind, untouched */
 }
 

@@ -67,22 +67,22 @@ static void test_rollout_store__claim_kind_takes_only_that_kind(void **state)
     struct mf_store *s = f->s;
     struct mf_store_job job;
 
-    assert_int_equal(s->ops->job_enqueue(s, &f->ctx, "delta", "m/v2", 10), MF_OK);
-    assert_int_equal(s->ops->job_enqueue(s, &f->ctx, "rollout", "7", 11), MF_OK);
+    assert_int_equal(s->ops->jobs->job_enqueue(s, &f->ctx, "delta", "m/v2", 10), MF_OK);
+    assert_int_equal(s->ops->jobs->job_enqueue(s, &f->ctx, "rollout", "7", 11), MF_OK);
     /* The oldest job is a delta, yet a rollout claimer gets the rollout job. */
-    assert_int_equal(s->ops->job_claim_kind(&job, s, &f->ctx, "rollout", "a", 20, 60), MF_OK);
+    assert_int_equal(s->ops->jobs->job_claim_kind(&job, s, &f->ctx, "rollout", "a", 20, 60), MF_OK);
     assert_string_equal(job.kind, "rollout");
     assert_string_equal(job.arg, "7");
-    assert_int_equal(s->ops->job_claim_kind(&job, s, &f->ctx, "rollout", "b", 20, 60),
+    assert_int_equal(s->ops->jobs->job_claim_kind(&job, s, &f->ctx, "rollout", "b", 20, 60),
                      MF_E_NOTFOUND);
-    assert_int_equal(s->ops->job_claim_kind(&job, s, &f->ctx, "delta", "b", 20, 60), MF_OK);
+    assert_int_equal(s->ops->jobs->job_claim_kind(&job, s, &f->ctx, "delta", "b", 20, 60), MF_OK);
     assert_string_equal(job.kind, "delta");
-    assert_int_equal(s->ops->job_claim(&job, s, &f->ctx, "c", 20, 60), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->jobs->job_claim(&job, s, &f->ctx, "c", 20, 60), MF_E_NOTFOUND);
     /* An expired lease is claimable again by the same kind only. */
-    assert_int_equal(s->ops->job_claim_kind(&job, s, &f->ctx, "rollout", "c", 81, 60), MF_OK);
+    assert_int_equal(s->ops->jobs->job_claim_kind(&job, s, &f->ctx, "rollout", "c", 81, 60), MF_OK);
     assert_string_equal(job.kind, "rollout");
     assert_int_equal(job.attempts, 2);
-    assert_int_equal(s->ops->job_claim_kind(&job, s, &f->ctx, "rollout", "d", 81, 60),
+    assert_int_equal(s->ops->jobs->job_claim_kind(&job, s, &f->ctx, "rollout", "d", 81, 60),
                      MF_E_NOTFOUND);
 }
 
@@ -109,7 +109,7 @@ static void put_report(struct rs_fixture *f, const char *dev, const char *model,
     (void)snprintf(t.device_id, sizeof(t.device_id), "%s", dev);
     (void)snprintf(t.model, sizeof(t.model), "%s", model);
     (void)snprintf(t.version, sizeof(t.version), "%s", ver);
-    assert_int_equal(f->s->ops->telemetry_put(f->s, &f->ctx, &t), MF_OK);
+    assert_int_equal(f->s->ops->rollout->telemetry_put(f->s, &f->ctx, &t), MF_OK);
 }
 
 static void test_rollout_store__telemetry_is_replaced_never_added(void **state)
@@ -124,7 +124,8 @@ static void test_rollout_store__telemetry_is_replaced_never_added(void **state)
     put_report(f, "dev-a", "m", "v1", "{\"inferences\":3}", 102);
     put_report(f, "dev-a", "other", "v1", "{\"inferences\":9}", 103);
     put_report(f, "dev-b", "m", "v1", "{\"inferences\":7}", 104); /* newer cumulative total */
-    assert_int_equal(f->s->ops->telemetry_list(f->s, &f->ctx, "m", collect_report, &w), MF_OK);
+    assert_int_equal(f->s->ops->rollout->telemetry_list(f->s, &f->ctx, "m", collect_report, &w),
+                     MF_OK);
     assert_int_equal(w.n, 3);
     assert_string_equal(w.rows[0], "dev-a m v1 {\"inferences\":3} 102");
     assert_string_equal(w.rows[1], "dev-a m v2 {\"inferences\":1} 101");
@@ -133,7 +134,7 @@ static void test_rollout_store__telemetry_is_replaced_never_added(void **state)
     assert_non_null(huge);
     memset(huge, ' ', MF_STORE_TELEMETRY_MAX + 1);
     big.report = huge;
-    assert_int_equal(f->s->ops->telemetry_put(f->s, &f->ctx, &big), MF_E_LIMIT);
+    assert_int_equal(f->s->ops->rollout->telemetry_put(f->s, &f->ctx, &big), MF_E_LIMIT);
     free(huge);
 }
 
@@ -175,49 +176,50 @@ static void test_rollout_store__rollout_state_and_events(void **state)
     struct seen w = {0};
 
     new_rollout(&a, "m", "v2");
-    assert_int_equal(s->ops->rollout_put(s, &f->ctx, &a, ""), MF_OK);
+    assert_int_equal(s->ops->rollout->rollout_put(s, &f->ctx, &a, ""), MF_OK);
     new_rollout(&b, "n", "v5");
-    assert_int_equal(s->ops->rollout_put(s, &f->ctx, &b, ""), MF_OK);
+    assert_int_equal(s->ops->rollout->rollout_put(s, &f->ctx, &b, ""), MF_OK);
     assert_true(a.id > 0 && b.id > a.id);
 
     a.wave = 1;
     a.wave_started_at = 70;
     (void)snprintf(a.state, sizeof(a.state), "halted");
     (void)snprintf(a.breach, sizeof(a.breach), "p99_latency_us 2047 > 1500");
-    assert_int_equal(s->ops->rollout_put(s, &f->ctx, &a, "running"), MF_OK);
+    assert_int_equal(s->ops->rollout->rollout_put(s, &f->ctx, &a, "running"), MF_OK);
     /* A second writer that still expects "running" loses instead of overwriting. */
     (void)snprintf(a.state, sizeof(a.state), "paused");
-    assert_int_equal(s->ops->rollout_put(s, &f->ctx, &a, "running"), MF_E_STATE);
-    assert_int_equal(s->ops->rollout_get(&got, s, &f->ctx, a.id), MF_OK);
+    assert_int_equal(s->ops->rollout->rollout_put(s, &f->ctx, &a, "running"), MF_E_STATE);
+    assert_int_equal(s->ops->rollout->rollout_get(&got, s, &f->ctx, a.id), MF_OK);
     assert_string_equal(got.state, "halted");
     assert_int_equal(got.wave, 1);
     assert_int_equal(got.wave_started_at, 70);
     assert_string_equal(got.breach, "p99_latency_us 2047 > 1500");
     assert_string_equal(got.plan, "{\"waves\":[{\"percent\":10}]}");
     assert_string_equal(got.prev_version, "v1");
-    assert_int_equal(s->ops->rollout_get(&got, s, &f->ctx, 999), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->rollout->rollout_get(&got, s, &f->ctx, 999), MF_E_NOTFOUND);
     got.id = 999;
-    assert_int_equal(s->ops->rollout_put(s, &f->ctx, &got, ""), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->rollout->rollout_put(s, &f->ctx, &got, ""), MF_E_NOTFOUND);
 
-    assert_int_equal(s->ops->rollouts_list(s, &f->ctx, "", collect_rollout, &w), MF_OK);
+    assert_int_equal(s->ops->rollout->rollouts_list(s, &f->ctx, "", collect_rollout, &w), MF_OK);
     assert_int_equal(w.n, 2);
     assert_non_null(strstr(w.rows[0], " n v5 running 0")); /* newest first */
     assert_non_null(strstr(w.rows[1], " m v2 halted 1"));
     w.n = 0;
-    assert_int_equal(s->ops->rollouts_list(s, &f->ctx, "n", collect_rollout, &w), MF_OK);
+    assert_int_equal(s->ops->rollout->rollouts_list(s, &f->ctx, "n", collect_rollout, &w), MF_OK);
     assert_int_equal(w.n, 1);
 
     e.rollout_id = a.id;
     (void)snprintf(e.kind, sizeof(e.kind), "created");
-    assert_int_equal(s->ops->rollout_event_add(s, &f->ctx, &e), MF_OK);
+    assert_int_equal(s->ops->rollout->rollout_event_add(s, &f->ctx, &e), MF_OK);
     e.at = 61;
     (void)snprintf(e.kind, sizeof(e.kind), "halted");
     (void)snprintf(e.detail, sizeof(e.detail), "wave 1: p99");
-    assert_int_equal(s->ops->rollout_event_add(s, &f->ctx, &e), MF_OK);
+    assert_int_equal(s->ops->rollout->rollout_event_add(s, &f->ctx, &e), MF_OK);
     e.rollout_id = b.id;
-    assert_int_equal(s->ops->rollout_event_add(s, &f->ctx, &e), MF_OK);
+    assert_int_equal(s->ops->rollout->rollout_event_add(s, &f->ctx, &e), MF_OK);
     w.n = 0;
-    assert_int_equal(s->ops->rollout_events_list(s, &f->ctx, a.id, collect_event, &w), MF_OK);
+    assert_int_equal(s->ops->rollout->rollout_events_list(s, &f->ctx, a.id, collect_event, &w),
+                     MF_OK);
     assert_int_equal(w.n, 2);
     assert_non_null(strstr(w.rows[0], " 60 created "));
     assert_non_null(strstr(w.rows[1], " 61 halted wave 1: p99"));
@@ -258,48 +260,51 @@ static void test_rollout_store__distill_runs(void **state)
     b = a;
     c = a;
     (void)snprintf(c.model, sizeof(c.model), "digits");
-    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &a, ""), MF_OK);
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &a, ""), MF_OK);
     assert_true(a.id > 0);
     /* one queued or running run per model; another model is independent */
-    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &b, ""), MF_E_STATE);
-    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &c, ""), MF_OK);
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &b, ""), MF_E_STATE);
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &c, ""), MF_OK);
     /* compare-and-set: only from the state the caller read */
     (void)snprintf(a.state, sizeof(a.state), "running");
-    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &a, "queued"), MF_OK);
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &a, "queued"), MF_OK);
     (void)snprintf(a.state, sizeof(a.state), "failed");
-    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &a, "queued"), MF_E_STATE);
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &a, "queued"), MF_E_STATE);
     (void)snprintf(a.state, sizeof(a.state), "published");
     (void)snprintf(a.version, sizeof(a.version), "d2");
     a.record = "{\"gate\":\"passed\"}";
-    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &a, "running"), MF_OK);
-    assert_int_equal(s->ops->distill_run_get(s, &f->ctx, a.id, see_run, &w), MF_OK);
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &a, "running"), MF_OK);
+    assert_int_equal(s->ops->distill->distill_run_get(s, &f->ctx, a.id, see_run, &w), MF_OK);
     assert_int_equal(w.n, 1);
     assert_string_equal(w.record, "{\"gate\":\"passed\"}");
     /* the run ended: a new one of the model may be queued */
     b.id = 0;
-    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &b, ""), MF_OK);
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &b, ""), MF_OK);
     memset(&w, 0, sizeof(w));
-    assert_int_equal(s->ops->distill_runs_list(s, &f->ctx, "fashion", 0, see_run, &w), MF_OK);
+    assert_int_equal(s->ops->distill->distill_runs_list(s, &f->ctx, "fashion", 0, see_run, &w),
+                     MF_OK);
     assert_int_equal(w.n, 2);
     assert_true(w.ids[0] == b.id && w.ids[1] == a.id); /* newest first */
     memset(&w, 0, sizeof(w));
-    assert_int_equal(s->ops->distill_runs_list(s, &f->ctx, "", 0, see_run, &w), MF_OK);
+    assert_int_equal(s->ops->distill->distill_runs_list(s, &f->ctx, "", 0, see_run, &w), MF_OK);
     assert_int_equal(w.n, 3);
     memset(&w, 0, sizeof(w));
-    assert_int_equal(s->ops->distill_runs_list(s, &f->ctx, "fashion", 1, see_run, &w), MF_OK);
+    assert_int_equal(s->ops->distill->distill_runs_list(s, &f->ctx, "fashion", 1, see_run, &w),
+                     MF_OK);
     assert_int_equal(w.n, 1); /* the newest only */
     assert_true(w.ids[0] == b.id);
-    assert_int_equal(s->ops->distill_run_get(s, &f->ctx, 9999, see_run, &w), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->distill->distill_run_get(s, &f->ctx, 9999, see_run, &w),
+                     MF_E_NOTFOUND);
     (void)snprintf(c.state, sizeof(c.state), "failed");
     c.id = 9999;
-    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &c, ""), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &c, ""), MF_E_NOTFOUND);
     /* a record over the bound is refused, not truncated */
     big = malloc(MF_STORE_DISTILL_RECORD_MAX + 2);
     assert_non_null(big);
     memset(big, 'x', MF_STORE_DISTILL_RECORD_MAX + 1);
     big[MF_STORE_DISTILL_RECORD_MAX + 1] = '\0';
     a.record = big;
-    assert_int_equal(s->ops->distill_run_put(s, &f->ctx, &a, ""), MF_E_LIMIT);
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &a, ""), MF_E_LIMIT);
     free(big);
 }
 

@@ -117,7 +117,7 @@ static void add_version(struct fixture *f, const char *model, const char *versio
     struct mf_store_version v;
 
     version_of(&v, model, version, sha);
-    assert_int_equal(f->s->ops->version_insert(f->s, &f->ctx, &v), MF_OK);
+    assert_int_equal(f->s->ops->registry->version_insert(f->s, &f->ctx, &v), MF_OK);
 }
 
 /* Its release (sequence 1: one per model here). */
@@ -128,7 +128,7 @@ static void release(struct fixture *f, const char *model, const char *version, c
     version_of(&v, model, version, sha);
     v.sequence = 1;
     memset(v.release_digest, 'f', MF_SHA256_HEX_LEN);
-    assert_int_equal(f->s->ops->release_set(f->s, &f->ctx, &v, "env", 3), MF_OK);
+    assert_int_equal(f->s->ops->registry->release_set(f->s, &f->ctx, &v, "env", 3), MF_OK);
 }
 
 static void add_delta(struct fixture *f, const char *from, const char *to, const char *delta)
@@ -142,7 +142,7 @@ static void add_delta(struct fixture *f, const char *from, const char *to, const
     (void)snprintf(d.delta_sha256, sizeof(d.delta_sha256), "%s", delta);
     d.size = 16;
     (void)snprintf(d.format, sizeof(d.format), "mfdelta");
-    assert_int_equal(f->s->ops->delta_insert(f->s, &f->ctx, &d), MF_OK);
+    assert_int_equal(f->s->ops->registry->delta_insert(f->s, &f->ctx, &d), MF_OK);
 }
 
 /* One sample of `device` whose input is blob `sha`. */
@@ -162,9 +162,9 @@ static void add_sample(struct fixture *f, const char *device, int id, const char
     m.received_at = 2000 + id;
     (void)snprintf(m.input_sha256, sizeof(m.input_sha256), "%s", sha);
     m.input_size = 16;
-    assert_int_equal(
-        f->s->ops->sample_batch_put(&replayed, &acc, &dup, f->s, &f->ctx, device, NULL, &m, 1),
-        MF_OK);
+    assert_int_equal(f->s->ops->offload->sample_batch_put(&replayed, &acc, &dup, f->s, &f->ctx,
+                                                          device, NULL, &m, 1),
+                     MF_OK);
     assert_int_equal(acc, 1);
 }
 
@@ -222,21 +222,22 @@ static void test_blob_gc__shared_inputs_are_not_orphans(void **state)
     add_sample(f, "cam-2", 5, shared);
     add_sample(f, "cam-1", 6, from);
     memset(&o, 0, sizeof(o));
-    assert_int_equal(f->s->ops->samples_delete(&deleted, f->s, &f->ctx, "cam-1", 0, on_orphan, &o),
-                     MF_OK);
+    assert_int_equal(
+        f->s->ops->offload->samples_delete(&deleted, f->s, &f->ctx, "cam-1", 0, on_orphan, &o),
+        MF_OK);
     assert_int_equal(deleted, 5);
     assert_int_equal(o.n, 1);
     assert_string_equal(o.sha[0], own);
     /* Who refers to what, afterwards: */
-    assert_int_equal(f->s->ops->blob_ref(who, f->s, &f->ctx, model), MF_OK);
+    assert_int_equal(f->s->ops->blobs->blob_ref(who, f->s, &f->ctx, model), MF_OK);
     assert_string_equal(who, "model_versions.sha256");
-    assert_int_equal(f->s->ops->blob_ref(who, f->s, &f->ctx, delta), MF_OK);
+    assert_int_equal(f->s->ops->blobs->blob_ref(who, f->s, &f->ctx, delta), MF_OK);
     assert_string_equal(who, "deltas.delta_sha256");
-    assert_int_equal(f->s->ops->blob_ref(who, f->s, &f->ctx, from), MF_OK);
+    assert_int_equal(f->s->ops->blobs->blob_ref(who, f->s, &f->ctx, from), MF_OK);
     assert_string_equal(who, "deltas.from_sha256");
-    assert_int_equal(f->s->ops->blob_ref(who, f->s, &f->ctx, shared), MF_OK);
+    assert_int_equal(f->s->ops->blobs->blob_ref(who, f->s, &f->ctx, shared), MF_OK);
     assert_string_equal(who, "offload_samples.input_sha256");
-    assert_int_equal(f->s->ops->blob_ref(who, f->s, &f->ctx, own), MF_OK);
+    assert_int_equal(f->s->ops->blobs->blob_ref(who, f->s, &f->ctx, own), MF_OK);
     assert_string_equal(who, "");
 }
 
@@ -302,10 +303,11 @@ static void test_blob_gc__crash_leaves_an_orphan_the_sweep_removes(void **state)
     add_version(f, "det", "v1", model);
     add_sample(f, "cam-1", 1, orphan);
     add_sample(f, "cam-1", 2, model);
-    assert_int_equal(f->s->ops->samples_delete(&deleted, f->s, &f->ctx, "cam-1", 0, crash, NULL),
-                     MF_E_IO);
+    assert_int_equal(
+        f->s->ops->offload->samples_delete(&deleted, f->s, &f->ctx, "cam-1", 0, crash, NULL),
+        MF_E_IO);
     assert_int_equal(deleted, 2); /* committed before the crash */
-    assert_int_equal(f->s->ops->blob_ref(who, f->s, &f->ctx, orphan), MF_OK);
+    assert_int_equal(f->s->ops->blobs->blob_ref(who, f->s, &f->ctx, orphan), MF_OK);
     assert_string_equal(who, "");        /* no row names it ... */
     assert_true(blob_exists(f, orphan)); /* ... and the file is still there: an orphan */
     (void)snprintf(path, sizeof(path), "%s/tmp/upload-unfinished", f->root);
@@ -424,18 +426,18 @@ static void test_blob_gc__released_blobs(void **state)
     add_delta(f, staged, rel, d_rel);
     add_delta(f, rel, staged, d_staged);
     add_sample(f, "cam-1", 1, input);
-    assert_int_equal(f->s->ops->blob_released(&yes, f->s, &f->ctx, rel), MF_OK);
+    assert_int_equal(f->s->ops->blobs->blob_released(&yes, f->s, &f->ctx, rel), MF_OK);
     assert_int_equal(yes, 0); /* staged until its release */
     release(f, "det", "v1", rel);
-    assert_int_equal(f->s->ops->blob_released(&yes, f->s, &f->ctx, rel), MF_OK);
+    assert_int_equal(f->s->ops->blobs->blob_released(&yes, f->s, &f->ctx, rel), MF_OK);
     assert_int_equal(yes, 1);
-    assert_int_equal(f->s->ops->blob_released(&yes, f->s, &f->ctx, d_rel), MF_OK);
+    assert_int_equal(f->s->ops->blobs->blob_released(&yes, f->s, &f->ctx, d_rel), MF_OK);
     assert_int_equal(yes, 1);
-    assert_int_equal(f->s->ops->blob_released(&yes, f->s, &f->ctx, staged), MF_OK);
+    assert_int_equal(f->s->ops->blobs->blob_released(&yes, f->s, &f->ctx, staged), MF_OK);
     assert_int_equal(yes, 0);
-    assert_int_equal(f->s->ops->blob_released(&yes, f->s, &f->ctx, d_staged), MF_OK);
+    assert_int_equal(f->s->ops->blobs->blob_released(&yes, f->s, &f->ctx, d_staged), MF_OK);
     assert_int_equal(yes, 0);
-    assert_int_equal(f->s->ops->blob_released(&yes, f->s, &f->ctx, input), MF_OK);
+    assert_int_equal(f->s->ops->blobs->blob_released(&yes, f->s, &f->ctx, input), MF_OK);
     assert_int_equal(yes, 0);
 }
 

@@ -10,7 +10,7 @@
 #include "store_fixture.h"
 #include "app/server.h"
 #include "common/token.h"
-#include "store/pg_store.h"
+#include "store/pg/pg_store.h"
 #include "store/store.h"
 
 #include <sqlite3.h>
@@ -90,17 +90,17 @@ static void test_server_store__tokens_by_hash(void **state)
 
     mf_token__hash(h1, "mfa_one", 7);
     mf_token__hash(h2, "mfa_two", 7);
-    assert_int_equal(s->ops->token_count(&count, s, &f->ctx, MF_TOKEN_ADMIN), MF_OK);
+    assert_int_equal(s->ops->auth->token_count(&count, s, &f->ctx, MF_TOKEN_ADMIN), MF_OK);
     assert_int_equal(count, 0);
-    assert_int_equal(s->ops->token_insert(s, &f->ctx, MF_TOKEN_ADMIN, h1, 1), MF_OK);
-    assert_int_equal(s->ops->token_check(s, &f->ctx, MF_TOKEN_ADMIN, h1), MF_OK);
-    assert_int_equal(s->ops->token_check(s, &f->ctx, MF_TOKEN_ADMIN, h2), MF_E_AUTH);
+    assert_int_equal(s->ops->auth->token_insert(s, &f->ctx, MF_TOKEN_ADMIN, h1, 1), MF_OK);
+    assert_int_equal(s->ops->auth->token_check(s, &f->ctx, MF_TOKEN_ADMIN, h1), MF_OK);
+    assert_int_equal(s->ops->auth->token_check(s, &f->ctx, MF_TOKEN_ADMIN, h2), MF_E_AUTH);
     /* A token is valid only for its own kind. */
-    assert_int_equal(s->ops->token_check(s, &f->ctx, MF_TOKEN_ENROLL, h1), MF_E_AUTH);
-    assert_int_equal(s->ops->token_count(&count, s, &f->ctx, MF_TOKEN_ADMIN), MF_OK);
+    assert_int_equal(s->ops->auth->token_check(s, &f->ctx, MF_TOKEN_ENROLL, h1), MF_E_AUTH);
+    assert_int_equal(s->ops->auth->token_count(&count, s, &f->ctx, MF_TOKEN_ADMIN), MF_OK);
     assert_int_equal(count, 1);
     /* The same hash twice is a constraint violation, not a silent duplicate. */
-    assert_int_equal(s->ops->token_insert(s, &f->ctx, MF_TOKEN_ADMIN, h1, 1), MF_E_STATE);
+    assert_int_equal(s->ops->auth->token_insert(s, &f->ctx, MF_TOKEN_ADMIN, h1, 1), MF_E_STATE);
 }
 
 static void test_server_store__device_reenroll_revokes(void **state)
@@ -112,13 +112,13 @@ static void test_server_store__device_reenroll_revokes(void **state)
 
     mf_token__hash(c1, "cred-1", 6);
     mf_token__hash(c2, "cred-2", 6);
-    assert_int_equal(s->ops->device_auth(id, s, &f->ctx, c1), MF_E_AUTH);
-    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "cam-1", c1, 10), MF_OK);
-    assert_int_equal(s->ops->device_auth(id, s, &f->ctx, c1), MF_OK);
+    assert_int_equal(s->ops->auth->device_auth(id, s, &f->ctx, c1), MF_E_AUTH);
+    assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, "cam-1", c1, 10), MF_OK);
+    assert_int_equal(s->ops->auth->device_auth(id, s, &f->ctx, c1), MF_OK);
     assert_string_equal(id, "cam-1");
-    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "cam-1", c2, 20), MF_OK);
-    assert_int_equal(s->ops->device_auth(id, s, &f->ctx, c1), MF_E_AUTH);
-    assert_int_equal(s->ops->device_auth(id, s, &f->ctx, c2), MF_OK);
+    assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, "cam-1", c2, 20), MF_OK);
+    assert_int_equal(s->ops->auth->device_auth(id, s, &f->ctx, c1), MF_E_AUTH);
+    assert_int_equal(s->ops->auth->device_auth(id, s, &f->ctx, c2), MF_OK);
 }
 
 static int count_versions(void *payload, const struct mf_store_version *v)
@@ -138,22 +138,22 @@ static void test_server_store__versions(void **state)
     int n = 0;
 
     memset(v.sha256, 'a', MF_SHA256_HEX_LEN);
-    assert_int_equal(s->ops->version_latest(&got, s, &f->ctx, "det"), MF_E_NOTFOUND);
-    assert_int_equal(s->ops->version_insert(s, &f->ctx, &v), MF_OK);
-    assert_int_equal(s->ops->version_insert(s, &f->ctx, &v), MF_E_STATE);
+    assert_int_equal(s->ops->registry->version_latest(&got, s, &f->ctx, "det"), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->registry->version_insert(s, &f->ctx, &v), MF_OK);
+    assert_int_equal(s->ops->registry->version_insert(s, &f->ctx, &v), MF_E_STATE);
     /* "newest" is publish order, not string order: v10 before v9 stays older. */
     (void)snprintf(v.version, sizeof(v.version), "v10");
-    assert_int_equal(s->ops->version_insert(s, &f->ctx, &v), MF_OK);
+    assert_int_equal(s->ops->registry->version_insert(s, &f->ctx, &v), MF_OK);
     (void)snprintf(v.version, sizeof(v.version), "v9");
     v.size = 9;
-    assert_int_equal(s->ops->version_insert(s, &f->ctx, &v), MF_OK);
-    assert_int_equal(s->ops->version_latest(&got, s, &f->ctx, "det"), MF_OK);
+    assert_int_equal(s->ops->registry->version_insert(s, &f->ctx, &v), MF_OK);
+    assert_int_equal(s->ops->registry->version_latest(&got, s, &f->ctx, "det"), MF_OK);
     assert_string_equal(got.version, "v9");
     assert_int_equal(got.size, 9);
-    assert_int_equal(s->ops->version_get(&got, s, &f->ctx, "det", "v10"), MF_OK);
+    assert_int_equal(s->ops->registry->version_get(&got, s, &f->ctx, "det", "v10"), MF_OK);
     assert_int_equal(got.size, 10);
-    assert_int_equal(s->ops->version_get(&got, s, &f->ctx, "det", "v11"), MF_E_NOTFOUND);
-    assert_int_equal(s->ops->versions_list(s, &f->ctx, count_versions, &n), MF_OK);
+    assert_int_equal(s->ops->registry->version_get(&got, s, &f->ctx, "det", "v11"), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->registry->versions_list(s, &f->ctx, count_versions, &n), MF_OK);
     assert_int_equal(n, 3);
 }
 
@@ -165,37 +165,37 @@ static void test_server_store__releases(void **state)
     struct mf_dynbuf env;
 
     memset(v.sha256, 'a', MF_SHA256_HEX_LEN);
-    assert_int_equal(s->ops->version_insert(s, &f->ctx, &v), MF_OK);
+    assert_int_equal(s->ops->registry->version_insert(s, &f->ctx, &v), MF_OK);
     (void)snprintf(v.version, sizeof(v.version), "v2");
-    assert_int_equal(s->ops->version_insert(s, &f->ctx, &v), MF_OK);
+    assert_int_equal(s->ops->registry->version_insert(s, &f->ctx, &v), MF_OK);
     /* Staged versions are never "latest released" and have no release. */
-    assert_int_equal(s->ops->release_latest(&got, s, &f->ctx, "det"), MF_E_NOTFOUND);
-    assert_int_equal(s->ops->release_get(&env, s, &f->ctx, "det", "v1"), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->registry->release_latest(&got, s, &f->ctx, "det"), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->registry->release_get(&env, s, &f->ctx, "det", "v1"), MF_E_NOTFOUND);
     mf_dynbuf__free(&env);
     /* v2 released with sequence 5, then v1 with 3: refused, sequences only grow. */
     v.sequence = 5;
     v.security_floor = 2;
     memset(v.release_digest, 'b', MF_SHA256_HEX_LEN);
-    assert_int_equal(s->ops->release_set(s, &f->ctx, &v, "{\"r\":2}", 7), MF_OK);
+    assert_int_equal(s->ops->registry->release_set(s, &f->ctx, &v, "{\"r\":2}", 7), MF_OK);
     (void)snprintf(v.version, sizeof(v.version), "v1");
     v.sequence = 5;
-    assert_int_equal(s->ops->release_set(s, &f->ctx, &v, "{}", 2), MF_E_STATE);
+    assert_int_equal(s->ops->registry->release_set(s, &f->ctx, &v, "{}", 2), MF_E_STATE);
     v.sequence = 3;
-    assert_int_equal(s->ops->release_set(s, &f->ctx, &v, "{}", 2), MF_E_STATE);
+    assert_int_equal(s->ops->registry->release_set(s, &f->ctx, &v, "{}", 2), MF_E_STATE);
     assert_non_null(strstr(mf_ctx__errmsg(&f->ctx), "not above the released 5"));
     (void)snprintf(v.version, sizeof(v.version), "v7");
     v.sequence = 6;
-    assert_int_equal(s->ops->release_set(s, &f->ctx, &v, "{}", 2), MF_E_NOTFOUND);
-    assert_int_equal(s->ops->release_latest(&got, s, &f->ctx, "det"), MF_OK);
+    assert_int_equal(s->ops->registry->release_set(s, &f->ctx, &v, "{}", 2), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->registry->release_latest(&got, s, &f->ctx, "det"), MF_OK);
     assert_string_equal(got.version, "v2");
     assert_int_equal(got.sequence, 5);
     assert_int_equal(got.security_floor, 2);
     assert_int_equal(got.release_digest[0], 'b');
-    assert_int_equal(s->ops->release_get(&env, s, &f->ctx, "det", "v2"), MF_OK);
+    assert_int_equal(s->ops->registry->release_get(&env, s, &f->ctx, "det", "v2"), MF_OK);
     assert_int_equal(env.len, 7);
     assert_memory_equal(env.data, "{\"r\":2}", 7);
     mf_dynbuf__free(&env);
-    assert_int_equal(s->ops->release_set(s, &f->ctx, &v, "{}", MF_STORE_ENVELOPE_MAX + 1),
+    assert_int_equal(s->ops->registry->release_set(s, &f->ctx, &v, "{}", MF_STORE_ENVELOPE_MAX + 1),
                      MF_E_LIMIT);
 }
 
@@ -217,32 +217,41 @@ static void test_server_store__trust_docs_and_sequence(void **state)
     uint8_t hash[MF_SHA256_LEN] = {1};
     struct mf_dynbuf env;
 
-    assert_int_equal(s->ops->trust_latest(&version, &env, s, &f->ctx, MF_STORE_TRUST_ROOT),
-                     MF_E_NOTFOUND);
+    assert_int_equal(
+        s->ops->registry->trust_latest(&version, &env, s, &f->ctx, MF_STORE_TRUST_ROOT),
+        MF_E_NOTFOUND);
     mf_dynbuf__free(&env);
     for (uint64_t v = 1; v <= 4; v++)
-        assert_int_equal(s->ops->trust_put(s, &f->ctx, MF_STORE_TRUST_ROOT, v, "r0", 2), MF_OK);
-    assert_int_equal(s->ops->trust_put(s, &f->ctx, MF_STORE_TRUST_ROOT, 2, "r0", 2), MF_E_STATE);
-    assert_int_equal(s->ops->trust_put(s, &f->ctx, MF_STORE_TRUST_KEYS, 1, "k1", 2), MF_OK);
-    assert_int_equal(s->ops->trust_latest(&version, &env, s, &f->ctx, MF_STORE_TRUST_ROOT), MF_OK);
+        assert_int_equal(s->ops->registry->trust_put(s, &f->ctx, MF_STORE_TRUST_ROOT, v, "r0", 2),
+                         MF_OK);
+    assert_int_equal(s->ops->registry->trust_put(s, &f->ctx, MF_STORE_TRUST_ROOT, 2, "r0", 2),
+                     MF_E_STATE);
+    assert_int_equal(s->ops->registry->trust_put(s, &f->ctx, MF_STORE_TRUST_KEYS, 1, "k1", 2),
+                     MF_OK);
+    assert_int_equal(
+        s->ops->registry->trust_latest(&version, &env, s, &f->ctx, MF_STORE_TRUST_ROOT), MF_OK);
     assert_int_equal(version, 4);
     mf_dynbuf__free(&env);
-    assert_int_equal(s->ops->trust_latest(&version, &env, s, &f->ctx, MF_STORE_TRUST_KEYS), MF_OK);
+    assert_int_equal(
+        s->ops->registry->trust_latest(&version, &env, s, &f->ctx, MF_STORE_TRUST_KEYS), MF_OK);
     assert_int_equal(version, 1);
     assert_memory_equal(env.data, "k1", 2);
     mf_dynbuf__free(&env);
     /* Roots after the device's, ascending, bounded. */
-    assert_int_equal(s->ops->trust_roots_after(s, &f->ctx, 1, 2, collect_roots, seen), MF_OK);
+    assert_int_equal(s->ops->registry->trust_roots_after(s, &f->ctx, 1, 2, collect_roots, seen),
+                     MF_OK);
     assert_int_equal(seen[0], 2);
     assert_int_equal(seen[1], 2);
     assert_int_equal(seen[2], 3);
     /* Director sequence: blocks of numbers that never repeat, per device. */
-    assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "ghost", 1),
+    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "ghost", 1),
                      MF_E_NOTFOUND);
-    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", hash, 1), MF_OK);
-    assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 2), MF_OK);
+    assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, "dev-1", hash, 1), MF_OK);
+    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 2),
+                     MF_OK);
     assert_int_equal(first, 1);
-    assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1), MF_OK);
+    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1),
+                     MF_OK);
     assert_int_equal(first, 3);
 }
 
@@ -270,10 +279,12 @@ static void test_server_store__sequence_above_all_after_restart(void **state)
     uint8_t hash[MF_SHA256_LEN] = {7};
     uint64_t first = 0, last;
 
-    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", hash, 1), MF_OK);
-    assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1), MF_OK);
+    assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, "dev-1", hash, 1), MF_OK);
+    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1),
+                     MF_OK);
     assert_int_equal(first, 1); /* a new store starts at 1 */
-    assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 3), MF_OK);
+    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 3),
+                     MF_OK);
     assert_int_equal(first, 2);
     last = first + 2;
     for (int restart = 0; restart < 3; restart++) {
@@ -282,11 +293,13 @@ static void test_server_store__sequence_above_all_after_restart(void **state)
         /* As after a power loss that lost every reservation since the device enrolled. */
         raw_exec(f, "UPDATE devices SET assign_seq = 0");
         s = open_migrated(f);
-        assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 2), MF_OK);
+        assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 2),
+                         MF_OK);
         assert_true(first > last);
         assert_true(first + 1 < (1ull << 53)); /* exact as a JSON number on the device */
         last = first + 1;
-        assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1), MF_OK);
+        assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1),
+                         MF_OK);
         assert_int_equal(first, last + 1);
         last = first;
     }
@@ -331,15 +344,16 @@ static void test_server_store__generation_follows_cached_tables(void **state)
     assert_int_equal(mf_store__checkin_begin(&g, &first, NULL, s, &f->ctx, "ghost", dev1_hash, 0,
                                              NULL, 0, 5, NULL),
                      MF_E_AUTH);
-    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", dev1_hash, 1), MF_OK);
+    assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, "dev-1", dev1_hash, 1), MF_OK);
     prev = generation(f, s);
     assert_true(prev >= 1);
     /* A check-in's own writes, and a device's groups and channel (read on every check-in
      * whose model has pins), do not move it. */
-    assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1), MF_OK);
-    assert_int_equal(s->ops->device_touch(s, &f->ctx, "dev-1", 6), MF_OK);
-    assert_int_equal(s->ops->device_groups_set(s, &f->ctx, "dev-1", groups, 1), MF_OK);
-    assert_int_equal(s->ops->device_channel_set(s, &f->ctx, "dev-1", "beta"), MF_OK);
+    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1),
+                     MF_OK);
+    assert_int_equal(s->ops->devices->device_touch(s, &f->ctx, "dev-1", 6), MF_OK);
+    assert_int_equal(s->ops->director->device_groups_set(s, &f->ctx, "dev-1", groups, 1), MF_OK);
+    assert_int_equal(s->ops->director->device_channel_set(s, &f->ctx, "dev-1", "beta"), MF_OK);
     assert_int_equal(generation(f, s), prev);
 #define EXPECT_RISE(call)                                                                          \
     do {                                                                                           \
@@ -348,26 +362,26 @@ static void test_server_store__generation_follows_cached_tables(void **state)
         assert_true(g > prev);                                                                     \
         prev = g;                                                                                  \
     } while (0)
-    EXPECT_RISE(s->ops->trust_put(s, &f->ctx, MF_STORE_TRUST_ROOT, 1, "r1", 2));
-    EXPECT_RISE(s->ops->trust_put(s, &f->ctx, MF_STORE_TRUST_KEYS, 1, "k1", 2));
+    EXPECT_RISE(s->ops->registry->trust_put(s, &f->ctx, MF_STORE_TRUST_ROOT, 1, "r1", 2));
+    EXPECT_RISE(s->ops->registry->trust_put(s, &f->ctx, MF_STORE_TRUST_KEYS, 1, "k1", 2));
     memset(v.sha256, 'a', MF_SHA256_HEX_LEN);
-    EXPECT_RISE(s->ops->version_insert(s, &f->ctx, &v));
+    EXPECT_RISE(s->ops->registry->version_insert(s, &f->ctx, &v));
     v.sequence = 1;
     memset(v.release_digest, 'b', MF_SHA256_HEX_LEN);
-    EXPECT_RISE(s->ops->release_set(s, &f->ctx, &v, "{}", 2));
+    EXPECT_RISE(s->ops->registry->release_set(s, &f->ctx, &v, "{}", 2));
     memset(d.from_sha256, 'a', MF_SHA256_HEX_LEN);
     memset(d.to_sha256, 'c', MF_SHA256_HEX_LEN);
     memset(d.delta_sha256, 'd', MF_SHA256_HEX_LEN);
-    EXPECT_RISE(s->ops->delta_insert(s, &f->ctx, &d));
+    EXPECT_RISE(s->ops->registry->delta_insert(s, &f->ctx, &d));
     new_rollout(&r);
-    EXPECT_RISE(s->ops->rollout_put(s, &f->ctx, &r, ""));
+    EXPECT_RISE(s->ops->rollout->rollout_put(s, &f->ctx, &r, ""));
     (void)snprintf(r.state, sizeof(r.state), "paused");
-    EXPECT_RISE(s->ops->rollout_put(s, &f->ctx, &r, "running"));
+    EXPECT_RISE(s->ops->rollout->rollout_put(s, &f->ctx, &r, "running"));
     /* Pins of every scope (migration 8): set, changed, cleared. */
-    EXPECT_RISE(s->ops->pin_set(s, &f->ctx, &pin));
+    EXPECT_RISE(s->ops->director->pin_set(s, &f->ctx, &pin));
     (void)snprintf(pin.version, sizeof(pin.version), "v2");
-    EXPECT_RISE(s->ops->pin_set(s, &f->ctx, &pin));
-    EXPECT_RISE(s->ops->pin_clear(s, &f->ctx, pin.scope, pin.target, pin.model));
+    EXPECT_RISE(s->ops->director->pin_set(s, &f->ctx, &pin));
+    EXPECT_RISE(s->ops->director->pin_clear(s, &f->ctx, pin.scope, pin.target, pin.model));
 #undef EXPECT_RISE
 }
 
@@ -389,17 +403,18 @@ static void test_server_store__checkin_begin(void **state)
     uint8_t hash[MF_SHA256_LEN] = {3}, other[MF_SHA256_LEN] = {4};
     uint64_t g = 0, first = 0, next = 0;
 
-    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", hash, 1), MF_OK);
-    assert_int_equal(s->ops->device_groups_set(s, &f->ctx, "dev-1", groups, 1), MF_OK);
-    assert_int_equal(s->ops->device_channel_set(s, &f->ctx, "dev-1", "beta"), MF_OK);
+    assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, "dev-1", hash, 1), MF_OK);
+    assert_int_equal(s->ops->director->device_groups_set(s, &f->ctx, "dev-1", groups, 1), MF_OK);
+    assert_int_equal(s->ops->director->device_channel_set(s, &f->ctx, "dev-1", "beta"), MF_OK);
     for (size_t i = 0; i < sizeof(pins) / sizeof(pins[0]); i++)
-        assert_int_equal(s->ops->pin_set(s, &f->ctx, &pins[i]), MF_OK);
+        assert_int_equal(s->ops->director->pin_set(s, &f->ctx, &pins[i]), MF_OK);
     assert_int_equal(mf_store__checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 3, models,
                                              3, 77, NULL),
                      MF_OK);
     assert_int_equal(first, 1);
     for (size_t i = 0; i < 3; i++) {
-        assert_int_equal(s->ops->directives_get(&want, s, &f->ctx, "dev-1", models[i]), MF_OK);
+        assert_int_equal(s->ops->director->directives_get(&want, s, &f->ctx, "dev-1", models[i]),
+                         MF_OK);
         assert_memory_equal(&dirs[i], &want, sizeof(want));
     }
     assert_string_equal(dirs[0].device_pin, "v1");
@@ -408,7 +423,8 @@ static void test_server_store__checkin_begin(void **state)
     assert_string_equal(dirs[1].channel_version, "v3");
     assert_string_equal(dirs[2].fleet_rollback, "v2");
     /* The block was reserved: the next number follows it. */
-    assert_int_equal(s->ops->device_reserve_sequence(&next, s, &f->ctx, "dev-1", 1), MF_OK);
+    assert_int_equal(s->ops->checkin->device_reserve_sequence(&next, s, &f->ctx, "dev-1", 1),
+                     MF_OK);
     assert_int_equal(next, 4);
     assert_int_equal(
         mf_store__checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 0, NULL, 0, 78, NULL),
@@ -419,11 +435,11 @@ static void test_server_store__checkin_begin(void **state)
     assert_int_equal(mf_store__checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", other, 2,
                                              models, 2, 79, NULL),
                      MF_E_AUTH);
-    assert_int_equal(s->ops->device_revoke(s, &f->ctx, "dev-1"), MF_OK);
+    assert_int_equal(s->ops->auth->device_revoke(s, &f->ctx, "dev-1"), MF_OK);
     assert_int_equal(mf_store__checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", hash, 2, models,
                                              2, 80, NULL),
                      MF_E_AUTH);
-    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", other, 81), MF_OK);
+    assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, "dev-1", other, 81), MF_OK);
     assert_int_equal(
         mf_store__checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", other, 0, NULL, 0, 82, NULL),
         MF_OK);
@@ -449,7 +465,7 @@ static int64_t last_seen_of(struct store_fixture *f, const char *device_id)
 {
     struct seen_probe p = {device_id, -1};
 
-    assert_int_equal(f->s->ops->devices_list(f->s, &f->ctx, probe_seen, &p), MF_OK);
+    assert_int_equal(f->s->ops->devices->devices_list(f->s, &f->ctx, probe_seen, &p), MF_OK);
     return p.last_seen;
 }
 
@@ -473,10 +489,10 @@ static void test_server_store__checkin_begin_batch(void **state)
     struct mf_store_checkin c[7];
     uint64_t g0 = 0, first = 0, batched;
 
-    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", h1, 1), MF_OK);
-    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-2", h2, 1), MF_OK);
-    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-3", h3, 1), MF_OK);
-    assert_int_equal(s->ops->device_channel_set(s, &f->ctx, "dev-2", "beta"), MF_OK);
+    assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, "dev-1", h1, 1), MF_OK);
+    assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, "dev-2", h2, 1), MF_OK);
+    assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, "dev-3", h3, 1), MF_OK);
+    assert_int_equal(s->ops->director->device_channel_set(s, &f->ctx, "dev-2", "beta"), MF_OK);
     assert_int_equal(
         mf_store__checkin_begin(&g0, &first, NULL, s, &f->ctx, "dev-3", h3, 0, NULL, 0, 2, NULL),
         MF_OK);
@@ -499,7 +515,8 @@ static void test_server_store__checkin_begin_batch(void **state)
     c[5].device_id = "dev-3", c[5].cred_hash = h3, c[5].hint = NULL; /* reads its pins */
     c[6].device_id = "dev-2", c[6].cred_hash = wrong; /* dev-2 again, another credential */
     batched = mf_pg__checkin_batched();
-    assert_int_equal(s->ops->checkin_begin(s, c, 7), MF_E_AUTH); /* the first error: c[3] */
+    assert_int_equal(s->ops->checkin->checkin_begin(s, c, 7),
+                     MF_E_AUTH); /* the first error: c[3] */
     /* On PostgreSQL the five the hint allows went in one statement, dev-1's two in its one
      * row (the others alone). */
     assert_int_equal(mf_pg__checkin_batched() - batched, f->pg ? 5 : 0);
@@ -519,7 +536,8 @@ static void test_server_store__checkin_begin_batch(void **state)
     assert_true(c[0].first < c[2].first);
     assert_true(c[0].first >= 1 && c[2].first >= 1);
     assert_true(c[1].first >= 1);
-    assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-2", 1), MF_OK);
+    assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-2", 1),
+                     MF_OK);
     assert_true(first >= c[1].first + 3);
     assert_string_equal(dirs[1].channel, "beta");
     assert_string_equal(dirs[1].device_pin, "");
@@ -529,9 +547,9 @@ static void test_server_store__checkin_begin_batch(void **state)
     assert_int_equal(last_seen_of(f, "dev-1") == 100 || last_seen_of(f, "dev-1") == 102, 1);
 
     /* A pin set since raises the generation: the stale hint is not trusted, pins are read. */
-    assert_int_equal(s->ops->pin_set(s, &f->ctx, &pin), MF_OK);
+    assert_int_equal(s->ops->director->pin_set(s, &f->ctx, &pin), MF_OK);
     c[3].cred_hash = h3;
-    assert_int_equal(s->ops->checkin_begin(s, c, 4), MF_OK);
+    assert_int_equal(s->ops->checkin->checkin_begin(s, c, 4), MF_OK);
     assert_true(c[0].generation > g0);
     assert_string_equal(dirs[0].device_pin, "v9");
     assert_string_equal(dirs[2].device_pin, "v9");
@@ -549,7 +567,7 @@ static void test_server_store__checkin_begin_batch(void **state)
         c[2].hint = NULL;
         c[3].hint = &fresh;
         batched = mf_pg__checkin_batched();
-        assert_int_equal(s->ops->checkin_begin(s, c, 4), MF_OK);
+        assert_int_equal(s->ops->checkin->checkin_begin(s, c, 4), MF_OK);
         assert_int_equal(mf_pg__checkin_batched() - batched, f->pg ? 4 : 0);
         assert_string_equal(dirs[0].device_pin, "v9");
         assert_string_equal(dirs[2].device_pin, "v9");
@@ -576,9 +594,9 @@ static void test_server_store__checkin_begin_pin_hint(void **state)
     struct mf_store_pin_hint hint = {0, 3}; /* both models named unpinned */
     uint64_t g = 0, first = 0;
 
-    assert_int_equal(s->ops->device_enroll(s, &f->ctx, "dev-1", dev1_hash, 1), MF_OK);
-    assert_int_equal(s->ops->device_channel_set(s, &f->ctx, "dev-1", "beta"), MF_OK);
-    assert_int_equal(s->ops->pin_set(s, &f->ctx, &pin), MF_OK);
+    assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, "dev-1", dev1_hash, 1), MF_OK);
+    assert_int_equal(s->ops->director->device_channel_set(s, &f->ctx, "dev-1", "beta"), MF_OK);
+    assert_int_equal(s->ops->director->pin_set(s, &f->ctx, &pin), MF_OK);
     /* A hint of another generation than the store's: ignored, the pin is read. */
     hint.generation = generation(f, s) - 1;
     assert_int_equal(mf_store__checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", dev1_hash, 2,
@@ -612,7 +630,7 @@ static void test_server_store__checkin_begin_pin_hint(void **state)
     assert_string_equal(dirs[0].channel, "beta");
     /* A pin set since raises the generation: the same hint no longer applies. */
     (void)snprintf(pin.version, sizeof(pin.version), "v3");
-    assert_int_equal(s->ops->pin_set(s, &f->ctx, &pin), MF_OK);
+    assert_int_equal(s->ops->director->pin_set(s, &f->ctx, &pin), MF_OK);
     assert_int_equal(mf_store__checkin_begin(&g, &first, dirs, s, &f->ctx, "dev-1", dev1_hash, 2,
                                              models, 2, 7, &hint),
                      MF_OK);
@@ -630,7 +648,7 @@ static void test_server_store__report_unknown_device(void **state)
     (void)snprintf(st.device_id, sizeof(st.device_id), "ghost");
     (void)snprintf(st.model, sizeof(st.model), "det");
     (void)snprintf(st.status, sizeof(st.status), "installed");
-    assert_int_equal(s->ops->report_insert(s, &f->ctx, &st), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->devices->report_insert(s, &f->ctx, &st), MF_E_NOTFOUND);
 }
 
 static void read_file(char *out, size_t size, const char *path, mode_t *mode)
@@ -681,9 +699,9 @@ static void test_server_store__init_data_dir_idempotent(void **state)
     (void)snprintf(path, sizeof(path), "%s/store.db", data);
     assert_int_equal(mf_store__open(&f->s, &f->ctx, path, 0), MF_OK);
     mf_token__hash(hash, admin1, MF_TOKEN_LEN);
-    assert_int_equal(f->s->ops->token_check(f->s, &f->ctx, MF_TOKEN_ADMIN, hash), MF_OK);
+    assert_int_equal(f->s->ops->auth->token_check(f->s, &f->ctx, MF_TOKEN_ADMIN, hash), MF_OK);
     mf_token__hash(hash, enroll, MF_TOKEN_LEN);
-    assert_int_equal(f->s->ops->token_check(f->s, &f->ctx, MF_TOKEN_ENROLL, hash), MF_OK);
+    assert_int_equal(f->s->ops->auth->token_check(f->s, &f->ctx, MF_TOKEN_ENROLL, hash), MF_OK);
     (void)snprintf(path, sizeof(path), "%s/blobs/tmp", data);
     assert_int_equal(access(path, W_OK), 0);
     /* The online director key: private 0600, its public half for the keys document. */

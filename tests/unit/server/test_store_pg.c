@@ -9,7 +9,7 @@
 #include "mf_test.h"
 #include "store_fixture.h"
 #include "common/token.h"
-#include "store/pg_store.h"
+#include "store/pg/pg_store.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -51,25 +51,53 @@ static int pg_teardown(void **state)
     return 0;
 }
 
-/* Every op of the table is implemented: the ops struct is function pointers after the scheme,
- * and a designated initializer that forgets one compiles silently to NULL. */
+/* Fails naming the slot when one of the function pointers of `table` from byte `first` to
+ * byte `end` is NULL. */
+static void expect_slots_set(const char *scheme, const char *table, const void *ops, size_t first,
+                             size_t end)
+{
+    const size_t n = (end - first) / sizeof(void (*)(void));
+
+    assert_non_null(ops);
+    for (size_t i = 0; i < n; i++) {
+        void (*fn)(void);
+
+        memcpy(&fn, (const char *)ops + first + i * sizeof(fn), sizeof(fn));
+        if (!fn)
+            fail_msg("%s ops: %s slot %zu of %zu is NULL", scheme, table, i, n);
+    }
+}
+
+/* Every op of every table is implemented: each domain table is function pointers, so is the
+ * backend's table from `open` to its domain tables, and a designated initializer that
+ * forgets one compiles silently to NULL. The SQLite backend's tables too. */
 static void test_store_pg__every_op_implemented(void **state)
 {
-    const struct mf_store_ops *tables[] = {&mf_store__pg_ops, &mf_store__postgres_ops};
-    const size_t first = offsetof(struct mf_store_ops, open);
-    const size_t n = (sizeof(struct mf_store_ops) - first) / sizeof(void (*)(void));
+    const struct mf_store_ops *tables[] = {&mf_store__pg_ops, &mf_store__postgres_ops,
+                                           &mf_store__sqlite_ops};
 
     (void)state;
     assert_string_equal(mf_store__pg_ops.scheme, "postgresql");
     assert_string_equal(mf_store__postgres_ops.scheme, "postgres");
-    for (size_t t = 0; t < 2; t++) {
-        for (size_t i = 0; i < n; i++) {
-            void (*fn)(void);
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+        const struct mf_store_ops *o = tables[t];
 
-            memcpy(&fn, (const char *)tables[t] + first + i * sizeof(fn), sizeof(fn));
-            if (!fn)
-                fail_msg("%s ops: slot %zu of %zu is NULL", tables[t]->scheme, i, n);
-        }
+        expect_slots_set(o->scheme, "lifecycle", o, offsetof(struct mf_store_ops, open),
+                         offsetof(struct mf_store_ops, auth));
+#define EXPECT_DOMAIN(name) expect_slots_set(o->scheme, #name, o->name, 0, sizeof(*o->name))
+        EXPECT_DOMAIN(auth);
+        EXPECT_DOMAIN(registry);
+        EXPECT_DOMAIN(devices);
+        EXPECT_DOMAIN(checkin);
+        EXPECT_DOMAIN(director);
+        EXPECT_DOMAIN(jobs);
+        EXPECT_DOMAIN(offload);
+        EXPECT_DOMAIN(rollout);
+        EXPECT_DOMAIN(distill);
+        EXPECT_DOMAIN(blobs);
+#undef EXPECT_DOMAIN
+        /* The domain tables are the whole rest of the struct: none is left unchecked. */
+        assert_int_equal(sizeof(*o), offsetof(struct mf_store_ops, blobs) + sizeof(o->blobs));
     }
 }
 
@@ -159,7 +187,8 @@ static void open_nodes(struct pg_fixture *f)
         assert_int_equal(f->node[i]->ops->migrate(&applied, f->node[i], &f->ctx), MF_OK);
     }
     mf_token__hash(cred, "cred", 4);
-    assert_int_equal(f->node[0]->ops->device_enroll(f->node[0], &f->ctx, "dev-1", cred, 1), MF_OK);
+    assert_int_equal(f->node[0]->ops->auth->device_enroll(f->node[0], &f->ctx, "dev-1", cred, 1),
+                     MF_OK);
 }
 
 struct reserve_arg {
@@ -175,7 +204,7 @@ static void *reserve_thread(void *p)
 
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
     for (int i = 0; i < RESERVES_PER_THREAD && a->err == MF_OK; i++)
-        a->err = a->s->ops->device_reserve_sequence(&a->got[i], a->s, &ctx, "dev-1", 1);
+        a->err = a->s->ops->checkin->device_reserve_sequence(&a->got[i], a->s, &ctx, "dev-1", 1);
     return NULL;
 }
 
@@ -244,13 +273,14 @@ static void test_store_pg__walk_stopped_early(void **state)
     for (int i = 2; i < 40; i++) {
         (void)snprintf(id, sizeof(id), "dev-%d", i);
         mf_token__hash(cred, id, strlen(id));
-        assert_int_equal(s->ops->device_enroll(s, &f->ctx, id, cred, 1), MF_OK);
+        assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, id, cred, 1), MF_OK);
     }
     for (int round = 0; round < MF_PG_POOL_MAX + 2; round++)
-        assert_int_equal(s->ops->devices_list(s, &f->ctx, stop_after_one, &seen), MF_E_LIMIT);
+        assert_int_equal(s->ops->devices->devices_list(s, &f->ctx, stop_after_one, &seen),
+                         MF_E_LIMIT);
     assert_int_equal(seen, MF_PG_POOL_MAX + 2);
     mf_token__hash(cred, "cred", 4);
-    assert_int_equal(s->ops->device_auth(id, s, &f->ctx, cred), MF_OK);
+    assert_int_equal(s->ops->auth->device_auth(id, s, &f->ctx, cred), MF_OK);
     assert_string_equal(id, "dev-1");
 }
 
@@ -267,7 +297,7 @@ static void test_store_pg__reconnects_after_drop(void **state)
     open_nodes(f);
     s = f->node[0];
     mf_token__hash(cred, "cred", 4);
-    assert_int_equal(s->ops->device_auth(id, s, &f->ctx, cred), MF_OK);
+    assert_int_equal(s->ops->auth->device_auth(id, s, &f->ctx, cred), MF_OK);
     assert_true(mf_pgtest__query_ll(f->url, "SELECT count(*) FROM pg_stat_activity"
                                             " WHERE application_name = 'mf-server'"
                                             " AND datname = current_database()") >= 1);
@@ -275,8 +305,9 @@ static void test_store_pg__reconnects_after_drop(void **state)
                             " WHERE application_name = 'mf-server'"
                             " AND datname = current_database()");
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(s->ops->device_auth(id, s, &f->ctx, cred), MF_OK);
-        assert_int_equal(s->ops->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1), MF_OK);
+        assert_int_equal(s->ops->auth->device_auth(id, s, &f->ctx, cred), MF_OK);
+        assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 1),
+                         MF_OK);
         assert_int_equal(first, (uint64_t)i + 1);
     }
 }
@@ -297,12 +328,12 @@ static void *claim_thread(void *p)
 
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
     for (;;) {
-        int err = a->s->ops->job_claim(&job, a->s, &ctx, a->owner, 1000, 60);
+        int err = a->s->ops->jobs->job_claim(&job, a->s, &ctx, a->owner, 1000, 60);
 
         if (err == MF_E_NOTFOUND)
             break;
         if (err == MF_OK)
-            err = a->s->ops->job_complete(a->s, &ctx, job.id, a->owner);
+            err = a->s->ops->jobs->job_complete(a->s, &ctx, job.id, a->owner);
         if (err < 0) {
             a->err = err;
             break;
@@ -328,12 +359,12 @@ static void test_store_pg__jobs_claimed_once_across_nodes(void **state)
     open_nodes(f);
     for (int i = 0; i < JOBS; i++) {
         (void)snprintf(arg, sizeof(arg), "m/v%d", i);
-        assert_int_equal(
-            f->node[i % NODES]->ops->job_enqueue(f->node[i % NODES], &f->ctx, "test", arg, 1000),
-            MF_OK);
+        assert_int_equal(f->node[i % NODES]->ops->jobs->job_enqueue(f->node[i % NODES], &f->ctx,
+                                                                    "test", arg, 1000),
+                         MF_OK);
     }
     /* Enqueueing a pending job again is a no-op. */
-    assert_int_equal(f->node[1]->ops->job_enqueue(f->node[1], &f->ctx, "test", "m/v0", 1000),
+    assert_int_equal(f->node[1]->ops->jobs->job_enqueue(f->node[1], &f->ctx, "test", "m/v0", 1000),
                      MF_OK);
     for (int i = 0; i < N; i++) {
         memset(&a[i], 0, sizeof(a[i]));
@@ -356,8 +387,8 @@ static void test_store_pg__jobs_claimed_once_across_nodes(void **state)
     assert_int_equal(total, JOBS);
     for (int id = 1; id <= JOBS; id++)
         assert_int_equal(seen[id], 1);
-    assert_int_equal(f->node[0]->ops->job_counts(&queued, &running, f->node[0], &f->ctx, 1000),
-                     MF_OK);
+    assert_int_equal(
+        f->node[0]->ops->jobs->job_counts(&queued, &running, f->node[0], &f->ctx, 1000), MF_OK);
     assert_int_equal(queued, 0);
     assert_int_equal(running, 0);
     assert_int_equal(mf_pgtest__query_ll(f->url, "SELECT count(*) FROM jobs WHERE state = 'done'"
@@ -383,7 +414,7 @@ static void test_store_pg__migrate_from_schema_2(void **state)
     assert_int_equal(applied, 2);
     assert_int_equal(mf_pg__migrate_to(&applied, s, &f->ctx, 99), MF_E_INVALID);
     mf_token__hash(h, "mfa_old", 7);
-    assert_int_equal(s->ops->token_insert(s, &f->ctx, MF_TOKEN_ADMIN, h, 1), MF_OK);
+    assert_int_equal(s->ops->auth->token_insert(s, &f->ctx, MF_TOKEN_ADMIN, h, 1), MF_OK);
     /* A device row as schema 2 wrote it (today's enroll SQL needs schema 3 columns). */
     mf_pgtest__exec(f->url, "INSERT INTO devices(device_id, credential_hash, enrolled_at)"
                             " VALUES('old-cam', sha256('old-cam'), 1)");
@@ -391,12 +422,12 @@ static void test_store_pg__migrate_from_schema_2(void **state)
     assert_true(applied >= 1);
     assert_int_equal(s->ops->schema_version(&version, s, &f->ctx), MF_OK);
     assert_int_equal(version, 2 + applied);
-    assert_int_equal(s->ops->admin_token_auth(&role, s, &f->ctx, h), MF_OK);
+    assert_int_equal(s->ops->auth->admin_token_auth(&role, s, &f->ctx, h), MF_OK);
     assert_int_equal(role, MF_ROLE_ADMIN);
     mf_token__hash(h, "old-cam", 7);
-    assert_int_equal(s->ops->device_auth(dev, s, &f->ctx, h), MF_OK);
+    assert_int_equal(s->ops->auth->device_auth(dev, s, &f->ctx, h), MF_OK);
     assert_string_equal(dev, "old-cam");
-    assert_int_equal(s->ops->directives_get(&d, s, &f->ctx, "old-cam", "m"), MF_OK);
+    assert_int_equal(s->ops->director->directives_get(&d, s, &f->ctx, "old-cam", "m"), MF_OK);
     assert_string_equal(d.channel, "stable");
 }
 

@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * PostgreSQL checkin_begin (store.h): the store work of the check-ins that arrived together,
- * in one statement over arrays (one execution, one commit, one round trip for all of them),
- * which is what bounds check-ins on PostgreSQL: the backend's work per statement
- * (bench/server/README.md). A check-in whose models the node's cache knows unpinned needs
- * only its device row's UPDATE; the statement reads the directives of the others' models
- * too, per (device, model) pair, and takes the form without those reads when there are
- * none. A device's further check-ins in the batch share its first's row. A check-in without
- * models, a device's check-in with another credential than its first's, and a batch whose
- * statement failed run one statement each.
+ * PostgreSQL check-in path (struct mf_store_checkin_ops): checkin_begin (store.h), the store work
+ * of the check-ins that arrived together, in one statement over arrays (one execution, one commit,
+ * one round trip for all of them), which is what bounds check-ins on PostgreSQL: the backend's work
+ * per statement (bench/server/README.md). A check-in whose models the node's cache knows unpinned
+ * needs only its device row's UPDATE; the statement reads the directives of the others' models too,
+ * per (device, model) pair, and takes the form without those reads when there are none. A device's
+ * further check-ins in the batch share its first's row. A check-in without models, a device's
+ * check-in with another credential than its first's, and a batch whose statement failed run one
+ * statement each (pg_checkin_one.c, which also has the epoch and device_reserve_sequence).
  */
-#include "store/pg_store.h"
+#include "store/pg/pg_store.h"
 
 #include "mf/ct.h"
 #include "mf_dynbuf.h"
@@ -27,196 +27,6 @@ static atomic_ullong batched_total;
 uint64_t mf_pg__checkin_batched(void)
 {
     return atomic_load(&batched_total);
-}
-
-/* Model names never contain '/' (protocol names), so one text parameter carries them all. */
-static int join_models(char *out, size_t size, struct mf_ctx *ctx, const char *const *models,
-                       size_t n)
-{
-    size_t len = 0;
-
-    out[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        int k = snprintf(out + len, size - len, "%s%s", i ? "/" : "", models[i]);
-
-        if (k < 0 || (size_t)k >= size - len)
-            return mf_fail(ctx, MF_E_LIMIT, "more models than a check-in carries");
-        len += (size_t)k;
-    }
-    return MF_OK;
-}
-
-/* The generation (column gen_col of the first row) and the directives of each model (from
- * column dir_col, a row each) of a result that must hold `rows` rows. */
-static int take_directives(uint64_t *generation_out, struct mf_store_directives *dirs_out,
-                           struct mf_ctx *ctx, const PGresult *res, size_t rows, size_t n_models,
-                           int gen_col, int dir_col)
-{
-    if ((size_t)PQntuples(res) != rows)
-        return mf_fail(ctx, MF_E_STATE, "check-in of %zu models read %d directive rows", n_models,
-                       PQntuples(res));
-    *generation_out = (uint64_t)mf_pg__col_i64(res, 0, gen_col);
-    for (size_t i = 0; i < n_models; i++)
-        mf_pg__directives_row(&dirs_out[i], res, (int)i, dir_col);
-    return MF_OK;
-}
-
-static int begin_full(uint64_t *generation_out, uint64_t *first_out,
-                      struct mf_store_directives *dirs_out, PGconn *c, struct mf_ctx *ctx,
-                      const char *device_id, const uint8_t *cred_hash, unsigned n_seq,
-                      const char *models, size_t n_models, int64_t now)
-{
-    /* The device row's UPDATE (last_seen, the sequence block above the session's floor,
-     * without waiting for the WAL flush: see raise_epoch), then one row per model with its
-     * directives, in model order; no model: one row with NULL directives. The models come
-     * through a sub-select so the planner never sees their value: its estimate is then the
-     * same for every call, and the prepared statement settles on one generic plan instead
-     * of planning each check-in anew. */
-    static const char sql[] =
-        "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),"
-        " d AS (UPDATE devices SET last_seen = $1, assign_seq = greatest(assign_seq,"
-        "  current_setting('mf.seq_floor')::bigint) + $3 FROM async WHERE device_id = $2"
-        "  AND credential_hash = $5"
-        "  RETURNING id, device_id, channel, assign_seq)"
-        " SELECT d.assign_seq, (SELECT generation FROM store_meta WHERE id = 1), m.ord, "
-        /* clang-format off */
-        MF_PG_DIRECTIVE_COLUMNS("m.model")
-        /* clang-format on */
-        " FROM d LEFT JOIN unnest(string_to_array((SELECT $4::text), '/')) WITH ORDINALITY"
-        " AS m(model, ord) ON true ORDER BY m.ord";
-    struct mf_pg_params p = {0};
-    PGresult *res = NULL;
-    int err;
-
-    mf_pg__param_i64(&p, now);
-    mf_pg__param_text(&p, device_id);
-    mf_pg__param_i64(&p, n_seq);
-    mf_pg__param_text(&p, models);
-    mf_pg__param_blob(&p, cred_hash, MF_SHA256_LEN);
-    err = mf_pg__query(&res, c, ctx, sql, &p, "beginning a check-in");
-    if (err == MF_OK && PQntuples(res) == 0)
-        err = mf_fail(ctx, MF_E_AUTH, "device '%s' does not hold that credential (any more)",
-                      device_id);
-    if (err == MF_OK)
-        err = take_directives(generation_out, dirs_out, ctx, res, n_models ? n_models : 1, n_models,
-                              1, 3);
-    if (err == MF_OK)
-        *first_out = (uint64_t)mf_pg__col_i64(res, 0, 0) - n_seq + 1;
-    PQclear(res);
-    return err;
-}
-
-/* The directives of each model and the generation, read in one snapshot (after the device's
- * row was written by begin_unpinned or the batch's statement). */
-static int directives_now(uint64_t *generation_out, struct mf_store_directives *dirs_out, PGconn *c,
-                          struct mf_ctx *ctx, const char *device_id, const char *models,
-                          size_t n_models)
-{
-    static const char sql[] = "SELECT (SELECT generation FROM store_meta WHERE id = 1), m.ord, "
-        /* clang-format off */
-        MF_PG_DIRECTIVE_COLUMNS("m.model")
-        /* clang-format on */
-        " FROM devices d JOIN unnest(string_to_array((SELECT $2::text), '/')) WITH ORDINALITY"
-        " AS m(model, ord) ON true WHERE d.device_id = $1 ORDER BY m.ord";
-    struct mf_pg_params p = {0};
-    PGresult *res = NULL;
-    int err;
-
-    mf_pg__param_text(&p, device_id);
-    mf_pg__param_text(&p, models);
-    err = mf_pg__query(&res, c, ctx, sql, &p, "reading a check-in's directives");
-    if (err == MF_OK)
-        err = take_directives(generation_out, dirs_out, ctx, res, n_models, n_models, 0, 2);
-    PQclear(res);
-    return err;
-}
-
-/*
- * begin_full for a check-in whose models the hint names all unpinned: the same UPDATE
- * without the pin reads. PostgreSQL starts every sub-plan of a statement on each execution
- * whether it runs or not, so only a statement without them saves their cost (a quarter of
- * the statement's time under pgbench). Should the store have moved past the hint's
- * generation, the directives and the new generation are read afterwards, in one snapshot.
- */
-static int begin_unpinned(uint64_t *generation_out, uint64_t *first_out,
-                          struct mf_store_directives *dirs_out, PGconn *c, struct mf_ctx *ctx,
-                          const char *device_id, const uint8_t *cred_hash, unsigned n_seq,
-                          const char *models, size_t n_models, int64_t now,
-                          const struct mf_store_pin_hint *hint)
-{
-    static const char sql[] =
-        "WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),"
-        " d AS (UPDATE devices SET last_seen = $1, assign_seq = greatest(assign_seq,"
-        "  current_setting('mf.seq_floor')::bigint) + $3 FROM async WHERE device_id = $2"
-        "  AND credential_hash = $4 RETURNING channel, assign_seq)"
-        " SELECT d.assign_seq, (SELECT generation FROM store_meta WHERE id = 1), d.channel"
-        " FROM d";
-    char channel[MF_STORE_NAME_SIZE];
-    struct mf_pg_params p = {0};
-    PGresult *res = NULL;
-    int err;
-
-    mf_pg__param_i64(&p, now);
-    mf_pg__param_text(&p, device_id);
-    mf_pg__param_i64(&p, n_seq);
-    mf_pg__param_blob(&p, cred_hash, MF_SHA256_LEN);
-    err = mf_pg__query(&res, c, ctx, sql, &p, "beginning a check-in");
-    if (err == MF_OK && PQntuples(res) != 1)
-        err = mf_fail(ctx, MF_E_AUTH, "device '%s' does not hold that credential (any more)",
-                      device_id);
-    if (err == MF_OK) {
-        *first_out = (uint64_t)mf_pg__col_i64(res, 0, 0) - n_seq + 1;
-        *generation_out = (uint64_t)mf_pg__col_i64(res, 0, 1);
-        mf_pg__col_text(channel, sizeof(channel), res, 0, 2);
-    }
-    PQclear(res);
-    if (err == MF_OK && *generation_out != hint->generation)
-        return directives_now(generation_out, dirs_out, c, ctx, device_id, models, n_models);
-    for (size_t i = 0; err == MF_OK && i < n_models; i++) {
-        memset(&dirs_out[i], 0, sizeof(dirs_out[i]));
-        (void)snprintf(dirs_out[i].channel, sizeof(dirs_out[i].channel), "%s", channel);
-    }
-    return err;
-}
-
-static int begin_on(struct mf_store_checkin *c, PGconn *conn, const char *models)
-{
-    uint64_t all = c->n_models >= 64 ? UINT64_MAX : (UINT64_C(1) << c->n_models) - 1;
-    int err = mf_pg__raise_epoch(conn, c->ctx);
-
-    if (err < 0)
-        return err;
-    if (c->hint && c->n_models > 0 && (c->hint->unpinned & all) == all)
-        return begin_unpinned(&c->generation, &c->first, c->dirs, conn, c->ctx, c->device_id,
-                              c->cred_hash, c->n_seq, models, c->n_models, c->now, c->hint);
-    return begin_full(&c->generation, &c->first, c->dirs, conn, c->ctx, c->device_id, c->cred_hash,
-                      c->n_seq, models, c->n_models, c->now);
-}
-
-/* One check-in on its own statement. */
-static int begin_one(struct mf_store_checkin *c, PGconn *conn)
-{
-    char names[MF_STORE_CHECKIN_MAX_MODELS * MF_STORE_NAME_SIZE];
-    struct mf_pg_session *sess;
-    int err = join_models(names, sizeof(names), c->ctx, c->models, c->n_models);
-
-    if (err < 0)
-        return err;
-    err = begin_on(c, conn, names);
-    /* Re-established under the statement: as pg_device_reserve_sequence. */
-    sess = mf_pg__session(conn);
-    if (err == MF_E_IO && sess && !sess->floor_set && PQstatus(conn) == CONNECTION_OK)
-        err = begin_on(c, conn, names);
-    return err;
-}
-
-/* Whether the hint names every model of c unpinned: its directives are then empty but for
- * the channel, while the store is at the hint's generation. */
-static int hinted_unpinned(const struct mf_store_checkin *c)
-{
-    uint64_t all = c->n_models >= 64 ? UINT64_MAX : (UINT64_C(1) << c->n_models) - 1;
-
-    return c->hint && c->n_models > 0 && (c->hint->unpinned & all) == all;
 }
 
 /* An array parameter of the batch's statement: an element per check-in, each at most a
@@ -282,7 +92,7 @@ static void batch_add(struct batch *b, const struct mf_store_checkin *items, siz
 static void batch_add_checkin(struct batch *b, const struct mf_store_checkin *items, size_t i)
 {
     batch_add(b, items, i);
-    b->reads[i] = b->in[i] && !hinted_unpinned(&items[i]);
+    b->reads[i] = b->in[i] && !mf_pg__hinted_unpinned(&items[i]);
     b->n_reads += b->reads[i];
 }
 
@@ -380,18 +190,11 @@ static void batch_take(struct mf_store_checkin *c, uint64_t first, uint64_t gene
     c->first = first;
     c->generation = generation;
     if (c->generation != c->hint->generation) {
-        char names[MF_STORE_CHECKIN_MAX_MODELS * MF_STORE_NAME_SIZE];
-
-        c->err = join_models(names, sizeof(names), c->ctx, c->models, c->n_models);
-        if (c->err == MF_OK)
-            c->err = directives_now(&c->generation, c->dirs, conn, c->ctx, c->device_id, names,
-                                    c->n_models);
+        c->err = mf_pg__checkin_directives(c, conn);
         return;
     }
-    for (size_t m = 0; m < c->n_models; m++) {
-        memset(&c->dirs[m], 0, sizeof(c->dirs[m]));
-        (void)snprintf(c->dirs[m].channel, sizeof(c->dirs[m].channel), "%s", channel);
-    }
+    for (size_t m = 0; m < c->n_models; m++)
+        mf_store__directives_unpinned(&c->dirs[m], channel);
 }
 
 /* The directives of each model of c from the statement's rows r0 .. r0 + n - 1 of c's
@@ -505,7 +308,7 @@ static int begin_batch(struct mf_store_checkin *items, struct batch *b, PGconn *
                          " SELECT d.ord, d.assign_seq, (SELECT generation FROM store_meta"
                          " WHERE id = 1), m.model, "
         /* clang-format off */
-        MF_PG_DIRECTIVE_COLUMNS("m.model")
+        MF_STORE_DIRECTIVE_COLUMNS("m.model", MF_SQL_C)
         /* clang-format on */
         " FROM d LEFT JOIN m ON m.ord = d.ord ORDER BY d.ord";
     struct mf_ctx *ctx = items[b->rows[0].item].ctx;
@@ -538,16 +341,13 @@ static int begin_batch(struct mf_store_checkin *items, struct batch *b, PGconn *
     return err;
 }
 
-int mf_pg__checkin_begin(struct mf_store *base, struct mf_store_checkin *items, size_t n)
+static int pg_checkin_begin(struct mf_store *base, struct mf_store_checkin *items, size_t n)
 {
     struct batch b;
     PGconn *conn;
     int err;
 
-    for (size_t i = 0; i < n; i++) {
-        items[i].generation = items[i].first = 0;
-        items[i].err = MF_OK;
-    }
+    mf_store__checkin_reset(items, n);
     err = mf_pg__get(&conn, base, items[0].ctx);
     if (err < 0) {
         for (size_t i = 1; i < n; i++)
@@ -567,12 +367,14 @@ int mf_pg__checkin_begin(struct mf_store *base, struct mf_store_checkin *items, 
         memset(b.in, 0, sizeof(b.in));
     for (size_t i = 0; i < n; i++) {
         if (i >= MF_STORE_CHECKIN_BATCH_MAX || !b.in[i])
-            items[i].err = begin_one(&items[i], conn);
+            items[i].err = mf_pg__checkin_one(&items[i], conn);
     }
     mf_pg__put(base, conn);
-    for (size_t i = 0; i < n; i++) {
-        if (items[i].err < 0)
-            return items[i].err;
-    }
-    return MF_OK;
+    return mf_store__checkin_result(items, n);
 }
+
+/* clang-format off */
+const struct mf_store_checkin_ops mf_store__pg_checkin_ops = {
+    .device_reserve_sequence = mf_pg__device_reserve_sequence, .checkin_begin = pg_checkin_begin,
+};
+/* clang-format on */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libpq connection pool and query helpers of the PostgreSQL store (see pg_pool.h). */
-#include "store/pg_pool.h"
+#include "store/pg/pg_pool.h"
+
+#include "store/store_engine.h"
 
 #include "mf/ct.h"
 
@@ -225,6 +227,14 @@ void mf_pg__param_i64(struct mf_pg_params *p, int64_t v)
     param_add(p, d, 0, 0);
 }
 
+void mf_pg__param_f64(struct mf_pg_params *p, double v)
+{
+    char *d = p->digits[p->n];
+
+    (void)snprintf(d, sizeof(p->digits[0]), "%.17g", v);
+    param_add(p, d, 0, 0);
+}
+
 void mf_pg__param_blob(struct mf_pg_params *p, const void *data, size_t len)
 {
     param_add(p, data, (int)len, 1);
@@ -261,13 +271,26 @@ static uint64_t sql_hash(const char *sql)
     return h;
 }
 
+/* The text PostgreSQL is sent for `sql`: `sql` itself without `?` placeholders, else its
+ * rewriting into `room` (mf_store__sql_to_pg). NULL when it does not fit. */
+#define SQL_ROOM 8192
+static const char *pg_text(char room[SQL_ROOM], const char *sql)
+{
+    if (!strchr(sql, '?'))
+        return sql;
+    return mf_store__sql_to_pg(room, SQL_ROOM, sql) == MF_OK ? room : NULL;
+}
+
 /* Prepares `sql` as statement `name` on the connection's session unless it is already.
  * 1: it is prepared; 0: run it unprepared (no session state, or the session is full);
- * -1: the prepare failed (*fail holds the server's answer). */
+ * -1: the prepare failed (*fail holds the server's answer, NULL for a statement too long to
+ * rewrite). */
 static int prepare_once(PGresult **fail, PGconn *conn, const char *name, uint64_t h,
                         const char *sql, int n_params)
 {
     struct mf_pg_session *s = mf_pg__session(conn);
+    char room[SQL_ROOM];
+    const char *text;
     PGresult *res;
 
     if (!s)
@@ -278,7 +301,12 @@ static int prepare_once(PGresult **fail, PGconn *conn, const char *name, uint64_
     }
     if (s->n_prepared == MF_PG_PREPARED_MAX)
         return 0;
-    res = PQprepare(conn, name, sql, n_params, NULL);
+    text = pg_text(room, sql);
+    if (!text) {
+        *fail = NULL;
+        return -1;
+    }
+    res = PQprepare(conn, name, text, n_params, NULL);
     if (!result_ok(res)) {
         *fail = res;
         return -1;
@@ -292,14 +320,16 @@ static PGresult *run(PGconn *conn, const char *sql, const struct mf_pg_params *p
 {
     static const struct mf_pg_params none;
     PGresult *fail = NULL;
-    char name[24];
+    char name[24], room[SQL_ROOM];
+    const char *text;
     uint64_t h;
     int prepared = 0;
 
     if (!params)
         params = &none;
     /* Statements with parameters are the ones requests repeat; BEGIN / COMMIT and the
-     * like stay plain. */
+     * like stay plain. A prepared statement is named by the hash of the text the store
+     * wrote, so running it again needs no rewriting. */
     if (params->n > 0) {
         h = sql_hash(sql);
         (void)snprintf(name, sizeof(name), "mf_%016llx", (unsigned long long)h);
@@ -310,7 +340,10 @@ static PGresult *run(PGconn *conn, const char *sql, const struct mf_pg_params *p
     if (prepared)
         return PQexecPrepared(conn, name, params->n, params->values, params->lengths,
                               params->formats, 1);
-    return PQexecParams(conn, sql, params->n, NULL, params->values, params->lengths,
+    text = pg_text(room, sql);
+    if (!text)
+        return NULL;
+    return PQexecParams(conn, text, params->n, NULL, params->values, params->lengths,
                         params->formats, 1);
 }
 
@@ -381,12 +414,16 @@ int mf_pg__walk(PGconn *conn, struct mf_ctx *ctx, const char *sql,
                 const struct mf_pg_params *params, mf_pg_row_fn visit, void *payload)
 {
     static const struct mf_pg_params none;
+    char room[SQL_ROOM];
+    const char *text = pg_text(room, sql);
     PGresult *res;
     int err = MF_OK;
 
     if (!params)
         params = &none;
-    if (!PQsendQueryParams(conn, sql, params->n, NULL, params->values, params->lengths,
+    if (!text)
+        return mf_fail(ctx, MF_E_LIMIT, "statement of %zu bytes is too long to send", strlen(sql));
+    if (!PQsendQueryParams(conn, text, params->n, NULL, params->values, params->lengths,
                            params->formats, 1) ||
         !PQsetSingleRowMode(conn))
         return result_fail(ctx, NULL, conn, "listing");
@@ -419,6 +456,30 @@ int64_t mf_pg__col_i64(const PGresult *res, int row, int col)
     if (len < 8 && (p[0] & 0x80))
         v |= ~(uint64_t)0 << (8 * len);
     return (int64_t)v;
+}
+
+double mf_pg__col_f64(const PGresult *res, int row, int col)
+{
+    const unsigned char *p = (const unsigned char *)PQgetvalue(res, row, col);
+    int len = PQgetlength(res, row, col);
+    uint64_t v = 0;
+    double d;
+    float f;
+
+    if (PQgetisnull(res, row, col))
+        return 0;
+    assert(len == 4 || len == 8);
+    /* IEEE 754 in network byte order. */
+    for (int i = 0; i < len; i++)
+        v = (v << 8) | p[i];
+    if (len == 4) {
+        uint32_t w = (uint32_t)v;
+
+        memcpy(&f, &w, sizeof(f));
+        return f;
+    }
+    memcpy(&d, &v, sizeof(d));
+    return d;
 }
 
 void mf_pg__col_text(char *dst, size_t size, const PGresult *res, int row, int col)

@@ -2,11 +2,15 @@
 /*
  * The PostgreSQL backend's plumbing (pg_pool.c): a small pool of libpq connections shared by
  * MHD's worker threads, and query helpers that run parameterised statements with binary
- * results and turn failures into mf_fail messages. pg.c holds the store ops on top of it.
+ * results and turn failures into mf_fail messages. pg_conn.c runs the store's ops on top of it.
  *
  * A connection belongs to one thread between mf_pg__acquire() and mf_pg__release(); libpq
  * connections are not safe to share, the pool is. Connections are opened lazily up to
  * MF_PG_POOL_MAX and re-established after the server dropped them.
+ *
+ * Statements may be written with `?` placeholders (the store's catalogue,
+ * store_engine.h): they are turned into $1..$n when the statement is prepared or sent, never
+ * on the path that runs a statement already prepared on the session.
  */
 #ifndef MF_SERVER_STORE_PG_POOL_H
 #define MF_SERVER_STORE_PG_POOL_H
@@ -37,7 +41,7 @@ void mf_pg__release(struct mf_pg_pool *p, PGconn *conn);
 /*
  * What one database session of a pooled connection holds besides the connection: the
  * statements prepared on it (mf_pg__query prepares each parameterised statement once per
- * session, so the server parses and plans it once) and the store's use of it (pg.c: the
+ * session, so the server parses and plans it once) and the store's use of it (pg_checkin_one.c: the
  * epoch floor the session raised). libpq forgets none of this by itself, so it is cleared
  * when libpq re-establishes the connection (PQreset), where the server forgot it.
  */
@@ -46,23 +50,25 @@ void mf_pg__release(struct mf_pg_pool *p, PGconn *conn);
 struct mf_pg_session {
     uint64_t prepared[MF_PG_PREPARED_MAX]; /* hashes of the SQL texts prepared */
     size_t n_prepared;
-    int floor_set; /* pg.c: this session raised the store epoch (reserve_sequence) */
+    int floor_set; /* pg_checkin_one.c: this session raised the store epoch */
 };
 
 /* The session state of a connection the pool made; NULL for any other connection. */
 struct mf_pg_session *mf_pg__session(PGconn *conn);
 
-/* Statement parameters: text, integers (sent as decimal text) and binary blobs. */
+/* Statement parameters: text, numbers (sent as decimal text: a double with 17 significant
+ * digits, which reads back exactly) and binary blobs. */
 struct mf_pg_params {
     const char *values[MF_PG_PARAMS_MAX];
     int lengths[MF_PG_PARAMS_MAX];
     int formats[MF_PG_PARAMS_MAX];
-    char digits[MF_PG_PARAMS_MAX][24];
+    char digits[MF_PG_PARAMS_MAX][32];
     int n;
 };
 
 void mf_pg__param_text(struct mf_pg_params *p, const char *s);
 void mf_pg__param_i64(struct mf_pg_params *p, int64_t v);
+void mf_pg__param_f64(struct mf_pg_params *p, double v);
 void mf_pg__param_blob(struct mf_pg_params *p, const void *data, size_t len);
 
 /*
@@ -93,6 +99,7 @@ int mf_pg__walk(PGconn *conn, struct mf_ctx *ctx, const char *sql,
 
 /* Column readers for binary results. */
 int64_t mf_pg__col_i64(const PGresult *res, int row, int col); /* int2/4/8; NULL reads 0 */
+double mf_pg__col_f64(const PGresult *res, int row, int col);  /* float4/8; NULL reads 0 */
 void mf_pg__col_text(char *dst, size_t size, const PGresult *res, int row, int col);
 /* Rows changed by an INSERT/UPDATE/DELETE result. */
 uint64_t mf_pg__changes(const PGresult *res);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The per-connection prepared-statement cache (see sqlite_stmt.h). */
-#include "store/sqlite_stmt.h"
+#include "store/sqlite/sqlite_stmt.h"
 
 #include <string.h>
 
