@@ -550,8 +550,9 @@ int mf_checkin_flow__run(char **text_out, size_t *len_out, struct mf_httpd_req *
 
     /* Inline: checkin_begin grouped with the others in flight (director/checkin_batch.h)
      * when the server has a batcher. */
-    j->c.err = r->env->checkins ? mf_checkin_batch__begin(r->env->checkins, &j->c)
-                                : r->env->store->ops->checkin->checkin_begin(r->env->store, &j->c, 1);
+    j->c.err = r->env->checkins
+                   ? mf_checkin_batch__begin(r->env->checkins, &j->c)
+                   : r->env->store->ops->checkin->checkin_begin(r->env->store, &j->c, 1);
     err = after_begin(r, j);
     if (err == MF_OK && !r->resp)
         err = finish_answer(r, j, NULL, NULL);
