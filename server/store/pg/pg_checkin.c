@@ -9,6 +9,8 @@
  * further check-ins in the batch share its first's row. A check-in without models, a device's
  * check-in with another credential than its first's, and a batch whose statement failed run one
  * statement each (pg_checkin_one.c, which also has the epoch and device_reserve_sequence).
+ * One module with pg_conn.c: the backend's ops table there names this file's check-in ops,
+ * and these take their connections from its pool.
  */
 #include "store/pg/pg_store.h"
 

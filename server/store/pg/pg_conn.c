@@ -6,6 +6,7 @@
  * (store_engine.h) on the connection pool of pg_pool.c, and runs the migrations.
  * Transactions run at READ COMMITTED, so every read-check-write takes a row lock first (the
  * catalogue's PostgreSQL-only FOR UPDATE statements) or is one atomic statement.
+ * One module with pg_checkin.c, the backend's check-in path, whose ops its table names.
  */
 #include "store/pg/pg_store.h"
 

@@ -4,6 +4,8 @@
  * checkin_begin, on the check-in connection whose commits do not wait for the disk, after
  * the store epoch was raised durably once per open store (docs/architecture.md, "Check-in
  * path"). The check-ins that arrive together share one transaction.
+ * One module with sqlite_conn.c: the backend's ops table there names these ops, and they
+ * run on its connections and lock.
  */
 #include "store/sqlite/sqlite_store.h"
 

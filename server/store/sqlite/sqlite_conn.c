@@ -6,6 +6,7 @@
  * one transaction (sqlite_checkin.c). This file holds the connections and their lock, the
  * engine the backend-neutral ops run on (store_engine.h) and the migrations; the ops
  * themselves are store_<domain>.c's.
+ * One module with sqlite_checkin.c, the backend's check-in path, whose ops its table names.
  */
 #include "store/sqlite/sqlite_store.h"
 
