@@ -59,17 +59,8 @@ check "  ... with no libmf.so in its dependencies" \
 unset PKG_CONFIG_PATH
 
 # --- a server with a released model and an offload teacher -----------------------------------
-cat >"$work/teacher.sh" <<'SH'
-cat >/dev/null
-echo '{"probs": [0.1, 0.8, 0.1], "version": "cmd-1"}'
-SH
-cat >"$work/offload.json" <<JSON
-{"models": {"$model": {
-  "teacher": {"connector": "command", "command": ["/bin/sh", "$work/teacher.sh"],
-              "timeout_ms": 5000},
-  "policy": {"enabled": true, "method": "max_softmax", "mode": "sync", "threshold": 0.9,
-             "deadline_ms": 5000, "metered": "allow"}}}}
-JSON
+# The teacher answers class 1 at 0.8; the app's output scores 1/3, below the 0.9 threshold.
+mf_offload_config "$work" "$model" '[0.1, 0.8, 0.1]' 0.9
 MF_SERVE_ARGS="--offload-config $work/offload.json" mf_stack_start "$work/server" \
     "$work/server.log" || exit 1
 check "trust chain installed" mf_trust_setup "$work/keys"
