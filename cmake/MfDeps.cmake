@@ -12,9 +12,12 @@ endfunction()
 mf_pkg(curl libcurl)
 mf_pkg(zstd libzstd)
 mf_pkg(cjson libcjson)
-mf_pkg(divsufsort libdivsufsort)
-find_package(BZip2 REQUIRED)
-add_library(mf::bz2 ALIAS BZip2::BZip2)
+# The delta encoder's only (diff/create, tools side).
+if(MF_BUILD_TOOLS)
+    mf_pkg(divsufsort libdivsufsort)
+    find_package(BZip2 REQUIRED)
+    add_library(mf::bz2 ALIAS BZip2::BZip2)
+endif()
 
 # mbedTLS 2.28 on Debian 12 ships no pkg-config file.
 find_path(MBEDTLS_INCLUDE_DIR mbedtls/sha256.h REQUIRED)

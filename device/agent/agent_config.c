@@ -10,8 +10,17 @@
 #include "mf/ct.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Largest max_recv_bytes_per_s: 1 TiB/s, or what a long holds where it has 32 bits (armhf,
+ * where 1L << 40 overflows). */
+#if LONG_MAX > 0x7fffffffL
+#define RECV_RATE_MAX (1L << 40)
+#else
+#define RECV_RATE_MAX LONG_MAX
+#endif
 
 enum key_kind { KEY_STRING, KEY_MODELS, KEY_INT, KEY_LEVEL, KEY_BOOL, KEY_CONFIRM };
 
@@ -39,7 +48,7 @@ static const struct key_spec keys[] = {
      1, 1000},
     {"metered", KEY_BOOL, offsetof(struct mf_agent_config, metered), 0, 0, 0},
     {"max_recv_bytes_per_s", KEY_INT, offsetof(struct mf_agent_config, max_recv_bytes_per_s), 0, 0,
-     1L << 40},
+     RECV_RATE_MAX},
     {"stall_timeout_s", KEY_INT, offsetof(struct mf_agent_config, stall_timeout_s), 0, 1, 3600},
 };
 

@@ -167,6 +167,24 @@ mf_metric() {
         sed -n "s/^$1 \([0-9]*\)\$/\1/p"
 }
 
+# mf_offload_config DIR MODEL PROBS THRESHOLD: writes DIR/offload.json (for `serve
+# --offload-config`) giving MODEL a sync-ask policy below THRESHOLD and a command teacher,
+# DIR/teacher.sh, that answers every sample with the probabilities PROBS (a JSON array) as
+# teacher version cmd-1.
+mf_offload_config() {
+    local dir=$1 model=$2 probs=$3 threshold=$4
+    # One process per call: the sample JSON on stdin, the answer on stdout.
+    printf 'cat >/dev/null\necho %s\n' "'{\"probs\": $probs, \"version\": \"cmd-1\"}'" \
+        >"$dir/teacher.sh"
+    cat >"$dir/offload.json" <<JSON
+{"models": {"$model": {
+  "teacher": {"connector": "command", "command": ["/bin/sh", "$dir/teacher.sh"],
+              "timeout_ms": 5000},
+  "policy": {"enabled": true, "method": "max_softmax", "mode": "sync", "threshold": $threshold,
+             "deadline_ms": 5000, "metered": "allow"}}}}
+JSON
+}
+
 # mf_wait_jobs SECONDS: bounded wait until the server's background jobs (delta precompute,
 # labelling) are all done; returns non-zero if they are not done in time.
 mf_wait_jobs() {

@@ -116,6 +116,10 @@ struct mf_offload_queue_config {
     uint32_t seg_bytes, ttl_s, sync_every, dedup_window;
     size_t max_record;
     uint8_t *scratch; /* one encoded record, max_record bytes */
+    /* The record a drain reads from the queue (offload_uplink.c). On the handle, not in the
+     * drain's frame: inlined there it took mf_offload_drain() to 528 bytes on AArch64, over
+     * the 512-byte bound of device code. */
+    struct mf_offload_record drain_rec;
 };
 
 /* Opens the queue in `dir`, recovering from the cursor (torn tails dropped). */
@@ -187,6 +191,10 @@ struct mf_offload {
     uint32_t backoff_ms;
     size_t max_record;
     uint8_t *scratch; /* one encoded record, max_record bytes */
+    /* The record a drain reads from the queue (offload_uplink.c). On the handle, not in the
+     * drain's frame: inlined there it took mf_offload_drain() to 528 bytes on AArch64, over
+     * the 512-byte bound of device code. */
+    struct mf_offload_record drain_rec;
 };
 
 /* Lazily creates the libcurl handle. */

@@ -54,7 +54,7 @@ static int collect(mf_offload *o, struct batch *b)
     struct mf_offload_qpos fixed_end = {q->end_seq, q->end_off};
     const struct mf_offload_qpos *end = q->inflight ? &fixed_end : NULL;
     int64_t now = o->plat.wall_clock_s(o->plat.payload);
-    struct mf_offload_record r;
+    struct mf_offload_record *r = &o->drain_rec;
     int err;
 
     err = mf_dynbuf__appendf(&b->body, "{\"batch_id\":\"%s\",\"model\":\"%s\",\"samples\":[",
@@ -66,14 +66,14 @@ static int collect(mf_offload *o, struct batch *b)
 
         if (!end && b->sent >= o->opts.batch_max_samples)
             break;
-        err = mf_offload__queue_next(q, &pos, &r, end);
+        err = mf_offload__queue_next(q, &pos, r, end);
         if (err != MF_OK)
             break;
-        if (mf_offload__queue_expired(q, &r, now)) {
+        if (mf_offload__queue_expired(q, r, now)) {
             b->consumed++;
             continue;
         }
-        err = add_record(o, b, &r, end != NULL);
+        err = add_record(o, b, r, end != NULL);
         if (err == MF_AGAIN)
             pos = prev;
         if (err != MF_OK)

@@ -26,18 +26,8 @@ n_sync=5
 n_async=70
 n=$((n_sync + n_async))
 
-# The teacher: one process per call, sample JSON on stdin, probabilities on stdout.
-cat >"$work/teacher.sh" <<'SH'
-cat >/dev/null
-echo '{"probs": [0.05, 0.9, 0.05], "version": "cmd-1"}'
-SH
-cat >"$work/offload.json" <<JSON
-{"models": {"digits": {
-  "teacher": {"connector": "command", "command": ["/bin/sh", "$work/teacher.sh"],
-              "timeout_ms": 5000},
-  "policy": {"enabled": true, "method": "max_softmax", "mode": "sync", "threshold": 0.8,
-             "deadline_ms": 5000, "metered": "allow"}}}}
-JSON
+# The teacher answers every sample with class 1 at 0.9; uncertain samples below 0.8 ask it.
+mf_offload_config "$work" digits '[0.05, 0.9, 0.05]' 0.8
 MF_SERVE_ARGS="--offload-config $work/offload.json" mf_stack_start "$work/server" \
     "$work/server.log" || exit 1
 
