@@ -4,6 +4,7 @@
 #define MF_H
 
 #include "mf/common.h"
+#include "mf/version.h"
 #include "mf/error.h"
 #include "mf/alloc.h"
 #include "mf/log.h"
