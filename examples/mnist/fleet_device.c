@@ -213,7 +213,7 @@ static int open_agent(struct fleet_device *d)
 /* What an earlier run installed: the agent only calls health_fn for new versions. */
 static void load_installed(struct fleet_device *d)
 {
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
     char path[700];
 
     if (mf_agent_status(&st, d->agent, d->cfg->model) != MF_OK || !st.installed)

@@ -18,6 +18,8 @@ static size_t options_size(unsigned int version)
         return offsetof(mf_agent_options, health_fn);
     if (version == 2)
         return offsetof(mf_agent_options, offloads);
+    if (version == 3)
+        return offsetof(mf_agent_options, errbuf);
     return sizeof(mf_agent_options);
 }
 
@@ -206,6 +208,19 @@ static int setup(mf_agent *a, const mf_agent_options *o)
     return err;
 }
 
+/*
+ * A failed mf_agent_new() has no handle to read the message from: it goes to the caller's
+ * error buffer (options version 4) and to log_fn. `ctx` holds the message set where the
+ * failure was found.
+ */
+static int new_failed(const mf_agent_options *opts, struct mf_ctx *ctx, int err)
+{
+    if (opts->version >= 4 && opts->errbuf && opts->errbuf_size > 0)
+        (void)snprintf(opts->errbuf, opts->errbuf_size, "%s", mf_ctx__errmsg(ctx));
+    MF_LOG_ERR(ctx, "%s", mf_ctx__errmsg(ctx));
+    return err;
+}
+
 int mf_agent_new(mf_agent **out, const mf_agent_options *opts)
 {
     struct mf_ctx boot;
@@ -215,20 +230,16 @@ int mf_agent_new(mf_agent **out, const mf_agent_options *opts)
     *out = NULL;
     mf_ctx__init(&boot, opts->allocator, opts->log_fn, opts->log_payload, "agent");
     err = check_options(&boot, opts);
-    if (err < 0) {
-        MF_LOG_ERR(&boot, "%s", mf_ctx__errmsg(&boot));
-        return err;
-    }
+    if (err < 0)
+        return new_failed(opts, &boot, err);
     a = mf_alloc(opts->allocator, sizeof(*a));
-    if (!a) {
-        MF_LOG_ERR(&boot, "no memory for the agent");
-        return MF_E_NOMEM;
-    }
+    if (!a)
+        return new_failed(opts, &boot, mf_fail(&boot, MF_E_NOMEM, "no memory for the agent"));
     memset(a, 0, sizeof(*a));
     a->ctx = boot;
     err = setup(a, opts);
     if (err < 0) {
-        MF_LOG_ERR(&a->ctx, "%s", mf_ctx__errmsg(&a->ctx));
+        err = new_failed(opts, &a->ctx, err);
         mf_agent_free(a);
         return err;
     }
@@ -449,12 +460,38 @@ int mf_agent_step(mf_agent *a)
     return err;
 }
 
+/* Bytes of mf_agent_model_status that a caller of `version` owns (fields are only
+ * appended); 0 for a version this library does not know. */
+static size_t status_size(unsigned int version)
+{
+    if (version == 1)
+        return offsetof(mf_agent_model_status, pending);
+    if (version == MF_AGENT_STATUS_VERSION)
+        return sizeof(mf_agent_model_status);
+    return 0;
+}
+
+int mf_agent_status_init(mf_agent_model_status *st, unsigned int version)
+{
+    size_t n = status_size(version);
+
+    if (n == 0)
+        return MF_E_INVALID;
+    memset(st, 0, n);
+    st->struct_version = version;
+    return MF_OK;
+}
+
+/* Only the fields of the caller's version are written: an app built against an older
+ * header passes a shorter struct, and the newer fields would land past its end. */
 int mf_agent_status(mf_agent_model_status *out, const mf_agent *a, const char *model)
 {
     const struct agent_model *m = find_model(a, model);
     const struct mf_agent_slot *s;
+    unsigned int version = out->struct_version;
 
-    memset(out, 0, sizeof(*out));
+    if (mf_agent_status_init(out, version) < 0)
+        return MF_E_INVALID;
     if (!m)
         return MF_E_NOTFOUND;
     s = &m->state.active;
@@ -468,6 +505,8 @@ int mf_agent_status(mf_agent_model_status *out, const mf_agent *a, const char *m
     memcpy(out->last_errmsg, m->last_errmsg, sizeof(out->last_errmsg));
     out->security_floor = mf_trust_floor(a->trust, m->name);
     out->release_sequence = m->release_sequence;
+    if (version < 2)
+        return MF_OK;
     out->pending = m->state.pending;
     out->unconfirmed_starts = m->state.starts;
     memcpy(out->pinned, m->state.pin, sizeof(out->pinned));

@@ -145,7 +145,7 @@ struct agent_model {
 };
 
 /* Transfer counters, for tests and benchmarks (mf_agent_stats). */
-struct mf_agent_counters {
+struct agent_counters {
     uint64_t requests;       /* blob GETs sent */
     uint64_t bytes_received; /* blob body bytes received, including re-sent ones */
     uint64_t delta_installs, full_installs, delta_fallbacks, resumes;
@@ -220,7 +220,7 @@ struct mf_agent {
     long retry_base_ms, retry_max_ms;
     size_t max_patch_window;
     int control_only;
-    struct mf_agent_counters stats;
+    struct agent_counters stats;
 };
 
 /* 1 when `s` matches [A-Za-z0-9._-]{1,64} and is not "." or ".." (names, versions, ids). */
