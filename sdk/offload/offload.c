@@ -265,7 +265,7 @@ int mf_offload_set_model_version(mf_offload *o, const char *version)
     return MF_OK;
 }
 
-void mf_offload_set_link(mf_offload *o, int link)
+void mf_offload_set_link(mf_offload *o, mf_offload_link link)
 {
     o->link = link;
 }

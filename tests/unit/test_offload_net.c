@@ -400,7 +400,7 @@ static void test_offload_net__fast_teacher_answers(void **state)
     mf_offload_free(o);
 }
 
-static void expect_fallback(struct fx *f, mf_offload *o, int reason, uint64_t max_ms)
+static void expect_fallback(struct fx *f, mf_offload *o, mf_offload_reason reason, uint64_t max_ms)
 {
     mf_offload_sample s = sample(uncertain_logits, f->srv.n_ask + 100);
     mf_offload_answer a;

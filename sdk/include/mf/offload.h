@@ -112,8 +112,8 @@ typedef enum mf_offload_reason {
 typedef struct mf_offload_policy {
     unsigned int version;   /**< MF_OFFLOAD_POLICY_VERSION */
     int enabled;            /**< 0: edge-only, nothing leaves the device */
-    int method;             /**< an mf_offload_method */
-    int mode;               /**< an mf_offload_mode */
+    mf_offload_method method; /**< score method */
+    mf_offload_mode mode;     /**< sync or async */
     float threshold;        /**< uncertain when score < threshold; < 0: derive from target */
     float target_rate;      /**< wanted offload share in [0, 1]; 0: none stated */
     float temperature;      /**< > 0; 1 leaves the output unchanged */
@@ -122,7 +122,7 @@ typedef struct mf_offload_policy {
     uint32_t per_day;       /**< ... 0 lets nothing through */
     uint64_t bytes_per_day; /**< uplink byte budget; UINT64_MAX: none */
     float audit_fraction;   /**< share of confident samples uplinked anyway, [0, 1] */
-    int metered;            /**< an mf_offload_metered */
+    mf_offload_metered metered; /**< what a metered link may carry */
     uint32_t deadline_ms;   /**< sync ask deadline, 1..60000 */
     char model_version[MF_OFFLOAD_NAME_MAX + 1]; /**< "" or the version it was fitted for */
 } mf_offload_policy;
@@ -151,15 +151,16 @@ MF_EXTERN void mf_offload_policy_restrict(mf_offload_policy *out, const mf_offlo
 /**
  * @brief Computes the confidence score of one output vector.
  * @param score_out receives the score in [0, 1].
- * @param method an mf_offload_method.
- * @param kind an mf_offload_output_kind.
+ * @param method the score method.
+ * @param kind what `output` holds.
  * @param output `n` finite values (probabilities: >= 0 with a positive maximum).
  * @param n 2..MF_OFFLOAD_MAX_CLASSES.
  * @param temperature > 0 and finite.
  * @return MF_OK, MF_E_INVALID for a bad argument or a non-finite value.
  * Cost: one pass for the maximum, one exp per class; no allocation, no table.
  */
-MF_EXTERN MF_WARN_UNUSED_RESULT int mf_offload_score(float *score_out, int method, int kind,
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_offload_score(float *score_out, mf_offload_method method,
+                                                     mf_offload_output_kind kind,
                                                      const float *output, size_t n,
                                                      float temperature);
 
@@ -193,8 +194,8 @@ MF_EXTERN void mf_offload_budget_init(mf_offload_budget *b, const mf_offload_pol
 
 /** The result of mf_offload_decide(). */
 typedef struct mf_offload_decision {
-    int route;  /**< an mf_offload_route */
-    int reason; /**< an mf_offload_reason */
+    mf_offload_route route;
+    mf_offload_reason reason;
 } mf_offload_decision;
 
 /**
@@ -208,14 +209,14 @@ typedef struct mf_offload_decision {
  * @param bytes uplink size of the sample, charged to the byte budget.
  * @param now_ms monotonic milliseconds.
  * @param random_u32 a uniformly random value for the audit draw.
- * @param link an mf_offload_link.
+ * @param link the link state.
  */
 MF_EXTERN void mf_offload_decide(mf_offload_decision *out, const mf_offload_policy *p,
                                  mf_offload_budget *b, float score, float threshold, size_t bytes,
-                                 uint64_t now_ms, uint32_t random_u32, int link);
+                                 uint64_t now_ms, uint32_t random_u32, mf_offload_link link);
 
 /** @return a short static name of an mf_offload_reason ("uncertain", "timeout", ...). */
-MF_EXTERN const char *mf_offload_reason_name(int reason);
+MF_EXTERN const char *mf_offload_reason_name(mf_offload_reason reason);
 
 /** Per model version counters and score histogram, reported in the check-in. */
 typedef struct mf_offload_telemetry {
@@ -324,8 +325,8 @@ MF_EXTERN const mf_offload_policy *mf_offload_policy_get(const mf_offload *o);
 MF_EXTERN MF_WARN_UNUSED_RESULT int mf_offload_set_model_version(mf_offload *o,
                                                                  const char *version);
 
-/** @brief Tells the handle what the link is now (an mf_offload_link). */
-MF_EXTERN void mf_offload_set_link(mf_offload *o, int link);
+/** @brief Tells the handle what the link is now. */
+MF_EXTERN void mf_offload_set_link(mf_offload *o, mf_offload_link link);
 
 /** One inference of the student, as given to mf_offload_ask(). */
 typedef struct mf_offload_sample {
@@ -333,13 +334,13 @@ typedef struct mf_offload_sample {
     size_t input_len;    /**< 1..max_input_bytes */
     const float *output; /**< the student's output vector */
     size_t n_classes;    /**< 2..MF_OFFLOAD_MAX_CLASSES */
-    int output_kind;     /**< an mf_offload_output_kind */
+    mf_offload_output_kind output_kind; /**< what `output` holds */
 } mf_offload_sample;
 
 /** Routing metadata and result of one mf_offload_ask(). */
 typedef struct mf_offload_answer {
-    int route;           /**< mf_offload_route the policy chose */
-    int reason;          /**< mf_offload_reason of the final answer */
+    mf_offload_route route;   /**< the route the policy chose */
+    mf_offload_reason reason; /**< why the final answer is what it is */
     int by_teacher;      /**< 1: label/confidence come from the teacher; 0: local */
     int queued;          /**< 1: the sample was written to the uplink queue */
     int label;           /**< argmax class of the answering model */
