@@ -203,6 +203,10 @@ static int setup(mf_agent *a, const mf_agent_options *o)
         err = mf_agent__trust_open(a, o->trust_root, o->trust_root_len);
     if (err >= 0)
         err = mf_agent__credential_load(a);
+    if (err >= 0)
+        err = mf_agent__offload_open(a, o);
+    if (err >= 0)
+        mf_agent__offload_credential(a); /* the app's own handles (offloads) too */
     if (err >= 0 && !a->control_only)
         err = mf_agent__count_start(a);
     return err;
@@ -261,6 +265,8 @@ void mf_agent_free(mf_agent *a)
         return;
     if (a->assignments)
         mf_agent__checkin_drop(a);
+    if (a->models)
+        mf_agent__offload_close(a);
     mf_trust_free(a->trust);
     mf_http__cleanup(&a->http);
     mf_secure_zero(a->credential, sizeof(a->credential));
@@ -431,12 +437,14 @@ static int step(mf_agent *a)
         err = mf_agent__enroll(a);
         if (err < 0)
             return err;
+        mf_agent__offload_credential(a); /* before the check-in that brings their policy */
     }
     err = mf_agent__checkin(a, &n);
     if (err == MF_E_AUTH && a->enroll_token) {
         /* Revoked or lost on the server: enroll again at the next step. */
         MF_LOG_WARN(&a->ctx, "credential refused; will re-enroll");
         mf_agent__credential_drop(a);
+        mf_agent__offload_credential(a);
     }
     if (err < 0)
         return err;
@@ -521,6 +529,14 @@ int mf_agent_status(mf_agent_model_status *out, const mf_agent *a, const char *m
     out->download_total = m->dl_total;
     memcpy(out->download_kind, m->dl_kind, sizeof(out->download_kind));
     return MF_OK;
+}
+
+int mf_agent_offload(mf_offload **out, const mf_agent *a, const char *model)
+{
+    const struct agent_model *m = find_model(a, model);
+
+    *out = m ? m->offload : NULL;
+    return *out ? MF_OK : MF_E_NOTFOUND;
 }
 
 void mf_agent_set_metered(mf_agent *a, int metered)

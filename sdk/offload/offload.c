@@ -5,6 +5,7 @@
  * The network half lives in offload_ask.c and offload_uplink.c.
  */
 #include "mf_offload_int.h"
+#include "mf_offload_agent.h"
 #include "mf/ct.h"
 
 #include <stdio.h>
@@ -262,6 +263,19 @@ int mf_offload_set_model_version(mf_offload *o, const char *version)
         swap_slots(&o->tele[slot], &o->tele[slot - 1]);
     memcpy(o->model_version, version, strlen(version) + 1);
     memset(o->calib, 0, sizeof(o->calib));
+    return MF_OK;
+}
+
+int mf_offload__set_credential(mf_offload *o, const char *credential)
+{
+    size_t n = credential ? strlen(credential) : 0;
+
+    mf_secure_zero(o->credential, sizeof(o->credential));
+    if (n >= sizeof(o->credential))
+        return mf_fail(&o->ctx, MF_E_LIMIT, "offload credential longer than %d bytes",
+                       MF_OFFLOAD_CREDENTIAL_MAX - 1);
+    if (n)
+        memcpy(o->credential, credential, n + 1);
     return MF_OK;
 }
 

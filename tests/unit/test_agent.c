@@ -9,6 +9,7 @@
  * signed with the director key, releases below the device's floor).
  */
 #include "agent_testutil.h"
+#include "mf_offload_int.h" /* the handle's credential */
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -1078,6 +1079,8 @@ static void test_agent__offload_rides_the_checkin(void **state)
     assert_int_equal(p->method, MF_OFFLOAD_MARGIN);
     assert_true(p->threshold > 0.249f && p->threshold < 0.251f);
     assert_string_equal(mf_offload_telemetry_get(off)->model_version, "v1");
+    /* The app made its handle without a credential: the agent handed over the one it got. */
+    assert_string_equal(((const struct mf_offload *)off)->credential, CREDENTIAL);
     /* A policy the handle refuses keeps the old one and does not fail the step. */
     fx->srv.offload_policy = "{\"enabled\":true,\"method\":\"guess\",\"threshold\":0.5}";
     step_expect(agent, MF_OK);
@@ -1090,6 +1093,55 @@ static void test_agent__offload_rides_the_checkin(void **state)
 
 /* The app's runtime-report handle rides the check-in: the agent counts the install it made,
  * and the model's totals (with the app's own latency samples) go up in its check-in entry. */
+/*
+ * Options version 4: the agent creates the offload handle itself and lends it out. A new
+ * device gets the handle's policy from its first step (enroll and check-in), and the handle
+ * holds the credential the agent enrolled for: the app never reads <state>/credential.
+ */
+static void test_agent__owns_offload_with_its_credential(void **state)
+{
+    struct fixture *fx = *state;
+    mf_offload_options oo;
+    const mf_offload_options *per_model[2] = {&oo, NULL};
+    mf_agent *agent = NULL;
+    mf_offload *off = NULL;
+    const mf_offload_policy *p;
+    char errbuf[MF_AGENT_ERRBUF_SIZE];
+
+    assert_int_equal(mf_offload_options_init(&oo, MF_OFFLOAD_OPTIONS_VERSION), MF_OK);
+    fx->opts.offload_options = per_model;
+    fx->srv.offload_policy =
+        "{\"enabled\":true,\"method\":\"margin\",\"threshold\":0.25,\"model_version\":\"v1\"}";
+    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    assert_int_equal(mf_agent_offload(&off, agent, "detector"), MF_OK);
+    assert_non_null(off);
+    assert_null(mf_offload_policy_get(off));
+    assert_string_equal(((const struct mf_offload *)off)->credential, ""); /* not enrolled */
+    step_expect(agent, MF_OK);
+    assert_int_equal(fx->srv.n_checkin, 1);
+    p = mf_offload_policy_get(off);
+    assert_non_null(p); /* from the first check-in, not the second */
+    assert_int_equal(p->method, MF_OFFLOAD_MARGIN);
+    assert_string_equal(mf_offload_telemetry_get(off)->model_version, "v1");
+    assert_string_equal(((const struct mf_offload *)off)->credential, CREDENTIAL);
+    assert_int_equal(mf_agent_offload(&off, agent, "classifier"), MF_E_NOTFOUND);
+    assert_null(off);
+    assert_int_equal(mf_agent_offload(&off, agent, "other"), MF_E_NOTFOUND);
+    mf_agent_free(agent);
+    /* A restarted agent hands the stored credential over at once. */
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    assert_int_equal(mf_agent_offload(&off, agent, "detector"), MF_OK);
+    assert_string_equal(((const struct mf_offload *)off)->credential, CREDENTIAL);
+    mf_agent_free(agent);
+    /* The fields the agent fills are refused from the app, by name. */
+    oo.credential = "mfd_from_the_app";
+    fx->opts.errbuf = errbuf;
+    fx->opts.errbuf_size = sizeof(errbuf);
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_E_INVALID);
+    assert_non_null(strstr(errbuf, "credential"));
+}
+
 static void test_agent__runtime_reports_ride_the_checkin(void **state)
 {
     struct fixture *fx = *state;
@@ -1123,6 +1175,7 @@ int main(void)
         T(test_agent__enroll_checkin_install_report),
         T(test_agent__holds_no_descriptor_between_steps),
         T(test_agent__offload_rides_the_checkin),
+        T(test_agent__owns_offload_with_its_credential),
         T(test_agent__runtime_reports_ride_the_checkin),
         T(test_agent__state_file_records_active_and_previous),
         T(test_agent__wrong_enrollment_token_is_auth_error),

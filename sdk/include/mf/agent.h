@@ -46,7 +46,8 @@ MF_BEGIN_DECLS
 
 /** Version of mf_agent_options described by this header; fields are only appended.
  *  Version 1 ends at `trust_root_len`; version 2 adds health, pins, resume and deltas;
- *  version 3 offload and telemetry handles; version 4 the error buffer of mf_agent_new(). */
+ *  version 3 offload and telemetry handles; version 4 the error buffer of mf_agent_new() and
+ *  offload handles the agent owns. */
 #define MF_AGENT_OPTIONS_VERSION 4
 /** Longest model name, version string or device id, in bytes. */
 #define MF_AGENT_NAME_MAX 64
@@ -140,8 +141,10 @@ typedef struct mf_agent_options {
      * NULL, or one offload handle per tracked model, in the order of `models` (NULL entries
      * allowed). The agent then carries each handle's telemetry in the check-in, installs the
      * offload policy the server sends for that model (mf_offload_set_policy_json) and tells the
-     * handle which version is active (mf_offload_set_model_version). Borrowed: the handles
+     * handle which version is active (mf_offload_set_model_version); it also hands each
+     * handle the device credential (create them with `credential` NULL). Borrowed: the handles
      * MUST outlive the agent and MUST NOT be used from another thread during mf_agent_step().
+     * Prefer `offload_options` (version 4), where the agent owns the handles.
      */
     mf_offload *const *offloads;
     /**
@@ -160,6 +163,17 @@ typedef struct mf_agent_options {
      */
     char *errbuf;
     size_t errbuf_size; /**< bytes of `errbuf`; 0 with NULL */
+    /**
+     * NULL, or one set of offload options per tracked model, in the order of `models` (NULL
+     * entries: no offload for that model). The agent creates and owns these handles
+     * (mf_agent_offload() lends them to the app): it fills `model`, `model_version`,
+     * `server_url`, `credential` and `platform` itself (the app leaves them NULL), and
+     * `allocator`, `log_fn` and `log_payload` from these options where they are NULL. The
+     * device credential never passes through the app, and the handle takes part in the first
+     * check-in, so the server's policy is installed by the first mf_agent_step(). A model MUST
+     * NOT have both an entry here and one in `offloads`. Read during mf_agent_new() only.
+     */
+    const mf_offload_options *const *offload_options;
 } mf_agent_options;
 
 /** A size of mf_agent_options.errbuf that holds every message untruncated. */
@@ -248,6 +262,18 @@ MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_options_init(mf_agent_options *opts
  * Ownership: `*out` belongs to the caller; release with mf_agent_free().
  */
 MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_new(mf_agent **out, const mf_agent_options *opts);
+
+/**
+ * @brief Lends the app the offload handle of `model`: the one the agent created from
+ * `offload_options`, or the app's own from `offloads`.
+ * @param out receives the handle. Borrowed: owned by the agent, valid until mf_agent_free();
+ * MUST NOT be used from another thread during mf_agent_step().
+ * @param agent the agent.
+ * @param model a tracked model name.
+ * @return MF_OK, MF_E_NOTFOUND when `model` is not tracked or has no offload handle.
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_offload(mf_offload **out, const mf_agent *agent,
+                                                     const char *model);
 
 /** @brief Releases the agent and wipes its credential. mf_agent_free(NULL) is a no-op. */
 MF_EXTERN void mf_agent_free(mf_agent *agent);
