@@ -16,7 +16,7 @@
  * refuses, means starting over.
  */
 #include "mf_agent_int.h"
-#include "mf/diff.h"
+#include "mf/patch.h"
 
 #include <stdio.h>
 #include <string.h>

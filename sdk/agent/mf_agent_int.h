@@ -23,7 +23,7 @@
 
 #include "mf/agent.h"
 #include "mf/ct.h"
-#include "mf/manifest.h"
+#include "mf/trust.h"
 #include "mf_ctx.h"
 #include "mf_dynbuf.h"
 #include "mf_hex.h"

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/** @file mf.h @brief Umbrella header: every public modelferry module. */
+/**
+ * @file mf.h
+ * @brief Umbrella header: every public module a device app links. The server and tools
+ * headers (mf/sign.h: signing, mf/diff.h: patch creation) are included on their own.
+ */
 #ifndef MF_H
 #define MF_H
 
@@ -10,8 +14,8 @@
 #include "mf/log.h"
 #include "mf/buf.h"
 #include "mf/ct.h"
-#include "mf/diff.h"
-#include "mf/manifest.h"
+#include "mf/patch.h"
+#include "mf/trust.h"
 #include "mf/sys/platform.h"
 #include "mf/agent.h"
 #include "mf/offload.h"

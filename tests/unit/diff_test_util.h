@@ -9,6 +9,7 @@
 
 #include "mf_test.h"
 #include "mf/diff.h"
+#include "mf/patch.h"
 
 #include <math.h>
 #include <string.h>

@@ -14,7 +14,7 @@
 #include "app/server.h"
 #include "app/token.h"
 #include "http/http_req.h"
-#include "mf/diff.h"
+#include "mf/patch.h"
 #include "offload/offload_srv.h"
 #include "store/store.h"
 

@@ -7,7 +7,7 @@
  * of its own: the application calls mf_agent_step() from its own loop, and each step
  *   1. enrolls with the fleet enrollment token when no device credential is stored yet;
  *   2. checks in (installed versions, trusted root and keys versions, a fresh random nonce);
- *   3. verifies, with the trust chain of mf/manifest.h and BEFORE downloading anything, the
+ *   3. verifies, with the trust chain of mf/trust.h and BEFORE downloading anything, the
  *      root rotations and keys document of the answer, then each assignment: signed by the
  *      director for this device and this nonce with a fresh sequence, naming a release
  *      signed by the release keys and at or above the model's security floor;
@@ -179,7 +179,7 @@ typedef struct mf_agent_options {
 /** A size of mf_agent_options.errbuf that holds every message untruncated. */
 #define MF_AGENT_ERRBUF_SIZE 256
 
-/** Default largest delta window: the encoder's default (mf/diff.h). */
+/** Default largest delta window: the encoder's default (MF_PATCH_DEFAULT_WINDOW, mf/patch.h). */
 #define MF_AGENT_DEFAULT_PATCH_WINDOW (512u * 1024u)
 
 /** Version of mf_agent_model_status described by this header; fields are only appended.
