@@ -164,57 +164,6 @@ MF_EXTERN MF_WARN_UNUSED_RESULT int mf_offload_score(float *score_out, mf_offloa
                                                      const float *output, size_t n,
                                                      float temperature);
 
-/** Sub-windows of a rate cap's sliding window (see mf_offload_budget_init()). */
-#define MF_OFFLOAD_CAP_SLOTS 61
-
-/** One sliding-window cap; private fields. */
-typedef struct mf_offload_bucket {
-    uint64_t cap;                        /**< samples (or bytes) allowed per window */
-    uint64_t used;                       /**< sum of slot[] */
-    uint64_t slot[MF_OFFLOAD_CAP_SLOTS]; /**< use per sub-window, ring indexed by sub-window */
-    uint64_t cur;                        /**< absolute index of the newest sub-window */
-    uint32_t grain_ms; /**< sub-window length: window / (MF_OFFLOAD_CAP_SLOTS - 1) */
-    int unlimited;
-} mf_offload_bucket;
-
-/** Budgets of one handle: per-minute/hour/day sample caps and the daily byte budget. */
-typedef struct mf_offload_budget {
-    mf_offload_bucket minute, hour, day, bytes;
-} mf_offload_budget;
-
-/**
- * @brief Sets up the caps of `p`, all unused, at time `now_ms`. The guarantee is a hard
- * one: in ANY interval of one window (minute, hour, day) at most `cap` samples (bytes)
- * pass. A burst may use the whole cap at once. Use is counted in sub-windows of 1/60 of the
- * window and the last 61 are summed, so capacity comes back gradually, fully after 61/60 of
- * a window. Integer arithmetic only.
- */
-MF_EXTERN void mf_offload_budget_init(mf_offload_budget *b, const mf_offload_policy *p,
-                                      uint64_t now_ms);
-
-/** The result of mf_offload_decide(). */
-typedef struct mf_offload_decision {
-    mf_offload_route route;
-    mf_offload_reason reason;
-} mf_offload_decision;
-
-/**
- * @brief Decides where one scored sample goes, and takes its tokens from `b` when it
- * leaves the device. Pure: no I/O, no clock, no allocation.
- * @param out receives the route and the reason.
- * @param p the effective policy, or NULL when none has arrived (edge-only).
- * @param b the handle's budgets (updated).
- * @param score the sample's confidence.
- * @param threshold the effective threshold (see mf_offload_policy.threshold; < 0: none).
- * @param bytes uplink size of the sample, charged to the byte budget.
- * @param now_ms monotonic milliseconds.
- * @param random_u32 a uniformly random value for the audit draw.
- * @param link the link state.
- */
-MF_EXTERN void mf_offload_decide(mf_offload_decision *out, const mf_offload_policy *p,
-                                 mf_offload_budget *b, float score, float threshold, size_t bytes,
-                                 uint64_t now_ms, uint32_t random_u32, mf_offload_link link);
-
 /** @return a short static name of an mf_offload_reason ("uncertain", "timeout", ...). */
 MF_EXTERN const char *mf_offload_reason_name(mf_offload_reason reason);
 
@@ -401,3 +350,70 @@ MF_EXTERN const mf_offload_telemetry *mf_offload_telemetry_get(const mf_offload 
 MF_END_DECLS
 
 #endif /* MF_OFFLOAD_H */
+
+/*
+ * Budget internals (zstd's ZSTD_STATIC_LINKING_ONLY practice): the rate-cap state and the
+ * pure routing function the handle runs. Their layout may change in any release, so they
+ * are only visible to code that defines MF_STATIC_LINKING_ONLY before including this header
+ * and links mf_offload statically (the library's own files and its unit tests). Apps use
+ * the handle, which applies the caps itself.
+ */
+#if defined(MF_STATIC_LINKING_ONLY) && !defined(MF_OFFLOAD_H_STATIC)
+#define MF_OFFLOAD_H_STATIC
+
+MF_BEGIN_DECLS
+
+/** Sub-windows of a rate cap's sliding window (see mf_offload_budget_init()). */
+#define MF_OFFLOAD_CAP_SLOTS 61
+
+/** One sliding-window cap; private fields. */
+typedef struct mf_offload_bucket {
+    uint64_t cap;                        /**< samples (or bytes) allowed per window */
+    uint64_t used;                       /**< sum of slot[] */
+    uint64_t slot[MF_OFFLOAD_CAP_SLOTS]; /**< use per sub-window, ring indexed by sub-window */
+    uint64_t cur;                        /**< absolute index of the newest sub-window */
+    uint32_t grain_ms; /**< sub-window length: window / (MF_OFFLOAD_CAP_SLOTS - 1) */
+    int unlimited;
+} mf_offload_bucket;
+
+/** Budgets of one handle: per-minute/hour/day sample caps and the daily byte budget. */
+typedef struct mf_offload_budget {
+    mf_offload_bucket minute, hour, day, bytes;
+} mf_offload_budget;
+
+/**
+ * @brief Sets up the caps of `p`, all unused, at time `now_ms`. The guarantee is a hard
+ * one: in ANY interval of one window (minute, hour, day) at most `cap` samples (bytes)
+ * pass. A burst may use the whole cap at once. Use is counted in sub-windows of 1/60 of the
+ * window and the last 61 are summed, so capacity comes back gradually, fully after 61/60 of
+ * a window. Integer arithmetic only.
+ */
+MF_EXTERN void mf_offload_budget_init(mf_offload_budget *b, const mf_offload_policy *p,
+                                      uint64_t now_ms);
+
+/** The result of mf_offload_decide(). */
+typedef struct mf_offload_decision {
+    mf_offload_route route;
+    mf_offload_reason reason;
+} mf_offload_decision;
+
+/**
+ * @brief Decides where one scored sample goes, and takes its tokens from `b` when it
+ * leaves the device. Pure: no I/O, no clock, no allocation.
+ * @param out receives the route and the reason.
+ * @param p the effective policy, or NULL when none has arrived (edge-only).
+ * @param b the handle's budgets (updated).
+ * @param score the sample's confidence.
+ * @param threshold the effective threshold (see mf_offload_policy.threshold; < 0: none).
+ * @param bytes uplink size of the sample, charged to the byte budget.
+ * @param now_ms monotonic milliseconds.
+ * @param random_u32 a uniformly random value for the audit draw.
+ * @param link the link state.
+ */
+MF_EXTERN void mf_offload_decide(mf_offload_decision *out, const mf_offload_policy *p,
+                                 mf_offload_budget *b, float score, float threshold, size_t bytes,
+                                 uint64_t now_ms, uint32_t random_u32, mf_offload_link link);
+
+MF_END_DECLS
+
+#endif /* MF_STATIC_LINKING_ONLY */
