@@ -212,17 +212,13 @@ static int setup(mf_agent *a, const mf_agent_options *o)
     return err;
 }
 
-/*
- * A failed mf_agent_new() has no handle to read the message from: it goes to the caller's
- * error buffer (options version 4) and to log_fn. `ctx` holds the message set where the
- * failure was found.
- */
+/* A failed constructor's message goes to the caller's error buffer (options version 4) and
+ * to log_fn. */
 static int new_failed(const mf_agent_options *opts, struct mf_ctx *ctx, int err)
 {
-    if (opts->version >= 4 && opts->errbuf && opts->errbuf_size > 0)
-        (void)snprintf(opts->errbuf, opts->errbuf_size, "%s", mf_ctx__errmsg(ctx));
-    MF_LOG_ERR(ctx, "%s", mf_ctx__errmsg(ctx));
-    return err;
+    if (opts->version < 4)
+        return mf_ctx__fail_new(ctx, NULL, 0, err);
+    return mf_ctx__fail_new(ctx, opts->errbuf, opts->errbuf_size, err);
 }
 
 int mf_agent_new(mf_agent **out, const mf_agent_options *opts)

@@ -10,6 +10,7 @@
 #include "mf_offload_agent.h"
 
 #include <cjson/cJSON.h>
+#include <stddef.h>
 #include <string.h>
 
 /* mf_offload_telemetry_json() promises that 8 KiB always suffices. */
@@ -92,8 +93,14 @@ void mf_agent__offload_versions(struct mf_agent *a)
 static int offload_open_one(struct mf_agent *a, struct agent_model *m,
                             const mf_offload_options *app, const mf_agent_options *o)
 {
-    mf_offload_options oo = *app;
+    mf_offload_options oo;
     int err;
+
+    /* An app of options version 1 owns the struct up to its error buffer only; the copy is
+     * made at this header's version, whose errbuf the agent sets below. */
+    memset(&oo, 0, sizeof(oo));
+    memcpy(&oo, app, app->version >= 2 ? sizeof(oo) : offsetof(mf_offload_options, errbuf));
+    oo.version = MF_OFFLOAD_OPTIONS_VERSION;
 
     if (oo.model || oo.model_version || oo.server_url || oo.credential || oo.platform)
         return mf_fail(&a->ctx, MF_E_INVALID,
@@ -111,10 +118,12 @@ static int offload_open_one(struct mf_agent *a, struct agent_model *m,
         oo.log_fn = o->log_fn;
         oo.log_payload = o->log_payload;
     }
+    /* The handle's own message becomes the agent's (it is set where the failure was found). */
+    oo.errbuf = a->ctx.errmsg;
+    oo.errbuf_size = sizeof(a->ctx.errmsg);
     err = mf_offload_new(&m->offload, &oo);
     if (err < 0)
-        return mf_fail(&a->ctx, err, "offload handle of model %s: %s", m->name,
-                       mf_strerror(err));
+        return err;
     m->owns_offload = 1;
     return MF_OK;
 }

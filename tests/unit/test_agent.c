@@ -1134,6 +1134,13 @@ static void test_agent__owns_offload_with_its_credential(void **state)
     assert_int_equal(mf_agent_offload(&off, agent, "detector"), MF_OK);
     assert_string_equal(((const struct mf_offload *)off)->credential, CREDENTIAL);
     mf_agent_free(agent);
+    /* The handle's own failure reaches the agent's error buffer with its message. */
+    oo.max_input_bytes = 0;
+    fx->opts.errbuf = errbuf;
+    fx->opts.errbuf_size = sizeof(errbuf);
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_E_INVALID);
+    assert_non_null(strstr(errbuf, "max_input_bytes"));
+    oo.max_input_bytes = 784;
     /* The fields the agent fills are refused from the app, by name. */
     oo.credential = "mfd_from_the_app";
     fx->opts.errbuf = errbuf;

@@ -195,8 +195,9 @@ MF_EXTERN float mf_offload_hist_quantile(const uint32_t hist[MF_OFFLOAD_HIST_BIN
 
 /* ---- the handle ---- */
 
-/** Version of mf_offload_options described by this header; fields are only appended. */
-#define MF_OFFLOAD_OPTIONS_VERSION 1
+/** Version of mf_offload_options described by this header; fields are only appended.
+ *  Version 1 ends at `request_timeout_ms`; version 2 adds the error buffer. */
+#define MF_OFFLOAD_OPTIONS_VERSION 2
 
 typedef struct mf_offload mf_offload;
 
@@ -224,6 +225,11 @@ typedef struct mf_offload_options {
     uint32_t backoff_max_ms;    /**< delay ceiling; default 300000 */
     long connect_timeout_ms;    /**< batches; default 10000 (sync asks use the deadline) */
     long request_timeout_ms;    /**< batches; default 30000 */
+    /* ---- version 2 ---- */
+    /** NULL, or a buffer that receives the one-line message (NUL-terminated, truncated to
+     *  `errbuf_size`) when mf_offload_new() fails; untouched on success. */
+    char *errbuf;
+    size_t errbuf_size; /**< bytes of `errbuf`; 0 with NULL */
 } mf_offload_options;
 
 /**
