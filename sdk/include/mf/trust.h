@@ -161,7 +161,7 @@ MF_EXTERN const char *mf_trust_errmsg(const mf_trust *t);
 MF_EXTERN mf_trust_reason mf_trust_last_reason(const mf_trust *t);
 
 /** @return a static name for `reason` ("expired", ...), never NULL. */
-MF_EXTERN const char *mf_trust_reason_name(int reason);
+MF_EXTERN const char *mf_trust_reason_name(mf_trust_reason reason);
 
 /**
  * @brief Installs the first root, as shipped with the device image. It must be signed by a
