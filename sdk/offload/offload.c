@@ -49,8 +49,8 @@ static int check_options(struct mf_ctx *ctx, const mf_offload_options *o)
     const mf_platform_ops *p = o->platform;
 
     if (options_size(o->version) == 0)
-        return mf_fail(ctx, MF_E_INVALID, "offload options version %u, expected 1..%d",
-                       o->version, MF_OFFLOAD_OPTIONS_VERSION);
+        return mf_fail(ctx, MF_E_INVALID, "offload options version %u, expected 1..%d", o->version,
+                       MF_OFFLOAD_OPTIONS_VERSION);
     if (!mf_offload__name_ok(o->model))
         return mf_fail(ctx, MF_E_INVALID, "offload model name is not [A-Za-z0-9._-]{1,64}");
     if (!mf_offload__name_ok(o->model_version))

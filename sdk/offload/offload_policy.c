@@ -156,8 +156,8 @@ static int parse_fields(struct mf_ctx *ctx, mf_offload_policy *p, const cJSON *d
     err = get_enum(ctx, &method, doc, "method", method_names, COUNT(method_names),
                    MF_OFFLOAD_MAX_SOFTMAX);
     if (err >= 0)
-        err = get_enum(ctx, &mode, doc, "mode", mode_names, COUNT(mode_names),
-                       MF_OFFLOAD_MODE_SYNC);
+        err =
+            get_enum(ctx, &mode, doc, "mode", mode_names, COUNT(mode_names), MF_OFFLOAD_MODE_SYNC);
     if (err >= 0)
         err = get_enum(ctx, &metered, doc, "metered", metered_names, COUNT(metered_names),
                        MF_OFFLOAD_METERED_DEFER);

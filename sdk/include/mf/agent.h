@@ -221,7 +221,10 @@ typedef struct mf_agent_model_status {
 } mf_agent_model_status;
 
 /** Static initialiser (C99) of an mf_agent_model_status of this header's version. */
-#define MF_AGENT_MODEL_STATUS_INIT {.struct_version = MF_AGENT_STATUS_VERSION}
+#define MF_AGENT_MODEL_STATUS_INIT                                                                 \
+    {                                                                                              \
+        .struct_version = MF_AGENT_STATUS_VERSION                                                  \
+    }
 
 /** Transfer counters since mf_agent_new(), from mf_agent_stats(). */
 typedef struct mf_agent_counters {

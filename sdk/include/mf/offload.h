@@ -110,20 +110,20 @@ typedef enum mf_offload_reason {
  * app may pass its own as a ceiling that can only make the server's stricter.
  */
 typedef struct mf_offload_policy {
-    unsigned int version;   /**< MF_OFFLOAD_POLICY_VERSION */
-    int enabled;            /**< 0: edge-only, nothing leaves the device */
-    mf_offload_method method; /**< score method */
-    mf_offload_mode mode;     /**< sync or async */
-    float threshold;        /**< uncertain when score < threshold; < 0: derive from target */
-    float target_rate;      /**< wanted offload share in [0, 1]; 0: none stated */
-    float temperature;      /**< > 0; 1 leaves the output unchanged */
-    uint32_t per_minute;    /**< rate caps on samples leaving the device ... */
-    uint32_t per_hour;      /**< ... MF_OFFLOAD_UNLIMITED for none ... */
-    uint32_t per_day;       /**< ... 0 lets nothing through */
-    uint64_t bytes_per_day; /**< uplink byte budget; UINT64_MAX: none */
-    float audit_fraction;   /**< share of confident samples uplinked anyway, [0, 1] */
+    unsigned int version;       /**< MF_OFFLOAD_POLICY_VERSION */
+    int enabled;                /**< 0: edge-only, nothing leaves the device */
+    mf_offload_method method;   /**< score method */
+    mf_offload_mode mode;       /**< sync or async */
+    float threshold;            /**< uncertain when score < threshold; < 0: derive from target */
+    float target_rate;          /**< wanted offload share in [0, 1]; 0: none stated */
+    float temperature;          /**< > 0; 1 leaves the output unchanged */
+    uint32_t per_minute;        /**< rate caps on samples leaving the device ... */
+    uint32_t per_hour;          /**< ... MF_OFFLOAD_UNLIMITED for none ... */
+    uint32_t per_day;           /**< ... 0 lets nothing through */
+    uint64_t bytes_per_day;     /**< uplink byte budget; UINT64_MAX: none */
+    float audit_fraction;       /**< share of confident samples uplinked anyway, [0, 1] */
     mf_offload_metered metered; /**< what a metered link may carry */
-    uint32_t deadline_ms;   /**< sync ask deadline, 1..60000 */
+    uint32_t deadline_ms;       /**< sync ask deadline, 1..60000 */
     char model_version[MF_OFFLOAD_NAME_MAX + 1]; /**< "" or the version it was fitted for */
 } mf_offload_policy;
 
@@ -285,10 +285,10 @@ MF_EXTERN void mf_offload_set_link(mf_offload *o, mf_offload_link link);
 
 /** One inference of the student, as given to mf_offload_ask(). */
 typedef struct mf_offload_sample {
-    const void *input;   /**< the model input bytes (what the teacher needs) */
-    size_t input_len;    /**< 1..max_input_bytes */
-    const float *output; /**< the student's output vector */
-    size_t n_classes;    /**< 2..MF_OFFLOAD_MAX_CLASSES */
+    const void *input;                  /**< the model input bytes (what the teacher needs) */
+    size_t input_len;                   /**< 1..max_input_bytes */
+    const float *output;                /**< the student's output vector */
+    size_t n_classes;                   /**< 2..MF_OFFLOAD_MAX_CLASSES */
     mf_offload_output_kind output_kind; /**< what `output` holds */
 } mf_offload_sample;
 
@@ -296,12 +296,12 @@ typedef struct mf_offload_sample {
 typedef struct mf_offload_answer {
     mf_offload_route route;   /**< the route the policy chose */
     mf_offload_reason reason; /**< why the final answer is what it is */
-    int by_teacher;      /**< 1: label/confidence come from the teacher; 0: local */
-    int queued;          /**< 1: the sample was written to the uplink queue */
-    int label;           /**< argmax class of the answering model */
-    float score;         /**< the student's confidence score */
-    float confidence;    /**< the answering model's top probability */
-    uint32_t latency_ms; /**< time spent in the sync ask, 0 when none */
+    int by_teacher;           /**< 1: label/confidence come from the teacher; 0: local */
+    int queued;               /**< 1: the sample was written to the uplink queue */
+    int label;                /**< argmax class of the answering model */
+    float score;              /**< the student's confidence score */
+    float confidence;         /**< the answering model's top probability */
+    uint32_t latency_ms;      /**< time spent in the sync ask, 0 when none */
     char model_version[MF_OFFLOAD_NAME_MAX + 1];   /**< student version */
     char teacher_version[MF_OFFLOAD_NAME_MAX + 1]; /**< "" unless by_teacher */
 } mf_offload_answer;
