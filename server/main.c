@@ -3,7 +3,8 @@
  * mf-server: `init` prepares a data directory, `serve` runs the registry on it until SIGINT
  * or SIGTERM. See docs/operations.md.
  */
-#include "app/director.h"
+#include "common/file_atomic.h"
+#include "director/director.h"
 #include "app/server.h"
 #include "http/http_credcache.h"
 
@@ -220,7 +221,7 @@ static int cmd_serve(struct cli *c, struct mf_ctx *ctx)
     err = mf_server__start(&srv, ctx, &c->opts);
     if (err == MF_OK && c->port_file) {
         (void)snprintf(port, sizeof(port), "%u\n", (unsigned)mf_server__port(srv));
-        err = mf_server__write_file_atomic(ctx, c->port_file, port, 0644);
+        err = mf_file__write_atomic(ctx, c->port_file, port, 0644);
     }
     if (err < 0) {
         (void)fprintf(stderr, "mf-server: serve failed: %s\n", mf_ctx__errmsg(ctx));

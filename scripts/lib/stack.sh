@@ -21,6 +21,14 @@ mf_check() {
     fi
 }
 
+# mf_stack_scratch PREFIX: the test's scratch directory /tmp/PREFIX.XXXXXX in $work, removed
+# (with the stack stopped) on exit; check is mf_check. One prologue for the integration tests.
+mf_stack_scratch() {
+    work=$(mktemp -d "/tmp/$1.XXXXXX")
+    trap 'mf_stack_stop; rm -rf "$work"' EXIT
+}
+check() { mf_check "$@"; }
+
 # mf_skip WHY: a part that cannot run on this machine says so; with MF_TEST_NO_SKIP set (CI)
 # it fails instead, since there every dependency is installed and a skip would hide a gap.
 mf_skip() {

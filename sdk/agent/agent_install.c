@@ -34,16 +34,6 @@ static int make_dirs(struct mf_agent *a, const char *dir)
     return MF_OK;
 }
 
-int mf_agent__path(struct mf_agent *a, struct mf_dynbuf *out, const char *name)
-{
-    mf_dynbuf__init(out, &a->ctx.alloc, 4096);
-    if (mf_dynbuf__appendf(out, "%s/%s", a->state_dir, name) < 0) {
-        mf_dynbuf__free(out);
-        return MF_E_NOMEM;
-    }
-    return MF_OK;
-}
-
 /* Storage names and the next state of one install; on the heap to keep frames small. */
 struct install_work {
     char dir[MF_AGENT_STORE_NAME_MAX];

@@ -19,6 +19,16 @@ int mf_agent__store_name(struct mf_agent *a, char *out, const char *model, const
     return MF_OK;
 }
 
+int mf_agent__path(struct mf_agent *a, struct mf_dynbuf *out, const char *name)
+{
+    mf_dynbuf__init(out, &a->ctx.alloc, 4096);
+    if (mf_dynbuf__appendf(out, "%s/%s", a->state_dir, name) < 0) {
+        mf_dynbuf__free(out);
+        return MF_E_NOMEM;
+    }
+    return MF_OK;
+}
+
 int mf_agent__store_write(struct mf_agent *a, const char *name, const void *data, size_t len,
                           int secret)
 {

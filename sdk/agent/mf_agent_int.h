@@ -253,6 +253,8 @@ int mf_agent__store_write(struct mf_agent *a, const char *name, const void *data
 /* Reads `name` into `out` (at most `max` - 1 bytes); MF_E_NOTFOUND if absent. */
 int mf_agent__store_read(struct mf_agent *a, struct mf_dynbuf *out, const char *name, size_t max);
 int mf_agent__store_name(struct mf_agent *a, char *out, const char *model, const char *leaf);
+/* Full path of a storage name, for the app callbacks (caller frees with mf_dynbuf__free). */
+int mf_agent__path(struct mf_agent *a, struct mf_dynbuf *out, const char *name);
 
 /* agent_state.c */
 int mf_agent__state_parse(struct mf_ctx *ctx, struct mf_agent_model_state *out, const char *json,
@@ -339,8 +341,6 @@ int mf_agent__delta_apply(struct mf_agent *a, const char *part, const char *old_
 /* agent_install.c */
 int mf_agent__install(struct mf_agent *a, struct agent_model *m,
                       const struct mf_agent_assignment *as);
-/* Full path of a storage name, for the app callbacks (caller frees with mf_dynbuf__free). */
-int mf_agent__path(struct mf_agent *a, struct mf_dynbuf *out, const char *name);
 
 /* agent_health.c */
 /* After an activation: asks the app (health_fn / ready_fn) and confirms or reverts. */

@@ -151,6 +151,8 @@ int mf_offload__queue_commit(struct mf_offload_queue *q, uint64_t n_records);
 
 /* ---- telemetry (offload_telemetry.c) ---- */
 mf_offload_telemetry *mf_offload__telemetry_slot(mf_offload *o);
+
+/* ---- score histograms (offload_hist.c) ---- */
 void mf_offload__hist_add(uint32_t hist[MF_OFFLOAD_HIST_BINS], float score);
 
 /* ---- policy installation and cache (offload_policy_cache.c) ---- */

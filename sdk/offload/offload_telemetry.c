@@ -1,32 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Telemetry per model version: fixed-bin score histograms (mergeable by adding bins, so
- * the server can sum devices and derive a fleet threshold as a quantile) and counters,
+ * Telemetry per model version: fixed-bin score histograms (offload_hist.c) and counters,
  * written as one bounded JSON object for the check-in (docs/protocol-offload.md).
  */
 #include "mf_offload_int.h"
 
 #include "mf_strbuf.h"
 
-#include <float.h>
 #include <stdio.h>
 #include <string.h>
 
 static uint64_t sat_add64(uint64_t a, uint64_t b)
 {
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
-void mf_offload__hist_add(uint32_t hist[MF_OFFLOAD_HIST_BINS], float score)
-{
-    int bin = (int)(score * MF_OFFLOAD_HIST_BINS);
-
-    if (!(score > 0.0f))
-        bin = 0;
-    if (bin >= MF_OFFLOAD_HIST_BINS)
-        bin = MF_OFFLOAD_HIST_BINS - 1;
-    if (hist[bin] != UINT32_MAX)
-        hist[bin]++;
 }
 
 void mf_offload_telemetry_merge(mf_offload_telemetry *dst, const mf_offload_telemetry *src)
@@ -43,33 +29,6 @@ void mf_offload_telemetry_merge(mf_offload_telemetry *dst, const mf_offload_tele
     dst->capped = sat_add64(dst->capped, src->capped);
     dst->bytes_up = sat_add64(dst->bytes_up, src->bytes_up);
     dst->bytes_down = sat_add64(dst->bytes_down, src->bytes_down);
-}
-
-float mf_offload_hist_quantile(const uint32_t hist[MF_OFFLOAD_HIST_BINS], float rate)
-{
-    double total = 0.0, want, cum = 0.0;
-
-    for (int i = 0; i < MF_OFFLOAD_HIST_BINS; i++)
-        total += hist[i];
-    if (total == 0.0)
-        return -1.0f;
-    if (!(rate > 0.0f))
-        return 0.0f;
-    if (rate >= 1.0f)
-        return 1.0f;
-    /*
-     * `rate` is a float: 0.1f is 0.10000000149, so 0.1 of 10 samples would ask for 1.0000000149
-     * samples and step past the bin that holds exactly the first one. Take off one float
-     * rounding step so a whole-number target lands on its own bin.
-     */
-    want = (double)rate * total;
-    want -= want * (double)FLT_EPSILON;
-    for (int i = 0; i < MF_OFFLOAD_HIST_BINS; i++) {
-        if (hist[i] && cum + hist[i] >= want)
-            return (float)((i + (want - cum) / hist[i]) / MF_OFFLOAD_HIST_BINS);
-        cum += hist[i];
-    }
-    return 1.0f;
 }
 
 mf_offload_telemetry *mf_offload__telemetry_slot(mf_offload *o)

@@ -4,23 +4,21 @@
  * re-run: existing directories, migrations and tokens are left alone, and an existing
  * token is never rotated (docs/protocol.md, Credentials).
  */
-#define _XOPEN_SOURCE 700 /* mkstemp, fsync */
 #include "app/server.h"
 
-#include "app/director.h"
-#include "app/token.h"
+#include "common/file_atomic.h"
+#include "common/token.h"
+#include "director/director.h"
 #include "blob/blob_store.h"
 #include "mf/ct.h"
 #include "store/store.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #define DATA_PATH_MAX 4096
 
@@ -30,57 +28,6 @@ static int path_join(struct mf_ctx *ctx, char *out, const char *dir, const char 
 
     if (n < 0 || n >= DATA_PATH_MAX)
         return mf_fail(ctx, MF_E_LIMIT, "path too long: '%s/%s'", dir, name);
-    return MF_OK;
-}
-
-int mf_server__write_file_atomic(struct mf_ctx *ctx, const char *path, const char *text,
-                                 unsigned mode)
-{
-    char tmp[DATA_PATH_MAX], dir[DATA_PATH_MAX];
-    size_t len = strlen(text), off = 0;
-    char *slash;
-    int fd, n;
-
-    n = snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", path);
-    if (n < 0 || (size_t)n >= sizeof(tmp))
-        return mf_fail(ctx, MF_E_LIMIT, "path too long: '%s'", path);
-    fd = mkstemp(tmp); /* created 0600 */
-    if (fd < 0)
-        return mf_fail(ctx, MF_E_IO, "cannot create '%s': %s", tmp, strerror(errno));
-    while (off < len) {
-        ssize_t w = write(fd, text + off, len - off);
-
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
-    if (off != len || fchmod(fd, (mode_t)mode) != 0 || fsync(fd) != 0) {
-        int e = errno;
-
-        (void)close(fd);
-        (void)unlink(tmp);
-        return mf_fail(ctx, MF_E_IO, "cannot write '%s': %s", tmp, strerror(e));
-    }
-    (void)close(fd);
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-
-        (void)unlink(tmp);
-        return mf_fail(ctx, MF_E_IO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(e));
-    }
-    (void)snprintf(dir, sizeof(dir), "%s", path);
-    slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    else
-        (void)snprintf(dir, sizeof(dir), ".");
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        (void)close(fd);
-    }
     return MF_OK;
 }
 
@@ -104,7 +51,7 @@ static int seed_token(int *changed, struct mf_ctx *ctx, struct mf_store *s, cons
     mf_token__hash(hash, tok, MF_TOKEN_LEN);
     tok[MF_TOKEN_LEN] = '\n';
     tok[MF_TOKEN_LEN + 1] = '\0';
-    err = mf_server__write_file_atomic(ctx, path, tok, 0600);
+    err = mf_file__write_atomic(ctx, path, tok, 0600);
     mf_secure_zero(tok, sizeof(tok));
     if (err == MF_OK)
         err = s->ops->token_insert(s, ctx, (int)kind, hash, (int64_t)time(NULL));

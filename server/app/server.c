@@ -2,12 +2,13 @@
 /* Starting and stopping the HTTP daemon over a data directory (see server.h). */
 #include "app/server.h"
 
-#include "app/director.h"
+#include "director/director.h"
 #include "blob/blob_gc.h"
 #include "blob/blob_store.h"
 #include "deltas/delta_worker.h"
 #include "distill/job/distill_job.h"
-#include "handlers/checkin_stage.h"
+#include "handlers/handlers.h"
+#include "director/checkin_stage.h"
 #include "director/checkin_batch.h"
 #include "director/checkin_cache.h"
 #include "http/http_credcache.h"
@@ -315,6 +316,8 @@ static int start_services(struct mf_server *s, struct mf_ctx *ctx,
     int err;
 
     s->env.metrics = &s->metrics;
+    s->env.routes = mf_handlers__routes;
+    s->env.n_routes = mf_handlers__route_count;
     err = mf_ratelimit__new(&s->env.ratelimit, ctx, o->device_rate, o->device_burst);
     if (err == MF_OK && o->offload_config)
         err = start_offload(s, ctx, o->offload_config);

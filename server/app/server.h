@@ -48,10 +48,10 @@ struct mf_server_options {
     /* Appended: the distillation loop (docs/distill.md); NULL: no runs. The runs execute
      * on a second background thread of nodes with delta_worker on. */
     const char *distill_config;
-    /* Appended: assignments one director signature may cover (app/director.h), 1..64;
+    /* Appended: assignments one director signature may cover (director/director.h), 1..64;
      * 1 signs each alone, as agents older than batch signatures need. Default 32. */
     unsigned sign_batch;
-    /* Appended: 1 runs check-ins on the check-in stage (handlers/checkin_stage.h: MHD
+    /* Appended: 1 runs check-ins on the check-in stage (director/checkin_stage.h: MHD
      * workers hand them over and serve on), 0 in the MHD workers themselves. Default 1. */
     int checkin_stage;
     /* Appended: device credentials the node keeps verified (http/http_credcache.h); 0: the
@@ -109,9 +109,5 @@ void mf_server__stop(struct mf_server *s);
 /* Parses "HOST:PORT" / "[V6]:PORT" into a socket address. MF_OK or MF_E_INVALID. */
 struct sockaddr_storage;
 int mf_server__parse_listen(struct sockaddr_storage *out, struct mf_ctx *ctx, const char *spec);
-
-/* Writes `text` to `path` atomically (temp, fsync, rename, fsync dir) with `mode`. */
-int mf_server__write_file_atomic(struct mf_ctx *ctx, const char *path, const char *text,
-                                 unsigned mode);
 
 #endif /* MF_SERVER_APP_SERVER_H */

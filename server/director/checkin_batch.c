@@ -2,7 +2,7 @@
 /* Grouped checkin_begin (see checkin_batch.h). */
 #include "director/checkin_batch.h"
 
-#include "app/batcher.h"
+#include "director/batcher.h"
 #include "mf_ctx.h"
 
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The store work of concurrent check-ins, grouped (app/batcher.h): the check-ins that reach
+ * The store work of concurrent check-ins, grouped (director/batcher.h): the check-ins that reach
  * the store while another group is in it go in together as one checkin_begin call, so one
  * transaction (SQLite) or one statement (PostgreSQL) carries many. That call's fixed cost
  * (the commit, the locks, the round trip, the backend's statement start) was most of a

@@ -5,7 +5,7 @@
  */
 #include "handlers/handlers.h"
 
-#include "http/http_names.h"
+#include "common/names.h"
 
 #include <string.h>
 

@@ -8,7 +8,7 @@
 #include "handlers/handlers.h"
 
 #include "blob/blob_store.h"
-#include "http/http_names.h"
+#include "common/names.h"
 #include "manifest_common.h"
 #include "offload/offload_srv.h"
 

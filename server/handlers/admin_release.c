@@ -11,7 +11,7 @@
 
 #include "deltas/delta_worker.h"
 
-#include "http/http_names.h"
+#include "common/names.h"
 #include "mf/ct.h"
 #include "mf_hex.h"
 

@@ -6,8 +6,8 @@
  */
 #include "handlers/handlers.h"
 
-#include "app/token.h"
-#include "http/http_names.h"
+#include "common/token.h"
+#include "common/names.h"
 #include "mf/ct.h"
 
 #include <stdio.h>

@@ -9,7 +9,7 @@
  */
 #include "handlers/handlers.h"
 
-#include "app/director.h"
+#include "director/director.h"
 #include "mf/ct.h"
 
 #include <string.h>

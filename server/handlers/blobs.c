@@ -14,8 +14,8 @@
 #include "handlers/handlers.h"
 
 #include "blob/blob_store.h"
+#include "common/names.h"
 #include "http/http_credcache.h"
-#include "http/http_names.h"
 #include "http/http_range.h"
 
 #include <inttypes.h>

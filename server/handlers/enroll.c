@@ -5,8 +5,8 @@
  */
 #include "handlers/handlers.h"
 
-#include "app/token.h"
-#include "handlers/req_parse.h"
+#include "common/token.h"
+#include "common/req_parse.h"
 #include "mf/ct.h"
 
 #include <string.h>

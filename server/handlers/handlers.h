@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Route handlers, one file per route group; wired up in http/http_routes.c. */
+/* Route handlers, one file per route group; wired up in routes.c. */
 #ifndef MF_SERVER_HANDLERS_H
 #define MF_SERVER_HANDLERS_H
 
@@ -79,6 +79,10 @@ int mf_handlers__check_names(struct mf_httpd_req *r, size_t n);
  * when the store has none yet. Ownership: release with mf_trust_free().
  */
 int mf_handlers__trust_load(mf_trust **out, struct mf_httpd_req *r, int need_keys);
+
+/* The static routing table (routes.c), which the server hands the router in its env. */
+extern const struct mf_httpd_route mf_handlers__routes[];
+extern const size_t mf_handlers__route_count;
 
 /* Wall-clock Unix seconds for stored timestamps. */
 int64_t mf_handlers__now(void);

@@ -3,17 +3,23 @@
  * (shared by every node, so queue depths agree whichever node is scraped). */
 #include "handlers/handlers.h"
 
-#include "app/director.h"
+#include "director/director.h"
 #include "director/checkin_batch.h"
-#include "handlers/checkin_stage.h"
+#include "director/checkin_stage.h"
+#include "director/director_policy.h"
+#include "http/http_conns.h"
 #include "http/http_metrics.h"
 
 #define METRICS_BODY_MAX (256u * 1024u)
+
+_Static_assert(MF_METRICS_RULES == MF_POLICY_HOLD_ROLLED_BACK + 1, "one counter per rule");
+_Static_assert(MF_METRICS_CONN_RULES == MF_CONN_RULES, "one counter per connection rule");
 
 int mf_handlers__metrics(struct mf_httpd_req *r)
 {
     struct mf_store *s = r->env->store;
     struct mf_metrics_gauges g = {0};
+    struct mf_metrics_labels l = {.routes = r->env->routes, .n_routes = r->env->n_routes};
     struct mf_dynbuf out;
     int err;
 
@@ -33,8 +39,12 @@ int mf_handlers__metrics(struct mf_httpd_req *r)
         g.checkin_grouped += checkins;
     }
     mf_director__stats(r->env->director, &g.director_signatures, &g.director_assignments);
+    for (int k = 0; k < MF_METRICS_RULES; k++)
+        l.rules[k] = mf_policy__rule_name((enum mf_policy_rule)k);
+    for (int k = 0; k < MF_METRICS_CONN_RULES; k++)
+        l.conn_rules[k] = mf_httpd__conn_rule_name((enum mf_conn_rule)k);
     mf_dynbuf__init(&out, &r->ctx.alloc, METRICS_BODY_MAX);
-    err = mf_metrics__render(&out, r->env->metrics, &g);
+    err = mf_metrics__render(&out, r->env->metrics, &g, &l);
     if (err < 0)
         err = mf_fail(&r->ctx, err, "metrics exposition exceeds %u bytes", METRICS_BODY_MAX);
     else

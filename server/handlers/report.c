@@ -3,7 +3,7 @@
  * per model plus a row in the event log. */
 #include "handlers/handlers.h"
 
-#include "handlers/req_parse.h"
+#include "common/req_parse.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  */
 #include "http/http_req.h"
 
-#include "app/token.h"
+#include "common/token.h"
 #include "http/http_credcache.h"
 #include "http/http_metrics.h"
 #include "http/http_ratelimit.h"

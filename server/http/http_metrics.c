@@ -2,8 +2,6 @@
 /* Request counters and their Prometheus exposition (see http_metrics.h). */
 #include "http/http_metrics.h"
 
-#include "director/director_policy.h"
-#include "http/http_conns.h"
 #include "http/http_req.h"
 
 #include <inttypes.h>
@@ -12,9 +10,6 @@
 /* Status codes with their own series; anything else is counted as "other". */
 static const unsigned metric_statuses[MF_METRICS_STATUS_SLOTS - 1] = {
     200, 201, 204, 206, 304, 400, 401, 403, 404, 405, 409, 413, 416, 429, 500, 503};
-
-_Static_assert(MF_METRICS_RULES == MF_POLICY_HOLD_ROLLED_BACK + 1, "one counter per rule");
-_Static_assert(MF_METRICS_CONN_RULES == MF_CONN_RULES, "one counter per connection rule");
 
 void mf_metrics__count(atomic_uint_least64_t *counter, uint64_t n)
 {
@@ -45,13 +40,14 @@ static uint64_t load(const atomic_uint_least64_t *c)
     return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-static int render_requests(struct mf_dynbuf *out, const struct mf_metrics *m)
+static int render_requests(struct mf_dynbuf *out, const struct mf_metrics *m,
+                           const struct mf_metrics_labels *l)
 {
     int err = mf_dynbuf__appendf(out, "# HELP mf_http_requests_total HTTP requests by route "
                                       "and status.\n# TYPE mf_http_requests_total counter\n");
 
     for (size_t r = 0; err == MF_OK && r <= MF_METRICS_MAX_ROUTES; r++) {
-        const struct mf_httpd_route *rt = r < mf_httpd__route_count ? &mf_httpd__routes[r] : NULL;
+        const struct mf_httpd_route *rt = r < l->n_routes ? &l->routes[r] : NULL;
 
         if (!rt && r != MF_METRICS_MAX_ROUTES)
             continue;
@@ -73,9 +69,9 @@ static int render_requests(struct mf_dynbuf *out, const struct mf_metrics *m)
 }
 
 int mf_metrics__render(struct mf_dynbuf *out, const struct mf_metrics *m,
-                       const struct mf_metrics_gauges *g)
+                       const struct mf_metrics_gauges *g, const struct mf_metrics_labels *l)
 {
-    int err = render_requests(out, m);
+    int err = render_requests(out, m, l);
 
     if (err == MF_OK)
         err = mf_dynbuf__appendf(
@@ -98,16 +94,14 @@ int mf_metrics__render(struct mf_dynbuf *out, const struct mf_metrics *m,
             load(&m->rate_limited), g->jobs_queued, g->jobs_running, g->deltas_stored);
     for (int k = 0; err == MF_OK && k < MF_METRICS_RULES; k++)
         err = mf_dynbuf__appendf(out, "mf_director_decisions_total{rule=\"%s\"} %" PRIu64 "\n",
-                                 mf_policy__rule_name((enum mf_policy_rule)k),
-                                 load(&m->decisions[k]));
+                                 l->rules[k], load(&m->decisions[k]));
     if (err == MF_OK)
         err = mf_dynbuf__appendf(out, "# HELP mf_http_connections_closed_total Connections closed"
                                       " by a connection rule (docs/operations.md, Connections).\n"
                                       "# TYPE mf_http_connections_closed_total counter\n");
-    for (int k = 0; err == MF_OK && k < MF_CONN_RULES; k++)
+    for (int k = 0; err == MF_OK && k < MF_METRICS_CONN_RULES; k++)
         err = mf_dynbuf__appendf(out, "mf_http_connections_closed_total{rule=\"%s\"} %" PRIu64 "\n",
-                                 mf_httpd__conn_rule_name((enum mf_conn_rule)k),
-                                 load(&m->conns_closed[k]));
+                                 l->conn_rules[k], load(&m->conns_closed[k]));
     if (err == MF_OK)
         err = mf_dynbuf__appendf(
             out,

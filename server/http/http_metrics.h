@@ -33,7 +33,7 @@ void mf_metrics__request(struct mf_metrics *m, int route, unsigned status, uint6
 void mf_metrics__decision(struct mf_metrics *m, int rule);
 
 /* Values read when /metrics is scraped: gauges from the store, and the director's own
- * counters (it counts as it signs; app/director.h). */
+ * counters (it counts as it signs; director/director.h). */
 struct mf_metrics_gauges {
     int64_t jobs_queued;
     int64_t jobs_running;
@@ -45,8 +45,21 @@ struct mf_metrics_gauges {
     uint64_t director_assignments; /* assignments they covered (batch factor: ratio) */
 };
 
+/* What the exposition labels its series with, given by the /metrics handler so that http/
+ * needs nothing from the layers above it: the routing table (`routes` of the env, in the
+ * order of the request counters) and the director's rule names (enum mf_policy_rule); and
+ * the connection rules' names (enum mf_conn_rule), so that the counters and the connection
+ * rules, which count into them, do not call each other. */
+struct mf_httpd_route;
+struct mf_metrics_labels {
+    const struct mf_httpd_route *routes;
+    size_t n_routes;
+    const char *rules[MF_METRICS_RULES];
+    const char *conn_rules[MF_METRICS_CONN_RULES];
+};
+
 /* Appends the exposition text to `out`. MF_OK or MF_E_LIMIT/MF_E_NOMEM from the buffer. */
 int mf_metrics__render(struct mf_dynbuf *out, const struct mf_metrics *m,
-                       const struct mf_metrics_gauges *g);
+                       const struct mf_metrics_gauges *g, const struct mf_metrics_labels *l);
 
 #endif /* MF_SERVER_HTTP_METRICS_H */

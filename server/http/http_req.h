@@ -34,7 +34,7 @@ struct mf_checkin_stage;
 /* What the handlers share for the server's lifetime; read-only once serving. */
 struct mf_httpd_env {
     struct mf_store *store;
-    struct mf_director *director; /* signs assignments (app/director.h) */
+    struct mf_director *director; /* signs assignments (director/director.h) */
     char blob_root[4096];
     uint64_t max_upload;
     unsigned poll_interval_s;
@@ -53,6 +53,10 @@ struct mf_httpd_env {
     struct mf_distill_jobs *distill;   /* the loop's runs; NULL: no distill config */
     struct mf_httpd_conns *conns;      /* open connections vs the limit; NULL: no limit */
     struct mf_checkin_stage *stage;    /* check-ins run off the MHD workers; NULL: inline */
+    /* The routing table the router matches (handlers/routes.c), given by the server so the
+     * router needs nothing from the handlers it calls. */
+    const struct mf_httpd_route *routes;
+    size_t n_routes;
 };
 
 enum mf_httpd_auth {
@@ -121,7 +125,7 @@ struct mf_httpd_req {
     int queued;
     struct timespec started;
     struct mf_httpd_conn *conn_mark; /* the connection rules' entry (http_conns.h); may be NULL */
-    /* A handler that hands the request to a stage thread (handlers/checkin_stage.h) sets
+    /* A handler that hands the request to a stage thread (director/checkin_stage.h) sets
      * `suspended` and suspends the connection; from then until MHD calls the access handler
      * again after the resume, only that thread touches the request. It leaves either a
      * reply (resp), a JSON text to answer 200 with (stage_text, stage_len; from
@@ -159,10 +163,6 @@ int mf_httpd__authenticate(struct mf_httpd_req *r);
  * forgets it in the credential cache and answers 401 as authentication would. Returns
  * MF_E_AUTH once the reply is built. */
 int mf_httpd__deny_credential(struct mf_httpd_req *r);
-
-/* The static routing table (http_routes.c). */
-extern const struct mf_httpd_route mf_httpd__routes[];
-extern const size_t mf_httpd__route_count;
 
 /* MHD callbacks (http_router.c); `cls` is the struct mf_httpd_env. */
 /*

@@ -66,8 +66,8 @@ static int route_request(struct mf_httpd_req *r, const char *url)
     size_t cap[MF_HTTPD_MAX_PARAMS][2];
     int ncap;
 
-    for (size_t i = 0; i < mf_httpd__route_count; i++) {
-        const struct mf_httpd_route *rt = &mf_httpd__routes[i];
+    for (size_t i = 0; i < r->env->n_routes; i++) {
+        const struct mf_httpd_route *rt = &r->env->routes[i];
 
         if (!pattern_match(rt->pattern, url, cap, &ncap))
             continue;
@@ -340,7 +340,7 @@ void mf_httpd__on_completed(void *cls, struct MHD_Connection *conn, void **con_c
         &r->ctx, "method=%s path=%s status=%u bytes=%" PRIu64 " ms=%.1f device=%s admin=%d%s",
         r->method, r->url, r->status, r->resp_bytes, ms, r->device_id[0] ? r->device_id : "-",
         r->is_admin, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=1");
-    mf_metrics__request(r->env->metrics, r->route ? (int)(r->route - mf_httpd__routes) : -1,
+    mf_metrics__request(r->env->metrics, r->route ? (int)(r->route - r->env->routes) : -1,
                         r->status, r->resp_bytes);
     mf_blob__upload_free(r->upload); /* removes an unfinished temp blob */
     mf_free(NULL, r->stage_text);    /* a stage's answer the connection never sent */

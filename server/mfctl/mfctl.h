@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Internal to mfctl, the ops CLI of mf-server. mfctl.c holds the static command table and
- * the global options; each command group lives in its own cmd_<group>.c. Adding a command
- * is one table line in mfctl.c plus its file.
+ * the global options, mfctl_shared.c the helpers below; each command group lives in its own
+ * cmd_<group>.c. Adding a command is one table line in mfctl.c plus its file.
  */
 #ifndef MFCTL_H
 #define MFCTL_H

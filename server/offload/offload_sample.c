@@ -5,7 +5,7 @@
  */
 #include "offload/offload_srv.h"
 
-#include "http/http_names.h"
+#include "common/names.h"
 #include "manifest_common.h"
 #include "mf_dynbuf.h"
 

@@ -223,23 +223,3 @@ const struct mf_teacher_config *mf_teacher__config(const struct mf_teacher *t)
 {
     return &t->cfg;
 }
-
-int mf_teacher__read_floats(float *out, struct mf_ctx *ctx, const cJSON *arr, size_t n,
-                            const char *what)
-{
-    const cJSON *it;
-    size_t i = 0;
-
-    if (!cJSON_IsArray(arr))
-        return mf_fail(ctx, MF_E_INVALID, "teacher answer: %s is not an array", what);
-    cJSON_ArrayForEach(it, arr)
-    {
-        if (i >= n || !cJSON_IsNumber(it))
-            return mf_fail(ctx, MF_E_INVALID, "teacher answer: %s is not %zu numbers", what, n);
-        out[i++] = (float)it->valuedouble;
-    }
-    if (i != n)
-        return mf_fail(ctx, MF_E_INVALID, "teacher answer: %s has %zu numbers, not %zu", what, i,
-                       n);
-    return MF_OK;
-}

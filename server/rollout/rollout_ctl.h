@@ -92,6 +92,17 @@ int mf_rollout__members_wave(const struct mf_rollout_plan *plan, const struct mf
 int mf_rollout__device_wave(int *wave_out, struct mf_store *s, struct mf_ctx *ctx,
                             const struct mf_rollout_plan *plan, const char *device_id);
 
+/*
+ * The release rollout `r` offers one device (wave membership of that device only): running,
+ * paused, aborted (frozen) or done, r->version to a device in waves 0..r->wave and
+ * r->prev_version to every other, so the channel default (the highest sequence, i.e. the new
+ * release) never reaches devices outside the admitted waves. *version_out points into `r`.
+ * Halted or rolled back: MF_E_NOTFOUND with no message (no wave; the fleet rollback
+ * directive, which outranks waves, assigns the previous release to everyone).
+ */
+int mf_rollout__offer(const char **version_out, struct mf_store *s, struct mf_ctx *ctx,
+                      const struct mf_store_rollout *r, const char *device_id);
+
 /* Parses a stored rollout's plan text (the store keeps what create validated). */
 int mf_rollout__plan_load(struct mf_rollout_plan *out, struct mf_ctx *ctx,
                           const struct mf_store_rollout *r);

@@ -110,6 +110,28 @@ int mf_rollout__device_wave(int *wave_out, struct mf_store *s, struct mf_ctx *ct
     return err;
 }
 
+int mf_rollout__offer(const char **version_out, struct mf_store *s, struct mf_ctx *ctx,
+                      const struct mf_store_rollout *r, const char *device_id)
+{
+    struct mf_rollout_plan *plan;
+    int wave = -1;
+    int err;
+
+    if (strcmp(r->state, "halted") == 0 || strcmp(r->state, "rolled_back") == 0)
+        return MF_E_NOTFOUND; /* no message: "no wave" is the normal answer, not a failure */
+    /* Heap, not stack: the plan is large, and most check-ins never get here (no rollout). */
+    plan = mf_calloc(NULL, 1, sizeof(*plan));
+    if (!plan)
+        return mf_fail(ctx, MF_E_NOMEM, "out of memory reading rollouts");
+    err = mf_rollout__plan_load(plan, ctx, r);
+    if (err == MF_OK)
+        err = mf_rollout__device_wave(&wave, s, ctx, plan, device_id);
+    if (err == MF_OK)
+        *version_out = wave >= 0 && wave <= r->wave ? r->version : r->prev_version;
+    mf_free(NULL, plan);
+    return err;
+}
+
 /* Admitted devices: those whose wave is 0..upto (memberships read before the walk). */
 struct admitted {
     const struct mf_rollout_plan *plan;

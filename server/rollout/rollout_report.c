@@ -2,7 +2,7 @@
 /* Reading the check-in telemetry field (rollout_report.h). */
 #include "rollout/rollout_report.h"
 
-#include "http/http_names.h"
+#include "common/names.h"
 
 #include <stdio.h>
 #include <string.h>

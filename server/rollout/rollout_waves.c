@@ -2,7 +2,7 @@
 /* Wave membership and the plan parser (rollout_plan.h). */
 #include "rollout/rollout_plan.h"
 
-#include "http/http_names.h"
+#include "common/names.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Fuzz target: the response header reader of the libcurl adapter (sdk/agent/http_client.c,
+ * Fuzz target: the response header reader of the libcurl adapter (sdk/http/http_client.c,
  * mf_http__parse_header): status line, ETag, Content-Range. Input lines are split at '\n'
  * as libcurl delivers them. Invariants: a parsed range is ordered, the ETag fits its
  * buffer and is NUL-terminated, the status is a 3-digit number or 0.

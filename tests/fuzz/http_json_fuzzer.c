@@ -4,8 +4,8 @@
  * server's JSON routes. The first byte picks the parser, the rest is the body, parsed
  * with the strict reader the router uses.
  */
-#include "handlers/req_parse.h"
-#include "http/http_names.h"
+#include "common/req_parse.h"
+#include "common/names.h"
 #include "mf_json.h"
 
 #include <stdint.h>

@@ -18,7 +18,6 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 FM=/usr/share/datasets/fashion-mnist
 work=$(mktemp -d /tmp/mf-distill.XXXXXX)
 trap 'mf_stack_stop; [ -n "${MF_KEEP:-}" ] || rm -rf "$work"' EXIT
-check() { mf_check "$@"; }
 runs() { mfctl_admin distill status --json; }
 versions_count() { mfctl_admin versions fashion --json | grep -o '"version":"[^"]*"' | sort -u | wc -l; }
 

@@ -19,9 +19,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=scripts/lib/stack.sh
 . "$root/scripts/lib/stack.sh"
 
-work=$(mktemp -d /tmp/mf-e2e.XXXXXX)
-trap 'mf_stack_stop; rm -rf "$work"' EXIT
-check() { mf_check "$@"; }
+mf_stack_scratch mf-e2e
 agent() { "$BIN/mf-agent" --config "$work/$1.json" run --once >>"$work/$1.log" 2>&1; }
 store_sql() { # store_sql SQL: straight into the server's store (the attacker below has it)
     if [ -n "${MF_TEST_STORE_URL:-}" ]; then

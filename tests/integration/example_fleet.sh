@@ -25,9 +25,7 @@ if [ ! -r "$DIGITS" ] || ! command -v python3 >/dev/null; then
     mf_skip "$DIGITS (python3-sklearn) not installed" || exit 1
     exit 0
 fi
-work=$(mktemp -d /tmp/mf-exfleet.XXXXXX)
-trap 'mf_stack_stop; rm -rf "$work"' EXIT
-check() { mf_check "$@"; }
+mf_stack_scratch mf-exfleet
 devices=4
 per_pass=50
 stream=1300:1797 # items 0..999 trained the student, 1000..1299 calibrated it (teacher: 0..1299)

@@ -31,7 +31,6 @@ stop_b() {
     pid_b=""
 }
 trap 'stop_b; mf_stack_stop; rm -rf "$work"' EXIT
-check() { mf_check "$@"; }
 sql() { psql -qtA -v ON_ERROR_STOP=1 "$MF_TEST_STORE_URL" -c "$1"; }
 
 # The loop's inputs, the same for both nodes: a small teacher (seconds) and Fashion-MNIST.

@@ -16,9 +16,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=scripts/lib/stack.sh
 . "$root/scripts/lib/stack.sh"
 
-work=$(mktemp -d /tmp/mf-offexp.XXXXXX)
-trap 'mf_stack_stop; rm -rf "$work"' EXIT
-check() { mf_check "$@"; }
+mf_stack_scratch mf-offexp
 export_to() { # export_to DIR [OPTIONS...]
     local dir=$1
     shift

@@ -19,9 +19,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=scripts/lib/stack.sh
 . "$root/scripts/lib/stack.sh"
 
-work=$(mktemp -d /tmp/mf-rollout.XXXXXX)
-trap 'mf_stack_stop; rm -rf "$work"' EXIT
-check() { mf_check "$@"; }
+mf_stack_scratch mf-rollout
 devices=20
 sim() { # sim CYCLES [mf-sim options...]: run the fleet; its summary in $work/sim.out
     local cycles=$1

@@ -2,7 +2,7 @@
 /* Copies the data directory's first tokens into another store (see pg_seed.h). */
 #include "pg_seed.h"
 
-#include "app/token.h"
+#include "common/token.h"
 #include "store/store.h"
 
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * End-to-end tests of libmf (sdk/agent/) against the fake mf-server of agent_testutil.c: plain
+ * End-to-end tests of libmf (sdk/agent/) against the fake mf-server of agent_fixture.c: plain
  * sockets on 127.0.0.1, an ephemeral port, one thread serving one request per connection.
  * The fake follows docs/protocol.md, serves a signed trust chain (manifests/sign through
  * the manifest test fixture: root v1, keys v1, releases by the release key, assignments by
@@ -8,7 +8,7 @@
  * extra bytes, a cut connection, 404, malformed or replayed check-in answers, releases
  * signed with the director key, releases below the device's floor).
  */
-#include "agent_testutil.h"
+#include "agent_fixture.h"
 #include "mf_offload_int.h" /* the handle's credential */
 
 #include <cjson/cJSON.h>
@@ -796,31 +796,11 @@ static void test_agent__trust_root_is_required_and_state_persists(void **state)
 
 /* ---- fault injection: fail the Nth allocation, for every N, across new + one step ---- */
 
-struct failing_alloc {
-    int calls;
-    int fail_at;
-};
-
-static void *failing_alloc_fn(void *payload, size_t size)
-{
-    struct failing_alloc *c = payload;
-
-    if (c->calls++ == c->fail_at)
-        return NULL;
-    return test_malloc(size);
-}
-
-static void failing_free_fn(void *payload, void *ptr)
-{
-    (void)payload;
-    test_free(ptr);
-}
-
 static void test_agent__every_allocation_failure_is_clean(void **state)
 {
     struct fixture *fx = *state;
-    struct failing_alloc fa = {0, 0};
-    mf_allocator alloc = {failing_alloc_fn, failing_free_fn, &fa};
+    struct mf_kit_alloc fa;
+    mf_allocator alloc = mf_kit_alloc_init(&fa, 0, MF_KIT_ALLOC_FAIL_ONE);
     int done = 0, failures = 0;
 
     fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
@@ -831,8 +811,7 @@ static void test_agent__every_allocation_failure_is_clean(void **state)
         int err;
 
         fresh_state_dir(fx);
-        fa.calls = 0;
-        fa.fail_at = n;
+        mf_kit_alloc_rearm(&fa, n);
         err = mf_agent_new(&agent, &fx->opts);
         if (err == MF_OK) {
             err = mf_agent_step(agent);
@@ -863,41 +842,12 @@ static void test_agent__every_allocation_failure_is_clean(void **state)
 
 /* ---- bounded memory: the blob streams to storage, it is never held in RAM ---- */
 
-struct peak_alloc {
-    size_t live, peak;
-};
-
-struct peak_hdr {
-    size_t size;
-    size_t pad; /* keeps the payload 16-byte aligned */
-};
-
-static void *peak_alloc_fn(void *payload, size_t size)
-{
-    struct peak_alloc *pa = payload;
-    struct peak_hdr *h = test_malloc(sizeof(*h) + size);
-
-    h->size = size;
-    pa->live += size;
-    if (pa->live > pa->peak)
-        pa->peak = pa->live;
-    return h + 1;
-}
-
-static void peak_free_fn(void *payload, void *ptr)
-{
-    struct peak_hdr *h = (struct peak_hdr *)ptr - 1;
-
-    ((struct peak_alloc *)payload)->live -= h->size;
-    test_free(h);
-}
-
 static void test_agent__install_heap_is_bounded(void **state)
 {
     enum { BIG = 4 * 1024 * 1024 };
     struct fixture *fx = *state;
-    struct peak_alloc pa = {0, 0};
-    mf_allocator alloc = {peak_alloc_fn, peak_free_fn, &pa};
+    struct mf_kit_alloc pa;
+    mf_allocator alloc = mf_kit_alloc_init(&pa, -1, MF_KIT_ALLOC_FAIL_ONE);
     uint8_t *big = test_malloc(BIG);
     mf_agent *agent = NULL;
 

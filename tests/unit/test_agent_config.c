@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the mf-agent configuration parser (device/agent/agent_config.c). */
 #include "mf_test.h"
+#include "kit_alloc.h"
 #include "agent_config.h"
 
 #include <stdio.h>
@@ -119,42 +120,33 @@ static void test_agent_config__errors_cite_file_and_key(void **state)
     }
 }
 
-static void *fail_nth(void *payload, size_t size)
+/* One parse with allocation `n` failing: MF_E_NOMEM saying so, or the config. */
+static void parse_with_failure(struct mf_kit_alloc *k, long n, void *payload)
 {
-    int *left = payload;
+    struct mf_agent_config c;
+    struct mf_ctx ctx;
+    int err;
 
-    if ((*left)-- == 0)
-        return NULL;
-    return test_malloc(size);
-}
-
-static void free_it(void *payload, void *p)
-{
+    (void)n;
     (void)payload;
-    test_free(p);
+    mf_ctx__init(&ctx, &k->a, NULL, NULL, "test");
+    err = mf_agent_config__parse(&c, &ctx, "a.json", GOOD, strlen(GOOD));
+    if (err == MF_E_NOMEM) {
+        assert_non_null(strstr(mf_ctx__errmsg(&ctx), "no memory"));
+        return;
+    }
+    assert_int_equal(err, MF_OK);
+    mf_agent_config__free(&c, &ctx);
 }
 
 static void test_agent_config__every_allocation_failure_is_clean(void **state)
 {
-    int left = 0;
-    mf_allocator a = {fail_nth, free_it, &left};
-    int n, err = MF_E_NOMEM;
+    struct mf_kit_alloc k;
 
     (void)state;
-    for (n = 0; err == MF_E_NOMEM && n < 100; n++) {
-        struct mf_agent_config c;
-        struct mf_ctx ctx;
-
-        mf_ctx__init(&ctx, &a, NULL, NULL, "test");
-        left = n;
-        err = mf_agent_config__parse(&c, &ctx, "a.json", GOOD, strlen(GOOD));
-        if (err == MF_E_NOMEM)
-            assert_non_null(strstr(mf_ctx__errmsg(&ctx), "no memory"));
-        else
-            mf_agent_config__free(&c, &ctx);
-    }
-    assert_int_equal(err, MF_OK);
-    assert_true(n > 5); /* several allocations were failed one by one */
+    (void)mf_kit_alloc_init(&k, -1, MF_KIT_ALLOC_FAIL_ONE);
+    /* several allocations were failed one by one */
+    assert_true(mf_kit_alloc_each_failure(&k, 100, parse_with_failure, NULL) >= 5);
 }
 
 static void write_tmp(char *path, const char *text)

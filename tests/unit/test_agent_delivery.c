@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * libmf delivery against a hostile or broken server (agent_testutil.c's fake): resumable
+ * libmf delivery against a hostile or broken server (agent_fixture.c's fake): resumable
  * downloads (Range + If-Range on the ETag, verified-prefix progress across a restart),
  * connection cuts, corrupted bytes (only the bad chunk is fetched again), stalls, a 200
  * to a ranged request, a wrong Content-Range, a new ETag after a re-publish, the bandwidth
@@ -8,7 +8,7 @@
  * write, fallback to the full blob, metered refusal); and the peak heap of a large update.
  * Every case ends in a clear error or a correct install, never a corrupt one.
  */
-#include "agent_testutil.h"
+#include "agent_fixture.h"
 #include "mf/diff.h"
 
 #include <stdio.h>
@@ -534,32 +534,6 @@ static void test_agent_delivery__delta_apply_resumes_from_its_checkpoint(void **
 
 /* ---- memory ---- */
 
-struct peak_alloc {
-    size_t live, peak;
-};
-
-static void *peak_alloc_fn(void *payload, size_t size)
-{
-    struct peak_alloc *pa = payload;
-    size_t *h = test_malloc(size + sizeof(size_t) * 2);
-
-    if (!h)
-        return NULL;
-    h[0] = size;
-    pa->live += size;
-    if (pa->live > pa->peak)
-        pa->peak = pa->live;
-    return h + 2;
-}
-
-static void peak_free_fn(void *payload, void *ptr)
-{
-    size_t *h = (size_t *)ptr - 2;
-
-    ((struct peak_alloc *)payload)->live -= h[0];
-    test_free(h);
-}
-
 #if defined(__SANITIZE_ADDRESS__)
 #define LARGE_MODEL (32u * MIB) /* ASan build: same code path, smaller model */
 #else
@@ -569,8 +543,8 @@ static void peak_free_fn(void *payload, void *ptr)
 static void test_agent_delivery__large_update_heap_is_bounded(void **state)
 {
     struct fixture *fx = *state;
-    struct peak_alloc pa = {0, 0};
-    mf_allocator alloc = {peak_alloc_fn, peak_free_fn, &pa};
+    struct mf_kit_alloc pa;
+    mf_allocator alloc = mf_kit_alloc_init(&pa, -1, MF_KIT_ALLOC_FAIL_ONE);
     uint8_t *big = make_model(LARGE_MODEL, 3);
     mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
     mf_agent *agent = NULL;
@@ -593,8 +567,8 @@ static void test_agent_delivery__large_update_heap_is_bounded(void **state)
 static void test_agent_delivery__delta_heap_is_bounded(void **state)
 {
     struct fixture *fx = *state;
-    struct peak_alloc pa = {0, 0};
-    mf_allocator alloc = {peak_alloc_fn, peak_free_fn, &pa};
+    struct mf_kit_alloc pa;
+    mf_allocator alloc = mf_kit_alloc_init(&pa, -1, MF_KIT_ALLOC_FAIL_ONE);
     uint8_t *v1 = make_model(4 * MIB, 1), *v2 = make_model(4 * MIB, 2);
     size_t dlen = 0;
     uint8_t *delta = make_delta(&dlen, v1, 4 * MIB, v2, 4 * MIB);

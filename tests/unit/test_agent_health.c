@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * libmf after activation and around it (agent_testutil.c's fake server): the app's health
+ * libmf after activation and around it (agent_fixture.c's fake server): the app's health
  * answer (healthy confirms, unhealthy reverts), versions left unconfirmed for N starts
  * (revert), no rollback loop (a reverted sha256 is held until a higher release sequence),
  * manual rollback, pins (to the installed or a named version, surviving restarts, beaten
  * only by a security floor), the check-in fields that carry all of it, backoff between
  * failed attempts, and the parsers of the progress record and response headers.
  */
-#include "agent_testutil.h"
+#include "agent_fixture.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

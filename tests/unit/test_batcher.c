@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * app/batcher.h: leader/follower grouping. A lone caller runs at once; callers that arrive
+ * director/batcher.h: leader/follower grouping. A lone caller runs at once; callers that arrive
  * while a batch runs go together in the next one (at most max), each gets its own result,
  * and batches never overlap.
  */
 #include "mf_test.h"
-#include "app/batcher.h"
+#include "director/batcher.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -10,8 +10,8 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw, utimensat */
 #include "mf_test.h"
-#include "fs_testutil.h"
-#include "pg_testutil.h"
+#include "kit_fs.h"
+#include "store_fixture.h"
 #include "blob/blob_gc.h"
 #include "blob/blob_store.h"
 #include "offload/offload_srv.h"
@@ -42,8 +42,7 @@ static int setup(void **state)
     int applied = 0;
 
     assert_non_null(f);
-    (void)snprintf(f->dir, sizeof(f->dir), "/tmp/mf-blobgc-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), "mf-blobgc");
     (void)snprintf(f->root, sizeof(f->root), "%s/blobs", f->dir);
     f->pg = mf_pgtest__enabled();
     if (f->pg)
@@ -65,7 +64,7 @@ static int teardown(void **state)
     mf_store__close(f->s);
     if (f->pg)
         mf_pgtest__drop_db(f->url);
-    mf_test__rmtree(f->dir);
+    mf_kit_fs_rmtree(f->dir);
     free(f);
     return 0;
 }

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The check-in answer's JSON writer (handlers/checkin_answer.h): the exact text of nested
+ * The check-in answer's JSON writer (director/checkin_answer.h): the exact text of nested
  * objects and arrays (empty ones too), escaped strings, counts, raw members and holes, which
  * strict JSON parsing accepts with nothing after the outer object; holes filled in order with
  * escaped envelopes, and an answer without holes handed over as it is.
  */
 #include "mf_test.h"
-#include "handlers/checkin_answer.h"
+#include "director/checkin_answer.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>

@@ -6,6 +6,7 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include "mf_test.h"
+#include "kit_fs.h"
 #include "director/checkin_cache.h"
 #include "store/store.h"
 
@@ -30,8 +31,7 @@ static int cache_setup(void **state)
     int applied = 0;
 
     assert_non_null(f);
-    (void)snprintf(f->dir, sizeof(f->dir), "/tmp/mf-ccache-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), "mf-ccache");
     (void)snprintf(f->db, sizeof(f->db), "%s/store.db", f->dir);
     mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
     assert_int_equal(mf_store__open(&f->s, &f->ctx, f->db, 1), MF_OK);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of sdk/core: error codes, allocator hooks, bounded buffers, logging, ct. */
 #include "mf_test.h"
+#include "kit_alloc.h"
 #include "mf_ctx.h"
 #include "mf_dynbuf.h"
 #include "mf_hex.h"
@@ -9,43 +10,6 @@
 
 #include <stdio.h>
 #include <string.h>
-
-/* A counting allocator that fails every allocation from index `fail_at` on (-1: never). */
-struct counting_alloc {
-    int calls;
-    int fail_at;
-    size_t live;
-    size_t peak;
-};
-
-struct block_hdr {
-    size_t size;
-    size_t pad; /* keeps the payload 16-byte aligned */
-};
-
-static void *counting_alloc_fn(void *payload, size_t size)
-{
-    struct counting_alloc *c = payload;
-    struct block_hdr *h;
-
-    if (c->fail_at >= 0 && c->calls++ >= c->fail_at)
-        return NULL;
-    h = test_malloc(sizeof(*h) + size);
-    h->size = size;
-    c->live += size;
-    if (c->live > c->peak)
-        c->peak = c->live;
-    return h + 1;
-}
-
-static void counting_free_fn(void *payload, void *ptr)
-{
-    struct counting_alloc *c = payload;
-    struct block_hdr *h = (struct block_hdr *)ptr - 1;
-
-    c->live -= h->size;
-    test_free(h);
-}
 
 /* The library, its header and project(VERSION) name one version: MF_VERSION_* are generated
  * from project(VERSION), and mf_version() is what the linked library was compiled with. */
@@ -103,8 +67,8 @@ static void test_core__error_numbers_are_stable(void **state)
 
 static void test_core__allocator_hooks_route_every_allocation(void **state)
 {
-    struct counting_alloc c = {0, -1, 0, 0};
-    mf_allocator a = {counting_alloc_fn, counting_free_fn, &c};
+    struct mf_kit_alloc c;
+    mf_allocator a = mf_kit_alloc_init(&c, -1, MF_KIT_ALLOC_FAIL_FROM);
     char *s;
     void *z;
 
@@ -128,8 +92,8 @@ static void test_core__allocator_hooks_route_every_allocation(void **state)
 
 static void test_core__allocation_failure_is_reported(void **state)
 {
-    struct counting_alloc c = {0, 0, 0, 0};
-    mf_allocator a = {counting_alloc_fn, counting_free_fn, &c};
+    struct mf_kit_alloc c;
+    mf_allocator a = mf_kit_alloc_init(&c, 0, MF_KIT_ALLOC_FAIL_FROM);
 
     (void)state;
     assert_null(mf_strdup(&a, "x"));
@@ -138,8 +102,8 @@ static void test_core__allocation_failure_is_reported(void **state)
 
 static void test_core__dynbuf_enforces_its_maximum(void **state)
 {
-    struct counting_alloc c = {0, -1, 0, 0};
-    mf_allocator a = {counting_alloc_fn, counting_free_fn, &c};
+    struct mf_kit_alloc c;
+    mf_allocator a = mf_kit_alloc_init(&c, -1, MF_KIT_ALLOC_FAIL_FROM);
     struct mf_dynbuf b;
     uint8_t chunk[100];
     size_t len;
@@ -172,8 +136,8 @@ static void test_core__dynbuf_survives_every_allocation_failure(void **state)
 {
     (void)state;
     for (int n = 0; n < 8; n++) {
-        struct counting_alloc c = {0, n, 0, 0};
-        mf_allocator a = {counting_alloc_fn, counting_free_fn, &c};
+        struct mf_kit_alloc c;
+        mf_allocator a = mf_kit_alloc_init(&c, n, MF_KIT_ALLOC_FAIL_FROM);
         struct mf_dynbuf b;
         int err = MF_OK;
 

@@ -4,7 +4,7 @@
  * allocation and every old-image read, malformed / truncated / bit-flipped patches, window
  * limits, checkpoint/restore at every block boundary.
  */
-#include "diff_test_util.h"
+#include "diff_fixture.h"
 
 #include <stdlib.h>
 
@@ -119,8 +119,8 @@ static void test_diff_apply__peak_heap_bounded(void **state)
     struct fixture f = make_fixture(2u << 20, MF_PATCH_DEFAULT_WINDOW);
     struct dt_source src;
     mf_patch_options o = opts_for(&src, &f, MF_PATCH_DEFAULT_WINDOW);
-    struct dt_alloc ca;
-    mf_allocator a = dt_allocator(&ca, -1);
+    struct mf_kit_alloc ca;
+    mf_allocator a = mf_kit_alloc_init(&ca, -1, MF_KIT_ALLOC_FAIL_FROM);
     mf_patch *p = NULL;
     size_t got = 0;
 
@@ -142,8 +142,8 @@ static void test_diff_apply__failing_allocator(void **state)
     struct dt_source src;
     struct fixture f = make_fixture(100, SMALL_WINDOW);
     mf_patch_options o = opts_for(&src, &f, SMALL_WINDOW);
-    struct dt_alloc ca;
-    mf_allocator a = dt_allocator(&ca, 0);
+    struct mf_kit_alloc ca;
+    mf_allocator a = mf_kit_alloc_init(&ca, 0, MF_KIT_ALLOC_FAIL_FROM);
     mf_patch *p = (mf_patch *)&ca;
 
     (void)state;

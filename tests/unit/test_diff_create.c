@@ -6,7 +6,7 @@
  * injection of every encoder allocation.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "diff_test_util.h"
+#include "diff_fixture.h"
 
 #include <bzlib.h>
 #include <stdio.h>
@@ -372,8 +372,7 @@ static void test_diff_create__bsdiff40_interop_with_bsdiff43(void **state)
     assert_memory_equal(out, nw, n);
     mf_free(NULL, out);
     free(patch);
-    (void)snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    mf_kit_fs_rmtree(dir);
     free(old);
     free(nw);
 }
@@ -598,8 +597,8 @@ static void test_diff_create__failing_allocator_every_call(void **state)
     for (int fmt = 0; fmt < 2; fmt++) {
         o.format = (mf_diff_format)fmt;
         for (long k = 0;; k++) {
-            struct dt_alloc ca;
-            mf_allocator a = dt_allocator(&ca, k);
+            struct mf_kit_alloc ca;
+            mf_allocator a = mf_kit_alloc_init(&ca, k, MF_KIT_ALLOC_FAIL_FROM);
             mf_diff *d = NULL;
             uint8_t *patch = NULL;
             size_t plen = 0;

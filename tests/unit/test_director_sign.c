@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The director's batching signer (server/app/director_sign.c) under concurrency: threads
+ * The director's batching signer (server/director/director_sign.c) under concurrency: threads
  * call mf_director__sign() at once; every envelope verifies on a device and is distinct,
  * the counters show that calls were batched (fewer signatures than assignments), and with a
  * batch size of 1 they never are. A lone caller always gets a plain signature.
  */
 #include "mf_test.h"
-#include "fs_testutil.h"
-#include "manifest_testutil.h"
-#include "app/director.h"
-#include "app/director_int.h"
+#include "kit_fs.h"
+#include "manifest_fixture.h"
+#include "director/director.h"
+#include "director/director_int.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -47,8 +47,7 @@ static int setup(void **state)
 
     (void)state;
     fx_init(&world);
-    (void)snprintf(dir, sizeof(dir), "/tmp/mf-dirsign-XXXXXX");
-    assert_non_null(mkdtemp(dir));
+    mf_kit_fs_mkdtemp(dir, sizeof(dir), "mf-dirsign");
     (void)snprintf(key, sizeof(key), "%s/dir.pem", dir);
     f = fopen(key, "wb");
     assert_non_null(f);
@@ -69,7 +68,7 @@ static int teardown(void **state)
     mf_director__close(director);
     mf_free(NULL, rel);
     fx_free(&world);
-    mf_test__rmtree(dir);
+    mf_kit_fs_rmtree(dir);
     return 0;
 }
 

@@ -5,6 +5,7 @@
  * malformed text), and seeded permutations.
  */
 #include "mf_test.h"
+#include "kit_alloc.h"
 
 #include "mf_ctx.h"
 #include "mf_dataset.h"
@@ -261,48 +262,38 @@ static void test_example_data__select_copies(void **state)
     mf_dataset_free(ds);
 }
 
-struct failing_alloc {
-    int calls, fail_at;
+/* Loading fails cleanly (MF_E_NOMEM, no leak) whichever allocation fails. */
+struct load_run {
+    char ip[1024], lp[1024];
 };
 
-static void *failing_alloc_fn(void *payload, size_t size)
+/* One load with allocation `n` failing: a clean MF_E_NOMEM, or the whole set. */
+static void load_with_failure(struct mf_kit_alloc *k, long n, void *payload)
 {
-    struct failing_alloc *f = payload;
-
-    if (f->calls++ == f->fail_at)
-        return NULL;
-    return test_malloc(size);
-}
-
-static void failing_free_fn(void *payload, void *p)
-{
-    (void)payload;
-    test_free(p);
-}
-
-/* Loading fails cleanly (MF_E_NOMEM, no leak) whichever allocation fails. */
-static void test_example_data__load_survives_every_failed_allocation(void **state)
-{
-    char ip[1024], lp[1024];
-    struct failing_alloc f;
-    const mf_allocator a = {failing_alloc_fn, failing_free_fn, &f};
+    const struct load_run *run = payload;
     mf_dataset *ds = NULL;
-    int err, n;
+    int err = mf_dataset_load_idx(&ds, &ctx, &k->a, run->ip, run->lp);
 
-    (void)state;
-    (void)data_path(ip, sizeof(ip), "tiny-images-idx3-ubyte.gz");
-    (void)data_path(lp, sizeof(lp), "tiny-labels-idx1-ubyte.gz");
-    for (n = 0;; n++) {
-        f = (struct failing_alloc){0, n};
-        err = mf_dataset_load_idx(&ds, &ctx, &a, ip, lp);
-        if (err == MF_OK)
-            break;
+    (void)n;
+    if (err != MF_OK) {
         assert_int_equal(err, MF_E_NOMEM);
         assert_null(ds);
+        return;
     }
-    assert_true(n >= 4);
     assert_int_equal(ds->n, 3);
     mf_dataset_free(ds);
+}
+
+static void test_example_data__load_survives_every_failed_allocation(void **state)
+{
+    struct load_run run;
+    struct mf_kit_alloc f;
+
+    (void)state;
+    (void)data_path(run.ip, sizeof(run.ip), "tiny-images-idx3-ubyte.gz");
+    (void)data_path(run.lp, sizeof(run.lp), "tiny-labels-idx1-ubyte.gz");
+    (void)mf_kit_alloc_init(&f, -1, MF_KIT_ALLOC_FAIL_ONE);
+    assert_true(mf_kit_alloc_each_failure(&f, 1000, load_with_failure, &run) >= 4);
 }
 
 int main(void)

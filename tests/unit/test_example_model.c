@@ -6,6 +6,7 @@
  * cross-check that standard tools read our files.
  */
 #include "mf_test.h"
+#include "kit_alloc.h"
 
 #include "mf_confidence.h"
 #include "mf_ctx.h"
@@ -263,53 +264,40 @@ static void test_example_model__student_file_round_trip_and_rejects(void **state
     mf_student_model_free(m);
 }
 
-/* Allocator failing its Nth call (counted from 0), through cmocka's leak-checked heap. */
-struct failing_alloc {
-    int calls, fail_at;
-};
-
-static void *failing_alloc_fn(void *payload, size_t size)
+/* One decode with allocation `n` failing: a clean MF_E_NOMEM, or the model as encoded. */
+static void decode_with_failure(struct mf_kit_alloc *k, long n, void *payload)
 {
-    struct failing_alloc *f = payload;
+    const mf_student_model *m = payload;
+    mf_student_model *back = NULL;
+    struct mf_dynbuf b;
+    int err;
 
-    if (f->calls++ == f->fail_at)
-        return NULL;
-    return test_malloc(size);
-}
-
-static void failing_free_fn(void *payload, void *p)
-{
-    (void)payload;
-    test_free(p);
+    (void)n;
+    mf_dynbuf__init(&b, NULL, MF_STUDENT_MAX_FILE);
+    assert_int_equal(mf_student_model_encode(&b, &ctx, m), MF_OK);
+    err = mf_student_model_decode(&back, &ctx, &k->a, b.data, b.len);
+    mf_dynbuf__free(&b);
+    if (err != MF_OK) {
+        assert_int_equal(err, MF_E_NOMEM);
+        assert_null(back);
+        return;
+    }
+    assert_memory_equal(back->w1, m->w1, 6);
+    mf_student_model_free(back);
 }
 
 static void test_example_model__decode_survives_every_failed_allocation(void **state)
 {
-    mf_student_model *m = NULL, *back = NULL;
-    struct failing_alloc f;
-    const mf_allocator a = {failing_alloc_fn, failing_free_fn, &f};
-    struct mf_dynbuf b;
-    int err, n;
+    mf_student_model *m = NULL;
+    struct mf_kit_alloc f;
 
     (void)state;
     assert_int_equal(mf_student_model_new(&m, &ctx, NULL, 3, 2, 2), MF_OK);
     tiny_student(m);
-    mf_dynbuf__init(&b, NULL, MF_STUDENT_MAX_FILE);
-    assert_int_equal(mf_student_model_encode(&b, &ctx, m), MF_OK);
     /* Fail call 0, 1, 2, ... until decoding needs no more calls than that: each failure
      * must come back as MF_E_NOMEM with nothing leaked (cmocka checks at test end). */
-    for (n = 0;; n++) {
-        f = (struct failing_alloc){0, n};
-        err = mf_student_model_decode(&back, &ctx, &a, b.data, b.len);
-        if (err == MF_OK)
-            break;
-        assert_int_equal(err, MF_E_NOMEM);
-        assert_null(back);
-    }
-    assert_true(n > 3);
-    assert_memory_equal(back->w1, m->w1, 6);
-    mf_student_model_free(back);
-    mf_dynbuf__free(&b);
+    (void)mf_kit_alloc_init(&f, -1, MF_KIT_ALLOC_FAIL_ONE);
+    assert_true(mf_kit_alloc_each_failure(&f, 1000, decode_with_failure, m) > 3);
     mf_student_model_free(m);
 }
 

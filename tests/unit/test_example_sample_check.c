@@ -11,7 +11,7 @@
 #include "mf_ctx.h"
 #include "mf_dynbuf.h"
 #include "mf_sample_check.h"
-#include "test_offload_util.h" /* talloc: fails the Nth allocation, leak-checked */
+#include "kit_alloc.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -111,28 +111,33 @@ static void test_example_sample_check__every_digit_finds_its_label(void **state)
     mf_dataset_free(ds);
 }
 
+/* One index build with allocation `n` failing: NULL and a message, or the index. */
+static void index_with_failure(struct mf_kit_alloc *k, long n, void *payload)
+{
+    const mf_dataset *ds = payload;
+    struct mf_ctx fctx;
+    mf_label_index *ix = (mf_label_index *)k; /* must be reset to NULL on failure */
+
+    (void)n;
+    mf_ctx__init(&fctx, &k->a, NULL, NULL, "test");
+    if (mf_label_index_new(&ix, &fctx, ds) == MF_OK) {
+        mf_label_index_free(ix);
+        return;
+    }
+    assert_null(ix);
+    assert_non_null(strstr(mf_ctx__errmsg(&fctx), "no memory"));
+}
+
 static void test_example_sample_check__index_allocation_failures(void **state)
 {
     uint8_t x[6] = {1, 2, 3, 4, 5, 6}, y[2] = {1, 2};
     mf_dataset ds = make_set(x, y, 2, 3);
-    struct talloc ta;
-    struct mf_ctx fctx;
-    mf_label_index *ix;
-    long n;
+    struct mf_kit_alloc ta;
 
     (void)state;
-    for (n = 0;; n++) {
-        talloc_init(&ta);
-        ta.fail_at = n;
-        mf_ctx__init(&fctx, &ta.a, NULL, NULL, "test");
-        ix = (mf_label_index *)&ta; /* must be reset to NULL on failure */
-        if (mf_label_index_new(&ix, &fctx, &ds) == MF_OK)
-            break;
-        assert_null(ix);
-        assert_non_null(strstr(mf_ctx__errmsg(&fctx), "no memory"));
-    }
-    assert_int_equal(n, 3); /* the handle and its two arrays */
-    mf_label_index_free(ix);
+    (void)mf_kit_alloc_init(&ta, -1, MF_KIT_ALLOC_FAIL_ONE);
+    /* the handle and its two arrays */
+    assert_int_equal(mf_kit_alloc_each_failure(&ta, 100, index_with_failure, &ds), 3);
 }
 
 static void test_example_sample_check__tally(void **state)

@@ -6,7 +6,7 @@
  * leaf or the signer is refused. Envelopes are edited as JSON (cJSON) so each case changes
  * exactly one thing.
  */
-#include "manifest_testutil.h"
+#include "manifest_fixture.h"
 #include "manifest_common.h"
 #include "mf_base64.h"
 #include "mf_hex.h"

@@ -5,8 +5,9 @@
  * coreutils only). CLI tests are skipped when no `openssl` binary is on PATH; the golden
  * vectors always run.
  */
-#include "manifest_testutil.h"
+#include "manifest_fixture.h"
 #include "manifest_common.h"
+#include "kit_fs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,17 +26,15 @@ static int setup(void **state)
     /* The source path locates tests/data without a build-time definition. */
     (void)snprintf(golden_dir, sizeof(golden_dir), "%.*s/../data/manifest",
                    slash ? (int)(slash - __FILE__) : 1, slash ? __FILE__ : ".");
-    (void)snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/mf_manifest_XXXXXX");
-    return mkdtemp(tmp_dir) ? 0 : -1;
+    mf_kit_fs_mkdtemp(tmp_dir, sizeof(tmp_dir), "mf_manifest");
+    return 0;
 }
 
 static int teardown(void **state)
 {
-    char cmd[128];
-
     (void)state;
-    (void)snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    mf_kit_fs_rmtree(tmp_dir);
+    return 0;
 }
 
 static int have_openssl(void)

@@ -5,6 +5,7 @@
  */
 #include "mf_test.h"
 #include "mfctl.h"
+#include "kit_fs.h"
 
 #include <mbedtls/sha256.h>
 #include <stdio.h>
@@ -19,17 +20,15 @@ static char dir[64];
 static int setup(void **state)
 {
     (void)state;
-    (void)snprintf(dir, sizeof(dir), "/tmp/mf_keys_XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    mf_kit_fs_mkdtemp(dir, sizeof(dir), "mf_keys");
+    return 0;
 }
 
 static int teardown(void **state)
 {
-    char cmd[128];
-
     (void)state;
-    (void)snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    mf_kit_fs_rmtree(dir);
+    return 0;
 }
 
 static const char *path(const char *name)

@@ -4,7 +4,8 @@
  * rule, each checking the mf_err and the mf_trust_reason so a row fails if its rule is
  * removed. Also: root rotation, keys updates, saved state, and allocation failure at every N.
  */
-#include "manifest_testutil.h"
+#include "manifest_fixture.h"
+#include "kit_alloc.h"
 #include "manifest_common.h"
 
 #include <cjson/cJSON.h>
@@ -1022,38 +1023,8 @@ static void test_manifest_trust__state_format_2_fields_checked(void **state)
 
 /* ---- allocation failure at every N ------------------------------------------------------ */
 
-/* One counter for our allocator and cJSON's global hooks, so both fail in turn. */
-static struct {
-    long calls;
-    long fail_at; /* -1: never */
-    int failed;
-} fault;
-
-static void *fault_malloc(size_t n)
-{
-    if (fault.fail_at >= 0 && fault.calls++ >= fault.fail_at) {
-        fault.failed = 1;
-        return NULL;
-    }
-    return test_malloc(n);
-}
-
-static void fault_free(void *p)
-{
-    test_free(p);
-}
-
-static void *fault_alloc(void *payload, size_t n)
-{
-    (void)payload;
-    return fault_malloc(n);
-}
-
-static void fault_release(void *payload, void *p)
-{
-    (void)payload;
-    fault_free(p);
-}
+/* One allocator for ours and cJSON's global hooks, so both fail in turn. */
+static struct mf_kit_alloc fault;
 
 struct fault_inputs {
     uint8_t *root, *keys, *rel, *asg, *state;
@@ -1063,7 +1034,7 @@ struct fault_inputs {
 /* The whole device flow; returns the first error. */
 static int device_flow(const struct fault_inputs *in)
 {
-    const mf_allocator a = {fault_alloc, fault_release, NULL};
+    const mf_allocator a = fault.a;
     mf_manifest_assignment *asg = NULL;
     mf_trust *t = NULL, *u = NULL;
     uint8_t buf[4096];
@@ -1104,18 +1075,18 @@ static int device_flow(const struct fault_inputs *in)
  * be a clean error (cmocka's test_malloc reports leaks). Returns the number of allocations. */
 static long fail_every_n(const struct fault_inputs *in)
 {
-    cJSON_Hooks hooks = {fault_malloc, fault_free};
+    cJSON_Hooks hooks = {mf_kit_alloc_global_malloc, mf_kit_alloc_global_free};
     long n;
 
+    (void)mf_kit_alloc_init(&fault, -1, MF_KIT_ALLOC_FAIL_FROM);
+    mf_kit_alloc_global(&fault);
     cJSON_InitHooks(&hooks);
     for (n = 0;; n++) {
         int rc;
 
-        fault.calls = 0;
-        fault.fail_at = n;
-        fault.failed = 0;
+        mf_kit_alloc_rearm(&fault, n);
         rc = device_flow(in);
-        if (!fault.failed) {
+        if (fault.refused == 0) {
             assert_int_equal(rc, MF_OK);
             break;
         }
@@ -1124,6 +1095,7 @@ static long fail_every_n(const struct fault_inputs *in)
             fail_msg("allocation %ld failed: rc %d", n, rc);
     }
     cJSON_InitHooks(NULL);
+    mf_kit_alloc_global(NULL);
     return n;
 }
 
@@ -1176,53 +1148,16 @@ static void test_manifest_trust__alloc_failure_every_n(void **state)
 
 /* ---- bounded memory -------------------------------------------------------------------- */
 
-static struct {
-    size_t live, peak;
-} heap;
-
-struct heap_hdr {
-    size_t n;
-    size_t pad; /* keeps the payload 16-byte aligned */
-};
-
-static void *heap_malloc(size_t n)
-{
-    struct heap_hdr *h = test_malloc(sizeof(*h) + n);
-
-    h->n = n;
-    heap.live += n;
-    if (heap.live > heap.peak)
-        heap.peak = heap.live;
-    return h + 1;
-}
-
-static void heap_free(void *p)
-{
-    struct heap_hdr *h = (struct heap_hdr *)p - 1;
-
-    heap.live -= h->n;
-    test_free(h);
-}
-
-static void *heap_alloc(void *payload, size_t n)
-{
-    (void)payload;
-    return heap_malloc(n);
-}
-
-static void heap_release(void *payload, void *p)
-{
-    (void)payload;
-    heap_free(p);
-}
+/* Ours and cJSON's global hooks on one allocator, which keeps the peak. */
+static struct mf_kit_alloc heap;
 
 static void test_manifest_trust__peak_heap_bounded(void **state)
 {
     /* Everything verify_release allocates (ours and cJSON's) stays under 3x the envelope
      * plus the release block: the envelope tree is dropped before the payload is parsed. */
     static uint8_t chunks[2048][32];
-    const mf_allocator a = {heap_alloc, heap_release, NULL};
-    cJSON_Hooks hooks = {heap_malloc, heap_free};
+    const mf_allocator a = mf_kit_alloc_init(&heap, -1, MF_KIT_ALLOC_FAIL_ONE);
+    cJSON_Hooks hooks = {mf_kit_alloc_global_malloc, mf_kit_alloc_global_free};
     mf_manifest_release_spec spec;
     mf_manifest_release *r = NULL;
     mf_trust *t = fx_trust(&fx, &a);
@@ -1235,11 +1170,13 @@ static void test_manifest_trust__peak_heap_bounded(void **state)
     spec.chunks = (const uint8_t(*)[32])chunks;
     spec.size = (uint64_t)2048 * spec.chunk_size;
     env = fx_release(&len, &fx, &spec, BY(K_REL0));
+    mf_kit_alloc_global(&heap);
     cJSON_InitHooks(&hooks);
     base = heap.live;
     heap.peak = heap.live;
     assert_int_equal(mf_trust_verify_release(&r, t, env, len, FX_NOW), MF_OK);
     cJSON_InitHooks(NULL);
+    mf_kit_alloc_global(NULL);
     assert_true(heap.peak - base < 3 * len);
     assert_true(heap.peak - base > len); /* the measurement sees the parse at all */
     mf_manifest_release_free(r);

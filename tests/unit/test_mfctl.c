@@ -4,55 +4,16 @@
  * against a one-request fake server on 127.0.0.1 (ephemeral port, one thread).
  */
 #include "mf_test.h"
-#include "mfctl.h"
+#include "mfctl_fixture.h"
 
-#include <arpa/inet.h>
+#include "kit_fs.h"
+#include "kit_http.h"
+
 #include <mbedtls/sha256.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
-
-/* ---- running mfctl with captured output ---- */
-
-struct run {
-    int rc;
-    char *out;
-    char *err;
-    size_t out_len, err_len;
-};
-
-static void run_mfctl(struct run *r, int argc, const char **argv_in)
-{
-    char *argv[16];
-    FILE *out, *err;
-
-    assert_true(argc < 16);
-    for (int i = 0; i < argc; i++)
-        argv[i] = (char *)argv_in[i]; /* mfctl reorders positional args in place */
-    argv[argc] = NULL;
-    out = open_memstream(&r->out, &r->out_len);
-    err = open_memstream(&r->err, &r->err_len);
-    r->rc = mfctl__main(argc, argv, out, err);
-    (void)fclose(out);
-    (void)fclose(err);
-}
-
-static void run_free(struct run *r)
-{
-    free(r->out); /* open_memstream memory comes from libc */
-    free(r->err);
-}
-
-#define RUN(r, ...)                                                                                \
-    do {                                                                                           \
-        const char *args_[] = {"mfctl", __VA_ARGS__};                                              \
-        run_mfctl((r), (int)(sizeof(args_) / sizeof(args_[0])), args_);                            \
-    } while (0)
 
 static int setup_env(void **state)
 {
@@ -64,95 +25,65 @@ static int setup_env(void **state)
 
 static void test_mfctl__global_help_lists_every_command(void **state)
 {
-    struct run r;
+    struct mfctl_run r;
 
     (void)state;
-    RUN(&r, "--help");
+    MFCTL_RUN(&r, "--help");
     assert_int_equal(r.rc, 0);
     assert_non_null(strstr(r.out, "publish"));
     assert_non_null(strstr(r.out, "models"));
     assert_non_null(strstr(r.out, "devices"));
     assert_non_null(strstr(r.out, "MF_SERVER"));
-    run_free(&r);
+    mfctl_run_free(&r);
 }
 
 static void test_mfctl__usage_errors_exit_2(void **state)
 {
-    struct run r;
-
     (void)state;
-    RUN(&r, "frobnicate");
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "unknown command \"frobnicate\""));
-    run_free(&r);
-    RUN(&r, "--bogus", "models");
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "\"--bogus\""));
-    run_free(&r);
-    RUN(&r, "--server");
-    assert_int_equal(r.rc, 2);
-    run_free(&r);
-    RUN(&r, "--server", "http://x");
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "no command"));
-    run_free(&r);
-    RUN(&r, "publish", "detector", "v1");
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "expected NAME VERSION FILE"));
-    run_free(&r);
-    RUN(&r, "publish", "../etc", "v1", "/dev/null");
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "\"../etc\""));
-    run_free(&r);
-    RUN(&r, "models", "--verbose");
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "unknown option \"--verbose\""));
-    run_free(&r);
-    RUN(&r, "devices", "extra");
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "unexpected argument \"extra\""));
-    run_free(&r);
+    MFCTL_EXPECT(2, "unknown command \"frobnicate\"", "frobnicate");
+    MFCTL_EXPECT(2, "\"--bogus\"", "--bogus", "models");
+    MFCTL_EXPECT(2, NULL, "--server");
+    MFCTL_EXPECT(2, "no command", "--server", "http://x");
+    MFCTL_EXPECT(2, "expected NAME VERSION FILE", "publish", "detector", "v1");
+    MFCTL_EXPECT(2, "\"../etc\"", "publish", "../etc", "v1", "/dev/null");
+    MFCTL_EXPECT(2, "unknown option \"--verbose\"", "models", "--verbose");
+    MFCTL_EXPECT(2, "unexpected argument \"extra\"", "devices", "extra");
+}
+
+/* `mfctl CMD --help` exits 0 with the usage on stdout (naming CMD when `names_it`). */
+static void expect_help(const char *const *cmds, size_t n, int names_it)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct mfctl_run r;
+
+        MFCTL_RUN(&r, cmds[i], "--help");
+        assert_int_equal(r.rc, 0);
+        assert_non_null(strstr(r.out, "usage: mfctl"));
+        if (names_it)
+            assert_non_null(strstr(r.out, cmds[i]));
+        mfctl_run_free(&r);
+    }
 }
 
 static void test_mfctl__command_help(void **state)
 {
     static const char *const cmds[] = {"publish", "upload", "release",
                                        "trust",   "models", "devices"};
-    struct run r;
 
     (void)state;
-    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-        RUN(&r, cmds[i], "--help");
-        assert_int_equal(r.rc, 0);
-        assert_non_null(strstr(r.out, "usage: mfctl"));
-        assert_non_null(strstr(r.out, cmds[i]));
-        run_free(&r);
-    }
+    expect_help(cmds, MF_TEST_COUNT(cmds), 1);
 }
 
 static void test_mfctl__server_and_token_are_required(void **state)
 {
-    struct run r;
-
     (void)state;
-    RUN(&r, "models");
-    assert_int_equal(r.rc, 1);
-    assert_non_null(strstr(r.err, "no server"));
-    run_free(&r);
+    MFCTL_EXPECT(1, "no server", "models");
     /* The environment supplies the server; the token is still missing. */
     assert_int_equal(setenv("MF_SERVER", "http://127.0.0.1:1", 1), 0);
-    RUN(&r, "models");
-    assert_int_equal(r.rc, 1);
-    assert_non_null(strstr(r.err, "no admin token"));
-    run_free(&r);
-    RUN(&r, "--token-file", "/nonexistent/token", "devices");
-    assert_int_equal(r.rc, 1);
-    assert_non_null(strstr(r.err, "/nonexistent/token"));
-    run_free(&r);
-    RUN(&r, "publish", "m", "v1", "/nonexistent/model.bin", "--release-key", "/nonexistent/k");
-    assert_int_equal(r.rc, 1);
-    assert_non_null(strstr(r.err, "/nonexistent/model.bin"));
-    run_free(&r);
+    MFCTL_EXPECT(1, "no admin token", "models");
+    MFCTL_EXPECT(1, "/nonexistent/token", "--token-file", "/nonexistent/token", "devices");
+    MFCTL_EXPECT(1, "/nonexistent/model.bin", "publish", "m", "v1", "/nonexistent/model.bin",
+                 "--release-key", "/nonexistent/k");
 }
 
 static void test_mfctl__tables(void **state)
@@ -197,89 +128,15 @@ static void test_mfctl__tables(void **state)
 
 /* ---- a fake server answering one request with a canned response ---- */
 
-struct one_shot {
-    int fd;
-    pthread_t thread;
-    const char *reply; /* full HTTP response */
-    char head[4096];
-    char *body; /* malloc'd */
-    size_t body_len;
-};
-
-static void *one_shot_main(void *arg)
+/* Starts `s` answering its first request with the HTTP response `raw`; `url` gets its
+ * address. The request is read back with mf_kit_http_request(s, 0). */
+static void serve_once(struct mf_kit_http *s, const char *raw, char *url, size_t cap)
 {
-    struct one_shot *s = arg;
-    struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
-    size_t len = 0, need = 0, have;
-    char *end = NULL;
-    int fd;
+    struct mf_kit_http_reply r = {.raw = raw};
 
-    if (poll(&pfd, 1, 10000) <= 0)
-        return NULL;
-    fd = accept(s->fd, NULL, NULL);
-    if (fd < 0)
-        return NULL;
-    while (!end && len < sizeof(s->head) - 1) {
-        ssize_t r = recv(fd, s->head + len, sizeof(s->head) - 1 - len, 0);
-
-        if (r <= 0)
-            break;
-        len += (size_t)r;
-        s->head[len] = '\0';
-        end = strstr(s->head, "\r\n\r\n");
-    }
-    if (end) {
-        const char *cl = strstr(s->head, "Content-Length: ");
-
-        need = cl ? strtoull(cl + 16, NULL, 10) : 0;
-        have = len - (size_t)(end + 4 - s->head);
-        s->body = malloc(need + 1);
-        memcpy(s->body, end + 4, have);
-        while (have < need) {
-            ssize_t r = recv(fd, s->body + have, need - have, 0);
-
-            if (r <= 0)
-                break;
-            have += (size_t)r;
-        }
-        s->body_len = have;
-        end[2] = '\0'; /* keep the head only */
-    }
-    (void)send(fd, s->reply, strlen(s->reply), MSG_NOSIGNAL);
-    (void)close(fd);
-    return NULL;
-}
-
-static int one_shot_start(struct one_shot *s, const char *reply)
-{
-    struct sockaddr_in addr = {.sin_family = AF_INET};
-    socklen_t alen = sizeof(addr);
-
-    memset(s, 0, sizeof(*s));
-    s->reply = reply;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    s->fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(s->fd >= 0);
-    assert_int_equal(bind(s->fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
-    assert_int_equal(listen(s->fd, 4), 0);
-    assert_int_equal(getsockname(s->fd, (struct sockaddr *)&addr, &alen), 0);
-    assert_int_equal(pthread_create(&s->thread, NULL, one_shot_main, s), 0);
-    return ntohs(addr.sin_port);
-}
-
-static void one_shot_join(struct one_shot *s)
-{
-    pthread_join(s->thread, NULL);
-    (void)close(s->fd);
-}
-
-static void write_file(const char *path, const void *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, len, f), len);
-    (void)fclose(f);
+    mf_kit_http_start(s, NULL, NULL);
+    mf_kit_http_script(s, &r);
+    (void)snprintf(url, cap, "%s", s->url);
 }
 
 static void test_mfctl__upload_streams_file_with_sha256(void **state)
@@ -289,39 +146,39 @@ static void test_mfctl__upload_streams_file_with_sha256(void **state)
     char tok[] = "/tmp/mfctl-tok-XXXXXX", model[] = "/tmp/mfctl-model-XXXXXX";
     char url[64], sha_hex[65], expect[128];
     static uint8_t data[200000]; /* several upload chunks */
-    struct one_shot s;
+    const struct mf_kit_http_request *q;
+    struct mf_kit_http s;
     uint8_t d[32];
-    struct run r;
-    int port;
+    struct mfctl_run r;
 
     (void)state;
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (uint8_t)(i * 7 + (i >> 9));
     (void)close(mkstemp(tok));
     (void)close(mkstemp(model));
-    write_file(tok, "mfa_secret\n", 11);
-    write_file(model, data, sizeof(data));
+    mf_kit_fs_write(tok, "mfa_secret\n", 11);
+    mf_kit_fs_write(model, data, sizeof(data));
     mbedtls_sha256_ret(data, sizeof(data), d, 0);
     for (int i = 0; i < 32; i++)
         (void)snprintf(sha_hex + 2 * i, 3, "%02x", d[i]);
-    port = one_shot_start(&s, reply);
-    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d/", port);
-    RUN(&r, "--server", url, "--token-file", tok, "upload", "detector", "v7", model);
-    one_shot_join(&s);
+    serve_once(&s, reply, url, sizeof(url));
+    (void)snprintf(url + strlen(url), sizeof(url) - strlen(url), "/"); /* a trailing slash too */
+    MFCTL_RUN(&r, "--server", url, "--token-file", tok, "upload", "detector", "v7", model);
+    q = mf_kit_http_request(&s, 0);
     if (r.rc != 0)
         print_error("%s", r.err);
     assert_int_equal(r.rc, 0);
     assert_non_null(strstr(r.out, "uploaded detector v7"));
     assert_non_null(strstr(r.out, "staged until released"));
     assert_non_null(strstr(r.out, sha_hex));
-    assert_non_null(strstr(s.head, "PUT /v1/admin/models/detector/versions/v7 HTTP/1.1"));
-    assert_non_null(strstr(s.head, "Authorization: Bearer mfa_secret\r\n"));
+    assert_non_null(strstr(q->head, "PUT /v1/admin/models/detector/versions/v7 HTTP/1.1"));
+    assert_non_null(strstr(q->head, "Authorization: Bearer mfa_secret\r\n"));
     (void)snprintf(expect, sizeof(expect), "X-MF-Sha256: %s\r\n", sha_hex);
-    assert_non_null(strstr(s.head, expect));
-    assert_int_equal(s.body_len, sizeof(data));
-    assert_memory_equal(s.body, data, sizeof(data));
-    free(s.body);
-    run_free(&r);
+    assert_non_null(strstr(q->head, expect));
+    assert_int_equal(q->body_len, sizeof(data));
+    assert_memory_equal(q->body, data, sizeof(data));
+    mf_kit_http_stop(&s);
+    mfctl_run_free(&r);
     (void)unlink(tok);
     (void)unlink(model);
 }
@@ -335,39 +192,33 @@ static void test_mfctl__publish_conflict_is_reported(void **state)
     char tok[] = "/tmp/mfctl-tok-XXXXXX", model[] = "/tmp/mfctl-model-XXXXXX";
     char key[] = "/tmp/mfctl-key-XXXXXX";
     char url[64];
-    struct one_shot s;
-    struct run r;
-    int port;
+    struct mf_kit_http s;
+    struct mfctl_run r;
 
     (void)state;
     (void)close(mkstemp(tok));
     (void)close(mkstemp(model));
     (void)close(mkstemp(key));
     (void)unlink(key); /* keys gen never overwrites */
-    write_file(tok, "mfa_secret", 10);
-    write_file(model, "abc", 3);
-    RUN(&r, "keys", "gen", key);
-    assert_int_equal(r.rc, 0);
-    run_free(&r);
-    port = one_shot_start(&s, reply);
-    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+    mf_kit_fs_write(tok, "mfa_secret", 10);
+    mf_kit_fs_write(model, "abc", 3);
+    MFCTL_EXPECT(0, NULL, "keys", "gen", key);
+    serve_once(&s, reply, url, sizeof(url));
     assert_int_equal(setenv("MF_SERVER", url, 1), 0);
     assert_int_equal(setenv("MF_TOKEN_FILE", tok, 1), 0);
     /* Unsigned publishing does not exist: no request is even made. */
-    RUN(&r, "publish", "detector", "v7", model);
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "--release-key is required"));
-    run_free(&r);
+    MFCTL_EXPECT(2, "--release-key is required", "publish", "detector", "v7", model);
     /* Signed locally first (--sequence: no question to the server), then the upload, whose
      * 409 is reported. */
-    RUN(&r, "publish", "detector", "v7", model, "--release-key", key, "--sequence", "3");
-    one_shot_join(&s);
+    MFCTL_RUN(&r, "publish", "detector", "v7", model, "--release-key", key, "--sequence", "3");
     assert_int_equal(r.rc, 1);
     assert_non_null(strstr(r.err, "HTTP 409"));
     assert_non_null(strstr(r.err, "exists with other bytes"));
-    assert_non_null(strstr(s.head, "PUT /v1/admin/models/detector/versions/v7 HTTP/1.1"));
-    free(s.body);
-    run_free(&r);
+    assert_int_equal(mf_kit_http_requests(&s), 1);
+    assert_non_null(strstr(mf_kit_http_request(&s, 0)->head,
+                           "PUT /v1/admin/models/detector/versions/v7 HTTP/1.1"));
+    mf_kit_http_stop(&s);
+    mfctl_run_free(&r);
     (void)unlink(tok);
     (void)unlink(model);
     (void)unlink(key);
@@ -382,28 +233,25 @@ static void test_mfctl__models_table_and_json(void **state)
         "\"size\":1,\"created_at\":0}]}]}";
     char tok[] = "/tmp/mfctl-tok-XXXXXX";
     char url[64];
-    struct one_shot s;
-    struct run r;
-    int port;
+    struct mf_kit_http s;
+    struct mfctl_run r;
 
     (void)state;
     assert_int_equal(strlen(strstr(reply, "\r\n\r\n") + 4), 100);
     (void)close(mkstemp(tok));
-    write_file(tok, "mfa_x", 5);
+    mf_kit_fs_write(tok, "mfa_x", 5);
     for (int json = 0; json < 2; json++) {
-        port = one_shot_start(&s, reply);
-        (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+        serve_once(&s, reply, url, sizeof(url));
         if (json)
-            RUN(&r, "--server", url, "--token-file", tok, "models", "--json");
+            MFCTL_RUN(&r, "--server", url, "--token-file", tok, "models", "--json");
         else
-            RUN(&r, "--server", url, "--token-file", tok, "models");
-        one_shot_join(&s);
+            MFCTL_RUN(&r, "--server", url, "--token-file", tok, "models");
         assert_int_equal(r.rc, 0);
-        assert_non_null(strstr(s.head, "GET /v1/admin/models HTTP/1.1"));
+        assert_non_null(strstr(mf_kit_http_request(&s, 0)->head, "GET /v1/admin/models HTTP/1.1"));
         assert_non_null(strstr(r.out, json ? "{\"models\":[" : "MODEL"));
         assert_non_null(strstr(r.out, "detector"));
-        free(s.body);
-        run_free(&r);
+        mf_kit_http_stop(&s);
+        mfctl_run_free(&r);
     }
     (void)unlink(tok);
 }
@@ -448,43 +296,18 @@ static void test_mfctl__fleet_usage_errors(void **state)
 {
     static const char *const cmds[] = {"device", "groups",   "pins", "rollback",
                                        "tokens", "versions", "blobs"};
-    struct run r;
 
     (void)state;
-    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-        RUN(&r, cmds[i], "--help");
-        assert_int_equal(r.rc, 0);
-        assert_non_null(strstr(r.out, "usage: mfctl"));
-        run_free(&r);
-    }
-    RUN(&r, "pins", "set", "device", "cam-1");
-    assert_int_equal(r.rc, 2);
-    run_free(&r);
-    RUN(&r, "pins", "set", "device", "../x", "det", "v1");
-    assert_int_equal(r.rc, 2);
-    assert_non_null(strstr(r.err, "\"../x\""));
-    run_free(&r);
-    RUN(&r, "device", "groups", "cam-1", "a,,b");
-    assert_int_equal(r.rc, 2);
-    run_free(&r);
-    RUN(&r, "device", "reboot", "cam-1");
-    assert_int_equal(r.rc, 2);
-    run_free(&r);
-    RUN(&r, "tokens", "create", "ops");
-    assert_int_equal(r.rc, 2);
-    run_free(&r);
-    RUN(&r, "rollback", "start", "det");
-    assert_int_equal(r.rc, 2);
-    run_free(&r);
-    RUN(&r, "versions");
-    assert_int_equal(r.rc, 2);
-    run_free(&r);
-    RUN(&r, "blobs");
-    assert_int_equal(r.rc, 2);
-    run_free(&r);
-    RUN(&r, "blobs", "sweep", "--force");
-    assert_int_equal(r.rc, 2);
-    run_free(&r);
+    expect_help(cmds, MF_TEST_COUNT(cmds), 0);
+    MFCTL_EXPECT(2, NULL, "pins", "set", "device", "cam-1");
+    MFCTL_EXPECT(2, "\"../x\"", "pins", "set", "device", "../x", "det", "v1");
+    MFCTL_EXPECT(2, NULL, "device", "groups", "cam-1", "a,,b");
+    MFCTL_EXPECT(2, NULL, "device", "reboot", "cam-1");
+    MFCTL_EXPECT(2, NULL, "tokens", "create", "ops");
+    MFCTL_EXPECT(2, NULL, "rollback", "start", "det");
+    MFCTL_EXPECT(2, NULL, "versions");
+    MFCTL_EXPECT(2, NULL, "blobs");
+    MFCTL_EXPECT(2, NULL, "blobs", "sweep", "--force");
 }
 
 /* Each fleet command sends the request of docs/openapi.yaml. */
@@ -563,29 +386,30 @@ static void test_mfctl__fleet_requests(void **state)
     assert_int_equal(strlen(strstr(swept_dry, "\r\n\r\n") + 4), 101);
     assert_int_equal(strlen(strstr(swept, "\r\n\r\n") + 4), 97);
     (void)close(mkstemp(tok));
-    write_file(tok, "mfa_x", 5);
+    mf_kit_fs_write(tok, "mfa_x", 5);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *argv[12] = {"mfctl", "--server", url, "--token-file", tok};
-        struct one_shot s;
-        struct run r;
-        int argc = 5, port = one_shot_start(&s, cases[i].reply);
+        const struct mf_kit_http_request *q;
+        struct mf_kit_http s;
+        struct mfctl_run r;
+        int argc = 5;
 
-        (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+        serve_once(&s, cases[i].reply, url, sizeof(url));
         for (int k = 0; k < 6 && cases[i].args[k]; k++)
             argv[argc++] = cases[i].args[k];
-        run_mfctl(&r, argc, argv);
-        one_shot_join(&s);
+        mfctl_run(&r, argc, argv);
         if (r.rc != 0)
             fail_msg("mfctl %s: rc %d: %s", cases[i].args[0], r.rc, r.err);
-        if (!strstr(s.head, cases[i].head))
-            fail_msg("mfctl %s: sent %s", cases[i].args[0], s.head);
+        q = mf_kit_http_request(&s, 0);
+        if (!strstr(q->head, cases[i].head))
+            fail_msg("mfctl %s: sent %s", cases[i].args[0], q->head);
         if (cases[i].body) {
-            assert_int_equal(s.body_len, strlen(cases[i].body));
-            assert_memory_equal(s.body, cases[i].body, s.body_len);
+            assert_int_equal(q->body_len, strlen(cases[i].body));
+            assert_memory_equal(q->body, cases[i].body, q->body_len);
         }
         assert_non_null(strstr(r.out, cases[i].out));
-        free(s.body);
-        run_free(&r);
+        mf_kit_http_stop(&s);
+        mfctl_run_free(&r);
     }
     (void)unlink(tok);
 }

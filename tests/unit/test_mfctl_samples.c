@@ -9,20 +9,17 @@
  */
 #include "mf_test.h"
 #include "cmd_samples.h"
+#include "mfctl_fixture.h"
 #include "mf_hex.h"
 #include "mf_sha256.h"
 
-#include <arpa/inet.h>
+#include "kit_fs.h"
+#include "kit_http.h"
+
 #include <math.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* np.save(f, np.zeros((3, 10), '<f4')) and np.zeros((7,), '<i8'): the first 128 bytes. */
 static const char numpy_f4_3x10[] = "\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': "
@@ -63,26 +60,22 @@ static void test_mfctl_samples__npy_header_is_numpys(void **state)
 
 static char g_dir[64];
 
+/* At most `cap` bytes of the scratch dir's `name` into `out`; the file must exist. */
 static void slurp(uint8_t *out, size_t cap, size_t *len, const char *name)
 {
-    char path[128];
-    FILE *f;
+    uint8_t *all = mf_kit_fs_slurp(g_dir, name, len);
 
-    (void)snprintf(path, sizeof(path), "%s/%s", g_dir, name);
-    f = fopen(path, "rb");
-    if (!f)
-        fail_msg("%s missing", path);
-    *len = fread(out, 1, cap, f);
-    (void)fclose(f);
+    if (!all)
+        fail_msg("%s/%s missing", g_dir, name);
+    if (*len > cap)
+        *len = cap;
+    memcpy(out, all, *len);
+    test_free(all);
 }
 
 static int exists(const char *name)
 {
-    char path[128];
-    struct stat st;
-
-    (void)snprintf(path, sizeof(path), "%s/%s", g_dir, name);
-    return stat(path, &st) == 0;
+    return mf_kit_fs_exists(g_dir, name);
 }
 
 static void test_mfctl_samples__npy_writer(void **state)
@@ -124,22 +117,15 @@ static void test_mfctl_samples__npy_writer(void **state)
 
 /* ---- running mfctl ---- */
 
-static int run(char **err_text, int argc, const char *const *argv_in)
+/* Runs mfctl; `*err_text` is its stderr, valid until the next run. */
+static int run(char **err_text, int argc, const char *const *argv)
 {
-    static char errbuf[8192];
-    char *argv[16];
-    FILE *out = fopen("/dev/null", "w"), *err = fmemopen(errbuf, sizeof(errbuf) - 1, "w");
-    int rc;
+    static struct mfctl_run r;
 
-    assert_true(argc < 16);
-    for (int i = 0; i <= argc; i++)
-        argv[i] = (char *)argv_in[i]; /* mfctl reorders positional arguments in place */
-    memset(errbuf, 0, sizeof(errbuf));
-    rc = mfctl__main(argc, argv, out, err);
-    (void)fclose(out);
-    (void)fclose(err);
-    *err_text = errbuf;
-    return rc;
+    mfctl_run_free(&r);
+    mfctl_run(&r, argc, argv);
+    *err_text = r.err;
+    return r.rc;
 }
 
 static void test_mfctl_samples__usage_errors(void **state)
@@ -175,69 +161,15 @@ static void test_mfctl_samples__usage_errors(void **state)
 
 /* ---- a fake server serving canned answers, one per connection ---- */
 
-struct fake {
-    int fd, port, stop, n_req;
-    pthread_t thread;
-    const char *answers[4];
-    char requests[4][512];
-};
-
-static void *serve(void *arg)
+/* `s` answers its requests with the JSON bodies `answers` (NULL-terminated), in order. */
+static void serve_pages(struct mf_kit_http *s, const char *const *answers)
 {
-    struct fake *s = arg;
-    char buf[4096];
+    mf_kit_http_start(s, NULL, NULL);
+    for (int i = 0; answers[i]; i++) {
+        struct mf_kit_http_reply r = {.status = 200, .body = answers[i]};
 
-    while (!s->stop && s->n_req < 4 && s->answers[s->n_req]) {
-        struct pollfd p = {.fd = s->fd, .events = POLLIN};
-        char head[160];
-        size_t len = 0;
-        int c;
-
-        if (poll(&p, 1, 20) <= 0)
-            continue;
-        c = accept(s->fd, NULL, NULL);
-        buf[0] = '\0';
-        while (c >= 0 && len + 1 < sizeof(buf) && !strstr(buf, "\r\n\r\n")) {
-            ssize_t r = recv(c, buf + len, sizeof(buf) - 1 - len, 0);
-
-            if (r <= 0)
-                break;
-            len += (size_t)r;
-            buf[len] = '\0';
-        }
-        (void)snprintf(s->requests[s->n_req], sizeof(s->requests[0]), "%.*s",
-                       (int)strcspn(buf, "\r"), buf);
-        (void)snprintf(head, sizeof(head),
-                       "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                       "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-                       strlen(s->answers[s->n_req]));
-        (void)send(c, head, strlen(head), MSG_NOSIGNAL);
-        (void)send(c, s->answers[s->n_req], strlen(s->answers[s->n_req]), MSG_NOSIGNAL);
-        s->n_req++;
-        (void)close(c);
+        mf_kit_http_script(s, &r);
     }
-    return NULL;
-}
-
-static void fake_start(struct fake *s)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t alen = sizeof(a);
-
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    s->fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_int_equal(bind(s->fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(listen(s->fd, 4), 0);
-    assert_int_equal(getsockname(s->fd, (struct sockaddr *)&a, &alen), 0);
-    s->port = ntohs(a.sin_port);
-    assert_int_equal(pthread_create(&s->thread, NULL, serve, s), 0);
-}
-
-static void fake_stop(struct fake *s)
-{
-    s->stop = 1;
-    pthread_join(s->thread, NULL);
-    (void)close(s->fd);
 }
 
 /* One sample of the export route; `b64` decodes to `raw` (n bytes), teacher NULL: none. */
@@ -261,50 +193,50 @@ static void sample(char *out, size_t cap, int seq, const char *b64, const char *
                    teacher ? "0.9" : "null", teacher ? ",\"labelled_at\":1764500002" : "");
 }
 
-static int export_against(struct fake *f, char **err)
+/* The admin token file of these runs, in the scratch dir; `tok` gets its path. */
+static void write_token(char *tok, size_t cap)
+{
+    (void)snprintf(tok, cap, "%s/token", g_dir);
+    mf_kit_fs_write(tok, "mfa_test\n", 9);
+}
+
+static int export_against(struct mf_kit_http *f, char **err)
 {
     char url[64], tok[128], out[96];
     const char *argv[] = {"mfctl",  "--server", url,      "--token-file", tok,    "samples",
                           "export", "--model",  "digits", "--kind",       "hard", "--since",
                           "100",    out,        NULL};
-    FILE *t;
 
-    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d", f->port);
-    (void)snprintf(tok, sizeof(tok), "%s/token", g_dir);
+    (void)snprintf(url, sizeof(url), "%s", f->url);
+    write_token(tok, sizeof(tok));
     (void)snprintf(out, sizeof(out), "%s/export", g_dir);
-    t = fopen(tok, "w");
-    assert_non_null(t);
-    fputs("mfa_test\n", t);
-    fclose(t);
     return run(err, 14, argv);
 }
 
 static void test_mfctl_samples__export_pages_ragged_unlabelled(void **state)
 {
     char s1[1024], s2[1024], s3[1024], p1[4096], p2[2048], *err;
-    struct fake f;
+    struct mf_kit_http f;
     uint8_t buf[4096];
     int64_t offs[4];
     float t[9];
     size_t len;
 
     (void)state;
-    memset(&f, 0, sizeof(f));
     sample(s1, sizeof(s1), 3, "AAEC", "\x00\x01\x02", 3, "[0.1,0.8,0.1]", NULL);
     sample(s2, sizeof(s2), 7, "aGVsbG8=", "hello", 5, NULL, NULL);
     sample(s3, sizeof(s3), 9, "/+8=", "\xff\xef", 2, "[0.2,0.2,0.6]", NULL);
     (void)snprintf(p1, sizeof(p1), "{\"samples\":[%s,%s],\"next\":7}", s1, s2);
     (void)snprintf(p2, sizeof(p2), "{\"samples\":[%s],\"next\":0}", s3);
-    f.answers[0] = p1;
-    f.answers[1] = p2;
-    fake_start(&f);
+    serve_pages(&f, (const char *const[]){p1, p2, NULL});
     if (export_against(&f, &err) != 0)
         fail_msg("export failed: %s", err);
-    fake_stop(&f);
-    assert_int_equal(f.n_req, 2);
-    assert_non_null(strstr(f.requests[0], "GET /v1/admin/samples?model=digits&limit=500&after=0"
-                                          "&kind=hard&since=100 "));
-    assert_non_null(strstr(f.requests[1], "&after=7&"));
+    assert_int_equal(mf_kit_http_requests(&f), 2);
+    assert_non_null(strstr(mf_kit_http_request(&f, 0)->line,
+                           "GET /v1/admin/samples?model=digits&limit=500&after=0"
+                           "&kind=hard&since=100 "));
+    assert_non_null(strstr(mf_kit_http_request(&f, 1)->line, "&after=7&"));
+    mf_kit_http_stop(&f);
     (void)snprintf(g_dir + strlen(g_dir), sizeof(g_dir) - strlen(g_dir), "/export");
     /* Lengths 3, 5, 2: flat inputs [10] and offsets [4]. */
     slurp(buf, sizeof(buf), &len, "inputs.npy");
@@ -339,23 +271,20 @@ static void test_mfctl_samples__export_pages_ragged_unlabelled(void **state)
 static void test_mfctl_samples__bad_input_leaves_nothing(void **state)
 {
     char s1[1024], s2[1024], p1[2048], p2[2048], *err;
-    struct fake f;
+    struct mf_kit_http f;
 
     (void)state;
-    memset(&f, 0, sizeof(f));
     sample(s1, sizeof(s1), 3, "AAEC", "\x00\x01\x02", 3, NULL,
            "0000000000000000000000000000000000000000000000000000000000000000");
     (void)snprintf(p1, sizeof(p1), "{\"samples\":[%s],\"next\":0}", s1);
     sample(s2, sizeof(s2), 4, "A*EC", "\x00\x01\x02", 3, NULL, NULL);
     (void)snprintf(p2, sizeof(p2), "{\"samples\":[%s],\"next\":0}", s2);
-    f.answers[0] = p1;
-    f.answers[1] = p2;
-    fake_start(&f);
+    serve_pages(&f, (const char *const[]){p1, p2, NULL});
     assert_int_equal(export_against(&f, &err), 1);
     assert_non_null(strstr(err, "does not match input_sha256"));
     assert_int_equal(export_against(&f, &err), 1);
     assert_non_null(strstr(err, "sample 00000000000000000000000000000004: input is not base64"));
-    fake_stop(&f);
+    mf_kit_http_stop(&f);
     assert_false(exists("export/samples.jsonl") || exists("export/samples.jsonl.part") ||
                  exists("export/inputs.npy") || exists("export/inputs.npy.part") ||
                  exists("export/teacher.npy.part"));
@@ -366,32 +295,24 @@ static void test_mfctl_samples__delete(void **state)
     char url[64], tok[128], *err;
     const char *argv[] = {"mfctl",   "--server", url,        "--token-file", tok,
                           "samples", "delete",   "--device", "cam-1",        NULL};
-    struct fake f;
-    FILE *t;
+    struct mf_kit_http f;
 
     (void)state;
-    memset(&f, 0, sizeof(f));
-    f.answers[0] = "{\"deleted\":4}";
-    f.answers[1] = "{\"nothing\":1}";
-    fake_start(&f);
-    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%d", f.port);
-    (void)snprintf(tok, sizeof(tok), "%s/token", g_dir);
-    t = fopen(tok, "w");
-    assert_non_null(t);
-    fputs("mfa_test\n", t);
-    fclose(t);
+    serve_pages(&f, (const char *const[]){"{\"deleted\":4}", "{\"nothing\":1}", NULL});
+    (void)snprintf(url, sizeof(url), "%s", f.url);
+    write_token(tok, sizeof(tok));
     assert_int_equal(run(&err, 9, argv), 0);
-    assert_non_null(strstr(f.requests[0], "DELETE /v1/admin/devices/cam-1/samples "));
+    assert_non_null(
+        strstr(mf_kit_http_request(&f, 0)->line, "DELETE /v1/admin/devices/cam-1/samples "));
     assert_int_equal(run(&err, 9, argv), 1); /* an answer without the count */
     assert_non_null(strstr(err, "no \"deleted\" count"));
-    fake_stop(&f);
+    mf_kit_http_stop(&f);
 }
 
 static int setup(void **state)
 {
     (void)state;
-    (void)snprintf(g_dir, sizeof(g_dir), "/tmp/mf-mfctl-smp-XXXXXX");
-    assert_non_null(mkdtemp(g_dir));
+    mf_kit_fs_mkdtemp(g_dir, sizeof(g_dir), "mf-mfctl-smp");
     (void)unsetenv("MF_SERVER");
     (void)unsetenv("MF_TOKEN_FILE");
     return 0;
@@ -399,11 +320,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    char cmd[128];
-
     (void)state;
-    (void)snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-    assert_int_equal(system(cmd), 0);
+    mf_kit_fs_rmtree(g_dir);
     return 0;
 }
 

@@ -9,9 +9,9 @@
  * bytes the device sent, and `mfctl samples export` must write it out as .npy + JSONL.
  */
 #define _GNU_SOURCE
-#include "fs_testutil.h"
-#include "test_offload_util.h"
-#include "test_offload_e2e_util.h"
+#include "kit_fs.h"
+#include "offload_fixture.h"
+#include "offload_e2e_fixture.h"
 #include "cmd_samples.h"
 #include "mf_hex.h"
 #include "mf_sha256.h"
@@ -43,19 +43,6 @@ struct fx {
 static struct fx fx;
 static char reply[16 * 1024 * 1024];
 
-static void read_line(char *out, size_t cap, const char *dir, const char *name)
-{
-    char path[256];
-    FILE *f;
-
-    (void)snprintf(path, sizeof(path), "%s/%s", dir, name);
-    f = fopen(path, "r");
-    assert_non_null(f);
-    assert_non_null(fgets(out, (int)cap, f));
-    out[strcspn(out, "\r\n")] = '\0';
-    (void)fclose(f);
-}
-
 static int setup(void **state)
 {
     struct mf_server_options o;
@@ -67,8 +54,7 @@ static int setup(void **state)
     (void)state;
     memset(&fx, 0, sizeof(fx));
     (void)signal(SIGPIPE, SIG_IGN);
-    (void)snprintf(fx.dir, sizeof(fx.dir), "/tmp/mf-offe2e-XXXXXX");
-    assert_non_null(mkdtemp(fx.dir));
+    mf_kit_fs_mkdtemp(fx.dir, sizeof(fx.dir), "mf-offe2e");
     (void)snprintf(fx.data, sizeof(fx.data), "%s/data", fx.dir);
     (void)snprintf(fx.config, sizeof(fx.config), "%s/offload.json", fx.dir);
     f = fopen(fx.config, "w");
@@ -92,8 +78,8 @@ static int setup(void **state)
     if (mf_server__start(&fx.srv, &ctx, &o) < 0)
         fail_msg("start: %s", mf_ctx__errmsg(&ctx));
     (void)snprintf(fx.url, sizeof(fx.url), "http://127.0.0.1:%u", mf_server__port(fx.srv));
-    read_line(fx.admin, sizeof(fx.admin), fx.data, "admin.token");
-    read_line(enroll, sizeof(enroll), fx.data, "enroll.token");
+    mf_kit_fs_read_line(fx.admin, sizeof(fx.admin), fx.data, "admin.token");
+    mf_kit_fs_read_line(enroll, sizeof(enroll), fx.data, "enroll.token");
     assert_int_equal(e2e_enroll(fx.cred, sizeof(fx.cred), fx.url, enroll, "cam-e2e"), 0);
     assert_int_equal(
         e2e_checkin_policy(fx.policy, sizeof(fx.policy), fx.url, fx.cred, "digits", "v3"), 0);
@@ -114,7 +100,7 @@ static int teardown(void **state)
     (void)state;
     mf_server__stop(fx.srv);
     tplat_done(&fx.t);
-    mf_test__rmtree(fx.dir);
+    mf_kit_fs_rmtree(fx.dir);
     return 0;
 }
 

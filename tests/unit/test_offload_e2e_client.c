@@ -7,7 +7,7 @@
  * "<input sha256 hex> <logit 0> <logit 1> <logit 2>" (inputs from e2e_input()).
  * Usage: test_offload_e2e_client URL ENROLL_TOKEN_FILE STATE_DIR N_SYNC N_ASYNC SENT_FILE
  */
-#include "test_offload_e2e_util.h"
+#include "offload_e2e_fixture.h"
 #include "mf_hex.h"
 #include "mf_sha256.h"
 #include "mf/offload.h"

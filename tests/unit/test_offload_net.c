@@ -1,24 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * mf_offload against a fake server written here (plain sockets on 127.0.0.1, an ephemeral
- * port, one thread, one request per connection) that follows docs/protocol-offload.md and
- * misbehaves on demand: a slow teacher, malformed answers, error statuses, a lost ack. It
- * records every batch id and sample id it stores, so tests can prove "each sample once".
+ * mf_offload against a fake server (the kit's, kit_http.h, with a handler written here) that
+ * follows docs/protocol-offload.md and misbehaves on demand: a slow teacher, malformed answers,
+ * error statuses, a lost ack. It records every batch id and sample id it stores, so tests can prove
+ * "each sample once".
  */
-#include "test_offload_util.h"
+#include "offload_fixture.h"
+#include "kit_http.h"
 #include "mf_offload_int.h"
 
-#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <math.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,8 +26,7 @@ enum ask_mode { ASK_OK, ASK_SLOW, ASK_NOT_JSON, ASK_WRONG_ID, ASK_SHORT_OUTPUT, 
 enum batch_mode { BATCH_OK, BATCH_DROP_ACK, BATCH_500 };
 
 struct fake {
-    int fd, port, stop;
-    pthread_t thread;
+    struct mf_kit_http http;
     pthread_mutex_t lock;
     enum ask_mode ask_mode;
     enum batch_mode batch_mode;
@@ -44,62 +40,6 @@ struct fake {
     int n_ids;
 };
 
-static void send_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-        if (w <= 0)
-            return;
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
-static void respond(int fd, int status, const char *body)
-{
-    char head[200];
-    int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                     "Connection: close\r\n\r\n",
-                     status, strlen(body));
-
-    send_all(fd, head, (size_t)n);
-    send_all(fd, body, strlen(body));
-}
-
-/* One request into buf (head + body, NUL-terminated); returns the body or NULL. */
-static char *read_request(int fd, char *buf, size_t cap)
-{
-    size_t len = 0, need = 0;
-    char *body = NULL;
-
-    while (len + 1 < cap) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        ssize_t r;
-
-        if (poll(&p, 1, 3000) <= 0)
-            return NULL;
-        r = recv(fd, buf + len, cap - 1 - len, 0);
-        if (r <= 0)
-            return NULL;
-        len += (size_t)r;
-        buf[len] = '\0';
-        if (!body) {
-            char *end = strstr(buf, "\r\n\r\n");
-            const char *cl = strstr(buf, "Content-Length: ");
-
-            if (!end)
-                continue;
-            body = end + 4;
-            need = (size_t)(body - buf) + (cl ? strtoul(cl + 16, NULL, 10) : 0);
-        }
-        if (len >= need)
-            return body;
-    }
-    return NULL;
-}
-
 static int note_id(struct fake *s, const char *id)
 {
     for (int i = 0; i < s->n_ids; i++) {
@@ -112,7 +52,7 @@ static int note_id(struct fake *s, const char *id)
     return 1;
 }
 
-static void handle_ask(struct fake *s, int fd, const char *body)
+static void handle_ask(struct fake *s, struct mf_kit_http_conn *c, const char *body)
 {
     cJSON *doc = cJSON_Parse(body);
     const cJSON *rid = cJSON_GetObjectItemCaseSensitive(doc, "request_id");
@@ -124,13 +64,8 @@ static void handle_ask(struct fake *s, int fd, const char *body)
     (void)snprintf(s->last_ask, sizeof(s->last_ask), "%s", body);
     mode = s->ask_mode;
     pthread_mutex_unlock(&s->lock);
-    if (mode == ASK_SLOW) {
-        for (int i = 0; i < 150 && !s->stop; i++) {
-            struct timespec ts = {0, 10000000};
-
-            (void)nanosleep(&ts, NULL); /* 150 x 10 ms: well past any test deadline */
-        }
-    }
+    if (mode == ASK_SLOW)
+        mf_kit_http_sleep(&s->http, 1500); /* well past any test deadline */
     (void)snprintf(reply, sizeof(reply),
                    "{\"request_id\":\"%s\",\"teacher_version\":\"t-7\",\"output\":%s,"
                    "\"stored\":true}",
@@ -139,15 +74,16 @@ static void handle_ask(struct fake *s, int fd, const char *body)
                                          : "",
                    mode == ASK_SHORT_OUTPUT ? "[1]" : "[0.05,0.9,0.05]");
     if (mode == ASK_NOT_JSON)
-        respond(fd, 200, "teacher says hi");
+        mf_kit_http_json(c, 200, "teacher says hi");
     else if (mode == ASK_503)
-        respond(fd, 503, "{\"error\":\"unavailable\",\"message\":\"teacher circuit open\"}");
+        mf_kit_http_json(c, 503,
+                         "{\"error\":\"unavailable\",\"message\":\"teacher circuit open\"}");
     else
-        respond(fd, 200, reply);
+        mf_kit_http_json(c, 200, reply);
     cJSON_Delete(doc);
 }
 
-static void handle_batch(struct fake *s, int fd, const char *body)
+static void handle_batch(struct fake *s, struct mf_kit_http_conn *c, const char *body)
 {
     cJSON *doc = cJSON_Parse(body);
     const cJSON *bid = cJSON_GetObjectItemCaseSensitive(doc, "batch_id");
@@ -161,7 +97,7 @@ static void handle_batch(struct fake *s, int fd, const char *body)
     s->n_batch++;
     if (s->batch_mode == BATCH_500) {
         pthread_mutex_unlock(&s->lock);
-        respond(fd, 500, "{\"error\":\"internal\",\"message\":\"disk full\"}");
+        mf_kit_http_json(c, 500, "{\"error\":\"internal\",\"message\":\"disk full\"}");
         cJSON_Delete(doc);
         return;
     }
@@ -188,63 +124,36 @@ static void handle_batch(struct fake *s, int fd, const char *body)
     (void)snprintf(reply, sizeof(reply), "{\"batch_id\":\"%s\",\"accepted\":%d}", bid->valuestring,
                    cJSON_GetArraySize(samples));
     if (!drop) /* a dropped ack: stored, then the connection dies before the answer */
-        respond(fd, 200, reply);
+        mf_kit_http_json(c, 200, reply);
     cJSON_Delete(doc);
 }
 
-static void *serve(void *arg)
+static void serve(void *payload, struct mf_kit_http_conn *c, const struct mf_kit_http_request *q)
 {
-    static char buf[1024 * 1024];
-    struct fake *s = arg;
+    struct fake *s = payload;
 
-    while (!s->stop) {
-        struct pollfd p = {.fd = s->fd, .events = POLLIN};
-        char *body;
-        int c;
-
-        if (poll(&p, 1, 20) <= 0)
-            continue;
-        c = accept(s->fd, NULL, NULL);
-        if (c < 0)
-            continue;
-        body = read_request(c, buf, sizeof(buf));
-        if (body && !strstr(buf, "Authorization: Bearer " CRED)) {
-            s->n_unauth++;
-            respond(c, 401, "{\"error\":\"unauthorized\",\"message\":\"bad credential\"}");
-        } else if (body && strncmp(buf, "POST /v1/offload/ask ", 21) == 0) {
-            handle_ask(s, c, body);
-        } else if (body && strncmp(buf, "POST /v1/offload/batch ", 23) == 0) {
-            handle_batch(s, c, body);
-        } else if (body) {
-            respond(c, 404, "{\"error\":\"not_found\",\"message\":\"no route\"}");
-        }
-        (void)close(c);
+    if (!strstr(q->head, "Authorization: Bearer " CRED)) {
+        s->n_unauth++;
+        mf_kit_http_json(c, 401, "{\"error\":\"unauthorized\",\"message\":\"bad credential\"}");
+    } else if (strncmp(q->line, "POST /v1/offload/ask ", 21) == 0) {
+        handle_ask(s, c, q->body);
+    } else if (strncmp(q->line, "POST /v1/offload/batch ", 23) == 0) {
+        handle_batch(s, c, q->body);
+    } else {
+        mf_kit_http_json(c, 404, "{\"error\":\"not_found\",\"message\":\"no route\"}");
     }
-    return NULL;
 }
 
 static void fake_start(struct fake *s)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t alen = sizeof(a);
-
     memset(s, 0, sizeof(*s));
     pthread_mutex_init(&s->lock, NULL);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    s->fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(s->fd >= 0);
-    assert_int_equal(bind(s->fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(listen(s->fd, 16), 0);
-    assert_int_equal(getsockname(s->fd, (struct sockaddr *)&a, &alen), 0);
-    s->port = ntohs(a.sin_port);
-    assert_int_equal(pthread_create(&s->thread, NULL, serve, s), 0);
+    mf_kit_http_start(&s->http, serve, s);
 }
 
 static void fake_stop(struct fake *s)
 {
-    s->stop = 1;
-    pthread_join(s->thread, NULL);
-    (void)close(s->fd);
+    mf_kit_http_stop(&s->http);
     pthread_mutex_destroy(&s->lock);
 }
 
@@ -253,7 +162,7 @@ static void fake_stop(struct fake *s)
 struct fx {
     struct fake srv;
     struct tplat t;
-    struct talloc ta;
+    struct mf_kit_alloc ta;
     char url[64];
     mf_offload_options opts;
 };
@@ -264,8 +173,8 @@ static int setup(void **state)
 
     fake_start(&f->srv);
     tplat_init(&f->t);
-    talloc_init(&f->ta);
-    (void)snprintf(f->url, sizeof(f->url), "http://127.0.0.1:%d/", f->srv.port);
+    (void)mf_kit_alloc_init(&f->ta, -1, MF_KIT_ALLOC_FAIL_ONE);
+    (void)snprintf(f->url, sizeof(f->url), "%s/", f->srv.http.url);
     assert_int_equal(mf_offload_options_init(&f->opts, MF_OFFLOAD_OPTIONS_VERSION), MF_OK);
     f->opts.model = "digits";
     f->opts.model_version = "v1";
@@ -437,17 +346,10 @@ static void test_offload_net__slow_teacher_falls_back_within_deadline(void **sta
 static void test_offload_net__server_down_falls_back(void **state)
 {
     struct fx *f = *state;
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t alen = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
     mf_offload *o;
 
     /* A port that was just free: nothing listens there. */
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
-    (void)snprintf(f->url, sizeof(f->url), "http://127.0.0.1:%d", ntohs(a.sin_port));
-    (void)close(fd);
+    (void)snprintf(f->url, sizeof(f->url), "http://127.0.0.1:%d", mf_kit_http_free_port());
     o = new_handle(f, SYNC_POLICY("500"));
     expect_fallback(f, o, MF_OFFLOAD_REASON_SERVER_ERROR, 500);
     mf_offload_free(o);

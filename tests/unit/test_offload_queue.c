@@ -4,7 +4,7 @@
  * trip across restarts, a torn or corrupted last record at every byte offset, eviction of
  * the oldest under the size cap, TTL, de-duplication, and failing storage at every call.
  */
-#include "test_offload_util.h"
+#include "offload_fixture.h"
 #include "mf_offload_int.h"
 
 #include <fcntl.h>
@@ -22,13 +22,13 @@ struct qfix {
     struct mf_ctx ctx;
     struct mf_offload_queue q;
     struct mf_offload_queue_config cfg;
-    struct talloc ta;
+    struct mf_kit_alloc ta;
 };
 
 static void qfix_init(struct qfix *f)
 {
     tplat_init(&f->t);
-    talloc_init(&f->ta);
+    (void)mf_kit_alloc_init(&f->ta, -1, MF_KIT_ALLOC_FAIL_ONE);
     mf_ctx__init(&f->ctx, &f->ta.a, NULL, NULL, "test");
     assert_int_equal(f->t.ops.mkdir(f->t.ops.payload, "offload"), MF_OK);
     assert_int_equal(f->t.ops.mkdir(f->t.ops.payload, QDIR), MF_OK);

@@ -10,11 +10,12 @@
  */
 #define _GNU_SOURCE
 #include "mf_test.h"
-#include "fs_testutil.h"
-#include "test_teacher_fake.h"
+#include "kit_fs.h"
+#include "teacher_fixture.h"
+#include "offload_e2e_fixture.h"
 
 #include "app/server.h"
-#include "app/token.h"
+#include "common/token.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -34,7 +35,7 @@ struct fixture {
     char admin[MF_TOKEN_LEN + 1], device[128];
     struct mf_server *srv;
     uint16_t port;
-    struct fake_oip teacher;
+    struct teacher_fake teacher;
 };
 
 static struct fixture fx;
@@ -48,78 +49,33 @@ struct reply {
 
 static struct reply rep;
 
-static size_t on_body(char *p, size_t size, size_t n, void *payload)
-{
-    struct reply *r = payload;
-    size_t len = size * n;
-
-    if (r->len + len >= sizeof(r->body))
-        return 0;
-    memcpy(r->body + r->len, p, len);
-    r->len += len;
-    r->body[r->len] = '\0';
-    return len;
-}
-
-/* One request; `auth` is "Bearer ..." or NULL. Returns the status. */
+/* One request; `auth` is the bearer token or NULL. Returns the status. */
 static long http(const char *method, const char *path, const char *auth, const char *body)
 {
-    char url[512], hdr[512];
-    struct curl_slist *h = NULL;
-    CURL *c = curl_easy_init();
+    char base[64];
 
-    assert_non_null(c);
-    rep.len = 0;
-    rep.body[0] = '\0';
-    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", fx.port, path);
-    h = curl_slist_append(h, "Content-Type: application/json");
-    if (auth) {
-        (void)snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s", auth);
-        h = curl_slist_append(h, hdr);
-    }
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    if (body)
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &rep);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
-    assert_int_equal(curl_easy_perform(c), CURLE_OK);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &rep.status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
+    (void)snprintf(base, sizeof(base), "http://127.0.0.1:%u", fx.port);
+    rep.status = e2e_http(rep.body, sizeof(rep.body), base, method, path, auth, body);
+    rep.len = strlen(rep.body);
+    if (rep.status < 0)
+        fail_msg("%s %s: no answer", method, path);
+    assert_true(rep.len < sizeof(rep.body) - 1); /* the whole answer, not a cut one */
     return rep.status;
-}
-
-static void read_token(char *out, size_t size, const char *name)
-{
-    char path[160];
-    FILE *f;
-
-    (void)snprintf(path, sizeof(path), "%s/%s", fx.data, name);
-    f = fopen(path, "r");
-    assert_non_null(f);
-    assert_non_null(fgets(out, (int)size, f));
-    out[strcspn(out, "\r\n")] = '\0';
-    fclose(f);
 }
 
 static int setup(void **state)
 {
     struct mf_server_options o;
     struct mf_ctx ctx;
-    char enroll[MF_TOKEN_LEN + 1], body[256];
+    char enroll[MF_TOKEN_LEN + 1], url[64];
     FILE *f;
     int changed = 0;
-    cJSON *j;
 
     (void)state;
     memset(&fx, 0, sizeof(fx));
     (void)signal(SIGPIPE, SIG_IGN);
-    fake_oip_start(&fx.teacher, probs3, 3);
-    (void)snprintf(fx.dir, sizeof(fx.dir), "/tmp/mf-offsrv-XXXXXX");
-    assert_non_null(mkdtemp(fx.dir));
+    teacher_fake_start(&fx.teacher, probs3, 3);
+    mf_kit_fs_mkdtemp(fx.dir, sizeof(fx.dir), "mf-offsrv");
     (void)snprintf(fx.data, sizeof(fx.data), "%s/data", fx.dir);
     (void)snprintf(fx.config, sizeof(fx.config), "%s/offload.json", fx.dir);
     f = fopen(fx.config, "w");
@@ -131,7 +87,7 @@ static int setup(void **state)
             " \"breaker_failures\": 2, \"breaker_open_ms\": 200},"
             "\"policy\": {\"enabled\": true, \"method\": \"max_softmax\", \"mode\": \"sync\","
             " \"target_rate\": 0.1, \"deadline_ms\": 250}}}}",
-            fx.teacher.port);
+            fx.teacher.http.port);
     fclose(f);
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
     assert_int_equal(mf_server__init_data_dir(&changed, &ctx, fx.data, NULL), MF_OK);
@@ -143,15 +99,10 @@ static int setup(void **state)
     if (mf_server__start(&fx.srv, &ctx, &o) < 0)
         fail_msg("start: %s", mf_ctx__errmsg(&ctx));
     fx.port = mf_server__port(fx.srv);
-    read_token(fx.admin, sizeof(fx.admin), "admin.token");
-    read_token(enroll, sizeof(enroll), "enroll.token");
-    (void)snprintf(body, sizeof(body), "{\"enrollment_token\":\"%s\",\"device_id\":\"cam-1\"}",
-                   enroll);
-    assert_int_equal(http("POST", "/v1/enroll", NULL, body), 201);
-    j = cJSON_Parse(rep.body);
-    (void)snprintf(fx.device, sizeof(fx.device), "%s",
-                   cJSON_GetObjectItem(j, "credential")->valuestring);
-    cJSON_Delete(j);
+    mf_kit_fs_read_line(fx.admin, sizeof(fx.admin), fx.data, "admin.token");
+    mf_kit_fs_read_line(enroll, sizeof(enroll), fx.data, "enroll.token");
+    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%u", fx.port);
+    assert_int_equal(e2e_enroll(fx.device, sizeof(fx.device), url, enroll, "cam-1"), 0);
     return 0;
 }
 
@@ -159,8 +110,8 @@ static int teardown(void **state)
 {
     (void)state;
     mf_server__stop(fx.srv);
-    fake_oip_stop(&fx.teacher);
-    mf_test__rmtree(fx.dir);
+    teacher_fake_stop(&fx.teacher);
+    mf_kit_fs_rmtree(fx.dir);
     return 0;
 }
 
@@ -226,7 +177,8 @@ static void test_offload_server__ask_answered_and_stored(void **state)
     assert_true(cJSON_GetArrayItem(out, 1)->valuedouble > 0.69);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "stored")));
     cJSON_Delete(j);
-    assert_non_null(strstr(fx.teacher.last_body, "\"data\":[0,1,2,")); /* "AAEC" = 00 01 02 */
+    assert_non_null(strstr(mf_kit_http_request(&fx.teacher.http, -1)->body,
+                           "\"data\":[0,1,2,")); /* "AAEC" = 00 01 02 */
     /* Stored with the teacher's label; a labelled-and-sure filter finds it. */
     assert_int_equal(exported("&min_teacher_confidence=0.6"), 1);
     assert_non_null(strstr(rep.body, "\"teacher_version\":\"k-3\""));
@@ -244,7 +196,7 @@ static void test_offload_server__slow_and_down_teacher(void **state)
     double t0;
 
     (void)state;
-    fake_oip_set(&fx.teacher, FAKE_SLOW, 1500);
+    teacher_fake_set(&fx.teacher, TEACHER_FAKE_SLOW, 1500);
     sample_json(smp, sizeof(smp), 2, "hard");
     (void)snprintf(body, sizeof(body),
                    "{\"request_id\":\"%032x\",\"deadline_ms\":250,\"sample\":%s}", 2, smp);
@@ -252,7 +204,7 @@ static void test_offload_server__slow_and_down_teacher(void **state)
     assert_int_equal(http("POST", "/v1/offload/ask", fx.device, body), 503);
     assert_true(now_ms() - t0 < 250); /* the server gives up inside the device's deadline */
     /* Down: two failures open the breaker, the next ask fails at once. */
-    fake_oip_set(&fx.teacher, FAKE_FAIL, 0);
+    teacher_fake_set(&fx.teacher, TEACHER_FAKE_FAIL, 0);
     assert_int_equal(http("POST", "/v1/offload/ask", fx.device, body), 503);
     t0 = now_ms();
     assert_int_equal(http("POST", "/v1/offload/ask", fx.device, body), 503);
@@ -262,7 +214,7 @@ static void test_offload_server__slow_and_down_teacher(void **state)
     assert_int_equal(exported(""), 1);
     assert_non_null(strstr(rep.body, "\"teacher_version\":null"));
     /* The teacher comes back: the labelling job labels it (bounded wait, 100 x 100 ms). */
-    fake_oip_set(&fx.teacher, FAKE_OK, 0);
+    teacher_fake_set(&fx.teacher, TEACHER_FAKE_OK, 0);
     for (int i = 0; i < 100 && exported("&min_teacher_confidence=0.5") == 0; i++)
         usleep(100 * 1000);
     assert_int_equal(exported("&min_teacher_confidence=0.5"), 1);

@@ -7,51 +7,23 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include "mf_test.h"
-#include "fs_testutil.h"
-#include "pg_testutil.h"
+#include "kit_fs.h"
+#include "store_fixture.h"
 #include "store/store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct fixture {
-    char dir[64];
-    char url[MF_PGTEST_URL_MAX];
-    int pg;
-    struct mf_ctx ctx;
-    struct mf_store *s;
-};
-
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-    int applied = 0;
-
-    assert_non_null(f);
-    (void)snprintf(f->dir, sizeof(f->dir), "/tmp/mf-offstore-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    f->pg = mf_pgtest__enabled();
-    if (f->pg)
-        mf_pgtest__create_db(f->url, "offstore");
-    else
-        (void)snprintf(f->url, sizeof(f->url), "%s/store.db", f->dir);
-    mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(mf_store__open(&f->s, &f->ctx, f->url, 1), MF_OK);
-    assert_int_equal(f->s->ops->migrate(&applied, f->s, &f->ctx), MF_OK);
-    *state = f;
+    *state = store_fixture_new("offstore", 1);
     return 0;
 }
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-
-    mf_store__close(f->s);
-    if (f->pg)
-        mf_pgtest__drop_db(f->url);
-    mf_test__rmtree(f->dir);
-    free(f);
+    store_fixture_free(*state);
     return 0;
 }
 
@@ -93,7 +65,7 @@ static int collect(void *payload, const struct mf_store_sample *m)
     return MF_OK;
 }
 
-static size_t count(struct fixture *f, const struct mf_store_sample_query *q)
+static size_t count(struct store_fixture *f, const struct mf_store_sample_query *q)
 {
     struct rows rows;
 
@@ -104,7 +76,7 @@ static size_t count(struct fixture *f, const struct mf_store_sample_query *q)
 
 static void test_offload_server_store__batch_is_idempotent(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     struct mf_store *s = f->s;
     struct mf_store_sample b[3];
     struct mf_store_sample_query all = {.model = "digits"};
@@ -151,7 +123,7 @@ static void test_offload_server_store__batch_is_idempotent(void **state)
 
 static void test_offload_server_store__label_and_query(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     struct mf_store *s = f->s;
     struct mf_store_sample b[4];
     struct mf_store_sample_query q;
@@ -227,7 +199,7 @@ static int on_orphan(void *payload, const char *unused, const char *sha)
 
 static void test_offload_server_store__delete_by_device(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     struct mf_store *s = f->s;
     struct mf_store_sample b[3];
     struct mf_store_sample_query all = {.model = "digits"};
@@ -284,7 +256,7 @@ static int collect_hist(void *payload, const struct mf_store_hist *h)
 
 static void test_offload_server_store__histograms(void **state)
 {
-    struct fixture *f = *state;
+    struct store_fixture *f = *state;
     struct mf_store *s = f->s;
     struct mf_store_hist h;
     struct hists l;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the POSIX platform port (device/port/platform_posix.c). */
 #include "mf_test.h"
+#include "kit_fs.h"
 #include "mf/sys/platform_posix.h"
 
 #include <fcntl.h>
@@ -21,8 +22,7 @@ static int setup(void **state)
 {
     struct port_fixture *fx = test_calloc(1, sizeof(*fx));
 
-    (void)snprintf(fx->dir, sizeof(fx->dir), "/tmp/mf-port-XXXXXX");
-    assert_non_null(mkdtemp(fx->dir));
+    mf_kit_fs_mkdtemp(fx->dir, sizeof(fx->dir), "mf-port");
     assert_int_equal(mf_platform_posix_init(&fx->ops, &fx->posix, fx->dir), MF_OK);
     *state = fx;
     return 0;

@@ -8,9 +8,10 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include "mf_test.h"
-#include "app/token.h"
+#include "kit_fs.h"
+#include "common/token.h"
 #include "deltas/delta_worker.h"
-#include "director/rollout_wave.h"
+#include "director/director_wave.h"
 #include "rollout/rollout_ctl.h"
 #include "rollout/rollout_fleet.h"
 
@@ -61,8 +62,7 @@ static int eng_setup(void **state)
 
     assert_non_null(f);
     mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
-    (void)snprintf(f->dir, sizeof(f->dir), "/tmp/mf-reng-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), "mf-reng");
     (void)snprintf(url, sizeof(url), "sqlite:%s/store.db", f->dir);
     assert_int_equal(mf_store__open(&f->s, &f->ctx, url, 1), MF_OK);
     assert_int_equal(f->s->ops->migrate(&applied, f->s, &f->ctx), MF_OK);
@@ -209,7 +209,7 @@ static void test_rollout_engine__good_version_advances_every_wave(void **state)
     assert_int_equal(advanced, 2);
     /* Done at 100 %: every device is offered v2 by its wave; no fleet rollback. */
     for (int i = 0; i < DEVICES; i++) {
-        assert_int_equal(mf_rollout__wave(&v, f->s, &f->ctx, f->ids[i], "m"), MF_OK);
+        assert_int_equal(mf_director__wave(&v, f->s, &f->ctx, f->ids[i], "m"), MF_OK);
         assert_string_equal(v.version, "v2");
     }
     assert_int_equal(f->s->ops->directives_get(&d, f->s, &f->ctx, f->ids[0], "m"), MF_OK);
@@ -257,7 +257,7 @@ static void test_rollout_engine__each_red_line_halts_the_first_wave(void **state
             assert_int_equal(f->s->ops->directives_get(&d, f->s, &f->ctx, f->ids[i], "m"), MF_OK);
             assert_string_equal(d.fleet_rollback, "v1");
         }
-        assert_int_equal(mf_rollout__wave(&v, f->s, &f->ctx, f->ids[0], "m"), MF_E_NOTFOUND);
+        assert_int_equal(mf_director__wave(&v, f->s, &f->ctx, f->ids[0], "m"), MF_E_NOTFOUND);
     }
 }
 
@@ -300,7 +300,7 @@ static void test_rollout_engine__pause_resume_abort_rollback(void **state)
     /* Aborted is frozen: outside the admitted waves devices stay on v1, not the channel
      * default v2. */
     for (int i = 0; i < DEVICES && out_of_wave < 0; i++) {
-        assert_int_equal(mf_rollout__wave(&v, f->s, &f->ctx, f->ids[i], "m"), MF_OK);
+        assert_int_equal(mf_director__wave(&v, f->s, &f->ctx, f->ids[i], "m"), MF_OK);
         if (strcmp(v.version, "v1") == 0)
             out_of_wave = i;
     }

@@ -3,29 +3,13 @@
  * mfctl rollout and versions stats tables (cmd_rollout.c) from the server's JSON, and their
  * usage errors; the network half runs in tests/integration/rollout_e2e.sh.
  */
-#define _XOPEN_SOURCE 700 /* open_memstream */
 #include "mf_test.h"
 #include "cmd_rollout.h"
+#include "mfctl_fixture.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *print_with(int (*print)(struct mfctl *, const char *, size_t), const char *json,
-                        int expect)
-{
-    struct mfctl c;
-    char *text = NULL;
-    size_t len = 0;
-
-    memset(&c, 0, sizeof(c));
-    mf_ctx__init(&c.ctx, NULL, NULL, NULL, "test");
-    c.out = open_memstream(&text, &len);
-    assert_non_null(c.out);
-    assert_int_equal(print(&c, json, strlen(json)), expect);
-    (void)fclose(c.out);
-    return text;
-}
 
 static void test_rollout_mfctl__status_view_shows_waves_lines_and_events(void **state)
 {
@@ -41,7 +25,7 @@ static void test_rollout_mfctl__status_view_shows_waves_lines_and_events(void **
         "\"evaluated\":false,\"breached\":false}],"
         "\"events\":[{\"at\":100,\"kind\":\"created\",\"detail\":\"{}\"},"
         "{\"at\":160,\"kind\":\"halted\",\"detail\":\"p99\"}]}";
-    char *text = print_with(mfctl__print_rollout, json, MF_OK);
+    char *text = mfctl_print_with(mfctl__print_rollout, json, MF_OK);
 
     (void)state;
     assert_non_null(strstr(text, "rollout 3: det v2 (previous v1)  state halted  wave 1 of 2"));
@@ -64,7 +48,7 @@ static void test_rollout_mfctl__stats_and_list_tables(void **state)
         "\"offload_rate\":0.05,\"teacher_agreement\":0.97}]}";
     static const char list[] = "{\"rollouts\":[{\"id\":4,\"model\":\"det\",\"version\":\"v3\","
                                "\"previous\":\"v2\",\"state\":\"running\",\"wave\":1}]}";
-    char *text = print_with(mfctl__print_stats, stats, MF_OK);
+    char *text = mfctl_print_with(mfctl__print_stats, stats, MF_OK);
 
     (void)state;
     assert_non_null(strstr(text, "P99_US"));
@@ -73,13 +57,13 @@ static void test_rollout_mfctl__stats_and_list_tables(void **state)
     assert_non_null(strstr(text, "41943040"));
     assert_non_null(strstr(text, "0.0500"));
     free(text);
-    text = print_with(mfctl__print_rollouts, list, MF_OK);
+    text = mfctl_print_with(mfctl__print_rollouts, list, MF_OK);
     assert_non_null(strstr(text, "4     det"));
     assert_non_null(strstr(text, "running"));
     free(text);
-    text = print_with(mfctl__print_rollouts, stats, MF_E_INVALID); /* not a rollout list */
+    text = mfctl_print_with(mfctl__print_rollouts, stats, MF_E_INVALID); /* not a rollout list */
     free(text);
-    text = print_with(mfctl__print_stats, "not json", MF_E_INVALID);
+    text = mfctl_print_with(mfctl__print_stats, "not json", MF_E_INVALID);
     free(text);
 }
 
@@ -93,25 +77,17 @@ static void test_rollout_mfctl__usage_errors(void **state)
         {"mfctl", "rollout", "create", "det", "v/2", "plan.json"},
         {"mfctl", "versions", "stats", NULL},
     };
-    char *out = NULL, *err = NULL;
-    size_t ol = 0, el = 0;
-
     (void)state;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        char *argv[8] = {0};
+        struct mfctl_run r;
         int argc = 0;
-        FILE *o = open_memstream(&out, &ol), *e = open_memstream(&err, &el);
 
-        while (argc < 6 && bad[i][argc]) {
-            argv[argc] = (char *)(uintptr_t)bad[i][argc];
+        while (argc < 6 && bad[i][argc])
             argc++;
-        }
-        assert_int_equal(mfctl__main(argc, argv, o, e), 2);
-        (void)fclose(o);
-        (void)fclose(e);
-        assert_non_null(strstr(err, "usage: mfctl"));
-        free(out);
-        free(err);
+        mfctl_run(&r, argc, bad[i]);
+        assert_int_equal(r.rc, 2);
+        assert_non_null(strstr(r.err, "usage: mfctl"));
+        mfctl_run_free(&r);
     }
 }
 

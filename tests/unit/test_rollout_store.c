@@ -7,8 +7,9 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
 #include "mf_test.h"
-#include "pg_testutil.h"
-#include "app/token.h"
+#include "kit_fs.h"
+#include "store_fixture.h"
+#include "common/token.h"
 #include "store/store.h"
 
 #include <stdio.h>
@@ -32,8 +33,7 @@ static int rs_setup(void **state)
 
     assert_non_null(f);
     mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
-    (void)snprintf(f->dir, sizeof(f->dir), "/tmp/mf-rstore-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), "mf-rstore");
     if (use_pg && !mf_pgtest__enabled())
         MF_SKIP("no PostgreSQL fixture (MF_TEST_PG_URL_FILE)");
     if (use_pg)

@@ -13,7 +13,7 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include "mf_test.h"
-#include "fs_testutil.h"
+#include "kit_fs.h"
 #include "app/server.h"
 
 #include <arpa/inet.h>
@@ -54,8 +54,7 @@ static int group_setup(void **state)
 
     (void)state;
     (void)signal(SIGPIPE, SIG_IGN);
-    (void)snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/mf-conns-XXXXXX");
-    assert_non_null(mkdtemp(tmp_dir));
+    mf_kit_fs_mkdtemp(tmp_dir, sizeof(tmp_dir), "mf-conns");
     (void)snprintf(data_dir, sizeof(data_dir), "%s/data", tmp_dir);
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
     if (mf_server__init_data_dir(&changed, &ctx, data_dir, NULL) < 0)
@@ -66,7 +65,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    mf_test__rmtree(tmp_dir);
+    mf_kit_fs_rmtree(tmp_dir);
     return 0;
 }
 

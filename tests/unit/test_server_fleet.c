@@ -8,11 +8,12 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw, popen */
 #include "mf_test.h"
-#include "fs_testutil.h"
-#include "manifest_testutil.h"
-#include "app/director.h"
+#include "kit_fs.h"
+#include "manifest_fixture.h"
+#include "director/director.h"
 #include "app/server.h"
-#include "app/token.h"
+#include "common/token.h"
+#include "handlers/handlers.h"
 #include "http/http_req.h"
 #include "mf/patch.h"
 #include "offload/offload_srv.h"
@@ -149,14 +150,7 @@ static void sha256_hex(char out[65], const void *p, size_t n)
 
 static void read_token(char *out, const char *name)
 {
-    char path[160];
-    FILE *f;
-
-    (void)snprintf(path, sizeof(path), "%s/%s", fx.data, name);
-    f = fopen(path, "r");
-    assert_non_null(f);
-    assert_non_null(fgets(out, MF_TOKEN_LEN + 1, f));
-    (void)fclose(f);
+    mf_kit_fs_read_line(out, MF_TOKEN_LEN + 1, fx.data, name);
 }
 
 static void json_str(char *dst, size_t cap, const char *body, const char *key)
@@ -195,13 +189,8 @@ static void make_token(char *out, const char *role, const char *name)
 
 static void key_file(char *path, size_t cap)
 {
-    FILE *f;
-
     (void)snprintf(path, cap, "%s/dir.pem", fx.dir);
-    f = fopen(path, "w");
-    assert_non_null(f);
-    assert_int_equal(fwrite(world.priv[K_DIR], 1, world.priv_len[K_DIR], f), world.priv_len[K_DIR]);
-    (void)fclose(f);
+    mf_kit_fs_write(path, world.priv[K_DIR], world.priv_len[K_DIR]);
 }
 
 static void start_server_timeout(struct mf_server **out, const char *cert, const char *key,
@@ -242,8 +231,7 @@ static int group_setup(void **state)
     (void)state;
     (void)signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    (void)snprintf(fx.dir, sizeof(fx.dir), "/tmp/mf-fleet-XXXXXX");
-    assert_non_null(mkdtemp(fx.dir));
+    mf_kit_fs_mkdtemp(fx.dir, sizeof(fx.dir), "mf-fleet");
     (void)snprintf(fx.data, sizeof(fx.data), "%s/data", fx.dir);
     assert_int_equal(mkdir(fx.data, 0750), 0);
     fx_init(&world);
@@ -277,7 +265,7 @@ static int group_teardown(void **state)
     (void)state;
     mf_server__stop(fx.srv);
     fx_free(&world);
-    mf_test__rmtree(fx.dir);
+    mf_kit_fs_rmtree(fx.dir);
     curl_global_cleanup();
     return 0;
 }
@@ -349,8 +337,8 @@ static void test_server_fleet__every_role_route_pair_is_checked(void **state)
     (void)state;
     revoke_gone();
     /* The walk is over the table the server routes with: a new route is in it. */
-    for (size_t i = 0; i < mf_httpd__route_count; i++) {
-        const struct mf_httpd_route *rt = &mf_httpd__routes[i];
+    for (size_t i = 0; i < mf_handlers__route_count; i++) {
+        const struct mf_httpd_route *rt = &mf_handlers__routes[i];
         char path[256];
 
         concrete(path, sizeof(path), rt->pattern);
@@ -1059,12 +1047,12 @@ static void test_server_fleet__openapi_matches_the_route_table(void **state)
             (void)snprintf(method, sizeof(method), "%.*s", (int)(n - 5), line_buf + 4);
             for (char *m = method; *m; m++)
                 *m = (char)(*m - ('a' <= *m && *m <= 'z' ? 32 : 0));
-            for (size_t i = 0; i < mf_httpd__route_count; i++) {
+            for (size_t i = 0; i < mf_handlers__route_count; i++) {
                 char pat[256];
 
-                normalise(pat, sizeof(pat), mf_httpd__routes[i].pattern,
-                          strlen(mf_httpd__routes[i].pattern));
-                if (strcmp(pat, cur) == 0 && strcmp(mf_httpd__routes[i].method, method) == 0) {
+                normalise(pat, sizeof(pat), mf_handlers__routes[i].pattern,
+                          strlen(mf_handlers__routes[i].pattern));
+                if (strcmp(pat, cur) == 0 && strcmp(mf_handlers__routes[i].method, method) == 0) {
                     found = 1;
                     seen[i] = 1;
                 }
@@ -1078,12 +1066,12 @@ static void test_server_fleet__openapi_matches_the_route_table(void **state)
         }
         line = nl ? nl + 1 : NULL;
     }
-    for (size_t i = 0; i < mf_httpd__route_count; i++) {
+    for (size_t i = 0; i < mf_handlers__route_count; i++) {
         if (!seen[i])
-            fail_msg("route %s %s is missing from docs/openapi.yaml", mf_httpd__routes[i].method,
-                     mf_httpd__routes[i].pattern);
+            fail_msg("route %s %s is missing from docs/openapi.yaml", mf_handlers__routes[i].method,
+                     mf_handlers__routes[i].pattern);
     }
-    assert_int_equal(documented, (int)mf_httpd__route_count);
+    assert_int_equal(documented, (int)mf_handlers__route_count);
     mf_free(NULL, doc);
 }
 

@@ -7,13 +7,13 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw, kill */
 #include "mf_test.h"
-#include "fs_testutil.h"
-#include "manifest_testutil.h"
+#include "kit_fs.h"
+#include "manifest_fixture.h"
 #include "pg_seed.h"
-#include "pg_testutil.h"
-#include "app/director.h"
+#include "store_fixture.h"
+#include "director/director.h"
 #include "app/server.h"
-#include "app/token.h"
+#include "common/token.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -236,14 +236,7 @@ static void assert_error_body(const struct reply *r, long status, const char *co
 
 static void read_token(char *out, const char *name)
 {
-    char path[160];
-    FILE *f;
-
-    (void)snprintf(path, sizeof(path), "%s/%s", fx.data, name);
-    f = fopen(path, "r");
-    assert_non_null(f);
-    assert_non_null(fgets(out, MF_TOKEN_LEN + 1, f));
-    (void)fclose(f);
+    mf_kit_fs_read_line(out, MF_TOKEN_LEN + 1, fx.data, name);
 }
 
 static void enroll(char *cred_out, const char *device_id)
@@ -272,23 +265,17 @@ static int group_setup(void **state)
     (void)state;
     (void)signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    (void)snprintf(fx.dir, sizeof(fx.dir), "/tmp/mf-http-XXXXXX");
-    assert_non_null(mkdtemp(fx.dir));
+    mf_kit_fs_mkdtemp(fx.dir, sizeof(fx.dir), "mf-http");
     (void)snprintf(fx.data, sizeof(fx.data), "%s/data", fx.dir);
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
     fx_init(&world);
     /* Ops hand the server a director key (init --director-key): world's K_DIR. */
     {
         char key[160];
-        FILE *f;
 
         assert_int_equal(mkdir(fx.data, 0750), 0);
         (void)snprintf(key, sizeof(key), "%s/dir.pem", fx.dir);
-        f = fopen(key, "w");
-        assert_non_null(f);
-        assert_int_equal(fwrite(world.priv[K_DIR], 1, world.priv_len[K_DIR], f),
-                         world.priv_len[K_DIR]);
-        (void)fclose(f);
+        mf_kit_fs_write(key, world.priv[K_DIR], world.priv_len[K_DIR]);
         assert_int_equal(mf_director__init_key(&changed, &ctx, fx.data, key), MF_OK);
         assert_int_equal(mf_director__init_key(&changed, &ctx, fx.data, key), MF_E_STATE);
     }
@@ -325,7 +312,7 @@ static int group_teardown(void **state)
     if (fx.store_url[0])
         mf_pgtest__drop_db(fx.store_url);
     fx_free(&world);
-    mf_test__rmtree(fx.dir);
+    mf_kit_fs_rmtree(fx.dir);
     curl_global_cleanup();
     return 0;
 }

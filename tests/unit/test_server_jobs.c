@@ -6,9 +6,9 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include "mf_test.h"
-#include "fs_testutil.h"
-#include "pg_testutil.h"
-#include "app/token.h"
+#include "kit_fs.h"
+#include "store_fixture.h"
+#include "common/token.h"
 #include "store/store.h"
 
 #include <sqlite3.h>
@@ -61,8 +61,7 @@ static int setup(void **state)
     int applied = 0;
 
     assert_non_null(f);
-    (void)snprintf(f->dir, sizeof(f->dir), "/tmp/mf-jobs-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), "mf-jobs");
     mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
     if (backend_under_test->fresh_url(f->url, sizeof(f->url), f->dir) < 0)
         MF_SKIP("no PostgreSQL fixture (MF_TEST_PG_URL_FILE)");
@@ -79,7 +78,7 @@ static int teardown(void **state)
     mf_store__close(f->s);
     if (strncmp(f->url, "postgresql:", 11) == 0)
         mf_pgtest__drop_db(f->url);
-    mf_test__rmtree(f->dir);
+    mf_kit_fs_rmtree(f->dir);
     free(f);
     return 0;
 }

@@ -6,10 +6,10 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include "mf_test.h"
-#include "fs_testutil.h"
-#include "pg_testutil.h"
+#include "kit_fs.h"
+#include "store_fixture.h"
 #include "app/server.h"
-#include "app/token.h"
+#include "common/token.h"
 #include "store/pg_store.h"
 #include "store/store.h"
 
@@ -20,42 +20,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct store_fixture {
-    char dir[64];
-    char db[128];
-    char url[MF_PGTEST_URL_MAX]; /* the store under test: db, or a fresh PostgreSQL database */
-    int pg;
-    struct mf_ctx ctx;
-    struct mf_store *s;
-};
-
 static int store_setup(void **state)
 {
-    struct store_fixture *f = calloc(1, sizeof(*f));
-
-    assert_non_null(f);
-    (void)snprintf(f->dir, sizeof(f->dir), "/tmp/mf-store-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    (void)snprintf(f->db, sizeof(f->db), "%s/store.db", f->dir);
-    f->pg = mf_pgtest__enabled();
-    if (f->pg)
-        mf_pgtest__create_db(f->url, "store");
-    else
-        (void)snprintf(f->url, sizeof(f->url), "%s", f->db);
-    mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
-    *state = f;
+    *state = store_fixture_new("store", 0);
     return 0;
 }
 
 static int store_teardown(void **state)
 {
-    struct store_fixture *f = *state;
-
-    mf_store__close(f->s);
-    if (f->pg)
-        mf_pgtest__drop_db(f->url);
-    mf_test__rmtree(f->dir);
-    free(f);
+    store_fixture_free(*state);
     return 0;
 }
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Name/path validation, token syntax and hashing, and the JSON request parsers of server/. */
 #include "mf_test.h"
-#include "app/token.h"
-#include "handlers/req_parse.h"
-#include "http/http_names.h"
+#include "common/token.h"
+#include "common/req_parse.h"
+#include "common/names.h"
 
 #include <stdio.h>
 #include <string.h>

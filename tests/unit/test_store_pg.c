@@ -7,8 +7,8 @@
  * mf_pg fixture (tests/pg/start.sh) through MF_TEST_PG_URL_FILE.
  */
 #include "mf_test.h"
-#include "pg_testutil.h"
-#include "app/token.h"
+#include "store_fixture.h"
+#include "common/token.h"
 #include "store/pg_store.h"
 
 #include <pthread.h>

@@ -8,7 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "mf_test.h"
-#include "test_teacher_fake.h"
+#include "teacher_fixture.h"
 
 #include "mf_ctx.h"
 #include "mf_mlp.h"
@@ -41,65 +41,76 @@ static void kserve_config(struct mf_teacher_config *c, uint16_t port)
     c->timeout_ms = 1000;
 }
 
+/* A KServe teacher (with `c` as kserve_config makes it, plus breaker settings when not 0)
+ * against the fake `f`, started answering in `mode`. */
+static struct mf_teacher *kserve_teacher(struct mf_teacher_config *c, struct teacher_fake *f,
+                                         struct mf_ctx *ctx, enum teacher_fake_mode mode,
+                                         unsigned breaker_failures, unsigned breaker_open_ms)
+{
+    struct mf_teacher *t = NULL;
+
+    mf_ctx__init(ctx, NULL, NULL, NULL, "test");
+    teacher_fake_start(f, three, 3);
+    teacher_fake_set(f, mode, mode == TEACHER_FAKE_SLOW ? 1500 : 0);
+    kserve_config(c, (uint16_t)f->http.port);
+    if (breaker_failures)
+        c->breaker_failures = breaker_failures;
+    if (breaker_open_ms)
+        c->breaker_open_ms = breaker_open_ms;
+    assert_int_equal(mf_teacher__new(&t, ctx, c), MF_OK);
+    return t;
+}
+
 static void test_teacher__kserve_request_and_response(void **state)
 {
     struct mf_teacher_config c;
-    struct mf_teacher *t = NULL;
-    struct fake_oip f;
+    struct teacher_fake f;
     struct mf_ctx ctx;
+    struct mf_teacher *t = kserve_teacher(&c, &f, &ctx, TEACHER_FAKE_OK, 0, 0);
     const uint8_t in[4] = {0, 7, 200, 255};
     char ver[MF_STORE_NAME_SIZE];
     float p[3];
 
     (void)state;
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    fake_oip_start(&f, three, 3);
-    kserve_config(&c, f.port);
-    assert_int_equal(mf_teacher__new(&t, &ctx, &c), MF_OK);
     assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, sizeof(in), 3, 0), MF_OK);
     for (int i = 0; i < 3; i++)
         assert_true(fabsf(p[i] - three[i]) < 1e-6f);
     assert_string_equal(ver, "k-3"); /* the server's model_version wins over the config */
-    assert_string_equal(f.last_path, "/v2/models/teach/infer");
-    assert_non_null(strstr(f.last_body, "\"shape\":[1,4]"));
-    assert_non_null(strstr(f.last_body, "\"datatype\":\"UINT8\""));
-    assert_non_null(strstr(f.last_body, "\"data\":[0,7,200,255]"));
+    assert_string_equal(mf_kit_http_request(&f.http, -1)->target, "/v2/models/teach/infer");
+    assert_non_null(strstr(mf_kit_http_request(&f.http, -1)->body, "\"shape\":[1,4]"));
+    assert_non_null(strstr(mf_kit_http_request(&f.http, -1)->body, "\"datatype\":\"UINT8\""));
+    assert_non_null(strstr(mf_kit_http_request(&f.http, -1)->body, "\"data\":[0,7,200,255]"));
     /* Another shape than asked: the answer is refused. */
     assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, sizeof(in), 4, 0), MF_E_INVALID);
     mf_teacher__free(t);
-    fake_oip_stop(&f);
+    teacher_fake_stop(&f);
 }
 
 static void test_teacher__slow_teacher_ends_at_the_deadline(void **state)
 {
     struct mf_teacher_config c;
-    struct mf_teacher *t = NULL;
-    struct fake_oip f;
+    struct teacher_fake f;
     struct mf_ctx ctx;
+    struct mf_teacher *t = kserve_teacher(&c, &f, &ctx, TEACHER_FAKE_SLOW, 0, 0);
     const uint8_t in[2] = {1, 2};
     char ver[MF_STORE_NAME_SIZE];
     float p[3];
     double t0;
 
     (void)state;
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    fake_oip_start(&f, three, 3);
-    fake_oip_set(&f, FAKE_SLOW, 1500);
-    kserve_config(&c, f.port);
-    assert_int_equal(mf_teacher__new(&t, &ctx, &c), MF_OK);
     t0 = now_ms();
     assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, sizeof(in), 3, 150), MF_E_NET);
     assert_true(now_ms() - t0 < 600); /* the caller's 150 ms, not the teacher's 1.5 s */
     mf_teacher__free(t);
-    fake_oip_stop(&f);
+    teacher_fake_stop(&f);
 }
 
 static void test_teacher__breaker_opens_and_half_opens(void **state)
 {
     struct mf_teacher_config c;
-    struct mf_teacher *t = NULL;
-    struct fake_oip f;
+    struct teacher_fake f;
     struct mf_ctx ctx;
+    struct mf_teacher *t = kserve_teacher(&c, &f, &ctx, TEACHER_FAKE_FAIL, 2, 300);
     const uint8_t in[2] = {1, 2};
     char ver[MF_STORE_NAME_SIZE];
     float p[3];
@@ -107,55 +118,43 @@ static void test_teacher__breaker_opens_and_half_opens(void **state)
     double t0;
 
     (void)state;
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    fake_oip_start(&f, three, 3);
-    fake_oip_set(&f, FAKE_FAIL, 0);
-    kserve_config(&c, f.port);
-    c.breaker_failures = 2;
-    c.breaker_open_ms = 300;
-    assert_int_equal(mf_teacher__new(&t, &ctx, &c), MF_OK);
     assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_E_NET);
     assert_int_equal(mf_teacher__breaker(t), MF_TEACHER_CLOSED);
     assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_E_NET);
     assert_int_equal(mf_teacher__breaker(t), MF_TEACHER_OPEN);
     /* Open: fails at once, without reaching the teacher. */
-    calls = fake_oip_calls(&f);
+    calls = mf_kit_http_answered(&f.http);
     t0 = now_ms();
     assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_E_STATE);
     assert_true(now_ms() - t0 < 20);
-    assert_int_equal(fake_oip_calls(&f), calls);
+    assert_int_equal(mf_kit_http_answered(&f.http), calls);
     /* After the open period: one trial; it fails, so the breaker opens again. */
     usleep(350 * 1000);
     assert_int_equal(mf_teacher__breaker(t), MF_TEACHER_HALF_OPEN);
     assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_E_NET);
     assert_int_equal(mf_teacher__breaker(t), MF_TEACHER_OPEN);
     /* The teacher recovers: the next trial succeeds and closes the breaker. */
-    fake_oip_set(&f, FAKE_OK, 0);
+    teacher_fake_set(&f, TEACHER_FAKE_OK, 0);
     usleep(350 * 1000);
     assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_OK);
     assert_int_equal(mf_teacher__breaker(t), MF_TEACHER_CLOSED);
     mf_teacher__free(t);
-    fake_oip_stop(&f);
+    teacher_fake_stop(&f);
 }
 
 static void test_teacher__down_teacher_fails_fast(void **state)
 {
     struct mf_teacher_config c;
     struct mf_teacher *t = NULL;
-    struct fake_oip f;
     struct mf_ctx ctx;
     const uint8_t in[2] = {1, 2};
     char ver[MF_STORE_NAME_SIZE];
     float p[3];
     double t0;
-    uint16_t port;
 
     (void)state;
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    fake_oip_start(&f, three, 3);
-    port = f.port;
-    fake_oip_stop(&f); /* nothing listens there now: connection refused */
-    kserve_config(&c, port);
+    kserve_config(&c, (uint16_t)mf_kit_http_free_port()); /* connection refused */
     c.timeout_ms = 5000;
     assert_int_equal(mf_teacher__new(&t, &ctx, &c), MF_OK);
     t0 = now_ms();

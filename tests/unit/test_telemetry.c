@@ -5,7 +5,7 @@
  * case, offload counters merged in, and crash-safe persistence with storage failing at every
  * call.
  */
-#include "test_offload_util.h"
+#include "offload_fixture.h"
 #include "mf/telemetry.h"
 
 #include <stdio.h>

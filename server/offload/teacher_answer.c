@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Reading the teachers' JSON answers, for the connectors that parse JSON (teacher_command.c,
+ * teacher_kserve.c). Apart from the registry (teacher.c), which calls the connectors: with
+ * it there, the registry and its connectors called each other.
+ */
+#include "offload/teacher_int.h"
+
+int mf_teacher__read_floats(float *out, struct mf_ctx *ctx, const cJSON *arr, size_t n,
+                            const char *what)
+{
+    const cJSON *it;
+    size_t i = 0;
+
+    if (!cJSON_IsArray(arr))
+        return mf_fail(ctx, MF_E_INVALID, "teacher answer: %s is not an array", what);
+    cJSON_ArrayForEach(it, arr)
+    {
+        if (i >= n || !cJSON_IsNumber(it))
+            return mf_fail(ctx, MF_E_INVALID, "teacher answer: %s is not %zu numbers", what, n);
+        out[i++] = (float)it->valuedouble;
+    }
+    if (i != n)
+        return mf_fail(ctx, MF_E_INVALID, "teacher answer: %s has %zu numbers, not %zu", what, i,
+                       n);
+    return MF_OK;
+}
