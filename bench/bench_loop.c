@@ -464,7 +464,8 @@ static void report(const struct rep *r, unsigned reps, const struct env *e, cons
     }
 }
 
-/* sklearn's digits, split 70/30 by a fixed seeded permutation (as tests/unit/test_distill.c). */
+/* sklearn's digits, split 70/30 by a fixed seeded permutation (as
+ * tests/unit/distill/test_distill.c). */
 static void load_digits(struct env *e)
 {
     mf_dataset *all = NULL;

@@ -40,7 +40,7 @@ static int seed_token(int *changed, struct mf_ctx *ctx, struct mf_store *s, cons
     uint8_t hash[MF_SHA256_LEN];
     int count = 0, err;
 
-    err = s->ops->token_count(&count, s, ctx, (int)kind);
+    err = s->ops->auth->token_count(&count, s, ctx, (int)kind);
     if (err < 0 || count > 0)
         return err;
     err = path_join(ctx, path, dir, file);
@@ -54,7 +54,7 @@ static int seed_token(int *changed, struct mf_ctx *ctx, struct mf_store *s, cons
     err = mf_file__write_atomic(ctx, path, tok, 0600);
     mf_secure_zero(tok, sizeof(tok));
     if (err == MF_OK)
-        err = s->ops->token_insert(s, ctx, (int)kind, hash, (int64_t)time(NULL));
+        err = s->ops->auth->token_insert(s, ctx, (int)kind, hash, (int64_t)time(NULL));
     if (err == MF_OK)
         *changed = 1;
     return err;

@@ -19,7 +19,7 @@ static int referenced(void *payload, int *referenced_out, const char *sha_hex)
 {
     struct gc *g = payload;
     char who[MF_STORE_BLOB_REF_MAX];
-    int err = g->store->ops->blob_ref(who, g->store, g->ctx, sha_hex);
+    int err = g->store->ops->blobs->blob_ref(who, g->store, g->ctx, sha_hex);
 
     *referenced_out = err < 0 || who[0] != '\0';
     return err;

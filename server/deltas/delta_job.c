@@ -39,7 +39,7 @@ int mf_delta__enqueue(struct mf_store *s, struct mf_ctx *ctx, const char *model,
     char arg[MF_STORE_JOB_ARG_MAX + 1];
 
     (void)snprintf(arg, sizeof(arg), "%s/%s", model, version);
-    return s->ops->job_enqueue(s, ctx, MF_DELTA_JOB_KIND, arg, (int64_t)time(NULL));
+    return s->ops->jobs->job_enqueue(s, ctx, MF_DELTA_JOB_KIND, arg, (int64_t)time(NULL));
 }
 
 static void add_source(struct delta_sources *src, const char *sha, uint64_t seq)
@@ -98,7 +98,7 @@ static int make_delta(int *made, struct mf_store *s, struct mf_ctx *ctx, const c
     mf_diff *diff = NULL;
     uint8_t *old = NULL, *patch = NULL;
     size_t old_len = 0, patch_len = 0;
-    int err = s->ops->delta_find(&d, s, ctx, from, target->sha256);
+    int err = s->ops->registry->delta_find(&d, s, ctx, from, target->sha256);
 
     if (err != MF_E_NOTFOUND)
         return err; /* MF_OK: made already (by this node or another) */
@@ -125,7 +125,7 @@ static int make_delta(int *made, struct mf_store *s, struct mf_ctx *ctx, const c
         d.size = patch_len;
         (void)snprintf(d.format, sizeof(d.format), "mfdelta");
         if (err == MF_OK)
-            err = s->ops->delta_insert(s, ctx, &d);
+            err = s->ops->registry->delta_insert(s, ctx, &d);
         if (err == MF_OK) {
             (*made)++;
             MF_LOG_INFO(ctx, "delta %s %.12s -> %s: %zu of %zu bytes", target->model, from,
@@ -158,7 +158,7 @@ int mf_delta__run(int *made_out, struct mf_store *s, struct mf_ctx *ctx, const c
         return mf_fail(ctx, MF_E_INVALID, "delta job argument '%s' is not MODEL/VERSION", arg);
     (void)snprintf(model, sizeof(model), "%.*s", (int)(slash - arg), arg);
     (void)snprintf(version, sizeof(version), "%s", slash + 1);
-    err = s->ops->version_get(&target, s, ctx, model, version);
+    err = s->ops->registry->version_get(&target, s, ctx, model, version);
     if (err < 0)
         return err;
     src = mf_calloc(&ctx->alloc, 1, sizeof(*src));
@@ -166,9 +166,9 @@ int mf_delta__run(int *made_out, struct mf_store *s, struct mf_ctx *ctx, const c
         return mf_fail(ctx, MF_E_NOMEM, "out of memory planning deltas");
     src->target = &target;
     src->k = o->k;
-    err = s->ops->versions_list(s, ctx, visit_release, src);
+    err = s->ops->registry->versions_list(s, ctx, visit_release, src);
     if (err == MF_OK)
-        err = s->ops->fleet_sha256s(s, ctx, model, visit_fleet, src);
+        err = s->ops->devices->fleet_sha256s(s, ctx, model, visit_fleet, src);
     if (err == MF_OK && src->n)
         err = mf_blob__read_alloc(&new_img, &new_len, ctx, blob_root, target.sha256, o->max_bytes);
     if (err == MF_E_LIMIT)

@@ -61,14 +61,14 @@ static void run_job(struct mf_delta_worker *w, const struct mf_job_kind *k,
     int err = k->run(&made, k->payload, &w->ctx, job->arg);
 
     if (err == MF_OK) {
-        err = s->ops->job_complete(s, &w->ctx, job->id, w->owner);
+        err = s->ops->jobs->job_complete(s, &w->ctx, job->id, w->owner);
     } else {
         char why[MF_ERRMSG_MAX];
 
         (void)snprintf(why, sizeof(why), "%s", mf_ctx__errmsg(&w->ctx));
         MF_LOG_INFO(&w->ctx, "%s job %s (attempt %d, %d done): %s", job->kind, job->arg,
                     job->attempts, made, why);
-        err = s->ops->job_fail(s, &w->ctx, job->id, w->owner, why);
+        err = s->ops->jobs->job_fail(s, &w->ctx, job->id, w->owner, why);
     }
     if (err < 0)
         MF_LOG_WARN(&w->ctx, "%s job %s: %s", job->kind, job->arg, mf_ctx__errmsg(&w->ctx));
@@ -81,8 +81,9 @@ static int claim_known(struct mf_store_job *job, struct mf_delta_worker *w)
     int err = MF_E_NOTFOUND;
 
     for (size_t i = 0; err == MF_E_NOTFOUND && i < w->n_kinds; i++)
-        err = w->store->ops->job_claim_kind(job, w->store, &w->ctx, w->kinds[i].kind, w->owner,
-                                            (int64_t)time(NULL), (int64_t)w->opts.lease_s);
+        err =
+            w->store->ops->jobs->job_claim_kind(job, w->store, &w->ctx, w->kinds[i].kind, w->owner,
+                                                (int64_t)time(NULL), (int64_t)w->opts.lease_s);
     return err;
 }
 

@@ -29,7 +29,7 @@ static void run_group(void *owner, struct mf_batch_item **links, size_t n)
 
     for (size_t i = 0; i < n; i++)
         items[i] = *((struct batch_link *)(void *)links[i])->c;
-    (void)b->store->ops->checkin_begin(b->store, items, n);
+    (void)b->store->ops->checkin->checkin_begin(b->store, items, n);
     for (size_t i = 0; i < n; i++) {
         struct mf_store_checkin *c = ((struct batch_link *)(void *)links[i])->c;
 

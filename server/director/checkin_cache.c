@@ -248,7 +248,7 @@ static int fill_trust(struct mf_dynbuf *val, const struct mf_ccache_view *v, con
 {
     struct mf_dynbuf env;
     uint64_t version = 0;
-    int err = v->s->ops->trust_latest(&version, &env, v->s, v->ctx, *(const int *)arg);
+    int err = v->s->ops->registry->trust_latest(&version, &env, v->s, v->ctx, *(const int *)arg);
 
     if (err == MF_OK)
         err = append_struct(val, v->ctx, &version, sizeof(version));
@@ -300,7 +300,8 @@ struct roots_arg {
 static int fill_roots(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
 {
     const struct roots_arg *a = arg;
-    int err = v->s->ops->trust_roots_after(v->s, v->ctx, a->after, a->max, add_root_record, val);
+    int err = v->s->ops->registry->trust_roots_after(v->s, v->ctx, a->after, a->max,
+                                                     add_root_record, val);
 
     if (err == MF_E_NOMEM)
         err = mf_fail(v->ctx, err, "out of memory keeping root documents");
@@ -343,7 +344,7 @@ static int fill_version(struct mf_dynbuf *val, const struct mf_ccache_view *v, c
 {
     const struct names *n = arg;
     struct mf_store_version out;
-    int err = v->s->ops->version_get(&out, v->s, v->ctx, n->a, n->b);
+    int err = v->s->ops->registry->version_get(&out, v->s, v->ctx, n->a, n->b);
 
     return err == MF_OK ? append_struct(val, v->ctx, &out, sizeof(out)) : err;
 }
@@ -361,7 +362,7 @@ int mf_ccache__version_get(struct mf_store_version *out, const struct mf_ccache_
 static int fill_latest(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
 {
     struct mf_store_version out;
-    int err = v->s->ops->release_latest(&out, v->s, v->ctx, arg);
+    int err = v->s->ops->registry->release_latest(&out, v->s, v->ctx, arg);
 
     return err == MF_OK ? append_struct(val, v->ctx, &out, sizeof(out)) : err;
 }
@@ -379,7 +380,7 @@ static int fill_release(struct mf_dynbuf *val, const struct mf_ccache_view *v, c
 {
     const struct names *n = arg;
     struct mf_dynbuf env;
-    int err = v->s->ops->release_get(&env, v->s, v->ctx, n->a, n->b);
+    int err = v->s->ops->registry->release_get(&env, v->s, v->ctx, n->a, n->b);
 
     if (err == MF_OK)
         err = append_struct(val, v->ctx, env.data, env.len);
@@ -425,7 +426,7 @@ static int fill_delta(struct mf_dynbuf *val, const struct mf_ccache_view *v, con
 {
     const struct names *n = arg;
     struct mf_store_delta out;
-    int err = v->s->ops->delta_find(&out, v->s, v->ctx, n->a, n->b);
+    int err = v->s->ops->registry->delta_find(&out, v->s, v->ctx, n->a, n->b);
 
     return err == MF_OK ? append_struct(val, v->ctx, &out, sizeof(out)) : err;
 }
@@ -452,7 +453,7 @@ static int newest(void *payload, const struct mf_store_rollout *r)
 static int fill_rollout(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
 {
     struct mf_store_rollout *r = mf_calloc(NULL, 1, sizeof(*r));
-    int err = r ? v->s->ops->rollouts_list(v->s, v->ctx, arg, newest, r)
+    int err = r ? v->s->ops->rollout->rollouts_list(v->s, v->ctx, arg, newest, r)
                 : mf_fail(v->ctx, MF_E_NOMEM, "out of memory reading rollouts");
 
     if (err == MF_OK && r->id == 0)
@@ -489,7 +490,7 @@ static int find_pin(void *payload, const struct mf_store_pin *p)
 static int fill_pinned(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
 {
     struct pin_walk w = {arg, 0};
-    int err = v->s->ops->pins_list(v->s, v->ctx, find_pin, &w);
+    int err = v->s->ops->director->pins_list(v->s, v->ctx, find_pin, &w);
 
     return err == MF_OK ? append_struct(val, v->ctx, &w.pinned, sizeof(w.pinned)) : err;
 }

@@ -521,7 +521,7 @@ void mf_checkin_flow__group(struct mf_httpd_req **rs, size_t n)
         jobs[i]->defer_sign = 1; /* one signature for the group (sign_group) */
         items[i] = jobs[i]->c;
     }
-    (void)s->ops->checkin_begin(s, items, n);
+    (void)s->ops->checkin->checkin_begin(s, items, n);
     for (size_t i = 0; i < n; i++) {
         jobs[i]->c.generation = items[i].generation;
         jobs[i]->c.first = items[i].first;
@@ -550,8 +550,9 @@ int mf_checkin_flow__run(char **text_out, size_t *len_out, struct mf_httpd_req *
 
     /* Inline: checkin_begin grouped with the others in flight (director/checkin_batch.h)
      * when the server has a batcher. */
-    j->c.err = r->env->checkins ? mf_checkin_batch__begin(r->env->checkins, &j->c)
-                                : r->env->store->ops->checkin_begin(r->env->store, &j->c, 1);
+    j->c.err = r->env->checkins
+                   ? mf_checkin_batch__begin(r->env->checkins, &j->c)
+                   : r->env->store->ops->checkin->checkin_begin(r->env->store, &j->c, 1);
     err = after_begin(r, j);
     if (err == MF_OK && !r->resp)
         err = finish_answer(r, j, NULL, NULL);

@@ -72,9 +72,9 @@ int mf_handlers__devices_list(struct mf_httpd_req *r)
         cJSON_Delete(body);
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory listing devices");
     }
-    err = s->ops->devices_list(s, &r->ctx, add_device, &w);
+    err = s->ops->devices->devices_list(s, &r->ctx, add_device, &w);
     if (err == MF_OK)
-        err = s->ops->statuses_list(s, &r->ctx, add_status, &w);
+        err = s->ops->devices->statuses_list(s, &r->ctx, add_status, &w);
     if (err == MF_E_NOMEM)
         err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory listing devices");
     if (err < 0) {

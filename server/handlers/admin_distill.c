@@ -105,7 +105,7 @@ int mf_handlers__distill_runs_list(struct mf_httpd_req *r)
     int err = list ? MF_OK : mf_fail(&r->ctx, MF_E_NOMEM, "out of memory");
 
     if (err == MF_OK)
-        err = s->ops->distill_runs_list(s, &r->ctx, model ? model : "", 0, add_run, list);
+        err = s->ops->distill->distill_runs_list(s, &r->ctx, model ? model : "", 0, add_run, list);
     if (err == MF_E_NOMEM)
         err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory listing runs");
     if (err < 0) {
@@ -134,7 +134,7 @@ int mf_handlers__distill_run_get(struct mf_httpd_req *r)
 
     if (end == r->params[0] || *end || id <= 0)
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "run id must be a positive integer");
-    err = s->ops->distill_run_get(s, &r->ctx, (int64_t)id, keep_full, &body);
+    err = s->ops->distill->distill_run_get(s, &r->ctx, (int64_t)id, keep_full, &body);
     if (err == MF_E_NOTFOUND)
         return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "no distillation run %lld", id);
     if (err < 0) {
@@ -170,12 +170,12 @@ int mf_handlers__version_get(struct mf_httpd_req *r)
 
     if (err < 0 || r->resp)
         return err;
-    err = s->ops->version_get(&v, s, &r->ctx, r->params[0], r->params[1]);
+    err = s->ops->registry->version_get(&v, s, &r->ctx, r->params[0], r->params[1]);
     if (err == MF_E_NOTFOUND)
         return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "no version '%s' of model '%s'",
                                      r->params[1], r->params[0]);
     if (err == MF_OK)
-        err = s->ops->distill_runs_list(s, &r->ctx, v.model, 0, match_version, &f);
+        err = s->ops->distill->distill_runs_list(s, &r->ctx, v.model, 0, match_version, &f);
     if (err < 0) {
         cJSON_Delete(f.run);
         return err == MF_E_NOMEM ? mf_fail(&r->ctx, err, "out of memory") : err;

@@ -52,8 +52,8 @@ int mf_handlers__device_groups_put(struct mf_httpd_req *r)
                                          "every group must match [A-Za-z0-9._-]{1,64}");
         names[n++] = g->valuestring;
     }
-    return device_result(
-        r, r->env->store->ops->device_groups_set(r->env->store, &r->ctx, r->params[0], names, n));
+    return device_result(r, r->env->store->ops->director->device_groups_set(
+                                r->env->store, &r->ctx, r->params[0], names, n));
 }
 
 int mf_handlers__device_channel_put(struct mf_httpd_req *r)
@@ -66,8 +66,8 @@ int mf_handlers__device_channel_put(struct mf_httpd_req *r)
     if (!ch || !mf_names__valid_id(ch))
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
                                      "field 'channel' must match [A-Za-z0-9._-]{1,64}");
-    return device_result(
-        r, r->env->store->ops->device_channel_set(r->env->store, &r->ctx, r->params[0], ch));
+    return device_result(r, r->env->store->ops->director->device_channel_set(r->env->store, &r->ctx,
+                                                                             r->params[0], ch));
 }
 
 int mf_handlers__device_revoke(struct mf_httpd_req *r)
@@ -76,7 +76,7 @@ int mf_handlers__device_revoke(struct mf_httpd_req *r)
 
     if (err < 0 || r->resp)
         return err;
-    err = r->env->store->ops->device_revoke(r->env->store, &r->ctx, r->params[0]);
+    err = r->env->store->ops->auth->device_revoke(r->env->store, &r->ctx, r->params[0]);
     if (err == MF_OK)
         MF_LOG_INFO(&r->ctx, "revoked the credential of device %s", r->params[0]);
     return device_result(r, err);
@@ -107,7 +107,7 @@ static int add_member(void *payload, const char *device_id, const char *group)
 
 static int walk_groups(struct mf_httpd_req *r, cJSON *list)
 {
-    return r->env->store->ops->groups_list(r->env->store, &r->ctx, add_member, list);
+    return r->env->store->ops->director->groups_list(r->env->store, &r->ctx, add_member, list);
 }
 
 int mf_handlers__groups_list(struct mf_httpd_req *r)

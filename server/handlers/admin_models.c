@@ -73,7 +73,7 @@ int mf_handlers__models_list(struct mf_httpd_req *r)
         cJSON_Delete(body);
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory listing models");
     }
-    err = s->ops->versions_list(s, &r->ctx, add_version, &w);
+    err = s->ops->registry->versions_list(s, &r->ctx, add_version, &w);
     if (err == MF_E_NOMEM)
         err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory listing models");
     if (err < 0) {
@@ -161,7 +161,7 @@ static int publish_end(struct mf_httpd_req *r)
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
                                      "upload has sha256 %s, X-MF-Sha256 says %s", v.sha256,
                                      r->expect_sha256);
-    err = s->ops->version_get(&have, s, &r->ctx, v.model, v.version);
+    err = s->ops->registry->version_get(&have, s, &r->ctx, v.model, v.version);
     if (err == MF_OK)
         return reply_existing(r, &have, &v);
     if (err != MF_E_NOTFOUND)
@@ -170,10 +170,10 @@ static int publish_end(struct mf_httpd_req *r)
     if (err < 0)
         return err;
     v.created_at = mf_handlers__now();
-    err = s->ops->version_insert(s, &r->ctx, &v);
+    err = s->ops->registry->version_insert(s, &r->ctx, &v);
     if (err == MF_E_STATE) {
         /* A concurrent publish of the same version won the race: judge against it. */
-        err = s->ops->version_get(&have, s, &r->ctx, v.model, v.version);
+        err = s->ops->registry->version_get(&have, s, &r->ctx, v.model, v.version);
         if (err < 0)
             return err;
         return reply_existing(r, &have, &v);

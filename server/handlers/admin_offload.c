@@ -63,7 +63,7 @@ static int walk_rates(struct mf_httpd_req *r, cJSON *list)
 {
     void *pair[2] = {r, list};
 
-    return r->env->store->ops->hists_list(r->env->store, &r->ctx, "", add_rate, pair);
+    return r->env->store->ops->offload->hists_list(r->env->store, &r->ctx, "", add_rate, pair);
 }
 
 int mf_handlers__offload_rates(struct mf_httpd_req *r)
@@ -117,7 +117,7 @@ int mf_handlers__offload_calibration_put(struct mf_httpd_req *r)
     err = read_calibration(&h, r);
     if (err < 0 || r->resp)
         return err;
-    err = s->ops->hist_add(s, &r->ctx, &h, 1);
+    err = s->ops->offload->hist_add(s, &r->ctx, &h, 1);
     if (err < 0)
         return err;
     return mf_httpd__reply_empty(r, MHD_HTTP_NO_CONTENT);
@@ -315,7 +315,7 @@ int mf_handlers__offload_samples_export(struct mf_httpd_req *r)
         cJSON_Delete(body);
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory exporting samples");
     }
-    err = s->ops->samples_walk(s, &r->ctx, &q, add_sample, &p);
+    err = s->ops->offload->samples_walk(s, &r->ctx, &q, add_sample, &p);
     /* "next": the cursor of the following page, 0 when this one was the last. */
     if (err == MF_OK &&
         !cJSON_AddNumberToObject(body, "next",

@@ -40,7 +40,7 @@ static int add_pin(void *payload, const struct mf_store_pin *p)
 
 static int walk_pins(struct mf_httpd_req *r, cJSON *list)
 {
-    return r->env->store->ops->pins_list(r->env->store, &r->ctx, add_pin, list);
+    return r->env->store->ops->director->pins_list(r->env->store, &r->ctx, add_pin, list);
 }
 
 int mf_handlers__pins_list(struct mf_httpd_req *r)
@@ -60,7 +60,7 @@ static int set_directive(struct mf_httpd_req *r, int scope, const char *target, 
 
     if (!version || strlen(version) >= sizeof(p.version))
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "field 'version' must be a string");
-    err = s->ops->version_get(&v, s, &r->ctx, model, version);
+    err = s->ops->registry->version_get(&v, s, &r->ctx, model, version);
     if (err == MF_E_NOTFOUND)
         return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "no version '%s' of model '%s'",
                                      version, model);
@@ -72,7 +72,7 @@ static int set_directive(struct mf_httpd_req *r, int scope, const char *target, 
     (void)snprintf(p.target, sizeof(p.target), "%s", target);
     (void)snprintf(p.model, sizeof(p.model), "%s", model);
     (void)snprintf(p.version, sizeof(p.version), "%s", version);
-    err = s->ops->pin_set(s, &r->ctx, &p);
+    err = s->ops->director->pin_set(s, &r->ctx, &p);
     if (err < 0)
         return err;
     MF_LOG_INFO(&r->ctx, "directive %s %s %s -> %s", scope_names[scope], target, model, version);
@@ -93,7 +93,7 @@ static int set_directive(struct mf_httpd_req *r, int scope, const char *target, 
 static int clear_directive(struct mf_httpd_req *r, int scope, const char *target, const char *model)
 {
     struct mf_store *s = r->env->store;
-    int err = s->ops->pin_clear(s, &r->ctx, scope, target, model);
+    int err = s->ops->director->pin_clear(s, &r->ctx, scope, target, model);
 
     if (err == MF_E_NOTFOUND)
         return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));

@@ -116,7 +116,7 @@ static int attach(struct mf_httpd_req *r, mf_trust *t, struct mf_store_version *
         v->sequence = rel->sequence;
         v->security_floor = rel->security_floor;
         memcpy(v->release_digest, digest, sizeof(digest));
-        err = s->ops->release_set(s, &r->ctx, v, r->body.data, r->body.len);
+        err = s->ops->registry->release_set(s, &r->ctx, v, r->body.data, r->body.len);
         if (err == MF_E_STATE)
             err = mf_httpd__reply_error(r, MHD_HTTP_CONFLICT, "%s", mf_ctx__errmsg(&r->ctx));
         else if (err == MF_OK)
@@ -144,7 +144,7 @@ int mf_handlers__release_put(struct mf_httpd_req *r)
     mf_trust *t = NULL;
     int err;
 
-    err = s->ops->version_get(&v, s, &r->ctx, r->params[0], r->params[1]);
+    err = s->ops->registry->version_get(&v, s, &r->ctx, r->params[0], r->params[1]);
     if (err == MF_E_NOTFOUND)
         return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND,
                                      "no uploaded version '%s' of model '%s': upload it first",

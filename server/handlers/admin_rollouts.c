@@ -134,7 +134,7 @@ static int reply_status(struct mf_httpd_req *r, unsigned status, int64_t id)
             add_lines(&ok, body, st);
         }
         events = body ? cJSON_AddArrayToObject(body, "events") : NULL;
-        err = ok && events ? s->ops->rollout_events_list(s, &r->ctx, id, add_event, events)
+        err = ok && events ? s->ops->rollout->rollout_events_list(s, &r->ctx, id, add_event, events)
                            : MF_E_NOMEM;
     }
     mf_free(NULL, st);
@@ -208,7 +208,8 @@ static int add_rollout(void *payload, const struct mf_store_rollout *ro)
 
 static int walk_rollouts(struct mf_httpd_req *r, cJSON *list)
 {
-    return r->env->store->ops->rollouts_list(r->env->store, &r->ctx, "", add_rollout, list);
+    return r->env->store->ops->rollout->rollouts_list(r->env->store, &r->ctx, "", add_rollout,
+                                                      list);
 }
 
 int mf_handlers__rollouts_list(struct mf_httpd_req *r)

@@ -81,7 +81,7 @@ int mf_handlers__model_stats(struct mf_httpd_req *r)
         err = mf_rollout__fleet_collect(run->fleet, s, &r->ctx, r->params[0], NULL, NULL);
     }
     if (err == MF_OK)
-        err = s->ops->statuses_list(s, &r->ctx, count_running, run);
+        err = s->ops->devices->statuses_list(s, &r->ctx, count_running, run);
     if (err == MF_OK) {
         body = cJSON_CreateObject();
         list = body && cJSON_AddStringToObject(body, "model", r->params[0])

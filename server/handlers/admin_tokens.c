@@ -45,7 +45,7 @@ static int add_token(void *payload, const struct mf_store_token *t)
 
 static int walk_tokens(struct mf_httpd_req *r, cJSON *list)
 {
-    return r->env->store->ops->admin_tokens_list(r->env->store, &r->ctx, add_token, list);
+    return r->env->store->ops->auth->admin_tokens_list(r->env->store, &r->ctx, add_token, list);
 }
 
 int mf_handlers__tokens_list(struct mf_httpd_req *r)
@@ -78,7 +78,7 @@ int mf_handlers__token_create(struct mf_httpd_req *r)
     if (err < 0)
         return err;
     mf_token__hash(hash, token, MF_TOKEN_LEN);
-    err = s->ops->admin_token_insert(s, &r->ctx, hash, t.role, name, t.created_at);
+    err = s->ops->auth->admin_token_insert(s, &r->ctx, hash, t.role, name, t.created_at);
     mf_hex__encode(t.id, hash, MF_STORE_TOKEN_ID_LEN / 2);
     mf_secure_zero(hash, sizeof(hash));
     (void)snprintf(t.name, sizeof(t.name), "%s", name);
@@ -110,7 +110,7 @@ int mf_handlers__token_revoke(struct mf_httpd_req *r)
     if (strlen(id) != MF_STORE_TOKEN_ID_LEN || strspn(id, "0123456789abcdef") != strlen(id))
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
                                      "token id '%.20s' is not 16 lower-case hex digits", id);
-    err = s->ops->admin_token_revoke(s, &r->ctx, id);
+    err = s->ops->auth->admin_token_revoke(s, &r->ctx, id);
     if (err == MF_E_NOTFOUND)
         return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
     if (err < 0)

@@ -45,7 +45,7 @@ static int same_as_stored(int *same, struct mf_httpd_req *r, int kind, uint64_t 
     struct mf_store *s = r->env->store;
     struct mf_dynbuf have;
     uint64_t hv = 0;
-    int err = s->ops->trust_latest(&hv, &have, s, &r->ctx, kind);
+    int err = s->ops->registry->trust_latest(&hv, &have, s, &r->ctx, kind);
 
     *same = err == MF_OK && hv == version && have.len == r->body.len &&
             mf_ct_memeq(have.data, r->body.data, have.len);
@@ -63,7 +63,7 @@ static int store_doc(struct mf_httpd_req *r, int kind, const char *name, uint64_
         return err;
     if (same)
         return reply_stored(r, MHD_HTTP_OK, name, version);
-    err = s->ops->trust_put(s, &r->ctx, kind, version, r->body.data, r->body.len);
+    err = s->ops->registry->trust_put(s, &r->ctx, kind, version, r->body.data, r->body.len);
     if (err == MF_E_STATE)
         return mf_httpd__reply_error(r, MHD_HTTP_CONFLICT, "%s version %llu exists already", name,
                                      (unsigned long long)version);
@@ -125,7 +125,7 @@ int mf_handlers__trust_keys_put(struct mf_httpd_req *r)
         return err;
     /* The stored keys document first, so a lower version is refused as a rollback. A
      * stored one the (rotated) root no longer accepts is simply replaced. */
-    err = s->ops->trust_latest(&hv, &have, s, &r->ctx, MF_STORE_TRUST_KEYS);
+    err = s->ops->registry->trust_latest(&hv, &have, s, &r->ctx, MF_STORE_TRUST_KEYS);
     if (err == MF_OK && mf_trust_update_keys(t, have.data, have.len, MF_TRUST_TIME_UNKNOWN) < 0)
         MF_LOG_WARN(&r->ctx, "stored keys v%llu no longer verify; replacing them",
                     (unsigned long long)hv);

@@ -58,7 +58,7 @@ static int may_fetch(int *ok_out, struct mf_httpd_req *r, const char *name)
     (void)mf_hex__decode(key, sizeof(key), name, MF_SHA256_HEX_LEN); /* name is valid */
     if (mf_httpd__credcache_get(hit, r->env->released, key, MF_CREDCACHE_RECENT_S))
         return MF_OK;
-    err = s->ops->blob_released(ok_out, s, &r->ctx, name);
+    err = s->ops->blobs->blob_released(ok_out, s, &r->ctx, name);
     if (err == MF_OK && *ok_out)
         mf_httpd__credcache_put(r->env->released, key, "released");
     return err;

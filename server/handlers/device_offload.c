@@ -105,8 +105,8 @@ static int ask_teacher(struct mf_httpd_req *r, struct mf_offload_sample_in *smp,
     }
     mf_free(&r->ctx.alloc, probs);
     if (err == MF_OK)
-        err =
-            s->ops->sample_label(s, &r->ctx, smp->row.id, version, text, conf, mf_handlers__now());
+        err = s->ops->offload->sample_label(s, &r->ctx, smp->row.id, version, text, conf,
+                                            mf_handlers__now());
     cJSON_free(text);
     if (err < 0) {
         cJSON_Delete(body);
@@ -130,8 +130,8 @@ static int store_samples(int *replayed, int *accepted, int *dups, struct mf_http
         rows[i] = smp[i].row;
     }
     if (err == MF_OK)
-        err = s->ops->sample_batch_put(replayed, accepted, dups, s, &r->ctx, r->device_id, batch_id,
-                                       rows, n);
+        err = s->ops->offload->sample_batch_put(replayed, accepted, dups, s, &r->ctx, r->device_id,
+                                                batch_id, rows, n);
     mf_free(&r->ctx.alloc, rows);
     return err;
 }
@@ -229,8 +229,8 @@ int mf_handlers__offload_batch(struct mf_httpd_req *r)
     if (err < 0 || r->resp)
         return err;
     if (accepted && mf_offsrv__teacher(r->env->offload, model->valuestring) &&
-        s->ops->job_enqueue(s, &r->ctx, MF_OFFLOAD_LABEL_JOB, model->valuestring,
-                            mf_handlers__now()) == MF_OK)
+        s->ops->jobs->job_enqueue(s, &r->ctx, MF_OFFLOAD_LABEL_JOB, model->valuestring,
+                                  mf_handlers__now()) == MF_OK)
         mf_delta__worker_wake(r->env->deltas);
     return reply_batch(r, id->valuestring, accepted, dups);
 }

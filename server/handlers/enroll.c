@@ -23,7 +23,7 @@ static int issue_credential(struct mf_httpd_req *r, const char *device_id)
     if (err < 0)
         return err;
     mf_token__hash(hash, cred, MF_TOKEN_LEN);
-    err = s->ops->device_enroll(s, &r->ctx, device_id, hash, mf_handlers__now());
+    err = s->ops->auth->device_enroll(s, &r->ctx, device_id, hash, mf_handlers__now());
     if (err == MF_OK) {
         body = cJSON_CreateObject();
         if (body && (!cJSON_AddStringToObject(body, "device_id", device_id) ||
@@ -54,7 +54,7 @@ int mf_handlers__enroll(struct mf_httpd_req *r)
     if (mf_token__kind(tok, strlen(tok)) != MF_TOKEN_ENROLL)
         return mf_httpd__reply_error(r, MHD_HTTP_UNAUTHORIZED, "not an enrollment token");
     mf_token__hash(hash, tok, MF_TOKEN_LEN);
-    err = s->ops->token_check(s, &r->ctx, MF_TOKEN_ENROLL, hash);
+    err = s->ops->auth->token_check(s, &r->ctx, MF_TOKEN_ENROLL, hash);
     if (err == MF_E_AUTH)
         return mf_httpd__reply_error(r, MHD_HTTP_UNAUTHORIZED,
                                      "unknown or revoked enrollment token");

@@ -23,9 +23,9 @@ int mf_handlers__metrics(struct mf_httpd_req *r)
     struct mf_dynbuf out;
     int err;
 
-    err = s->ops->job_counts(&g.jobs_queued, &g.jobs_running, s, &r->ctx, mf_handlers__now());
+    err = s->ops->jobs->job_counts(&g.jobs_queued, &g.jobs_running, s, &r->ctx, mf_handlers__now());
     if (err == MF_OK)
-        err = s->ops->delta_count(&g.deltas_stored, s, &r->ctx);
+        err = s->ops->registry->delta_count(&g.deltas_stored, s, &r->ctx);
     if (err < 0)
         return err;
     if (r->env->checkins)

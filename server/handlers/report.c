@@ -26,9 +26,9 @@ int mf_handlers__report(struct mf_httpd_req *r)
     (void)snprintf(st.status, sizeof(st.status), "%s", req.status);
     (void)snprintf(st.detail, sizeof(st.detail), "%s", req.detail);
     st.reported_at = mf_handlers__now();
-    err = s->ops->report_insert(s, &r->ctx, &st);
+    err = s->ops->devices->report_insert(s, &r->ctx, &st);
     if (err == MF_OK)
-        err = s->ops->device_touch(s, &r->ctx, r->device_id, st.reported_at);
+        err = s->ops->devices->device_touch(s, &r->ctx, r->device_id, st.reported_at);
     if (err < 0)
         return err;
     return mf_httpd__reply_empty(r, MHD_HTTP_NO_CONTENT);

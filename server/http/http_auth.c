@@ -106,7 +106,7 @@ static int device_auth(struct mf_httpd_req *r, const uint8_t hash[MF_SHA256_LEN]
     if (r->route->trusts_recent_auth &&
         mf_httpd__credcache_get(r->device_id, r->env->creds, hash, MF_CREDCACHE_RECENT_S))
         return MF_OK;
-    err = s->ops->device_auth(r->device_id, s, &r->ctx, hash);
+    err = s->ops->auth->device_auth(r->device_id, s, &r->ctx, hash);
     if (err == MF_OK && (r->route->verifies_credential || r->route->trusts_recent_auth))
         mf_httpd__credcache_put(r->env->creds, hash, r->device_id);
     return err;
@@ -141,7 +141,7 @@ int mf_httpd__authenticate(struct mf_httpd_req *r)
     } else if (kind == MF_TOKEN_ADMIN &&
                (need == MF_HTTPD_AUTH_ADMIN || need == MF_HTTPD_AUTH_DEVICE_OR_ADMIN)) {
         mf_token__hash(hash, tok, len);
-        err = s->ops->admin_token_auth(&r->role, s, &r->ctx, hash);
+        err = s->ops->auth->admin_token_auth(&r->role, s, &r->ctx, hash);
         r->is_admin = err == MF_OK;
     } else {
         return deny(r, need == MF_HTTPD_AUTH_ADMIN ? "an admin token is required"

@@ -75,7 +75,7 @@ int mf_offsrv__threshold(double *threshold_out, int *source_out, struct mf_store
     memset(&p, 0, sizeof(p));
     p.version = version;
     p.method = method;
-    err = s->ops->hists_list(s, ctx, model, pick_hist, &p);
+    err = s->ops->offload->hists_list(s, ctx, model, pick_hist, &p);
     if (err < 0)
         return err;
     if (p.have_fleet && bins_total(p.fleet.bins) >= MF_OFFLOAD_MIN_FLEET_SAMPLES) {
@@ -151,7 +151,7 @@ static int ingest(int *skipped_out, struct mf_store *s, struct mf_ctx *ctx, cons
         (void)snprintf(h.method, sizeof(h.method), "%s", method->valuestring);
         h.source = MF_STORE_HIST_FLEET;
         h.updated_at = (int64_t)time(NULL);
-        err = s->ops->hist_add(s, ctx, &h, 0);
+        err = s->ops->offload->hist_add(s, ctx, &h, 0);
     }
     return err;
 }

@@ -54,9 +54,11 @@ static void tick(void *payload, struct mf_ctx *ctx)
         /* An open breaker fails every call: wait for it to half-open before retrying. */
         if (!t || mf_teacher__breaker(t) == MF_TEACHER_OPEN)
             continue;
-        if (j->store->ops->samples_walk(j->store, ctx, &q, has_unlabelled, &any) == MF_OK && any)
-            (void)j->store->ops->job_enqueue(j->store, ctx, MF_OFFLOAD_LABEL_JOB,
-                                             cfg->models[i].name, now);
+        if (j->store->ops->offload->samples_walk(j->store, ctx, &q, has_unlabelled, &any) ==
+                MF_OK &&
+            any)
+            (void)j->store->ops->jobs->job_enqueue(j->store, ctx, MF_OFFLOAD_LABEL_JOB,
+                                                   cfg->models[i].name, now);
     }
     retention(j, ctx, now);
 }

@@ -95,7 +95,7 @@ static int label_one(struct mf_teacher *t, struct mf_store *s, struct mf_ctx *ct
     text = format_probs(ctx, probs, it->n_classes);
     if (!text)
         return mf_fail(ctx, MF_E_NOMEM, "out of memory storing a label");
-    err = s->ops->sample_label(s, ctx, it->id, version, text, conf, (int64_t)time(NULL));
+    err = s->ops->offload->sample_label(s, ctx, it->id, version, text, conf, (int64_t)time(NULL));
     mf_free(&ctx->alloc, text);
     return err;
 }
@@ -124,7 +124,7 @@ int mf_offsrv__label_run(int *made_out, struct mf_offload_srv *srv, struct mf_st
     q.model = model;
     q.unlabelled = 1;
     q.limit = (int64_t)(max < LABEL_PAGE_MAX ? max : LABEL_PAGE_MAX);
-    err = s->ops->samples_walk(s, ctx, &q, collect, page);
+    err = s->ops->offload->samples_walk(s, ctx, &q, collect, page);
     for (size_t i = 0; err == MF_OK && i < page->n; i++) {
         if (page->items[i].n_classes > MF_TEACHER_MAX_CLASSES)
             continue;
@@ -163,5 +163,5 @@ int mf_offsrv__delete(int64_t *deleted_out, struct mf_store *s, struct mf_ctx *c
      * may be on its way: it stays (for the sweep, if it stays unreferenced). */
     struct orphans o = {ctx, s, blob_root, mf_blob__clock_ms()};
 
-    return s->ops->samples_delete(deleted_out, s, ctx, device_id, before, remove_blob, &o);
+    return s->ops->offload->samples_delete(deleted_out, s, ctx, device_id, before, remove_blob, &o);
 }

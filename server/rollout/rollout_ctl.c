@@ -12,7 +12,7 @@ static int record(struct mf_store *s, struct mf_ctx *ctx, int64_t id, int64_t no
 
     (void)snprintf(e.kind, sizeof(e.kind), "%s", kind);
     (void)snprintf(e.detail, sizeof(e.detail), "%s", detail);
-    return s->ops->rollout_event_add(s, ctx, &e);
+    return s->ops->rollout->rollout_event_add(s, ctx, &e);
 }
 
 /* The release just below `v` by sequence: what a rollout of v falls back to. */
@@ -53,13 +53,13 @@ static int pick_previous(struct mf_store_version *out, struct mf_store *s, struc
     int err;
 
     if (previous[0]) {
-        err = s->ops->version_get(out, s, ctx, v->model, previous);
+        err = s->ops->registry->version_get(out, s, ctx, v->model, previous);
         if (err == MF_OK && out->sequence == 0)
             err = mf_fail(ctx, MF_E_NOTFOUND, "version '%s' of model '%s' is not released",
                           previous, v->model);
         return err;
     }
-    err = s->ops->versions_list(s, ctx, find_below, &b);
+    err = s->ops->registry->versions_list(s, ctx, find_below, &b);
     if (err == MF_OK && b.best.sequence == 0)
         err = mf_fail(ctx, MF_E_STATE, "model '%s' has no release before '%s' to fall back to",
                       v->model, v->version);
@@ -82,14 +82,14 @@ int mf_rollout__create(struct mf_store_rollout *out, struct mf_store *s, struct 
                : mf_fail(ctx, MF_E_NOMEM, "out of memory reading a rollout plan");
     mf_free(NULL, plan);
     if (err == MF_OK)
-        err = s->ops->version_get(&v, s, ctx, model, version);
+        err = s->ops->registry->version_get(&v, s, ctx, model, version);
     if (err == MF_OK && v.sequence == 0)
         err = mf_fail(ctx, MF_E_NOTFOUND, "version '%s' of model '%s' is not released", version,
                       model);
     if (err == MF_OK)
         err = pick_previous(&prev, s, ctx, &v, previous);
     if (err == MF_OK)
-        err = s->ops->rollouts_list(s, ctx, model, find_active, &a);
+        err = s->ops->rollout->rollouts_list(s, ctx, model, find_active, &a);
     if (err == MF_OK && a.id)
         err = mf_fail(ctx, MF_E_STATE, "rollout %lld of model '%s' is still active",
                       (long long)a.id, model);
@@ -111,7 +111,7 @@ int mf_rollout__create(struct mf_store_rollout *out, struct mf_store *s, struct 
     (void)snprintf(out->plan, sizeof(out->plan), "%s", text);
     cJSON_free(text);
     out->wave_started_at = out->created_at = out->updated_at = now;
-    err = s->ops->rollout_put(s, ctx, out, "");
+    err = s->ops->rollout->rollout_put(s, ctx, out, "");
     if (err == MF_OK)
         err = record(s, ctx, out->id, now, "created", out->plan);
     return err;
@@ -125,7 +125,7 @@ int mf_rollout__fleet_rollback(struct mf_store *s, struct mf_ctx *ctx, const cha
     (void)snprintf(p.target, sizeof(p.target), "*");
     (void)snprintf(p.model, sizeof(p.model), "%s", model);
     (void)snprintf(p.version, sizeof(p.version), "%s", version);
-    return s->ops->pin_set(s, ctx, &p);
+    return s->ops->director->pin_set(s, ctx, &p);
 }
 
 /* Moves r from `from` to `to` (compare-and-set), records the event, and for halted and
@@ -149,7 +149,7 @@ int mf_rollout__transition(struct mf_store *s, struct mf_ctx *ctx, struct mf_sto
      * reverse (a halted rollout whose fleet stays on the bad release). */
     err = back ? mf_rollout__fleet_rollback(s, ctx, r->model, r->prev_version, now) : MF_OK;
     if (err == MF_OK)
-        err = s->ops->rollout_put(s, ctx, r, from);
+        err = s->ops->rollout->rollout_put(s, ctx, r, from);
     if (err == MF_OK)
         err = record(s, ctx, r->id, now, event, detail);
     return err;
@@ -168,7 +168,7 @@ static const struct {
 int mf_rollout__act(struct mf_store_rollout *out, struct mf_store *s, struct mf_ctx *ctx,
                     int64_t id, const char *action, int64_t now)
 {
-    int err = s->ops->rollout_get(out, s, ctx, id);
+    int err = s->ops->rollout->rollout_get(out, s, ctx, id);
 
     for (size_t i = 0; err == MF_OK && i < sizeof(actions) / sizeof(actions[0]); i++) {
         if (strcmp(actions[i].action, action) != 0)

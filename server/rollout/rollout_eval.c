@@ -68,7 +68,7 @@ int mf_rollout__members_load(struct mf_rollout_members *out, struct mf_store *s,
     memset(out, 0, sizeof(*out));
     if (!has_group_wave(plan))
         return MF_OK;
-    err = s->ops->groups_list(s, ctx, add_member, out);
+    err = s->ops->director->groups_list(s, ctx, add_member, out);
     if (err == MF_E_NOMEM)
         err = mf_fail(ctx, err, "out of memory reading group memberships");
     return err;
@@ -101,7 +101,7 @@ int mf_rollout__device_wave(int *wave_out, struct mf_store *s, struct mf_ctx *ct
 
     /* A check-in asks this: only the device's own memberships, not the fleet's. */
     if (has_group_wave(plan))
-        err = s->ops->device_groups_get(s, ctx, device_id, add_member, &m);
+        err = s->ops->director->device_groups_get(s, ctx, device_id, add_member, &m);
     if (err == MF_E_NOMEM)
         err = mf_fail(ctx, err, "out of memory reading group memberships");
 
@@ -176,7 +176,7 @@ int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct
     out->breached = -1;
     if (!fleet)
         return mf_fail(ctx, MF_E_NOMEM, "out of memory evaluating rollout %lld", (long long)id);
-    err = s->ops->rollout_get(&out->r, s, ctx, id);
+    err = s->ops->rollout->rollout_get(&out->r, s, ctx, id);
     if (err == MF_OK)
         err = mf_rollout__plan_load(&out->plan, ctx, &out->r);
     a.upto = out->r.wave;
@@ -185,7 +185,7 @@ int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct
     if (err == MF_OK)
         err = mf_rollout__fleet_collect(fleet, s, ctx, out->r.model, keep_admitted, &a);
     if (err == MF_OK)
-        err = s->ops->devices_list(s, ctx, count_device, &c);
+        err = s->ops->devices->devices_list(s, ctx, count_device, &c);
     if (err == MF_OK) {
         cur = mf_rollout__fleet_find(fleet, out->r.version);
         prev = mf_rollout__fleet_find(fleet, out->r.prev_version);

@@ -67,7 +67,7 @@ int mf_rollout__fleet_collect(struct mf_rollout_fleet *out, struct mf_store *s, 
     c->ctx = ctx;
     c->keep = keep;
     c->payload = payload;
-    err = s->ops->telemetry_list(s, ctx, model, add_report, c);
+    err = s->ops->rollout->telemetry_list(s, ctx, model, add_report, c);
     mf_free(NULL, c);
     return err;
 }

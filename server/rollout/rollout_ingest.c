@@ -49,7 +49,7 @@ static int store_entry(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_t
         return mf_fail(ctx, MF_E_NOMEM, "out of memory storing telemetry");
     (void)snprintf(t->version, sizeof(t->version), "%s", ver->valuestring);
     t->report = text;
-    err = s->ops->telemetry_put(s, ctx, t);
+    err = s->ops->rollout->telemetry_put(s, ctx, t);
     cJSON_free(text);
     return err;
 }

@@ -33,14 +33,14 @@ void mf_rollout__jobs_tick(void *store, struct mf_ctx *ctx)
 {
     struct mf_store *s = store;
     struct running *run = mf_calloc(NULL, 1, sizeof(*run));
-    int err = run ? s->ops->rollouts_list(s, ctx, "", collect_running, run) : MF_E_NOMEM;
+    int err = run ? s->ops->rollout->rollouts_list(s, ctx, "", collect_running, run) : MF_E_NOMEM;
 
     /* Enqueue after the walk: a visitor must not call the store (one lock on SQLite). */
     for (size_t i = 0; err == MF_OK && run && i < run->n; i++) {
         char arg[24];
 
         (void)snprintf(arg, sizeof(arg), "%lld", (long long)run->ids[i]);
-        err = s->ops->job_enqueue(s, ctx, MF_ROLLOUT_JOB_KIND, arg, (int64_t)time(NULL));
+        err = s->ops->jobs->job_enqueue(s, ctx, MF_ROLLOUT_JOB_KIND, arg, (int64_t)time(NULL));
     }
     if (err < 0)
         MF_LOG_WARN(ctx, "queueing rollout evaluations: %s",

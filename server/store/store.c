@@ -57,7 +57,7 @@ int mf_store__checkin_begin(uint64_t *generation_out, uint64_t *first_out,
         .hint = hint,
         .dirs = dirs_out,
     };
-    int err = s->ops->checkin_begin(s, &c, 1);
+    int err = s->ops->checkin->checkin_begin(s, &c, 1);
 
     *generation_out = c.generation;
     *first_out = c.first;
@@ -73,9 +73,9 @@ int mf_store__trust_load(mf_trust **out, struct mf_store *s, struct mf_ctx *ctx,
 
     *out = NULL;
     mf_dynbuf__init(&keys, &ctx->alloc, 1);
-    err = s->ops->trust_latest(&rv, &root, s, ctx, MF_STORE_TRUST_ROOT);
+    err = s->ops->registry->trust_latest(&rv, &root, s, ctx, MF_STORE_TRUST_ROOT);
     if (err == MF_OK && need_keys)
-        err = s->ops->trust_latest(&kv, &keys, s, ctx, MF_STORE_TRUST_KEYS);
+        err = s->ops->registry->trust_latest(&kv, &keys, s, ctx, MF_STORE_TRUST_KEYS);
     if (err == MF_OK && mf_trust_new(&t, NULL, NULL) < 0)
         err = mf_fail(ctx, MF_E_NOMEM, "out of memory loading the trust state");
     /* The stored documents were verified on the way in; time does not matter here (a

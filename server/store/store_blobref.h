@@ -5,8 +5,9 @@
  * (a sample's input may be the very bytes of a released model), so a blob file may go only
  * when no row of any table names it, decided in the transaction that deletes the last row.
  *
- * The statements are written once for both dialects: "$1" is PostgreSQL's first parameter
- * and, to SQLite, a named parameter that is its parameter 1, every occurrence bound at once.
+ * The ops are the blobs domain's (struct mf_store_blobs_ops, store_blobref.c), written once
+ * for both backends; samples_delete reads blob_ref inside its transaction
+ * (mf_store__blob_ref_read, store_engine.h).
  */
 #ifndef MF_SERVER_STORE_BLOBREF_H
 #define MF_SERVER_STORE_BLOBREF_H
@@ -23,11 +24,5 @@ struct mf_store_blob_col {
  * schema walk fails until it is, on both stores). */
 extern const struct mf_store_blob_col mf_store__blob_cols[];
 extern const size_t mf_store__n_blob_cols;
-
-/* $1 = a sha256. One row, "table.column" of a row that refers to it, or no row at all. */
-extern const char mf_store__blob_ref_sql[];
-/* $1 = a sha256. One row when a released version (sequence > 0) names it: its model blob,
- * or a delta towards it (the deltas its release offers devices); no row otherwise. */
-extern const char mf_store__blob_released_sql[];
 
 #endif /* MF_SERVER_STORE_BLOBREF_H */

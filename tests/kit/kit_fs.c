@@ -86,3 +86,10 @@ void mf_kit_fs_write(const char *path, const void *data, size_t len)
     assert_int_equal(fwrite(data, 1, len, f), len);
     assert_int_equal(fclose(f), 0);
 }
+
+char *mf_kit_fs_source_path(char *out, size_t cap, const char *rel)
+{
+    if (snprintf(out, cap, "%s/%s", MF_TEST_SOURCE_DIR, rel) >= (int)cap)
+        fail_msg("source path of %s too long", rel);
+    return out;
+}

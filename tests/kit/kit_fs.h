@@ -10,6 +10,10 @@
  * the test fails when it cannot. */
 void mf_kit_fs_mkdtemp(char *out, size_t cap, const char *prefix);
 
+/* `rel` (e.g. "docs/openapi.yaml") inside the source tree the tests were built from, into
+ * `out`; returns `out`. */
+char *mf_kit_fs_source_path(char *out, size_t cap, const char *rel);
+
 /* Removes `dir` and everything below it (symlinks are removed, not followed); errors are
  * ignored: a test's scratch directory. */
 void mf_kit_fs_rmtree(const char *dir);

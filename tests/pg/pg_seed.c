@@ -17,7 +17,7 @@ static int seed_one(struct mf_ctx *ctx, struct mf_store *s, const char *data_dir
     int count = 0, err;
     FILE *f;
 
-    err = s->ops->token_count(&count, s, ctx, (int)kind);
+    err = s->ops->auth->token_count(&count, s, ctx, (int)kind);
     if (err < 0 || count > 0)
         return err;
     (void)snprintf(path, sizeof(path), "%s/%s", data_dir, file);
@@ -30,7 +30,7 @@ static int seed_one(struct mf_ctx *ctx, struct mf_store *s, const char *data_dir
     if (err < 0)
         return err;
     mf_token__hash(hash, tok, MF_TOKEN_LEN);
-    return s->ops->token_insert(s, ctx, (int)kind, hash, (int64_t)time(NULL));
+    return s->ops->auth->token_insert(s, ctx, (int)kind, hash, (int64_t)time(NULL));
 }
 
 int mf_pgtest__seed(struct mf_ctx *ctx, const char *url, const char *data_dir)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Power cuts, the long run: test_powercut (tests/unit/test_powercut.c) cutting at every
+# Power cuts, the long run: test_powercut (tests/unit/agent/test_powercut.c) cutting at every
 # storage call of the scenario on both disks - "none" (nothing unsynced survives a cut)
 # and "prefix" (each file keeps a random prefix of what was written since its last sync:
 # torn appends, zero-length rewrites) - once per seed (the seed drives the prefix lengths

@@ -263,7 +263,7 @@ int mf_distill__data_samples(struct mf_distill_data *d, struct mf_ctx *ctx, stru
     int err;
 
     mf_dynbuf__init(&col.rows, &ctx->alloc, SIZE_MAX);
-    err = s->ops->samples_walk(s, ctx, &q, collect_one, &col);
+    err = s->ops->offload->samples_walk(s, ctx, &q, collect_one, &col);
     rows = (struct smp *)col.rows.data;
     n = err == MF_OK ? col.rows.len / sizeof(struct smp) : 0;
     while (n && rows[n - 1].seq > until)

@@ -62,7 +62,7 @@ static int find_parent(char *parent, struct mf_ctx *ctx, struct mf_store *s, con
 {
     struct newest *n = mf_calloc(&ctx->alloc, 1, sizeof(*n)); /* an 8 KiB plan inside */
     struct mf_store_version v;
-    int err = n ? s->ops->rollouts_list(s, ctx, model, take_newest, n)
+    int err = n ? s->ops->rollout->rollouts_list(s, ctx, model, take_newest, n)
                 : mf_fail(ctx, MF_E_NOMEM, "out of memory");
 
     parent[0] = '\0';
@@ -74,7 +74,7 @@ static int find_parent(char *parent, struct mf_ctx *ctx, struct mf_store *s, con
         (void)snprintf(parent, MF_STORE_NAME_SIZE, "%s",
                        strcmp(n->r.state, "done") == 0 ? n->r.version : n->r.prev_version);
     if (err == MF_OK && !n->seen) {
-        err = s->ops->release_latest(&v, s, ctx, model);
+        err = s->ops->registry->release_latest(&v, s, ctx, model);
         if (err == MF_OK)
             (void)snprintf(parent, MF_STORE_NAME_SIZE, "%s", v.version);
         err = err == MF_E_NOTFOUND ? MF_OK : err;
@@ -90,7 +90,7 @@ static int load_parent(struct run *r, struct mf_ctx *ctx, struct mf_distill_jobs
     char why[MF_ERRMSG_MAX];
     uint8_t *buf = NULL;
     size_t len = 0;
-    int err = s->ops->version_get(&v, s, ctx, r->row.model, r->row.parent_version);
+    int err = s->ops->registry->version_get(&v, s, ctx, r->row.model, r->row.parent_version);
 
     if (err == MF_OK && (v.size > MODEL_MAX || !(buf = mf_alloc(&ctx->alloc, v.size + 1))))
         err = mf_fail(ctx, MF_E_NOMEM, "parent %s is too large for the built-in trainer",
@@ -266,7 +266,7 @@ static int finish(struct run *r, struct mf_ctx *ctx, struct mf_store *s, const c
     (void)snprintf(r->row.error, sizeof(r->row.error), "%s", error);
     r->row.record = text ? text : "{}";
     r->row.updated_at = (int64_t)time(NULL);
-    err = s->ops->distill_run_put(s, ctx, &r->row, "running");
+    err = s->ops->distill->distill_run_put(s, ctx, &r->row, "running");
     cJSON_free(text);
     r->row.record = NULL;
     return err;
@@ -318,7 +318,7 @@ int mf_distill__run(struct mf_distill_jobs *j, struct mf_ctx *ctx, int64_t id)
 
     memset(&r, 0, sizeof(r));
     mf_dynbuf__init(&r.bytes, &ctx->alloc, MODEL_MAX);
-    err = s->ops->distill_run_get(s, ctx, id, copy_row, &r.row);
+    err = s->ops->distill->distill_run_get(s, ctx, id, copy_row, &r.row);
     if (err < 0)
         return err;
     if (strcmp(r.row.state, "queued") != 0 && strcmp(r.row.state, "running") != 0)
@@ -326,7 +326,8 @@ int mf_distill__run(struct mf_distill_jobs *j, struct mf_ctx *ctx, int64_t id)
     (void)snprintf(r.row.state, sizeof(r.row.state), "running");
     r.row.updated_at = (int64_t)t0;
     r.row.record = "";
-    err = s->ops->distill_run_put(s, ctx, &r.row, ""); /* queued, or a lost attempt's running */
+    err = s->ops->distill->distill_run_put(s, ctx, &r.row,
+                                           ""); /* queued, or a lost attempt's running */
     r.cfg = mf_distill__config_model(j->cfg, r.row.model);
     r.record = cJSON_CreateObject();
     if (err == MF_OK && !r.record)
@@ -388,12 +389,12 @@ static int new_samples(struct count *out, struct newest_run *nr, struct mf_ctx *
 
     memset(out, 0, sizeof(*out));
     memset(nr, 0, sizeof(*nr));
-    err = s->ops->distill_runs_list(s, ctx, model, 1, take_newest_run, nr);
+    err = s->ops->distill->distill_runs_list(s, ctx, model, 1, take_newest_run, nr);
     q.after_seq = nr->seen ? nr->r.samples_until : 0;
     q.limit = (int64_t)limit;
     out->max_seq = q.after_seq;
     if (err == MF_OK)
-        err = s->ops->samples_walk(s, ctx, &q, count_sample, out);
+        err = s->ops->offload->samples_walk(s, ctx, &q, count_sample, out);
     return err;
 }
 
@@ -418,13 +419,13 @@ int mf_distill__run_create(struct mf_store_distill_run *out, struct mf_distill_j
     out->samples_until = c.max_seq;
     out->record = "";
     out->created_at = out->updated_at = now;
-    err = s->ops->distill_run_put(s, ctx, out, "");
+    err = s->ops->distill->distill_run_put(s, ctx, out, "");
     if (err == MF_E_STATE)
         return mf_fail(ctx, MF_E_STATE, "a distillation run of %s is queued or running already",
                        model);
     (void)snprintf(arg, sizeof(arg), "%lld", (long long)out->id);
     if (err == MF_OK)
-        err = s->ops->job_enqueue(s, ctx, MF_DISTILL_JOB_KIND, arg, now);
+        err = s->ops->jobs->job_enqueue(s, ctx, MF_DISTILL_JOB_KIND, arg, now);
     return err;
 }
 

@@ -48,8 +48,8 @@ static uint64_t parent_delta(struct mf_ctx *ctx, struct mf_store *s, const char 
     struct mf_store_version pv;
     struct mf_store_delta d;
 
-    if (!parent[0] || s->ops->version_get(&pv, s, ctx, model, parent) < 0 ||
-        s->ops->delta_find(&d, s, ctx, pv.sha256, sha256) < 0)
+    if (!parent[0] || s->ops->registry->version_get(&pv, s, ctx, model, parent) < 0 ||
+        s->ops->registry->delta_find(&d, s, ctx, pv.sha256, sha256) < 0)
         return 0;
     return d.size;
 }
@@ -143,7 +143,7 @@ static int release_and_canary(struct mf_distill_published *out, struct mf_ctx *c
     if (err == MF_OK && canary)
         err = mf_rollout__fleet_rollback(s, ctx, c->model, parent, (int64_t)time(NULL));
     if (err == MF_OK)
-        err = s->ops->release_set(s, ctx, v, env, env_len);
+        err = s->ops->registry->release_set(s, ctx, v, env, env_len);
     if (err == MF_OK && canary) {
         err =
             mf_rollout__create(&r, s, ctx, c->model, v->version, parent, plan, (int64_t)time(NULL));
@@ -153,7 +153,7 @@ static int release_and_canary(struct mf_distill_published *out, struct mf_ctx *c
          * state; the run's error says so and ops clear it with `mfctl rollback stop`. */
     }
     if (err == MF_OK && canary)
-        err = s->ops->pin_clear(s, ctx, MF_STORE_PIN_FLEET, "*", c->model);
+        err = s->ops->director->pin_clear(s, ctx, MF_STORE_PIN_FLEET, "*", c->model);
     cJSON_Delete(plan);
     return err;
 }
@@ -171,7 +171,7 @@ int mf_distill__publish(struct mf_distill_published *out, struct mf_ctx *ctx, st
 
     memset(out, 0, sizeof(*out));
     memset(&v, 0, sizeof(v));
-    err = s->ops->release_latest(&latest, s, ctx, c->model);
+    err = s->ops->registry->release_latest(&latest, s, ctx, c->model);
     out->sequence = err == MF_OK ? latest.sequence + 1 : 1;
     err = err == MF_E_NOTFOUND ? MF_OK : err;
     (void)snprintf(out->version, sizeof(out->version), "%s%llu", c->version_prefix,
@@ -185,7 +185,7 @@ int mf_distill__publish(struct mf_distill_published *out, struct mf_ctx *ctx, st
     v.size = out->size;
     v.created_at = (int64_t)time(NULL);
     if (err == MF_OK)
-        err = s->ops->version_insert(s, ctx, &v);
+        err = s->ops->registry->version_insert(s, ctx, &v);
     if (err == MF_OK) {
         make_deltas(ctx, s, blob_root, c->model, out->version);
         out->delta_bytes = parent_delta(ctx, s, c->model, parent, out->sha256);
@@ -203,7 +203,7 @@ int mf_distill__publish(struct mf_distill_published *out, struct mf_ctx *ctx, st
         memcpy(h.bins, calib_bins, sizeof(h.bins));
         h.updated_at = v.created_at;
         /* before the release: a device offered it must find its threshold */
-        err = s->ops->hist_add(s, ctx, &h, 1);
+        err = s->ops->offload->hist_add(s, ctx, &h, 1);
     }
     if (err == MF_OK)
         err = release_and_canary(out, ctx, s, c, parent, &v, env, env_len);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Regenerates the golden DSSE vectors of tests/unit/test_manifest_interop.c using only the
+# Regenerates the golden DSSE vectors of tests/unit/manifest/test_manifest_interop.c using only the
 # openssl command line and coreutils: an implementation independent of manifests/, so the
 # device verifier is checked against someone else's PAE, base64, DER and key ids.
 # The *.key.pem files are TEST KEYS, published on purpose; never trust them anywhere.

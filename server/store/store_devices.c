@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The devices domain of the store, both backends (struct mf_store_devices_ops, semantics in
+ * store.h): the fleet as devices report it: when each was last seen, what each reported
+ * installed (the latest per model, and an event log of every report).
+ */
+#include "store/store_engine.h"
+
+#include <stdio.h>
+
+#define DEVICES_LIST(C)                                                                            \
+    "SELECT device_id, enrolled_at, last_seen, channel, revoked FROM devices"                      \
+    " ORDER BY device_id" C
+#define STATUSES_LIST(C)                                                                           \
+    "SELECT d.device_id, s.model, s.version, s.sha256, s.status, s.detail,"                        \
+    " s.reported_at FROM device_models s JOIN devices d ON d.id = s.device_id"                     \
+    " ORDER BY d.device_id" C ", s.model" C
+
+/* The catalogue of this domain. last_seen is informational and written on every check-in,
+ * so on PostgreSQL its commit does not wait for the WAL flush: set_config(..., true) lasts
+ * until the end of this statement's own transaction, whose commit reads it (a crash loses at
+ * most the last fraction of a second of last_seen, never consistency). One round trip,
+ * where BEGIN / SET LOCAL / UPDATE / COMMIT would take four. */
+static const struct mf_sql sql_touch =
+    MF_SQL_PAIR("UPDATE devices SET last_seen = ? WHERE device_id = ?",
+                "WITH async AS (SELECT set_config('synchronous_commit', 'off', true))"
+                " UPDATE devices SET last_seen = ? FROM async WHERE device_id = ?",
+                "touching a device");
+static const struct mf_sql sql_report_latest =
+    MF_SQL("INSERT INTO device_models(device_id, model, version, sha256, status, detail,"
+           " reported_at) SELECT id, ?2, ?3, ?4, ?5, ?6, ?7 FROM devices WHERE device_id = ?1"
+           " ON CONFLICT(device_id, model) DO UPDATE SET version = excluded.version,"
+           " sha256 = excluded.sha256, status = excluded.status, detail = excluded.detail,"
+           " reported_at = excluded.reported_at",
+           "recording a report");
+static const struct mf_sql sql_report_event =
+    MF_SQL("INSERT INTO events(device_id, model, version, sha256, status, detail, created_at)"
+           " SELECT id, ?2, ?3, ?4, ?5, ?6, ?7 FROM devices WHERE device_id = ?1",
+           "recording a report");
+static const struct mf_sql sql_devices_list = MF_SQL_ORDERED(DEVICES_LIST, "listing devices");
+static const struct mf_sql sql_statuses_list = MF_SQL_ORDERED(STATUSES_LIST, "listing statuses");
+static const struct mf_sql sql_fleet_sha256s =
+    MF_SQL_LIST("SELECT DISTINCT sha256 FROM device_models WHERE model = ?"
+                " AND status = 'installed' ORDER BY sha256",
+                "listing fleet versions");
+
+static int devices_touch(struct mf_store *s, struct mf_ctx *ctx, const char *device_id, int64_t now)
+{
+    return mf_store__run(NULL, s, NULL, ctx, &sql_touch, NULL, NULL, "it", now, device_id);
+}
+
+static int report_insert_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
+                            void *arg)
+{
+    const struct mf_sql *const sql[] = {&sql_report_latest, &sql_report_event};
+    const struct mf_store_status *r = arg;
+    char missing[MF_STORE_NAME_SIZE + 32];
+    int err = MF_OK;
+
+    (void)snprintf(missing, sizeof(missing), "unknown device '%s'", r->device_id);
+    for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]) && err == MF_OK; i++)
+        err =
+            mf_store__change(s, tx, ctx, MF_E_NOTFOUND, missing, sql[i], "tttttti", r->device_id,
+                             r->model, r->version, r->sha256, r->status, r->detail, r->reported_at);
+    return err;
+}
+
+static int devices_report_insert(struct mf_store *s, struct mf_ctx *ctx,
+                                 const struct mf_store_status *r)
+{
+    return mf_store__in_tx(s, ctx, report_insert_tx, (void *)r);
+}
+
+static int visit_device(void *payload, const struct mf_store_cursor *row)
+{
+    const struct mf_store_visit *w = payload;
+    struct mf_store_device d;
+
+    mf_store__cols(row, 0, "tiitn", MF_STORE_TEXT(d.device_id), &d.enrolled_at, &d.last_seen,
+                   MF_STORE_TEXT(d.channel), &d.revoked);
+    return ((mf_store_device_fn)w->fn)(w->payload, &d);
+}
+
+static int visit_status(void *payload, const struct mf_store_cursor *row)
+{
+    const struct mf_store_visit *w = payload;
+    struct mf_store_status r;
+
+    mf_store__cols(row, 0, "tttttti", MF_STORE_TEXT(r.device_id), MF_STORE_TEXT(r.model),
+                   MF_STORE_TEXT(r.version), MF_STORE_TEXT(r.sha256), MF_STORE_TEXT(r.status),
+                   MF_STORE_TEXT(r.detail), &r.reported_at);
+    return ((mf_store_status_fn)w->fn)(w->payload, &r);
+}
+
+static int visit_sha(void *payload, const struct mf_store_cursor *row)
+{
+    const struct mf_store_visit *w = payload;
+    char sha[MF_SHA256_HEX_LEN + 1];
+
+    mf_store__col_text(sha, sizeof(sha), row, 0);
+    return ((mf_store_pair_fn)w->fn)(w->payload, "", sha);
+}
+
+static int devices_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_device_fn fn,
+                        void *payload)
+{
+    return mf_store__list(s, ctx, &sql_devices_list, visit_device, (void (*)(void))fn, payload, "");
+}
+
+static int devices_fleet_sha256s(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                                 mf_store_pair_fn fn, void *payload)
+{
+    return mf_store__list(s, ctx, &sql_fleet_sha256s, visit_sha, (void (*)(void))fn, payload, "t",
+                          model);
+}
+
+static int devices_statuses_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_status_fn fn,
+                                 void *payload)
+{
+    return mf_store__list(s, ctx, &sql_statuses_list, visit_status, (void (*)(void))fn, payload,
+                          "");
+}
+
+/* clang-format off */
+const struct mf_store_devices_ops mf_store__devices_ops = {
+    .device_touch = devices_touch, .report_insert = devices_report_insert,
+    .devices_list = devices_list, .statuses_list = devices_statuses_list,
+    .fleet_sha256s = devices_fleet_sha256s,
+};
+/* clang-format on */

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The rollout domain of the store, both backends (struct mf_store_rollout_ops, semantics in
+ * store.h; docs/rollouts.md): device runtime reports kept newest-only per (device, model,
+ * version), rollouts with their wave state, and the events of each rollout. Each op is one
+ * statement, atomic on its own.
+ */
+#include "store/store_engine.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define ROLLOUT_COLUMNS                                                                            \
+    "id, model, version, prev_version, state, wave, wave_started_at, created_at, updated_at,"      \
+    " plan, breach"
+#define TELEMETRY_LIST(C)                                                                          \
+    "SELECT device_id, model, version, report, reported_at FROM telemetry"                         \
+    " WHERE model = ? ORDER BY device_id" C ", version" C
+
+/* The catalogue of this domain. Replace, never add: a report is the device's cumulative
+ * total. */
+static const struct mf_sql sql_telemetry_put =
+    MF_SQL("INSERT INTO telemetry(device_id, model, version, report, reported_at)"
+           " VALUES(?, ?, ?, ?, ?) ON CONFLICT(model, device_id, version) DO UPDATE"
+           " SET report = excluded.report, reported_at = excluded.reported_at",
+           "storing telemetry");
+static const struct mf_sql sql_telemetry_list = MF_SQL_ORDERED(TELEMETRY_LIST, "listing telemetry");
+static const struct mf_sql sql_rollout_insert =
+    MF_SQL("INSERT INTO rollouts(model, version, prev_version, state, wave,"
+           " wave_started_at, created_at, updated_at, plan, breach)"
+           " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+           "creating a rollout");
+static const struct mf_sql sql_rollout_update =
+    MF_SQL("UPDATE rollouts SET state = ?1, wave = ?2, wave_started_at = ?3, updated_at = ?4,"
+           " breach = ?5 WHERE id = ?6 AND (?7 = '' OR state = ?7)",
+           "updating a rollout");
+static const struct mf_sql sql_rollout_get =
+    MF_SQL_LIST("SELECT " ROLLOUT_COLUMNS " FROM rollouts WHERE id = ?", "reading a rollout");
+static const struct mf_sql sql_rollouts_list =
+    MF_SQL_LIST("SELECT " ROLLOUT_COLUMNS " FROM rollouts WHERE ?1 = '' OR model = ?1"
+                " ORDER BY id DESC",
+                "listing rollouts");
+static const struct mf_sql sql_event_add =
+    MF_SQL("INSERT INTO rollout_events(rollout_id, at, kind, detail) VALUES(?, ?, ?, ?)",
+           "recording a rollout event");
+static const struct mf_sql sql_events_list =
+    MF_SQL_LIST("SELECT rollout_id, at, kind, detail FROM rollout_events WHERE rollout_id = ?"
+                " ORDER BY seq",
+                "listing rollout events");
+
+static int rollout_telemetry_put(struct mf_store *s, struct mf_ctx *ctx,
+                                 const struct mf_store_telemetry *t)
+{
+    if (strlen(t->report) > MF_STORE_TELEMETRY_MAX)
+        return mf_fail(ctx, MF_E_LIMIT, "telemetry report of '%s' is over %u bytes", t->device_id,
+                       MF_STORE_TELEMETRY_MAX);
+    return mf_store__run(NULL, s, NULL, ctx, &sql_telemetry_put, NULL, NULL, "tttti", t->device_id,
+                         t->model, t->version, t->report, t->reported_at);
+}
+
+static int visit_telemetry(void *payload, const struct mf_store_cursor *row)
+{
+    const struct mf_store_visit *w = payload;
+    struct mf_store_telemetry t;
+
+    mf_store__cols(row, 0, "tttsi", MF_STORE_TEXT(t.device_id), MF_STORE_TEXT(t.model),
+                   MF_STORE_TEXT(t.version), &t.report, &t.reported_at);
+    return ((mf_store_telemetry_fn)w->fn)(w->payload, &t);
+}
+
+static int rollout_telemetry_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                                  mf_store_telemetry_fn fn, void *payload)
+{
+    return mf_store__list(s, ctx, &sql_telemetry_list, visit_telemetry, (void (*)(void))fn, payload,
+                          "t", model);
+}
+
+static int take_id(void *payload, const struct mf_store_cursor *row)
+{
+    *(int64_t *)payload = mf_store__col_i64(row, 0);
+    return MF_OK;
+}
+
+static int rollout_put(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_rollout *r,
+                       const char *expect_state)
+{
+    char missing[96];
+    int found = 0;
+
+    if (r->id == 0)
+        return mf_store__first(&found, s, NULL, ctx, &sql_rollout_insert, take_id, &r->id,
+                               "ttttiiiitt", r->model, r->version, r->prev_version, r->state,
+                               (int64_t)r->wave, r->wave_started_at, r->created_at, r->updated_at,
+                               r->plan, r->breach);
+    (void)snprintf(missing, sizeof(missing), "rollout %lld is unknown or no longer %s",
+                   (long long)r->id, expect_state[0] ? expect_state : "there");
+    return mf_store__change(s, NULL, ctx, expect_state[0] ? MF_E_STATE : MF_E_NOTFOUND, missing,
+                            &sql_rollout_update, "tiiitit", r->state, (int64_t)r->wave,
+                            r->wave_started_at, r->updated_at, r->breach, r->id, expect_state);
+}
+
+static void read_rollout(struct mf_store_rollout *r, const struct mf_store_cursor *row)
+{
+    mf_store__cols(row, 0, "ittttniiitt", &r->id, MF_STORE_TEXT(r->model),
+                   MF_STORE_TEXT(r->version), MF_STORE_TEXT(r->prev_version),
+                   MF_STORE_TEXT(r->state), &r->wave, &r->wave_started_at, &r->created_at,
+                   &r->updated_at, MF_STORE_TEXT(r->plan), MF_STORE_TEXT(r->breach));
+}
+
+static int copy_rollout(void *payload, const struct mf_store_cursor *row)
+{
+    read_rollout(payload, row); /* the id is unique: at most one row */
+    return MF_OK;
+}
+
+static int rollout_get(struct mf_store_rollout *out, struct mf_store *s, struct mf_ctx *ctx,
+                       int64_t id)
+{
+    int err;
+
+    out->id = 0;
+    err = mf_store__run(NULL, s, NULL, ctx, &sql_rollout_get, copy_rollout, out, "i", id);
+    if (err == MF_OK && out->id == 0)
+        err = mf_fail(ctx, MF_E_NOTFOUND, "no rollout %lld", (long long)id);
+    return err;
+}
+
+static int visit_rollout(void *payload, const struct mf_store_cursor *row)
+{
+    const struct mf_store_visit *w = payload;
+    struct mf_store_rollout r; /* server thread: an 8 KiB plan fits its stack */
+
+    read_rollout(&r, row);
+    return ((mf_store_rollout_fn)w->fn)(w->payload, &r);
+}
+
+static int rollouts_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                         mf_store_rollout_fn fn, void *payload)
+{
+    return mf_store__list(s, ctx, &sql_rollouts_list, visit_rollout, (void (*)(void))fn, payload,
+                          "t", model);
+}
+
+static int rollout_event_add(struct mf_store *s, struct mf_ctx *ctx,
+                             const struct mf_store_rollout_event *e)
+{
+    return mf_store__run(NULL, s, NULL, ctx, &sql_event_add, NULL, NULL, "iitt", e->rollout_id,
+                         e->at, e->kind, e->detail);
+}
+
+static int visit_event(void *payload, const struct mf_store_cursor *row)
+{
+    const struct mf_store_visit *w = payload;
+    struct mf_store_rollout_event e;
+
+    mf_store__cols(row, 0, "iitt", &e.rollout_id, &e.at, MF_STORE_TEXT(e.kind),
+                   MF_STORE_TEXT(e.detail));
+    return ((mf_store_rollout_event_fn)w->fn)(w->payload, &e);
+}
+
+static int rollout_events_list(struct mf_store *s, struct mf_ctx *ctx, int64_t rollout_id,
+                               mf_store_rollout_event_fn fn, void *payload)
+{
+    return mf_store__list(s, ctx, &sql_events_list, visit_event, (void (*)(void))fn, payload, "i",
+                          rollout_id);
+}
+
+/* clang-format off */
+const struct mf_store_rollout_ops mf_store__rollout_ops = {
+    .telemetry_put = rollout_telemetry_put, .telemetry_list = rollout_telemetry_list,
+    .rollout_put = rollout_put, .rollout_get = rollout_get, .rollouts_list = rollouts_list,
+    .rollout_event_add = rollout_event_add, .rollout_events_list = rollout_events_list,
+};
+/* clang-format on */

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The numbered migrations of both backends (see store_schema.h). Most are written once:
+ * MIGRATION_n(T) spells each column type as T(INT), T(ID), T(BLOB), T(REAL), and the
+ * table below expands it with each dialect's types (PostgreSQL: BIGINT for every number,
+ * BIGSERIAL for row ids, BYTEA for blobs, DOUBLE PRECISION for reals), which gives the very
+ * texts the backends shipped (test_store_schema pins them). T(KEY) is a primary key that
+ * is not a row counter. The store generation's triggers (migrations 6 and 8), T(GEN)(table),
+ * differ in kind: SQLite's are per row and per event, PostgreSQL's one function run per
+ * statement for all three events (the generation only has to change, not count rows).
+ */
+#include "store/store_schema.h"
+
+#define SQLITE(t) SQLITE_##t
+#define SQLITE_ID "INTEGER PRIMARY KEY"
+#define SQLITE_INT "INTEGER"
+#define SQLITE_BLOB "BLOB"
+#define SQLITE_REAL "REAL"
+#define SQLITE_KEY "INTEGER PRIMARY KEY"
+#define SQLITE_TOKEN_SEQ "" /* SQLite reads the tokens' creation order from the rowid */
+#define SQLITE_GEN_FUNCTION ""
+#define SQLITE_GEN(table)                                                                          \
+    SQLITE_GEN_ON(table, "INSERT", "ins")                                                          \
+    SQLITE_GEN_ON(table, "UPDATE", "upd") SQLITE_GEN_ON(table, "DELETE", "del")
+#define SQLITE_GEN_ON(table, event, name)                                                          \
+    "CREATE TRIGGER " #table "_gen_" name " AFTER " event " ON " #table " BEGIN"                   \
+    "  UPDATE store_meta SET generation = generation + 1; END;"
+#define PG(t) PG_##t
+#define PG_ID "BIGSERIAL PRIMARY KEY"
+#define PG_INT "BIGINT"
+#define PG_BLOB "BYTEA"
+#define PG_REAL "DOUBLE PRECISION"
+#define PG_KEY "BIGINT PRIMARY KEY"
+#define PG_TOKEN_SEQ "ALTER TABLE tokens ADD COLUMN seq BIGSERIAL;"
+#define PG_GEN_FUNCTION                                                                            \
+    "CREATE FUNCTION mf_bump_generation() RETURNS trigger LANGUAGE plpgsql AS"                     \
+    "  $$BEGIN UPDATE store_meta SET generation = generation + 1 WHERE id = 1;"                    \
+    "  RETURN NULL; END$$;"
+#define PG_GEN(table)                                                                              \
+    "CREATE TRIGGER " #table "_gen AFTER INSERT OR UPDATE OR DELETE ON " #table                    \
+    "  FOR EACH STATEMENT EXECUTE FUNCTION mf_bump_generation();"
+#define BOTH(m) .sqlite = m(SQLITE), .pg = m(PG)
+
+const struct mf_store_migration mf_store__schema_table = {
+    .n = 0,
+    .sqlite = "CREATE TABLE IF NOT EXISTS schema_version ("
+              " version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
+    .pg = "CREATE TABLE IF NOT EXISTS schema_version ("
+          " version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)",
+};
+
+/* The migrations are data: their lines stay as the SQL reads, not as clang-format would
+ * break the T(...) in them. */
+/* clang-format off */
+/* Of device_models and events: what a device reported. */
+#define REPORT_COLUMNS \
+    "  model TEXT NOT NULL," \
+    "  version TEXT NOT NULL," \
+    "  sha256 TEXT NOT NULL," \
+    "  status TEXT NOT NULL," \
+    "  detail TEXT NOT NULL,"
+
+/* 1: tokens, devices, models and versions, per-device status and the event log */
+#define MIGRATION_1(T) \
+    "CREATE TABLE tokens (" \
+    "  hash " T(BLOB) " PRIMARY KEY CHECK (length(hash) = 32)," \
+    "  kind " T(INT) " NOT NULL," \
+    "  created_at " T(INT) " NOT NULL," \
+    "  revoked " T(INT) " NOT NULL DEFAULT 0);" \
+    "CREATE TABLE devices (" \
+    "  id " T(ID) "," \
+    "  device_id TEXT NOT NULL UNIQUE," \
+    "  credential_hash " T(BLOB) " UNIQUE CHECK (length(credential_hash) = 32)," \
+    "  enrolled_at " T(INT) " NOT NULL," \
+    "  last_seen " T(INT) " NOT NULL DEFAULT 0);" \
+    "CREATE TABLE models (" \
+    "  id " T(ID) "," \
+    "  name TEXT NOT NULL UNIQUE," \
+    "  created_at " T(INT) " NOT NULL);" \
+    "CREATE TABLE model_versions (" \
+    "  id " T(ID) "," \
+    "  model_id " T(INT) " NOT NULL REFERENCES models(id)," \
+    "  version TEXT NOT NULL," \
+    "  sha256 TEXT NOT NULL CHECK (length(sha256) = 64)," \
+    "  size " T(INT) " NOT NULL CHECK (size >= 0)," \
+    "  created_at " T(INT) " NOT NULL," \
+    "  UNIQUE (model_id, version));" \
+    "CREATE TABLE device_models (" \
+    "  device_id " T(INT) " NOT NULL REFERENCES devices(id)," \
+    REPORT_COLUMNS \
+    "  reported_at " T(INT) " NOT NULL," \
+    "  PRIMARY KEY (device_id, model));" \
+    "CREATE TABLE events (" \
+    "  id " T(ID) "," \
+    "  device_id " T(INT) " NOT NULL REFERENCES devices(id)," \
+    REPORT_COLUMNS \
+    "  created_at " T(INT) " NOT NULL);" \
+    "CREATE INDEX events_by_device ON events(device_id, id);"
+
+/* 2: the trust chain. A version's release envelope and its sequence/floor/digest (a
+ * version without a release is staged, never assigned); root and keys documents;
+ * the director's per-device assignment sequence. */
+#define MIGRATION_2(T) \
+    "ALTER TABLE model_versions ADD COLUMN sequence " T(INT) " NOT NULL DEFAULT 0;" \
+    "ALTER TABLE model_versions ADD COLUMN security_floor " T(INT) " NOT NULL DEFAULT 0;" \
+    "ALTER TABLE model_versions ADD COLUMN release_digest TEXT NOT NULL DEFAULT '';" \
+    "ALTER TABLE model_versions ADD COLUMN release " T(BLOB) ";" \
+    "CREATE UNIQUE INDEX model_versions_by_sequence ON model_versions(model_id, sequence)" \
+    "  WHERE sequence > 0;" \
+    "CREATE TABLE trust_docs (" \
+    "  kind " T(INT) " NOT NULL," \
+    "  version " T(INT) " NOT NULL CHECK (version >= 1)," \
+    "  envelope " T(BLOB) " NOT NULL," \
+    "  created_at " T(INT) " NOT NULL," \
+    "  PRIMARY KEY (kind, version));" \
+    "ALTER TABLE devices ADD COLUMN assign_seq " T(INT) " NOT NULL DEFAULT 0;"
+
+/* 3: the director's inputs (groups, channels, pins, fleet rollbacks), admin token roles,
+ * device revocation, background jobs claimed across nodes, precomputed deltas. Tokens
+ * made before keep full rights (role 4 = admin). */
+#define MIGRATION_3(T) \
+    "ALTER TABLE tokens ADD COLUMN role " T(INT) " NOT NULL DEFAULT 4;" \
+    "ALTER TABLE tokens ADD COLUMN name TEXT NOT NULL DEFAULT '';" \
+    T(TOKEN_SEQ) \
+    "ALTER TABLE devices ADD COLUMN channel TEXT NOT NULL DEFAULT 'stable';" \
+    "ALTER TABLE devices ADD COLUMN revoked " T(INT) " NOT NULL DEFAULT 0;" \
+    "CREATE TABLE device_groups (" \
+    "  device_id " T(INT) " NOT NULL REFERENCES devices(id)," \
+    "  grp TEXT NOT NULL," \
+    "  PRIMARY KEY (device_id, grp));" \
+    "CREATE INDEX device_groups_by_group ON device_groups(grp);" \
+    "CREATE TABLE pins (" \
+    "  scope " T(INT) " NOT NULL CHECK (scope BETWEEN 1 AND 4)," \
+    "  target TEXT NOT NULL," \
+    "  model TEXT NOT NULL," \
+    "  version TEXT NOT NULL," \
+    "  created_at " T(INT) " NOT NULL," \
+    "  PRIMARY KEY (scope, target, model));" \
+    "CREATE TABLE jobs (" \
+    "  id " T(ID) "," \
+    "  kind TEXT NOT NULL," \
+    "  arg TEXT NOT NULL," \
+    "  state TEXT NOT NULL DEFAULT 'queued'" \
+    " CHECK (state IN ('queued','running','done','failed'))," \
+    "  owner TEXT NOT NULL DEFAULT ''," \
+    "  lease_until " T(INT) " NOT NULL DEFAULT 0," \
+    "  attempts " T(INT) " NOT NULL DEFAULT 0," \
+    "  error TEXT NOT NULL DEFAULT ''," \
+    "  created_at " T(INT) " NOT NULL);" \
+    "CREATE UNIQUE INDEX jobs_pending ON jobs(kind, arg) WHERE state IN ('queued','running');" \
+    "CREATE TABLE deltas (" \
+    "  model TEXT NOT NULL," \
+    "  from_sha256 TEXT NOT NULL CHECK (length(from_sha256) = 64)," \
+    "  to_sha256 TEXT NOT NULL CHECK (length(to_sha256) = 64)," \
+    "  delta_sha256 TEXT NOT NULL CHECK (length(delta_sha256) = 64)," \
+    "  size " T(INT) " NOT NULL," \
+    "  format TEXT NOT NULL," \
+    "  created_at " T(INT) " NOT NULL," \
+    "  PRIMARY KEY (from_sha256, to_sha256));" \
+    "CREATE INDEX device_models_by_model ON device_models(model, sha256);"
+
+/* 4: offload (docs/protocol-offload.md): the hard-sample store with provenance and the
+ * teacher's label, the batch ids that make uplinks idempotent, score histograms. */
+#define MIGRATION_4(T) \
+    "CREATE TABLE offload_samples (" \
+    "  seq " T(ID) "," \
+    "  id TEXT NOT NULL UNIQUE CHECK (length(id) = 32)," \
+    "  device_id TEXT NOT NULL," \
+    "  model TEXT NOT NULL," \
+    "  model_version TEXT NOT NULL," \
+    "  kind TEXT NOT NULL CHECK (kind IN ('hard','audit'))," \
+    "  method TEXT NOT NULL," \
+    "  score " T(REAL) " NOT NULL," \
+    "  created_at " T(INT) " NOT NULL," \
+    "  received_at " T(INT) " NOT NULL," \
+    "  output_kind TEXT NOT NULL," \
+    "  output TEXT NOT NULL," \
+    "  input_sha256 TEXT NOT NULL CHECK (length(input_sha256) = 64)," \
+    "  input_size " T(INT) " NOT NULL," \
+    "  teacher_version TEXT NOT NULL DEFAULT ''," \
+    "  teacher_output TEXT NOT NULL DEFAULT ''," \
+    "  teacher_confidence " T(REAL) " NOT NULL DEFAULT 0," \
+    "  labelled_at " T(INT) " NOT NULL DEFAULT 0);" \
+    "CREATE INDEX offload_samples_by_model ON offload_samples(model, seq);" \
+    "CREATE INDEX offload_samples_by_device ON offload_samples(device_id);" \
+    "CREATE INDEX offload_samples_by_input ON offload_samples(input_sha256);" \
+    "CREATE INDEX offload_samples_by_time ON offload_samples(received_at);" \
+    "CREATE TABLE offload_batches (" \
+    "  device_id TEXT NOT NULL," \
+    "  batch_id TEXT NOT NULL CHECK (length(batch_id) = 32)," \
+    "  accepted " T(INT) " NOT NULL," \
+    "  duplicates " T(INT) " NOT NULL," \
+    "  created_at " T(INT) " NOT NULL," \
+    "  PRIMARY KEY (device_id, batch_id));" \
+    "CREATE INDEX offload_batches_by_time ON offload_batches(created_at);" \
+    "CREATE TABLE offload_hists (" \
+    "  model TEXT NOT NULL," \
+    "  version TEXT NOT NULL," \
+    "  method TEXT NOT NULL," \
+    "  source " T(INT) " NOT NULL," \
+    "  bins TEXT NOT NULL," \
+    "  asked " T(INT) " NOT NULL," \
+    "  uncertain " T(INT) " NOT NULL," \
+    "  updated_at " T(INT) " NOT NULL," \
+    "  PRIMARY KEY (model, version, method, source));"
+
+/* 5: rollouts (docs/rollouts.md): each device's newest cumulative runtime report per
+ * (model, version), replaced and never added; rollouts with their wave state; the
+ * events of each rollout (advances, pauses, the red line that halted it). */
+#define MIGRATION_5(T) \
+    "CREATE TABLE telemetry (" \
+    "  device_id TEXT NOT NULL," \
+    "  model TEXT NOT NULL," \
+    "  version TEXT NOT NULL," \
+    "  report TEXT NOT NULL," \
+    "  reported_at " T(INT) " NOT NULL," \
+    "  PRIMARY KEY (model, device_id, version));" \
+    "CREATE TABLE rollouts (" \
+    "  id " T(ID) "," \
+    "  model TEXT NOT NULL," \
+    "  version TEXT NOT NULL," \
+    "  prev_version TEXT NOT NULL," \
+    "  state TEXT NOT NULL," \
+    "  wave " T(INT) " NOT NULL," \
+    "  wave_started_at " T(INT) " NOT NULL," \
+    "  created_at " T(INT) " NOT NULL," \
+    "  updated_at " T(INT) " NOT NULL," \
+    "  plan TEXT NOT NULL," \
+    "  breach TEXT NOT NULL DEFAULT '');" \
+    "CREATE INDEX rollouts_by_model ON rollouts(model, id);" \
+    "CREATE TABLE rollout_events (" \
+    "  seq " T(ID) "," \
+    "  rollout_id " T(INT) " NOT NULL," \
+    "  at " T(INT) " NOT NULL," \
+    "  kind TEXT NOT NULL," \
+    "  detail TEXT NOT NULL);" \
+    "CREATE INDEX rollout_events_by_rollout ON rollout_events(rollout_id, seq);"
+
+/* 7: distillation runs (docs/distill.md): the loop's jobs with their provenance. At
+ * most one queued or running run per model. */
+#define MIGRATION_7(T) \
+    "CREATE TABLE distill_runs (" \
+    "  id " T(ID) "," \
+    "  model TEXT NOT NULL," \
+    "  state TEXT NOT NULL" \
+    " CHECK (state IN ('queued','running','published','rejected','failed'))," \
+    "  trigger TEXT NOT NULL," \
+    "  parent_version TEXT NOT NULL DEFAULT ''," \
+    "  version TEXT NOT NULL DEFAULT ''," \
+    "  rollout_id " T(INT) " NOT NULL DEFAULT 0," \
+    "  samples_until " T(INT) " NOT NULL DEFAULT 0," \
+    "  record TEXT NOT NULL DEFAULT ''," \
+    "  error TEXT NOT NULL DEFAULT ''," \
+    "  created_at " T(INT) " NOT NULL," \
+    "  updated_at " T(INT) " NOT NULL);" \
+    "CREATE INDEX distill_runs_by_model ON distill_runs(model, id);" \
+    "CREATE UNIQUE INDEX distill_runs_pending ON distill_runs(model)" \
+    "  WHERE state IN ('queued','running');"
+
+/* 6: the check-in fast path (docs/architecture.md, "Check-in path"). store_meta.epoch: raised
+ * durably by each node before it issues assignment sequence numbers without waiting for the
+ * disk; store_meta.generation: raised by every change to what nodes cache for check-ins
+ * (trust documents, models and releases, deltas, rollouts): T(GEN)(table) (see above). */
+#define MIGRATION_6(T) \
+    "CREATE TABLE store_meta (" \
+    "  id " T(KEY) " CHECK (id = 1)," \
+    "  epoch " T(INT) " NOT NULL," \
+    "  generation " T(INT) " NOT NULL);" \
+    "INSERT INTO store_meta(id, epoch, generation) VALUES(1, 0, 1);" \
+    T(GEN_FUNCTION) \
+    T(GEN)(trust_docs) T(GEN)(models) T(GEN)(model_versions) T(GEN)(deltas) T(GEN)(rollouts)
+
+/* 8: pins (device, group and channel pins, fleet rollbacks) raise the generation too, so a
+ * node knows which models have none and a check-in skips their directive reads. */
+#define MIGRATION_8(T) T(GEN)(pins)
+/* clang-format on */
+
+const struct mf_store_migration mf_store__migrations[] = {
+    {.n = 1, BOTH(MIGRATION_1)}, {.n = 2, BOTH(MIGRATION_2)}, {.n = 3, BOTH(MIGRATION_3)},
+    {.n = 4, BOTH(MIGRATION_4)}, {.n = 5, BOTH(MIGRATION_5)}, {.n = 6, BOTH(MIGRATION_6)},
+    {.n = 7, BOTH(MIGRATION_7)}, {.n = 8, BOTH(MIGRATION_8)},
+};

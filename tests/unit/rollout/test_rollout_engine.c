@@ -1,0 +1,578 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Rollouts over a real (SQLite) store, devices simulated by real mf_telemetry handles whose
+ * check-in JSON goes through the server's ingest: reports validated all-or-nothing and
+ * replaced, fleet percentiles exact against the raw samples after the server-side merge,
+ * waves that advance when clean, halts with fleet rollback on each red line, the ops
+ * actions, and the director's wave hook.
+ */
+#define _XOPEN_SOURCE 700 /* mkdtemp */
+#include "mf_test.h"
+#include "kit_fs.h"
+#include "common/token.h"
+#include "deltas/delta_worker.h"
+#include "director/director_wave.h"
+#include "rollout/rollout_ctl.h"
+#include "rollout/rollout_fleet.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEVICES 40
+
+/* What a simulated device's model version does at run time. */
+struct behaviour {
+    uint64_t latency_us;  /* typical; samples spread over [l, 2l) */
+    uint64_t memory;      /* peak bytes */
+    int health_fail;      /* 1: the health check fails */
+    unsigned offload_pct; /* uncertain share of asked samples */
+};
+
+static const struct behaviour baseline = {1000, 40u << 20, 0, 5};
+
+struct eng {
+    char dir[64];
+    struct mf_ctx ctx;
+    struct mf_store *s;
+    mf_telemetry *dev[DEVICES];
+    char ids[DEVICES][16];
+    uint32_t seed;
+};
+
+static void release(struct eng *f, const char *version, uint64_t seq)
+{
+    struct mf_store_version v = {.size = 1, .sequence = seq, .created_at = 1};
+
+    (void)snprintf(v.model, sizeof(v.model), "m");
+    (void)snprintf(v.version, sizeof(v.version), "%s", version);
+    memset(v.sha256, 'a' + (int)seq, 64);
+    memset(v.release_digest, 'b', 64);
+    assert_int_equal(f->s->ops->registry->version_insert(f->s, &f->ctx, &v), MF_OK);
+    assert_int_equal(f->s->ops->registry->release_set(f->s, &f->ctx, &v, "{}", 2), MF_OK);
+}
+
+static int eng_setup(void **state)
+{
+    struct eng *f = calloc(1, sizeof(*f));
+    char url[128];
+    int applied = 0;
+
+    assert_non_null(f);
+    mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
+    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), "mf-reng");
+    (void)snprintf(url, sizeof(url), "sqlite:%s/store.db", f->dir);
+    assert_int_equal(mf_store__open(&f->s, &f->ctx, url, 1), MF_OK);
+    assert_int_equal(f->s->ops->migrate(&applied, f->s, &f->ctx), MF_OK);
+    for (int i = 0; i < DEVICES; i++) {
+        uint8_t h[MF_SHA256_LEN];
+
+        (void)snprintf(f->ids[i], sizeof(f->ids[i]), "dev-%02d", i);
+        mf_token__hash(h, f->ids[i], strlen(f->ids[i]));
+        assert_int_equal(f->s->ops->auth->device_enroll(f->s, &f->ctx, f->ids[i], h, 1), MF_OK);
+        assert_int_equal(mf_telemetry_new(&f->dev[i], NULL, NULL, "t"), MF_OK);
+    }
+    release(f, "v1", 1);
+    release(f, "v2", 2);
+    f->seed = 11;
+    *state = f;
+    return 0;
+}
+
+static int eng_teardown(void **state)
+{
+    struct eng *f = *state;
+    char path[128];
+
+    for (int i = 0; i < DEVICES; i++)
+        mf_telemetry_free(f->dev[i]);
+    mf_store__close(f->s);
+    (void)snprintf(path, sizeof(path), "%s/store.db", f->dir);
+    (void)unlink(path);
+    (void)rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+static uint32_t rng(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return *s >> 8;
+}
+
+/* Sends device i's cumulative telemetry through the server's check-in ingest. */
+static int checkin(struct eng *f, int i, int64_t now)
+{
+    static char json[MF_TELEMETRY_JSON_MAX];
+    char root[MF_TELEMETRY_JSON_MAX + 64];
+    size_t len = 0;
+    cJSON *body;
+    int stored = 0, err;
+
+    assert_int_equal(mf_telemetry_checkin_json(&len, json, sizeof(json), f->dev[i], "m"), MF_OK);
+    (void)snprintf(root, sizeof(root), "{\"models\":[{\"name\":\"m\",\"telemetry\":%s}]}", json);
+    body = cJSON_Parse(root);
+    assert_non_null(body);
+    err = mf_rollout__ingest(&stored, f->s, &f->ctx, f->ids[i], body, now);
+    cJSON_Delete(body);
+    mf_telemetry_ack(f->dev[i]);
+    return err;
+}
+
+/* Device i runs `version` for a while with behaviour `b`, then checks in. */
+static void run(struct eng *f, int i, const char *version, const struct behaviour *b, int64_t now)
+{
+    mf_offload_telemetry o = {.asked = 100, .uncertain = b->offload_pct};
+    mf_telemetry *t = f->dev[i];
+
+    for (int k = 0; k < 50; k++)
+        assert_int_equal(mf_telemetry_record_latency(t, "m", version,
+                                                     b->latency_us + rng(&f->seed) % b->latency_us),
+                         MF_OK);
+    assert_int_equal(mf_telemetry_record_memory(t, "m", version, b->memory), MF_OK);
+    assert_int_equal(mf_telemetry_record_health(t, "m", version, !b->health_fail), MF_OK);
+    (void)snprintf(o.model_version, sizeof(o.model_version), "%s", version);
+    assert_int_equal(mf_telemetry_add_offload(t, "m", version, &o), MF_OK);
+    assert_int_equal(checkin(f, i, now), MF_OK);
+}
+
+static int64_t create(struct eng *f, const char *plan)
+{
+    struct mf_store_rollout r;
+    cJSON *body = cJSON_Parse(plan);
+
+    assert_non_null(body);
+    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "", body, 1000), MF_OK);
+    cJSON_Delete(body);
+    assert_string_equal(r.prev_version, "v1");
+    return r.id;
+}
+
+/* Every device runs the previous version; then the admitted ones run v2 with `b`, and the
+ * rollout is evaluated every 11 s of fake time until it stops running (at most 12 steps). */
+static void drive(struct eng *f, int64_t id, const struct behaviour *b, struct mf_store_rollout *r)
+{
+    struct mf_rollout_plan plan;
+    int64_t now = 1000;
+
+    for (int i = 0; i < DEVICES; i++)
+        run(f, i, "v1", &baseline, now);
+    assert_int_equal(f->s->ops->rollout->rollout_get(r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(mf_rollout__plan_load(&plan, &f->ctx, r), MF_OK);
+    for (int step = 0; step < 12 && strcmp(r->state, "running") == 0; step++) {
+        for (int i = 0; i < DEVICES; i++) {
+            int wave = -1;
+
+            assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &plan, f->ids[i]),
+                             MF_OK);
+            if (wave >= 0 && wave <= r->wave)
+                run(f, i, "v2", b, now);
+        }
+        now += 11;
+        assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, now), MF_OK);
+        assert_int_equal(f->s->ops->rollout->rollout_get(r, f->s, &f->ctx, id), MF_OK);
+    }
+}
+
+static const char *const plan3 =
+    "{\"soak_s\": 10, \"min_devices\": 2,"
+    " \"waves\": [{\"percent\": 10}, {\"percent\": 50}, {\"percent\": 100}],"
+    " \"red_lines\": [{\"metric\": \"p99_latency_us\", \"relative\": 1.5},"
+    " {\"metric\": \"peak_memory\", \"relative\": 1.2},"
+    " {\"metric\": \"health_rollback_rate\", \"max\": 0.1},"
+    " {\"metric\": \"offload_rate\", \"relative\": 1.5}]}";
+
+static int count_event(void *payload, const struct mf_store_rollout_event *e)
+{
+    if (strcmp(e->kind, "advanced") == 0)
+        (*(int *)payload)++;
+    return MF_OK;
+}
+
+static void test_rollout_engine__good_version_advances_every_wave(void **state)
+{
+    struct eng *f = *state;
+    struct mf_store_rollout r;
+    struct mf_store_version v;
+    struct mf_store_directives d;
+    int64_t id = create(f, plan3);
+    int advanced = 0;
+
+    drive(f, id, &baseline, &r);
+    assert_string_equal(r.state, "done");
+    assert_int_equal(r.wave, 2);
+    assert_string_equal(r.breach, "");
+    assert_int_equal(
+        f->s->ops->rollout->rollout_events_list(f->s, &f->ctx, id, count_event, &advanced), MF_OK);
+    assert_int_equal(advanced, 2);
+    /* Done at 100 %: every device is offered v2 by its wave; no fleet rollback. */
+    for (int i = 0; i < DEVICES; i++) {
+        assert_int_equal(mf_director__wave(&v, f->s, &f->ctx, f->ids[i], "m"), MF_OK);
+        assert_string_equal(v.version, "v2");
+    }
+    assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[0], "m"), MF_OK);
+    assert_string_equal(d.fleet_rollback, "");
+}
+
+/* One red line at a time: v2 breaches it, so wave 0 halts and the fleet rolls back. */
+static void test_rollout_engine__each_red_line_halts_the_first_wave(void **state)
+{
+    static const struct {
+        const char *metric;
+        struct behaviour b;
+    } cases[] = {
+        {"p99_latency_us", {2000, 40u << 20, 0, 5}},       /* 2x P99 */
+        {"peak_memory", {1000, 60u << 20, 0, 5}},          /* 1.5x memory */
+        {"health_rollback_rate", {1000, 40u << 20, 1, 5}}, /* health checks fail */
+        {"offload_rate", {1000, 40u << 20, 0, 12}},        /* 2.4x offloads */
+    };
+    struct eng *f = *state;
+
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        struct mf_store_rollout r;
+        struct mf_rollout_status st;
+        struct mf_store_directives d;
+        struct mf_store_version v;
+        int64_t id;
+
+        if (c > 0) { /* a fresh store for each case */
+            assert_int_equal(eng_teardown(state), 0);
+            assert_int_equal(eng_setup(state), 0);
+            f = *state;
+        }
+        id = create(f, plan3);
+        drive(f, id, &cases[c].b, &r);
+        assert_string_equal(r.state, "halted");
+        assert_int_equal(r.wave, 0);
+        assert_non_null(strstr(r.breach, cases[c].metric));
+        assert_int_equal(mf_rollout__status(&st, f->s, &f->ctx, id), MF_OK);
+        assert_true(st.breached >= 0);
+        assert_string_equal(mf_rollout__metric_name(st.plan.lines[st.breached].metric),
+                            cases[c].metric);
+        assert_true(st.verdicts[st.breached].evaluated);
+        /* The fleet rollback directive points every device at v1; no wave is offered. */
+        for (int i = 0; i < DEVICES; i++) {
+            assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[i], "m"),
+                             MF_OK);
+            assert_string_equal(d.fleet_rollback, "v1");
+        }
+        assert_int_equal(mf_director__wave(&v, f->s, &f->ctx, f->ids[0], "m"), MF_E_NOTFOUND);
+    }
+}
+
+static void test_rollout_engine__pause_resume_abort_rollback(void **state)
+{
+    struct eng *f = *state;
+    struct mf_store_rollout r;
+    struct mf_store_directives d;
+    struct mf_store_version v;
+    cJSON *again = cJSON_Parse(plan3);
+    int64_t id = create(f, plan3);
+    int out_of_wave = -1;
+
+    for (int i = 0; i < DEVICES; i++)
+        run(f, i, "v2", &baseline, 1000);
+    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "pause", 1001), MF_OK);
+    assert_string_equal(r.state, "paused");
+    assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, 5000), MF_OK); /* soaked, paused */
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(r.wave, 0);
+    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "pause", 5001), MF_E_STATE);
+    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "resume", 5002), MF_OK);
+    assert_int_equal(r.wave_started_at, 5002); /* the soak starts again */
+    assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, 5005), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(r.wave, 0);
+    assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, 5013), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(r.wave, 1);
+
+    /* Only one active rollout per model. */
+    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "", again, 5014), MF_E_STATE);
+    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "abort", 5020), MF_OK);
+    assert_string_equal(r.state, "aborted");
+    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "resume", 5021), MF_E_STATE);
+    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "launch", 5021), MF_E_INVALID);
+    assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, 9000), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(r.wave, 1); /* frozen */
+    /* Aborted is frozen: outside the admitted waves devices stay on v1, not the channel
+     * default v2. */
+    for (int i = 0; i < DEVICES && out_of_wave < 0; i++) {
+        assert_int_equal(mf_director__wave(&v, f->s, &f->ctx, f->ids[i], "m"), MF_OK);
+        if (strcmp(v.version, "v1") == 0)
+            out_of_wave = i;
+    }
+    assert_true(out_of_wave >= 0);
+
+    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "rollback", 5030), MF_OK);
+    assert_string_equal(r.state, "rolled_back");
+    assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[3], "m"), MF_OK);
+    assert_string_equal(d.fleet_rollback, "v1");
+    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "rollback", 5031), MF_E_STATE);
+    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, 999, "pause", 5031), MF_E_NOTFOUND);
+    cJSON_Delete(again);
+}
+
+/* Pausing stops advancing, not watching: v2 breaching a red line while the rollout is paused
+ * still halts it (through the worker's job, queued for paused rollouts too) and rolls the
+ * fleet back. */
+static void test_rollout_engine__paused_rollout_still_halts_on_a_breach(void **state)
+{
+    static const struct behaviour slow = {2000, 40u << 20, 0, 5}; /* 2x P99 */
+    struct eng *f = *state;
+    struct mf_store_rollout r;
+    struct mf_store_directives d;
+    struct mf_store_job job;
+    int64_t id = create(f, plan3);
+    int made = 0;
+
+    for (int i = 0; i < DEVICES; i++)
+        run(f, i, "v1", &baseline, 1000);
+    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "pause", 1001), MF_OK);
+    for (int i = 0; i < DEVICES; i++)
+        run(f, i, "v2", &slow, 1002);
+    mf_rollout__jobs_tick(f->s, &f->ctx);
+    assert_int_equal(
+        f->s->ops->jobs->job_claim_kind(&job, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n1", 1003, 60),
+        MF_OK);
+    assert_int_equal(mf_rollout__jobs_run(&made, f->s, &f->ctx, job.arg), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_string_equal(r.state, "halted");
+    assert_int_equal(r.wave, 0);
+    assert_non_null(strstr(r.breach, "p99_latency_us"));
+    for (int i = 0; i < DEVICES; i++) {
+        assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[i], "m"),
+                         MF_OK);
+        assert_string_equal(d.fleet_rollback, "v1");
+    }
+    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "resume", 1004), MF_E_STATE);
+}
+
+static void test_rollout_engine__create_refuses_bad_requests(void **state)
+{
+    struct eng *f = *state;
+    struct mf_store_rollout r;
+    struct mf_store_version v = {.size = 1, .created_at = 1};
+    cJSON *good = cJSON_Parse("{\"waves\": [{\"percent\": 10}]}");
+    cJSON *bad = cJSON_Parse("{\"waves\": [{\"percent\": 10}], \"soak_s\": -1}");
+
+    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "", bad, 1), MF_E_INVALID);
+    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v9", "", good, 1), MF_E_NOTFOUND);
+    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v1", "", good, 1), MF_E_STATE);
+    /* Staged but not released. */
+    (void)snprintf(v.model, sizeof(v.model), "m");
+    (void)snprintf(v.version, sizeof(v.version), "v3");
+    memset(v.sha256, 'c', 64);
+    assert_int_equal(f->s->ops->registry->version_insert(f->s, &f->ctx, &v), MF_OK);
+    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v3", "", good, 1), MF_E_NOTFOUND);
+    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "v3", good, 1),
+                     MF_E_NOTFOUND);
+    cJSON_Delete(good);
+    cJSON_Delete(bad);
+}
+
+static int count_rows(void *payload, const struct mf_store_telemetry *t)
+{
+    (void)t;
+    (*(int *)payload)++;
+    return MF_OK;
+}
+
+static void test_rollout_engine__ingest_is_all_or_nothing_and_replaces(void **state)
+{
+    static const char *const bad[] = {
+        /* the second model's bucket index is out of range: the first is not stored either */
+        "{\"models\":[{\"name\":\"m\",\"telemetry\":{\"buckets\":\"log2x8\",\"versions\":"
+        "[{\"version\":\"v1\",\"inferences\":1}]}},{\"name\":\"n\",\"telemetry\":{\"buckets\":"
+        "\"log2x8\",\"versions\":[{\"version\":\"v1\",\"latency_us\":[[999,1]]}]}}]}",
+        /* five versions across models: more than a device keeps */
+        "{\"models\":[{\"name\":\"m\",\"telemetry\":{\"buckets\":\"log2x8\",\"versions\":"
+        "[{\"version\":\"a\"},{\"version\":\"b\"},{\"version\":\"c\"}]}},{\"name\":\"n\","
+        "\"telemetry\":{\"buckets\":\"log2x8\",\"versions\":[{\"version\":\"d\"},"
+        "{\"version\":\"e\"}]}}]}",
+        /* a count that is not an integer */
+        "{\"models\":[{\"name\":\"m\",\"telemetry\":{\"buckets\":\"log2x8\",\"versions\":"
+        "[{\"version\":\"v1\",\"peak_memory\":-4}]}}]}",
+    };
+    struct eng *f = *state;
+    struct mf_rollout_fleet *fleet = calloc(1, sizeof(*fleet));
+    int rows = 0, stored = 0;
+
+    assert_non_null(fleet);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        cJSON *body = cJSON_Parse(bad[i]);
+
+        assert_non_null(body);
+        assert_int_equal(mf_rollout__ingest(&stored, f->s, &f->ctx, "dev-00", body, 5),
+                         MF_E_INVALID);
+        assert_int_equal(stored, 0);
+        cJSON_Delete(body);
+    }
+    assert_int_equal(f->s->ops->rollout->telemetry_list(f->s, &f->ctx, "m", count_rows, &rows),
+                     MF_OK);
+    assert_int_equal(f->s->ops->rollout->telemetry_list(f->s, &f->ctx, "n", count_rows, &rows),
+                     MF_OK);
+    assert_int_equal(rows, 0);
+
+    /* The same cumulative report three times counts once. */
+    run(f, 0, "v1", &baseline, 10);
+    assert_int_equal(checkin(f, 0, 11), MF_OK);
+    assert_int_equal(checkin(f, 0, 12), MF_OK);
+    assert_int_equal(mf_rollout__fleet_collect(fleet, f->s, &f->ctx, "m", NULL, NULL), MF_OK);
+    assert_int_equal(fleet->n, 1);
+    assert_int_equal(fleet->v[0].agg.devices, 1);
+    assert_int_equal(mf_telemetry_get(f->dev[0], "m", "v1")->inferences, 50);
+    {
+        uint64_t sum = 0;
+
+        for (int b = 0; b < MF_TELEMETRY_LAT_BUCKETS; b++)
+            sum += fleet->v[0].agg.latency[b];
+        assert_int_equal(sum, 50);
+    }
+    free(fleet);
+}
+
+/* The worker tick queues one job per running rollout (idempotent), the job evaluates; group
+ * waves read the memberships before walking the store. */
+static void test_rollout_engine__tick_job_and_group_waves(void **state)
+{
+    struct eng *f = *state;
+    struct mf_rollout_status st;
+    struct mf_store_rollout r;
+    struct mf_store_job job, other;
+    const char *lab[] = {"lab"};
+    int64_t id =
+        create(f, "{\"soak_s\": 0, \"waves\": [{\"group\": \"lab\"}, {\"percent\": 100}]}");
+    int wave = -1, made = 0;
+
+    assert_int_equal(f->s->ops->director->device_groups_set(f->s, &f->ctx, f->ids[3], lab, 1),
+                     MF_OK);
+    assert_int_equal(f->s->ops->director->device_groups_set(f->s, &f->ctx, f->ids[7], lab, 1),
+                     MF_OK);
+    assert_int_equal(mf_rollout__status(&st, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(st.wave_devices[0], 2);
+    assert_int_equal(st.wave_devices[1], DEVICES - 2);
+    assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &st.plan, f->ids[7]), MF_OK);
+    assert_int_equal(wave, 0);
+    assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &st.plan, f->ids[8]), MF_OK);
+    assert_int_equal(wave, 1);
+
+    mf_rollout__jobs_tick(f->s, &f->ctx);
+    mf_rollout__jobs_tick(f->s, &f->ctx); /* still queued: not twice */
+    assert_int_equal(
+        f->s->ops->jobs->job_claim_kind(&job, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n1", 2000, 60),
+        MF_OK);
+    assert_int_equal(
+        f->s->ops->jobs->job_claim_kind(&other, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n2", 2000, 60),
+        MF_E_NOTFOUND);
+    run(f, 3, "v2", &baseline, 1500);
+    assert_int_equal(mf_rollout__jobs_run(&made, f->s, &f->ctx, job.arg), MF_OK);
+    assert_int_equal(made, 1);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(r.wave, 1); /* the lab wave was clean with one device reporting */
+    assert_int_equal(mf_rollout__jobs_run(&made, f->s, &f->ctx, "7x"), MF_E_INVALID);
+}
+
+/* The server's worker runs "rollout" jobs as one of its kinds, and leaves a kind it does
+ * not run queued for a node that does (claimed per kind), instead of failing it. */
+static void test_rollout_engine__worker_runs_rollouts_and_leaves_unknown_kinds(void **state)
+{
+    struct eng *f = *state;
+    struct mf_delta_options o;
+    struct mf_delta_worker *w = NULL;
+    struct mf_store_rollout r = {0};
+    int64_t id = create(f, "{\"soak_s\": 0, \"waves\": [{\"percent\": 100}, {\"percent\": 100}]}");
+    int64_t queued = 0, running = 0;
+
+    for (int i = 0; i < 3; i++)
+        run(f, i, "v2", &baseline, 1500);
+    assert_int_equal(f->s->ops->jobs->job_enqueue(f->s, &f->ctx, "from-a-newer-node", "x", 1),
+                     MF_OK);
+    mf_delta__options_init(&o);
+    o.interval_ms = 20;
+    o.kinds[o.n_kinds++] = (struct mf_job_kind){MF_ROLLOUT_JOB_KIND, mf_rollout__jobs_run,
+                                                mf_rollout__jobs_tick, f->s};
+    assert_int_equal(mf_delta__worker_start(&w, &f->ctx, f->s, f->dir, NULL, &o), MF_OK);
+    for (int k = 0; k < 250 && r.wave == 0; k++) { /* bounded: 5 s */
+        struct timespec ts = {0, 20 * 1000000L};
+
+        (void)nanosleep(&ts, NULL);
+        assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    }
+    mf_delta__worker_stop(w);
+    assert_int_equal(r.wave, 1);
+    assert_int_equal(f->s->ops->jobs->job_counts(&queued, &running, f->s, &f->ctx, 10), MF_OK);
+    assert_int_equal(queued, 1); /* the unknown kind, untouched */
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Percentiles of the stored, server-merged reports against nearest-rank on raw samples. */
+static void test_rollout_engine__fleet_percentiles_exact_after_server_merge(void **state)
+{
+    static uint64_t raw[DEVICES * 200];
+    static const double qs[] = {0.5, 0.95, 0.99};
+    struct eng *f = *state;
+    struct mf_rollout_fleet *fleet = calloc(1, sizeof(*fleet));
+    size_t n = 0;
+
+    assert_non_null(fleet);
+    for (int i = 0; i < DEVICES; i++) {
+        uint64_t base = i % 4 == 0 ? 30000 : 2000; /* a slow quarter */
+
+        for (int k = 0; k < 200; k++) {
+            uint64_t us = base + rng(&f->seed) % (base * 3);
+
+            raw[n++] = us;
+            assert_int_equal(mf_telemetry_record_latency(f->dev[i], "m", "v2", us), MF_OK);
+        }
+        assert_int_equal(checkin(f, i, 7), MF_OK);
+    }
+    assert_int_equal(mf_rollout__fleet_collect(fleet, f->s, &f->ctx, "m", NULL, NULL), MF_OK);
+    assert_int_equal(fleet->n, 1);
+    assert_int_equal(fleet->v[0].agg.devices, DEVICES);
+    qsort(raw, n, sizeof(raw[0]), cmp_u64);
+    for (size_t k = 0; k < sizeof(qs) / sizeof(qs[0]); k++) {
+        size_t rank = (size_t)(qs[k] * (double)n + 0.999999);
+        uint64_t got = mf_telemetry_hist_quantile(fleet->v[0].agg.latency, qs[k]);
+
+        assert_int_equal(got, mf_telemetry_bucket_high(mf_telemetry_bucket(raw[rank - 1])));
+    }
+    free(fleet);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_rollout_engine__good_version_advances_every_wave,
+                                        eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_engine__each_red_line_halts_the_first_wave,
+                                        eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_engine__pause_resume_abort_rollback, eng_setup,
+                                        eng_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_engine__paused_rollout_still_halts_on_a_breach,
+                                        eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_engine__create_refuses_bad_requests, eng_setup,
+                                        eng_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_engine__ingest_is_all_or_nothing_and_replaces,
+                                        eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_rollout_engine__fleet_percentiles_exact_after_server_merge, eng_setup,
+            eng_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_engine__tick_job_and_group_waves, eng_setup,
+                                        eng_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_rollout_engine__worker_runs_rollouts_and_leaves_unknown_kinds, eng_setup,
+            eng_teardown),
+    };
+
+    return cmocka_run_group_tests_name("rollout_engine", tests, NULL, NULL);
+}

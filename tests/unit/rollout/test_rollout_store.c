@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The store ops of the rollout and distillation migrations (store.h) on SQLite and, with the
+ * mf_pg fixture, on PostgreSQL: job claims restricted to one kind, device reports replaced
+ * (never added), rollouts updated only from the state the caller expects, rollout events in
+ * order, and distillation runs (one pending per model, compare-and-set, records).
+ */
+#define _XOPEN_SOURCE 700 /* mkdtemp */
+#include "mf_test.h"
+#include "kit_fs.h"
+#include "store_fixture.h"
+#include "common/token.h"
+#include "store/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct rs_fixture {
+    char dir[64];
+    char url[MF_PGTEST_URL_MAX];
+    struct mf_ctx ctx;
+    struct mf_store *s;
+};
+
+static int use_pg; /* the backend of the current group */
+
+static int rs_setup(void **state)
+{
+    struct rs_fixture *f = calloc(1, sizeof(*f));
+    int applied = 0;
+
+    assert_non_null(f);
+    mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
+    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), "mf-rstore");
+    if (use_pg && !mf_pgtest__enabled())
+        MF_SKIP("no PostgreSQL fixture (MF_TEST_PG_URL_FILE)");
+    if (use_pg)
+        mf_pgtest__create_db(f->url, "rollout");
+    else
+        (void)snprintf(f->url, sizeof(f->url), "sqlite:%s/store.db", f->dir);
+    assert_int_equal(mf_store__open(&f->s, &f->ctx, f->url, 1), MF_OK);
+    assert_int_equal(f->s->ops->migrate(&applied, f->s, &f->ctx), MF_OK);
+    *state = f;
+    return 0;
+}
+
+static int rs_teardown(void **state)
+{
+    struct rs_fixture *f = *state;
+    char path[128];
+
+    mf_store__close(f->s);
+    if (use_pg)
+        mf_pgtest__drop_db(f->url);
+    (void)snprintf(path, sizeof(path), "%s/store.db", f->dir);
+    (void)unlink(path);
+    (void)rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+static void test_rollout_store__claim_kind_takes_only_that_kind(void **state)
+{
+    struct rs_fixture *f = *state;
+    struct mf_store *s = f->s;
+    struct mf_store_job job;
+
+    assert_int_equal(s->ops->jobs->job_enqueue(s, &f->ctx, "delta", "m/v2", 10), MF_OK);
+    assert_int_equal(s->ops->jobs->job_enqueue(s, &f->ctx, "rollout", "7", 11), MF_OK);
+    /* The oldest job is a delta, yet a rollout claimer gets the rollout job. */
+    assert_int_equal(s->ops->jobs->job_claim_kind(&job, s, &f->ctx, "rollout", "a", 20, 60), MF_OK);
+    assert_string_equal(job.kind, "rollout");
+    assert_string_equal(job.arg, "7");
+    assert_int_equal(s->ops->jobs->job_claim_kind(&job, s, &f->ctx, "rollout", "b", 20, 60),
+                     MF_E_NOTFOUND);
+    assert_int_equal(s->ops->jobs->job_claim_kind(&job, s, &f->ctx, "delta", "b", 20, 60), MF_OK);
+    assert_string_equal(job.kind, "delta");
+    assert_int_equal(s->ops->jobs->job_claim(&job, s, &f->ctx, "c", 20, 60), MF_E_NOTFOUND);
+    /* An expired lease is claimable again by the same kind only. */
+    assert_int_equal(s->ops->jobs->job_claim_kind(&job, s, &f->ctx, "rollout", "c", 81, 60), MF_OK);
+    assert_string_equal(job.kind, "rollout");
+    assert_int_equal(job.attempts, 2);
+    assert_int_equal(s->ops->jobs->job_claim_kind(&job, s, &f->ctx, "rollout", "d", 81, 60),
+                     MF_E_NOTFOUND);
+}
+
+struct seen {
+    char rows[8][400];
+    size_t n;
+};
+
+static int collect_report(void *payload, const struct mf_store_telemetry *t)
+{
+    struct seen *w = payload;
+
+    assert_true(w->n < 8);
+    (void)snprintf(w->rows[w->n++], sizeof(w->rows[0]), "%s %s %s %s %lld", t->device_id, t->model,
+                   t->version, t->report, (long long)t->reported_at);
+    return MF_OK;
+}
+
+static void put_report(struct rs_fixture *f, const char *dev, const char *model, const char *ver,
+                       const char *report, int64_t at)
+{
+    struct mf_store_telemetry t = {.report = report, .reported_at = at};
+
+    (void)snprintf(t.device_id, sizeof(t.device_id), "%s", dev);
+    (void)snprintf(t.model, sizeof(t.model), "%s", model);
+    (void)snprintf(t.version, sizeof(t.version), "%s", ver);
+    assert_int_equal(f->s->ops->rollout->telemetry_put(f->s, &f->ctx, &t), MF_OK);
+}
+
+static void test_rollout_store__telemetry_is_replaced_never_added(void **state)
+{
+    struct rs_fixture *f = *state;
+    struct seen w = {0};
+    struct mf_store_telemetry big = {.device_id = "d", .model = "m", .version = "v1"};
+    char *huge = calloc(1, MF_STORE_TELEMETRY_MAX + 2);
+
+    put_report(f, "dev-b", "m", "v1", "{\"inferences\":5}", 100);
+    put_report(f, "dev-a", "m", "v2", "{\"inferences\":1}", 101);
+    put_report(f, "dev-a", "m", "v1", "{\"inferences\":3}", 102);
+    put_report(f, "dev-a", "other", "v1", "{\"inferences\":9}", 103);
+    put_report(f, "dev-b", "m", "v1", "{\"inferences\":7}", 104); /* newer cumulative total */
+    assert_int_equal(f->s->ops->rollout->telemetry_list(f->s, &f->ctx, "m", collect_report, &w),
+                     MF_OK);
+    assert_int_equal(w.n, 3);
+    assert_string_equal(w.rows[0], "dev-a m v1 {\"inferences\":3} 102");
+    assert_string_equal(w.rows[1], "dev-a m v2 {\"inferences\":1} 101");
+    assert_string_equal(w.rows[2], "dev-b m v1 {\"inferences\":7} 104");
+
+    assert_non_null(huge);
+    memset(huge, ' ', MF_STORE_TELEMETRY_MAX + 1);
+    big.report = huge;
+    assert_int_equal(f->s->ops->rollout->telemetry_put(f->s, &f->ctx, &big), MF_E_LIMIT);
+    free(huge);
+}
+
+static void new_rollout(struct mf_store_rollout *r, const char *model, const char *ver)
+{
+    memset(r, 0, sizeof(*r));
+    (void)snprintf(r->model, sizeof(r->model), "%s", model);
+    (void)snprintf(r->version, sizeof(r->version), "%s", ver);
+    (void)snprintf(r->prev_version, sizeof(r->prev_version), "v1");
+    (void)snprintf(r->state, sizeof(r->state), "running");
+    (void)snprintf(r->plan, sizeof(r->plan), "{\"waves\":[{\"percent\":10}]}");
+    r->created_at = r->updated_at = r->wave_started_at = 50;
+}
+
+static int collect_rollout(void *payload, const struct mf_store_rollout *r)
+{
+    struct seen *w = payload;
+
+    (void)snprintf(w->rows[w->n++], sizeof(w->rows[0]), "%lld %s %s %s %d", (long long)r->id,
+                   r->model, r->version, r->state, r->wave);
+    return MF_OK;
+}
+
+static int collect_event(void *payload, const struct mf_store_rollout_event *e)
+{
+    struct seen *w = payload;
+
+    (void)snprintf(w->rows[w->n++], sizeof(w->rows[0]), "%lld %lld %s %s", (long long)e->rollout_id,
+                   (long long)e->at, e->kind, e->detail);
+    return MF_OK;
+}
+
+static void test_rollout_store__rollout_state_and_events(void **state)
+{
+    struct rs_fixture *f = *state;
+    struct mf_store *s = f->s;
+    struct mf_store_rollout a, b, got;
+    struct mf_store_rollout_event e = {.at = 60};
+    struct seen w = {0};
+
+    new_rollout(&a, "m", "v2");
+    assert_int_equal(s->ops->rollout->rollout_put(s, &f->ctx, &a, ""), MF_OK);
+    new_rollout(&b, "n", "v5");
+    assert_int_equal(s->ops->rollout->rollout_put(s, &f->ctx, &b, ""), MF_OK);
+    assert_true(a.id > 0 && b.id > a.id);
+
+    a.wave = 1;
+    a.wave_started_at = 70;
+    (void)snprintf(a.state, sizeof(a.state), "halted");
+    (void)snprintf(a.breach, sizeof(a.breach), "p99_latency_us 2047 > 1500");
+    assert_int_equal(s->ops->rollout->rollout_put(s, &f->ctx, &a, "running"), MF_OK);
+    /* A second writer that still expects "running" loses instead of overwriting. */
+    (void)snprintf(a.state, sizeof(a.state), "paused");
+    assert_int_equal(s->ops->rollout->rollout_put(s, &f->ctx, &a, "running"), MF_E_STATE);
+    assert_int_equal(s->ops->rollout->rollout_get(&got, s, &f->ctx, a.id), MF_OK);
+    assert_string_equal(got.state, "halted");
+    assert_int_equal(got.wave, 1);
+    assert_int_equal(got.wave_started_at, 70);
+    assert_string_equal(got.breach, "p99_latency_us 2047 > 1500");
+    assert_string_equal(got.plan, "{\"waves\":[{\"percent\":10}]}");
+    assert_string_equal(got.prev_version, "v1");
+    assert_int_equal(s->ops->rollout->rollout_get(&got, s, &f->ctx, 999), MF_E_NOTFOUND);
+    got.id = 999;
+    assert_int_equal(s->ops->rollout->rollout_put(s, &f->ctx, &got, ""), MF_E_NOTFOUND);
+
+    assert_int_equal(s->ops->rollout->rollouts_list(s, &f->ctx, "", collect_rollout, &w), MF_OK);
+    assert_int_equal(w.n, 2);
+    assert_non_null(strstr(w.rows[0], " n v5 running 0")); /* newest first */
+    assert_non_null(strstr(w.rows[1], " m v2 halted 1"));
+    w.n = 0;
+    assert_int_equal(s->ops->rollout->rollouts_list(s, &f->ctx, "n", collect_rollout, &w), MF_OK);
+    assert_int_equal(w.n, 1);
+
+    e.rollout_id = a.id;
+    (void)snprintf(e.kind, sizeof(e.kind), "created");
+    assert_int_equal(s->ops->rollout->rollout_event_add(s, &f->ctx, &e), MF_OK);
+    e.at = 61;
+    (void)snprintf(e.kind, sizeof(e.kind), "halted");
+    (void)snprintf(e.detail, sizeof(e.detail), "wave 1: p99");
+    assert_int_equal(s->ops->rollout->rollout_event_add(s, &f->ctx, &e), MF_OK);
+    e.rollout_id = b.id;
+    assert_int_equal(s->ops->rollout->rollout_event_add(s, &f->ctx, &e), MF_OK);
+    w.n = 0;
+    assert_int_equal(s->ops->rollout->rollout_events_list(s, &f->ctx, a.id, collect_event, &w),
+                     MF_OK);
+    assert_int_equal(w.n, 2);
+    assert_non_null(strstr(w.rows[0], " 60 created "));
+    assert_non_null(strstr(w.rows[1], " 61 halted wave 1: p99"));
+}
+
+struct runs_seen {
+    int n;
+    int64_t ids[8];
+    char record[64];
+};
+
+static int see_run(void *payload, const struct mf_store_distill_run *r)
+{
+    struct runs_seen *w = payload;
+
+    if (w->n < 8)
+        w->ids[w->n] = r->id;
+    w->n++;
+    (void)snprintf(w->record, sizeof(w->record), "%s", r->record);
+    return MF_OK;
+}
+
+static void test_rollout_store__distill_runs(void **state)
+{
+    struct rs_fixture *f = *state;
+    struct mf_store *s = f->s;
+    struct mf_store_distill_run a = {.state = "queued",
+                                     .trigger = "manual",
+                                     .samples_until = 7,
+                                     .record = "",
+                                     .created_at = 100,
+                                     .updated_at = 100};
+    struct mf_store_distill_run b, c;
+    struct runs_seen w = {0};
+    char *big;
+
+    (void)snprintf(a.model, sizeof(a.model), "fashion");
+    b = a;
+    c = a;
+    (void)snprintf(c.model, sizeof(c.model), "digits");
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &a, ""), MF_OK);
+    assert_true(a.id > 0);
+    /* one queued or running run per model; another model is independent */
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &b, ""), MF_E_STATE);
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &c, ""), MF_OK);
+    /* compare-and-set: only from the state the caller read */
+    (void)snprintf(a.state, sizeof(a.state), "running");
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &a, "queued"), MF_OK);
+    (void)snprintf(a.state, sizeof(a.state), "failed");
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &a, "queued"), MF_E_STATE);
+    (void)snprintf(a.state, sizeof(a.state), "published");
+    (void)snprintf(a.version, sizeof(a.version), "d2");
+    a.record = "{\"gate\":\"passed\"}";
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &a, "running"), MF_OK);
+    assert_int_equal(s->ops->distill->distill_run_get(s, &f->ctx, a.id, see_run, &w), MF_OK);
+    assert_int_equal(w.n, 1);
+    assert_string_equal(w.record, "{\"gate\":\"passed\"}");
+    /* the run ended: a new one of the model may be queued */
+    b.id = 0;
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &b, ""), MF_OK);
+    memset(&w, 0, sizeof(w));
+    assert_int_equal(s->ops->distill->distill_runs_list(s, &f->ctx, "fashion", 0, see_run, &w),
+                     MF_OK);
+    assert_int_equal(w.n, 2);
+    assert_true(w.ids[0] == b.id && w.ids[1] == a.id); /* newest first */
+    memset(&w, 0, sizeof(w));
+    assert_int_equal(s->ops->distill->distill_runs_list(s, &f->ctx, "", 0, see_run, &w), MF_OK);
+    assert_int_equal(w.n, 3);
+    memset(&w, 0, sizeof(w));
+    assert_int_equal(s->ops->distill->distill_runs_list(s, &f->ctx, "fashion", 1, see_run, &w),
+                     MF_OK);
+    assert_int_equal(w.n, 1); /* the newest only */
+    assert_true(w.ids[0] == b.id);
+    assert_int_equal(s->ops->distill->distill_run_get(s, &f->ctx, 9999, see_run, &w),
+                     MF_E_NOTFOUND);
+    (void)snprintf(c.state, sizeof(c.state), "failed");
+    c.id = 9999;
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &c, ""), MF_E_NOTFOUND);
+    /* a record over the bound is refused, not truncated */
+    big = malloc(MF_STORE_DISTILL_RECORD_MAX + 2);
+    assert_non_null(big);
+    memset(big, 'x', MF_STORE_DISTILL_RECORD_MAX + 1);
+    big[MF_STORE_DISTILL_RECORD_MAX + 1] = '\0';
+    a.record = big;
+    assert_int_equal(s->ops->distill->distill_run_put(s, &f->ctx, &a, ""), MF_E_LIMIT);
+    free(big);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_rollout_store__claim_kind_takes_only_that_kind,
+                                        rs_setup, rs_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_store__telemetry_is_replaced_never_added,
+                                        rs_setup, rs_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_store__rollout_state_and_events, rs_setup,
+                                        rs_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_store__distill_runs, rs_setup, rs_teardown),
+    };
+    int failed = cmocka_run_group_tests_name("rollout_store_sqlite", tests, NULL, NULL);
+
+    use_pg = 1;
+    failed += cmocka_run_group_tests_name("rollout_store_pg", tests, NULL, NULL);
+    return failed;
+}
