@@ -6,7 +6,7 @@
  * Run by hand: bench_sign_batch [assignments per size (default 4096)].
  */
 #define _POSIX_C_SOURCE 200809L
-#include "mf/manifest.h"
+#include "mf/sign.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -53,6 +53,8 @@ install(TARGETS mf_libmf_shared mf_libmf_static EXPORT modelferryTargets
 # sdk/include holds the public headers and nothing else (STYLE rule 1).
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/sdk/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
     FILES_MATCHING PATTERN "*.h")
+# mf/version.h is made from sdk/include/mf/version.h.in with project(VERSION) (sdk/CMakeLists.txt).
+install(FILES ${MF_GENERATED_INCLUDE}/mf/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mf)
 
 set(MF_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/modelferry)
 install(EXPORT modelferryTargets NAMESPACE modelferry:: DESTINATION ${MF_CMAKE_DIR})

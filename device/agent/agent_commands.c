@@ -13,7 +13,7 @@
 
 static void print_model(const mf_agent *agent, const char *model)
 {
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
 
     if (mf_agent_status(&st, agent, model) < 0)
         return;

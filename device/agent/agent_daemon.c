@@ -86,7 +86,7 @@ static void sleep_s(long seconds)
 static int all_up_to_date(const struct agent_cli *c)
 {
     for (size_t i = 0; i < c->cfg.n_models; i++) {
-        mf_agent_model_status st;
+        mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
 
         if (mf_agent_status(&st, c->agent, c->cfg.models[i]) < 0 || !st.up_to_date)
             return 0;

@@ -35,7 +35,7 @@ struct sim_device {
 /* Takes the installed version from the agent. */
 static void note_installed(struct sim_device *d)
 {
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
 
     if (mf_agent_status(&st, d->agent, d->cfg->model) != MF_OK || !st.installed)
         return;

@@ -10,7 +10,7 @@
  * offset, output offset and running sha256 taken each time a block's output is fully drained.
  */
 #define ZSTD_STATIC_LINKING_ONLY
-#include "mf/diff.h"
+#include "mf/patch.h"
 #include "delta_format.h"
 #include "delta_planes.h"
 #include "patch_state.h"

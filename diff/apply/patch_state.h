@@ -3,7 +3,7 @@
 #ifndef MF_DIFF_PATCH_STATE_H
 #define MF_DIFF_PATCH_STATE_H
 
-#include "mf/diff.h"
+#include "mf/patch.h"
 #include "mf/ct.h"
 #include "delta_format.h"
 #include "mf_ctx.h"

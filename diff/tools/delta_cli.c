@@ -14,6 +14,7 @@
 #include "mf/error.h"
 #include "mf/alloc.h"
 #include "mf/diff.h"
+#include "mf/patch.h"
 #include "mf_hex.h"
 #include "mf_sha256.h"
 

@@ -11,9 +11,8 @@
  *     policy for the running version;
  *   - a runtime-report handle (mf/telemetry.h) records each inference's latency, the
  *     model's memory, health checks and teacher agreement; the agent sends its totals.
- * The offload handle needs the device credential, which exists only once the agent has
- * enrolled (docs/offload.md, "Known gaps"), so a new device runs its first step with the
- * agent alone, then re-opens the agent with the offload handle attached.
+ * The agent creates the offload handle (mf_agent_options.offload_options) and lends it out
+ * (mf_agent_offload()): the device credential stays inside the SDK.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "fleet.h"
@@ -31,9 +30,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-/* A credential is "mfd_" and a few dozen characters; anything longer is not one. */
-#define FLEET_CREDENTIAL_MAX 256
-
 struct fleet_device {
     const struct fleet_config *cfg;
     char id[32];
@@ -41,7 +37,7 @@ struct fleet_device {
     mf_platform_posix posix;
     mf_platform_ops ops;
     mf_agent *agent;
-    mf_offload *offload;
+    mf_offload *offload; /* borrowed from the agent (mf_agent_offload()) */
     mf_telemetry *tele;
     mf_student_model *student;           /* the loaded model, NULL before the first install */
     char version[MF_AGENT_NAME_MAX + 1]; /* its version, "" when none */
@@ -132,64 +128,29 @@ static void on_progress(void *payload, const char *model, const char *kind, uint
     }
 }
 
-static int read_credential(char *out, size_t cap, const struct fleet_device *d)
+/* Opens the agent; it creates the offload handle from these options (it adds the model,
+ * the server, the port and the device credential itself) and lends it to the app. */
+static int open_agent(struct fleet_device *d)
 {
-    char path[600];
-    FILE *f;
-    size_t n;
-
-    (void)snprintf(path, sizeof(path), "%s/credential", d->dir);
-    f = fopen(path, "rb");
-    if (!f)
-        return MF_E_NOTFOUND;
-    n = fread(out, 1, cap - 1, f);
-    (void)fclose(f);
-    out[n] = '\0';
-    out[strcspn(out, "\r\n")] = '\0';
-    return out[0] ? MF_OK : MF_E_NOTFOUND;
-}
-
-/* The offload handle of the enrolled device (docs/offload.md, "Use"). */
-static int open_offload(struct fleet_device *d)
-{
-    char credential[FLEET_CREDENTIAL_MAX];
     mf_offload_policy limits;
-    mf_offload_options o;
-    int err = read_credential(credential, sizeof(credential), d);
+    mf_offload_options oo;
+    const mf_offload_options *const per_model[1] = {&oo};
+    mf_agent_options o;
+    char errbuf[MF_AGENT_ERRBUF_SIZE];
+    int err = mf_agent_options_init(&o, MF_AGENT_OPTIONS_VERSION);
 
     if (err == MF_OK)
-        err = mf_offload_options_init(&o, MF_OFFLOAD_OPTIONS_VERSION);
+        err = mf_offload_options_init(&oo, MF_OFFLOAD_OPTIONS_VERSION);
     if (err == MF_OK && d->cfg->deadline_ms) {
         /* The app's ceiling: every other field as loose as possible, the deadline tighter. */
         err = mf_offload_policy_init(&limits, MF_OFFLOAD_POLICY_VERSION);
         limits.deadline_ms = d->cfg->deadline_ms;
-        o.app_limits = &limits;
+        oo.app_limits = &limits;
     }
-    if (err == MF_OK) {
-        o.model = d->cfg->model;
-        o.model_version = d->version[0] ? d->version : "none"; /* the agent sets the real one */
-        o.server_url = d->cfg->server_url;
-        o.credential = credential;
-        o.platform = &d->ops;
-        o.log_fn = print_log;
-        o.log_payload = d;
-        err = mf_offload_new(&d->offload, &o);
-    }
-    memset(credential, 0, sizeof(credential));
-    return err;
-}
-
-/* (Re)opens the agent, with the offload handle when there is one. */
-static int open_agent(struct fleet_device *d)
-{
-    mf_offload *const per_model[1] = {d->offload};
-    mf_agent_options o;
-    int err = mf_agent_options_init(&o, MF_AGENT_OPTIONS_VERSION);
-
-    mf_agent_free(d->agent);
-    d->agent = NULL;
     if (err < 0)
         return err;
+    oo.log_fn = print_log;
+    oo.log_payload = d;
     o.server_url = d->cfg->server_url;
     o.device_id = d->id;
     o.enrollment_token = d->cfg->enroll_token;
@@ -205,15 +166,22 @@ static int open_agent(struct fleet_device *d)
     o.health_payload = d;
     o.progress_fn = on_progress;
     o.progress_payload = d;
-    o.offloads = d->offload ? per_model : NULL; /* copied by the agent */
+    o.offload_options = per_model; /* read by mf_agent_new() only */
     o.telemetry = d->tele;
-    return mf_agent_new(&d->agent, &o);
+    o.errbuf = errbuf;
+    o.errbuf_size = sizeof(errbuf);
+    err = mf_agent_new(&d->agent, &o);
+    if (err < 0) {
+        (void)fprintf(stderr, "mf-example-fleet: %s: %s\n", d->id, errbuf);
+        return err;
+    }
+    return mf_agent_offload(&d->offload, d->agent, d->cfg->model);
 }
 
 /* What an earlier run installed: the agent only calls health_fn for new versions. */
 static void load_installed(struct fleet_device *d)
 {
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
     char path[700];
 
     if (mf_agent_status(&st, d->agent, d->cfg->model) != MF_OK || !st.installed)
@@ -273,13 +241,6 @@ struct fleet_device *fleet_device_new(const struct fleet_config *cfg, unsigned i
         err = mf_telemetry_new(&d->tele, NULL, &d->ops, "telemetry.state");
     if (err == MF_OK && mf_telemetry_load(d->tele) < 0)
         (void)fprintf(stderr, "mf-example-fleet: %s: saved runtime report ignored\n", d->id);
-    if (err == MF_OK) {
-        /* An enrolled device (an earlier run) gets its offload handle now; a new one after
-         * its first step. */
-        const int off = open_offload(d);
-
-        err = off == MF_E_NOTFOUND ? MF_OK : off;
-    }
     if (err == MF_OK)
         err = open_agent(d);
     if (err < 0) {
@@ -295,8 +256,7 @@ void fleet_device_free(struct fleet_device *d)
 {
     if (!d)
         return;
-    mf_agent_free(d->agent); /* before the handles it borrows */
-    mf_offload_free(d->offload);
+    mf_agent_free(d->agent); /* frees the offload handle it lent, before the handles it borrows */
     mf_telemetry_free(d->tele);
     mf_student_model_free(d->student);
     if (d->ops.version)
@@ -365,25 +325,14 @@ static int step(struct fleet_device *d)
     return err;
 }
 
-/* The check-in part of a pass. A step that enrolled the device or installed a version is
- * followed by a second one at once: it brings the offload policy fitted to the version now
- * running (a policy for another version offloads nothing). */
+/* The check-in part of a pass. A step that installed a version is followed by a second one
+ * at once: it brings the offload policy fitted to the version now running (a policy for
+ * another version offloads nothing). Enrolling needs no second step: the agent hands its
+ * offload handle the new credential before the check-in that brings the policy. */
 static void sync_with_server(struct fleet_device *d)
 {
-    int again;
-
-    if (!d->agent && open_agent(d) < 0) /* a re-open that failed last pass */
-        return;
     (void)step(d);
-    again = d->step_version[0] != '\0';
-    if (!d->offload && open_offload(d) == MF_OK) {
-        again = 1;
-        if (open_agent(d) < 0) {
-            (void)fprintf(stderr, "mf-example-fleet: %s: cannot re-open the agent\n", d->id);
-            return;
-        }
-    }
-    if (again)
+    if (d->step_version[0] != '\0')
         (void)step(d);
 }
 

@@ -9,7 +9,7 @@
 #define MF_MANIFEST_COMMON_H
 
 #include "mf_base64.h"
-#include "mf/manifest.h"
+#include "mf/trust.h"
 #include "mf_ctx.h"
 
 #include <stdint.h>

@@ -4,6 +4,7 @@
 #define MF_SIGN_INTERNAL_H
 
 #include "manifest_common.h"
+#include "mf/sign.h"
 #include "mf/ct.h"
 #include "mf_dynbuf.h"
 

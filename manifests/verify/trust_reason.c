@@ -32,7 +32,7 @@ static const char *const reason_names[] = {
     [MF_TRUST_R_RESOURCE] = "resource failure",
 };
 
-const char *mf_trust_reason_name(int reason)
+const char *mf_trust_reason_name(mf_trust_reason reason)
 {
     if (reason < 0 || (size_t)reason >= sizeof(reason_names) / sizeof(reason_names[0]))
         return "unknown";

@@ -18,6 +18,8 @@ static size_t options_size(unsigned int version)
         return offsetof(mf_agent_options, health_fn);
     if (version == 2)
         return offsetof(mf_agent_options, offloads);
+    if (version == 3)
+        return offsetof(mf_agent_options, errbuf);
     return sizeof(mf_agent_options);
 }
 
@@ -201,9 +203,22 @@ static int setup(mf_agent *a, const mf_agent_options *o)
         err = mf_agent__trust_open(a, o->trust_root, o->trust_root_len);
     if (err >= 0)
         err = mf_agent__credential_load(a);
+    if (err >= 0)
+        err = mf_agent__offload_open(a, o);
+    if (err >= 0)
+        mf_agent__offload_credential(a); /* the app's own handles (offloads) too */
     if (err >= 0 && !a->control_only)
         err = mf_agent__count_start(a);
     return err;
+}
+
+/* A failed constructor's message goes to the caller's error buffer (options version 4) and
+ * to log_fn. */
+static int new_failed(const mf_agent_options *opts, struct mf_ctx *ctx, int err)
+{
+    if (opts->version < 4)
+        return mf_ctx__fail_new(ctx, NULL, 0, err);
+    return mf_ctx__fail_new(ctx, opts->errbuf, opts->errbuf_size, err);
 }
 
 int mf_agent_new(mf_agent **out, const mf_agent_options *opts)
@@ -215,20 +230,16 @@ int mf_agent_new(mf_agent **out, const mf_agent_options *opts)
     *out = NULL;
     mf_ctx__init(&boot, opts->allocator, opts->log_fn, opts->log_payload, "agent");
     err = check_options(&boot, opts);
-    if (err < 0) {
-        MF_LOG_ERR(&boot, "%s", mf_ctx__errmsg(&boot));
-        return err;
-    }
+    if (err < 0)
+        return new_failed(opts, &boot, err);
     a = mf_alloc(opts->allocator, sizeof(*a));
-    if (!a) {
-        MF_LOG_ERR(&boot, "no memory for the agent");
-        return MF_E_NOMEM;
-    }
+    if (!a)
+        return new_failed(opts, &boot, mf_fail(&boot, MF_E_NOMEM, "no memory for the agent"));
     memset(a, 0, sizeof(*a));
     a->ctx = boot;
     err = setup(a, opts);
     if (err < 0) {
-        MF_LOG_ERR(&a->ctx, "%s", mf_ctx__errmsg(&a->ctx));
+        err = new_failed(opts, &a->ctx, err);
         mf_agent_free(a);
         return err;
     }
@@ -250,6 +261,8 @@ void mf_agent_free(mf_agent *a)
         return;
     if (a->assignments)
         mf_agent__checkin_drop(a);
+    if (a->models)
+        mf_agent__offload_close(a);
     mf_trust_free(a->trust);
     mf_http__cleanup(&a->http);
     mf_secure_zero(a->credential, sizeof(a->credential));
@@ -420,12 +433,14 @@ static int step(mf_agent *a)
         err = mf_agent__enroll(a);
         if (err < 0)
             return err;
+        mf_agent__offload_credential(a); /* before the check-in that brings their policy */
     }
     err = mf_agent__checkin(a, &n);
     if (err == MF_E_AUTH && a->enroll_token) {
         /* Revoked or lost on the server: enroll again at the next step. */
         MF_LOG_WARN(&a->ctx, "credential refused; will re-enroll");
         mf_agent__credential_drop(a);
+        mf_agent__offload_credential(a);
     }
     if (err < 0)
         return err;
@@ -449,12 +464,38 @@ int mf_agent_step(mf_agent *a)
     return err;
 }
 
+/* Bytes of mf_agent_model_status that a caller of `version` owns (fields are only
+ * appended); 0 for a version this library does not know. */
+static size_t status_size(unsigned int version)
+{
+    if (version == 1)
+        return offsetof(mf_agent_model_status, pending);
+    if (version == MF_AGENT_STATUS_VERSION)
+        return sizeof(mf_agent_model_status);
+    return 0;
+}
+
+int mf_agent_status_init(mf_agent_model_status *st, unsigned int version)
+{
+    size_t n = status_size(version);
+
+    if (n == 0)
+        return MF_E_INVALID;
+    memset(st, 0, n);
+    st->struct_version = version;
+    return MF_OK;
+}
+
+/* Only the fields of the caller's version are written: an app built against an older
+ * header passes a shorter struct, and the newer fields would land past its end. */
 int mf_agent_status(mf_agent_model_status *out, const mf_agent *a, const char *model)
 {
     const struct agent_model *m = find_model(a, model);
     const struct mf_agent_slot *s;
+    unsigned int version = out->struct_version;
 
-    memset(out, 0, sizeof(*out));
+    if (mf_agent_status_init(out, version) < 0)
+        return MF_E_INVALID;
     if (!m)
         return MF_E_NOTFOUND;
     s = &m->state.active;
@@ -468,6 +509,8 @@ int mf_agent_status(mf_agent_model_status *out, const mf_agent *a, const char *m
     memcpy(out->last_errmsg, m->last_errmsg, sizeof(out->last_errmsg));
     out->security_floor = mf_trust_floor(a->trust, m->name);
     out->release_sequence = m->release_sequence;
+    if (version < 2)
+        return MF_OK;
     out->pending = m->state.pending;
     out->unconfirmed_starts = m->state.starts;
     memcpy(out->pinned, m->state.pin, sizeof(out->pinned));
@@ -482,6 +525,14 @@ int mf_agent_status(mf_agent_model_status *out, const mf_agent *a, const char *m
     out->download_total = m->dl_total;
     memcpy(out->download_kind, m->dl_kind, sizeof(out->download_kind));
     return MF_OK;
+}
+
+int mf_agent_offload(mf_offload **out, const mf_agent *a, const char *model)
+{
+    const struct agent_model *m = find_model(a, model);
+
+    *out = m ? m->offload : NULL;
+    return *out ? MF_OK : MF_E_NOTFOUND;
 }
 
 void mf_agent_set_metered(mf_agent *a, int metered)

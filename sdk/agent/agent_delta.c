@@ -2,7 +2,7 @@
 /*
  * Delta apply into the inactive slot: the downloaded patch (a storage object) and the
  * active slot (read by offset through the platform port) go through the streaming decoder
- * of diff/apply (mf/diff.h); the new image is written sequentially to the slot's .part and
+ * of diff/apply (mf/patch.h); the new image is written sequentially to the slot's .part and
  * every output byte passes the verifier first, so each output chunk is checked against the
  * release's signed chunk hash and the whole image against its signed sha256. The delta
  * itself is unsigned (docs/protocol.md): a bad delta costs bandwidth, never a bad install.
@@ -16,7 +16,7 @@
  * refuses, means starting over.
  */
 #include "mf_agent_int.h"
-#include "mf/diff.h"
+#include "mf/patch.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -23,7 +23,7 @@
 
 #include "mf/agent.h"
 #include "mf/ct.h"
-#include "mf/manifest.h"
+#include "mf/trust.h"
 #include "mf_ctx.h"
 #include "mf_dynbuf.h"
 #include "mf_hex.h"
@@ -141,11 +141,12 @@ struct agent_model {
     char hold_reason[MF_AGENT_REASON_MAX];
     uint64_t dl_done, dl_total; /* progress of the running or interrupted download */
     char dl_kind[8];            /* "model" or "delta" */
-    mf_offload *offload;        /* the app's offload handle for this model, or NULL */
+    mf_offload *offload;        /* this model's offload handle, or NULL */
+    int owns_offload;           /* 1: created from offload_options, freed with the agent */
 };
 
 /* Transfer counters, for tests and benchmarks (mf_agent_stats). */
-struct mf_agent_counters {
+struct agent_counters {
     uint64_t requests;       /* blob GETs sent */
     uint64_t bytes_received; /* blob body bytes received, including re-sent ones */
     uint64_t delta_installs, full_installs, delta_fallbacks, resumes;
@@ -220,7 +221,7 @@ struct mf_agent {
     long retry_base_ms, retry_max_ms;
     size_t max_patch_window;
     int control_only;
-    struct mf_agent_counters stats;
+    struct agent_counters stats;
 };
 
 /* 1 when `s` matches [A-Za-z0-9._-]{1,64} and is not "." or ".." (names, versions, ids). */
@@ -370,6 +371,13 @@ int mf_agent__offload_request(struct mf_agent *a, struct mf_dynbuf *b);
 void mf_agent__offload_answer(struct mf_agent *a);
 /* Tells every offload handle the model version that is active now. */
 void mf_agent__offload_versions(struct mf_agent *a);
+/* Creates the handles of options version 4's offload_options (after the credential load). */
+int mf_agent__offload_open(struct mf_agent *a, const mf_agent_options *o);
+/* Hands every offload handle the current credential ("" after a drop): called whenever the
+ * agent's credential changes, so the app never reads it. */
+void mf_agent__offload_credential(struct mf_agent *a);
+/* Frees the handles the agent created. */
+void mf_agent__offload_close(struct mf_agent *a);
 
 /* agent_telemetry.c: the runtime reports' side of the check-in and of install results. */
 /* Appends `,"telemetry":{...}` to a model's check-in entry when the app's handle has any. */

@@ -31,6 +31,14 @@ const char *mf_ctx__errmsg(const struct mf_ctx *ctx)
     return ctx->errmsg;
 }
 
+int mf_ctx__fail_new(const struct mf_ctx *ctx, char *errbuf, size_t errbuf_size, int code)
+{
+    if (errbuf && errbuf_size > 0)
+        (void)snprintf(errbuf, errbuf_size, "%s", ctx->errmsg);
+    MF_LOG_ERR(ctx, "%s", ctx->errmsg);
+    return code;
+}
+
 void mf_ctx__clear(struct mf_ctx *ctx)
 {
     ctx->errmsg[0] = '\0';

@@ -35,6 +35,13 @@ int mf_fail(struct mf_ctx *ctx, int code, const char *fmt, ...) MF_PRINTF(3, 4);
 /* Message of the last failure, "" when none. Borrowed from `ctx`. */
 const char *mf_ctx__errmsg(const struct mf_ctx *ctx);
 
+/*
+ * A constructor failed and there is no handle to read the message from: copy it into the
+ * caller's error buffer (NULL or size 0: none; truncated to fit) and log it at ERROR once.
+ * Returns `code`.
+ */
+int mf_ctx__fail_new(const struct mf_ctx *ctx, char *errbuf, size_t errbuf_size, int code);
+
 /* Clear the message buffer (at the start of a public API call that may fail). */
 void mf_ctx__clear(struct mf_ctx *ctx);
 

@@ -9,6 +9,10 @@
 #ifndef MF_OFFLOAD_INT_H
 #define MF_OFFLOAD_INT_H
 
+/* The budget internals of mf/offload.h are this library's own. */
+#ifndef MF_STATIC_LINKING_ONLY
+#define MF_STATIC_LINKING_ONLY
+#endif
 #include "mf/offload.h"
 #include "mf_ctx.h"
 #include "mf_dynbuf.h"

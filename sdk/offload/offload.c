@@ -5,16 +5,29 @@
  * The network half lives in offload_ask.c and offload_uplink.c.
  */
 #include "mf_offload_int.h"
+#include "mf_offload_agent.h"
 #include "mf/ct.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+/* Bytes of mf_offload_options that a caller of `version` owns (fields are only appended);
+ * 0 for a version this library does not know. */
+static size_t options_size(unsigned int version)
+{
+    if (version == 1)
+        return offsetof(mf_offload_options, errbuf);
+    if (version == MF_OFFLOAD_OPTIONS_VERSION)
+        return sizeof(mf_offload_options);
+    return 0;
+}
+
 int mf_offload_options_init(mf_offload_options *opts, unsigned int version)
 {
-    if (version != MF_OFFLOAD_OPTIONS_VERSION)
+    if (options_size(version) == 0)
         return MF_E_INVALID;
-    memset(opts, 0, sizeof(*opts));
+    memset(opts, 0, options_size(version));
     opts->version = version;
     opts->max_input_bytes = 64 * 1024;
     opts->queue_max_bytes = 4 * 1024 * 1024;
@@ -35,8 +48,9 @@ static int check_options(struct mf_ctx *ctx, const mf_offload_options *o)
 {
     const mf_platform_ops *p = o->platform;
 
-    if (o->version != MF_OFFLOAD_OPTIONS_VERSION)
-        return mf_fail(ctx, MF_E_INVALID, "offload options version %u unknown", o->version);
+    if (options_size(o->version) == 0)
+        return mf_fail(ctx, MF_E_INVALID, "offload options version %u, expected 1..%d", o->version,
+                       MF_OFFLOAD_OPTIONS_VERSION);
     if (!mf_offload__name_ok(o->model))
         return mf_fail(ctx, MF_E_INVALID, "offload model name is not [A-Za-z0-9._-]{1,64}");
     if (!mf_offload__name_ok(o->model_version))
@@ -135,7 +149,8 @@ static int offload_init(mf_offload *o, const mf_offload_options *opts)
     err = check_options(&o->ctx, opts);
     if (err < 0)
         return err;
-    o->opts = *opts;
+    /* A version-1 caller's struct ends before the error buffer: copy only what it owns. */
+    memcpy(&o->opts, opts, options_size(opts->version));
     o->opts.model = o->opts.model_version = o->opts.server_url = o->opts.credential = NULL;
     o->opts.app_limits = NULL;
     o->plat = *opts->platform;
@@ -160,6 +175,15 @@ static int offload_init(mf_offload *o, const mf_offload_options *opts)
     return open_storage(o);
 }
 
+/* A failed constructor's message goes to the caller's error buffer (options version 2) and
+ * to log_fn. */
+static int new_failed(const mf_offload_options *opts, struct mf_ctx *ctx, int err)
+{
+    if (opts->version < 2)
+        return mf_ctx__fail_new(ctx, NULL, 0, err);
+    return mf_ctx__fail_new(ctx, opts->errbuf, opts->errbuf_size, err);
+}
+
 int mf_offload_new(mf_offload **out, const mf_offload_options *opts)
 {
     const mf_allocator *a = opts->allocator ? opts->allocator : mf_allocator_default();
@@ -169,14 +193,15 @@ int mf_offload_new(mf_offload **out, const mf_offload_options *opts)
     *out = NULL;
     o = mf_calloc(a, 1, sizeof(*o));
     if (!o) {
-        if (opts->log_fn)
-            opts->log_fn(opts->log_payload, MF_LOG_ERROR, "offload", "no memory for the handle");
-        return MF_E_NOMEM;
+        struct mf_ctx boot;
+
+        mf_ctx__init(&boot, a, opts->log_fn, opts->log_payload, "offload");
+        return new_failed(opts, &boot, mf_fail(&boot, MF_E_NOMEM, "no memory for the handle"));
     }
     mf_ctx__init(&o->ctx, a, opts->log_fn, opts->log_payload, "offload");
     err = offload_init(o, opts);
     if (err < 0) {
-        MF_LOG_ERR(&o->ctx, "%s", o->ctx.errmsg);
+        err = new_failed(opts, &o->ctx, err);
         mf_offload_free(o);
         return err;
     }
@@ -265,7 +290,20 @@ int mf_offload_set_model_version(mf_offload *o, const char *version)
     return MF_OK;
 }
 
-void mf_offload_set_link(mf_offload *o, int link)
+int mf_offload__set_credential(mf_offload *o, const char *credential)
+{
+    size_t n = credential ? strlen(credential) : 0;
+
+    mf_secure_zero(o->credential, sizeof(o->credential));
+    if (n >= sizeof(o->credential))
+        return mf_fail(&o->ctx, MF_E_LIMIT, "offload credential longer than %d bytes",
+                       MF_OFFLOAD_CREDENTIAL_MAX - 1);
+    if (n)
+        memcpy(o->credential, credential, n + 1);
+    return MF_OK;
+}
+
+void mf_offload_set_link(mf_offload *o, mf_offload_link link)
 {
     o->link = link;
 }

@@ -192,7 +192,7 @@ static int classify(mf_offload_decision *out, const mf_offload_policy *p, float 
 
 void mf_offload_decide(mf_offload_decision *out, const mf_offload_policy *p, mf_offload_budget *b,
                        float score, float threshold, size_t bytes, uint64_t now_ms,
-                       uint32_t random_u32, int link)
+                       uint32_t random_u32, mf_offload_link link)
 {
     int refused;
 
@@ -213,7 +213,7 @@ void mf_offload_decide(mf_offload_decision *out, const mf_offload_policy *p, mf_
         set(out, MF_OFFLOAD_ROUTE_LOCAL, refused);
 }
 
-const char *mf_offload_reason_name(int reason)
+const char *mf_offload_reason_name(mf_offload_reason reason)
 {
     static const char *const names[] = {
         [MF_OFFLOAD_REASON_CONFIDENT] = "confident",

@@ -148,19 +148,23 @@ static int parse_fields(struct mf_ctx *ctx, mf_offload_policy *p, const cJSON *d
     const cJSON *mv = cJSON_GetObjectItemCaseSensitive(doc, "model_version");
     double threshold, target, temp, audit;
     uint64_t bytes, deadline;
-    int err;
+    int method = 0, mode = 0, metered = 0, err;
 
     if (!cJSON_IsBool(en))
         return mf_fail(ctx, MF_E_INVALID, "offload policy: \"enabled\" must be true or false");
     p->enabled = cJSON_IsTrue(en);
-    err = get_enum(ctx, &p->method, doc, "method", method_names, COUNT(method_names),
+    err = get_enum(ctx, &method, doc, "method", method_names, COUNT(method_names),
                    MF_OFFLOAD_MAX_SOFTMAX);
     if (err >= 0)
-        err = get_enum(ctx, &p->mode, doc, "mode", mode_names, COUNT(mode_names),
-                       MF_OFFLOAD_MODE_SYNC);
+        err =
+            get_enum(ctx, &mode, doc, "mode", mode_names, COUNT(mode_names), MF_OFFLOAD_MODE_SYNC);
     if (err >= 0)
-        err = get_enum(ctx, &p->metered, doc, "metered", metered_names, COUNT(metered_names),
+        err = get_enum(ctx, &metered, doc, "metered", metered_names, COUNT(metered_names),
                        MF_OFFLOAD_METERED_DEFER);
+    /* get_enum() returned an index into the name tables, which list the enumerators in order. */
+    p->method = (mf_offload_method)method;
+    p->mode = (mf_offload_mode)mode;
+    p->metered = (mf_offload_metered)metered;
     if (err >= 0)
         err = get_num(ctx, &threshold, doc, "threshold", 0.0, 1.0, -1.0);
     if (err >= 0)

@@ -60,8 +60,8 @@ static float exp_term(int kind, float x, float max, float inv_t, float *z_out)
     return expf(*z_out);
 }
 
-int mf_offload_score(float *score_out, int method, int kind, const float *output, size_t n,
-                     float temperature)
+int mf_offload_score(float *score_out, mf_offload_method method, mf_offload_output_kind kind,
+                     const float *output, size_t n, float temperature)
 {
     float max, inv_t, sum = 0.0f, ez = 0.0f, e2 = 0.0f, score;
     int seen_max = 0;
@@ -92,7 +92,8 @@ int mf_offload_score(float *score_out, int method, int kind, const float *output
     case MF_OFFLOAD_MARGIN:
         score = (1.0f - e2) / sum;
         break;
-    default: /* MF_OFFLOAD_ENTROPY, checked above */
+    case MF_OFFLOAD_ENTROPY:
+    default: /* valid_args() refused any other value */
         score = 1.0f - (logf(sum) - ez / sum) / logf((float)n);
         break;
     }

@@ -8,8 +8,18 @@
 
 #define MF_TELEMETRY_NAME_MAX 63 /* storage object name, bytes */
 
+/*
+ * One version's slot: the totals apps read (mf_telemetry_get()) and the handle's own mark.
+ * The slots are stored byte for byte (telemetry_store.c): `dirty` sits where it sat when it
+ * was the public struct's last field, so files saved before it left mf/telemetry.h load.
+ */
+struct telemetry_slot {
+    mf_telemetry_version v;
+    int dirty; /* changed since the last acknowledged check-in */
+};
+
 struct mf_telemetry {
-    mf_telemetry_version slot[MF_TELEMETRY_MAX_VERSIONS];
+    struct telemetry_slot slot[MF_TELEMETRY_MAX_VERSIONS];
     uint64_t last_use[MF_TELEMETRY_MAX_VERSIONS]; /* tick of the last record per slot */
     uint64_t tick;
     mf_platform_ops platform;

@@ -82,36 +82,36 @@ static int name_ok(const char *s)
     return n > 0 && n <= MF_OFFLOAD_NAME_MAX;
 }
 
-/* The slot of (model, version): the existing one, else a free one, else one whose totals
- * the server acknowledged (its last report stays on the server, nothing is lost). */
-static mf_telemetry_version *slot_for(struct mf_telemetry *t, const char *model,
-                                      const char *version)
+/* The slot index of (model, version): the existing one, else a free one, else one whose
+ * totals the server acknowledged (its last report stays on the server, nothing is lost);
+ * -1 when every slot holds unacknowledged totals of other versions. */
+static int slot_for(struct mf_telemetry *t, const char *model, const char *version)
 {
-    mf_telemetry_version *spare = NULL;
+    int spare = -1;
     int free_found;
+    mf_telemetry_version *v;
 
     for (int i = 0; i < MF_TELEMETRY_MAX_VERSIONS; i++) {
-        mf_telemetry_version *v = &t->slot[i];
-
+        v = &t->slot[i].v;
         if (v->model[0] && strcmp(v->model, model) == 0 && strcmp(v->version, version) == 0)
-            return v;
-        if (!spare && !v->model[0])
-            spare = v;
+            return i;
+        if (spare < 0 && !v->model[0])
+            spare = i;
     }
-    free_found = spare != NULL;
+    free_found = spare >= 0;
     /* Of the acknowledged slots, the one recorded into least recently. */
     for (int i = 0; !free_found && i < MF_TELEMETRY_MAX_VERSIONS; i++) {
-        if (!t->slot[i].dirty && (!spare || t->last_use[i] < t->last_use[spare - t->slot]))
-            spare = &t->slot[i];
+        if (!t->slot[i].dirty && (spare < 0 || t->last_use[i] < t->last_use[spare]))
+            spare = i;
     }
-    if (!spare)
-        return NULL;
-    t->last_use[spare - t->slot] = 0;
-    memset(spare, 0, sizeof(*spare));
-    memcpy(spare->model, model, strlen(model) + 1);
-    memcpy(spare->version, version, strlen(version) + 1);
-    (void)snprintf(spare->offload.model_version, sizeof(spare->offload.model_version), "%s",
-                   version);
+    if (spare < 0)
+        return -1;
+    t->last_use[spare] = 0;
+    memset(&t->slot[spare], 0, sizeof(t->slot[spare]));
+    v = &t->slot[spare].v;
+    memcpy(v->model, model, strlen(model) + 1);
+    memcpy(v->version, version, strlen(version) + 1);
+    (void)snprintf(v->offload.model_version, sizeof(v->offload.model_version), "%s", version);
     return spare;
 }
 
@@ -119,21 +119,21 @@ static mf_telemetry_version *slot_for(struct mf_telemetry *t, const char *model,
 static mf_telemetry_version *take(int *err, struct mf_telemetry *t, const char *model,
                                   const char *version)
 {
-    mf_telemetry_version *v;
+    int i;
 
     if (!name_ok(model) || !name_ok(version)) {
         *err = MF_E_INVALID;
         return NULL;
     }
-    v = slot_for(t, model, version);
-    if (!v) {
+    i = slot_for(t, model, version);
+    if (i < 0) {
         *err = MF_E_LIMIT;
         return NULL;
     }
-    v->dirty = 1;
-    t->last_use[v - t->slot] = ++t->tick;
+    t->slot[i].dirty = 1;
+    t->last_use[i] = ++t->tick;
     *err = MF_OK;
-    return v;
+    return &t->slot[i].v;
 }
 
 static uint64_t inc(uint64_t x)
@@ -239,7 +239,7 @@ const mf_telemetry_version *mf_telemetry_get(const mf_telemetry *t, const char *
                                              const char *version)
 {
     for (int i = 0; i < MF_TELEMETRY_MAX_VERSIONS; i++) {
-        const mf_telemetry_version *v = &t->slot[i];
+        const mf_telemetry_version *v = &t->slot[i].v;
 
         if (v->model[0] && strcmp(v->model, model) == 0 && strcmp(v->version, version) == 0)
             return v;

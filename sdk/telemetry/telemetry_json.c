@@ -75,7 +75,7 @@ int mf_telemetry_checkin_json(size_t *len_out, char *buf, size_t cap, const mf_t
     mf_strbuf__init(&w, buf, cap);
     mf_strbuf__put(&w, "{\"buckets\":\"log2x8\",\"versions\":[");
     for (int i = 0; i < MF_TELEMETRY_MAX_VERSIONS; i++) {
-        const mf_telemetry_version *v = &t->slot[i];
+        const mf_telemetry_version *v = &t->slot[i].v;
 
         if (!v->model[0] || strcmp(v->model, model) != 0)
             continue;

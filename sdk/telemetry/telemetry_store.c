@@ -35,7 +35,7 @@ static void header(struct store_header *h)
 {
     h->magic = STORE_MAGIC;
     h->format = STORE_FORMAT;
-    h->slot_size = (uint32_t)sizeof(mf_telemetry_version);
+    h->slot_size = (uint32_t)sizeof(struct telemetry_slot);
     h->slots = MF_TELEMETRY_MAX_VERSIONS;
 }
 

@@ -10,7 +10,7 @@
 #define MF_SERVER_DIRECTOR_DIRECTOR_H
 
 #include "mf_ctx.h"
-#include "mf/manifest.h"
+#include "mf/sign.h"
 
 #define MF_DIRECTOR_KEY_FILE "director.key"
 #define MF_DIRECTOR_PUB_FILE "director.pub.pem"

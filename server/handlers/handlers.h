@@ -4,7 +4,7 @@
 #define MF_SERVER_HANDLERS_H
 
 #include "http/http_req.h"
-#include "mf/manifest.h"
+#include "mf/trust.h"
 
 #include <stdint.h>
 

@@ -5,7 +5,7 @@
  * written with mode 0600 and O_EXCL, read through bounded buffers, and wiped after use.
  */
 #include "cmd_keys.h"
-#include "mf/manifest.h"
+#include "mf/sign.h"
 
 #include <errno.h>
 #include <fcntl.h>

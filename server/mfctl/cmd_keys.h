@@ -27,7 +27,7 @@
 
 int mfctl__cmd_keys(struct mfctl *c, int argc, char **argv);
 
-#include "mf/manifest.h"
+#include "mf/sign.h"
 
 #define MFCTL_DEFAULT_CHUNK (1u << 20) /* release chunk size unless --chunk-size says */
 

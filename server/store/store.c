@@ -3,7 +3,7 @@
  * the trust state built from the stored documents. */
 #include "store/store.h"
 
-#include "mf/manifest.h"
+#include "mf/trust.h"
 
 #include <string.h>
 

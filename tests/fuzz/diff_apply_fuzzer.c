@@ -7,7 +7,7 @@
  */
 #include "mf/error.h"
 #include "mf/alloc.h"
-#include "mf/diff.h"
+#include "mf/patch.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 #ifndef MF_FUZZ_GOLDEN_H
 #define MF_FUZZ_GOLDEN_H
 
-#include "mf/manifest.h"
+#include "mf/trust.h"
 
 /* The nonce and device the golden assignments answer. */
 #define MF_FUZZ_GOLDEN_NONCE "00112233445566778899aabbccddeeff"

@@ -7,7 +7,7 @@
  * of its own: the application calls mf_agent_step() from its own loop, and each step
  *   1. enrolls with the fleet enrollment token when no device credential is stored yet;
  *   2. checks in (installed versions, trusted root and keys versions, a fresh random nonce);
- *   3. verifies, with the trust chain of mf/manifest.h and BEFORE downloading anything, the
+ *   3. verifies, with the trust chain of mf/trust.h and BEFORE downloading anything, the
  *      root rotations and keys document of the answer, then each assignment: signed by the
  *      director for this device and this nonce with a fresh sequence, naming a release
  *      signed by the release keys and at or above the model's security floor;
@@ -45,8 +45,10 @@
 MF_BEGIN_DECLS
 
 /** Version of mf_agent_options described by this header; fields are only appended.
- *  Version 1 ends at `trust_root_len`; version 2 adds health, pins, resume and deltas. */
-#define MF_AGENT_OPTIONS_VERSION 3
+ *  Version 1 ends at `trust_root_len`; version 2 adds health, pins, resume and deltas;
+ *  version 3 offload and telemetry handles; version 4 the error buffer of mf_agent_new() and
+ *  offload handles the agent owns. */
+#define MF_AGENT_OPTIONS_VERSION 4
 /** Longest model name, version string or device id, in bytes. */
 #define MF_AGENT_NAME_MAX 64
 /** Most models one agent tracks. */
@@ -134,13 +136,15 @@ typedef struct mf_agent_options {
     void *progress_payload;              /**< passed to progress_fn */
     int control_only;                    /**< 1: a handle for status/pin/confirm/rollback tools;
                                               its creation does not count as a start */
-    /* version 3 */
+    /* ---- version 3 ---- */
     /**
      * NULL, or one offload handle per tracked model, in the order of `models` (NULL entries
      * allowed). The agent then carries each handle's telemetry in the check-in, installs the
      * offload policy the server sends for that model (mf_offload_set_policy_json) and tells the
-     * handle which version is active (mf_offload_set_model_version). Borrowed: the handles
+     * handle which version is active (mf_offload_set_model_version); it also hands each
+     * handle the device credential (create them with `credential` NULL). Borrowed: the handles
      * MUST outlive the agent and MUST NOT be used from another thread during mf_agent_step().
+     * Prefer `offload_options` (version 4), where the agent owns the handles.
      */
     mf_offload *const *offloads;
     /**
@@ -151,13 +155,46 @@ typedef struct mf_agent_options {
      * the handle on its own schedule. Borrowed: MUST outlive the agent.
      */
     mf_telemetry *telemetry;
+    /* ---- version 4 ---- */
+    /**
+     * NULL, or a buffer that receives the one-line message (NUL-terminated, truncated to
+     * `errbuf_size`) when mf_agent_new() fails: there is no handle yet to read
+     * mf_agent_errmsg() from. Untouched on success. MF_AGENT_ERRBUF_SIZE always suffices.
+     */
+    char *errbuf;
+    size_t errbuf_size; /**< bytes of `errbuf`; 0 with NULL */
+    /**
+     * NULL, or one set of offload options per tracked model, in the order of `models` (NULL
+     * entries: no offload for that model). The agent creates and owns these handles
+     * (mf_agent_offload() lends them to the app): it fills `model`, `model_version`,
+     * `server_url`, `credential` and `platform` itself (the app leaves them NULL), and
+     * `allocator`, `log_fn` and `log_payload` from these options where they are NULL. The
+     * device credential never passes through the app, and the handle takes part in the first
+     * check-in, so the server's policy is installed by the first mf_agent_step(). A model MUST
+     * NOT have both an entry here and one in `offloads`. Read during mf_agent_new() only.
+     */
+    const mf_offload_options *const *offload_options;
 } mf_agent_options;
 
-/** Default largest delta window: the encoder's default (mf/diff.h). */
+/** A size of mf_agent_options.errbuf that holds every message untruncated. */
+#define MF_AGENT_ERRBUF_SIZE 256
+
+/** Default largest delta window: the encoder's default (MF_PATCH_DEFAULT_WINDOW, mf/patch.h). */
 #define MF_AGENT_DEFAULT_PATCH_WINDOW (512u * 1024u)
 
-/** What one tracked model runs, as returned by mf_agent_status(). */
+/** Version of mf_agent_model_status described by this header; fields are only appended.
+ *  Version 1 ends at `release_sequence`; version 2 adds pins, rollbacks and downloads. */
+#define MF_AGENT_STATUS_VERSION 2
+
+/**
+ * What one tracked model runs, as returned by mf_agent_status(). The caller sets
+ * `struct_version` (`version` names the model version)
+ * (mf_agent_status_init() or MF_AGENT_MODEL_STATUS_INIT) and the library writes only the
+ * fields of that version, so an app built against an older header keeps working with a newer
+ * library whose struct grew.
+ */
 typedef struct mf_agent_model_status {
+    unsigned int struct_version;         /**< MF_AGENT_STATUS_VERSION; never written by the SDK */
     int installed;                       /**< 1 when a version is installed */
     char version[MF_AGENT_NAME_MAX + 1]; /**< installed version, "" when none */
     char sha256[65];                     /**< lower-case hex, "" when none */
@@ -168,7 +205,7 @@ typedef struct mf_agent_model_status {
     char last_errmsg[256]; /**< its message, "" if none */
     uint64_t security_floor;   /**< the model's trusted security floor (0: none yet) */
     uint64_t release_sequence; /**< sequence of the last verified release assigned, 0 if none */
-    /* fields below: since options version 2 */
+    /* ---- version 2 ---- */
     int pending;                                  /**< installed version not yet confirmed */
     unsigned int unconfirmed_starts;              /**< starts while pending */
     char pinned[MF_AGENT_NAME_MAX + 1];           /**< pinned version, "" when not pinned */
@@ -183,8 +220,14 @@ typedef struct mf_agent_model_status {
     char download_kind[8];                        /**< "model", "delta" or "" */
 } mf_agent_model_status;
 
+/** Static initialiser (C99) of an mf_agent_model_status of this header's version. */
+#define MF_AGENT_MODEL_STATUS_INIT                                                                 \
+    {                                                                                              \
+        .struct_version = MF_AGENT_STATUS_VERSION                                                  \
+    }
+
 /** Transfer counters since mf_agent_new(), from mf_agent_stats(). */
-typedef struct mf_agent_counters_public {
+typedef struct mf_agent_counters {
     uint64_t blob_requests;   /**< blob GETs sent (first requests and resumes) */
     uint64_t blob_bytes;      /**< blob body bytes received, re-sent ones included */
     uint64_t delta_installs;  /**< versions built from a delta */
@@ -192,9 +235,11 @@ typedef struct mf_agent_counters_public {
     uint64_t delta_fallbacks; /**< failed deltas followed by a full download */
     uint64_t resumes;         /**< downloads that resumed a verified prefix */
 } mf_agent_counters;
+/** @deprecated old tag of mf_agent_counters; removed in the next release. */
+#define mf_agent_counters_public mf_agent_counters
 
 /** The device's trust state, as returned by mf_agent_trust_status(). */
-typedef struct mf_agent_trust_status {
+typedef struct mf_agent_trust_state {
     uint64_t root_version;        /**< trusted root version */
     uint64_t keys_version;        /**< trusted keys document version, 0 when none yet */
     uint64_t assignment_sequence; /**< last accepted director sequence */
@@ -215,11 +260,23 @@ MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_options_init(mf_agent_options *opts
  * @param opts options; strings are copied.
  * @return MF_OK; MF_E_INVALID for bad options or a damaged state file; MF_E_SIGNATURE for a
  * trust root or trust.state that does not verify; MF_E_NOMEM, MF_E_IO.
- * On failure the message is sent to `opts->log_fn` at MF_LOG_ERROR (there is no handle
- * to read it from) and `*out` is NULL.
+ * On failure the message is copied into `opts->errbuf` (when set) and sent to `opts->log_fn`
+ * at MF_LOG_ERROR (there is no handle to read it from), and `*out` is NULL.
  * Ownership: `*out` belongs to the caller; release with mf_agent_free().
  */
 MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_new(mf_agent **out, const mf_agent_options *opts);
+
+/**
+ * @brief Lends the app the offload handle of `model`: the one the agent created from
+ * `offload_options`, or the app's own from `offloads`.
+ * @param out receives the handle. Borrowed: owned by the agent, valid until mf_agent_free();
+ * MUST NOT be used from another thread during mf_agent_step().
+ * @param agent the agent.
+ * @param model a tracked model name.
+ * @return MF_OK, MF_E_NOTFOUND when `model` is not tracked or has no offload handle.
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_offload(mf_offload **out, const mf_agent *agent,
+                                                     const char *model);
 
 /** @brief Releases the agent and wipes its credential. mf_agent_free(NULL) is a no-op. */
 MF_EXTERN void mf_agent_free(mf_agent *agent);
@@ -238,11 +295,23 @@ MF_EXTERN void mf_agent_free(mf_agent *agent);
 MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_step(mf_agent *agent);
 
 /**
+ * @brief Prepares a status of `version` for mf_agent_status(): zeroes the fields of that
+ * version (and nothing beyond them) and sets `struct_version`.
+ * @param status the status to prepare.
+ * @param version MUST be 1..MF_AGENT_STATUS_VERSION (normally MF_AGENT_STATUS_VERSION).
+ * @return MF_OK, MF_E_INVALID for an unknown version (nothing written).
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_status_init(mf_agent_model_status *status,
+                                                         unsigned int version);
+
+/**
  * @brief Reports what one tracked model runs.
- * @param status_out receives the status.
+ * @param status_out receives the status; its `struct_version` MUST be set (mf_agent_status_init()
+ * or MF_AGENT_MODEL_STATUS_INIT). Only the fields of that version are written.
  * @param agent the agent.
  * @param model a tracked model name.
- * @return MF_OK, MF_E_NOTFOUND when `model` is not tracked.
+ * @return MF_OK, MF_E_NOTFOUND when `model` is not tracked, MF_E_INVALID for a status version
+ * this library does not know (nothing written).
  */
 MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_status(mf_agent_model_status *status_out,
                                                     const mf_agent *agent, const char *model);

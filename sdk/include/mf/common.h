@@ -30,8 +30,8 @@
 #define MF_PRINTF(fmt_idx, arg_idx)
 #endif
 
-/** Library version: major * 10000 + minor * 100 + patch. */
-#define MF_VERSION_NUMBER 100
-#define MF_VERSION_STRING "0.1.0"
+/* MF_VERSION_NUMBER/STRING used to be typed here by hand; they now come from project(VERSION)
+ * through the generated mf/version.h, included for callers that found them here. */
+#include "mf/version.h"
 
 #endif /* MF_COMMON_H */

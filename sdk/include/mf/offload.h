@@ -110,20 +110,20 @@ typedef enum mf_offload_reason {
  * app may pass its own as a ceiling that can only make the server's stricter.
  */
 typedef struct mf_offload_policy {
-    unsigned int version;   /**< MF_OFFLOAD_POLICY_VERSION */
-    int enabled;            /**< 0: edge-only, nothing leaves the device */
-    int method;             /**< an mf_offload_method */
-    int mode;               /**< an mf_offload_mode */
-    float threshold;        /**< uncertain when score < threshold; < 0: derive from target */
-    float target_rate;      /**< wanted offload share in [0, 1]; 0: none stated */
-    float temperature;      /**< > 0; 1 leaves the output unchanged */
-    uint32_t per_minute;    /**< rate caps on samples leaving the device ... */
-    uint32_t per_hour;      /**< ... MF_OFFLOAD_UNLIMITED for none ... */
-    uint32_t per_day;       /**< ... 0 lets nothing through */
-    uint64_t bytes_per_day; /**< uplink byte budget; UINT64_MAX: none */
-    float audit_fraction;   /**< share of confident samples uplinked anyway, [0, 1] */
-    int metered;            /**< an mf_offload_metered */
-    uint32_t deadline_ms;   /**< sync ask deadline, 1..60000 */
+    unsigned int version;       /**< MF_OFFLOAD_POLICY_VERSION */
+    int enabled;                /**< 0: edge-only, nothing leaves the device */
+    mf_offload_method method;   /**< score method */
+    mf_offload_mode mode;       /**< sync or async */
+    float threshold;            /**< uncertain when score < threshold; < 0: derive from target */
+    float target_rate;          /**< wanted offload share in [0, 1]; 0: none stated */
+    float temperature;          /**< > 0; 1 leaves the output unchanged */
+    uint32_t per_minute;        /**< rate caps on samples leaving the device ... */
+    uint32_t per_hour;          /**< ... MF_OFFLOAD_UNLIMITED for none ... */
+    uint32_t per_day;           /**< ... 0 lets nothing through */
+    uint64_t bytes_per_day;     /**< uplink byte budget; UINT64_MAX: none */
+    float audit_fraction;       /**< share of confident samples uplinked anyway, [0, 1] */
+    mf_offload_metered metered; /**< what a metered link may carry */
+    uint32_t deadline_ms;       /**< sync ask deadline, 1..60000 */
     char model_version[MF_OFFLOAD_NAME_MAX + 1]; /**< "" or the version it was fitted for */
 } mf_offload_policy;
 
@@ -151,71 +151,21 @@ MF_EXTERN void mf_offload_policy_restrict(mf_offload_policy *out, const mf_offlo
 /**
  * @brief Computes the confidence score of one output vector.
  * @param score_out receives the score in [0, 1].
- * @param method an mf_offload_method.
- * @param kind an mf_offload_output_kind.
+ * @param method the score method.
+ * @param kind what `output` holds.
  * @param output `n` finite values (probabilities: >= 0 with a positive maximum).
  * @param n 2..MF_OFFLOAD_MAX_CLASSES.
  * @param temperature > 0 and finite.
  * @return MF_OK, MF_E_INVALID for a bad argument or a non-finite value.
  * Cost: one pass for the maximum, one exp per class; no allocation, no table.
  */
-MF_EXTERN MF_WARN_UNUSED_RESULT int mf_offload_score(float *score_out, int method, int kind,
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_offload_score(float *score_out, mf_offload_method method,
+                                                     mf_offload_output_kind kind,
                                                      const float *output, size_t n,
                                                      float temperature);
 
-/** Sub-windows of a rate cap's sliding window (see mf_offload_budget_init()). */
-#define MF_OFFLOAD_CAP_SLOTS 61
-
-/** One sliding-window cap; private fields. */
-typedef struct mf_offload_bucket {
-    uint64_t cap;                        /**< samples (or bytes) allowed per window */
-    uint64_t used;                       /**< sum of slot[] */
-    uint64_t slot[MF_OFFLOAD_CAP_SLOTS]; /**< use per sub-window, ring indexed by sub-window */
-    uint64_t cur;                        /**< absolute index of the newest sub-window */
-    uint32_t grain_ms; /**< sub-window length: window / (MF_OFFLOAD_CAP_SLOTS - 1) */
-    int unlimited;
-} mf_offload_bucket;
-
-/** Budgets of one handle: per-minute/hour/day sample caps and the daily byte budget. */
-typedef struct mf_offload_budget {
-    mf_offload_bucket minute, hour, day, bytes;
-} mf_offload_budget;
-
-/**
- * @brief Sets up the caps of `p`, all unused, at time `now_ms`. The guarantee is a hard
- * one: in ANY interval of one window (minute, hour, day) at most `cap` samples (bytes)
- * pass. A burst may use the whole cap at once. Use is counted in sub-windows of 1/60 of the
- * window and the last 61 are summed, so capacity comes back gradually, fully after 61/60 of
- * a window. Integer arithmetic only.
- */
-MF_EXTERN void mf_offload_budget_init(mf_offload_budget *b, const mf_offload_policy *p,
-                                      uint64_t now_ms);
-
-/** The result of mf_offload_decide(). */
-typedef struct mf_offload_decision {
-    int route;  /**< an mf_offload_route */
-    int reason; /**< an mf_offload_reason */
-} mf_offload_decision;
-
-/**
- * @brief Decides where one scored sample goes, and takes its tokens from `b` when it
- * leaves the device. Pure: no I/O, no clock, no allocation.
- * @param out receives the route and the reason.
- * @param p the effective policy, or NULL when none has arrived (edge-only).
- * @param b the handle's budgets (updated).
- * @param score the sample's confidence.
- * @param threshold the effective threshold (see mf_offload_policy.threshold; < 0: none).
- * @param bytes uplink size of the sample, charged to the byte budget.
- * @param now_ms monotonic milliseconds.
- * @param random_u32 a uniformly random value for the audit draw.
- * @param link an mf_offload_link.
- */
-MF_EXTERN void mf_offload_decide(mf_offload_decision *out, const mf_offload_policy *p,
-                                 mf_offload_budget *b, float score, float threshold, size_t bytes,
-                                 uint64_t now_ms, uint32_t random_u32, int link);
-
 /** @return a short static name of an mf_offload_reason ("uncertain", "timeout", ...). */
-MF_EXTERN const char *mf_offload_reason_name(int reason);
+MF_EXTERN const char *mf_offload_reason_name(mf_offload_reason reason);
 
 /** Per model version counters and score histogram, reported in the check-in. */
 typedef struct mf_offload_telemetry {
@@ -245,8 +195,9 @@ MF_EXTERN float mf_offload_hist_quantile(const uint32_t hist[MF_OFFLOAD_HIST_BIN
 
 /* ---- the handle ---- */
 
-/** Version of mf_offload_options described by this header; fields are only appended. */
-#define MF_OFFLOAD_OPTIONS_VERSION 1
+/** Version of mf_offload_options described by this header; fields are only appended.
+ *  Version 1 ends at `request_timeout_ms`; version 2 adds the error buffer. */
+#define MF_OFFLOAD_OPTIONS_VERSION 2
 
 typedef struct mf_offload mf_offload;
 
@@ -274,6 +225,11 @@ typedef struct mf_offload_options {
     uint32_t backoff_max_ms;    /**< delay ceiling; default 300000 */
     long connect_timeout_ms;    /**< batches; default 10000 (sync asks use the deadline) */
     long request_timeout_ms;    /**< batches; default 30000 */
+    /* ---- version 2 ---- */
+    /** NULL, or a buffer that receives the one-line message (NUL-terminated, truncated to
+     *  `errbuf_size`) when mf_offload_new() fails; untouched on success. */
+    char *errbuf;
+    size_t errbuf_size; /**< bytes of `errbuf`; 0 with NULL */
 } mf_offload_options;
 
 /**
@@ -324,28 +280,28 @@ MF_EXTERN const mf_offload_policy *mf_offload_policy_get(const mf_offload *o);
 MF_EXTERN MF_WARN_UNUSED_RESULT int mf_offload_set_model_version(mf_offload *o,
                                                                  const char *version);
 
-/** @brief Tells the handle what the link is now (an mf_offload_link). */
-MF_EXTERN void mf_offload_set_link(mf_offload *o, int link);
+/** @brief Tells the handle what the link is now. */
+MF_EXTERN void mf_offload_set_link(mf_offload *o, mf_offload_link link);
 
 /** One inference of the student, as given to mf_offload_ask(). */
 typedef struct mf_offload_sample {
-    const void *input;   /**< the model input bytes (what the teacher needs) */
-    size_t input_len;    /**< 1..max_input_bytes */
-    const float *output; /**< the student's output vector */
-    size_t n_classes;    /**< 2..MF_OFFLOAD_MAX_CLASSES */
-    int output_kind;     /**< an mf_offload_output_kind */
+    const void *input;                  /**< the model input bytes (what the teacher needs) */
+    size_t input_len;                   /**< 1..max_input_bytes */
+    const float *output;                /**< the student's output vector */
+    size_t n_classes;                   /**< 2..MF_OFFLOAD_MAX_CLASSES */
+    mf_offload_output_kind output_kind; /**< what `output` holds */
 } mf_offload_sample;
 
 /** Routing metadata and result of one mf_offload_ask(). */
 typedef struct mf_offload_answer {
-    int route;           /**< mf_offload_route the policy chose */
-    int reason;          /**< mf_offload_reason of the final answer */
-    int by_teacher;      /**< 1: label/confidence come from the teacher; 0: local */
-    int queued;          /**< 1: the sample was written to the uplink queue */
-    int label;           /**< argmax class of the answering model */
-    float score;         /**< the student's confidence score */
-    float confidence;    /**< the answering model's top probability */
-    uint32_t latency_ms; /**< time spent in the sync ask, 0 when none */
+    mf_offload_route route;   /**< the route the policy chose */
+    mf_offload_reason reason; /**< why the final answer is what it is */
+    int by_teacher;           /**< 1: label/confidence come from the teacher; 0: local */
+    int queued;               /**< 1: the sample was written to the uplink queue */
+    int label;                /**< argmax class of the answering model */
+    float score;              /**< the student's confidence score */
+    float confidence;         /**< the answering model's top probability */
+    uint32_t latency_ms;      /**< time spent in the sync ask, 0 when none */
     char model_version[MF_OFFLOAD_NAME_MAX + 1];   /**< student version */
     char teacher_version[MF_OFFLOAD_NAME_MAX + 1]; /**< "" unless by_teacher */
 } mf_offload_answer;
@@ -400,3 +356,70 @@ MF_EXTERN const mf_offload_telemetry *mf_offload_telemetry_get(const mf_offload 
 MF_END_DECLS
 
 #endif /* MF_OFFLOAD_H */
+
+/*
+ * Budget internals (zstd's ZSTD_STATIC_LINKING_ONLY practice): the rate-cap state and the
+ * pure routing function the handle runs. Their layout may change in any release, so they
+ * are only visible to code that defines MF_STATIC_LINKING_ONLY before including this header
+ * and links mf_offload statically (the library's own files and its unit tests). Apps use
+ * the handle, which applies the caps itself.
+ */
+#if defined(MF_STATIC_LINKING_ONLY) && !defined(MF_OFFLOAD_H_STATIC)
+#define MF_OFFLOAD_H_STATIC
+
+MF_BEGIN_DECLS
+
+/** Sub-windows of a rate cap's sliding window (see mf_offload_budget_init()). */
+#define MF_OFFLOAD_CAP_SLOTS 61
+
+/** One sliding-window cap; private fields. */
+typedef struct mf_offload_bucket {
+    uint64_t cap;                        /**< samples (or bytes) allowed per window */
+    uint64_t used;                       /**< sum of slot[] */
+    uint64_t slot[MF_OFFLOAD_CAP_SLOTS]; /**< use per sub-window, ring indexed by sub-window */
+    uint64_t cur;                        /**< absolute index of the newest sub-window */
+    uint32_t grain_ms; /**< sub-window length: window / (MF_OFFLOAD_CAP_SLOTS - 1) */
+    int unlimited;
+} mf_offload_bucket;
+
+/** Budgets of one handle: per-minute/hour/day sample caps and the daily byte budget. */
+typedef struct mf_offload_budget {
+    mf_offload_bucket minute, hour, day, bytes;
+} mf_offload_budget;
+
+/**
+ * @brief Sets up the caps of `p`, all unused, at time `now_ms`. The guarantee is a hard
+ * one: in ANY interval of one window (minute, hour, day) at most `cap` samples (bytes)
+ * pass. A burst may use the whole cap at once. Use is counted in sub-windows of 1/60 of the
+ * window and the last 61 are summed, so capacity comes back gradually, fully after 61/60 of
+ * a window. Integer arithmetic only.
+ */
+MF_EXTERN void mf_offload_budget_init(mf_offload_budget *b, const mf_offload_policy *p,
+                                      uint64_t now_ms);
+
+/** The result of mf_offload_decide(). */
+typedef struct mf_offload_decision {
+    mf_offload_route route;
+    mf_offload_reason reason;
+} mf_offload_decision;
+
+/**
+ * @brief Decides where one scored sample goes, and takes its tokens from `b` when it
+ * leaves the device. Pure: no I/O, no clock, no allocation.
+ * @param out receives the route and the reason.
+ * @param p the effective policy, or NULL when none has arrived (edge-only).
+ * @param b the handle's budgets (updated).
+ * @param score the sample's confidence.
+ * @param threshold the effective threshold (see mf_offload_policy.threshold; < 0: none).
+ * @param bytes uplink size of the sample, charged to the byte budget.
+ * @param now_ms monotonic milliseconds.
+ * @param random_u32 a uniformly random value for the audit draw.
+ * @param link the link state.
+ */
+MF_EXTERN void mf_offload_decide(mf_offload_decision *out, const mf_offload_policy *p,
+                                 mf_offload_budget *b, float score, float threshold, size_t bytes,
+                                 uint64_t now_ms, uint32_t random_u32, mf_offload_link link);
+
+MF_END_DECLS
+
+#endif /* MF_STATIC_LINKING_ONLY */

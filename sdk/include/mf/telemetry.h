@@ -57,7 +57,6 @@ typedef struct mf_telemetry_version {
     char last_rollback[MF_TELEMETRY_REASON_MAX + 1]; /**< reason of the newest, "" if none */
     uint64_t teacher_compared, teacher_agreed;       /**< student vs teacher answers */
     mf_offload_telemetry offload; /**< offload counters and confidence histogram */
-    int dirty;                    /**< changed since the last acknowledged check-in */
 } mf_telemetry_version;
 
 /** The telemetry handle (opaque). */

@@ -14,7 +14,7 @@
 
 #include "blob/blob_store.h"
 #include "deltas/delta_worker.h"
-#include "mf/manifest.h"
+#include "mf/sign.h"
 #include "mf_hex.h"
 #include "mf_sha256.h"
 #include "rollout/rollout_ctl.h"

@@ -461,7 +461,7 @@ void step_expect(mf_agent *agent, int expect)
 
 void assert_active(mf_agent *agent, const char *version, char slot)
 {
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
 
     assert_int_equal(mf_agent_status(&st, agent, "detector"), MF_OK);
     assert_true(st.installed);

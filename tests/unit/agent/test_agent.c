@@ -9,6 +9,7 @@
  * signed with the director key, releases below the device's floor).
  */
 #include "agent_fixture.h"
+#include "mf_offload_int.h" /* the handle's credential */
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -20,7 +21,7 @@ static void test_agent__enroll_checkin_install_report(void **state)
 {
     struct fixture *fx = *state;
     mf_agent *agent = NULL;
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
     char sha[65], expect_path[256];
     struct stat sb;
     size_t len = 0;
@@ -174,7 +175,7 @@ static void test_agent__wrong_enrollment_token_is_auth_error(void **state)
 {
     struct fixture *fx = *state;
     mf_agent *agent = NULL;
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
 
     fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
     fx->opts.enrollment_token = "mfe_wrong";
@@ -207,7 +208,7 @@ static void test_agent__no_token_no_credential_is_auth_error(void **state)
 /* After a failed v2 install: v1 still active and intact, no .part, a failed report. */
 static void assert_v1_survived(struct fixture *fx, mf_agent *agent, const char *detail)
 {
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
 
     assert_active(agent, "v1", 'a');
     assert_file_equals(fx, "models/detector/slot-a", model_v1, sizeof(model_v1));
@@ -592,7 +593,7 @@ static void test_agent__release_below_floor_is_refused(void **state)
 {
     struct fixture *fx = *state;
     mf_agent *agent = NULL;
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
 
     fx->srv.floor = 3;
     agent = agent_with_v1(fx);
@@ -614,6 +615,117 @@ static void test_agent__release_below_floor_is_refused(void **state)
     fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
     step_expect(agent, MF_OK);
     assert_active(agent, "v2", 'b');
+    mf_agent_free(agent);
+}
+
+/*
+ * mf_agent_model_status as an app built against a version-1 header lays it out: a frozen
+ * copy, so the struct of mf/agent.h may grow while this one may not. The assert below ties
+ * it to the fields version 1 names in the current header.
+ */
+struct agent_status_v1 {
+    unsigned int struct_version;
+    int installed;
+    char version[MF_AGENT_NAME_MAX + 1];
+    char sha256[65];
+    uint64_t size;
+    char slot;
+    int up_to_date;
+    int last_error;
+    char last_errmsg[256];
+    uint64_t security_floor;
+    uint64_t release_sequence;
+};
+_Static_assert(offsetof(struct agent_status_v1, release_sequence) ==
+                   offsetof(mf_agent_model_status, release_sequence),
+               "version 1 of mf_agent_model_status is frozen");
+
+/* An app of an older header passes a shorter struct: the library writes its fields and not
+ * one byte past them (the guard after it stays intact). */
+static void test_agent__status_writes_only_the_callers_version(void **state)
+{
+    struct fixture *fx = *state;
+    struct {
+        struct agent_status_v1 st;
+        unsigned char guard[sizeof(mf_agent_model_status)];
+    } old;
+    mf_agent_model_status cur;
+    unsigned char guard[sizeof(old.guard)];
+    mf_agent *agent = agent_with_v1(fx);
+
+    memset(&old, 0xa5, sizeof(old));
+    memset(guard, 0xa5, sizeof(guard));
+    old.st.struct_version = 1;
+    assert_int_equal(mf_agent_status((mf_agent_model_status *)(void *)&old, agent, "detector"),
+                     MF_OK);
+    assert_int_equal(old.st.struct_version, 1);
+    assert_int_equal(old.st.installed, 1);
+    assert_string_equal(old.st.version, "v1");
+    assert_int_equal(old.st.slot, 'a');
+    assert_int_equal(old.st.size, sizeof(model_v1));
+    assert_memory_equal(old.guard, guard, sizeof(guard));
+    /* A model that is not tracked clears version 1's fields only, too. */
+    memset(&old, 0xa5, sizeof(old));
+    old.st.struct_version = 1;
+    assert_int_equal(mf_agent_status((mf_agent_model_status *)(void *)&old, agent, "other"),
+                     MF_E_NOTFOUND);
+    assert_int_equal(old.st.installed, 0);
+    assert_memory_equal(old.guard, guard, sizeof(guard));
+    /* A version from a newer header than this library's is refused, nothing written. */
+    memset(&cur, 0xa5, sizeof(cur));
+    cur.struct_version = MF_AGENT_STATUS_VERSION + 1;
+    assert_int_equal(mf_agent_status(&cur, agent, "detector"), MF_E_INVALID);
+    assert_int_equal(cur.struct_version, MF_AGENT_STATUS_VERSION + 1);
+    assert_memory_equal((unsigned char *)&cur + sizeof(cur.struct_version), guard,
+                        sizeof(cur) - sizeof(cur.struct_version));
+    assert_int_equal(mf_agent_status_init(&cur, 0), MF_E_INVALID);
+    /* The current version gets the version-2 fields too (a pin is one). */
+    assert_int_equal(mf_agent_pin(agent, "detector", NULL), MF_OK);
+    assert_int_equal(mf_agent_status_init(&cur, MF_AGENT_STATUS_VERSION), MF_OK);
+    assert_int_equal(mf_agent_status(&cur, agent, "detector"), MF_OK);
+    assert_string_equal(cur.version, "v1");
+    assert_string_equal(cur.pinned, "v1");
+    mf_agent_free(agent);
+}
+
+/* mf_agent_new() has no handle to fail into: the message reaches the options' error buffer
+ * (without a log_fn), truncated to its size, and names the missing field. */
+static void test_agent__new_failure_fills_the_error_buffer(void **state)
+{
+    struct fixture *fx = *state;
+    mf_agent_options o = fx->opts;
+    mf_agent *agent = (mf_agent *)1;
+    char errbuf[MF_AGENT_ERRBUF_SIZE], tiny[8];
+
+    o.log_fn = NULL;
+    o.trust_root = NULL;
+    o.trust_root_len = 0;
+    o.errbuf = errbuf;
+    o.errbuf_size = sizeof(errbuf);
+    assert_int_equal(mf_agent_new(&agent, &o), MF_E_INVALID);
+    assert_null(agent);
+    assert_non_null(strstr(errbuf, "trust_root is not set"));
+    o.errbuf = tiny;
+    o.errbuf_size = sizeof(tiny);
+    assert_int_equal(mf_agent_new(&agent, &o), MF_E_INVALID);
+    assert_string_equal(tiny, "trust_r");
+    /* A failure found after the options check (a damaged trust root) arrives too. */
+    o = fx->opts;
+    o.trust_root = "not a root";
+    o.trust_root_len = strlen("not a root");
+    o.errbuf = errbuf;
+    o.errbuf_size = sizeof(errbuf);
+    errbuf[0] = '\0';
+    assert_true(mf_agent_new(&agent, &o) < 0);
+    assert_null(agent);
+    assert_true(errbuf[0] != '\0');
+    /* Success leaves the buffer alone. */
+    o = fx->opts;
+    memset(errbuf, 'x', sizeof(errbuf));
+    o.errbuf = errbuf;
+    o.errbuf_size = sizeof(errbuf);
+    assert_int_equal(mf_agent_new(&agent, &o), MF_OK);
+    assert_int_equal(errbuf[0], 'x');
     mf_agent_free(agent);
 }
 
@@ -695,7 +807,7 @@ static void test_agent__every_allocation_failure_is_clean(void **state)
     fx->opts.allocator = &alloc;
     for (int n = 0; !done && n < 500; n++) {
         mf_agent *agent = NULL;
-        mf_agent_model_status st;
+        mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
         int err;
 
         fresh_state_dir(fx);
@@ -917,6 +1029,8 @@ static void test_agent__offload_rides_the_checkin(void **state)
     assert_int_equal(p->method, MF_OFFLOAD_MARGIN);
     assert_true(p->threshold > 0.249f && p->threshold < 0.251f);
     assert_string_equal(mf_offload_telemetry_get(off)->model_version, "v1");
+    /* The app made its handle without a credential: the agent handed over the one it got. */
+    assert_string_equal(((const struct mf_offload *)off)->credential, CREDENTIAL);
     /* A policy the handle refuses keeps the old one and does not fail the step. */
     fx->srv.offload_policy = "{\"enabled\":true,\"method\":\"guess\",\"threshold\":0.5}";
     step_expect(agent, MF_OK);
@@ -929,6 +1043,62 @@ static void test_agent__offload_rides_the_checkin(void **state)
 
 /* The app's runtime-report handle rides the check-in: the agent counts the install it made,
  * and the model's totals (with the app's own latency samples) go up in its check-in entry. */
+/*
+ * Options version 4: the agent creates the offload handle itself and lends it out. A new
+ * device gets the handle's policy from its first step (enroll and check-in), and the handle
+ * holds the credential the agent enrolled for: the app never reads <state>/credential.
+ */
+static void test_agent__owns_offload_with_its_credential(void **state)
+{
+    struct fixture *fx = *state;
+    mf_offload_options oo;
+    const mf_offload_options *per_model[2] = {&oo, NULL};
+    mf_agent *agent = NULL;
+    mf_offload *off = NULL;
+    const mf_offload_policy *p;
+    char errbuf[MF_AGENT_ERRBUF_SIZE];
+
+    assert_int_equal(mf_offload_options_init(&oo, MF_OFFLOAD_OPTIONS_VERSION), MF_OK);
+    fx->opts.offload_options = per_model;
+    fx->srv.offload_policy =
+        "{\"enabled\":true,\"method\":\"margin\",\"threshold\":0.25,\"model_version\":\"v1\"}";
+    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    assert_int_equal(mf_agent_offload(&off, agent, "detector"), MF_OK);
+    assert_non_null(off);
+    assert_null(mf_offload_policy_get(off));
+    assert_string_equal(((const struct mf_offload *)off)->credential, ""); /* not enrolled */
+    step_expect(agent, MF_OK);
+    assert_int_equal(fx->srv.n_checkin, 1);
+    p = mf_offload_policy_get(off);
+    assert_non_null(p); /* from the first check-in, not the second */
+    assert_int_equal(p->method, MF_OFFLOAD_MARGIN);
+    assert_string_equal(mf_offload_telemetry_get(off)->model_version, "v1");
+    assert_string_equal(((const struct mf_offload *)off)->credential, CREDENTIAL);
+    assert_int_equal(mf_agent_offload(&off, agent, "classifier"), MF_E_NOTFOUND);
+    assert_null(off);
+    assert_int_equal(mf_agent_offload(&off, agent, "other"), MF_E_NOTFOUND);
+    mf_agent_free(agent);
+    /* A restarted agent hands the stored credential over at once. */
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    assert_int_equal(mf_agent_offload(&off, agent, "detector"), MF_OK);
+    assert_string_equal(((const struct mf_offload *)off)->credential, CREDENTIAL);
+    mf_agent_free(agent);
+    /* The handle's own failure reaches the agent's error buffer with its message. */
+    oo.max_input_bytes = 0;
+    fx->opts.errbuf = errbuf;
+    fx->opts.errbuf_size = sizeof(errbuf);
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_E_INVALID);
+    assert_non_null(strstr(errbuf, "max_input_bytes"));
+    oo.max_input_bytes = 784;
+    /* The fields the agent fills are refused from the app, by name. */
+    oo.credential = "mfd_from_the_app";
+    fx->opts.errbuf = errbuf;
+    fx->opts.errbuf_size = sizeof(errbuf);
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_E_INVALID);
+    assert_non_null(strstr(errbuf, "credential"));
+}
+
 static void test_agent__runtime_reports_ride_the_checkin(void **state)
 {
     struct fixture *fx = *state;
@@ -962,6 +1132,7 @@ int main(void)
         T(test_agent__enroll_checkin_install_report),
         T(test_agent__holds_no_descriptor_between_steps),
         T(test_agent__offload_rides_the_checkin),
+        T(test_agent__owns_offload_with_its_credential),
         T(test_agent__runtime_reports_ride_the_checkin),
         T(test_agent__state_file_records_active_and_previous),
         T(test_agent__wrong_enrollment_token_is_auth_error),
@@ -984,6 +1155,8 @@ int main(void)
         T(test_agent__director_rotation_survives_a_cut_save),
         T(test_agent__release_below_floor_is_refused),
         T(test_agent__trust_root_is_required_and_state_persists),
+        T(test_agent__status_writes_only_the_callers_version),
+        T(test_agent__new_failure_fills_the_error_buffer),
         cmocka_unit_test(test_agent__checkin_parser_rejects_bad_answers),
         cmocka_unit_test(test_agent__state_parser_round_trip_and_rejects),
     };

@@ -98,7 +98,7 @@ static void test_agent_delivery__progress_survives_a_restart(void **state)
     struct fixture *fx = *state;
     uint8_t *v2 = make_model(3 * MIB, 2);
     mf_agent *agent = agent_with(fx, model_v1, sizeof(model_v1));
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
     mf_agent_counters c;
 
     /* Every request is cut at 2.5 MiB: two chunks verified, then no more progress. */
@@ -546,7 +546,7 @@ static void test_agent_delivery__large_update_heap_is_bounded(void **state)
     struct mf_kit_alloc pa;
     mf_allocator alloc = mf_kit_alloc_init(&pa, -1, MF_KIT_ALLOC_FAIL_ONE);
     uint8_t *big = make_model(LARGE_MODEL, 3);
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
     mf_agent *agent = NULL;
 
     fake_assign(&fx->srv, "v1", big, LARGE_MODEL, big, LARGE_MODEL);

@@ -34,7 +34,7 @@ static int on_health(void *payload, const char *model, const char *version, cons
 static mf_agent *healthy_v1(struct fixture *fx, struct health *h)
 {
     mf_agent *agent = NULL;
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
 
     fx->opts.ready_fn = NULL;
     fx->opts.health_fn = on_health;
@@ -51,7 +51,7 @@ static mf_agent *healthy_v1(struct fixture *fx, struct health *h)
 
 static void assert_rolled_back_to_v1(struct fixture *fx, mf_agent *agent, const char *why)
 {
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
 
     assert_active(agent, "v1", 'a');
     assert_int_equal(mf_agent_status(&st, agent, "detector"), MF_OK);
@@ -102,7 +102,7 @@ static void test_agent_health__unconfirmed_for_n_starts_reverts(void **state)
     struct fixture *fx = *state;
     struct health h = {0};
     mf_agent *agent = NULL;
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
 
     fx->opts.max_unconfirmed_starts = 2;
     agent = healthy_v1(fx, &h);
@@ -149,7 +149,7 @@ static void test_agent_health__confirm_keeps_the_version(void **state)
     struct fixture *fx = *state;
     struct health h = {0};
     mf_agent *agent = NULL;
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
 
     fx->opts.max_unconfirmed_starts = 1;
     agent = healthy_v1(fx, &h);
@@ -206,7 +206,7 @@ static void test_agent_health__pin_holds_until_unpinned(void **state)
 {
     struct fixture *fx = *state;
     mf_agent *agent = agent_with_v1(fx);
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
     int blobs = fx->srv.n_blob;
 
     assert_int_equal(mf_agent_pin(agent, "classifier", NULL), MF_E_STATE);

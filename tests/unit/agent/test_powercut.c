@@ -125,7 +125,7 @@ static void ack_trust(struct run *r)
 static int step_until(struct run *r, const char *version)
 {
     for (int i = 0; i < 4; i++) {
-        mf_agent_model_status st;
+        mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
         int err = agent_up(r);
 
         if (err < 0)
@@ -356,7 +356,7 @@ static void check_queue(struct run *r)
 
 static void check_model(struct run *r)
 {
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
     char name[64], sha[65];
     uint8_t *bytes;
     size_t len = 0;

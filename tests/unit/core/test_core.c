@@ -11,6 +11,23 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The library, its header and project(VERSION) name one version: MF_VERSION_* are generated
+ * from project(VERSION), and mf_version() is what the linked library was compiled with. */
+static void test_core__version_matches_header_and_project(void **state)
+{
+    char expect[32];
+
+    (void)state;
+    assert_int_equal(mf_version(), MF_VERSION_NUMBER);
+    assert_string_equal(mf_version_string(), MF_VERSION_STRING);
+    assert_string_equal(mf_version_string(), MF_TEST_PROJECT_VERSION);
+    (void)snprintf(expect, sizeof(expect), "%d.%d.%d", MF_VERSION_MAJOR, MF_VERSION_MINOR,
+                   MF_VERSION_PATCH);
+    assert_string_equal(mf_version_string(), expect);
+    assert_int_equal(MF_VERSION_NUMBER,
+                     MF_VERSION_MAJOR * 10000 + MF_VERSION_MINOR * 100 + MF_VERSION_PATCH);
+}
+
 static void test_core__strerror_covers_every_code(void **state)
 {
     const char *seen[16] = {0};
@@ -286,6 +303,7 @@ int main(void)
         cmocka_unit_test(test_core__hex_round_trip_and_rejects),
         cmocka_unit_test(test_core__fail_sets_message_and_returns_code),
         cmocka_unit_test(test_core__log_goes_to_callback_only),
+        cmocka_unit_test(test_core__version_matches_header_and_project),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include "kit_alloc.h"
 #include "kit_fs.h"
 #include "mf/diff.h"
+#include "mf/patch.h"
 
 #include <math.h>
 #include <string.h>

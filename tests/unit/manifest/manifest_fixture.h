@@ -8,6 +8,7 @@
 #define MF_MANIFEST_FIXTURE_H
 
 #include "mf_test.h"
+#include "mf/sign.h"
 
 enum fx_key {
     K_ROOT0, /* root role: ROOT0..ROOT2, threshold 2 */

@@ -248,15 +248,16 @@ static mf_offload_policy open_policy(void)
     return p;
 }
 
-static void decide_expect(const mf_offload_policy *p, mf_offload_budget *b, float score, int link,
-                          uint32_t rnd, int route, int reason)
+static void decide_expect(const mf_offload_policy *p, mf_offload_budget *b, float score,
+                          mf_offload_link link, uint32_t rnd, mf_offload_route route,
+                          mf_offload_reason reason)
 {
     mf_offload_decision d;
 
     mf_offload_decide(&d, p, b, score, p ? p->threshold : -1.0f, 100, 0, rnd, link);
     if (d.route != route || d.reason != reason)
         fail_msg("score %.2f link %d: route %d reason %s, want route %d reason %s", (double)score,
-                 link, d.route, mf_offload_reason_name(d.reason), route,
+                 (int)link, (int)d.route, mf_offload_reason_name(d.reason), (int)route,
                  mf_offload_reason_name(reason));
 }
 

@@ -25,7 +25,7 @@ static int die(const char *what, const char *detail)
 }
 
 /* Asks with variant `v`; 0, or 1 when the route is not `want_route`. */
-static int ask(mf_offload *o, FILE *sent, uint32_t v, int want_route)
+static int ask(mf_offload *o, FILE *sent, uint32_t v, mf_offload_route want_route)
 {
     uint8_t in[E2E_INPUT_LEN], d[MF_SHA256_DIGEST_LEN];
     char hex[MF_SHA256_HEX_LEN + 1];

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -309,7 +310,7 @@ static void test_offload_net__fast_teacher_answers(void **state)
     mf_offload_free(o);
 }
 
-static void expect_fallback(struct fx *f, mf_offload *o, int reason, uint64_t max_ms)
+static void expect_fallback(struct fx *f, mf_offload *o, mf_offload_reason reason, uint64_t max_ms)
 {
     mf_offload_sample s = sample(uncertain_logits, f->srv.n_ask + 100);
     mf_offload_answer a;
@@ -710,6 +711,42 @@ static void test_offload_net__bad_options_and_samples(void **state)
     mf_offload_free(NULL);
 }
 
+/*
+ * mf_offload_new() has no handle to fail into: options version 2 carry an error buffer that
+ * receives the message (no log_fn needed). A version-1 struct (an app of the older header)
+ * ends before that buffer: the library reads and writes nothing past it.
+ */
+static void test_offload_net__new_failure_fills_the_error_buffer(void **state)
+{
+    struct fx *f = *state;
+    mf_offload *o = (mf_offload *)1;
+    char errbuf[256];
+    struct {
+        mf_offload_options v1; /* only offsetof(errbuf) bytes of it are the app's */
+    } old;
+    unsigned char *tail = (unsigned char *)&old.v1 + offsetof(mf_offload_options, errbuf);
+
+    f->opts.log_fn = NULL;
+    f->opts.model = "../etc";
+    f->opts.errbuf = errbuf;
+    f->opts.errbuf_size = sizeof(errbuf);
+    assert_int_equal(mf_offload_new(&o, &f->opts), MF_E_INVALID);
+    assert_null(o);
+    assert_non_null(strstr(errbuf, "model name"));
+    /* Version 1: whatever lies where errbuf would be is never used as a buffer. */
+    memcpy(&old.v1, &f->opts, sizeof(old.v1));
+    old.v1.version = 1;
+    memset(tail, 0xa5, sizeof(old.v1) - offsetof(mf_offload_options, errbuf));
+    assert_int_equal(mf_offload_new(&o, &old.v1), MF_E_INVALID);
+    assert_null(o);
+    /* ... and a valid version-1 struct makes a handle. */
+    old.v1.model = "digits";
+    assert_int_equal(mf_offload_new(&o, &old.v1), MF_OK);
+    mf_offload_free(o);
+    assert_int_equal(mf_offload_options_init(&old.v1, 1), MF_OK);
+    assert_int_equal(tail[0], 0xa5); /* init of version 1 stops before errbuf too */
+}
+
 static void test_offload_net__every_allocation_failure_is_clean(void **state)
 {
     struct fx *f = *state;
@@ -766,6 +803,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_offload_net__telemetry_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offload_net__bad_options_and_samples, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offload_net__new_failure_fills_the_error_buffer, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_offload_net__every_allocation_failure_is_clean, setup,
                                         teardown),
     };

@@ -15,7 +15,7 @@
 #include "common/token.h"
 #include "handlers/handlers.h"
 #include "http/http_req.h"
-#include "mf/diff.h"
+#include "mf/patch.h"
 #include "offload/offload_srv.h"
 #include "store/store.h"
 
