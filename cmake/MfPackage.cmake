@@ -35,6 +35,7 @@ target_link_options(mf_libmf_shared PRIVATE -Wl,--no-undefined)
 foreach(t mf_libmf_shared mf_libmf_static)
     target_include_directories(${t} INTERFACE
         $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/sdk/include>
+        $<BUILD_INTERFACE:${MF_GENERATED_INCLUDE}>
         $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
     # BUILD_INTERFACE: the installed package finds these itself (modelferryConfig.cmake).
     target_link_libraries(${t} PRIVATE $<BUILD_INTERFACE:${MF_LIBMF_DEPS}>)
