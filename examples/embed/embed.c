@@ -7,9 +7,9 @@
  *      server released, verified against the provisioned trust root;
  *   2. probe the new file and confirm it (health_fn answers "later", mf_agent_confirm());
  *   3. time an inference and record its latency in the runtime report (mf/telemetry.h);
- *   4. score the model's output and offload it (mf/offload.h): the handle needs the device
- *      credential the enrollment stored, so the agent is re-opened with the handle attached
- *      and its next check-in brings the server's offload policy and sends the report.
+ *   4. score the model's output and offload it (mf/offload.h) through the offload handle the
+ *      agent owns (offload_options, mf_agent_offload()): the agent hands it the credential,
+ *      its check-ins bring the server's offload policy and send the report.
  * Usage: mf-embed SERVER_URL ENROLL_TOKEN_FILE TRUST_ROOT_FILE STATE_DIR DEVICE_ID MODEL
  * It prints one line per stage and exits 0 when the model is installed and confirmed.
  */
@@ -107,14 +107,19 @@ static int infer(float logits[3], const char *path)
 }
 
 static int open_agent(mf_agent **out, struct app *app, const mf_platform_ops *ops, const char *url,
-                      const char *token, const char *root, size_t root_len,
-                      mf_offload *const *offloads, mf_telemetry *tele)
+                      const char *token, const char *root, size_t root_len, mf_telemetry *tele)
 {
+    static char errbuf[MF_AGENT_ERRBUF_SIZE];
     mf_agent_options o;
+    mf_offload_options oo;
+    const mf_offload_options *per_model[1] = {&oo}; /* same order as o.models */
     int err = mf_agent_options_init(&o, MF_AGENT_OPTIONS_VERSION);
 
+    if (err == MF_OK)
+        err = mf_offload_options_init(&oo, MF_OFFLOAD_OPTIONS_VERSION);
     if (err < 0)
         return err;
+    oo.log_fn = print_log; /* the agent fills model, version, server and credential */
     o.server_url = url;
     o.device_id = app->device_id;
     o.enrollment_token = token;
@@ -127,33 +132,13 @@ static int open_agent(mf_agent **out, struct app *app, const mf_platform_ops *op
     o.log_fn = print_log;
     o.health_fn = on_new_model;
     o.health_payload = app;
-    o.offloads = offloads;
+    o.offload_options = per_model; /* the agent owns the handle and lends it out */
     o.telemetry = tele;
-    return mf_agent_new(out, &o);
-}
-
-static int open_offload(mf_offload **out, const struct app *app, const mf_platform_ops *ops,
-                        const char *url)
-{
-    char path[EMBED_PATH_MAX];
-    char credential[256];
-    mf_offload_options o;
-    int err;
-
-    (void)snprintf(path, sizeof(path), "%s/credential", app->state_dir);
-    if (read_line(credential, sizeof(credential), path) < 0)
-        return MF_E_NOTFOUND;
-    err = mf_offload_options_init(&o, MF_OFFLOAD_OPTIONS_VERSION);
-    if (err == MF_OK) {
-        o.model = app->model;
-        o.model_version = app->version; /* the agent keeps it current */
-        o.server_url = url;
-        o.credential = credential; /* copied */
-        o.platform = ops;
-        o.log_fn = print_log;
-        err = mf_offload_new(out, &o);
-    }
-    memset(credential, 0, sizeof(credential));
+    o.errbuf = errbuf;
+    o.errbuf_size = sizeof(errbuf);
+    err = mf_agent_new(out, &o);
+    if (err < 0)
+        (void)fprintf(stderr, "mf-embed: agent: %s\n", errbuf);
     return err;
 }
 
@@ -165,7 +150,7 @@ static int run(struct app *app, const char *url, const char *token, const char *
     mf_agent *agent = NULL;
     mf_offload *offload = NULL;
     mf_telemetry *tele = NULL;
-    mf_agent_model_status st;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
     mf_offload_answer a;
     mf_offload_sample s;
     float logits[3], score;
@@ -180,7 +165,7 @@ static int run(struct app *app, const char *url, const char *token, const char *
     err = mf_telemetry_new(&tele, NULL, &ops, "telemetry.state");
     /* 1. enroll, check in, install */
     if (err == MF_OK)
-        err = open_agent(&agent, app, &ops, url, token, root, root_len, NULL, tele);
+        err = open_agent(&agent, app, &ops, url, token, root, root_len, tele);
     if (err == MF_OK && mf_agent_step(agent) < 0)
         (void)fprintf(stderr, "mf-embed: step: %s\n", mf_agent_errmsg(agent));
     if (err == MF_OK && !app->model_path[0]) {
@@ -208,17 +193,11 @@ static int run(struct app *app, const char *url, const char *token, const char *
     if (err == MF_OK)
         (void)printf("mf-embed: confirmed %s %s (pending %d)\n", app->model, st.version,
                      st.pending);
-    /* 4. the offload handle, attached to a re-opened agent: its check-in brings the policy */
+    /* 4. the agent's offload handle (borrowed): the first check-in already brought its
+     * policy; this one also sends the runtime report */
     if (err == MF_OK)
-        err = open_offload(&offload, app, &ops, url);
-    if (err == MF_OK) {
-        mf_offload *const per_model[1] = {offload};
-
-        mf_agent_free(agent);
-        agent = NULL;
-        err = open_agent(&agent, app, &ops, url, NULL, root, root_len, per_model, tele);
-    }
-    if (err == MF_OK && mf_agent_step(agent) < 0) /* also sends the runtime report */
+        err = mf_agent_offload(&offload, agent, app->model);
+    if (err == MF_OK && mf_agent_step(agent) < 0)
         (void)fprintf(stderr, "mf-embed: step: %s\n", mf_agent_errmsg(agent));
     if (err == MF_OK)
         err = mf_offload_score(&score, MF_OFFLOAD_MAX_SOFTMAX, MF_OFFLOAD_LOGITS, logits, 3, 1.0f);
@@ -242,8 +221,7 @@ static int run(struct app *app, const char *url, const char *token, const char *
     }
     if (err < 0)
         (void)fprintf(stderr, "mf-embed: failed: %s\n", mf_strerror(err));
-    mf_agent_free(agent); /* before the handles it borrows */
-    mf_offload_free(offload);
+    mf_agent_free(agent); /* frees the offload handle it lent out too */
     mf_telemetry_free(tele);
     mf_platform_posix_close(&posix);
     return err < 0 ? 1 : 0;
