@@ -184,6 +184,23 @@ static int new_failed(const mf_offload_options *opts, struct mf_ctx *ctx, int er
     return mf_ctx__fail_new(ctx, opts->errbuf, opts->errbuf_size, err);
 }
 
+/*
+ * No handle to hold the message: a context of its own, in a frame of its own (a struct
+ * mf_ctx is an error buffer; inlined into mf_offload_new() with offload_init() it went over
+ * the 512-byte stack bound on AArch64: 528).
+ */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline))
+#endif
+static int
+new_nomem(const mf_offload_options *opts, const mf_allocator *a)
+{
+    struct mf_ctx boot;
+
+    mf_ctx__init(&boot, a, opts->log_fn, opts->log_payload, "offload");
+    return new_failed(opts, &boot, mf_fail(&boot, MF_E_NOMEM, "no memory for the handle"));
+}
+
 int mf_offload_new(mf_offload **out, const mf_offload_options *opts)
 {
     const mf_allocator *a = opts->allocator ? opts->allocator : mf_allocator_default();
@@ -192,12 +209,8 @@ int mf_offload_new(mf_offload **out, const mf_offload_options *opts)
 
     *out = NULL;
     o = mf_calloc(a, 1, sizeof(*o));
-    if (!o) {
-        struct mf_ctx boot;
-
-        mf_ctx__init(&boot, a, opts->log_fn, opts->log_payload, "offload");
-        return new_failed(opts, &boot, mf_fail(&boot, MF_E_NOMEM, "no memory for the handle"));
-    }
+    if (!o)
+        return new_nomem(opts, a);
     mf_ctx__init(&o->ctx, a, opts->log_fn, opts->log_payload, "offload");
     err = offload_init(o, opts);
     if (err < 0) {
