@@ -563,8 +563,7 @@ static void test_server_conns__per_address_cap_ipv6(void **state)
     if (probe < 0 || bind(probe, (struct sockaddr *)&a, sizeof(a)) != 0) {
         if (probe >= 0)
             (void)close(probe);
-        (void)fprintf(stderr, "no ::1 on this machine; skipping\n");
-        skip();
+        MF_SKIP("no IPv6 loopback (::1) on this machine");
     }
     (void)close(probe);
     test_options(&o);
