@@ -237,17 +237,21 @@ static struct mf_kit_http_request *capture(struct mf_kit_http *s, long body, siz
     return q;
 }
 
+static struct mf_kit_http_reply copy_reply(char **mem, const struct mf_kit_http_reply *r);
+
+/* The reply is copied under the lock: a test may replace the default (and free its strings)
+ * while this thread is still sending it. */
 static void answer_scripted(struct mf_kit_http_conn *c, const struct mf_kit_http_request *q)
 {
     struct mf_kit_http *s = c->srv;
     struct mf_kit_http_reply r;
-    char miss[700];
+    char miss[700], *mem = NULL;
 
     pthread_mutex_lock(&s->lock);
     if (s->next_script < s->n_script) {
         r = s->script[s->next_script++];
     } else if (s->has_dflt) {
-        r = s->dflt;
+        r = copy_reply(&mem, &s->dflt);
     } else {
         (void)snprintf(miss, sizeof(miss),
                        "{\"error\":\"kit\",\"message\":\"no scripted reply for %.500s\"}", q->line);
@@ -255,6 +259,7 @@ static void answer_scripted(struct mf_kit_http_conn *c, const struct mf_kit_http
     }
     pthread_mutex_unlock(&s->lock);
     mf_kit_http_reply(c, &r);
+    free(mem);
 }
 
 static void *serve(void *arg)
