@@ -20,6 +20,26 @@ static void expect_target(const char *want, const char *installed, const char *e
         fail_msg("%s: assigned '%s', want '%s'", why, got, want);
 }
 
+/* Sets the ops pin of "det" in `scope` ("device", "group", "channel") `name` to `version`;
+ * the status must be `want`. */
+static void pin(const char *scope, const char *name, const char *version, long want)
+{
+    char path[128], body[64];
+
+    (void)snprintf(path, sizeof(path), "/v1/admin/pins/%s/%s/det", scope, name);
+    (void)snprintf(body, sizeof(body), "{\"version\":\"%s\"}", version);
+    assert_int_equal(srvfx_status_of("PUT", path, srvfx.ops, body), want);
+}
+
+/* Clears that pin; the status must be `want`. */
+static void unpin(const char *scope, const char *name, long want)
+{
+    char path[128];
+
+    (void)snprintf(path, sizeof(path), "/v1/admin/pins/%s/%s/det", scope, name);
+    assert_int_equal(srvfx_status_of("DELETE", path, srvfx.ops, NULL), want);
+}
+
 static void test_server_directives__directives_reach_the_checkin(void **state)
 {
     char rb[128];
@@ -29,28 +49,21 @@ static void test_server_directives__directives_reach_the_checkin(void **state)
     srvfx_publish_det();
     expect_target("v2", "v1", NULL, "channel default");
     /* Ops device pin, and back. */
-    assert_int_equal(srvfx_status_of("PUT", "/v1/admin/pins/device/cam-a/det", srvfx.ops,
-                                     "{\"version\":\"v1\"}"),
-                     200);
+    pin("device", "cam-a", "v1", 200);
     expect_target("v1", "v2", NULL, "ops device pin");
-    assert_int_equal(srvfx_status_of("DELETE", "/v1/admin/pins/device/cam-a/det", srvfx.ops, NULL),
-                     204);
-    assert_int_equal(srvfx_status_of("DELETE", "/v1/admin/pins/device/cam-a/det", srvfx.ops, NULL),
-                     404);
+    unpin("device", "cam-a", 204);
+    unpin("device", "cam-a", 404);
     expect_target("v2", "v1", NULL, "pin cleared");
     /* Group pin through the device's groups. */
     assert_int_equal(srvfx_status_of("PUT", "/v1/admin/devices/cam-a/groups", srvfx.ops,
                                      "{\"groups\":[\"lab\",\"eu\"]}"),
                      204);
-    assert_int_equal(
-        srvfx_status_of("PUT", "/v1/admin/pins/group/lab/det", srvfx.ops, "{\"version\":\"v1\"}"),
-        200);
+    pin("group", "lab", "v1", 200);
     expect_target("v1", "v2", NULL, "group pin");
     srvfx_call(&r, "GET", "/v1/admin/groups", srvfx.ops, NULL);
     assert_non_null(strstr(r.body, "{\"name\":\"lab\",\"devices\":[\"cam-a\"]}"));
     free(r.body);
-    assert_int_equal(srvfx_status_of("DELETE", "/v1/admin/pins/group/lab/det", srvfx.ops, NULL),
-                     204);
+    unpin("group", "lab", 204);
     /* Fleet rollback. */
     assert_int_equal(
         srvfx_status_of("PUT", "/v1/admin/rollbacks/det", srvfx.ops, "{\"version\":\"v1\"}"), 200);
@@ -62,12 +75,9 @@ static void test_server_directives__directives_reach_the_checkin(void **state)
     assert_int_equal(srvfx_status_of("PUT", "/v1/admin/devices/cam-a/channel", srvfx.ops,
                                      "{\"channel\":\"beta\"}"),
                      204);
-    assert_int_equal(srvfx_status_of("PUT", "/v1/admin/pins/channel/beta/det", srvfx.ops,
-                                     "{\"version\":\"v1\"}"),
-                     200);
+    pin("channel", "beta", "v1", 200);
     expect_target("v1", "v2", NULL, "channel version");
-    assert_int_equal(srvfx_status_of("DELETE", "/v1/admin/pins/channel/beta/det", srvfx.ops, NULL),
-                     204);
+    unpin("channel", "beta", 204);
     /* pending and rolled_back hold the device on what it runs. */
     expect_target("v1", "v1", "\"pending\":true", "pending");
     (void)snprintf(rb, sizeof(rb), "\"rolled_back\":[{\"sha256\":\"%s\",\"reason\":\"x\"}]",
@@ -75,12 +85,8 @@ static void test_server_directives__directives_reach_the_checkin(void **state)
     expect_target("v1", "v1", rb, "rolled back");
     expect_target("v2", "v1", NULL, "back to the channel default");
     /* Directives may only name released versions; bad input changes nothing. */
-    assert_int_equal(srvfx_status_of("PUT", "/v1/admin/pins/device/cam-a/det", srvfx.ops,
-                                     "{\"version\":\"v3\"}"),
-                     409);
-    assert_int_equal(srvfx_status_of("PUT", "/v1/admin/pins/device/cam-a/det", srvfx.ops,
-                                     "{\"version\":\"v9\"}"),
-                     404);
+    pin("device", "cam-a", "v3", 409);
+    pin("device", "cam-a", "v9", 404);
     assert_int_equal(
         srvfx_status_of("PUT", "/v1/admin/pins/planet/x/det", srvfx.ops, "{\"version\":\"v1\"}"),
         400);
