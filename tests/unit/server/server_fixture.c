@@ -151,12 +151,6 @@ void srvfx_make_token(char *out, const char *role, const char *name)
     assert_int_equal(mf_token__kind(out, strlen(out)), MF_TOKEN_ADMIN);
 }
 
-void srvfx_key_file(char *path, size_t cap)
-{
-    (void)snprintf(path, cap, "%s/dir.pem", srvfx.dir);
-    mf_kit_fs_write(path, srvfx_world.priv[K_DIR], srvfx_world.priv_len[K_DIR]);
-}
-
 void srvfx_start_server_timeout(struct mf_server **out, const char *cert, const char *key,
                                 double rate, int worker, unsigned timeout_s)
 {
@@ -185,24 +179,33 @@ void srvfx_start_server(struct mf_server **out, const char *cert, const char *ke
     srvfx_start_server_timeout(out, cert, key, rate, worker, 10);
 }
 
-int srvfx_group_setup(void **state)
+void srvfx_make_data_dir(char dir[64], char data[96], struct fx *world, const char *tag)
 {
     char key[160];
     struct mf_ctx ctx;
     int changed = 0;
+
+    (void)signal(SIGPIPE, SIG_IGN);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    mf_kit_fs_mkdtemp(dir, 64, tag);
+    (void)snprintf(data, 96, "%s/data", dir);
+    assert_int_equal(mkdir(data, 0750), 0);
+    fx_init(world);
+    /* Ops hand the server a director key (init --director-key): world's K_DIR. */
+    (void)snprintf(key, sizeof(key), "%s/dir.pem", dir);
+    mf_kit_fs_write(key, world->priv[K_DIR], world->priv_len[K_DIR]);
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    assert_int_equal(mf_director__init_key(&changed, &ctx, data, key), MF_OK);
+    assert_int_equal(mf_director__init_key(&changed, &ctx, data, key), MF_E_STATE);
+    assert_int_equal(mf_server__init_data_dir(&changed, &ctx, data, NULL), MF_OK);
+}
+
+int srvfx_group_setup(void **state)
+{
     uint32_t x = 7;
 
     (void)state;
-    (void)signal(SIGPIPE, SIG_IGN);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    mf_kit_fs_mkdtemp(srvfx.dir, sizeof(srvfx.dir), "mf-srvfx");
-    (void)snprintf(srvfx.data, sizeof(srvfx.data), "%s/data", srvfx.dir);
-    assert_int_equal(mkdir(srvfx.data, 0750), 0);
-    fx_init(&srvfx_world);
-    srvfx_key_file(key, sizeof(key));
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(mf_director__init_key(&changed, &ctx, srvfx.data, key), MF_OK);
-    assert_int_equal(mf_server__init_data_dir(&changed, &ctx, srvfx.data, NULL), MF_OK);
+    srvfx_make_data_dir(srvfx.dir, srvfx.data, &srvfx_world, "mf-srvfx");
     srvfx_start_server(&srvfx.srv, NULL, NULL, 0, 1);
     srvfx.port = mf_server__port(srvfx.srv);
     srvfx_read_token(srvfx.admin, "admin.token");

@@ -42,6 +42,10 @@ struct srvfx_resp {
     char retry_after[16];
 };
 
+/* A scratch dir /tmp/`tag`.XXXXXX in `dir` whose data/ (`data`) is as `mf-server init
+ * --director-key` leaves it, the key being `world`'s K_DIR (a second init is refused);
+ * SIGPIPE ignored and libcurl initialised for the calls. */
+void srvfx_make_data_dir(char dir[64], char data[96], struct fx *world, const char *tag);
 int srvfx_group_setup(void **state);
 int srvfx_group_teardown(void **state);
 
@@ -61,8 +65,6 @@ void srvfx_json_str(char *dst, size_t cap, const char *body, const char *key);
 void srvfx_enroll(char *cred_out, const char *device_id);
 /* A new admin token of `role` named `name`. */
 void srvfx_make_token(char *out, const char *role, const char *name);
-/* The director's private key written to a file of the scratch dir. */
-void srvfx_key_file(char *path, size_t cap);
 /* Another server on the group's data dir: TLS when `cert`, per-device `rate` (0: none), the
  * delta worker when `worker`, idle connections cut after `timeout_s`. */
 void srvfx_start_server_timeout(struct mf_server **out, const char *cert, const char *key,
