@@ -97,6 +97,20 @@ static void test_agent_health__unhealthy_reverts_without_a_loop(void **state)
     mf_agent_free(agent);
 }
 
+/* v1 healthy, then v2 installed and left pending (the app answers "confirm later"), with
+ * `max_starts` unconfirmed starts allowed. */
+static mf_agent *pending_v2(struct fixture *fx, struct health *h, unsigned int max_starts)
+{
+    mf_agent *agent;
+
+    fx->opts.max_unconfirmed_starts = max_starts;
+    agent = healthy_v1(fx, h);
+    h->answer = MF_AGENT_CONFIRM_LATER;
+    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    step_expect(agent, MF_OK);
+    return agent;
+}
+
 static void test_agent_health__unconfirmed_for_n_starts_reverts(void **state)
 {
     struct fixture *fx = *state;
@@ -104,11 +118,7 @@ static void test_agent_health__unconfirmed_for_n_starts_reverts(void **state)
     mf_agent *agent = NULL;
     mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
 
-    fx->opts.max_unconfirmed_starts = 2;
-    agent = healthy_v1(fx, &h);
-    h.answer = MF_AGENT_CONFIRM_LATER;
-    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
-    step_expect(agent, MF_OK);
+    agent = pending_v2(fx, &h, 2);
     assert_int_equal(mf_agent_status(&st, agent, "detector"), MF_OK);
     assert_true(st.pending);
     assert_string_equal(st.version, "v2");
@@ -151,11 +161,7 @@ static void test_agent_health__confirm_keeps_the_version(void **state)
     mf_agent *agent = NULL;
     mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
 
-    fx->opts.max_unconfirmed_starts = 1;
-    agent = healthy_v1(fx, &h);
-    h.answer = MF_AGENT_CONFIRM_LATER;
-    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
-    step_expect(agent, MF_OK);
+    agent = pending_v2(fx, &h, 1);
     assert_int_equal(mf_agent_confirm(agent, "detector"), MF_OK);
     assert_int_equal(mf_agent_confirm(agent, "detector"), MF_OK); /* idempotent */
     assert_int_equal(mf_agent_confirm(agent, "nope"), MF_E_NOTFOUND);

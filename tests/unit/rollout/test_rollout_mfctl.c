@@ -28,14 +28,9 @@ static void test_rollout_mfctl__status_view_shows_waves_lines_and_events(void **
     char *text = mfctl_print_with(mfctl__print_rollout, json, MF_OK);
 
     (void)state;
-    assert_non_null(strstr(text, "rollout 3: det v2 (previous v1)  state halted  wave 1 of 2"));
-    assert_non_null(strstr(text, "halted by: p99_latency_us 4095 > bound 3070.5"));
-    assert_non_null(strstr(text, "percent  5 %"));
-    assert_non_null(strstr(text, "group    lab"));
-    assert_non_null(strstr(text, "admitted"));
-    assert_non_null(strstr(text, "3070.5  BREACHED"));
-    assert_non_null(strstr(text, "no data"));
-    assert_non_null(strstr(text, "160 halted"));
+    MFCTL_TEXT_HAS(text, "rollout 3: det v2 (previous v1)  state halted  wave 1 of 2",
+                   "halted by: p99_latency_us 4095 > bound 3070.5", "percent  5 %", "group    lab",
+                   "admitted", "3070.5  BREACHED", "no data", "160 halted");
     free(text);
 }
 
@@ -51,11 +46,7 @@ static void test_rollout_mfctl__stats_and_list_tables(void **state)
     char *text = mfctl_print_with(mfctl__print_stats, stats, MF_OK);
 
     (void)state;
-    assert_non_null(strstr(text, "P99_US"));
-    assert_non_null(strstr(text, "v1"));
-    assert_non_null(strstr(text, "2047"));
-    assert_non_null(strstr(text, "41943040"));
-    assert_non_null(strstr(text, "0.0500"));
+    MFCTL_TEXT_HAS(text, "P99_US", "v1", "2047", "41943040", "0.0500");
     free(text);
     text = mfctl_print_with(mfctl__print_rollouts, list, MF_OK);
     assert_non_null(strstr(text, "4     det"));

@@ -45,6 +45,14 @@ void mfctl_expect(int rc, const char *err_has, int argc, const char *const *argv
     mfctl_run_free(&r);
 }
 
+void mfctl_capture(struct mfctl *c, char **text, size_t *len)
+{
+    memset(c, 0, sizeof(*c));
+    mf_ctx__init(&c->ctx, NULL, NULL, NULL, "test");
+    c->out = open_memstream(text, len);
+    assert_non_null(c->out);
+}
+
 char *mfctl_print_with(int (*print)(struct mfctl *, const char *, size_t), const char *json,
                        int expect)
 {
@@ -52,11 +60,17 @@ char *mfctl_print_with(int (*print)(struct mfctl *, const char *, size_t), const
     char *text = NULL;
     size_t len = 0;
 
-    memset(&c, 0, sizeof(c));
-    mf_ctx__init(&c.ctx, NULL, NULL, NULL, "test");
-    c.out = open_memstream(&text, &len);
-    assert_non_null(c.out);
+    mfctl_capture(&c, &text, &len);
     assert_int_equal(print(&c, json, strlen(json)), expect);
     (void)fclose(c.out);
     return text;
+}
+
+void mfctl_text_has(const char *text, int n, const char *const *has)
+{
+    assert_non_null(text);
+    for (int i = 0; i < n; i++) {
+        if (!strstr(text, has[i]))
+            fail_msg("output lacks \"%s\":\n%s", has[i], text);
+    }
 }

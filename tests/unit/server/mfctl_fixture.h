@@ -34,8 +34,19 @@ void mfctl_expect(int rc, const char *err_has, int argc, const char *const *argv
         mfctl_expect((rc), (err_has), (int)(sizeof(args_) / sizeof(args_[0])), args_);             \
     } while (0)
 
+/* A zeroed mfctl `c` whose output goes to `*text` (free() it after fclose(c->out)). */
+void mfctl_capture(struct mfctl *c, char **text, size_t *len);
 /* What `print` writes for `json` (it must return `expect`); free() the text. */
 char *mfctl_print_with(int (*print)(struct mfctl *, const char *, size_t), const char *json,
                        int expect);
+
+/* Fails naming the first of the `n` strings `has` that `text` lacks, and the text. */
+void mfctl_text_has(const char *text, int n, const char *const *has);
+
+#define MFCTL_TEXT_HAS(text, ...)                                                                  \
+    do {                                                                                           \
+        const char *const has_[] = {__VA_ARGS__};                                                  \
+        mfctl_text_has((text), (int)(sizeof(has_) / sizeof(has_[0])), has_);                       \
+    } while (0)
 
 #endif /* MF_MFCTL_FIXTURE_H */

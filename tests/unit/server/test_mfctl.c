@@ -104,19 +104,13 @@ static void test_mfctl__tables(void **state)
     size_t len = 0;
 
     (void)state;
-    memset(&c, 0, sizeof(c));
-    mf_ctx__init(&c.ctx, NULL, NULL, NULL, "test");
-    c.out = open_memstream(&text, &len);
+    mfctl_capture(&c, &text, &len);
     assert_int_equal(mfctl__print_models(&c, models, strlen(models)), MF_OK);
     assert_int_equal(mfctl__print_devices(&c, devices, strlen(devices)), MF_OK);
     (void)fclose(c.out);
     assert_non_null(strstr(text, "MODEL"));
     assert_non_null(strstr(text, "abcdef012345 ")); /* digest shortened to 12 digits */
-    assert_non_null(strstr(text, "2025-11-30 10:53:20"));
-    assert_non_null(strstr(text, "empty"));
-    assert_non_null(strstr(text, "cam-0001"));
-    assert_non_null(strstr(text, "sha256 mismatch"));
-    assert_non_null(strstr(text, "cam-0002"));
+    MFCTL_TEXT_HAS(text, "2025-11-30 10:53:20", "empty", "cam-0001", "sha256 mismatch", "cam-0002");
     free(text);
     c.out = open_memstream(&text, &len);
     assert_int_equal(mfctl__print_models(&c, "{\"devices\":[]}", 14), MF_E_INVALID);
@@ -272,22 +266,15 @@ static void test_mfctl__fleet_tables(void **state)
     size_t len = 0;
 
     (void)state;
-    memset(&c, 0, sizeof(c));
-    mf_ctx__init(&c.ctx, NULL, NULL, NULL, "test");
-    c.out = open_memstream(&text, &len);
+    mfctl_capture(&c, &text, &len);
     assert_int_equal(mfctl__print_pins(&c, pins, strlen(pins)), MF_OK);
     assert_int_equal(mfctl__print_tokens(&c, tokens, strlen(tokens)), MF_OK);
     assert_int_equal(mfctl__print_groups(&c, groups, strlen(groups)), MF_OK);
     assert_int_equal(mfctl__print_versions(&c, models, strlen(models), "b"), MF_OK);
     assert_int_equal(mfctl__print_pins(&c, tokens, strlen(tokens)), MF_E_INVALID);
     (void)fclose(c.out);
-    assert_non_null(strstr(text, "SCOPE"));
-    assert_non_null(strstr(text, "group    lab"));
-    assert_non_null(strstr(text, "fleet    *"));
-    assert_non_null(strstr(text, "0123456789abcdef ops    alice"));
-    assert_non_null(strstr(text, "revoked"));
-    assert_non_null(strstr(text, "cam-1,cam-2"));
-    assert_non_null(strstr(text, "vb"));
+    MFCTL_TEXT_HAS(text, "SCOPE", "group    lab", "fleet    *", "0123456789abcdef ops    alice",
+                   "revoked", "cam-1,cam-2", "vb");
     assert_null(strstr(text, "va")); /* versions MODEL prints that model only */
     free(text);
 }

@@ -7,11 +7,11 @@
  */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw, kill */
 #include "mf_test.h"
+#include "server_fixture.h"
 #include "kit_fs.h"
 #include "manifest_fixture.h"
 #include "pg_seed.h"
 #include "store_fixture.h"
-#include "director/director.h"
 #include "app/server.h"
 #include "common/token.h"
 
@@ -22,9 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <openssl/evp.h>
 #include <pthread.h>
-#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,26 +258,10 @@ static int group_setup(void **state)
 {
     struct mf_server_options o;
     struct mf_ctx ctx;
-    int changed = 0;
 
     (void)state;
-    (void)signal(SIGPIPE, SIG_IGN);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    mf_kit_fs_mkdtemp(fx.dir, sizeof(fx.dir), "mf-http");
-    (void)snprintf(fx.data, sizeof(fx.data), "%s/data", fx.dir);
+    srvfx_make_data_dir(fx.dir, fx.data, &world, "mf-http");
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    fx_init(&world);
-    /* Ops hand the server a director key (init --director-key): world's K_DIR. */
-    {
-        char key[160];
-
-        assert_int_equal(mkdir(fx.data, 0750), 0);
-        (void)snprintf(key, sizeof(key), "%s/dir.pem", fx.dir);
-        mf_kit_fs_write(key, world.priv[K_DIR], world.priv_len[K_DIR]);
-        assert_int_equal(mf_director__init_key(&changed, &ctx, fx.data, key), MF_OK);
-        assert_int_equal(mf_director__init_key(&changed, &ctx, fx.data, key), MF_E_STATE);
-    }
-    assert_int_equal(mf_server__init_data_dir(&changed, &ctx, fx.data, NULL), MF_OK);
     mf_server__options_init(&o);
     o.data_dir = fx.data;
     o.listen = "127.0.0.1:0";
@@ -315,15 +297,6 @@ static int group_teardown(void **state)
     mf_kit_fs_rmtree(fx.dir);
     curl_global_cleanup();
     return 0;
-}
-
-static void sha256_hex(char out[MF_SHA256_HEX_LEN + 1], const void *p, size_t n)
-{
-    uint8_t d[MF_SHA256_LEN];
-    unsigned int len = 0;
-
-    assert_int_equal(EVP_Digest(p, n, d, &len, EVP_sha256(), NULL), 1);
-    mf_hex__encode(out, d, sizeof(d));
 }
 
 static void fill_pattern(uint8_t *buf, size_t n, unsigned seed)
@@ -538,8 +511,8 @@ static void test_server_http__publish_list_assign(void **state)
     (void)state;
     fill_pattern(v1, sizeof(v1), 1);
     fill_pattern(v2, sizeof(v2), 2);
-    sha256_hex(sha1, v1, sizeof(v1));
-    sha256_hex(sha2, v2, sizeof(v2));
+    srvfx_sha256_hex(sha1, v1, sizeof(v1));
+    srvfx_sha256_hex(sha2, v2, sizeof(v2));
     assert_int_equal(publish("det", "v1", v1, sizeof(v1), sha1), 201);
     assert_int_equal(publish("det", "v1", v1, sizeof(v1), NULL), 200);  /* idempotent */
     assert_int_equal(publish("det", "v1", v2, sizeof(v2), NULL), 409);  /* other bytes */
@@ -900,7 +873,7 @@ static void test_server_http__staged_blob_hidden_from_devices(void **state)
 
     (void)state;
     fill_pattern(blob, sizeof(blob), 21);
-    sha256_hex(sha, blob, sizeof(blob));
+    srvfx_sha256_hex(sha, blob, sizeof(blob));
     assert_int_equal(publish("stg", "v1", blob, sizeof(blob), NULL), 201);
     (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
     o.token = fx.device;
@@ -941,7 +914,7 @@ static void test_server_http__download(void **state)
 
     (void)state;
     fill_pattern(blob, sizeof(blob), 3);
-    sha256_hex(sha, blob, sizeof(blob));
+    srvfx_sha256_hex(sha, blob, sizeof(blob));
     assert_int_equal(publish_released("dl", "v1", blob, sizeof(blob)), 201);
     (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
     (void)snprintf(etag, sizeof(etag), "\"%s\"", sha);
@@ -1043,7 +1016,7 @@ static void plant_orphan(char sha[MF_SHA256_HEX_LEN + 1], unsigned seed, time_t 
     FILE *f;
 
     fill_pattern(bytes, sizeof(bytes), seed);
-    sha256_hex(sha, bytes, sizeof(bytes));
+    srvfx_sha256_hex(sha, bytes, sizeof(bytes));
     (void)snprintf(dir, sizeof(dir), "%s/blobs/%.2s", fx.data, sha);
     (void)mkdir(dir, 0750);
     (void)snprintf(path, sizeof(path), "%s/%s", dir, sha);
@@ -1077,7 +1050,7 @@ static void test_server_http__blob_sweep(void **state)
 
     (void)state;
     fill_pattern(model, sizeof(model), 31);
-    sha256_hex(kept, model, sizeof(model));
+    srvfx_sha256_hex(kept, model, sizeof(model));
     assert_int_equal(publish("swp", "v1", model, sizeof(model), NULL), 201);
     plant_orphan(old, 32, 7200);
     plant_orphan(young, 33, 60);
@@ -1123,7 +1096,7 @@ static void test_server_http__download_after_revoke(void **state)
 
     (void)state;
     fill_pattern(blob, sizeof(blob), 9);
-    sha256_hex(sha, blob, sizeof(blob));
+    srvfx_sha256_hex(sha, blob, sizeof(blob));
     assert_int_equal(publish_released("dlr", "v1", blob, sizeof(blob)), 201);
     (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
     enroll(cred1, "cam-dl1");
@@ -1194,7 +1167,7 @@ static void test_server_http__keep_alive(void **state)
     (void)state;
     assert_non_null(c);
     fill_pattern(blob, sizeof(blob), 9);
-    sha256_hex(sha, blob, sizeof(blob));
+    srvfx_sha256_hex(sha, blob, sizeof(blob));
     assert_int_equal(publish_released("ka", "v1", blob, sizeof(blob)), 201);
     (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
     assert_int_equal(get_on(c, path, "Range: bytes=0-1023"), 1);
@@ -1207,6 +1180,9 @@ static void test_server_http__keep_alive(void **state)
 static void test_server_http__json_limits_and_syntax(void **state)
 {
     static char big[70 * 1024];
+    /* Cut JSON, not an object, empty, and a nonce too short. */
+    static const char *const bad[] = {"{\"nonce\": ", "[1,2]", "",
+                                      "{\"nonce\":\"00\",\"models\":[]}"};
     struct req_opts o = {0};
     struct reply r;
 
@@ -1225,18 +1201,11 @@ static void test_server_http__json_limits_and_syntax(void **state)
     assert_error_body(&r, 413, "too_large");
     free_reply(&r);
 
-    post_json(&r, "/v1/checkin", fx.device, "{\"nonce\": ");
-    assert_error_body(&r, 400, "bad_request");
-    free_reply(&r);
-    post_json(&r, "/v1/checkin", fx.device, "[1,2]");
-    assert_error_body(&r, 400, "bad_request");
-    free_reply(&r);
-    post_json(&r, "/v1/checkin", fx.device, "");
-    assert_error_body(&r, 400, "bad_request");
-    free_reply(&r);
-    post_json(&r, "/v1/checkin", fx.device, "{\"nonce\":\"00\",\"models\":[]}");
-    assert_error_body(&r, 400, "bad_request");
-    free_reply(&r);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        post_json(&r, "/v1/checkin", fx.device, bad[i]);
+        assert_error_body(&r, 400, "bad_request");
+        free_reply(&r);
+    }
 }
 
 /* Reviewer cases of the JSON and NUL defects: each was accepted under a truncated name. */
@@ -1281,7 +1250,7 @@ static void test_server_http__nul_and_strict_json_refused(void **state)
     free_reply(&r);
 
     fill_pattern(blob, sizeof(blob), 11);
-    sha256_hex(sha, blob, sizeof(blob));
+    srvfx_sha256_hex(sha, blob, sizeof(blob));
     assert_int_equal(publish_released("nulblob", "v1", blob, sizeof(blob)), 201);
     (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
     http(&r, "GET", path, &(struct req_opts){.token = fx.device});

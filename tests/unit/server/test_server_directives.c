@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The director end to end: directives reaching the check-in, delta precompute served to a
+ * device on the old version, and /metrics.
+ */
+#include "mf_test.h"
+#include "server_fixture.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void expect_target(const char *want, const char *installed, const char *extra,
+                          const char *why)
+{
+    char got[16];
+
+    srvfx_checkin(got, installed, extra, NULL);
+    if (strcmp(got, want) != 0)
+        fail_msg("%s: assigned '%s', want '%s'", why, got, want);
+}
+
+/* Sets the ops pin of "det" in `scope` ("device", "group", "channel") `name` to `version`;
+ * the status must be `want`. */
+static void pin(const char *scope, const char *name, const char *version, long want)
+{
+    char path[128], body[64];
+
+    (void)snprintf(path, sizeof(path), "/v1/admin/pins/%s/%s/det", scope, name);
+    (void)snprintf(body, sizeof(body), "{\"version\":\"%s\"}", version);
+    assert_int_equal(srvfx_status_of("PUT", path, srvfx.ops, body), want);
+}
+
+/* Clears that pin; the status must be `want`. */
+static void unpin(const char *scope, const char *name, long want)
+{
+    char path[128];
+
+    (void)snprintf(path, sizeof(path), "/v1/admin/pins/%s/%s/det", scope, name);
+    assert_int_equal(srvfx_status_of("DELETE", path, srvfx.ops, NULL), want);
+}
+
+static void test_server_directives__directives_reach_the_checkin(void **state)
+{
+    char rb[128];
+    struct srvfx_resp r;
+
+    (void)state;
+    srvfx_publish_det();
+    expect_target("v2", "v1", NULL, "channel default");
+    /* Ops device pin, and back. */
+    pin("device", "cam-a", "v1", 200);
+    expect_target("v1", "v2", NULL, "ops device pin");
+    unpin("device", "cam-a", 204);
+    unpin("device", "cam-a", 404);
+    expect_target("v2", "v1", NULL, "pin cleared");
+    /* Group pin through the device's groups. */
+    assert_int_equal(srvfx_status_of("PUT", "/v1/admin/devices/cam-a/groups", srvfx.ops,
+                                     "{\"groups\":[\"lab\",\"eu\"]}"),
+                     204);
+    pin("group", "lab", "v1", 200);
+    expect_target("v1", "v2", NULL, "group pin");
+    srvfx_call(&r, "GET", "/v1/admin/groups", srvfx.ops, NULL);
+    assert_non_null(strstr(r.body, "{\"name\":\"lab\",\"devices\":[\"cam-a\"]}"));
+    free(r.body);
+    unpin("group", "lab", 204);
+    /* Fleet rollback. */
+    assert_int_equal(
+        srvfx_status_of("PUT", "/v1/admin/rollbacks/det", srvfx.ops, "{\"version\":\"v1\"}"), 200);
+    expect_target("v1", "v2", NULL, "fleet rollback");
+    /* The device's own pin outranks the fleet rollback. */
+    expect_target("v2", "v2", "\"pin\":\"v2\"", "device pin");
+    assert_int_equal(srvfx_status_of("DELETE", "/v1/admin/rollbacks/det", srvfx.ops, NULL), 204);
+    /* A channel with its own default. */
+    assert_int_equal(srvfx_status_of("PUT", "/v1/admin/devices/cam-a/channel", srvfx.ops,
+                                     "{\"channel\":\"beta\"}"),
+                     204);
+    pin("channel", "beta", "v1", 200);
+    expect_target("v1", "v2", NULL, "channel version");
+    unpin("channel", "beta", 204);
+    /* pending and rolled_back hold the device on what it runs. */
+    expect_target("v1", "v1", "\"pending\":true", "pending");
+    (void)snprintf(rb, sizeof(rb), "\"rolled_back\":[{\"sha256\":\"%s\",\"reason\":\"x\"}]",
+                   srvfx.sha2);
+    expect_target("v1", "v1", rb, "rolled back");
+    expect_target("v2", "v1", NULL, "back to the channel default");
+    /* Directives may only name released versions; bad input changes nothing. */
+    pin("device", "cam-a", "v3", 409);
+    pin("device", "cam-a", "v9", 404);
+    assert_int_equal(
+        srvfx_status_of("PUT", "/v1/admin/pins/planet/x/det", srvfx.ops, "{\"version\":\"v1\"}"),
+        400);
+    assert_int_equal(
+        srvfx_status_of("PUT", "/v1/admin/pins/device/cam-a/det", srvfx.ops, "{\"version\":"), 400);
+    assert_int_equal(
+        srvfx_status_of("PUT", "/v1/admin/pins/device/../det", srvfx.ops, "{\"version\":\"v1\"}"),
+        400);
+    assert_int_equal(
+        srvfx_status_of("PUT", "/v1/admin/devices/nosuch/groups", srvfx.ops, "{\"groups\":[]}"),
+        404);
+    assert_int_equal(srvfx_status_of("PUT", "/v1/admin/devices/cam-a/groups", srvfx.ops,
+                                     "{\"groups\":[\"a/b\"]}"),
+                     400);
+    assert_int_equal(
+        srvfx_status_of("PUT", "/v1/admin/pins/device/cam-a/det/extra", srvfx.ops, "{}"), 404);
+    {
+        char *big = malloc(70 * 1024);
+
+        assert_non_null(big);
+        memset(big, ' ', 70 * 1024 - 1);
+        big[0] = '{';
+        big[70 * 1024 - 2] = '}';
+        big[70 * 1024 - 1] = '\0';
+        assert_int_equal(srvfx_status_of("PUT", "/v1/admin/pins/device/cam-a/det", srvfx.ops, big),
+                         413);
+        free(big);
+    }
+    srvfx_call(&r, "GET", "/v1/admin/pins", srvfx.ops, NULL);
+    assert_string_equal(r.body, "{\"pins\":[]}");
+    free(r.body);
+}
+
+struct mem_src {
+    const uint8_t *p;
+    size_t n;
+};
+
+static int mem_read(void *payload, uint64_t off, void *buf, size_t len)
+{
+    const struct mem_src *s = payload;
+
+    if (off >= s->n)
+        return 0;
+    if (len > s->n - off)
+        len = s->n - (size_t)off;
+    memcpy(buf, s->p + off, len);
+    return (int)len;
+}
+
+/* Applies an mf delta to `old` in memory, as a device would; returns the image (free()). */
+static uint8_t *apply_delta(size_t *len_out, const uint8_t *old, size_t old_len,
+                            const uint8_t *patch, size_t patch_len)
+{
+    struct mem_src s = {old, old_len};
+    mf_patch_options o;
+    mf_patch *p = NULL;
+    uint8_t *out = malloc(MODEL_SIZE + 1);
+    mf_inbuf in = {patch, patch_len, 0};
+    mf_outbuf ob = {out, MODEL_SIZE + 1, 0};
+    int rc, rounds = 0;
+
+    assert_non_null(out);
+    assert_int_equal(mf_patch_options_init(&o, MF_PATCH_OPTIONS_VERSION), MF_OK);
+    o.source_read = mem_read;
+    o.source_payload = &s;
+    assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
+    do {
+        rc = mf_patch_apply(p, &ob, &in);
+    } while (rc == MF_AGAIN && ++rounds < 100000);
+    assert_int_equal(rc, MF_OK);
+    mf_patch_free(p);
+    *len_out = ob.pos;
+    return out;
+}
+
+static void test_server_directives__delta_precompute_serves_the_old_version(void **state)
+{
+    char got[16], blob[160] = "", from[65] = "", fmt[16] = "";
+    struct srvfx_resp r;
+    double size = 0;
+
+    (void)state;
+    srvfx_publish_det();
+    srvfx_wait_delta(blob, from, fmt, &size);
+    assert_string_equal(from, srvfx.sha1);
+    assert_string_equal(fmt, "mfdelta");
+    assert_true(size > 0 && size < MODEL_SIZE / 4);
+    /* A device on v2 already gets no delta; the delta rebuilds v2 exactly from v1. */
+    srvfx_checkin(got, "v2", NULL, &r);
+    assert_null(strstr(r.body, "\"deltas\""));
+    free(r.body);
+    assert_int_equal(srvfx_call(&r, "GET", blob, srvfx.device, NULL), 200);
+    assert_int_equal((double)r.len, size);
+    {
+        size_t n = 0;
+        uint8_t *img = apply_delta(&n, srvfx.v1, MODEL_SIZE, (const uint8_t *)r.body, r.len);
+
+        assert_int_equal(n, MODEL_SIZE);
+        assert_memory_equal(img, srvfx.v2, MODEL_SIZE);
+        free(img);
+    }
+    free(r.body);
+    /* /metrics shows the work (any role may scrape; devices may not). */
+    assert_int_equal(srvfx_call(&r, "GET", "/metrics", srvfx.ops, NULL), 200);
+    assert_non_null(strstr(r.body, "mf_deltas_computed_total 1\n"));
+    assert_non_null(strstr(r.body, "mf_deltas_stored 1\n"));
+    assert_non_null(strstr(r.body, "mf_jobs{state=\"queued\"} 0\n"));
+    assert_non_null(strstr(
+        r.body, "mf_http_requests_total{method=\"POST\",route=\"/v1/checkin\",status=\"200\"}"));
+    assert_null(strstr(r.body, "mf_checkins_total 0\n"));
+    /* Check-ins' store work is counted in groups: at least one, never more than check-ins. */
+    {
+        const char *g = strstr(r.body, "\nmf_checkin_store_groups_total ");
+        const char *c = strstr(r.body, "\nmf_checkin_store_grouped_total ");
+
+        assert_non_null(g);
+        assert_non_null(c);
+        assert_true(strtoull(g + 31, NULL, 10) >= 1);
+        assert_true(strtoull(c + 32, NULL, 10) >= strtoull(g + 31, NULL, 10));
+    }
+    /* The director counted what it signed (one check-in at a time here: no batching). */
+    assert_non_null(strstr(r.body, "# TYPE mf_director_signatures_total counter\n"));
+    assert_null(strstr(r.body, "mf_director_signatures_total 0\n"));
+    assert_null(strstr(r.body, "mf_director_assignments_signed_total 0\n"));
+    free(r.body);
+    assert_int_equal(srvfx_status_of("GET", "/metrics", srvfx.device, NULL), 401);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_server_directives__directives_reach_the_checkin),
+        cmocka_unit_test(test_server_directives__delta_precompute_serves_the_old_version),
+    };
+
+    return cmocka_run_group_tests(tests, srvfx_group_setup, srvfx_group_teardown);
+}
