@@ -19,19 +19,32 @@
 int mf_diff__hint_push(struct mf_hint_list *l, struct mf_ctx *ctx, const struct mf_align_hint *h)
 {
     if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        struct mf_align_hint *v = mf_ctx__alloc(ctx, cap * sizeof(*v));
+        struct mf_align_hint *v =
+            mf_diff__list_grow(ctx, l->v, l->n, &l->cap, sizeof(*v), 64, "hint list");
 
         if (!v)
-            return mf_fail(ctx, MF_E_NOMEM, "hint list of %zu entries", cap);
-        if (l->n)
-            memcpy(v, l->v, l->n * sizeof(*v));
-        mf_ctx__free(ctx, l->v);
+            return MF_E_NOMEM;
         l->v = v;
-        l->cap = cap;
     }
     l->v[l->n++] = *h;
     return MF_OK;
+}
+
+void *mf_diff__list_grow(struct mf_ctx *ctx, void *v, size_t n, size_t *cap, size_t elem,
+                         size_t first, const char *what)
+{
+    size_t want = *cap ? 2 * *cap : first;
+    void *grown = mf_ctx__alloc(ctx, want * elem);
+
+    if (!grown) {
+        (void)mf_fail(ctx, MF_E_NOMEM, "%s of %zu entries", what, want);
+        return NULL;
+    }
+    if (n)
+        memcpy(grown, v, n * elem);
+    mf_ctx__free(ctx, v);
+    *cap = want;
+    return grown;
 }
 
 void mf_diff__hint_list_free(struct mf_ctx *ctx, struct mf_hint_list *l)

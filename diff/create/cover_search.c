@@ -100,16 +100,12 @@ static size_t search(const struct search_ctx *s, const uint8_t *nw, size_t nlen,
 static int push(struct mf_cover_list *l, struct mf_ctx *ctx, const struct mf_cover *c)
 {
     if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 1024;
-        struct mf_cover *v = mf_ctx__alloc(ctx, cap * sizeof(*v));
+        struct mf_cover *v =
+            mf_diff__list_grow(ctx, l->v, l->n, &l->cap, sizeof(*v), 1024, "cover list");
 
         if (!v)
-            return mf_fail(ctx, MF_E_NOMEM, "cover list of %zu entries", cap);
-        if (l->n)
-            memcpy(v, l->v, l->n * sizeof(*v));
-        mf_ctx__free(ctx, l->v);
+            return MF_E_NOMEM;
         l->v = v;
-        l->cap = cap;
     }
     l->v[l->n++] = *c;
     return MF_OK;

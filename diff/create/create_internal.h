@@ -58,6 +58,15 @@ int mf_diff__container_hints(struct mf_hint_list *out, struct mf_ctx *ctx, const
 void mf_diff__hint_list_free(struct mf_ctx *ctx, struct mf_hint_list *l);
 int mf_diff__hint_push(struct mf_hint_list *l, struct mf_ctx *ctx, const struct mf_align_hint *h);
 
+/*
+ * The growth step of the encoder's lists ({v, n, cap} of `elem`-byte entries), called when
+ * n == *cap: a new array of twice the capacity (`first` for an empty list) holding the n
+ * entries, the old one freed and *cap updated; NULL after mf_fail() ("`what` of N entries"),
+ * the list untouched.
+ */
+void *mf_diff__list_grow(struct mf_ctx *ctx, void *v, size_t n, size_t *cap, size_t elem,
+                         size_t first, const char *what);
+
 /* Writes the mf format patch. */
 int mf_diff__create_mf(uint8_t **patch_out, size_t *patch_len_out, struct mf_diff *d,
                        const uint8_t *old, size_t old_len, const uint8_t *new_img, size_t new_len);

@@ -96,16 +96,12 @@ static int job_push(struct job_list *l, struct mf_ctx *ctx, uint64_t start, uint
         uint64_t n = len - off < step ? len - off : step;
 
         if (l->n == l->cap) {
-            size_t cap = l->cap ? 2 * l->cap : 256;
-            struct mf_block_job *v = mf_ctx__alloc(ctx, cap * sizeof(*v));
+            struct mf_block_job *v =
+                mf_diff__list_grow(ctx, l->v, l->n, &l->cap, sizeof(*v), 256, "block list");
 
             if (!v)
-                return mf_fail(ctx, MF_E_NOMEM, "block list of %zu entries", cap);
-            if (l->n)
-                memcpy(v, l->v, l->n * sizeof(*v));
-            mf_ctx__free(ctx, l->v);
+                return MF_E_NOMEM;
             l->v = v;
-            l->cap = cap;
         }
         memset(&l->v[l->n], 0, sizeof(l->v[0]));
         l->v[l->n].start = start + off;

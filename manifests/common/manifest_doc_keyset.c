@@ -109,12 +109,9 @@ static int parse_keyset(struct mf_mkeyset *ks, struct mf_ctx *ctx, const uint8_t
     int err;
 
     memset(ks, 0, sizeof(*ks));
-    err = mf_manifest__json_parse(&doc, ctx, payload, len, type);
+    err = mf_manifest__json_doc(&doc, ctx, payload, len, type);
     if (err < 0)
         return err;
-    err = mf_manifest__json_header(ctx, doc, type);
-    if (err < 0)
-        goto out;
     err = mf_manifest__json_u64(&ks->version, ctx, doc, "version");
     if (err < 0)
         goto out;

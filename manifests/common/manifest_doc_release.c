@@ -151,12 +151,9 @@ int mf_manifest__parse_release(mf_manifest_release **out, struct mf_ctx *ctx,
     int err;
 
     *out = NULL;
-    err = mf_manifest__json_parse(&doc, ctx, payload, len, "release");
+    err = mf_manifest__json_doc(&doc, ctx, payload, len, "release");
     if (err < 0)
         return err;
-    err = mf_manifest__json_header(ctx, doc, "release");
-    if (err < 0)
-        goto fail;
     err = parse_scalars(&s, ctx, doc);
     if (err < 0)
         goto fail;
@@ -254,12 +251,9 @@ int mf_manifest__parse_assignment(mf_manifest_assignment **out, struct mf_ctx *c
     int err;
 
     *out = NULL;
-    err = mf_manifest__json_parse(&doc, ctx, payload, len, "assignment");
+    err = mf_manifest__json_doc(&doc, ctx, payload, len, "assignment");
     if (err < 0)
         return err;
-    err = mf_manifest__json_header(ctx, doc, "assignment");
-    if (err < 0)
-        goto fail;
     b = mf_ctx__alloc(ctx, sizeof(*b));
     if (!b) {
         err = mf_fail(ctx, MF_E_NOMEM, "assignment: no memory");

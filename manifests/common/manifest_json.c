@@ -100,6 +100,21 @@ int mf_manifest__json_header(struct mf_ctx *ctx, const cJSON *doc, const char *t
     return MF_OK;
 }
 
+int mf_manifest__json_doc(cJSON **out, struct mf_ctx *ctx, const uint8_t *buf, size_t len,
+                          const char *type)
+{
+    int err = mf_manifest__json_parse(out, ctx, buf, len, type);
+
+    if (err < 0)
+        return err;
+    err = mf_manifest__json_header(ctx, *out, type);
+    if (err < 0) {
+        cJSON_Delete(*out);
+        *out = NULL;
+    }
+    return err;
+}
+
 int mf_manifest__name_ok(const char *s)
 {
     size_t i;

@@ -25,6 +25,10 @@ int mf_manifest__json_parse(cJSON **out, struct mf_ctx *ctx, const uint8_t *buf,
                             const char *what);
 /* Checks "_type" == type and "spec_version" == MF_MANIFEST_SPEC_VERSION. */
 int mf_manifest__json_header(struct mf_ctx *ctx, const cJSON *doc, const char *type);
+/* The opening of every signed document: mf_manifest__json_parse() then
+ * mf_manifest__json_header() against `type`; on error *out is NULL and nothing is held. */
+int mf_manifest__json_doc(cJSON **out, struct mf_ctx *ctx, const uint8_t *buf, size_t len,
+                          const char *type);
 /* Required string member of at most max_len characters; borrowed from the tree. */
 int mf_manifest__json_str(const char **out, struct mf_ctx *ctx, const cJSON *obj, const char *key,
                           size_t max_len);

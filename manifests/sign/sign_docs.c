@@ -136,28 +136,31 @@ static int keyset_doc(uint8_t **env_out, size_t *env_len, struct mf_manifest_sig
     return finish(env_out, env_len, s, doc, payload_type, check);
 }
 
-static int check_root(struct mf_ctx *ctx, const uint8_t *p, size_t n)
+typedef int (*keyset_parse_fn)(struct mf_mkeyset *out, struct mf_ctx *ctx, const uint8_t *payload,
+                               size_t len);
+
+/* Both keyset documents are checked alike: the device's parser `parse` on a scratch keyset. */
+static int check_keyset(struct mf_ctx *ctx, const uint8_t *p, size_t n, keyset_parse_fn parse,
+                        const char *what)
 {
     struct mf_mkeyset *ks = mf_ctx__alloc(ctx, sizeof(*ks));
     int err;
 
     if (!ks)
-        return mf_fail(ctx, MF_E_NOMEM, "no memory to check a root");
-    err = mf_manifest__parse_root(ks, ctx, p, n);
+        return mf_fail(ctx, MF_E_NOMEM, "no memory to check %s", what);
+    err = parse(ks, ctx, p, n);
     mf_ctx__free(ctx, ks);
     return err;
 }
 
+static int check_root(struct mf_ctx *ctx, const uint8_t *p, size_t n)
+{
+    return check_keyset(ctx, p, n, mf_manifest__parse_root, "a root");
+}
+
 static int check_keys(struct mf_ctx *ctx, const uint8_t *p, size_t n)
 {
-    struct mf_mkeyset *ks = mf_ctx__alloc(ctx, sizeof(*ks));
-    int err;
-
-    if (!ks)
-        return mf_fail(ctx, MF_E_NOMEM, "no memory to check a keys document");
-    err = mf_manifest__parse_keys(ks, ctx, p, n);
-    mf_ctx__free(ctx, ks);
-    return err;
+    return check_keyset(ctx, p, n, mf_manifest__parse_keys, "a keys document");
 }
 
 int mf_manifest_sign_root(uint8_t **env_out, size_t *env_len, mf_manifest_signer *s,

@@ -6,6 +6,7 @@
  * once across nodes; the lease lets another node take over a job whose node died.
  */
 #include "deltas/delta_worker.h"
+#include "common/worker_thread.h"
 
 #include "http/http_metrics.h"
 
@@ -148,6 +149,7 @@ int mf_delta__worker_start(struct mf_delta_worker **out, struct mf_ctx *ctx, str
 {
     struct mf_delta_worker *w = mf_calloc(&ctx->alloc, 1, sizeof(*w));
     char host[32] = "node";
+    int err;
 
     *out = NULL;
     if (!w)
@@ -165,20 +167,11 @@ int mf_delta__worker_start(struct mf_delta_worker **out, struct mf_ctx *ctx, str
     (void)gethostname(host, sizeof(host) - 1);
     /* Host, pid and the handle's address: unique per worker even for two in one process. */
     (void)snprintf(w->owner, sizeof(w->owner), "%.31s:%ld:%p", host, (long)getpid(), (void *)w);
-    if (pthread_mutex_init(&w->lock, NULL) != 0) {
+    err = mf_worker_thread__start(&w->thread, &w->lock, &w->cond, worker_main, w, ctx,
+                                  "the delta worker");
+    if (err < 0) {
         mf_free(&ctx->alloc, w);
-        return mf_fail(ctx, MF_E_GENERIC, "cannot create the delta worker mutex");
-    }
-    if (pthread_cond_init(&w->cond, NULL) != 0) {
-        (void)pthread_mutex_destroy(&w->lock);
-        mf_free(&ctx->alloc, w);
-        return mf_fail(ctx, MF_E_GENERIC, "cannot create the delta worker condition");
-    }
-    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
-        (void)pthread_cond_destroy(&w->cond);
-        (void)pthread_mutex_destroy(&w->lock);
-        mf_free(&ctx->alloc, w);
-        return mf_fail(ctx, MF_E_GENERIC, "cannot start the delta worker thread");
+        return err;
     }
     *out = w;
     return MF_OK;

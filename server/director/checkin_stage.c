@@ -9,6 +9,7 @@
 #include "director/checkin_stage.h"
 
 #include "director/checkin_flow.h"
+#include "common/worker_thread.h"
 #include "store/store.h"
 
 #include <pthread.h>
@@ -70,26 +71,18 @@ static void *stage_main(void *arg)
 int mf_checkin_stage__start(struct mf_checkin_stage **out, struct mf_ctx *ctx, size_t max)
 {
     struct mf_checkin_stage *st = mf_calloc(&ctx->alloc, 1, sizeof(*st));
+    int err;
 
     *out = NULL;
     if (!st)
         return mf_fail(ctx, MF_E_NOMEM, "out of memory for the check-in stage");
     st->alloc = ctx->alloc;
     st->max = max < 1 ? 1 : max > MF_STORE_CHECKIN_BATCH_MAX ? MF_STORE_CHECKIN_BATCH_MAX : max;
-    if (pthread_mutex_init(&st->lock, NULL) != 0) {
+    err = mf_worker_thread__start(&st->thread, &st->lock, &st->wake, stage_main, st, ctx,
+                                  "the check-in stage");
+    if (err < 0) {
         mf_free(&ctx->alloc, st);
-        return mf_fail(ctx, MF_E_GENERIC, "cannot create the check-in stage's lock");
-    }
-    if (pthread_cond_init(&st->wake, NULL) != 0) {
-        (void)pthread_mutex_destroy(&st->lock);
-        mf_free(&ctx->alloc, st);
-        return mf_fail(ctx, MF_E_GENERIC, "cannot create the check-in stage's condition");
-    }
-    if (pthread_create(&st->thread, NULL, stage_main, st) != 0) {
-        (void)pthread_cond_destroy(&st->wake);
-        (void)pthread_mutex_destroy(&st->lock);
-        mf_free(&ctx->alloc, st);
-        return mf_fail(ctx, MF_E_GENERIC, "cannot start the check-in stage's thread");
+        return err;
     }
     *out = st;
     return MF_OK;

@@ -20,27 +20,10 @@ static const char *str_of(const cJSON *o, const char *key)
     return v ? v : "-";
 }
 
-/* Parses `json` and returns its array `key` (NULL after mf_fail()). */
-static cJSON *parse_array(struct mfctl *c, const cJSON **out, const char *json, size_t len,
-                          const char *key)
-{
-    cJSON *doc = mfctl__parse(c, json, len, NULL);
-
-    if (!doc)
-        return NULL;
-    *out = cJSON_GetObjectItemCaseSensitive(doc, key);
-    if (!cJSON_IsArray(*out)) {
-        cJSON_Delete(doc);
-        (void)mf_fail(&c->ctx, MF_E_INVALID, "server answer has no \"%s\" array", key);
-        return NULL;
-    }
-    return doc;
-}
-
 int mfctl__print_pins(struct mfctl *c, const char *json, size_t len)
 {
     const cJSON *pins, *p;
-    cJSON *doc = parse_array(c, &pins, json, len, "pins");
+    cJSON *doc = mfctl__parse_array(c, &pins, json, len, "pins");
 
     if (!doc)
         return MF_E_INVALID;
@@ -57,7 +40,7 @@ int mfctl__print_pins(struct mfctl *c, const char *json, size_t len)
 int mfctl__print_tokens(struct mfctl *c, const char *json, size_t len)
 {
     const cJSON *tokens, *t;
-    cJSON *doc = parse_array(c, &tokens, json, len, "tokens");
+    cJSON *doc = mfctl__parse_array(c, &tokens, json, len, "tokens");
 
     if (!doc)
         return MF_E_INVALID;
@@ -75,7 +58,7 @@ int mfctl__print_tokens(struct mfctl *c, const char *json, size_t len)
 int mfctl__print_groups(struct mfctl *c, const char *json, size_t len)
 {
     const cJSON *groups, *g, *d;
-    cJSON *doc = parse_array(c, &groups, json, len, "groups");
+    cJSON *doc = mfctl__parse_array(c, &groups, json, len, "groups");
 
     if (!doc)
         return MF_E_INVALID;
@@ -94,25 +77,6 @@ int mfctl__print_groups(struct mfctl *c, const char *json, size_t len)
     }
     cJSON_Delete(doc);
     return MF_OK;
-}
-
-/* Sends one admin request; prints the answer raw with --json, else `done` (if any). */
-static int send(struct mfctl *c, const char *method, const char *path, const char *body, int json,
-                const char *done)
-{
-    struct mf_http_response resp;
-    int err;
-
-    if (mfctl__connect(c) != 0)
-        return 1;
-    mf_http__response_init(&resp, &c->http);
-    err = mfctl__request(c, &resp, method, path, body, body ? strlen(body) : 0);
-    if (err >= 0 && json && resp.body.len)
-        (void)fprintf(c->out, "%s\n", (const char *)resp.body.data);
-    else if (err >= 0 && done)
-        (void)fprintf(c->out, "%s\n", done);
-    mf_http__response_free(&resp);
-    return err < 0 ? mfctl__report(c, err) : 0;
 }
 
 /* 1 when every argument from argv[from] on is a valid name (else prints why). */
@@ -169,16 +133,16 @@ int mfctl__cmd_device(struct mfctl *c, int argc, char **argv)
     if (strcmp(argv[1], "groups") == 0 && nargs <= 3) {
         rc = groups_body(c, body, sizeof(body), nargs == 3 ? argv[3] : NULL);
         (void)snprintf(path, sizeof(path), "/v1/admin/devices/%s/groups", argv[2]);
-        return rc ? rc : send(c, "PUT", path, body, json, "groups set");
+        return rc ? rc : mfctl__send(c, "PUT", path, body, json, "groups set");
     }
     if (strcmp(argv[1], "channel") == 0 && nargs == 3 && names_ok(c, argv, 3, 3)) {
         (void)snprintf(body, sizeof(body), "{\"channel\":\"%s\"}", argv[3]);
         (void)snprintf(path, sizeof(path), "/v1/admin/devices/%s/channel", argv[2]);
-        return send(c, "PUT", path, body, json, "channel set");
+        return mfctl__send(c, "PUT", path, body, json, "channel set");
     }
     if (strcmp(argv[1], "revoke") == 0 && nargs == 2) {
         (void)snprintf(path, sizeof(path), "/v1/admin/devices/%s/credential", argv[2]);
-        return send(c, "DELETE", path, NULL, json, "credential revoked");
+        return mfctl__send(c, "DELETE", path, NULL, json, "credential revoked");
     }
     return mfctl__usage(c, "expected groups, channel or revoke");
 }
@@ -203,10 +167,10 @@ int mfctl__cmd_pins(struct mfctl *c, int argc, char **argv)
     (void)snprintf(path, sizeof(path), "/v1/admin/pins/%s/%s/%s", argv[2], argv[3], argv[4]);
     if (strcmp(argv[1], "set") == 0 && nargs == 5) {
         (void)snprintf(body, sizeof(body), "{\"version\":\"%s\"}", argv[5]);
-        return send(c, "PUT", path, body, json, "pinned");
+        return mfctl__send(c, "PUT", path, body, json, "pinned");
     }
     if (strcmp(argv[1], "clear") == 0 && nargs == 4)
-        return send(c, "DELETE", path, NULL, json, "pin cleared");
+        return mfctl__send(c, "DELETE", path, NULL, json, "pin cleared");
     return mfctl__usage(c, "expected list, set or clear");
 }
 
@@ -222,10 +186,10 @@ int mfctl__cmd_rollback(struct mfctl *c, int argc, char **argv)
     (void)snprintf(path, sizeof(path), "/v1/admin/rollbacks/%s", argv[2]);
     if (strcmp(argv[1], "start") == 0 && nargs == 3) {
         (void)snprintf(body, sizeof(body), "{\"version\":\"%s\"}", argv[3]);
-        return send(c, "PUT", path, body, json, "fleet rollback active");
+        return mfctl__send(c, "PUT", path, body, json, "fleet rollback active");
     }
     if (strcmp(argv[1], "stop") == 0 && nargs == 2)
-        return send(c, "DELETE", path, NULL, json, "fleet rollback ended");
+        return mfctl__send(c, "DELETE", path, NULL, json, "fleet rollback ended");
     return mfctl__usage(c, "expected start MODEL VERSION or stop MODEL");
 }
 
@@ -261,7 +225,7 @@ int mfctl__cmd_tokens(struct mfctl *c, int argc, char **argv)
     }
     if (nargs == 2 && strcmp(argv[1], "revoke") == 0 && names_ok(c, argv, 2, 2)) {
         (void)snprintf(path, sizeof(path), "/v1/admin/tokens/%s", argv[2]);
-        return send(c, "DELETE", path, NULL, json, "token revoked");
+        return mfctl__send(c, "DELETE", path, NULL, json, "token revoked");
     }
     return mfctl__usage(c, "expected list, create ROLE NAME or revoke ID");
 }

@@ -86,21 +86,6 @@ static int write_new(struct mfctl *c, const char *path, const void *p, size_t le
     return MF_OK;
 }
 
-static int parse_u64(uint64_t *out, const char *s)
-{
-    char *end = NULL;
-    unsigned long long v;
-
-    if (!s || s[0] < '0' || s[0] > '9')
-        return -1;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno || *end)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 struct keys_opt {
     const char *name;
     int list;      /* L_*, or -1 */
@@ -165,7 +150,8 @@ static int parse_args(struct keys_args *a, struct mfctl *c, int argc, char **arg
             }
             a->files[o->list][a->n[o->list]++] = argv[i + 1];
         } else if (o->is_num) {
-            if (parse_u64((uint64_t *)(void *)((char *)a + o->offset), argv[i + 1]) < 0) {
+            if (mfctl__parse_u64((uint64_t *)(void *)((char *)a + o->offset), argv[i + 1],
+                                 UINT64_MAX) < 0) {
                 (void)fprintf(c->err, "mfctl keys: %s wants a number, not \"%s\"\n", o->name,
                               argv[i + 1]);
                 return 2;

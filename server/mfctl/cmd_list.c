@@ -38,23 +38,6 @@ static const char *fmt_time(char *buf, size_t cap, double t)
     return buf;
 }
 
-/* Parses `json` and returns its array `key`, or NULL after mf_fail(). */
-static cJSON *parse_list(struct mfctl *c, const cJSON **list_out, const char *json, size_t len,
-                         const char *key)
-{
-    cJSON *doc = mfctl__parse(c, json, len, NULL);
-
-    if (!doc)
-        return NULL;
-    *list_out = cJSON_GetObjectItemCaseSensitive(doc, key);
-    if (!cJSON_IsArray(*list_out)) {
-        cJSON_Delete(doc);
-        (void)mf_fail(&c->ctx, MF_E_INVALID, "server answer has no \"%s\" array", key);
-        return NULL;
-    }
-    return doc;
-}
-
 int mfctl__print_models(struct mfctl *c, const char *json, size_t len)
 {
     return mfctl__print_versions(c, json, len, NULL);
@@ -63,7 +46,7 @@ int mfctl__print_models(struct mfctl *c, const char *json, size_t len)
 int mfctl__print_versions(struct mfctl *c, const char *json, size_t len, const char *model)
 {
     const cJSON *models, *m;
-    cJSON *doc = parse_list(c, &models, json, len, "models");
+    cJSON *doc = mfctl__parse_array(c, &models, json, len, "models");
     char when[32];
 
     if (!doc)
@@ -100,7 +83,7 @@ int mfctl__print_versions(struct mfctl *c, const char *json, size_t len, const c
 int mfctl__print_devices(struct mfctl *c, const char *json, size_t len)
 {
     const cJSON *devices, *d;
-    cJSON *doc = parse_list(c, &devices, json, len, "devices");
+    cJSON *doc = mfctl__parse_array(c, &devices, json, len, "devices");
     char when[32];
 
     if (!doc)

@@ -43,6 +43,22 @@ cJSON *mfctl__parse(struct mfctl *c, const char *json, size_t len, const char *k
     return doc;
 }
 
+cJSON *mfctl__parse_array(struct mfctl *c, const cJSON **out, const char *json, size_t len,
+                          const char *key)
+{
+    cJSON *doc = mfctl__parse(c, json, len, NULL);
+
+    if (!doc)
+        return NULL;
+    *out = cJSON_GetObjectItemCaseSensitive(doc, key);
+    if (!cJSON_IsArray(*out)) {
+        cJSON_Delete(doc);
+        (void)mf_fail(&c->ctx, MF_E_INVALID, "server answer has no \"%s\" array", key);
+        return NULL;
+    }
+    return doc;
+}
+
 static void print_waves(struct mfctl *c, const cJSON *doc)
 {
     const cJSON *w;
@@ -156,8 +172,10 @@ int mfctl__print_stats(struct mfctl *c, const char *json, size_t len)
     return MF_OK;
 }
 
-int mfctl__call(struct mfctl *c, const char *method, const char *path, const char *body, int json,
-                int (*print)(struct mfctl *, const char *, size_t))
+/* The one admin exchange of mfctl: with --json the answer is printed raw (an empty one too when
+ * `print` would have read it), else it goes to `print`, else `done` is printed. */
+static int exchange(struct mfctl *c, const char *method, const char *path, const char *body,
+                    int json, int (*print)(struct mfctl *, const char *, size_t), const char *done)
 {
     struct mf_http_response resp;
     int err;
@@ -166,12 +184,26 @@ int mfctl__call(struct mfctl *c, const char *method, const char *path, const cha
         return 1;
     mf_http__response_init(&resp, &c->http);
     err = mfctl__request(c, &resp, method, path, body, body ? strlen(body) : 0);
-    if (err >= 0 && json)
+    if (err >= 0 && json && (print || resp.body.len))
         (void)fprintf(c->out, "%s\n", resp.body.data ? (const char *)resp.body.data : "");
-    else if (err >= 0)
+    else if (err >= 0 && print)
         err = print(c, (const char *)resp.body.data, resp.body.len);
+    else if (err >= 0 && done)
+        (void)fprintf(c->out, "%s\n", done);
     mf_http__response_free(&resp);
     return err < 0 ? mfctl__report(c, err) : 0;
+}
+
+int mfctl__call(struct mfctl *c, const char *method, const char *path, const char *body, int json,
+                int (*print)(struct mfctl *, const char *, size_t))
+{
+    return exchange(c, method, path, body, json, print, NULL);
+}
+
+int mfctl__send(struct mfctl *c, const char *method, const char *path, const char *body, int json,
+                const char *done)
+{
+    return exchange(c, method, path, body, json, NULL, done);
 }
 
 /* PLAN.json plus model, version and previous, as the create body (caller frees). */

@@ -12,7 +12,6 @@
 #include "cmd_keys.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,21 +25,6 @@ struct publish_args {
     uint64_t floor, chunk_size, sequence, expires;
     int json;
 };
-
-static int parse_num(uint64_t *out, const char *s, uint64_t max)
-{
-    char *end = NULL;
-    unsigned long long v;
-
-    if (!s || s[0] < '0' || s[0] > '9')
-        return -1;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno || *end || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
 
 /* -1 to continue, else an exit code (usage printed). */
 static int parse(struct publish_args *a, struct mfctl *c, int argc, char **argv)
@@ -87,7 +71,7 @@ static int parse(struct publish_args *a, struct mfctl *c, int argc, char **argv)
                 break;
         }
         if (n == sizeof(nums) / sizeof(nums[0]) ||
-            parse_num((uint64_t *)(void *)((char *)a + nums[n].off), v, nums[n].max) < 0 ||
+            mfctl__parse_u64((uint64_t *)(void *)((char *)a + nums[n].off), v, nums[n].max) < 0 ||
             (n == 1 && a->chunk_size == 0) || (n == 2 && a->sequence == 0)) {
             (void)fprintf(c->err, "mfctl publish: bad option or value: %s %s\n%s", k, v,
                           c->cmd->usage);

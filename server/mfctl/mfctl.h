@@ -57,6 +57,8 @@ int mfctl__report(struct mfctl *c, int err);
 int mfctl__name_ok(const char *s);
 /* 1 when `s` is a decimal id (rollout, distillation run) of at most 18 digits. */
 int mfctl__id_ok(const char *s);
+/* Decimal digits only, at most `max`, into *out; 0, or -1 (out untouched) when `s` is not. */
+int mfctl__parse_u64(uint64_t *out, const char *s, uint64_t max);
 /* Prints "mfctl CMD: why" and the command's usage to stderr; returns the usage exit status 2. */
 int mfctl__usage(struct mfctl *c, const char *why);
 
@@ -66,8 +68,15 @@ int mfctl__usage(struct mfctl *c, const char *why);
 double mfctl__num(const cJSON *o, const char *key);
 const char *mfctl__str(const cJSON *o, const char *key);
 cJSON *mfctl__parse(struct mfctl *c, const char *json, size_t len, const char *key);
+/* The answer parsed, with its array `key` in *out; NULL with a message naming `key`. */
+cJSON *mfctl__parse_array(struct mfctl *c, const cJSON **out, const char *json, size_t len,
+                          const char *key);
 int mfctl__call(struct mfctl *c, const char *method, const char *path, const char *body, int json,
                 int (*print)(struct mfctl *, const char *, size_t));
+/* One request whose answer is printed raw with --json (when it has one), else `done` (if
+ * any); the exit status. */
+int mfctl__send(struct mfctl *c, const char *method, const char *path, const char *body, int json,
+                const char *done);
 /* Handles the flags every command takes: `--help` (returns 0 after printing usage) and
  * `--json` (sets *json). Returns -1 to continue, else the exit code. Rejects other flags. */
 int mfctl__common_flags(struct mfctl *c, int argc, char **argv, int *json, int *nargs);

@@ -7,12 +7,29 @@
 #include "mfctl.h"
 #include "mf/ct.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 int mfctl__id_ok(const char *s)
 {
     return s[0] && strspn(s, "0123456789") == strlen(s) && strlen(s) < 19;
+}
+
+int mfctl__parse_u64(uint64_t *out, const char *s, uint64_t max)
+{
+    char *end = NULL;
+    unsigned long long v;
+
+    /* strtoull would take a sign or leading blanks; a flag's number is digits only. */
+    if (!s || s[0] < '0' || s[0] > '9')
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno || *end || v > max)
+        return -1;
+    *out = v;
+    return 0;
 }
 
 int mfctl__usage(struct mfctl *c, const char *why)

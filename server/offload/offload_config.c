@@ -6,6 +6,7 @@
  * Parsing is kept apart from what acts on it (STYLE rule 34); every error names the key.
  */
 #include "offload/offload_srv.h"
+#include "common/argv_pack.h"
 #include "mf_json.h"
 
 #include "mf_dynbuf.h"
@@ -62,27 +63,14 @@ static int read_uint(unsigned *dst, struct mf_ctx *ctx, const cJSON *obj, const 
 
 static int parse_argv(struct mf_teacher_config *t, struct mf_ctx *ctx, const cJSON *arr)
 {
-    const cJSON *it;
-    size_t n = 0, used = 0;
-
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1 ||
         cJSON_GetArraySize(arr) > MF_TEACHER_ARGV_MAX)
         return mf_fail(ctx, MF_E_INVALID,
                        "offload config: models.%s.teacher: 'command' must be 1..%d strings",
                        t->model, MF_TEACHER_ARGV_MAX);
-    cJSON_ArrayForEach(it, arr)
-    {
-        size_t len = cJSON_IsString(it) ? strlen(it->valuestring) : 0;
-
-        if (!len || used + len + 1 > sizeof(t->argv_store))
-            return mf_fail(ctx, MF_E_INVALID,
-                           "offload config: models.%s.teacher: bad or too long 'command'",
-                           t->model);
-        memcpy(t->argv_store + used, it->valuestring, len + 1);
-        t->argv[n++] = t->argv_store + used;
-        used += len + 1;
-    }
-    t->argv[n] = NULL;
+    if (mf_argv__pack(t->argv, t->argv_store, sizeof(t->argv_store), arr) < 0)
+        return mf_fail(ctx, MF_E_INVALID,
+                       "offload config: models.%s.teacher: bad or too long 'command'", t->model);
     return MF_OK;
 }
 

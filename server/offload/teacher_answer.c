@@ -6,6 +6,9 @@
  */
 #include "offload/teacher_int.h"
 
+#include <stdio.h>
+#include <string.h>
+
 int mf_teacher__read_floats(float *out, struct mf_ctx *ctx, const cJSON *arr, size_t n,
                             const char *what)
 {
@@ -24,4 +27,13 @@ int mf_teacher__read_floats(float *out, struct mf_ctx *ctx, const cJSON *arr, si
         return mf_fail(ctx, MF_E_INVALID, "teacher answer: %s has %zu numbers, not %zu", what, i,
                        n);
     return MF_OK;
+}
+
+void mf_teacher__read_version(char version_out[MF_STORE_NAME_SIZE], const cJSON *obj,
+                              const char *key)
+{
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    if (cJSON_IsString(ver) && ver->valuestring[0] && strlen(ver->valuestring) < MF_STORE_NAME_SIZE)
+        (void)snprintf(version_out, MF_STORE_NAME_SIZE, "%s", ver->valuestring);
 }

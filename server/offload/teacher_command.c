@@ -21,7 +21,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -134,7 +133,6 @@ static int parse_reply(float *out, char version_out[MF_STORE_NAME_SIZE], struct 
                        const struct mf_teacher_config *c, const struct mf_dynbuf *reply, size_t n)
 {
     const char *key = c->output_logits ? "logits" : "probs";
-    const cJSON *ver;
     cJSON *root;
     int err = mf_json__parse_object(&root, ctx, reply->data, reply->len, reply->len,
                                     MF_JSON_DEPTH_DEFAULT, "teacher command answer");
@@ -142,10 +140,8 @@ static int parse_reply(float *out, char version_out[MF_STORE_NAME_SIZE], struct 
     if (err < 0)
         return err;
     err = mf_teacher__read_floats(out, ctx, cJSON_GetObjectItemCaseSensitive(root, key), n, key);
-    ver = cJSON_GetObjectItemCaseSensitive(root, "version");
-    if (err == MF_OK && cJSON_IsString(ver) && ver->valuestring[0] &&
-        strlen(ver->valuestring) < MF_STORE_NAME_SIZE)
-        (void)snprintf(version_out, MF_STORE_NAME_SIZE, "%s", ver->valuestring);
+    if (err == MF_OK)
+        mf_teacher__read_version(version_out, root, "version");
     cJSON_Delete(root);
     return err;
 }

@@ -32,4 +32,10 @@ extern const struct mf_teacher_connector mf_teacher__builtin;
 int mf_teacher__read_floats(float *out, struct mf_ctx *ctx, const cJSON *arr, size_t n,
                             const char *what);
 
+/* The model version a teacher names in member `key` of `obj`, copied into `version_out` when
+ * it is a non-empty string that fits; anything else leaves `version_out` alone (the version
+ * is optional: the caller keeps the one it configured). */
+void mf_teacher__read_version(char version_out[MF_STORE_NAME_SIZE], const cJSON *obj,
+                              const char *key);
+
 #endif /* MF_SERVER_OFFLOAD_TEACHER_INT_H */

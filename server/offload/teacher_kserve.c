@@ -62,7 +62,7 @@ static int build_request(struct mf_dynbuf *body, const struct mf_teacher_config 
 static int parse_reply(float *out, char version_out[MF_STORE_NAME_SIZE], struct mf_ctx *ctx,
                        const struct mf_dynbuf *reply, size_t n)
 {
-    const cJSON *outputs, *first, *ver;
+    const cJSON *outputs, *first;
     cJSON *root;
     int err = mf_json__parse(&root, ctx, reply->data, reply->len, reply->len, MF_JSON_DEPTH_DEFAULT,
                              "kserve answer");
@@ -74,10 +74,8 @@ static int parse_reply(float *out, char version_out[MF_STORE_NAME_SIZE], struct 
     err = first ? mf_teacher__read_floats(out, ctx, cJSON_GetObjectItemCaseSensitive(first, "data"),
                                           n, "outputs[0].data")
                 : mf_fail(ctx, MF_E_INVALID, "kserve answer has no outputs");
-    ver = cJSON_GetObjectItemCaseSensitive(root, "model_version");
-    if (err == MF_OK && cJSON_IsString(ver) && ver->valuestring[0] &&
-        strlen(ver->valuestring) < MF_STORE_NAME_SIZE)
-        (void)snprintf(version_out, MF_STORE_NAME_SIZE, "%s", ver->valuestring);
+    if (err == MF_OK)
+        mf_teacher__read_version(version_out, root, "model_version");
     cJSON_Delete(root);
     return err;
 }

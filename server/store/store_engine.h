@@ -157,6 +157,9 @@ int mf_store__list(struct mf_store *s, struct mf_ctx *ctx, const struct mf_sql *
 void mf_store__cols(const struct mf_store_cursor *row, int col, const char *types, ...);
 #define MF_STORE_TEXT(field) (field), sizeof(field)
 
+/* Migration, both backends: a store whose schema_version `cur` is newer than this server's
+ * is refused (MF_E_STATE naming both), since older code would misread the newer tables. */
+int mf_store__schema_known(struct mf_ctx *ctx, int cur);
 /* checkin_begin's bookends, both backends: every item reset before, the first item's error
  * (MF_OK when none failed) after. */
 void mf_store__checkin_reset(struct mf_store_checkin *items, size_t n);

@@ -2,6 +2,7 @@
 /* The statement helpers the backend-neutral ops are written with, and the placeholder
  * rewriting of the PostgreSQL backend (see store_engine.h). */
 #include "store/store_engine.h"
+#include "store/store_schema.h"
 
 #include <assert.h>
 #include <stdarg.h>
@@ -158,6 +159,14 @@ void mf_store__cols(const struct mf_store_cursor *row, int col, const char *type
         }
     }
     va_end(ap);
+}
+
+int mf_store__schema_known(struct mf_ctx *ctx, int cur)
+{
+    if (cur > MF_STORE_SCHEMA_LATEST)
+        return mf_fail(ctx, MF_E_STATE, "store schema version %d is newer than this server's %d",
+                       cur, MF_STORE_SCHEMA_LATEST);
+    return MF_OK;
 }
 
 void mf_store__checkin_reset(struct mf_store_checkin *items, size_t n)

@@ -8,6 +8,7 @@
  * names the key.
  */
 #include "distill/job/distill_job.h"
+#include "common/argv_pack.h"
 #include "mf_json.h"
 
 #include <stdio.h>
@@ -125,23 +126,11 @@ static int parse_data(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const 
 
 static int parse_argv(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const cJSON *arr)
 {
-    const cJSON *it;
-    size_t n = 0, used = 0;
-
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1 ||
         cJSON_GetArraySize(arr) > MF_DISTILL_ARGV_MAX)
         return bad(ctx, m->model, "trainer.command", "must be 1..16 strings");
-    cJSON_ArrayForEach(it, arr)
-    {
-        size_t len = cJSON_IsString(it) ? strlen(it->valuestring) : 0;
-
-        if (!len || used + len + 1 > sizeof(m->argv_store))
-            return bad(ctx, m->model, "trainer.command", "has an empty or too long argument");
-        memcpy(m->argv_store + used, it->valuestring, len + 1);
-        m->argv[n++] = m->argv_store + used;
-        used += len + 1;
-    }
-    m->argv[n] = NULL;
+    if (mf_argv__pack(m->argv, m->argv_store, sizeof(m->argv_store), arr) < 0)
+        return bad(ctx, m->model, "trainer.command", "has an empty or too long argument");
     m->command = 1;
     return MF_OK;
 }

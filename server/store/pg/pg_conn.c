@@ -255,11 +255,10 @@ static int migrate_locked(int *applied_out, PGconn *c, struct mf_ctx *ctx, int t
         err = mf_pg__exec(c, ctx, mf_store__schema_table.pg, NULL, "creating schema_version");
     if (err == MF_OK)
         err = read_schema_version(&cur, c, ctx);
+    if (err == MF_OK)
+        err = mf_store__schema_known(ctx, cur);
     if (err < 0)
         return err;
-    if (cur > MF_STORE_SCHEMA_LATEST)
-        return mf_fail(ctx, MF_E_STATE, "store schema version %d is newer than this server's %d",
-                       cur, MF_STORE_SCHEMA_LATEST);
     for (int v = cur + 1; v <= target && err == MF_OK; v++) {
         struct mf_pg_params p = {0};
 

@@ -312,11 +312,10 @@ static int migrate_locked(struct mf_store *base, struct mf_store_tx *tx, struct 
     if (err < 0)
         return err;
     err = read_schema_version(&cur, s, ctx);
+    if (err == MF_OK)
+        err = mf_store__schema_known(ctx, cur);
     if (err < 0)
         return err;
-    if (cur > MF_STORE_SCHEMA_LATEST)
-        return mf_fail(ctx, MF_E_STATE, "store schema version %d is newer than this server's %d",
-                       cur, MF_STORE_SCHEMA_LATEST);
     for (int v = cur + 1; v <= a->target && err == MF_OK; v++) {
         struct mf_store_params p;
 

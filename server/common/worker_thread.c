@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Background threads of the server: the delta worker, the check-in stage (worker_thread.h). */
+#include "common/worker_thread.h"
+
+int mf_worker_thread__start(pthread_t *thread, pthread_mutex_t *lock, pthread_cond_t *cond,
+                            void *(*fn)(void *), void *arg, struct mf_ctx *ctx, const char *who)
+{
+    if (pthread_mutex_init(lock, NULL) != 0)
+        return mf_fail(ctx, MF_E_GENERIC, "cannot create %s's lock", who);
+    if (pthread_cond_init(cond, NULL) != 0) {
+        (void)pthread_mutex_destroy(lock);
+        return mf_fail(ctx, MF_E_GENERIC, "cannot create %s's condition", who);
+    }
+    /* Last: once it runs, the thread may take the lock and wait on the condition. */
+    if (pthread_create(thread, NULL, fn, arg) != 0) {
+        (void)pthread_cond_destroy(cond);
+        (void)pthread_mutex_destroy(lock);
+        return mf_fail(ctx, MF_E_GENERIC, "cannot start %s's thread", who);
+    }
+    return MF_OK;
+}
