@@ -4,6 +4,7 @@
  *   mf_agent_main.c   argument parsing, the command table, building the agent
  *   agent_daemon.c    `run`: the step loop, SIGTERM/SIGINT/SIGUSR1, pid file, progress output
  *   agent_commands.c  status, check-now, pin, unpin, rollback, confirm
+ *   agent_record.c    runtime reports (telemetry.state) and `record`
  *   agent_lock.c      the state dir lock (flock on <state>/agent.lock) and the pid file
  *
  * Concurrency: one process at a time changes the state dir. The daemon holds the lock
@@ -34,6 +35,7 @@ struct agent_cli {
     struct mf_agent_config cfg;
     mf_platform_posix posix;
     mf_agent *agent;
+    mf_telemetry *tele; /* NULL with "report_telemetry": false */
     int log_level;
 };
 
@@ -49,6 +51,15 @@ int agent_cmd_pin(struct agent_cli *c);
 int agent_cmd_unpin(struct agent_cli *c);
 int agent_cmd_rollback(struct agent_cli *c);
 int agent_cmd_confirm(struct agent_cli *c);
+int agent_cmd_record(struct agent_cli *c);
+
+/* agent_record.c: the telemetry handle over the state dir's port (none when reports are
+ * off), its load before and save after each step or command (warnings on stderr, never a
+ * failed step), and a health result of a version. */
+int agent_tele_open(struct agent_cli *c, const mf_platform_ops *ops);
+void agent_tele_load(struct agent_cli *c);
+void agent_tele_save(struct agent_cli *c);
+void agent_tele_health(struct agent_cli *c, const char *model, const char *version, int ok);
 
 /* agent_lock.c: -1 with a message on stderr when the lock is not had in `wait_s`. */
 int agent_lock_take(const char *state_dir, long wait_s);

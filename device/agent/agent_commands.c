@@ -52,7 +52,7 @@ int agent_cmd_status(struct agent_cli *c)
 }
 
 /* Runs `fn` on the model named by the first argument, under the lock. */
-static int locked(struct agent_cli *c, int (*fn)(mf_agent *, const struct cli *), const char *done)
+static int locked(struct agent_cli *c, int (*fn)(struct agent_cli *), const char *done)
 {
     int fd = agent_lock_take(c->cfg.state_dir, c->cli.wait_s);
     int err;
@@ -61,7 +61,7 @@ static int locked(struct agent_cli *c, int (*fn)(mf_agent *, const struct cli *)
         return 1;
     err = mf_agent_reload(c->agent);
     if (err >= 0)
-        err = fn(c->agent, &c->cli);
+        err = fn(c);
     agent_lock_drop(fd);
     if (err < 0) {
         (void)fprintf(stderr, "error mf-agent: %s: %s\n", c->cli.command,
@@ -72,24 +72,36 @@ static int locked(struct agent_cli *c, int (*fn)(mf_agent *, const struct cli *)
     return 0;
 }
 
-static int do_pin(mf_agent *a, const struct cli *cli)
+static int do_pin(struct agent_cli *c)
 {
-    return mf_agent_pin(a, cli->arg1, cli->arg2);
+    return mf_agent_pin(c->agent, c->cli.arg1, c->cli.arg2);
 }
 
-static int do_unpin(mf_agent *a, const struct cli *cli)
+static int do_unpin(struct agent_cli *c)
 {
-    return mf_agent_unpin(a, cli->arg1);
+    return mf_agent_unpin(c->agent, c->cli.arg1);
 }
 
-static int do_rollback(mf_agent *a, const struct cli *cli)
+static int do_rollback(struct agent_cli *c)
 {
-    return mf_agent_rollback(a, cli->arg1, cli->arg2);
+    return mf_agent_rollback(c->agent, c->cli.arg1, c->cli.arg2);
 }
 
-static int do_confirm(mf_agent *a, const struct cli *cli)
+/* The confirmation is the health check a manual daemon waited for: reported as passed. */
+static int do_confirm(struct agent_cli *c)
 {
-    return mf_agent_confirm(a, cli->arg1);
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
+    int err = mf_agent_status(&st, c->agent, c->cli.arg1);
+    int was_pending = err == MF_OK && st.pending;
+
+    if (err == MF_OK)
+        err = mf_agent_confirm(c->agent, c->cli.arg1);
+    if (err == MF_OK && was_pending && c->tele) {
+        agent_tele_load(c);
+        agent_tele_health(c, c->cli.arg1, st.version, 1);
+        agent_tele_save(c);
+    }
+    return err;
 }
 
 int agent_cmd_pin(struct agent_cli *c)

@@ -50,6 +50,7 @@ static const struct key_spec keys[] = {
     {"max_recv_bytes_per_s", KEY_INT, offsetof(struct mf_agent_config, max_recv_bytes_per_s), 0, 0,
      RECV_RATE_MAX},
     {"stall_timeout_s", KEY_INT, offsetof(struct mf_agent_config, stall_timeout_s), 0, 1, 3600},
+    {"report_telemetry", KEY_BOOL, offsetof(struct mf_agent_config, report_telemetry), 0, 0, 0},
 };
 
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
@@ -185,6 +186,8 @@ int mf_agent_config__parse(struct mf_agent_config *out, struct mf_ctx *ctx, cons
     out->log_level = MF_LOG_INFO;
     out->max_unconfirmed_starts = 3;
     out->stall_timeout_s = 60;
+    /* On by default: a rollout advances only on devices that report (docs/agent.md). */
+    out->report_telemetry = 1;
     /* The reader's message cites file, line and byte; len is bounded by read_file(). */
     err = mf_json__parse(&doc, ctx, json, len, len, MF_JSON_DEPTH_DEFAULT, file);
     if (err < 0)

@@ -8,7 +8,7 @@
  *    "models": ["detector"], "poll_interval_s": 60, "log_level": "info",
  *    "ca_file": "/etc/ssl/certs/ca.pem", "trust_root_file": "/etc/mf/root.json",
  *    "confirm": "auto", "max_unconfirmed_starts": 3, "metered": false,
- *    "max_recv_bytes_per_s": 0, "stall_timeout_s": 60}
+ *    "max_recv_bytes_per_s": 0, "stall_timeout_s": 60, "report_telemetry": true}
  *
  * trust_root_file is required: the signed root the device is provisioned with (no trust
  * on first use); it is read only until the agent has saved its own trust state.
@@ -38,6 +38,7 @@ struct mf_agent_config {
     int metered;                 /* no delta-to-full fallback */
     long max_recv_bytes_per_s;   /* bandwidth cap, 0 (default): none */
     long stall_timeout_s;        /* 1..3600, default 60 */
+    int report_telemetry;        /* default 1: install, health and recorded runtime figures */
 };
 
 /*

@@ -103,8 +103,10 @@ static int locked_step(struct agent_cli *c)
     if (fd < 0)
         return MF_E_STATE;
     err = mf_agent_reload(c->agent);
+    agent_tele_load(c); /* what `record` and `confirm` added while we slept */
     if (err >= 0)
         err = mf_agent_step(c->agent);
+    agent_tele_save(c);
     agent_lock_drop(fd);
     if (err < 0)
         (void)fprintf(stderr, "error mf-agent: step failed (%s): %s\n", mf_strerror(err),

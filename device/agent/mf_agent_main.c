@@ -8,6 +8,7 @@
  *   mf-agent --config FILE unpin MODEL
  *   mf-agent --config FILE rollback MODEL [REASON]
  *   mf-agent --config FILE confirm MODEL
+ *   mf-agent --config FILE record MODEL latency_us=US[,US...]|memory=BYTES|health=ok|failed
  * Commands come from a static table; each lives in agent_daemon.c or agent_commands.c.
  * Exit codes: 0 success, 1 failure (reason on stderr), 2 usage error.
  */
@@ -33,7 +34,7 @@ static const struct command commands[] = {
     {"run", agent_daemon_run, 0, 0, 0},          {"status", agent_cmd_status, 0, 0, 1},
     {"check-now", agent_cmd_check_now, 0, 0, 1}, {"pin", agent_cmd_pin, 1, 2, 1},
     {"unpin", agent_cmd_unpin, 1, 1, 1},         {"rollback", agent_cmd_rollback, 1, 2, 1},
-    {"confirm", agent_cmd_confirm, 1, 1, 1},
+    {"confirm", agent_cmd_confirm, 1, 1, 1},     {"record", agent_cmd_record, 2, 2, 1},
 };
 
 static int usage(FILE *out)
@@ -46,6 +47,8 @@ static int usage(FILE *out)
                   "       mf-agent --config FILE unpin MODEL\n"
                   "       mf-agent --config FILE rollback MODEL [REASON]\n"
                   "       mf-agent --config FILE confirm MODEL\n"
+                  "       mf-agent --config FILE record MODEL latency_us=US[,US...]\n"
+                  "       mf-agent --config FILE record MODEL memory=BYTES|health=ok|failed\n"
                   "       mf-agent --help\n"
                   "options: --wait SECONDS  how long a command waits for a busy daemon (60)\n");
     return out == stdout ? 0 : 2;
@@ -114,21 +117,26 @@ static int parse_cli(struct cli *cli, const struct command **cmd_out, int argc, 
         return -1;
     }
     if (nargs < (*cmd_out)->min_args) {
-        (void)fprintf(stderr, "mf-agent: %s needs a MODEL\n", cli->command);
+        (void)fprintf(stderr, "mf-agent: %s needs a MODEL%s\n", cli->command,
+                      (*cmd_out)->min_args > 1 ? " and a measurement" : "");
         return -1;
     }
     return 0;
 }
 
-/* The app side of mf-agent: with "confirm": "manual" a new version waits for `confirm`. */
+/* The app side of mf-agent: with "confirm": "manual" a new version waits for `confirm`
+ * (which reports the passed health check); "auto" confirms it and reports that now. */
 static int on_health(void *payload, const char *model, const char *version, const char *path)
 {
-    const struct agent_cli *c = payload;
+    struct agent_cli *c = payload;
 
     if (c->log_level >= MF_LOG_INFO)
         (void)fprintf(stderr, "info  mf-agent: model %s %s ready at %s%s\n", model, version, path,
                       c->cfg.confirm_manual ? " (run `mf-agent confirm` once it is healthy)" : "");
-    return c->cfg.confirm_manual ? MF_AGENT_CONFIRM_LATER : MF_AGENT_HEALTHY;
+    if (c->cfg.confirm_manual)
+        return MF_AGENT_CONFIRM_LATER;
+    agent_tele_health(c, model, version, 1);
+    return MF_AGENT_HEALTHY;
 }
 
 /* Options from the config; on the heap (the struct is large for the stack ceiling). */
@@ -156,6 +164,7 @@ static int fill_options(mf_agent_options *o, struct agent_cli *c, const mf_platf
     o->max_recv_bytes_per_s = c->cfg.max_recv_bytes_per_s;
     o->stall_timeout_s = c->cfg.stall_timeout_s;
     o->control_only = control;
+    o->telemetry = control ? NULL : c->tele; /* commands change the file, not a step */
     agent_daemon_progress(o);
     return err;
 }
@@ -185,6 +194,8 @@ int agent_cli_open(struct agent_cli *c, int control)
         if (err < 0)
             (void)fprintf(stderr, "error mf-agent: cannot open state_dir %s\n", c->cfg.state_dir);
     }
+    if (err >= 0)
+        err = agent_tele_open(c, &ops);
     if (err >= 0)
         err = fill_options(o, c, &ops, root, root_len, token, control);
     if (err >= 0)
@@ -225,7 +236,8 @@ int main(int argc, char **argv)
         rc = 1; /* the reason was logged through the log callback */
     else
         rc = cmd->fn(c);
-    mf_agent_free(c->agent);
+    mf_agent_free(c->agent); /* before the telemetry handle it borrows */
+    mf_telemetry_free(c->tele);
     mf_platform_posix_close(&c->posix);
     mf_agent_config__free(&c->cfg, &ctx);
     mf_free(NULL, c);

@@ -20,6 +20,8 @@ static size_t options_size(unsigned int version)
         return offsetof(mf_agent_options, offloads);
     if (version == 3)
         return offsetof(mf_agent_options, errbuf);
+    if (version == 4)
+        return offsetof(mf_agent_options, poll_interval_s);
     return sizeof(mf_agent_options);
 }
 
@@ -62,6 +64,9 @@ static int check_options(struct mf_ctx *ctx, const mf_agent_options *o)
     if (!o->trust_root || o->trust_root_len == 0)
         return mf_fail(ctx, MF_E_INVALID,
                        "trust_root is not set: devices are provisioned with their first root");
+    if (o->version >= 5 && (o->poll_interval_s < 0 || o->poll_interval_s > 7L * 24 * 3600))
+        return mf_fail(ctx, MF_E_INVALID, "poll_interval_s %ld is not in 0..604800",
+                       o->poll_interval_s);
     if (o->n_models < 1 || o->n_models > MF_AGENT_MAX_MODELS || !o->models)
         return mf_fail(ctx, MF_E_INVALID, "%zu models tracked, expected 1..%d", o->n_models,
                        MF_AGENT_MAX_MODELS);
@@ -192,6 +197,7 @@ static int setup(mf_agent *a, const mf_agent_options *o)
         a->max_patch_window = o->max_patch_window;
         a->control_only = o->control_only;
     }
+    a->own_poll_interval_s = o->version >= 5 ? o->poll_interval_s : 0;
     err = copy_strings(a, o);
     if (err >= 0) {
         hc.ca_file = a->ca_file;

@@ -215,12 +215,44 @@ static int parse_assignment(struct mf_ctx *ctx, struct mf_agent_assignment *as, 
     return err;
 }
 
+/* poll_interval_s (0..7 days), poll_jitter_pct (0..50) and poll_group (a group name), each
+ * optional: an older server sends only the first. */
+static int parse_poll(struct mf_ctx *ctx, struct mf_agent_poll *out, const cJSON *doc)
+{
+    const cJSON *poll = cJSON_GetObjectItemCaseSensitive(doc, "poll_interval_s");
+    const cJSON *jitter = cJSON_GetObjectItemCaseSensitive(doc, "poll_jitter_pct");
+    const cJSON *group = cJSON_GetObjectItemCaseSensitive(doc, "poll_group");
+
+    if (poll && !cJSON_IsNull(poll)) {
+        if (!cJSON_IsNumber(poll) || !(poll->valuedouble >= 0) ||
+            poll->valuedouble > (double)MAX_POLL_INTERVAL_S)
+            return mf_fail(ctx, MF_E_INVALID, "check-in poll_interval_s is not in 0..%ld",
+                           MAX_POLL_INTERVAL_S);
+        out->interval_s = (long)poll->valuedouble;
+    }
+    if (jitter && !cJSON_IsNull(jitter)) {
+        if (!cJSON_IsNumber(jitter) || !(jitter->valuedouble >= 0) ||
+            jitter->valuedouble > MF_AGENT_POLL_JITTER_MAX ||
+            jitter->valuedouble != (double)(long)jitter->valuedouble)
+            return mf_fail(ctx, MF_E_INVALID, "check-in poll_jitter_pct is not an integer in 0..%d",
+                           MF_AGENT_POLL_JITTER_MAX);
+        out->jitter_pct = (long)jitter->valuedouble;
+    }
+    out->by_group = 0;
+    if (group && !cJSON_IsNull(group)) {
+        if (!cJSON_IsString(group) || !mf_agent__name_ok(group->valuestring))
+            return mf_fail(ctx, MF_E_INVALID, "check-in poll_group is not a group name");
+        out->by_group = 1;
+    }
+    return MF_OK;
+}
+
 static int parse_doc(struct mf_ctx *ctx, struct mf_agent_assignment *out, size_t *n_out,
-                     long *poll_interval_out, struct mf_agent_trust_docs *trust, const cJSON *doc,
-                     const char *nonce, const char *const *models, size_t n_models)
+                     struct mf_agent_poll *poll_out, struct mf_agent_trust_docs *trust,
+                     const cJSON *doc, const char *nonce, const char *const *models,
+                     size_t n_models)
 {
     const cJSON *echo = cJSON_GetObjectItemCaseSensitive(doc, "nonce");
-    const cJSON *poll = cJSON_GetObjectItemCaseSensitive(doc, "poll_interval_s");
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "assignments");
     const cJSON *item;
     uint32_t seen = 0;
@@ -232,13 +264,9 @@ static int parse_doc(struct mf_ctx *ctx, struct mf_agent_assignment *out, size_t
     if (!cJSON_IsString(echo) || strlen(echo->valuestring) != strlen(nonce) ||
         !mf_ct_memeq(echo->valuestring, nonce, strlen(nonce)))
         return mf_fail(ctx, MF_E_INVALID, "check-in answer does not echo nonce %s", nonce);
-    if (poll && !cJSON_IsNull(poll)) {
-        if (!cJSON_IsNumber(poll) || !(poll->valuedouble >= 0) ||
-            poll->valuedouble > (double)MAX_POLL_INTERVAL_S)
-            return mf_fail(ctx, MF_E_INVALID, "check-in poll_interval_s is not in 0..%ld",
-                           MAX_POLL_INTERVAL_S);
-        *poll_interval_out = (long)poll->valuedouble;
-    }
+    err = parse_poll(ctx, poll_out, doc);
+    if (err < 0)
+        return err;
     if (!cJSON_IsArray(list))
         return mf_fail(ctx, MF_E_INVALID, "check-in answer has no \"assignments\" array");
     err = parse_trust(ctx, trust, doc);
@@ -272,7 +300,7 @@ static int parse_doc(struct mf_ctx *ctx, struct mf_agent_assignment *out, size_t
 }
 
 int mf_agent__checkin_parse(struct mf_ctx *ctx, struct mf_agent_assignment *out, size_t *n_out,
-                            long *poll_interval_out, struct mf_agent_trust_docs *trust,
+                            struct mf_agent_poll *poll_out, struct mf_agent_trust_docs *trust,
                             struct cJSON **doc_out, const char *json, size_t len, const char *nonce,
                             const char *const *models, size_t n_models)
 {
@@ -290,7 +318,7 @@ int mf_agent__checkin_parse(struct mf_ctx *ctx, struct mf_agent_assignment *out,
         mf_json__parse_object(&doc, ctx, json, len, len, MF_JSON_DEPTH_DEFAULT, "check-in answer");
     if (err < 0)
         return err;
-    err = parse_doc(ctx, out, n_out, poll_interval_out, trust, doc, nonce, models, n_models);
+    err = parse_doc(ctx, out, n_out, poll_out, trust, doc, nonce, models, n_models);
     if (err < 0) {
         cJSON_Delete(doc);
         *n_out = 0;
@@ -317,6 +345,7 @@ int mf_agent__checkin(struct mf_agent *a, size_t *n_out)
     uint8_t raw[NONCE_BYTES];
     char *nonce = a->nonce;
     struct mf_agent_trust_docs *trust;
+    struct mf_agent_poll poll = {0}; /* a field the answer leaves out: none */
     struct mf_http_response resp;
     struct mf_dynbuf body;
     int err;
@@ -342,11 +371,13 @@ int mf_agent__checkin(struct mf_agent *a, size_t *n_out)
     else
         err = mf_agent__post_json(a, &resp, "/v1/checkin", &body, 1, "check-in");
     if (err >= 0)
-        err = mf_agent__checkin_parse(&a->ctx, a->assignments, n_out, &a->poll_interval_s, trust,
+        err = mf_agent__checkin_parse(&a->ctx, a->assignments, n_out, &poll, trust,
                                       &a->checkin_doc, (const char *)resp.body.data, resp.body.len,
                                       nonce, a->model_names, a->n_models);
-    if (err >= 0)
+    if (err >= 0) {
         a->n_assignments = *n_out;
+        a->poll_interval_s = mf_agent__poll_pick(a, &poll);
+    }
     mf_dynbuf__free(&body);
     mf_http__response_free(&resp);
     /* Trust documents first: assignments verify against the keys they bring. */

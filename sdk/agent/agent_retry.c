@@ -4,7 +4,8 @@
  * failure waits a random time in [d/2, d] with d = min(retry_base_ms * 2^(n-1),
  * retry_max_ms) ("equal jitter"), so a fleet that lost its server does not come back in
  * lockstep, and a flaky link is retried soon at first and rarely later. The check-in still
- * runs every step (assignments may change); only the download waits.
+ * runs every step (assignments may change); only the download waits. The poll interval
+ * between check-ins is jittered the same way (mf_agent__poll_pick).
  */
 #include "mf_agent_int.h"
 
@@ -60,4 +61,25 @@ long long mf_agent__retry_next_ms(const struct mf_agent *a)
             best = left;
     }
     return best;
+}
+
+long mf_agent__poll_pick(struct mf_agent *a, const struct mf_agent_poll *p)
+{
+    long base = p->interval_s;
+    uint64_t span;
+    uint32_t r = 0;
+    long moved;
+
+    if (!p->by_group && a->own_poll_interval_s > 0)
+        base = a->own_poll_interval_s;
+    if (base <= 0 || p->jitter_pct <= 0)
+        return base;
+    /* base * pct / 100 at most 7 days * 50 %: no overflow in 64 bits. */
+    span = (uint64_t)base * (uint64_t)p->jitter_pct / 100u;
+    if (span == 0)
+        return base;
+    if (a->plat.random(a->plat.payload, &r, sizeof(r)) < 0)
+        return base; /* no randomness: the interval as set */
+    moved = base - (long)span + (long)(r % (2u * span + 1u));
+    return moved > 0 ? moved : 1;
 }

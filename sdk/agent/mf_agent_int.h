@@ -208,7 +208,8 @@ struct mf_agent {
     char nonce[MF_AGENT_NONCE_LEN + 1]; /* sent with the last check-in */
     mf_trust *trust;
     mf_telemetry *telemetry; /* the app's runtime reports, or NULL */
-    long poll_interval_s;
+    long poll_interval_s;    /* the next wait, jitter applied (mf_agent__poll_pick) */
+    long own_poll_interval_s; /* options' poll_interval_s: 0 = the server's */
     mf_agent_ready_fn ready_fn;
     void *ready_payload;
     mf_agent_health_fn health_fn;
@@ -223,6 +224,20 @@ struct mf_agent {
     int control_only;
     struct agent_counters stats;
 };
+
+/* The check-in answer's poll fields (docs/protocol.md, "Poll interval"). */
+struct mf_agent_poll {
+    long interval_s; /* poll_interval_s: 0 = none sent */
+    long jitter_pct; /* poll_jitter_pct, 0..MF_AGENT_POLL_JITTER_MAX */
+    int by_group;    /* poll_group sent: ops set the interval for the device's group */
+};
+#define MF_AGENT_POLL_JITTER_MAX 50
+
+/* agent_retry.c: the wait until the next check-in from the answer's fields: a group's
+ * interval, else the app's own (options' poll_interval_s), else the server's; then moved
+ * by a random amount within +-jitter_pct % (never below 1 s) so a fleet does not check in
+ * in lockstep. */
+long mf_agent__poll_pick(struct mf_agent *a, const struct mf_agent_poll *p);
 
 /* 1 when `s` matches [A-Za-z0-9._-]{1,64} and is not "." or ".." (names, versions, ids). */
 int mf_agent__name_ok(const char *s);
@@ -277,13 +292,13 @@ int mf_agent__checkin(struct mf_agent *a, size_t *n_out);
 /* Releases the last answer and the verified assignments that borrow from it. */
 void mf_agent__checkin_drop(struct mf_agent *a);
 /*
- * Parses a check-in answer into `out` (room for n_models entries, one per tracked model)
- * and `trust`; assignments for models not in `models` are skipped. Strings in `out` and
+ * Parses a check-in answer into `out` (room for n_models entries, one per tracked model),
+ * `poll_out` (fields the answer leaves out keep their value) and `trust`; assignments for models not in `models` are skipped. Strings in `out` and
  * `trust` borrow from `*doc_out`, which the caller releases with cJSON_Delete() (NULL on
  * failure). MF_E_INVALID for malformed JSON, a wrong nonce or bad fields.
  */
 int mf_agent__checkin_parse(struct mf_ctx *ctx, struct mf_agent_assignment *out, size_t *n_out,
-                            long *poll_interval_out, struct mf_agent_trust_docs *trust,
+                            struct mf_agent_poll *poll_out, struct mf_agent_trust_docs *trust,
                             struct cJSON **doc_out, const char *json, size_t len, const char *nonce,
                             const char *const *models, size_t n_models);
 

@@ -48,7 +48,7 @@ MF_BEGIN_DECLS
  *  Version 1 ends at `trust_root_len`; version 2 adds health, pins, resume and deltas;
  *  version 3 offload and telemetry handles; version 4 the error buffer of mf_agent_new() and
  *  offload handles the agent owns. */
-#define MF_AGENT_OPTIONS_VERSION 4
+#define MF_AGENT_OPTIONS_VERSION 5
 /** Longest model name, version string or device id, in bytes. */
 #define MF_AGENT_NAME_MAX 64
 /** Most models one agent tracks. */
@@ -174,6 +174,14 @@ typedef struct mf_agent_options {
      * NOT have both an entry here and one in `offloads`. Read during mf_agent_new() only.
      */
     const mf_offload_options *const *offload_options;
+    /* ---- version 5 ---- */
+    /**
+     * The device's own check-in interval in seconds (0..604800; 0: none), which
+     * mf_agent_poll_interval_s() returns instead of the server's fleet default. An interval
+     * ops set for one of the device's groups (`mfctl groups set-poll`) wins over it, and the
+     * server's jitter applies to either (docs/agent.md, "Poll interval").
+     */
+    long poll_interval_s;
 } mf_agent_options;
 
 /** A size of mf_agent_options.errbuf that holds every message untruncated. */
@@ -317,9 +325,11 @@ MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_status(mf_agent_model_status *statu
                                                     const mf_agent *agent, const char *model);
 
 /**
- * @brief Seconds until the agent wants its next step: the server's poll interval, or less
- * when a failed download's backoff ends earlier.
- * @return seconds, or 0 when no check-in has answered yet.
+ * @brief Seconds until the agent wants its next step: the poll interval of the last check-in
+ * (a group's interval set by ops, else the options' poll_interval_s, else the server's
+ * default), moved at random within the server's jitter, drawn anew at each check-in; or
+ * less when a failed download's backoff ends earlier.
+ * @return seconds, or 0 when no check-in has answered yet (or none sent one).
  */
 MF_EXTERN long mf_agent_poll_interval_s(const mf_agent *agent);
 

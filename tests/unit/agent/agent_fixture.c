@@ -137,7 +137,12 @@ static void handle_checkin(struct fake_server *s, struct mf_kit_http_conn *c, co
     out = cJSON_CreateObject();
     cJSON_AddStringToObject(out, "nonce",
                             s->checkin_mode == CHECKIN_BAD_NONCE ? "00" : nonce->valuestring);
-    cJSON_AddNumberToObject(out, "poll_interval_s", 5);
+    cJSON_AddNumberToObject(out, "poll_interval_s",
+                            s->poll_interval_s ? (double)s->poll_interval_s : 5.0);
+    if (s->poll_jitter_pct)
+        cJSON_AddNumberToObject(out, "poll_jitter_pct", s->poll_jitter_pct);
+    if (s->poll_group)
+        cJSON_AddStringToObject(out, "poll_group", s->poll_group);
     if (cJSON_GetNumberValue(kv) != (double)s->keys_version ||
         (s->root_env && cJSON_GetNumberValue(rv) < (double)s->root_version)) {
         cJSON *trust = cJSON_AddObjectToObject(out, "trust");

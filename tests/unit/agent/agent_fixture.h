@@ -56,6 +56,9 @@ struct fake_server {
     enum blob_mode blob_mode;
     enum checkin_mode checkin_mode;
     const char *offload_policy; /* policy object answered for "detector", or NULL */
+    long poll_interval_s;       /* answered; 0: 5 */
+    int poll_jitter_pct;        /* answered when not 0 */
+    const char *poll_group;     /* answered as poll_group when not NULL */
     /* the signed documents */
     uint8_t *keys_env;
     size_t keys_len;

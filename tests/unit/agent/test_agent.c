@@ -875,6 +875,55 @@ static void test_agent__install_heap_is_bounded(void **state)
     "\"model\":\"detector\",\"version\":\"v2\",\"sha256\":\"" SHA "\",\"size\":" size              \
     ",\"blob\":\"" blob "\"" ENVS
 
+/* Steps `agent` `n` times; every wait lies in [lo, hi]; returns how many distinct waits. */
+static int poll_waits_in(mf_agent *agent, int n, long lo, long hi)
+{
+    long first = -1;
+    int distinct = 1;
+
+    for (int i = 0; i < n; i++) {
+        long p;
+
+        step_expect(agent, MF_OK);
+        p = mf_agent_poll_interval_s(agent);
+        assert_in_range(p, lo, hi);
+        if (first < 0)
+            first = p;
+        else if (p != first)
+            distinct = 2;
+    }
+    return distinct;
+}
+
+/* The wait between check-ins (docs/agent.md, "Poll interval"): the server's default moved
+ * by its jitter, drawn anew at each check-in; the device's own interval over the server's
+ * default; a group's interval (poll_group) over the device's own. */
+static void test_agent__poll_interval_precedence_and_jitter(void **state)
+{
+    struct fixture *fx = *state;
+    mf_agent *agent = NULL;
+
+    fx->srv.poll_interval_s = 100;
+    fx->srv.poll_jitter_pct = 20;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    /* 30 draws from 41 values all alike: a chance of 41^-29. */
+    assert_int_equal(poll_waits_in(agent, 30, 80, 120), 2);
+    mf_agent_free(agent);
+
+    fx->opts.poll_interval_s = 30;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    assert_int_equal(poll_waits_in(agent, 20, 24, 36), 2);
+    fx->srv.poll_group = "lab";
+    (void)poll_waits_in(agent, 5, 80, 120);
+    fx->srv.poll_jitter_pct = 0; /* an older server: no jitter */
+    assert_int_equal(poll_waits_in(agent, 3, 100, 100), 1);
+    mf_agent_free(agent);
+
+    fx->opts.poll_interval_s = -1;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_E_INVALID);
+    assert_null(agent);
+}
+
 static void test_agent__checkin_parser_rejects_bad_answers(void **state)
 {
     static const char *const models[] = {"detector", "classifier"};
@@ -890,6 +939,20 @@ static void test_agent__checkin_parser_rejects_bad_answers(void **state)
         {"{\"nonce\":\"" NONCE "\"}", MF_E_INVALID, "\"assignments\""},
         {"{\"nonce\":\"" NONCE "\",\"poll_interval_s\":-1,\"assignments\":[]}", MF_E_INVALID,
          "poll_interval_s"},
+        /* The group poll fields (docs/protocol.md, "Poll interval"). */
+        {"{\"nonce\":\"" NONCE "\",\"poll_interval_s\":30,\"poll_jitter_pct\":50,"
+         "\"poll_group\":\"lab\",\"assignments\":[]}",
+         MF_OK, ""},
+        {"{\"nonce\":\"" NONCE "\",\"poll_jitter_pct\":51,\"assignments\":[]}", MF_E_INVALID,
+         "poll_jitter_pct is not an integer in 0..50"},
+        {"{\"nonce\":\"" NONCE "\",\"poll_jitter_pct\":2.5,\"assignments\":[]}", MF_E_INVALID,
+         "poll_jitter_pct"},
+        {"{\"nonce\":\"" NONCE "\",\"poll_jitter_pct\":\"10\",\"assignments\":[]}",
+         MF_E_INVALID, "poll_jitter_pct"},
+        {"{\"nonce\":\"" NONCE "\",\"poll_group\":7,\"assignments\":[]}", MF_E_INVALID,
+         "poll_group is not a group name"},
+        {"{\"nonce\":\"" NONCE "\",\"poll_group\":\"a/b\",\"assignments\":[]}", MF_E_INVALID,
+         "poll_group"},
         {ASSIGN(GOOD_FIELDS("-1", "/b")), MF_E_INVALID, "assignment.size"},
         {ASSIGN(GOOD_FIELDS("1.5", "/b")), MF_E_INVALID, "assignment.size"},
         {ASSIGN(GOOD_FIELDS("\"5\"", "/b")), MF_E_INVALID, "assignment.size"},
@@ -938,7 +1001,7 @@ static void test_agent__checkin_parser_rejects_bad_answers(void **state)
         struct cJSON *doc = NULL;
         struct mf_ctx ctx;
         size_t n = 7;
-        long poll = 0;
+        struct mf_agent_poll poll = {0};
         int err;
 
         mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
@@ -1157,6 +1220,7 @@ int main(void)
         T(test_agent__trust_root_is_required_and_state_persists),
         T(test_agent__status_writes_only_the_callers_version),
         T(test_agent__new_failure_fills_the_error_buffer),
+        T(test_agent__poll_interval_precedence_and_jitter),
         cmocka_unit_test(test_agent__checkin_parser_rejects_bad_answers),
         cmocka_unit_test(test_agent__state_parser_round_trip_and_rejects),
     };

@@ -15,7 +15,8 @@
     "  \"models\": [\"detector\", \"classifier\"],\n  \"poll_interval_s\": 30,\n"                  \
     "  \"log_level\": \"debug\",\n  \"trust_root_file\": \"/etc/mf/root.json\",\n"                 \
     "  \"confirm\": \"manual\", \"max_unconfirmed_starts\": 5, \"metered\": true,\n"               \
-    "  \"max_recv_bytes_per_s\": 1048576, \"stall_timeout_s\": 20\n}\n"
+    "  \"max_recv_bytes_per_s\": 1048576, \"stall_timeout_s\": 20,\n"                           \
+    "  \"report_telemetry\": false\n}\n"
 
 static void test_agent_config__parses_every_key(void **state)
 {
@@ -40,6 +41,7 @@ static void test_agent_config__parses_every_key(void **state)
     assert_true(c.metered);
     assert_int_equal(c.max_recv_bytes_per_s, 1048576);
     assert_int_equal(c.stall_timeout_s, 20);
+    assert_false(c.report_telemetry);
     mf_agent_config__free(&c, &ctx);
 }
 
@@ -61,6 +63,7 @@ static void test_agent_config__defaults(void **state)
     assert_false(c.metered);
     assert_int_equal(c.max_recv_bytes_per_s, 0);
     assert_int_equal(c.stall_timeout_s, 60);
+    assert_true(c.report_telemetry); /* plain agents report, so rollouts can advance */
     mf_agent_config__free(&c, &ctx);
 }
 
@@ -87,6 +90,7 @@ static void test_agent_config__errors_cite_file_and_key(void **state)
         {"{\"log_level\":\"loud\"}", "key \"log_level\""},
         {"{\"confirm\":\"sometimes\"}", "key \"confirm\": expected \"auto\" or \"manual\""},
         {"{\"metered\":1}", "key \"metered\": expected true or false"},
+        {"{\"report_telemetry\":\"yes\"}", "key \"report_telemetry\": expected true or false"},
         {"{\"max_unconfirmed_starts\":0}",
          "key \"max_unconfirmed_starts\": expected an integer in 1..1000"},
         {"{\"max_recv_bytes_per_s\":-1}", "key \"max_recv_bytes_per_s\""},
