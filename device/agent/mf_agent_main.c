@@ -163,6 +163,8 @@ static int fill_options(mf_agent_options *o, struct agent_cli *c, const mf_platf
     o->metered = c->cfg.metered;
     o->max_recv_bytes_per_s = c->cfg.max_recv_bytes_per_s;
     o->stall_timeout_s = c->cfg.stall_timeout_s;
+    /* The config's interval over the server's default; a group's setting wins over both. */
+    o->poll_interval_s = c->cfg.poll_interval_s;
     o->control_only = control;
     o->telemetry = control ? NULL : c->tele; /* commands change the file, not a step */
     agent_daemon_progress(o);

@@ -186,6 +186,25 @@ struct mf_store_director_ops {
      * that channel's version. MF_E_NOTFOUND for an unknown device. */
     int (*directives_get)(struct mf_store_directives *out, struct mf_store *s, struct mf_ctx *ctx,
                           const char *device_id, const char *model);
+
+    /* Group settings (migration 9, struct mf_store_group_settings). poll_set: sets the
+     * group's poll interval and jitter (interval_s 0 clears them); window_set: its install
+     * window (start_min -1 clears it); each keeps the other setting. Setting needs a group
+     * with a member (MF_E_NOTFOUND "unknown group" otherwise); clearing one that is not set
+     * is MF_E_NOTFOUND. A group left with no setting loses its row. */
+    int (*group_poll_set)(struct mf_store *s, struct mf_ctx *ctx, const char *group,
+                          int64_t interval_s, int64_t jitter_pct, int64_t now);
+    int (*group_window_set)(struct mf_store *s, struct mf_ctx *ctx, const char *group,
+                            int64_t start_min, int64_t end_min, int64_t utc_offset_min,
+                            int64_t now);
+    /* Every group's settings, by group name. */
+    int (*group_settings_list)(struct mf_store *s, struct mf_ctx *ctx,
+                               mf_store_group_settings_fn fn, void *payload);
+    /* The settings that apply to `device_id`, each from its first group (by name) that has
+     * it: `out->group` names the poll interval's group ("" when none sets one), unset ones
+     * read 0 / -1. An unknown device or one in no such group gets nothing set. */
+    int (*device_settings_get)(struct mf_store_group_settings *out, struct mf_store *s,
+                               struct mf_ctx *ctx, const char *device_id);
 };
 
 /* Background work claimed across nodes (jobs table). */

@@ -2,7 +2,8 @@
 /*
  * The director domain of the store, both backends (struct mf_store_director_ops, semantics
  * in store.h): what ops give the director: device groups and channels, and the directives
- * (device, group and channel pins, fleet rollbacks) a check-in reads for each model.
+ * (device, group and channel pins, fleet rollbacks) a check-in reads for each model, and the
+ * groups' settings (poll interval, install window) a check-in answers with.
  */
 #include "store/store_engine.h"
 
@@ -198,6 +199,158 @@ static int director_directives_get(struct mf_store_directives *out, struct mf_st
     return mf_store__directives_read(out, s, NULL, ctx, device_id, model);
 }
 
+/* ---- Group settings (migration 9) ---- */
+
+#define SETTINGS_COLUMNS                                                                           \
+    "s.grp, s.poll_interval_s, s.poll_jitter_pct, s.window_start_min, s.window_end_min,"          \
+    " s.window_utc_offset_min, s.updated_at"
+#define SETTINGS_LIST(C) "SELECT " SETTINGS_COLUMNS " FROM group_settings s ORDER BY s.grp" C
+#define DEVICE_SETTINGS(C)                                                                         \
+    "SELECT " SETTINGS_COLUMNS " FROM group_settings s JOIN device_groups g ON g.grp = s.grp"     \
+    " JOIN devices d ON d.id = g.device_id WHERE d.device_id = ? ORDER BY s.grp" C
+
+static const struct mf_sql sql_group_has_member =
+    MF_SQL("SELECT 1 FROM device_groups WHERE grp = ? LIMIT 1", "group lookup");
+static const struct mf_sql sql_group_poll_is_set = MF_SQL(
+    "SELECT 1 FROM group_settings WHERE grp = ? AND poll_interval_s IS NOT NULL", "group lookup");
+static const struct mf_sql sql_group_window_is_set = MF_SQL(
+    "SELECT 1 FROM group_settings WHERE grp = ? AND window_start_min IS NOT NULL", "group lookup");
+/* NULLIF turns the "clear" value into NULL, so one statement sets and clears. */
+static const struct mf_sql sql_group_poll_put =
+    MF_SQL("INSERT INTO group_settings(grp, poll_interval_s, poll_jitter_pct, updated_at)"
+           " VALUES(?, NULLIF(?, 0), ?, ?) ON CONFLICT(grp) DO UPDATE SET"
+           " poll_interval_s = excluded.poll_interval_s,"
+           " poll_jitter_pct = excluded.poll_jitter_pct, updated_at = excluded.updated_at",
+           "setting a group's poll interval");
+static const struct mf_sql sql_group_window_put = MF_SQL(
+    "INSERT INTO group_settings(grp, window_start_min, window_end_min, window_utc_offset_min,"
+    " updated_at) VALUES(?, NULLIF(?, -1), ?, ?, ?) ON CONFLICT(grp) DO UPDATE SET"
+    " window_start_min = excluded.window_start_min, window_end_min = excluded.window_end_min,"
+    " window_utc_offset_min = excluded.window_utc_offset_min, updated_at = excluded.updated_at",
+    "setting a group's install window");
+static const struct mf_sql sql_group_settings_prune =
+    MF_SQL("DELETE FROM group_settings WHERE grp = ? AND poll_interval_s IS NULL"
+           " AND window_start_min IS NULL",
+           "dropping empty group settings");
+static const struct mf_sql sql_group_settings_list =
+    MF_SQL_ORDERED(SETTINGS_LIST, "listing group settings");
+static const struct mf_sql sql_device_settings =
+    MF_SQL_PAIR(DEVICE_SETTINGS(""), DEVICE_SETTINGS(MF_SQL_C), "reading a device's settings");
+
+struct group_setting_args {
+    const char *group;
+    const struct mf_sql *is_set, *put; /* the poll or the window statements */
+    int clear;
+    const char *what; /* "poll interval", "install window" */
+    int64_t v[3], now;
+};
+
+static int group_setting_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
+                            void *arg)
+{
+    const struct group_setting_args *a = arg;
+    int found = 0;
+    int err = mf_store__first(&found, s, tx, ctx, a->clear ? a->is_set : &sql_group_has_member,
+                              NULL, NULL, "t", a->group);
+
+    if (err == MF_OK && !found && a->clear)
+        return mf_fail(ctx, MF_E_NOTFOUND, "group '%s' has no %s set", a->group, a->what);
+    if (err == MF_OK && !found)
+        return mf_fail(ctx, MF_E_NOTFOUND, "unknown group '%s' (no device in it)", a->group);
+    if (err == MF_OK && a->put == &sql_group_poll_put)
+        err = mf_store__run(NULL, s, tx, ctx, a->put, NULL, NULL, "tiii", a->group, a->v[0],
+                            a->v[1], a->now);
+    else if (err == MF_OK)
+        err = mf_store__run(NULL, s, tx, ctx, a->put, NULL, NULL, "tiiii", a->group, a->v[0],
+                            a->v[1], a->v[2], a->now);
+    if (err == MF_OK && a->clear)
+        err = mf_store__run(NULL, s, tx, ctx, &sql_group_settings_prune, NULL, NULL, "t",
+                            a->group);
+    return err;
+}
+
+static int director_group_poll_set(struct mf_store *s, struct mf_ctx *ctx, const char *group,
+                                   int64_t interval_s, int64_t jitter_pct, int64_t now)
+{
+    struct group_setting_args a = {group,           &sql_group_poll_is_set,
+                                   &sql_group_poll_put, interval_s == 0,
+                                   "poll interval", {interval_s, jitter_pct, 0},
+                                   now};
+
+    return mf_store__in_tx(s, ctx, group_setting_tx, &a);
+}
+
+static int director_group_window_set(struct mf_store *s, struct mf_ctx *ctx, const char *group,
+                                     int64_t start_min, int64_t end_min, int64_t utc_offset_min,
+                                     int64_t now)
+{
+    struct group_setting_args a = {group,
+                                   &sql_group_window_is_set,
+                                   &sql_group_window_put,
+                                   start_min < 0,
+                                   "install window",
+                                   {start_min < 0 ? -1 : start_min, end_min, utc_offset_min},
+                                   now};
+
+    return mf_store__in_tx(s, ctx, group_setting_tx, &a);
+}
+
+/* A row of SETTINGS_COLUMNS; a NULL window start reads -1 (0 is midnight). */
+static void settings_row(struct mf_store_group_settings *out, const struct mf_store_cursor *row)
+{
+    mf_store__cols(row, 0, "tiiiiii", MF_STORE_TEXT(out->group), &out->poll_interval_s,
+                   &out->poll_jitter_pct, &out->window_start_min, &out->window_end_min,
+                   &out->window_utc_offset_min, &out->updated_at);
+    if (row->ops->null(row, 3))
+        out->window_start_min = -1;
+}
+
+static int visit_settings(void *payload, const struct mf_store_cursor *row)
+{
+    const struct mf_store_visit *w = payload;
+    struct mf_store_group_settings g;
+
+    settings_row(&g, row);
+    return ((mf_store_group_settings_fn)w->fn)(w->payload, &g);
+}
+
+static int director_group_settings_list(struct mf_store *s, struct mf_ctx *ctx,
+                                        mf_store_group_settings_fn fn, void *payload)
+{
+    return mf_store__list(s, ctx, &sql_group_settings_list, visit_settings, (void (*)(void))fn,
+                          payload, "");
+}
+
+/* The first group (rows by name) with each setting gives that setting. */
+static int take_settings(void *payload, const struct mf_store_cursor *row)
+{
+    struct mf_store_group_settings *out = payload, g;
+
+    settings_row(&g, row);
+    if (!out->group[0] && g.poll_interval_s > 0) {
+        (void)snprintf(out->group, sizeof(out->group), "%s", g.group);
+        out->poll_interval_s = g.poll_interval_s;
+        out->poll_jitter_pct = g.poll_jitter_pct;
+    }
+    if (out->window_start_min < 0 && g.window_start_min >= 0) {
+        out->window_start_min = g.window_start_min;
+        out->window_end_min = g.window_end_min;
+        out->window_utc_offset_min = g.window_utc_offset_min;
+    }
+    if (g.updated_at > out->updated_at)
+        out->updated_at = g.updated_at;
+    return MF_OK;
+}
+
+static int director_device_settings_get(struct mf_store_group_settings *out, struct mf_store *s,
+                                        struct mf_ctx *ctx, const char *device_id)
+{
+    memset(out, 0, sizeof(*out));
+    out->window_start_min = -1;
+    return mf_store__run(NULL, s, NULL, ctx, &sql_device_settings, take_settings, out, "t",
+                         device_id);
+}
+
 /* clang-format off */
 const struct mf_store_director_ops mf_store__director_ops = {
     .device_groups_set = director_device_groups_set,
@@ -205,5 +358,8 @@ const struct mf_store_director_ops mf_store__director_ops = {
     .device_groups_get = director_device_groups_get, .pin_set = director_pin_set,
     .pin_clear = director_pin_clear, .pins_list = director_pins_list,
     .directives_get = director_directives_get,
+    .group_poll_set = director_group_poll_set, .group_window_set = director_group_window_set,
+    .group_settings_list = director_group_settings_list,
+    .device_settings_get = director_device_settings_get,
 };
 /* clang-format on */

@@ -273,10 +273,24 @@ const struct mf_store_migration mf_store__schema_table = {
 /* 8: pins (device, group and channel pins, fleet rollbacks) raise the generation too, so a
  * node knows which models have none and a check-in skips their directive reads. */
 #define MIGRATION_8(T) T(GEN)(pins)
+
+/* 9: what ops set per device group for its devices' check-ins: the poll interval with its
+ * jitter, and the install window (NULL: not set). Check-ins cache whether any group has a
+ * setting, so its changes raise the generation. */
+#define MIGRATION_9(T) \
+    "CREATE TABLE group_settings (" \
+    "  grp TEXT PRIMARY KEY," \
+    "  poll_interval_s " T(INT) "," \
+    "  poll_jitter_pct " T(INT) "," \
+    "  window_start_min " T(INT) "," \
+    "  window_end_min " T(INT) "," \
+    "  window_utc_offset_min " T(INT) "," \
+    "  updated_at " T(INT) " NOT NULL);" \
+    T(GEN)(group_settings)
 /* clang-format on */
 
 const struct mf_store_migration mf_store__migrations[] = {
     {.n = 1, BOTH(MIGRATION_1)}, {.n = 2, BOTH(MIGRATION_2)}, {.n = 3, BOTH(MIGRATION_3)},
     {.n = 4, BOTH(MIGRATION_4)}, {.n = 5, BOTH(MIGRATION_5)}, {.n = 6, BOTH(MIGRATION_6)},
-    {.n = 7, BOTH(MIGRATION_7)}, {.n = 8, BOTH(MIGRATION_8)},
+    {.n = 7, BOTH(MIGRATION_7)}, {.n = 8, BOTH(MIGRATION_8)}, {.n = 9, BOTH(MIGRATION_9)},
 };

@@ -105,6 +105,19 @@ struct mf_store_directives {
     char channel_version[MF_STORE_NAME_SIZE];
 };
 
+/* What ops set per device group for its devices' check-ins (migration 9; docs/agent.md,
+ * "Poll interval" and "Install window"). A device takes each setting from its first group
+ * (by name) that has it. */
+struct mf_store_group_settings {
+    char group[MF_STORE_NAME_SIZE];
+    int64_t poll_interval_s; /* 0: not set */
+    int64_t poll_jitter_pct;
+    int64_t window_start_min; /* install window [start, end) in minutes of the day ... */
+    int64_t window_end_min;   /* ... (end < start: it spans midnight); -1: not set */
+    int64_t window_utc_offset_min; /* the day's clock: UTC + this many minutes */
+    int64_t updated_at;
+};
+
 /* Admin token roles (docs/operations.md, "Tokens and roles"); a bit set in the router. */
 enum mf_store_role { MF_ROLE_OPS = 1, MF_ROLE_DATA = 2, MF_ROLE_ADMIN = 4 };
 
@@ -157,6 +170,7 @@ typedef int (*mf_store_device_fn)(void *payload, const struct mf_store_device *d
 typedef int (*mf_store_status_fn)(void *payload, const struct mf_store_status *st);
 typedef int (*mf_store_envelope_fn)(void *payload, uint64_t version, const void *env, size_t len);
 typedef int (*mf_store_pin_fn)(void *payload, const struct mf_store_pin *p);
+typedef int (*mf_store_group_settings_fn)(void *payload, const struct mf_store_group_settings *g);
 typedef int (*mf_store_token_fn)(void *payload, const struct mf_store_token *t);
 /* A (device id, group) membership, or a distinct sha256 in fleet_sha256s (device_id ""). */
 typedef int (*mf_store_pair_fn)(void *payload, const char *a, const char *b);

@@ -316,6 +316,7 @@ static void new_rollout(struct mf_store_rollout *r)
 }
 
 static const uint8_t dev1_hash[MF_SHA256_LEN] = {9};
+static const uint8_t dev2_hash[MF_SHA256_LEN] = {8};
 
 /* checkin_begin with no model and no numbers: the generation alone. */
 static uint64_t generation(struct store_fixture *f, struct mf_store *s)
@@ -382,7 +383,84 @@ static void test_server_store__generation_follows_cached_tables(void **state)
     (void)snprintf(pin.version, sizeof(pin.version), "v2");
     EXPECT_RISE(s->ops->director->pin_set(s, &f->ctx, &pin));
     EXPECT_RISE(s->ops->director->pin_clear(s, &f->ctx, pin.scope, pin.target, pin.model));
+    /* Group settings (migration 9): the check-in cache knows whether any group has one. */
+    EXPECT_RISE(s->ops->director->group_poll_set(s, &f->ctx, "lab", 300, 10, 7));
+    EXPECT_RISE(s->ops->director->group_poll_set(s, &f->ctx, "lab", 0, 0, 8));
 #undef EXPECT_RISE
+}
+
+static int collect_settings(void *payload, const struct mf_store_group_settings *g)
+{
+    struct mf_store_group_settings *out = payload;
+
+    while (out->group[0])
+        out++;
+    *out = *g;
+    return MF_OK;
+}
+
+/* Group settings: set, kept apart (poll and window), read per device from its first group
+ * by name that has each, cleared, refused for a group with no member; both backends. */
+static void test_server_store__group_settings(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    const struct mf_store_director_ops *d = s->ops->director;
+    const char *both[] = {"a-lab", "b-field"}, *field[] = {"b-field"};
+    struct mf_store_group_settings got, list[4];
+
+    assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, "dev-1", dev1_hash, 1), MF_OK);
+    assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, "dev-2", dev2_hash, 1), MF_OK);
+    assert_int_equal(d->device_groups_set(s, &f->ctx, "dev-1", both, 2), MF_OK);
+    assert_int_equal(d->device_groups_set(s, &f->ctx, "dev-2", field, 1), MF_OK);
+    assert_int_equal(d->group_poll_set(s, &f->ctx, "nobody", 60, 0, 5), MF_E_NOTFOUND);
+    assert_non_null(strstr(f->ctx.errmsg, "unknown group 'nobody'"));
+    assert_int_equal(d->group_poll_set(s, &f->ctx, "a-lab", 0, 0, 5), MF_E_NOTFOUND);
+    assert_non_null(strstr(f->ctx.errmsg, "group 'a-lab' has no poll interval set"));
+    assert_int_equal(d->device_settings_get(&got, s, &f->ctx, "dev-1"), MF_OK);
+    assert_string_equal(got.group, "");
+    assert_int_equal(got.window_start_min, -1);
+
+    assert_int_equal(d->group_poll_set(s, &f->ctx, "b-field", 900, 20, 5), MF_OK);
+    assert_int_equal(d->group_window_set(s, &f->ctx, "b-field", 120, 300, 60, 6), MF_OK);
+    assert_int_equal(d->group_poll_set(s, &f->ctx, "a-lab", 30, 0, 7), MF_OK);
+    /* dev-1: poll from a-lab (first by name), window from b-field (the only one with it). */
+    assert_int_equal(d->device_settings_get(&got, s, &f->ctx, "dev-1"), MF_OK);
+    assert_string_equal(got.group, "a-lab");
+    assert_int_equal(got.poll_interval_s, 30);
+    assert_int_equal(got.poll_jitter_pct, 0);
+    assert_int_equal(got.window_start_min, 120);
+    assert_int_equal(got.window_end_min, 300);
+    assert_int_equal(got.window_utc_offset_min, 60);
+    assert_int_equal(d->device_settings_get(&got, s, &f->ctx, "dev-2"), MF_OK);
+    assert_string_equal(got.group, "b-field");
+    assert_int_equal(got.poll_interval_s, 900);
+    assert_int_equal(got.poll_jitter_pct, 20);
+    assert_int_equal(d->device_settings_get(&got, s, &f->ctx, "ghost"), MF_OK);
+    assert_string_equal(got.group, "");
+
+    memset(list, 0, sizeof(list));
+    assert_int_equal(d->group_settings_list(s, &f->ctx, collect_settings, list), MF_OK);
+    assert_string_equal(list[0].group, "a-lab");
+    assert_int_equal(list[0].window_start_min, -1);
+    assert_string_equal(list[1].group, "b-field");
+    assert_int_equal(list[1].poll_interval_s, 900);
+    assert_int_equal(list[1].window_end_min, 300);
+    assert_int_equal(list[1].updated_at, 6);
+    assert_string_equal(list[2].group, "");
+
+    /* Clearing the poll interval keeps the window; clearing both drops the row. */
+    assert_int_equal(d->group_poll_set(s, &f->ctx, "b-field", 0, 0, 8), MF_OK);
+    assert_int_equal(d->device_settings_get(&got, s, &f->ctx, "dev-2"), MF_OK);
+    assert_string_equal(got.group, "");
+    assert_int_equal(got.window_start_min, 120);
+    assert_int_equal(d->group_window_set(s, &f->ctx, "b-field", -1, 0, 0, 9), MF_OK);
+    assert_int_equal(d->group_window_set(s, &f->ctx, "b-field", -1, 0, 0, 9), MF_E_NOTFOUND);
+    assert_non_null(strstr(f->ctx.errmsg, "group 'b-field' has no install window set"));
+    memset(list, 0, sizeof(list));
+    assert_int_equal(d->group_settings_list(s, &f->ctx, collect_settings, list), MF_OK);
+    assert_string_equal(list[0].group, "a-lab");
+    assert_string_equal(list[1].group, "");
 }
 
 /* checkin_begin is device_touch + device_reserve_sequence + directives_get of each model in
@@ -733,6 +811,8 @@ int main(void)
                                         store_setup, store_teardown),
         cmocka_unit_test_setup_teardown(test_server_store__generation_follows_cached_tables,
                                         store_setup, store_teardown),
+        cmocka_unit_test_setup_teardown(test_server_store__group_settings, store_setup,
+                                        store_teardown),
         cmocka_unit_test_setup_teardown(test_server_store__checkin_begin, store_setup,
                                         store_teardown),
         cmocka_unit_test_setup_teardown(test_server_store__checkin_begin_pin_hint, store_setup,
