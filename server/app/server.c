@@ -446,6 +446,7 @@ int mf_server__start(struct mf_server **out, struct mf_ctx *ctx, const struct mf
     s->alloc = ctx->alloc;
     s->env.max_upload = o->max_upload;
     s->env.poll_interval_s = 60;
+    s->env.poll_jitter_pct = 10; /* a fleet restarted together spreads out within minutes */
     s->env.log_fn = o->log_fn;
     s->env.log_payload = o->log_payload;
     mf_dynbuf__init(&s->tls_cert, &s->alloc, 1);

@@ -495,6 +495,31 @@ static int fill_pinned(struct mf_dynbuf *val, const struct mf_ccache_view *v, co
     return err == MF_OK ? append_struct(val, v->ctx, &w.pinned, sizeof(w.pinned)) : err;
 }
 
+static int any_settings(void *payload, const struct mf_store_group_settings *g)
+{
+    (void)g;
+    *(unsigned char *)payload = 1;
+    return MF_OK;
+}
+
+static int fill_settings_any(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
+{
+    unsigned char any = 0;
+    int err = v->s->ops->director->group_settings_list(v->s, v->ctx, any_settings, &any);
+
+    (void)arg;
+    return err == MF_OK ? append_struct(val, v->ctx, &any, sizeof(any)) : err;
+}
+
+int mf_ccache__group_settings_any(int *any_out, const struct mf_ccache_view *v)
+{
+    unsigned char any = 1;
+    int err = cached_struct(&any, sizeof(any), v, "group-settings", fill_settings_any, NULL);
+
+    *any_out = any != 0;
+    return err;
+}
+
 static void pinned_key(char key[CCACHE_KEY_MAX], const char *model)
 {
     (void)snprintf(key, CCACHE_KEY_MAX, "pinned\x1f%s", model);

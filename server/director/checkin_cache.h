@@ -59,6 +59,9 @@ int mf_ccache__rollout_newest(struct mf_store_rollout *out, const struct mf_ccac
 /* Whether `model` has a pin of any scope (device, group, channel, fleet rollback) at the
  * view's generation, into *pinned_out (0 or 1). */
 int mf_ccache__pinned(int *pinned_out, const struct mf_ccache_view *v, const char *model);
+/* Whether any group has a setting (group_settings, migration 9) at the view's generation, into
+ * *any_out (0 or 1): when none has, a check-in skips reading its device's. */
+int mf_ccache__group_settings_any(int *any_out, const struct mf_ccache_view *v);
 /* checkin_begin's hint (store.h) before a check-in: the cache's generation and, of the n
  * `models`, those mf_ccache__pinned found unpinned at it. Nothing known: no bit set. */
 void mf_ccache__pin_hint(struct mf_store_pin_hint *out, struct mf_ccache *c,

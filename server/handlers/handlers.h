@@ -30,6 +30,12 @@ int mf_handlers__device_groups_put(struct mf_httpd_req *r);
 int mf_handlers__device_channel_put(struct mf_httpd_req *r);
 int mf_handlers__device_revoke(struct mf_httpd_req *r);
 int mf_handlers__groups_list(struct mf_httpd_req *r);
+/* admin_group_settings.c */
+int mf_handlers__group_poll_put(struct mf_httpd_req *r);
+int mf_handlers__group_poll_delete(struct mf_httpd_req *r);
+int mf_handlers__group_window_put(struct mf_httpd_req *r);
+int mf_handlers__group_window_delete(struct mf_httpd_req *r);
+int mf_handlers__group_settings_list(struct mf_httpd_req *r);
 /* admin_pins.c: ops pins, channel versions and fleet rollbacks */
 int mf_handlers__pins_list(struct mf_httpd_req *r);
 int mf_handlers__pin_put(struct mf_httpd_req *r);

@@ -37,7 +37,8 @@ struct mf_httpd_env {
     struct mf_director *director; /* signs assignments (director/director.h) */
     char blob_root[4096];
     uint64_t max_upload;
-    unsigned poll_interval_s;
+    unsigned poll_interval_s; /* the fleet default a check-in answers (a group's wins) ... */
+    unsigned poll_jitter_pct; /* ... and its jitter, +-% (docs/protocol.md, "Poll interval") */
     mf_log_fn log_fn;
     void *log_payload;
     /* Shared mutable state; each synchronises itself. */
