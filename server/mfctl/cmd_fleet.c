@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FLEET_BODY_MAX 4096
@@ -147,9 +148,102 @@ int mfctl__cmd_device(struct mfctl *c, int argc, char **argv)
     return mfctl__usage(c, "expected groups, channel or revoke");
 }
 
+int mfctl__print_group_settings(struct mfctl *c, const char *json, size_t len)
+{
+    const cJSON *list, *g, *w;
+    cJSON *doc = mfctl__parse_array(c, &list, json, len, "group_settings");
+
+    if (!doc)
+        return MF_E_INVALID;
+    (void)fprintf(c->out, "%-24s %-14s %s\n", "GROUP", "POLL", "INSTALL WINDOW");
+    cJSON_ArrayForEach(g, list)
+    {
+        char poll[32] = "-";
+        long off;
+
+        if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(g, "poll_interval_s")))
+            (void)snprintf(poll, sizeof(poll), "%.0f s +-%.0f%%", mfctl__num(g, "poll_interval_s"),
+                           mfctl__num(g, "poll_jitter_pct"));
+        (void)fprintf(c->out, "%-24s %-14s ", str_of(g, "group"), poll);
+        w = cJSON_GetObjectItemCaseSensitive(g, "install_window");
+        off = (long)mfctl__num(w, "utc_offset_min");
+        if (cJSON_IsObject(w))
+            (void)fprintf(c->out, "%s-%s UTC%c%02ld:%02ld\n", str_of(w, "start"), str_of(w, "end"),
+                          off < 0 ? '-' : '+', labs(off) / 60, labs(off) % 60);
+        else
+            (void)fputs("-\n", c->out);
+    }
+    cJSON_Delete(doc);
+    return MF_OK;
+}
+
+/* "02:00-05:00" into its two times (validated by the server) and "UTC+01:00" / "UTC-05:30"
+ * (absent: UTC) into minutes; 0, or -1 for a malformed argument. */
+static int parse_window(char start[6], char end[6], long *offset_out, const char *range,
+                        const char *utc)
+{
+    unsigned h = 0, m = 0;
+    char sign = 0, tail = 0;
+
+    if (strlen(range) != 11 || range[5] != '-')
+        return -1;
+    (void)snprintf(start, 6, "%.5s", range);
+    (void)snprintf(end, 6, "%.5s", range + 6);
+    *offset_out = 0;
+    if (!utc)
+        return 0;
+    if (sscanf(utc, "UTC%c%2u:%2u%c", &sign, &h, &m, &tail) != 3 || (sign != '+' && sign != '-') ||
+        strlen(utc) != 9 || m > 59)
+        return -1;
+    *offset_out = (sign == '-' ? -1 : 1) * (long)(h * 60 + m);
+    return 0;
+}
+
+/* groups [list] | settings | set-poll | clear-poll | set-window | clear-window. */
 int mfctl__cmd_groups(struct mfctl *c, int argc, char **argv)
 {
-    return mfctl__list_command(c, argc, argv, "/v1/admin/groups", mfctl__print_groups);
+    char path[160], body[128], start[6], end[6];
+    uint64_t secs = 0, jitter = 10;
+    long offset = 0;
+    int json, nargs, rc = mfctl__common_flags(c, argc, argv, &json, &nargs);
+
+    if (rc >= 0)
+        return rc;
+    if (nargs == 0 || (nargs == 1 && strcmp(argv[1], "list") == 0))
+        return list_all(c, argv[0], json, "/v1/admin/groups", mfctl__print_groups);
+    if (nargs == 1 && strcmp(argv[1], "settings") == 0)
+        return list_all(c, argv[0], json, "/v1/admin/group-settings", mfctl__print_group_settings);
+    if (nargs < 2 || !names_ok(c, argv, 2, 2))
+        return mfctl__usage(c, "expected list, settings, set-poll, clear-poll, set-window or "
+                               "clear-window GROUP ...");
+    if (strcmp(argv[1], "set-poll") == 0 && (nargs == 3 || nargs == 4)) {
+        if (mfctl__parse_u64(&secs, argv[3], 86400) < 0 || secs == 0 ||
+            (nargs == 4 && mfctl__parse_u64(&jitter, argv[4], 50) < 0))
+            return mfctl__usage(c, "SECONDS must be 1..86400 and JITTER_PCT 0..50");
+        (void)snprintf(path, sizeof(path), "/v1/admin/groups/%s/poll", argv[2]);
+        (void)snprintf(body, sizeof(body), "{\"interval_s\":%llu,\"jitter_pct\":%llu}",
+                       (unsigned long long)secs, (unsigned long long)jitter);
+        return mfctl__send(c, "PUT", path, body, json, "poll interval set");
+    }
+    if (strcmp(argv[1], "set-window") == 0 && (nargs == 3 || nargs == 4)) {
+        if (parse_window(start, end, &offset, argv[3], nargs == 4 ? argv[4] : NULL) < 0)
+            return mfctl__usage(c, "expected a window HH:MM-HH:MM and an offset UTC+HH:MM");
+        (void)snprintf(path, sizeof(path), "/v1/admin/groups/%s/install-window", argv[2]);
+        (void)snprintf(body, sizeof(body),
+                       "{\"start\":\"%s\",\"end\":\"%s\",\"utc_offset_min\":%ld}", start, end,
+                       offset);
+        return mfctl__send(c, "PUT", path, body, json, "install window set");
+    }
+    if (strcmp(argv[1], "clear-poll") == 0 && nargs == 2) {
+        (void)snprintf(path, sizeof(path), "/v1/admin/groups/%s/poll", argv[2]);
+        return mfctl__send(c, "DELETE", path, NULL, json, "poll interval cleared");
+    }
+    if (strcmp(argv[1], "clear-window") == 0 && nargs == 2) {
+        (void)snprintf(path, sizeof(path), "/v1/admin/groups/%s/install-window", argv[2]);
+        return mfctl__send(c, "DELETE", path, NULL, json, "install window cleared");
+    }
+    return mfctl__usage(c, "expected list, settings, set-poll, clear-poll, set-window or "
+                           "clear-window");
 }
 
 int mfctl__cmd_pins(struct mfctl *c, int argc, char **argv)

@@ -68,7 +68,20 @@ static const struct mfctl_command commands[] = {
      "groups replaces the device's groups (none: clears them); channel picks the channel\n"
      "whose default it follows; revoke stops its credential until it enrolls again.\n",
      mfctl__cmd_device},
-    {"groups", "list groups and their devices", "usage: mfctl [global options] groups [--json]\n",
+    {"groups", "list groups; set a group's poll interval and install window",
+     "usage: mfctl [global options] groups [list] [--json]\n"
+     "       mfctl [global options] groups settings [--json]\n"
+     "       mfctl [global options] groups set-poll GROUP SECONDS [JITTER_PCT]\n"
+     "       mfctl [global options] groups clear-poll GROUP\n"
+     "       mfctl [global options] groups set-window GROUP HH:MM-HH:MM [UTC+HH:MM]\n"
+     "       mfctl [global options] groups clear-window GROUP\n"
+     "list: groups and their devices; settings: each group's poll interval and window.\n"
+     "set-poll: the group's devices check in every SECONDS (1..86400), each wait moved at\n"
+     "random by up to JITTER_PCT % (0..50, default 10); it wins over a device's own\n"
+     "poll_interval_s. set-window: they download at once but install only between the two\n"
+     "times each day (on the clock UTC+HH:MM, default UTC; it may span midnight), or when\n"
+     "the app says the device is idle. A device takes each setting from its first group\n"
+     "(by name) that has it; GROUP must have a device.\n",
      mfctl__cmd_groups},
     {"pins", "pin a model version for a device, group or channel",
      "usage: mfctl [global options] pins [list] [--json]\n"

@@ -115,6 +115,7 @@ int mfctl__list_command(struct mfctl *c, int argc, char **argv, const char *path
                         int (*print)(struct mfctl *, const char *, size_t));
 /* Table printers, separate from the network so tests can feed them JSON. */
 int mfctl__print_models(struct mfctl *c, const char *json, size_t len);
+int mfctl__print_group_settings(struct mfctl *c, const char *json, size_t len);
 /* Only `model`'s versions (NULL: every model). */
 int mfctl__print_versions(struct mfctl *c, const char *json, size_t len, const char *model);
 int mfctl__print_devices(struct mfctl *c, const char *json, size_t len);

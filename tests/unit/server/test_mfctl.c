@@ -259,6 +259,11 @@ static void test_mfctl__fleet_tables(void **state)
                                  "\"role\":\"ops\",\"revoked\":true}]}";
     static const char groups[] =
         "{\"groups\":[{\"name\":\"lab\",\"devices\":[\"cam-1\",\"cam-2\"]}]}";
+    static const char settings[] =
+        "{\"group_settings\":[{\"group\":\"eu\",\"poll_interval_s\":null,\"poll_jitter_pct\":null,"
+        "\"install_window\":{\"start\":\"22:30\",\"end\":\"04:00\",\"utc_offset_min\":-330}},"
+        "{\"group\":\"lab\",\"poll_interval_s\":300,\"poll_jitter_pct\":10,"
+        "\"install_window\":null}]}";
     static const char models[] = "{\"models\":[{\"name\":\"a\",\"versions\":[{\"version\":"
                                  "\"va\"}]},{\"name\":\"b\",\"versions\":[{\"version\":\"vb\"}]}]}";
     struct mfctl c;
@@ -272,9 +277,12 @@ static void test_mfctl__fleet_tables(void **state)
     assert_int_equal(mfctl__print_groups(&c, groups, strlen(groups)), MF_OK);
     assert_int_equal(mfctl__print_versions(&c, models, strlen(models), "b"), MF_OK);
     assert_int_equal(mfctl__print_pins(&c, tokens, strlen(tokens)), MF_E_INVALID);
+    assert_int_equal(mfctl__print_group_settings(&c, settings, strlen(settings)), MF_OK);
     (void)fclose(c.out);
     MFCTL_TEXT_HAS(text, "SCOPE", "group    lab", "fleet    *", "0123456789abcdef ops    alice",
-                   "revoked", "cam-1,cam-2", "vb");
+                   "revoked", "cam-1,cam-2", "vb", "INSTALL WINDOW",
+                   "eu                       -              22:30-04:00 UTC-05:30",
+                   "lab                      300 s +-10%    -");
     assert_null(strstr(text, "va")); /* versions MODEL prints that model only */
     free(text);
 }
@@ -295,6 +303,14 @@ static void test_mfctl__fleet_usage_errors(void **state)
     MFCTL_EXPECT(2, NULL, "versions");
     MFCTL_EXPECT(2, NULL, "blobs");
     MFCTL_EXPECT(2, NULL, "blobs", "sweep", "--force");
+    MFCTL_EXPECT(2, "SECONDS must be 1..86400", "groups", "set-poll", "lab", "0");
+    MFCTL_EXPECT(2, "SECONDS must be 1..86400", "groups", "set-poll", "lab", "86401");
+    MFCTL_EXPECT(2, "JITTER_PCT 0..50", "groups", "set-poll", "lab", "60", "51");
+    MFCTL_EXPECT(2, "HH:MM-HH:MM", "groups", "set-window", "lab", "2:00-5:00");
+    MFCTL_EXPECT(2, "UTC+HH:MM", "groups", "set-window", "lab", "02:00-05:00", "CET");
+    MFCTL_EXPECT(2, "UTC+HH:MM", "groups", "set-window", "lab", "02:00-05:00", "UTC+01:60");
+    MFCTL_EXPECT(2, "\"../x\"", "groups", "set-poll", "../x", "60");
+    MFCTL_EXPECT(2, NULL, "groups", "clear-poll");
 }
 
 /* Each fleet command sends the request of docs/openapi.yaml. */
@@ -359,6 +375,36 @@ static void test_mfctl__fleet_requests(void **state)
          "DELETE /v1/admin/devices/cam-1/credential HTTP/1.1",
          NULL,
          "credential revoked"},
+        {{"groups", "set-poll", "lab", "300"},
+         no_content,
+         "PUT /v1/admin/groups/lab/poll HTTP/1.1",
+         "{\"interval_s\":300,\"jitter_pct\":10}",
+         "poll interval set"},
+        {{"groups", "set-poll", "lab", "60", "0"},
+         no_content,
+         "PUT /v1/admin/groups/lab/poll HTTP/1.1",
+         "{\"interval_s\":60,\"jitter_pct\":0}",
+         "poll interval set"},
+        {{"groups", "clear-poll", "lab"},
+         no_content,
+         "DELETE /v1/admin/groups/lab/poll HTTP/1.1",
+         NULL,
+         "poll interval cleared"},
+        {{"groups", "set-window", "lab", "22:30-04:00", "UTC-05:30"},
+         no_content,
+         "PUT /v1/admin/groups/lab/install-window HTTP/1.1",
+         "{\"start\":\"22:30\",\"end\":\"04:00\",\"utc_offset_min\":-330}",
+         "install window set"},
+        {{"groups", "set-window", "lab", "02:00-05:00"},
+         no_content,
+         "PUT /v1/admin/groups/lab/install-window HTTP/1.1",
+         "{\"start\":\"02:00\",\"end\":\"05:00\",\"utc_offset_min\":0}",
+         "install window set"},
+        {{"groups", "clear-window", "lab"},
+         no_content,
+         "DELETE /v1/admin/groups/lab/install-window HTTP/1.1",
+         NULL,
+         "install window cleared"},
         {{"tokens", "create", "ops", "alice"},
          token,
          "POST /v1/admin/tokens HTTP/1.1",
