@@ -198,6 +198,9 @@ static int setup(mf_agent *a, const mf_agent_options *o)
         a->control_only = o->control_only;
     }
     a->own_poll_interval_s = o->version >= 5 ? o->poll_interval_s : 0;
+    a->idle_fn = o->version >= 5 ? o->idle_fn : NULL;
+    a->idle_payload = o->version >= 5 ? o->idle_payload : NULL;
+    a->window_start_min = a->window_end_min = -1;
     err = copy_strings(a, o);
     if (err >= 0) {
         hc.ca_file = a->ca_file;
@@ -311,10 +314,28 @@ static int fail_assignment(mf_agent *a, struct agent_model *m, const struct mf_a
     return err;
 }
 
+/* The server's device view shows a download waiting for the install window as the
+ * model's state "pending_install" (docs/protocol.md, "POST /v1/report"), once. */
+static void report_deferred(mf_agent *a, struct agent_model *m, const struct mf_agent_assignment *as)
+{
+    char detail[128];
+
+    if (m->deferred_reported)
+        return;
+    (void)snprintf(detail, sizeof(detail), "install window %02d:%02d-%02d:%02d UTC; running %s",
+                   a->window_start_min / 60, a->window_start_min % 60, a->window_end_min / 60,
+                   a->window_end_min % 60, m->state.active.slot ? m->state.active.version : "none");
+    if (mf_agent__report(a, as->model, as->version, as->sha256, "pending_install", detail) < 0)
+        MF_LOG_WARN(&a->ctx, "%s (reported again at the next step)", a->ctx.errmsg);
+    else
+        m->deferred_reported = 1;
+}
+
 /* Installs one verified assignment and records the outcome. */
 static int apply_assignment(mf_agent *a, struct agent_model *m,
                             const struct mf_agent_assignment *as)
 {
+    int deferred = 0;
     int err;
 
     if (mf_agent__retry_waiting(a, m)) {
@@ -322,11 +343,22 @@ static int apply_assignment(mf_agent *a, struct agent_model *m,
         m->up_to_date = 0;
         return MF_OK;
     }
-    err = mf_agent__install(a, m, as);
+    if (m->deferred && strcmp(m->deferred_sha256, as->sha256) != 0) {
+        m->deferred = 0; /* another release now: the report of the old one is stale */
+        m->deferred_reported = 0;
+    }
+    err = mf_agent__install(&deferred, a, m, as);
     if (err < 0) {
         mf_agent__retry_failed(a, m);
         return fail_assignment(a, m, as, err);
     }
+    if (deferred) {
+        mf_agent__retry_ok(m);
+        m->up_to_date = 0;
+        report_deferred(a, m, as);
+        return MF_OK;
+    }
+    m->deferred_reported = 0;
     mf_agent__retry_ok(m);
     m->last_error = MF_OK;
     m->last_errmsg[0] = '\0';
@@ -411,6 +443,9 @@ static int step_assignments(mf_agent *a, size_t n)
             err = apply_assignment(a, m, as);
         } else {
             m->held = 0;
+            if (m->deferred_reported) /* the device view said "pending_install" */
+                m->report_pending = 1;
+            m->deferred = m->deferred_reported = 0;
             /* Runs the assigned release already; a floor not yet recorded (a power cut
              * between install and commit) is recorded now. */
             m->release_sequence = as->verified->release->sequence;
@@ -476,6 +511,8 @@ static size_t status_size(unsigned int version)
 {
     if (version == 1)
         return offsetof(mf_agent_model_status, pending);
+    if (version == 2)
+        return offsetof(mf_agent_model_status, install_deferred);
     if (version == MF_AGENT_STATUS_VERSION)
         return sizeof(mf_agent_model_status);
     return 0;
@@ -530,6 +567,13 @@ int mf_agent_status(mf_agent_model_status *out, const mf_agent *a, const char *m
     out->download_done = m->dl_done;
     out->download_total = m->dl_total;
     memcpy(out->download_kind, m->dl_kind, sizeof(out->download_kind));
+    if (version < 3)
+        return MF_OK;
+    out->install_deferred = m->deferred;
+    if (m->deferred)
+        memcpy(out->deferred_version, m->deferred_version, sizeof(out->deferred_version));
+    out->window_start_min = a->window_start_min;
+    out->window_end_min = a->window_end_min;
     return MF_OK;
 }
 

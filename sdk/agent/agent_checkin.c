@@ -215,9 +215,34 @@ static int parse_assignment(struct mf_ctx *ctx, struct mf_agent_assignment *as, 
     return err;
 }
 
+/* install_window {"start_min", "end_min"}: minutes of the UTC day, 0..1439, different. */
+static int parse_window(struct mf_ctx *ctx, struct mf_agent_settings *out, const cJSON *doc)
+{
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(doc, "install_window");
+    const cJSON *v[2] = {cJSON_GetObjectItemCaseSensitive(w, "start_min"),
+                         cJSON_GetObjectItemCaseSensitive(w, "end_min")};
+    int m[2];
+
+    out->window_start_min = out->window_end_min = -1;
+    if (!w || cJSON_IsNull(w))
+        return MF_OK;
+    for (int i = 0; i < 2; i++) {
+        if (!cJSON_IsObject(w) || !cJSON_IsNumber(v[i]) || !(v[i]->valuedouble >= 0) ||
+            v[i]->valuedouble > 1439 || v[i]->valuedouble != (double)(int)v[i]->valuedouble)
+            return mf_fail(ctx, MF_E_INVALID,
+                           "check-in install_window needs start_min and end_min in 0..1439");
+        m[i] = (int)v[i]->valuedouble;
+    }
+    if (m[0] == m[1])
+        return mf_fail(ctx, MF_E_INVALID, "check-in install_window is empty (start = end)");
+    out->window_start_min = m[0];
+    out->window_end_min = m[1];
+    return MF_OK;
+}
+
 /* poll_interval_s (0..7 days), poll_jitter_pct (0..50) and poll_group (a group name), each
- * optional: an older server sends only the first. */
-static int parse_poll(struct mf_ctx *ctx, struct mf_agent_poll *out, const cJSON *doc)
+ * optional: an older server sends only the first; then the install window. */
+static int parse_poll(struct mf_ctx *ctx, struct mf_agent_settings *out, const cJSON *doc)
 {
     const cJSON *poll = cJSON_GetObjectItemCaseSensitive(doc, "poll_interval_s");
     const cJSON *jitter = cJSON_GetObjectItemCaseSensitive(doc, "poll_jitter_pct");
@@ -244,11 +269,11 @@ static int parse_poll(struct mf_ctx *ctx, struct mf_agent_poll *out, const cJSON
             return mf_fail(ctx, MF_E_INVALID, "check-in poll_group is not a group name");
         out->by_group = 1;
     }
-    return MF_OK;
+    return parse_window(ctx, out, doc);
 }
 
 static int parse_doc(struct mf_ctx *ctx, struct mf_agent_assignment *out, size_t *n_out,
-                     struct mf_agent_poll *poll_out, struct mf_agent_trust_docs *trust,
+                     struct mf_agent_settings *poll_out, struct mf_agent_trust_docs *trust,
                      const cJSON *doc, const char *nonce, const char *const *models,
                      size_t n_models)
 {
@@ -300,7 +325,7 @@ static int parse_doc(struct mf_ctx *ctx, struct mf_agent_assignment *out, size_t
 }
 
 int mf_agent__checkin_parse(struct mf_ctx *ctx, struct mf_agent_assignment *out, size_t *n_out,
-                            struct mf_agent_poll *poll_out, struct mf_agent_trust_docs *trust,
+                            struct mf_agent_settings *poll_out, struct mf_agent_trust_docs *trust,
                             struct cJSON **doc_out, const char *json, size_t len, const char *nonce,
                             const char *const *models, size_t n_models)
 {
@@ -345,7 +370,7 @@ int mf_agent__checkin(struct mf_agent *a, size_t *n_out)
     uint8_t raw[NONCE_BYTES];
     char *nonce = a->nonce;
     struct mf_agent_trust_docs *trust;
-    struct mf_agent_poll poll = {0}; /* a field the answer leaves out: none */
+    struct mf_agent_settings poll = {0}; /* a field the answer leaves out: none */
     struct mf_http_response resp;
     struct mf_dynbuf body;
     int err;
@@ -377,6 +402,8 @@ int mf_agent__checkin(struct mf_agent *a, size_t *n_out)
     if (err >= 0) {
         a->n_assignments = *n_out;
         a->poll_interval_s = mf_agent__poll_pick(a, &poll);
+        a->window_start_min = poll.window_start_min;
+        a->window_end_min = poll.window_end_min;
     }
     mf_dynbuf__free(&body);
     mf_http__response_free(&resp);

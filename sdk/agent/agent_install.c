@@ -14,6 +14,10 @@
  *   5. raise the model's security floor to the release's (trust.state), so no release
  *      below it is accepted again;
  *   6. ask the app (agent_health.c): healthy confirms, unhealthy reverts.
+ * With an install window (the check-in's install_window), steps 2-6 wait after step 1 until
+ * the window opens or the app's idle_fn says the device is idle: the verified .part stays
+ * with its record, and later steps of this process go straight to step 2 (a new process
+ * verifies the .part again, as any resume does).
  * A power cut before 4 leaves the old model active; after 4 the new one; between 4 and 5
  * the next check-in records the floor (the release is verified again then). Interrupted
  * downloads and applies resume from their progress record / checkpoint (1).
@@ -161,19 +165,60 @@ static int build(struct mf_agent *a, struct install_work *w, struct agent_model 
     return err;
 }
 
-/* Steps 1-3 of the file comment: a verified image in slot `slot`, nothing activated yet. */
-static int stage(struct mf_agent *a, struct agent_model *m, struct install_work *w,
-                 const struct mf_agent_assignment *as, char slot)
+/* A wall-clock time inside [start, end) of the UTC day (wrapping past midnight). */
+static int in_window(int64_t now_s, int start, int end)
 {
+    int min = (int)((now_s / 60) % 1440);
+
+    return start < end ? min >= start && min < end : min >= start || min < end;
+}
+
+int mf_agent__install_allowed(struct mf_agent *a, const struct agent_model *m,
+                              const struct mf_agent_assignment *as)
+{
+    /* No trustworthy clock: ops asked for a window, so only the app's word opens it. */
+    int64_t now = a->plat.wall_clock_s ? a->plat.wall_clock_s(a->plat.payload) : 0;
+
+    if (a->window_start_min < 0)
+        return 1;
+    if (now > 0 && in_window(now, a->window_start_min, a->window_end_min))
+        return 1;
+    return a->idle_fn && a->idle_fn(a->idle_payload, m->name, as->version) != 0;
+}
+
+/* Steps 1-3 of the file comment: a verified image in slot `slot`, nothing activated yet;
+ * *deferred_out = 1 (and MF_OK) when it is built but waits for the install window. */
+static int stage(struct mf_agent *a, struct agent_model *m, struct install_work *w,
+                 const struct mf_agent_assignment *as, char slot, int *deferred_out)
+{
+    int staged = m->deferred && m->deferred_slot == slot &&
+                 strcmp(m->deferred_sha256, as->sha256) == 0;
     int err = make_dirs(a, w->dir);
 
     if (err < 0)
         return err;
-    MF_LOG_INFO(&a->ctx, "model %s: installing %s (%llu bytes) into slot %c", m->name, as->version,
-                (unsigned long long)as->size, slot);
-    err = build(a, w, m, as);
-    if (err < 0)
-        return err;
+    if (!staged) {
+        MF_LOG_INFO(&a->ctx, "model %s: installing %s (%llu bytes) into slot %c", m->name,
+                    as->version, (unsigned long long)as->size, slot);
+        err = build(a, w, m, as);
+        if (err < 0)
+            return err;
+    }
+    if (!mf_agent__install_allowed(a, m, as)) {
+        if (!staged)
+            MF_LOG_INFO(&a->ctx,
+                        "model %s: %s downloaded and verified; installs in the window "
+                        "%02d:%02d-%02d:%02d UTC or when the app is idle",
+                        m->name, as->version, a->window_start_min / 60, a->window_start_min % 60,
+                        a->window_end_min / 60, a->window_end_min % 60);
+        m->deferred = 1;
+        m->deferred_slot = slot;
+        memcpy(m->deferred_sha256, as->sha256, sizeof(m->deferred_sha256));
+        memcpy(m->deferred_version, as->version, sizeof(m->deferred_version));
+        *deferred_out = 1;
+        return MF_OK;
+    }
+    m->deferred = 0;
     if (w->next.previous.slot == slot) {
         memset(&w->next.previous, 0, sizeof(w->next.previous));
         err = mf_agent__state_save(a, m, &w->next);
@@ -188,21 +233,22 @@ static int stage(struct mf_agent *a, struct agent_model *m, struct install_work 
     return err;
 }
 
-int mf_agent__install(struct mf_agent *a, struct agent_model *m,
+int mf_agent__install(int *deferred_out, struct mf_agent *a, struct agent_model *m,
                       const struct mf_agent_assignment *as)
 {
     struct install_work *w = mf_ctx__alloc(&a->ctx, sizeof(*w));
     char slot = m->state.active.slot == 'a' ? 'b' : 'a';
     int err;
 
+    *deferred_out = 0;
     if (!w)
         return mf_fail(&a->ctx, MF_E_NOMEM, "no memory to install model %s", m->name);
     memset(w, 0, sizeof(*w));
     w->next = m->state;
     err = name_work(a, w, m, slot);
     if (err >= 0)
-        err = stage(a, m, w, as, slot);
-    if (err >= 0) {
+        err = stage(a, m, w, as, slot, deferred_out);
+    if (err >= 0 && !*deferred_out) {
         /* Step 4, the commit: the state file names the new slot. */
         w->next.previous = m->state.active;
         if (w->next.previous.slot == slot)
@@ -216,7 +262,7 @@ int mf_agent__install(struct mf_agent *a, struct agent_model *m,
         w->next.starts = 0;
         err = mf_agent__state_save(a, m, &w->next);
     }
-    if (err >= 0) {
+    if (err >= 0 && !*deferred_out) {
         MF_LOG_INFO(&a->ctx, "model %s: %s active in slot %c%s", m->name, as->version, slot,
                     w->next.pending ? " (pending confirmation)" : "");
         if (mf_agent__trust_commit(a, as->verified->release) < 0)

@@ -63,7 +63,7 @@ long long mf_agent__retry_next_ms(const struct mf_agent *a)
     return best;
 }
 
-long mf_agent__poll_pick(struct mf_agent *a, const struct mf_agent_poll *p)
+long mf_agent__poll_pick(struct mf_agent *a, const struct mf_agent_settings *p)
 {
     long base = p->interval_s;
     uint64_t span;

@@ -143,6 +143,13 @@ struct agent_model {
     char dl_kind[8];            /* "model" or "delta" */
     mf_offload *offload;        /* this model's offload handle, or NULL */
     int owns_offload;           /* 1: created from offload_options, freed with the agent */
+    /* An install deferred to the window (agent_install.c): the verified image of this
+     * release waits in slot `deferred_slot`'s .part, built by this process. */
+    int deferred;
+    char deferred_sha256[65];
+    char deferred_version[MF_AGENT_NAME_MAX + 1];
+    char deferred_slot;
+    int deferred_reported; /* its "pending_install" report reached the server */
 };
 
 /* Transfer counters, for tests and benchmarks (mf_agent_stats). */
@@ -210,6 +217,9 @@ struct mf_agent {
     mf_telemetry *telemetry; /* the app's runtime reports, or NULL */
     long poll_interval_s;    /* the next wait, jitter applied (mf_agent__poll_pick) */
     long own_poll_interval_s; /* options' poll_interval_s: 0 = the server's */
+    int window_start_min, window_end_min; /* the last answer's install window; -1: none */
+    mf_agent_idle_fn idle_fn;             /* may install outside the window when it says so */
+    void *idle_payload;
     mf_agent_ready_fn ready_fn;
     void *ready_payload;
     mf_agent_health_fn health_fn;
@@ -225,11 +235,13 @@ struct mf_agent {
     struct agent_counters stats;
 };
 
-/* The check-in answer's poll fields (docs/protocol.md, "Poll interval"). */
-struct mf_agent_poll {
-    long interval_s; /* poll_interval_s: 0 = none sent */
-    long jitter_pct; /* poll_jitter_pct, 0..MF_AGENT_POLL_JITTER_MAX */
-    int by_group;    /* poll_group sent: ops set the interval for the device's group */
+/* The check-in answer's settings (docs/protocol.md, "Poll interval", "Install window"). */
+struct mf_agent_settings {
+    long interval_s;      /* poll_interval_s: 0 = none sent */
+    long jitter_pct;      /* poll_jitter_pct, 0..MF_AGENT_POLL_JITTER_MAX */
+    int by_group;         /* poll_group sent: ops set the interval for the device's group */
+    int window_start_min; /* install_window in minutes of the UTC day, [start, end) ... */
+    int window_end_min;   /* ... wrapping past midnight when end < start; -1: none */
 };
 #define MF_AGENT_POLL_JITTER_MAX 50
 
@@ -237,7 +249,7 @@ struct mf_agent_poll {
  * interval, else the app's own (options' poll_interval_s), else the server's; then moved
  * by a random amount within +-jitter_pct % (never below 1 s) so a fleet does not check in
  * in lockstep. */
-long mf_agent__poll_pick(struct mf_agent *a, const struct mf_agent_poll *p);
+long mf_agent__poll_pick(struct mf_agent *a, const struct mf_agent_settings *p);
 
 /* 1 when `s` matches [A-Za-z0-9._-]{1,64} and is not "." or ".." (names, versions, ids). */
 int mf_agent__name_ok(const char *s);
@@ -298,7 +310,7 @@ void mf_agent__checkin_drop(struct mf_agent *a);
  * failure). MF_E_INVALID for malformed JSON, a wrong nonce or bad fields.
  */
 int mf_agent__checkin_parse(struct mf_ctx *ctx, struct mf_agent_assignment *out, size_t *n_out,
-                            struct mf_agent_poll *poll_out, struct mf_agent_trust_docs *trust,
+                            struct mf_agent_settings *poll_out, struct mf_agent_trust_docs *trust,
                             struct cJSON **doc_out, const char *json, size_t len, const char *nonce,
                             const char *const *models, size_t n_models);
 
@@ -354,8 +366,12 @@ int mf_agent__delta_apply(struct mf_agent *a, const char *part, const char *old_
                           const struct mf_agent_delta_ref *dr);
 
 /* agent_install.c */
-int mf_agent__install(struct mf_agent *a, struct agent_model *m,
+int mf_agent__install(int *deferred_out, struct mf_agent *a, struct agent_model *m,
                       const struct mf_agent_assignment *as);
+/* 1 when `as` may be installed now: no install window, inside it, or the app's idle_fn says
+ * the device is idle (agent_install.c). */
+int mf_agent__install_allowed(struct mf_agent *a, const struct agent_model *m,
+                              const struct mf_agent_assignment *as);
 
 /* agent_health.c */
 /* After an activation: asks the app (health_fn / ready_fn) and confirms or reverts. */

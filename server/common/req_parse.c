@@ -176,9 +176,12 @@ int mf_reqparse__report(struct mf_report_req *out, struct mf_ctx *ctx, const cJS
     if (err < 0)
         return err;
     out->status = get_string(root, "status");
+    /* pending_install: downloaded and verified, waiting for the group's install window. */
     if (!out->status ||
-        (strcmp(out->status, "installed") != 0 && strcmp(out->status, "failed") != 0))
-        return mf_fail(ctx, MF_E_INVALID, "field 'status' must be \"installed\" or \"failed\"");
+        (strcmp(out->status, "installed") != 0 && strcmp(out->status, "failed") != 0 &&
+         strcmp(out->status, "pending_install") != 0))
+        return mf_fail(ctx, MF_E_INVALID,
+                       "field 'status' must be \"installed\", \"failed\" or \"pending_install\"");
     detail = cJSON_GetObjectItemCaseSensitive(root, "detail");
     if (!detail || cJSON_IsNull(detail)) {
         out->detail = "";

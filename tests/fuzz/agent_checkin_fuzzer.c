@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct cJSON *doc = NULL;
     struct mf_ctx ctx;
     size_t n = 99;
-    struct mf_agent_poll poll = {0};
+    struct mf_agent_settings poll = {0};
     int err;
 
     mf_ctx__init(&ctx, NULL, NULL, NULL, "fuzz");

@@ -94,6 +94,15 @@ typedef int (*mf_agent_health_fn)(void *payload, const char *model, const char *
 typedef void (*mf_agent_progress_fn)(void *payload, const char *model, const char *kind,
                                      uint64_t done, uint64_t total);
 
+/**
+ * Asked before a new version is installed outside the install window ops set for the
+ * device's group (docs/agent.md, "Install window"), each step while the install waits; the
+ * download has finished and been verified already.
+ * @return nonzero when the device is idle and may switch to `version` of `model` now, 0 to
+ * wait for the window (or the next call).
+ */
+typedef int (*mf_agent_idle_fn)(void *payload, const char *model, const char *version);
+
 /** Options of mf_agent_new(); initialise with mf_agent_options_init(). */
 typedef struct mf_agent_options {
     unsigned int version;            /**< MF_AGENT_OPTIONS_VERSION */
@@ -182,6 +191,9 @@ typedef struct mf_agent_options {
      * server's jitter applies to either (docs/agent.md, "Poll interval").
      */
     long poll_interval_s;
+    /** NULL: outside an install window, installs wait for it; else asked (see the type). */
+    mf_agent_idle_fn idle_fn;
+    void *idle_payload; /**< passed to idle_fn */
 } mf_agent_options;
 
 /** A size of mf_agent_options.errbuf that holds every message untruncated. */
@@ -191,8 +203,9 @@ typedef struct mf_agent_options {
 #define MF_AGENT_DEFAULT_PATCH_WINDOW (512u * 1024u)
 
 /** Version of mf_agent_model_status described by this header; fields are only appended.
- *  Version 1 ends at `release_sequence`; version 2 adds pins, rollbacks and downloads. */
-#define MF_AGENT_STATUS_VERSION 2
+ *  Version 1 ends at `release_sequence`; version 2 adds pins, rollbacks and downloads;
+ *  version 3 the install deferred to the install window. */
+#define MF_AGENT_STATUS_VERSION 3
 
 /**
  * What one tracked model runs, as returned by mf_agent_status(). The caller sets
@@ -226,6 +239,11 @@ typedef struct mf_agent_model_status {
     uint64_t download_done;                       /**< bytes of the running/interrupted download */
     uint64_t download_total;                      /**< its size, 0 when none */
     char download_kind[8];                        /**< "model", "delta" or "" */
+    /* ---- version 3 ---- */
+    int install_deferred; /**< a downloaded, verified version waits for the install window */
+    char deferred_version[MF_AGENT_NAME_MAX + 1]; /**< that version, "" when none */
+    int window_start_min; /**< the window ops set, minutes of the UTC day [start, end) ... */
+    int window_end_min;   /**< ... (end < start: past midnight); both -1 when none */
 } mf_agent_model_status;
 
 /** Static initialiser (C99) of an mf_agent_model_status of this header's version. */

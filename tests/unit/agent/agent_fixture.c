@@ -143,6 +143,8 @@ static void handle_checkin(struct fake_server *s, struct mf_kit_http_conn *c, co
         cJSON_AddNumberToObject(out, "poll_jitter_pct", s->poll_jitter_pct);
     if (s->poll_group)
         cJSON_AddStringToObject(out, "poll_group", s->poll_group);
+    if (s->install_window)
+        cJSON_AddItemToObject(out, "install_window", cJSON_Parse(s->install_window));
     if (cJSON_GetNumberValue(kv) != (double)s->keys_version ||
         (s->root_env && cJSON_GetNumberValue(rv) < (double)s->root_version)) {
         cJSON *trust = cJSON_AddObjectToObject(out, "trust");

@@ -59,6 +59,7 @@ struct fake_server {
     long poll_interval_s;       /* answered; 0: 5 */
     int poll_jitter_pct;        /* answered when not 0 */
     const char *poll_group;     /* answered as poll_group when not NULL */
+    const char *install_window; /* answered (a JSON object) when not NULL */
     /* the signed documents */
     uint8_t *keys_env;
     size_t keys_len;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static void test_agent__enroll_checkin_install_report(void **state)
 {
@@ -875,6 +876,113 @@ static void test_agent__install_heap_is_bounded(void **state)
     "\"model\":\"detector\",\"version\":\"v2\",\"sha256\":\"" SHA "\",\"size\":" size              \
     ",\"blob\":\"" blob "\"" ENVS
 
+/* The injectable clock of the install window test: today at `clock_min` minutes, UTC. */
+static int64_t clock_day_s;
+static int clock_min;
+static int idle_answer, idle_calls;
+
+static int64_t window_clock_s(void *payload)
+{
+    (void)payload;
+    return clock_day_s + clock_min * 60;
+}
+
+static int on_idle(void *payload, const char *model, const char *version)
+{
+    (void)payload;
+    (void)model;
+    (void)version;
+    idle_calls++;
+    return idle_answer;
+}
+
+static void expect_deferred(mf_agent *agent, const char *version)
+{
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
+
+    assert_int_equal(mf_agent_status(&st, agent, "detector"), MF_OK);
+    assert_int_equal(st.install_deferred, version[0] != '\0');
+    assert_string_equal(st.deferred_version, version);
+    assert_false(st.up_to_date && version[0]);
+}
+
+/* An install window (docs/agent.md, "Install window"): a new version downloads at once,
+ * installs only once the (injected) clock is inside the window, from the verified .part
+ * without a second download; "pending_install" is reported once meanwhile. The app's
+ * idle_fn opens it early; a window may span midnight; a version older status structs do
+ * not see the new fields. */
+static void test_agent__install_window_defers_until_it_opens(void **state)
+{
+    struct fixture *fx = *state;
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
+    uint8_t *v3 = make_model(4096, 3), *v4 = make_model(4096, 4);
+    mf_agent *agent = NULL;
+    int blobs, reports;
+
+    clock_day_s = (int64_t)time(NULL) / 86400 * 86400;
+    clock_min = 60; /* 01:00 UTC */
+    idle_answer = idle_calls = 0;
+    fx->ops.wall_clock_s = window_clock_s;
+    fx->opts.idle_fn = on_idle;
+    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK); /* no window: installs at once */
+    assert_active(agent, "v1", 'a');
+    expect_deferred(agent, "");
+
+    fx->srv.install_window = "{\"start_min\":120,\"end_min\":300}"; /* 02:00-05:00 */
+    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v1", 'a');
+    expect_deferred(agent, "v2");
+    assert_int_equal(mf_agent_status(&st, agent, "detector"), MF_OK);
+    assert_int_equal(st.window_start_min, 120);
+    assert_int_equal(st.window_end_min, 300);
+    assert_string_equal(fx->srv.report_status, "pending_install");
+    assert_non_null(strstr(fx->srv.report_detail, "02:00-05:00 UTC; running v1"));
+    assert_true(idle_calls > 0); /* asked, said busy */
+    blobs = fx->srv.n_blob;
+    reports = fx->srv.n_report;
+    step_expect(agent, MF_OK); /* still 01:00: waits, no download, no second report */
+    assert_active(agent, "v1", 'a');
+    assert_int_equal(fx->srv.n_blob, blobs);
+    assert_int_equal(fx->srv.n_report, reports);
+
+    clock_min = 2 * 60; /* the window opens */
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    assert_file_equals(fx, "models/detector/slot-b", model_v2, sizeof(model_v2));
+    assert_int_equal(fx->srv.n_blob, blobs); /* from the verified .part */
+    assert_string_equal(fx->srv.report_status, "installed");
+    expect_deferred(agent, "");
+
+    /* 22:00-04:00 spans midnight: 03:00 is inside. */
+    fx->srv.install_window = "{\"start_min\":1320,\"end_min\":240}";
+    clock_min = 3 * 60;
+    fake_assign(&fx->srv, "v3", v3, 4096, v3, 4096);
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v3", 'a');
+
+    /* Outside the window (12:00) the app's idle answer opens it. */
+    fx->srv.install_window = "{\"start_min\":120,\"end_min\":300}";
+    clock_min = 12 * 60;
+    fake_assign(&fx->srv, "v4", v4, 4096, v4, 4096);
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v3", 'a');
+    idle_answer = 1;
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v4", 'b');
+
+    /* A version-2 status struct ends before the window fields: they stay untouched. */
+    memset(&st, 0x5a, sizeof(st));
+    st.struct_version = 2;
+    assert_int_equal(mf_agent_status(&st, agent, "detector"), MF_OK);
+    assert_int_equal(st.install_deferred, 0x5a5a5a5a);
+    mf_agent_free(agent);
+    test_free(v3);
+    test_free(v4);
+}
+
 /* Steps `agent` `n` times; every wait lies in [lo, hi]; returns how many distinct waits. */
 static int poll_waits_in(mf_agent *agent, int n, long lo, long hi)
 {
@@ -953,6 +1061,19 @@ static void test_agent__checkin_parser_rejects_bad_answers(void **state)
          "poll_group is not a group name"},
         {"{\"nonce\":\"" NONCE "\",\"poll_group\":\"a/b\",\"assignments\":[]}", MF_E_INVALID,
          "poll_group"},
+        {"{\"nonce\":\"" NONCE "\",\"install_window\":{\"start_min\":1320,\"end_min\":240},"
+         "\"assignments\":[]}",
+         MF_OK, ""},
+        {"{\"nonce\":\"" NONCE "\",\"install_window\":{\"start_min\":1440,\"end_min\":2},"
+         "\"assignments\":[]}",
+         MF_E_INVALID, "install_window needs start_min and end_min in 0..1439"},
+        {"{\"nonce\":\"" NONCE "\",\"install_window\":{\"start_min\":60},\"assignments\":[]}",
+         MF_E_INVALID, "install_window"},
+        {"{\"nonce\":\"" NONCE "\",\"install_window\":\"02:00-05:00\",\"assignments\":[]}",
+         MF_E_INVALID, "install_window"},
+        {"{\"nonce\":\"" NONCE "\",\"install_window\":{\"start_min\":60,\"end_min\":60},"
+         "\"assignments\":[]}",
+         MF_E_INVALID, "install_window is empty"},
         {ASSIGN(GOOD_FIELDS("-1", "/b")), MF_E_INVALID, "assignment.size"},
         {ASSIGN(GOOD_FIELDS("1.5", "/b")), MF_E_INVALID, "assignment.size"},
         {ASSIGN(GOOD_FIELDS("\"5\"", "/b")), MF_E_INVALID, "assignment.size"},
@@ -1001,7 +1122,7 @@ static void test_agent__checkin_parser_rejects_bad_answers(void **state)
         struct cJSON *doc = NULL;
         struct mf_ctx ctx;
         size_t n = 7;
-        struct mf_agent_poll poll = {0};
+        struct mf_agent_settings poll = {0};
         int err;
 
         mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
@@ -1221,6 +1342,7 @@ int main(void)
         T(test_agent__status_writes_only_the_callers_version),
         T(test_agent__new_failure_fills_the_error_buffer),
         T(test_agent__poll_interval_precedence_and_jitter),
+        T(test_agent__install_window_defers_until_it_opens),
         cmocka_unit_test(test_agent__checkin_parser_rejects_bad_answers),
         cmocka_unit_test(test_agent__state_parser_round_trip_and_rejects),
     };

@@ -394,7 +394,7 @@ static void test_agent_health__checkin_deltas_are_parsed_and_checked(void **stat
     const char *models[] = {"detector"};
     struct cJSON *doc = NULL;
     struct mf_ctx ctx;
-    struct mf_agent_poll poll = {0};
+    struct mf_agent_settings poll = {0};
     size_t n = 0;
 
     (void)state;
