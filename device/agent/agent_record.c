@@ -96,8 +96,7 @@ static int parse_u64(uint64_t *out, const char *key, const char *s)
     errno = 0;
     *out = strtoull(s, &end, 10);
     if (errno || end == s || *end || s[0] == '-' || *out == 0) {
-        (void)fprintf(stderr, "mf-agent: record: %s \"%s\": expected a positive integer\n", key,
-                      s);
+        (void)fprintf(stderr, "mf-agent: record: %s \"%s\": expected a positive integer\n", key, s);
         return -1;
     }
     return 0;

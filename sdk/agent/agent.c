@@ -316,7 +316,8 @@ static int fail_assignment(mf_agent *a, struct agent_model *m, const struct mf_a
 
 /* The server's device view shows a download waiting for the install window as the
  * model's state "pending_install" (docs/protocol.md, "POST /v1/report"), once. */
-static void report_deferred(mf_agent *a, struct agent_model *m, const struct mf_agent_assignment *as)
+static void report_deferred(mf_agent *a, struct agent_model *m,
+                            const struct mf_agent_assignment *as)
 {
     char detail[128];
 

@@ -396,9 +396,9 @@ int mf_agent__checkin(struct mf_agent *a, size_t *n_out)
     else
         err = mf_agent__post_json(a, &resp, "/v1/checkin", &body, 1, "check-in");
     if (err >= 0)
-        err = mf_agent__checkin_parse(&a->ctx, a->assignments, n_out, &poll, trust,
-                                      &a->checkin_doc, (const char *)resp.body.data, resp.body.len,
-                                      nonce, a->model_names, a->n_models);
+        err = mf_agent__checkin_parse(&a->ctx, a->assignments, n_out, &poll, trust, &a->checkin_doc,
+                                      (const char *)resp.body.data, resp.body.len, nonce,
+                                      a->model_names, a->n_models);
     if (err >= 0) {
         a->n_assignments = *n_out;
         a->poll_interval_s = mf_agent__poll_pick(a, &poll);

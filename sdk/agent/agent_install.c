@@ -191,8 +191,8 @@ int mf_agent__install_allowed(struct mf_agent *a, const struct agent_model *m,
 static int stage(struct mf_agent *a, struct agent_model *m, struct install_work *w,
                  const struct mf_agent_assignment *as, char slot, int *deferred_out)
 {
-    int staged = m->deferred && m->deferred_slot == slot &&
-                 strcmp(m->deferred_sha256, as->sha256) == 0;
+    int staged =
+        m->deferred && m->deferred_slot == slot && strcmp(m->deferred_sha256, as->sha256) == 0;
     int err = make_dirs(a, w->dir);
 
     if (err < 0)

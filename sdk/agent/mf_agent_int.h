@@ -214,9 +214,9 @@ struct mf_agent {
     struct cJSON *checkin_doc;          /* the last check-in answer; assignments borrow from it */
     char nonce[MF_AGENT_NONCE_LEN + 1]; /* sent with the last check-in */
     mf_trust *trust;
-    mf_telemetry *telemetry; /* the app's runtime reports, or NULL */
-    long poll_interval_s;    /* the next wait, jitter applied (mf_agent__poll_pick) */
-    long own_poll_interval_s; /* options' poll_interval_s: 0 = the server's */
+    mf_telemetry *telemetry;              /* the app's runtime reports, or NULL */
+    long poll_interval_s;                 /* the next wait, jitter applied (mf_agent__poll_pick) */
+    long own_poll_interval_s;             /* options' poll_interval_s: 0 = the server's */
     int window_start_min, window_end_min; /* the last answer's install window; -1: none */
     mf_agent_idle_fn idle_fn;             /* may install outside the window when it says so */
     void *idle_payload;
@@ -305,9 +305,10 @@ int mf_agent__checkin(struct mf_agent *a, size_t *n_out);
 void mf_agent__checkin_drop(struct mf_agent *a);
 /*
  * Parses a check-in answer into `out` (room for n_models entries, one per tracked model),
- * `poll_out` (fields the answer leaves out keep their value) and `trust`; assignments for models not in `models` are skipped. Strings in `out` and
- * `trust` borrow from `*doc_out`, which the caller releases with cJSON_Delete() (NULL on
- * failure). MF_E_INVALID for malformed JSON, a wrong nonce or bad fields.
+ * `poll_out` (fields the answer leaves out keep their value) and `trust`; assignments for models
+ * not in `models` are skipped. Strings in `out` and `trust` borrow from `*doc_out`, which the
+ * caller releases with cJSON_Delete() (NULL on failure). MF_E_INVALID for malformed JSON, a wrong
+ * nonce or bad fields.
  */
 int mf_agent__checkin_parse(struct mf_ctx *ctx, struct mf_agent_assignment *out, size_t *n_out,
                             struct mf_agent_settings *poll_out, struct mf_agent_trust_docs *trust,

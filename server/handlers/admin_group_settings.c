@@ -30,8 +30,7 @@ static int refuse_unknown_keys(struct mf_httpd_req *r, const char *const *known)
         while (known[i] && strcmp(known[i], m->string) != 0)
             i++;
         if (!known[i])
-            return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown field '%s'",
-                                         m->string);
+            return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown field '%s'", m->string);
     }
     return MF_OK;
 }
@@ -169,10 +168,10 @@ static int add_settings(void *payload, const struct mf_store_group_settings *g)
     /* From here on `o` is the list's: freed with it. */
     ok = cJSON_AddStringToObject(o, "group", g->group) != NULL;
     ok = ok && (g->poll_interval_s > 0
-             ? cJSON_AddNumberToObject(o, "poll_interval_s", (double)g->poll_interval_s) &&
-                   cJSON_AddNumberToObject(o, "poll_jitter_pct", (double)g->poll_jitter_pct)
-             : cJSON_AddNullToObject(o, "poll_interval_s") &&
-                   cJSON_AddNullToObject(o, "poll_jitter_pct"));
+                    ? cJSON_AddNumberToObject(o, "poll_interval_s", (double)g->poll_interval_s) &&
+                          cJSON_AddNumberToObject(o, "poll_jitter_pct", (double)g->poll_jitter_pct)
+                    : cJSON_AddNullToObject(o, "poll_interval_s") &&
+                          cJSON_AddNullToObject(o, "poll_jitter_pct"));
     if (ok && g->window_start_min >= 0) {
         (void)snprintf(start, sizeof(start), "%02d:%02d", (int)(g->window_start_min / 60),
                        (int)(g->window_start_min % 60));

@@ -202,11 +202,11 @@ static int director_directives_get(struct mf_store_directives *out, struct mf_st
 /* ---- Group settings (migration 9) ---- */
 
 #define SETTINGS_COLUMNS                                                                           \
-    "s.grp, s.poll_interval_s, s.poll_jitter_pct, s.window_start_min, s.window_end_min,"          \
+    "s.grp, s.poll_interval_s, s.poll_jitter_pct, s.window_start_min, s.window_end_min,"           \
     " s.window_utc_offset_min, s.updated_at"
 #define SETTINGS_LIST(C) "SELECT " SETTINGS_COLUMNS " FROM group_settings s ORDER BY s.grp" C
 #define DEVICE_SETTINGS(C)                                                                         \
-    "SELECT " SETTINGS_COLUMNS " FROM group_settings s JOIN device_groups g ON g.grp = s.grp"     \
+    "SELECT " SETTINGS_COLUMNS " FROM group_settings s JOIN device_groups g ON g.grp = s.grp"      \
     " JOIN devices d ON d.id = g.device_id WHERE d.device_id = ? ORDER BY s.grp" C
 
 static const struct mf_sql sql_group_has_member =
@@ -242,6 +242,7 @@ struct group_setting_args {
     const struct mf_sql *is_set, *put; /* the poll or the window statements */
     int clear;
     const char *what; /* "poll interval", "install window" */
+    int n_values;     /* of v: the poll's 2 or the window's 3 */
     int64_t v[3], now;
 };
 
@@ -257,25 +258,28 @@ static int group_setting_tx(struct mf_store *s, struct mf_store_tx *tx, struct m
         return mf_fail(ctx, MF_E_NOTFOUND, "group '%s' has no %s set", a->group, a->what);
     if (err == MF_OK && !found)
         return mf_fail(ctx, MF_E_NOTFOUND, "unknown group '%s' (no device in it)", a->group);
-    if (err == MF_OK && a->put == &sql_group_poll_put)
+    if (err == MF_OK && a->n_values == 2)
         err = mf_store__run(NULL, s, tx, ctx, a->put, NULL, NULL, "tiii", a->group, a->v[0],
                             a->v[1], a->now);
     else if (err == MF_OK)
         err = mf_store__run(NULL, s, tx, ctx, a->put, NULL, NULL, "tiiii", a->group, a->v[0],
                             a->v[1], a->v[2], a->now);
     if (err == MF_OK && a->clear)
-        err = mf_store__run(NULL, s, tx, ctx, &sql_group_settings_prune, NULL, NULL, "t",
-                            a->group);
+        err = mf_store__run(NULL, s, tx, ctx, &sql_group_settings_prune, NULL, NULL, "t", a->group);
     return err;
 }
 
 static int director_group_poll_set(struct mf_store *s, struct mf_ctx *ctx, const char *group,
                                    int64_t interval_s, int64_t jitter_pct, int64_t now)
 {
-    struct group_setting_args a = {group,           &sql_group_poll_is_set,
-                                   &sql_group_poll_put, interval_s == 0,
-                                   "poll interval", {interval_s, jitter_pct, 0},
-                                   now};
+    struct group_setting_args a = {.group = group,
+                                   .is_set = &sql_group_poll_is_set,
+                                   .put = &sql_group_poll_put,
+                                   .clear = interval_s == 0,
+                                   .what = "poll interval",
+                                   .n_values = 2,
+                                   .v = {interval_s, jitter_pct},
+                                   .now = now};
 
     return mf_store__in_tx(s, ctx, group_setting_tx, &a);
 }
@@ -284,13 +288,14 @@ static int director_group_window_set(struct mf_store *s, struct mf_ctx *ctx, con
                                      int64_t start_min, int64_t end_min, int64_t utc_offset_min,
                                      int64_t now)
 {
-    struct group_setting_args a = {group,
-                                   &sql_group_window_is_set,
-                                   &sql_group_window_put,
-                                   start_min < 0,
-                                   "install window",
-                                   {start_min < 0 ? -1 : start_min, end_min, utc_offset_min},
-                                   now};
+    struct group_setting_args a = {.group = group,
+                                   .is_set = &sql_group_window_is_set,
+                                   .put = &sql_group_window_put,
+                                   .clear = start_min < 0,
+                                   .what = "install window",
+                                   .n_values = 3,
+                                   .v = {start_min < 0 ? -1 : start_min, end_min, utc_offset_min},
+                                   .now = now};
 
     return mf_store__in_tx(s, ctx, group_setting_tx, &a);
 }

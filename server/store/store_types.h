@@ -112,8 +112,8 @@ struct mf_store_group_settings {
     char group[MF_STORE_NAME_SIZE];
     int64_t poll_interval_s; /* 0: not set */
     int64_t poll_jitter_pct;
-    int64_t window_start_min; /* install window [start, end) in minutes of the day ... */
-    int64_t window_end_min;   /* ... (end < start: it spans midnight); -1: not set */
+    int64_t window_start_min;      /* install window [start, end) in minutes of the day ... */
+    int64_t window_end_min;        /* ... (end < start: it spans midnight); -1: not set */
     int64_t window_utc_offset_min; /* the day's clock: UTC + this many minutes */
     int64_t updated_at;
 };

@@ -15,7 +15,7 @@
     "  \"models\": [\"detector\", \"classifier\"],\n  \"poll_interval_s\": 30,\n"                  \
     "  \"log_level\": \"debug\",\n  \"trust_root_file\": \"/etc/mf/root.json\",\n"                 \
     "  \"confirm\": \"manual\", \"max_unconfirmed_starts\": 5, \"metered\": true,\n"               \
-    "  \"max_recv_bytes_per_s\": 1048576, \"stall_timeout_s\": 20,\n"                           \
+    "  \"max_recv_bytes_per_s\": 1048576, \"stall_timeout_s\": 20,\n"                              \
     "  \"report_telemetry\": false\n}\n"
 
 static void test_agent_config__parses_every_key(void **state)

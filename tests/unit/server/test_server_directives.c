@@ -159,7 +159,8 @@ static void test_server_directives__group_settings_reach_the_checkin(void **stat
         {"poll", "{\"interval_s\":\"30\"}", "'interval_s'"},
         {"poll", "{\"interval_s\":1.5}", "'interval_s'"},
         {"poll", "{}", "'interval_s'"},
-        {"poll", "{\"interval_s\":30,\"jitter_pct\":51}", "field 'jitter_pct' must be an integer in 0..50"},
+        {"poll", "{\"interval_s\":30,\"jitter_pct\":51}",
+         "field 'jitter_pct' must be an integer in 0..50"},
         {"poll", "{\"interval_s\":30,\"jiter_pct\":5}", "unknown field 'jiter_pct'"},
         {"install-window", "{\"start\":\"2:00\",\"end\":\"05:00\"}",
          "field 'start' must be a time"},
@@ -192,15 +193,15 @@ static void test_server_directives__group_settings_reach_the_checkin(void **stat
     assert_non_null(strstr(r.body, "unknown group 'nobody'"));
     free(r.body);
     assert_int_equal(srvfx_status_of("DELETE", "/v1/admin/groups/lab/poll", srvfx.ops, NULL), 404);
-    assert_int_equal(srvfx_status_of("PUT", "/v1/admin/groups/lab/poll", srvfx.ops,
-                                     "{\"interval_s\":30}"),
-                     204);
+    assert_int_equal(
+        srvfx_status_of("PUT", "/v1/admin/groups/lab/poll", srvfx.ops, "{\"interval_s\":30}"), 204);
     assert_int_equal(srvfx_status_of("PUT", "/v1/admin/groups/eu/poll", srvfx.ops,
                                      "{\"interval_s\":900,\"jitter_pct\":0}"),
                      204);
-    assert_int_equal(srvfx_status_of("PUT", "/v1/admin/groups/eu/install-window", srvfx.ops,
-                                     "{\"start\":\"02:00\",\"end\":\"05:00\",\"utc_offset_min\":60}"),
-                     204);
+    assert_int_equal(
+        srvfx_status_of("PUT", "/v1/admin/groups/eu/install-window", srvfx.ops,
+                        "{\"start\":\"02:00\",\"end\":\"05:00\",\"utc_offset_min\":60}"),
+        204);
     /* Poll from "eu" (first by name), its window in UTC minutes (02:00 at UTC+1 = 01:00). */
     expect_answer((const char *const[]){"\"poll_interval_s\":900,", "\"poll_jitter_pct\":0,",
                                         "\"poll_group\":\"eu\"",
@@ -209,11 +210,13 @@ static void test_server_directives__group_settings_reach_the_checkin(void **stat
                   NULL, "group settings");
     srvfx_call(&r, "GET", "/v1/admin/group-settings", srvfx.ops, NULL);
     assert_int_equal(r.status, 200);
-    assert_non_null(strstr(r.body, "{\"group\":\"eu\",\"poll_interval_s\":900,\"poll_jitter_pct\":0,"
-                                   "\"install_window\":{\"start\":\"02:00\",\"end\":\"05:00\","
-                                   "\"utc_offset_min\":60},"));
-    assert_non_null(strstr(r.body, "{\"group\":\"lab\",\"poll_interval_s\":30,\"poll_jitter_pct\":10,"
-                                   "\"install_window\":null,"));
+    assert_non_null(strstr(r.body,
+                           "{\"group\":\"eu\",\"poll_interval_s\":900,\"poll_jitter_pct\":0,"
+                           "\"install_window\":{\"start\":\"02:00\",\"end\":\"05:00\","
+                           "\"utc_offset_min\":60},"));
+    assert_non_null(strstr(r.body,
+                           "{\"group\":\"lab\",\"poll_interval_s\":30,\"poll_jitter_pct\":10,"
+                           "\"install_window\":null,"));
     free(r.body);
     /* Cleared: "lab"'s interval applies, then the server's defaults again. */
     assert_int_equal(srvfx_status_of("DELETE", "/v1/admin/groups/eu/poll", srvfx.ops, NULL), 204);
@@ -226,12 +229,12 @@ static void test_server_directives__group_settings_reach_the_checkin(void **stat
     assert_int_equal(srvfx_status_of("DELETE", "/v1/admin/groups/lab/poll", srvfx.ops, NULL), 204);
     expect_answer(defaults, no_group, "cleared");
     /* The data role may not set them (ops runs the fleet). */
-    assert_int_equal(srvfx_status_of("PUT", "/v1/admin/groups/lab/poll", srvfx.datat,
-                                     "{\"interval_s\":30}"),
-                     403);
-    assert_int_equal(srvfx_status_of("PUT", "/v1/admin/devices/cam-a/groups", srvfx.ops,
-                                     "{\"groups\":[]}"),
-                     204);
+    assert_int_equal(
+        srvfx_status_of("PUT", "/v1/admin/groups/lab/poll", srvfx.datat, "{\"interval_s\":30}"),
+        403);
+    assert_int_equal(
+        srvfx_status_of("PUT", "/v1/admin/devices/cam-a/groups", srvfx.ops, "{\"groups\":[]}"),
+        204);
 }
 
 static int mem_read(void *payload, uint64_t off, void *buf, size_t len)
