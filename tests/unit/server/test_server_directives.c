@@ -143,99 +143,107 @@ static void expect_answer(const char *const *want, const char *const *absent, co
     free(r.body);
 }
 
+/* One admin request of a table: status `want` and, when `msg`, that text in the answer. */
+struct group_req {
+    const char *method, *path, *body;
+    long want;
+    const char *msg;
+    int data_role; /* with the data team's token instead of ops' */
+};
+
+#define GP "/v1/admin/groups/lab/poll"
+#define GW "/v1/admin/groups/lab/install-window"
+#define GE "/v1/admin/groups/eu/"
+
+static void run_requests(const struct group_req *q, size_t n)
+{
+    struct srvfx_resp r;
+
+    for (size_t i = 0; i < n; i++) {
+        srvfx_call(&r, q[i].method, q[i].path, q[i].data_role ? srvfx.datat : srvfx.ops, q[i].body);
+        if (r.status != q[i].want || (q[i].msg && !strstr(r.body, q[i].msg)))
+            fail_msg("%s %s %s: %ld %s", q[i].method, q[i].path, q[i].body ? q[i].body : "",
+                     r.status, r.body);
+        free(r.body);
+    }
+}
+
 /* A group's poll interval and install window reach its devices' check-ins (the device's
  * first group by name that has each), bad bodies are 400 naming the key, unknown groups and
- * unset settings 404. */
+ * unset settings 404, the data role 403. */
 static void test_server_directives__group_settings_reach_the_checkin(void **state)
 {
     static const char *const defaults[] = {"\"poll_interval_s\":60,", "\"poll_jitter_pct\":10",
                                            NULL};
     static const char *const no_group[] = {"poll_group", "install_window", NULL};
-    static const struct {
-        const char *path, *body, *msg;
-    } bad[] = {
-        {"poll", "{\"interval_s\":0}", "field 'interval_s' must be an integer in 1..86400"},
-        {"poll", "{\"interval_s\":86401}", "'interval_s'"},
-        {"poll", "{\"interval_s\":\"30\"}", "'interval_s'"},
-        {"poll", "{\"interval_s\":1.5}", "'interval_s'"},
-        {"poll", "{}", "'interval_s'"},
-        {"poll", "{\"interval_s\":30,\"jitter_pct\":51}",
-         "field 'jitter_pct' must be an integer in 0..50"},
-        {"poll", "{\"interval_s\":30,\"jiter_pct\":5}", "unknown field 'jiter_pct'"},
-        {"install-window", "{\"start\":\"2:00\",\"end\":\"05:00\"}",
-         "field 'start' must be a time"},
-        {"install-window", "{\"start\":\"02:00\",\"end\":\"24:00\"}", "field 'end'"},
-        {"install-window", "{\"start\":\"02:60\",\"end\":\"05:00\"}", "field 'start'"},
-        {"install-window", "{\"start\":\"02:00\",\"end\":\"02:00\"}", "must differ"},
-        {"install-window", "{\"start\":\"02:00\",\"end\":\"05:00\",\"utc_offset_min\":900}",
-         "field 'utc_offset_min' must be an integer in -720..840"},
-        {"install-window", "{\"start\":\"02:00\",\"end\":\"05:00\",\"tz\":\"CET\"}",
-         "unknown field 'tz'"},
+    static const struct group_req set[] = {
+        {"PUT", "/v1/admin/devices/cam-a/groups", "{\"groups\":[\"lab\",\"eu\"]}", 204, NULL, 0},
+        {"PUT", GP, "{\"interval_s\":0}", 400, "field 'interval_s' must be an integer in 1..86400",
+         0},
+        {"PUT", GP, "{\"interval_s\":86401}", 400, "'interval_s'", 0},
+        {"PUT", GP, "{\"interval_s\":\"30\"}", 400, "'interval_s'", 0},
+        {"PUT", GP, "{\"interval_s\":1.5}", 400, "'interval_s'", 0},
+        {"PUT", GP, "{}", 400, "'interval_s'", 0},
+        {"PUT", GP, "{\"interval_s\":30,\"jitter_pct\":51}", 400,
+         "field 'jitter_pct' must be an integer in 0..50", 0},
+        {"PUT", GP, "{\"interval_s\":30,\"jiter_pct\":5}", 400, "unknown field 'jiter_pct'", 0},
+        {"PUT", GW, "{\"start\":\"2:00\",\"end\":\"05:00\"}", 400, "field 'start' must be a time",
+         0},
+        {"PUT", GW, "{\"start\":\"02:00\",\"end\":\"24:00\"}", 400, "field 'end'", 0},
+        {"PUT", GW, "{\"start\":\"02:60\",\"end\":\"05:00\"}", 400, "field 'start'", 0},
+        {"PUT", GW, "{\"start\":\"02:00\",\"end\":\"02:00\"}", 400, "must differ", 0},
+        {"PUT", GW, "{\"start\":\"02:00\",\"end\":\"05:00\",\"utc_offset_min\":900}", 400,
+         "field 'utc_offset_min' must be an integer in -720..840", 0},
+        {"PUT", GW, "{\"start\":\"02:00\",\"end\":\"05:00\",\"tz\":\"CET\"}", 400,
+         "unknown field 'tz'", 0},
+        {"PUT", "/v1/admin/groups/nobody/poll", "{\"interval_s\":30}", 404,
+         "unknown group 'nobody'", 0},
+        {"DELETE", GP, NULL, 404, "group 'lab' has no poll interval set", 0},
+        {"PUT", GP, "{\"interval_s\":30}", 403, NULL, 1}, /* ops runs the fleet */
+        {"PUT", GP, "{\"interval_s\":30}", 204, NULL, 0},
+        {"PUT", GE "poll", "{\"interval_s\":900,\"jitter_pct\":0}", 204, NULL, 0},
+        {"PUT", GE "install-window",
+         "{\"start\":\"02:00\",\"end\":\"05:00\",\"utc_offset_min\":60}", 204, NULL, 0},
+        {"GET", "/v1/admin/group-settings", NULL, 200,
+         "{\"group\":\"eu\",\"poll_interval_s\":900,\"poll_jitter_pct\":0,\"install_window\":{"
+         "\"start\":\"02:00\",\"end\":\"05:00\",\"utc_offset_min\":60},",
+         0},
+        {"GET", "/v1/admin/group-settings", NULL, 200,
+         "{\"group\":\"lab\",\"poll_interval_s\":30,\"poll_jitter_pct\":10,"
+         "\"install_window\":null,",
+         0},
     };
-    char path[96];
-    struct srvfx_resp r;
+    static const struct group_req clear_eu[] = {
+        {"DELETE", GE "poll", NULL, 204, NULL, 0},
+        {"DELETE", GE "install-window", NULL, 204, NULL, 0},
+        {"DELETE", GE "install-window", NULL, 404, "group 'eu' has no install window set", 0},
+    };
+    static const struct group_req clear_lab[] = {
+        {"DELETE", GP, NULL, 204, NULL, 0},
+        {"PUT", "/v1/admin/devices/cam-a/groups", "{\"groups\":[]}", 204, NULL, 0},
+    };
 
     (void)state;
     srvfx_publish_det();
-    assert_int_equal(srvfx_status_of("PUT", "/v1/admin/devices/cam-a/groups", srvfx.ops,
-                                     "{\"groups\":[\"lab\",\"eu\"]}"),
-                     204);
     expect_answer(defaults, no_group, "server defaults");
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        (void)snprintf(path, sizeof(path), "/v1/admin/groups/lab/%s", bad[i].path);
-        if (srvfx_call(&r, "PUT", path, srvfx.ops, bad[i].body) != 400 ||
-            !strstr(r.body, bad[i].msg))
-            fail_msg("case %zu: %ld %s", i, r.status, r.body);
-        free(r.body);
-    }
-    srvfx_call(&r, "PUT", "/v1/admin/groups/nobody/poll", srvfx.ops, "{\"interval_s\":30}");
-    assert_int_equal(r.status, 404);
-    assert_non_null(strstr(r.body, "unknown group 'nobody'"));
-    free(r.body);
-    assert_int_equal(srvfx_status_of("DELETE", "/v1/admin/groups/lab/poll", srvfx.ops, NULL), 404);
-    assert_int_equal(
-        srvfx_status_of("PUT", "/v1/admin/groups/lab/poll", srvfx.ops, "{\"interval_s\":30}"), 204);
-    assert_int_equal(srvfx_status_of("PUT", "/v1/admin/groups/eu/poll", srvfx.ops,
-                                     "{\"interval_s\":900,\"jitter_pct\":0}"),
-                     204);
-    assert_int_equal(
-        srvfx_status_of("PUT", "/v1/admin/groups/eu/install-window", srvfx.ops,
-                        "{\"start\":\"02:00\",\"end\":\"05:00\",\"utc_offset_min\":60}"),
-        204);
+    run_requests(set, MF_TEST_COUNT(set));
     /* Poll from "eu" (first by name), its window in UTC minutes (02:00 at UTC+1 = 01:00). */
     expect_answer((const char *const[]){"\"poll_interval_s\":900,", "\"poll_jitter_pct\":0,",
                                         "\"poll_group\":\"eu\"",
                                         "\"install_window\":{\"start_min\":60,\"end_min\":240}",
                                         NULL},
                   NULL, "group settings");
-    srvfx_call(&r, "GET", "/v1/admin/group-settings", srvfx.ops, NULL);
-    assert_int_equal(r.status, 200);
-    assert_non_null(strstr(r.body,
-                           "{\"group\":\"eu\",\"poll_interval_s\":900,\"poll_jitter_pct\":0,"
-                           "\"install_window\":{\"start\":\"02:00\",\"end\":\"05:00\","
-                           "\"utc_offset_min\":60},"));
-    assert_non_null(strstr(r.body,
-                           "{\"group\":\"lab\",\"poll_interval_s\":30,\"poll_jitter_pct\":10,"
-                           "\"install_window\":null,"));
-    free(r.body);
     /* Cleared: "lab"'s interval applies, then the server's defaults again. */
-    assert_int_equal(srvfx_status_of("DELETE", "/v1/admin/groups/eu/poll", srvfx.ops, NULL), 204);
-    assert_int_equal(
-        srvfx_status_of("DELETE", "/v1/admin/groups/eu/install-window", srvfx.ops, NULL), 204);
-    assert_int_equal(
-        srvfx_status_of("DELETE", "/v1/admin/groups/eu/install-window", srvfx.ops, NULL), 404);
+    run_requests(clear_eu, MF_TEST_COUNT(clear_eu));
     expect_answer((const char *const[]){"\"poll_interval_s\":30,", "\"poll_group\":\"lab\"", NULL},
                   (const char *const[]){"install_window", NULL}, "lab's interval");
-    assert_int_equal(srvfx_status_of("DELETE", "/v1/admin/groups/lab/poll", srvfx.ops, NULL), 204);
+    run_requests(clear_lab, MF_TEST_COUNT(clear_lab));
     expect_answer(defaults, no_group, "cleared");
-    /* The data role may not set them (ops runs the fleet). */
-    assert_int_equal(
-        srvfx_status_of("PUT", "/v1/admin/groups/lab/poll", srvfx.datat, "{\"interval_s\":30}"),
-        403);
-    assert_int_equal(
-        srvfx_status_of("PUT", "/v1/admin/devices/cam-a/groups", srvfx.ops, "{\"groups\":[]}"),
-        204);
 }
+
+#undef GP
+#undef GW
+#undef GE
 
 static int mem_read(void *payload, uint64_t off, void *buf, size_t len)
 {
