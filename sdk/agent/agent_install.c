@@ -17,7 +17,7 @@
  * With an install window (the check-in's install_window), steps 2-6 wait after step 1 until
  * the window opens or the app's idle_fn says the device is idle: the verified .part stays
  * with its record, and later steps of this process go straight to step 2 (a new process
- * verifies the .part again, as any resume does).
+ * runs step 1 again, resuming from what storage holds, as after any interruption).
  * A power cut before 4 leaves the old model active; after 4 the new one; between 4 and 5
  * the next check-in records the floor (the release is verified again then). Interrupted
  * downloads and applies resume from their progress record / checkpoint (1).
