@@ -101,6 +101,18 @@ check "groups settings lists both" sh -c "\"$BIN/mfctl\" --server $MF_URL --toke
 # The channel stays on v1 while the rollout decides (published is not deployed).
 check "channel stable held at v1" mfctl_admin pins set channel stable det v1
 check "the apps record v1's latencies" app_records
+check "  ... and a health check" agent 0 record det health=ok
+for bad in latency_us=abc latency_us=5,,6 latency_us=0 memory=-1 health=maybe bogus=1 latency_us; do
+    check "record $bad: usage error (2) naming it" sh -c "\"$BIN/mf-agent\" --config \
+        '$(conf 0)' record det '$bad' 2>'$work/bad.err'; test \$? -eq 2 && grep -q 'record: ' '$work/bad.err'"
+done
+check "record for an untracked model fails (1)" sh -c "\"$BIN/mf-agent\" --config '$(conf 0)' \
+    record other latency_us=5 2>/dev/null; test \$? -eq 1"
+sed 's/"log_level": "info"/"log_level": "info", "report_telemetry": false/' "$(conf 0)" \
+    >"$work/quiet.json"
+check "record with report_telemetry false fails (1), naming the key" sh -c "\"$BIN/mf-agent\" \
+    --config '$work/quiet.json' record det latency_us=5 2>'$work/quiet.err'; test \$? -eq 1 && \
+    grep -q 'report_telemetry' '$work/quiet.err'"
 
 for i in $(seq 0 $((n - 1))); do
     "$BIN/mf-agent" --config "$(conf "$i")" run >>"$work/agent-$i.log" 2>&1 &
