@@ -132,7 +132,7 @@ check "the canaries install v2 and report; the rollout advances to wave 1" \
         rollout status 1 --json | grep -q '\"wave\":1,'"
 check "  ... only on what the agents reported (install, health)" sh -c "\"$BIN/mfctl\" \
     --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE rollout status 1 | grep -q ' advanced '"
-check "every wave clean: the rollout is done" until_ok 60 records_until done
+check "every wave clean: the rollout is done" until_ok 60 records_until "done"
 mfctl_admin rollout status 1 >"$work/status.txt"
 check "  ... one advance recorded, no breach" sh -c "test \"\$(grep -c ' advanced ' \
     '$work/status.txt')\" -eq 1 && ! grep -q 'halted by' '$work/status.txt'"
