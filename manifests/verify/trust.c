@@ -201,12 +201,10 @@ static int root_step(struct mf_trust *t, struct mf_mkeyset *next, const mf_manif
     int err;
 
     (void)snprintf(what, sizeof(what), "root chain[%zu]", idx);
-    err = mf_trust__open(&env, t, b->data, b->size, t->opts.max_root_bytes, MF_MANIFEST_TYPE_ROOT);
+    err = mf_trust__open_signed(&env, NULL, t, b->data, b->size, t->opts.max_root_bytes,
+                                MF_MANIFEST_TYPE_ROOT, &t->root, MF_ROLE_ROOT, what);
     if (err < 0)
         return err;
-    err = mf_trust__verify_role(NULL, t, env, &t->root, MF_ROLE_ROOT, what);
-    if (err < 0)
-        goto out;
     err = mf_manifest__parse_root(next, &t->ctx, env->payload, env->payload_len);
     if (err < 0)
         goto out;
@@ -299,10 +297,8 @@ int mf_trust__accept_keys(struct mf_trust *t, const void *buf, size_t len, uint6
     ks = mf_ctx__alloc(&t->ctx, sizeof(*ks));
     if (!ks)
         return mf_fail(&t->ctx, MF_E_NOMEM, "no memory for a keys document");
-    err = mf_trust__open(&env, t, buf, len, t->opts.max_keys_bytes, MF_MANIFEST_TYPE_KEYS);
-    if (err < 0)
-        goto out;
-    err = mf_trust__verify_role(NULL, t, env, &t->root, MF_ROLE_KEYS, "keys");
+    err = mf_trust__open_signed(&env, NULL, t, buf, len, t->opts.max_keys_bytes,
+                                MF_MANIFEST_TYPE_KEYS, &t->root, MF_ROLE_KEYS, "keys");
     if (err < 0)
         goto out;
     mf_sha256__digest(digest, env->payload, env->payload_len);
