@@ -118,6 +118,16 @@ static int parse_scalars(struct release_scalars *s, struct mf_ctx *ctx, const cJ
     return MF_OK;
 }
 
+/* The end of a document parse, success or not: the tree goes, and so does the block when
+ * `err` says its fill failed (or it is NULL). Returns err. */
+static int parse_end(struct mf_ctx *ctx, cJSON *doc, void *block, int err)
+{
+    cJSON_Delete(doc);
+    if (err < 0)
+        mf_free(&ctx->alloc, block);
+    return err;
+}
+
 static int release_fill(struct release_block *b, struct mf_ctx *ctx, const cJSON *doc,
                         const struct release_scalars *s, const cJSON *chunks, const cJSON *deltas)
 {
@@ -193,15 +203,10 @@ int mf_manifest__parse_release(mf_manifest_release **out, struct mf_ctx *ctx,
     b->pub.chunk_count = nchunks;
     b->pub.delta_count = ndeltas;
     err = release_fill(b, ctx, doc, &s, chunks, deltas);
-    if (err < 0)
-        goto fail;
-    cJSON_Delete(doc);
-    *out = &b->pub;
-    return MF_OK;
 fail:
-    if (b)
-        mf_free(&ctx->alloc, b);
-    cJSON_Delete(doc);
+    err = parse_end(ctx, doc, b, err);
+    if (err == MF_OK)
+        *out = &b->pub;
     return err;
 }
 
@@ -271,15 +276,10 @@ int mf_manifest__parse_assignment(mf_manifest_assignment **out, struct mf_ctx *c
     memset(b, 0, sizeof(*b));
     b->alloc = ctx->alloc;
     err = assignment_fill(b, ctx, doc);
-    if (err < 0)
-        goto fail;
-    cJSON_Delete(doc);
-    *out = &b->pub;
-    return MF_OK;
 fail:
-    if (b)
-        mf_free(&ctx->alloc, b);
-    cJSON_Delete(doc);
+    err = parse_end(ctx, doc, b, err);
+    if (err == MF_OK)
+        *out = &b->pub;
     return err;
 }
 
