@@ -18,33 +18,33 @@
 
 int mf_diff__hint_push(struct mf_hint_list *l, struct mf_ctx *ctx, const struct mf_align_hint *h)
 {
-    if (l->n == l->cap) {
-        struct mf_align_hint *v =
-            mf_diff__list_grow(ctx, l->v, l->n, &l->cap, sizeof(*v), 64, "hint list");
-
-        if (!v)
-            return MF_E_NOMEM;
-        l->v = v;
-    }
-    l->v[l->n++] = *h;
-    return MF_OK;
+    l->v = mf_diff__list_push(ctx, l->v, &l->n, &l->cap, sizeof(*h), 64, "hint list", h);
+    return l->v ? MF_OK : MF_E_NOMEM;
 }
 
-void *mf_diff__list_grow(struct mf_ctx *ctx, void *v, size_t n, size_t *cap, size_t elem,
-                         size_t first, const char *what)
+void *mf_diff__list_push(struct mf_ctx *ctx, void *v, size_t *n, size_t *cap, size_t elem,
+                         size_t first, const char *what, const void *item)
 {
-    size_t want = *cap ? 2 * *cap : first;
-    void *grown = mf_ctx__alloc(ctx, want * elem);
+    unsigned char *a = v;
 
-    if (!grown) {
-        (void)mf_fail(ctx, MF_E_NOMEM, "%s of %zu entries", what, want);
-        return NULL;
+    if (*n == *cap) {
+        size_t want = *cap ? 2 * *cap : first;
+
+        a = mf_ctx__alloc(ctx, want * elem);
+        if (!a) {
+            (void)mf_fail(ctx, MF_E_NOMEM, "%s of %zu entries", what, want);
+            mf_ctx__free(ctx, v);
+            *n = *cap = 0;
+            return NULL;
+        }
+        if (*n)
+            memcpy(a, v, *n * elem);
+        mf_ctx__free(ctx, v);
+        *cap = want;
     }
-    if (n)
-        memcpy(grown, v, n * elem);
-    mf_ctx__free(ctx, v);
-    *cap = want;
-    return grown;
+    memcpy(a + *n * elem, item, elem);
+    (*n)++;
+    return a;
 }
 
 void mf_diff__hint_list_free(struct mf_ctx *ctx, struct mf_hint_list *l)

@@ -99,16 +99,8 @@ static size_t search(const struct search_ctx *s, const uint8_t *nw, size_t nlen,
 
 static int push(struct mf_cover_list *l, struct mf_ctx *ctx, const struct mf_cover *c)
 {
-    if (l->n == l->cap) {
-        struct mf_cover *v =
-            mf_diff__list_grow(ctx, l->v, l->n, &l->cap, sizeof(*v), 1024, "cover list");
-
-        if (!v)
-            return MF_E_NOMEM;
-        l->v = v;
-    }
-    l->v[l->n++] = *c;
-    return MF_OK;
+    l->v = mf_diff__list_push(ctx, l->v, &l->n, &l->cap, sizeof(*c), 1024, "cover list", c);
+    return l->v ? MF_OK : MF_E_NOMEM;
 }
 
 void mf_diff__cover_list_free(struct mf_ctx *ctx, struct mf_cover_list *l)

@@ -59,13 +59,14 @@ void mf_diff__hint_list_free(struct mf_ctx *ctx, struct mf_hint_list *l);
 int mf_diff__hint_push(struct mf_hint_list *l, struct mf_ctx *ctx, const struct mf_align_hint *h);
 
 /*
- * The growth step of the encoder's lists ({v, n, cap} of `elem`-byte entries), called when
- * n == *cap: a new array of twice the capacity (`first` for an empty list) holding the n
- * entries, the old one freed and *cap updated; NULL after mf_fail() ("`what` of N entries"),
- * the list untouched.
+ * Appends the `elem` bytes at `item` to one of the encoder's lists ({v, n, cap} of
+ * `elem`-byte entries), growing a full one to twice its capacity (`first` for an empty
+ * list). Returns the list's array, moved or not. NULL after mf_fail() ("`what` of N
+ * entries"), with the array freed and *n, *cap zeroed: `l->v = mf_diff__list_push(...)`
+ * loses nothing, and every caller drops the list on a failure anyway.
  */
-void *mf_diff__list_grow(struct mf_ctx *ctx, void *v, size_t n, size_t *cap, size_t elem,
-                         size_t first, const char *what);
+void *mf_diff__list_push(struct mf_ctx *ctx, void *v, size_t *n, size_t *cap, size_t elem,
+                         size_t first, const char *what, const void *item);
 
 /* Writes the mf format patch. */
 int mf_diff__create_mf(uint8_t **patch_out, size_t *patch_len_out, struct mf_diff *d,

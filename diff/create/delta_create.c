@@ -93,21 +93,15 @@ static int job_push(struct job_list *l, struct mf_ctx *ctx, uint64_t start, uint
     uint64_t step = ((len + parts - 1) / parts + 3) & ~(uint64_t)3;
 
     for (uint64_t off = 0; off < len; off += step) {
-        uint64_t n = len - off < step ? len - off : step;
+        struct mf_block_job j;
 
-        if (l->n == l->cap) {
-            struct mf_block_job *v =
-                mf_diff__list_grow(ctx, l->v, l->n, &l->cap, sizeof(*v), 256, "block list");
-
-            if (!v)
-                return MF_E_NOMEM;
-            l->v = v;
-        }
-        memset(&l->v[l->n], 0, sizeof(l->v[0]));
-        l->v[l->n].start = start + off;
-        l->v[l->n].len = (uint32_t)n;
-        l->v[l->n].hint = hint;
-        l->n++;
+        memset(&j, 0, sizeof(j));
+        j.start = start + off;
+        j.len = (uint32_t)(len - off < step ? len - off : step);
+        j.hint = hint;
+        l->v = mf_diff__list_push(ctx, l->v, &l->n, &l->cap, sizeof(j), 256, "block list", &j);
+        if (!l->v)
+            return MF_E_NOMEM;
     }
     return MF_OK;
 }

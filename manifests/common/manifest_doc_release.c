@@ -32,6 +32,20 @@ struct assignment_block {
 _Static_assert(sizeof(struct release_block) % _Alignof(mf_manifest_delta) == 0,
                "deltas follow the block header without padding");
 
+/* The required name members `keys[i]` into dst[i] (MF_MANIFEST_NAME_MAX + 1 bytes each), in
+ * order: the first missing or malformed one is the error. */
+static int parse_names(char *const *dst, struct mf_ctx *ctx, const cJSON *doc,
+                       const char *const *keys, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int err = mf_manifest__json_name(dst[i], ctx, doc, keys[i]);
+
+        if (err < 0)
+            return err;
+    }
+    return MF_OK;
+}
+
 static int parse_deltas(mf_manifest_delta *d, struct mf_ctx *ctx, const cJSON *arr)
 {
     const cJSON *it;
@@ -104,18 +118,27 @@ static int parse_scalars(struct release_scalars *s, struct mf_ctx *ctx, const cJ
     return MF_OK;
 }
 
+/* The end of a document parse, success or not: the tree goes, and so does the block when
+ * `err` says its fill failed (or it is NULL). Returns err. */
+static int parse_end(struct mf_ctx *ctx, cJSON *doc, void *block, int err)
+{
+    cJSON_Delete(doc);
+    if (err < 0)
+        mf_free(&ctx->alloc, block);
+    return err;
+}
+
 static int release_fill(struct release_block *b, struct mf_ctx *ctx, const cJSON *doc,
                         const struct release_scalars *s, const cJSON *chunks, const cJSON *deltas)
 {
     mf_manifest_release *r = &b->pub;
     mf_manifest_delta *d = (mf_manifest_delta *)(b + 1);
     uint8_t(*c)[MF_MANIFEST_DIGEST_LEN] = (uint8_t(*)[MF_MANIFEST_DIGEST_LEN])(d + r->delta_count);
+    static const char *const keys[] = {"name", "version"};
+    char *const dst[] = {b->name, b->version};
     int err;
 
-    err = mf_manifest__json_name(b->name, ctx, doc, "name");
-    if (err < 0)
-        return err;
-    err = mf_manifest__json_name(b->version, ctx, doc, "version");
+    err = parse_names(dst, ctx, doc, keys, 2);
     if (err < 0)
         return err;
     err = mf_manifest__json_hex32(r->sha256, ctx, doc, "sha256");
@@ -180,15 +203,10 @@ int mf_manifest__parse_release(mf_manifest_release **out, struct mf_ctx *ctx,
     b->pub.chunk_count = nchunks;
     b->pub.delta_count = ndeltas;
     err = release_fill(b, ctx, doc, &s, chunks, deltas);
-    if (err < 0)
-        goto fail;
-    cJSON_Delete(doc);
-    *out = &b->pub;
-    return MF_OK;
 fail:
-    if (b)
-        mf_free(&ctx->alloc, b);
-    cJSON_Delete(doc);
+    err = parse_end(ctx, doc, b, err);
+    if (err == MF_OK)
+        *out = &b->pub;
     return err;
 }
 
@@ -207,16 +225,12 @@ static int assignment_fill(struct assignment_block *b, struct mf_ctx *ctx, const
 {
     mf_manifest_assignment *a = &b->pub;
     const cJSON *pin = cJSON_GetObjectItemCaseSensitive(doc, "pin");
+    static const char *const keys[] = {"device_id", "model", "nonce"};
+    char *const dst[] = {b->device_id, b->model, b->nonce};
     const char *s;
     int err;
 
-    err = mf_manifest__json_name(b->device_id, ctx, doc, "device_id");
-    if (err < 0)
-        return err;
-    err = mf_manifest__json_name(b->model, ctx, doc, "model");
-    if (err < 0)
-        return err;
-    err = mf_manifest__json_name(b->nonce, ctx, doc, "nonce");
+    err = parse_names(dst, ctx, doc, keys, 3);
     if (err < 0)
         return err;
     err = mf_manifest__json_hex32(a->release_sha256, ctx, doc, "release_sha256");
@@ -262,15 +276,10 @@ int mf_manifest__parse_assignment(mf_manifest_assignment **out, struct mf_ctx *c
     memset(b, 0, sizeof(*b));
     b->alloc = ctx->alloc;
     err = assignment_fill(b, ctx, doc);
-    if (err < 0)
-        goto fail;
-    cJSON_Delete(doc);
-    *out = &b->pub;
-    return MF_OK;
 fail:
-    if (b)
-        mf_free(&ctx->alloc, b);
-    cJSON_Delete(doc);
+    err = parse_end(ctx, doc, b, err);
+    if (err == MF_OK)
+        *out = &b->pub;
     return err;
 }
 

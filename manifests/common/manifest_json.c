@@ -3,6 +3,7 @@
 #include "manifest_json.h"
 #include "mf_hex.h"
 #include "mf_json.h"
+#include "mf_name_chars.h"
 
 #include <string.h>
 
@@ -117,16 +118,5 @@ int mf_manifest__json_doc(cJSON **out, struct mf_ctx *ctx, const uint8_t *buf, s
 
 int mf_manifest__name_ok(const char *s)
 {
-    size_t i;
-
-    for (i = 0; s[i]; i++) {
-        char c = s[i];
-
-        if (i >= MF_MANIFEST_NAME_MAX)
-            return 0;
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return 0;
-    }
-    return i > 0;
+    return mf_name__chars_ok(s, MF_MANIFEST_NAME_MAX);
 }

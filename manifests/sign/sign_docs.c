@@ -273,8 +273,8 @@ _Static_assert(MF_MANIFEST_SPEC_VERSION == 1, "the direct assignment writes spec
 /*
  * The assignment every check-in signs (no reason; a sequence JSON numbers carry exactly),
  * written straight into its bytes: the director signs one per check-in, and building,
- * printing and parsing back a cJSON document took 8 % of the server's CPU at 19k check-ins/s
- * (bench/server/README.md).
+ * printing and parsing back a cJSON document was a large share of a check-in's CPU (the
+ * profile: bench/server/README.md).
  * The device parser's own rules are applied to the fields instead (names, sequence), which
  * are all it would check, and the bytes are the ones the general builder prints for the same
  * document (test_manifest_batch__payload_bytes holds both to that). Returns 0 when the spec is not

@@ -12,10 +12,10 @@
 #include <string.h>
 
 /*
- * The key's EVP_PKEY_CTX is set up once and reused: with OpenSSL 3,
- * EVP_DigestSignInit per signature (fetches, provider locks) cost about 3.5 us of the 27 us a
- * lone assignment took to sign (bench/bench_sign_batch.c); each EVP_PKEY_sign still draws a
- * fresh nonce.
+ * The key's EVP_PKEY_CTX is set up once and reused: with OpenSSL 3, EVP_DigestSignInit per
+ * signature (fetches, provider locks) was a visible share of a lone assignment's signing
+ * time (the figures: bench/server/README.md, "Batch signatures"); each EVP_PKEY_sign still
+ * draws a fresh nonce.
  */
 int mf_sign__ecdsa(uint8_t *sig, size_t *sig_len, struct mf_ctx *ctx, struct mf_sign_key *k,
                    const char *prefix, size_t prefix_len, const void *payload, size_t len)

@@ -140,6 +140,19 @@ static int keep_copy(uint8_t **dst, size_t *dst_len, struct mf_trust *t, const v
     return MF_OK;
 }
 
+typedef int (*keyset_parse_fn)(struct mf_mkeyset *out, struct mf_ctx *ctx, const uint8_t *payload,
+                               size_t len);
+
+/* A root or keys document's payload into `ks` by `parse`, then its key ids checked: after
+ * this each key id names exactly one P-256 key. */
+static int read_keyset(struct mf_mkeyset *ks, struct mf_trust *t, const struct mf_menvelope *env,
+                       keyset_parse_fn parse, const char *what)
+{
+    int err = parse(ks, &t->ctx, env->payload, env->payload_len);
+
+    return err < 0 ? err : mf_trust__check_keyids(t, ks, what);
+}
+
 int mf_trust__accept_first_root(struct mf_trust *t, const void *buf, size_t len)
 {
     struct mf_menvelope *env = NULL;
@@ -152,10 +165,7 @@ int mf_trust__accept_first_root(struct mf_trust *t, const void *buf, size_t len)
     err = mf_trust__open(&env, t, buf, len, t->opts.max_root_bytes, MF_MANIFEST_TYPE_ROOT);
     if (err < 0)
         goto out;
-    err = mf_manifest__parse_root(ks, &t->ctx, env->payload, env->payload_len);
-    if (err < 0)
-        goto out;
-    err = mf_trust__check_keyids(t, ks, "root");
+    err = read_keyset(ks, t, env, mf_manifest__parse_root, "root");
     if (err < 0)
         goto out;
     err = mf_trust__verify_role(NULL, t, env, ks, MF_ROLE_ROOT, "root");
@@ -201,12 +211,10 @@ static int root_step(struct mf_trust *t, struct mf_mkeyset *next, const mf_manif
     int err;
 
     (void)snprintf(what, sizeof(what), "root chain[%zu]", idx);
-    err = mf_trust__open(&env, t, b->data, b->size, t->opts.max_root_bytes, MF_MANIFEST_TYPE_ROOT);
+    err = mf_trust__open_signed(&env, NULL, t, b->data, b->size, t->opts.max_root_bytes,
+                                MF_MANIFEST_TYPE_ROOT, &t->root, MF_ROLE_ROOT, what);
     if (err < 0)
         return err;
-    err = mf_trust__verify_role(NULL, t, env, &t->root, MF_ROLE_ROOT, what);
-    if (err < 0)
-        goto out;
     err = mf_manifest__parse_root(next, &t->ctx, env->payload, env->payload_len);
     if (err < 0)
         goto out;
@@ -299,17 +307,12 @@ int mf_trust__accept_keys(struct mf_trust *t, const void *buf, size_t len, uint6
     ks = mf_ctx__alloc(&t->ctx, sizeof(*ks));
     if (!ks)
         return mf_fail(&t->ctx, MF_E_NOMEM, "no memory for a keys document");
-    err = mf_trust__open(&env, t, buf, len, t->opts.max_keys_bytes, MF_MANIFEST_TYPE_KEYS);
-    if (err < 0)
-        goto out;
-    err = mf_trust__verify_role(NULL, t, env, &t->root, MF_ROLE_KEYS, "keys");
+    err = mf_trust__open_signed(&env, NULL, t, buf, len, t->opts.max_keys_bytes,
+                                MF_MANIFEST_TYPE_KEYS, &t->root, MF_ROLE_KEYS, "keys");
     if (err < 0)
         goto out;
     mf_sha256__digest(digest, env->payload, env->payload_len);
-    err = mf_manifest__parse_keys(ks, &t->ctx, env->payload, env->payload_len);
-    if (err < 0)
-        goto out;
-    err = mf_trust__check_keyids(t, ks, "keys");
+    err = read_keyset(ks, t, env, mf_manifest__parse_keys, "keys");
     if (err < 0)
         goto out;
     if (t->has_keys &&

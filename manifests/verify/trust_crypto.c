@@ -136,6 +136,22 @@ int mf_trust__role_has(const struct mf_mkeyset *ks, int role, const uint8_t *id)
     return 0;
 }
 
+int mf_trust__open_signed(struct mf_menvelope **out, struct mf_trust_keyids *signers,
+                          struct mf_trust *t, const void *buf, size_t len, size_t max,
+                          const char *type, const struct mf_mkeyset *ks, int role, const char *what)
+{
+    int err = mf_trust__open(out, t, buf, len, max, type);
+
+    if (err < 0)
+        return err;
+    err = mf_trust__verify_role(signers, t, *out, ks, role, what);
+    if (err < 0) {
+        mf_manifest__envelope_free(&t->ctx, *out);
+        *out = NULL;
+    }
+    return err;
+}
+
 int mf_trust__verify_role(struct mf_trust_keyids *signers, struct mf_trust *t,
                           const struct mf_menvelope *env, const struct mf_mkeyset *ks, int role,
                           const char *what)

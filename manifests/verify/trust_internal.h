@@ -68,6 +68,13 @@ int mf_trust__open(struct mf_menvelope **out, struct mf_trust *t, const void *bu
 int mf_trust__verify_role(struct mf_trust_keyids *signers, struct mf_trust *t,
                           const struct mf_menvelope *env, const struct mf_mkeyset *ks, int role,
                           const char *what);
+/* mf_trust__open, then mf_trust__verify_role against `ks`: on success *out is an envelope
+ * of `type` that a threshold of `role` signed; on failure *out is NULL, nothing to free.
+ * Every signed document but a first root (trusted by provenance) is opened this way. */
+int mf_trust__open_signed(struct mf_menvelope **out, struct mf_trust_keyids *signers,
+                          struct mf_trust *t, const void *buf, size_t len, size_t max,
+                          const char *type, const struct mf_mkeyset *ks, int role,
+                          const char *what);
 /* 1 when `id` is one of the keys of ks->role[role]. */
 int mf_trust__role_has(const struct mf_mkeyset *ks, int role, const uint8_t *id);
 /* The digest a batch signature `b` of env signs (trust_batch.c); -1 when env is not an

@@ -46,12 +46,10 @@ static int release_verify(mf_manifest_release **out, struct mf_trust *t, const v
     int err;
 
     *out = NULL;
-    err = mf_trust__open(&env, t, buf, len, t->opts.max_release_bytes, MF_MANIFEST_TYPE_RELEASE);
+    err = mf_trust__open_signed(&env, NULL, t, buf, len, t->opts.max_release_bytes,
+                                MF_MANIFEST_TYPE_RELEASE, &t->keys, MF_ROLE_RELEASE, "release");
     if (err < 0)
         return err;
-    err = mf_trust__verify_role(NULL, t, env, &t->keys, MF_ROLE_RELEASE, "release");
-    if (err < 0)
-        goto fail;
     err =
         mf_manifest__parse_release(&r, &t->ctx, env->payload, env->payload_len, t->opts.max_chunks);
     if (err < 0)
@@ -135,13 +133,12 @@ static int assignment_verify(mf_manifest_assignment **out, struct mf_trust_keyid
     struct mf_menvelope *env = NULL;
     int err;
 
-    err = mf_trust__open(&env, t, abuf, alen, t->opts.max_assignment_bytes,
-                         MF_MANIFEST_TYPE_ASSIGNMENT);
+    err = mf_trust__open_signed(&env, signers, t, abuf, alen, t->opts.max_assignment_bytes,
+                                MF_MANIFEST_TYPE_ASSIGNMENT, &t->keys, MF_ROLE_DIRECTOR,
+                                "assignment");
     if (err < 0)
         return err;
-    err = mf_trust__verify_role(signers, t, env, &t->keys, MF_ROLE_DIRECTOR, "assignment");
-    if (err >= 0)
-        err = mf_manifest__parse_assignment(out, &t->ctx, env->payload, env->payload_len);
+    err = mf_manifest__parse_assignment(out, &t->ctx, env->payload, env->payload_len);
     if (err >= 0) {
         err = assignment_binds(t, *out, device_id, nonce);
         if (err < 0) {

@@ -11,23 +11,13 @@
  * the first keys document without one of them starts a fresh sequence space.
  */
 #include "trust_internal.h"
+#include "mf_crc32.h"
 
 #include <string.h>
 
 #define STATE_MAGIC "MFTS"
 #define STATE_FORMAT 2u
 #define STATE_FORMAT_UNSCOPED 1u
-
-static uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n)
-{
-    crc = ~crc;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= p[i];
-        for (int k = 0; k < 8; k++)
-            crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
-    }
-    return ~crc;
-}
 
 size_t mf_trust_state_size(const mf_trust *t)
 {
@@ -88,7 +78,7 @@ int mf_trust_save(void *out, size_t out_size, size_t *written, mf_trust *t)
     put_bytes(&w, t->root_env, t->root_env_len);
     put_uint(&w, t->keys_env_len, 4);
     put_bytes(&w, t->keys_env, t->keys_env_len);
-    put_uint(&w, crc32_update(0, w.p, w.pos), 4);
+    put_uint(&w, mf_crc32__update(0, w.p, w.pos), 4);
     *written = w.pos;
     return MF_OK;
 }
@@ -254,7 +244,7 @@ int mf_trust_load(mf_trust *t, const void *state, size_t len)
     if (len > max)
         return mf_trust__end(
             t, mf_fail(&t->ctx, MF_E_LIMIT, "state of %zu bytes exceeds %zu", len, max));
-    if (len < 8 || crc32_update(0, buf, len - 4) != stored_crc(buf, len))
+    if (len < 8 || mf_crc32__update(0, buf, len - 4) != stored_crc(buf, len))
         return mf_trust__end(t, mf_trust__fail(t, MF_TRUST_R_STATE_CORRUPT, MF_E_INVALID,
                                                "state: checksum mismatch (%zu bytes)", len));
     tmp = mf_ctx__alloc(&t->ctx, sizeof(*tmp));

@@ -72,7 +72,7 @@ void mf_ctx__log(const struct mf_ctx *ctx, int level, const char *fmt, ...)
         return;
     /* The core's own sink says which levels it drops: drop them before formatting, which
      * costs more than the rest of a line's way (a request's access line at --log-level warn
-     * was 4 % of a check-in). */
+     * showed in a check-in's profile: bench/server/README.md). */
     if (ctx->log_fn == mf_log_stderr &&
         level > (ctx->log_payload ? *(const int *)ctx->log_payload : MF_LOG_INFO))
         return;

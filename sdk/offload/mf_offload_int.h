@@ -14,6 +14,7 @@
 #define MF_STATIC_LINKING_ONLY
 #endif
 #include "mf/offload.h"
+#include "mf_crc32.h"
 #include "mf_ctx.h"
 #include "mf_dynbuf.h"
 #include "mf_http.h"
@@ -32,8 +33,7 @@
 /* sample kinds as stored and sent */
 enum { MF_OFFLOAD_KIND_HARD = 0, MF_OFFLOAD_KIND_AUDIT = 1 };
 
-/* ---- hashing (offload_hash.c) ---- */
-uint32_t mf_offload__crc32(uint32_t crc, const void *p, size_t n);
+/* ---- hashing (offload_hash.c; the queue's record CRC is mf_crc32.h's) ---- */
 uint64_t mf_offload__fnv1a64(const void *p, size_t n);
 /* splitmix64 step: fast, well-mixed values for audit draws and jitter (not for secrets). */
 uint64_t mf_offload__rng_next(uint64_t *state);
@@ -162,6 +162,12 @@ void mf_offload__hist_add(uint32_t hist[MF_OFFLOAD_HIST_BINS], float score);
 /* ---- policy installation and cache (offload_policy_cache.c) ---- */
 /* "offload/<model>[/<leaf>]" into `out` (MF_OFFLOAD_STORE_NAME_MAX). */
 int mf_offload__store_name(const mf_offload *o, char *out, const char *leaf);
+/* Replaces `name` atomically with buf[0..len): writes `tmp` (opened with
+ * MF_PLATFORM_OPEN_WRITE | `open_flags`), syncs it, renames it durably over `name`; on a
+ * failure `tmp` is removed and the message names the file. The policy cache and the
+ * queue's meta file both rely on it: a power cut leaves the old or the new file. */
+int mf_offload__write_atomic(const mf_platform_ops *pl, struct mf_ctx *ctx, const char *tmp,
+                             const char *name, int open_flags, const void *buf, size_t len);
 /* Makes `server` (restricted to the app limits) the effective policy. */
 void mf_offload__policy_apply(mf_offload *o, const mf_offload_policy *server);
 int mf_offload__policy_cache_write(mf_offload *o, const char *json, size_t len);

@@ -1,25 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Small, table-free hashes for the uplink queue: CRC-32 (IEEE, reflected, as in zlib) on
- * every record so a torn or corrupted tail is detected, FNV-1a 64 as the content hash that
- * de-duplicates identical inputs, and splitmix64 for audit draws and backoff jitter.
- * Bitwise CRC keeps 1 KiB of table out of device RAM/flash; records are small and written
- * a few times a minute, so its cost does not matter (bench/bench_offload_queue.c).
+ * Small, table-free hashes for the uplink queue: FNV-1a 64 as the content hash that
+ * de-duplicates identical inputs, and splitmix64 for audit draws and backoff jitter. The
+ * CRC-32 on every record, which detects a torn or corrupted tail, is sdk/core's
+ * (mf_crc32.h), shared with the trust state file.
  */
 #include "mf_offload_int.h"
-
-uint32_t mf_offload__crc32(uint32_t crc, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-
-    crc = ~crc;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= b[i];
-        for (int k = 0; k < 8; k++)
-            crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
-    }
-    return ~crc;
-}
 
 uint64_t mf_offload__fnv1a64(const void *p, size_t n)
 {

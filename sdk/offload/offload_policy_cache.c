@@ -34,31 +34,36 @@ void mf_offload__policy_apply(mf_offload *o, const mf_offload_policy *server)
     o->has_policy = 1;
 }
 
+int mf_offload__write_atomic(const mf_platform_ops *pl, struct mf_ctx *ctx, const char *tmp,
+                             const char *name, int open_flags, const void *buf, size_t len)
+{
+    mf_platform_file *f = NULL;
+    int err = pl->open(pl->payload, &f, tmp, MF_PLATFORM_OPEN_WRITE | open_flags);
+
+    if (err < 0)
+        return mf_fail(ctx, err, "cannot create %s", tmp);
+    err = pl->write(pl->payload, f, buf, len);
+    if (err >= 0)
+        err = pl->sync(pl->payload, f);
+    pl->close(pl->payload, f);
+    if (err >= 0)
+        err = pl->rename(pl->payload, tmp, name);
+    if (err < 0) {
+        (void)pl->remove(pl->payload, tmp);
+        return mf_fail(ctx, err, "cannot write %s", name);
+    }
+    return MF_OK;
+}
+
 /* Atomic replace of offload/<model>/policy.json: tmp, sync, durable rename. */
 int mf_offload__policy_cache_write(mf_offload *o, const char *json, size_t len)
 {
-    const mf_platform_ops *p = &o->plat;
     char name[MF_OFFLOAD_STORE_NAME_MAX], tmp[MF_OFFLOAD_STORE_NAME_MAX];
-    mf_platform_file *f = NULL;
-    int err;
 
     if (mf_offload__store_name(o, name, "policy.json") < 0 ||
         mf_offload__store_name(o, tmp, "policy.json.tmp") < 0)
         return mf_fail(&o->ctx, MF_E_LIMIT, "policy cache name too long");
-    err = p->open(p->payload, &f, tmp, MF_PLATFORM_OPEN_WRITE);
-    if (err < 0)
-        return mf_fail(&o->ctx, err, "cannot create %s", tmp);
-    err = p->write(p->payload, f, json, len);
-    if (err >= 0)
-        err = p->sync(p->payload, f);
-    p->close(p->payload, f);
-    if (err >= 0)
-        err = p->rename(p->payload, tmp, name);
-    if (err < 0) {
-        (void)p->remove(p->payload, tmp);
-        return mf_fail(&o->ctx, err, "cannot write %s", name);
-    }
-    return MF_OK;
+    return mf_offload__write_atomic(&o->plat, &o->ctx, tmp, name, 0, json, len);
 }
 
 /* Loads the cached policy; a missing or unusable cache leaves the handle edge-only. */

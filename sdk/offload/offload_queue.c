@@ -39,11 +39,8 @@ static int seg_name(const struct mf_offload_queue *q, char *out, uint32_t seq)
 
 static int meta_write(struct mf_offload_queue *q)
 {
-    const mf_platform_ops *pl = q->plat;
     char name[MF_OFFLOAD_STORE_NAME_MAX], tmp[MF_OFFLOAD_STORE_NAME_MAX];
     uint8_t buf[META_SIZE], *p = buf;
-    mf_platform_file *f = NULL;
-    int err;
 
     (void)snprintf(name, sizeof(name), "%s/queue.meta", q->dir);
     (void)snprintf(tmp, sizeof(tmp), "%s/queue.meta.tmp", q->dir);
@@ -59,21 +56,9 @@ static int meta_write(struct mf_offload_queue *q)
     p = mf_offload__put_u64(p, q->end_off);
     memcpy(p, q->batch_id, MF_OFFLOAD_ID_LEN);
     p += MF_OFFLOAD_ID_LEN;
-    (void)mf_offload__put_u32(p, mf_offload__crc32(0, buf, (size_t)(p - buf)));
-    err = pl->open(pl->payload, &f, tmp, MF_PLATFORM_OPEN_WRITE | MF_PLATFORM_OPEN_SECRET);
-    if (err < 0)
-        return mf_fail(q->ctx, err, "cannot create %s", tmp);
-    err = pl->write(pl->payload, f, buf, sizeof(buf));
-    if (err >= 0)
-        err = pl->sync(pl->payload, f);
-    pl->close(pl->payload, f);
-    if (err >= 0)
-        err = pl->rename(pl->payload, tmp, name);
-    if (err < 0) {
-        (void)pl->remove(pl->payload, tmp);
-        return mf_fail(q->ctx, err, "cannot write %s", name);
-    }
-    return MF_OK;
+    (void)mf_offload__put_u32(p, mf_crc32__update(0, buf, (size_t)(p - buf)));
+    return mf_offload__write_atomic(q->plat, q->ctx, tmp, name, MF_PLATFORM_OPEN_SECRET, buf,
+                                    sizeof(buf));
 }
 
 /* Reads exactly `len` bytes at `off`; MF_AGAIN when the object ends first. */
@@ -119,7 +104,7 @@ static int meta_read(struct mf_offload_queue *q)
         return mf_fail(q->ctx, err, "cannot read %s", name);
     if (err == MF_AGAIN || mf_offload__get_u32(buf) != META_MAGIC ||
         mf_offload__get_u32(buf + 4) != META_FORMAT ||
-        mf_offload__crc32(0, buf, META_SIZE - 4) != mf_offload__get_u32(buf + META_SIZE - 4)) {
+        mf_crc32__update(0, buf, META_SIZE - 4) != mf_offload__get_u32(buf + META_SIZE - 4)) {
         MF_LOG_WARN(q->ctx, "%s is damaged; the uplink queue restarts empty", name);
         return MF_OK;
     }
@@ -178,8 +163,7 @@ static int read_record(struct mf_offload_queue *q, size_t *len_out, uint32_t seq
     err = read_full(pl, q->rf, off + REC_HDR, q->rec, len);
     if (err != MF_OK)
         return err < 0 ? mf_fail(q->ctx, err, "cannot read uplink segment %u", seq) : err;
-    if (mf_offload__crc32(mf_offload__crc32(0, hdr, 4), q->rec, len) !=
-        mf_offload__get_u32(hdr + 4))
+    if (mf_crc32__update(mf_crc32__update(0, hdr, 4), q->rec, len) != mf_offload__get_u32(hdr + 4))
         return MF_AGAIN;
     *len_out = len;
     return MF_OK;
@@ -456,7 +440,7 @@ int mf_offload__queue_append(struct mf_offload_queue *q, const uint8_t *payload,
             return err;
     }
     mf_offload__put_u32(hdr, (uint32_t)len);
-    mf_offload__put_u32(hdr + 4, mf_offload__crc32(mf_offload__crc32(0, hdr, 4), payload, len));
+    mf_offload__put_u32(hdr + 4, mf_crc32__update(mf_crc32__update(0, hdr, 4), payload, len));
     err = pl->write(pl->payload, q->wf, hdr, sizeof(hdr));
     if (err >= 0)
         err = pl->write(pl->payload, q->wf, payload, len);

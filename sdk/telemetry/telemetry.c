@@ -169,32 +169,33 @@ int mf_telemetry_record_memory(mf_telemetry *t, const char *model, const char *v
     return MF_OK;
 }
 
-int mf_telemetry_record_health(mf_telemetry *t, const char *model, const char *version, int ok)
+/* One outcome into a pair of counters: an install or a health verdict, each counted as
+ * succeeded or failed for the version. */
+static int record_outcome(mf_telemetry *t, const char *model, const char *version, int install,
+                          int ok)
 {
     int err;
     mf_telemetry_version *v = take(&err, t, model, version);
+    uint64_t *n;
 
     if (!v)
         return err;
-    if (ok)
-        v->health_ok = inc(v->health_ok);
+    if (install)
+        n = ok ? &v->install_ok : &v->install_failed;
     else
-        v->health_failed = inc(v->health_failed);
+        n = ok ? &v->health_ok : &v->health_failed;
+    *n = inc(*n);
     return MF_OK;
+}
+
+int mf_telemetry_record_health(mf_telemetry *t, const char *model, const char *version, int ok)
+{
+    return record_outcome(t, model, version, 0, ok);
 }
 
 int mf_telemetry_record_install(mf_telemetry *t, const char *model, const char *version, int ok)
 {
-    int err;
-    mf_telemetry_version *v = take(&err, t, model, version);
-
-    if (!v)
-        return err;
-    if (ok)
-        v->install_ok = inc(v->install_ok);
-    else
-        v->install_failed = inc(v->install_failed);
-    return MF_OK;
+    return record_outcome(t, model, version, 1, ok);
 }
 
 int mf_telemetry_record_rollback(mf_telemetry *t, const char *model, const char *version,

@@ -3,24 +3,14 @@
 #include "common/names.h"
 
 #include "mf_hex.h"
+#include "mf_name_chars.h"
 
 #include <string.h>
 
 int mf_names__valid_id(const char *s)
 {
-    size_t i;
-
-    for (i = 0; s[i]; i++) {
-        char c = s[i];
-
-        if (i >= MF_NAME_MAX)
-            return 0;
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return 0;
-    }
     /* "." and ".." match the character class but name directories, not objects. */
-    return i > 0 && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+    return mf_name__chars_ok(s, MF_NAME_MAX) && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
 int mf_names__valid_sha256(const char *s)

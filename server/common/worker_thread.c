@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Background threads of the server: the delta worker, the check-in stage (worker_thread.h). */
+/* Background threads of the server: the delta worker, the check-in stage, the connection
+ * sweeper (worker_thread.h). */
 #include "common/worker_thread.h"
 
 int mf_worker_thread__start(pthread_t *thread, pthread_mutex_t *lock, pthread_cond_t *cond,
@@ -18,4 +19,21 @@ int mf_worker_thread__start(pthread_t *thread, pthread_mutex_t *lock, pthread_co
         return mf_fail(ctx, MF_E_GENERIC, "cannot start %s's thread", who);
     }
     return MF_OK;
+}
+
+void mf_worker_thread__raise(int *flag, pthread_mutex_t *lock, pthread_cond_t *cond)
+{
+    (void)pthread_mutex_lock(lock);
+    *flag = 1;
+    (void)pthread_cond_signal(cond);
+    (void)pthread_mutex_unlock(lock);
+}
+
+void mf_worker_thread__stop(int *stop_flag, pthread_t thread, pthread_mutex_t *lock,
+                            pthread_cond_t *cond)
+{
+    mf_worker_thread__raise(stop_flag, lock, cond);
+    (void)pthread_join(thread, NULL);
+    (void)pthread_cond_destroy(cond);
+    (void)pthread_mutex_destroy(lock);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The start of a background thread that waits on its own lock and condition. */
+/* The start, wake-up and stop of a background thread that waits on its own lock and condition. */
 #ifndef MF_SERVER_COMMON_WORKER_THREAD_H
 #define MF_SERVER_COMMON_WORKER_THREAD_H
 
@@ -12,5 +12,14 @@
  * caller frees its handle. */
 int mf_worker_thread__start(pthread_t *thread, pthread_mutex_t *lock, pthread_cond_t *cond,
                             void *(*fn)(void *), void *arg, struct mf_ctx *ctx, const char *who);
+
+/* Sets *flag to 1 under `lock` and signals `cond`: the thread's wait loop reads the flag
+ * under the same lock, so the wake-up cannot fall between its test and its wait. */
+void mf_worker_thread__raise(int *flag, pthread_mutex_t *lock, pthread_cond_t *cond);
+
+/* The reverse of mf_worker_thread__start: raises *stop_flag, joins `thread`, then destroys
+ * `cond` and `lock`. The thread must return once it sees the flag. */
+void mf_worker_thread__stop(int *stop_flag, pthread_t thread, pthread_mutex_t *lock,
+                            pthread_cond_t *cond);
 
 #endif /* MF_SERVER_COMMON_WORKER_THREAD_H */

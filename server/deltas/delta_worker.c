@@ -181,10 +181,7 @@ void mf_delta__worker_wake(struct mf_delta_worker *w)
 {
     if (!w)
         return;
-    (void)pthread_mutex_lock(&w->lock);
-    w->wake = 1;
-    (void)pthread_cond_signal(&w->cond);
-    (void)pthread_mutex_unlock(&w->lock);
+    mf_worker_thread__raise(&w->wake, &w->lock, &w->cond);
 }
 
 void mf_delta__worker_stop(struct mf_delta_worker *w)
@@ -193,13 +190,7 @@ void mf_delta__worker_stop(struct mf_delta_worker *w)
 
     if (!w)
         return;
-    (void)pthread_mutex_lock(&w->lock);
-    w->stop = 1;
-    (void)pthread_cond_signal(&w->cond);
-    (void)pthread_mutex_unlock(&w->lock);
-    (void)pthread_join(w->thread, NULL);
-    (void)pthread_cond_destroy(&w->cond);
-    (void)pthread_mutex_destroy(&w->lock);
+    mf_worker_thread__stop(&w->stop, w->thread, &w->lock, &w->cond);
     alloc = w->alloc;
     mf_free(&alloc, w);
 }

@@ -3,7 +3,7 @@
  * Leader/follower grouping of work (see batcher.h). Each waiting caller sleeps on its own
  * condition variable, so finishing a batch wakes exactly the callers it served and, when
  * more wait, the one that leads next: a broadcast to every waiter cost more futex calls
- * than the batching saved (9.5 per check-in under wrk with 16 threads).
+ * than the batching saved (the figures: bench/server/README.md).
  */
 #include "director/batcher.h"
 

@@ -31,29 +31,32 @@ static int usage(void)
 
 static int parse(struct args *a, int argc, char **argv)
 {
+    const char *epochs = "15";
+    const struct {
+        const char *flag;
+        const char **value;
+    } flags[] = {
+        {"--train-images", &a->images},
+        {"--train-labels", &a->labels},
+        {"--out", &a->out},
+        {"--test-images", &a->test_images},
+        {"--test-labels", &a->test_labels},
+        {"--hidden", &a->hidden},
+        {"--epochs", &epochs},
+    };
+
     memset(a, 0, sizeof(*a));
     a->hidden = "512,256";
-    a->epochs = 15;
     for (int i = 1; i + 1 < argc; i += 2) {
-        const char *k = argv[i], *v = argv[i + 1];
+        size_t f = 0;
 
-        if (strcmp(k, "--train-images") == 0)
-            a->images = v;
-        else if (strcmp(k, "--train-labels") == 0)
-            a->labels = v;
-        else if (strcmp(k, "--out") == 0)
-            a->out = v;
-        else if (strcmp(k, "--test-images") == 0)
-            a->test_images = v;
-        else if (strcmp(k, "--test-labels") == 0)
-            a->test_labels = v;
-        else if (strcmp(k, "--hidden") == 0)
-            a->hidden = v;
-        else if (strcmp(k, "--epochs") == 0)
-            a->epochs = strtoul(v, NULL, 10);
-        else
+        while (f < sizeof(flags) / sizeof(flags[0]) && strcmp(argv[i], flags[f].flag) != 0)
+            f++;
+        if (f == sizeof(flags) / sizeof(flags[0]))
             return -1;
+        *flags[f].value = argv[i + 1];
     }
+    a->epochs = strtoul(epochs, NULL, 10);
     return argc % 2 == 1 && a->images && a->labels && a->out && a->epochs > 0 &&
                    a->epochs <= 1000 && !a->test_images == !a->test_labels
                ? 0

@@ -4,6 +4,7 @@
 #include "http/http_conns.h"
 
 #include "http/http_metrics.h"
+#include "common/worker_thread.h"
 
 #include <arpa/inet.h>
 #include <assert.h>
@@ -530,13 +531,7 @@ void mf_httpd__conns_stop(struct mf_httpd_conns *c)
 
     if (!g)
         return;
-    (void)pthread_mutex_lock(&g->lock);
-    g->stopping = 1;
-    (void)pthread_cond_signal(&g->wake);
-    (void)pthread_mutex_unlock(&g->lock);
-    (void)pthread_join(g->thread, NULL);
-    (void)pthread_cond_destroy(&g->wake);
-    (void)pthread_mutex_destroy(&g->lock);
+    mf_worker_thread__stop(&g->stopping, g->thread, &g->lock, &g->wake);
     guard_free(g);
     c->guard = NULL;
 }

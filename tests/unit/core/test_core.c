@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of sdk/core: error codes, allocator hooks, bounded buffers, logging, ct. */
+/* Unit tests of sdk/core: error codes, allocator hooks, bounded buffers, logging, ct, CRC-32,
+ * the name rule. */
 #include "mf_test.h"
 #include "kit_alloc.h"
 #include "mf_ctx.h"
 #include "mf_dynbuf.h"
+#include "mf_crc32.h"
 #include "mf_hex.h"
+#include "mf_name_chars.h"
 
 #include <cjson/cJSON.h>
 
@@ -229,6 +232,39 @@ static void test_core__hex_round_trip_and_rejects(void **state)
     assert_false(mf_hex__is_sha256(""));
 }
 
+/* The check value of CRC-32/ISO-HDLC (zlib's), and the same CRC fed in two pieces: the trust
+ * state file and the offload queue's records on disk depend on both. */
+static void test_core__crc32_known_vectors(void **state)
+{
+    static const char check[] = "123456789";
+
+    (void)state;
+    assert_int_equal(mf_crc32__update(0, "", 0), 0);
+    assert_int_equal(mf_crc32__update(0, check, 9), 0xCBF43926u);
+    assert_int_equal(mf_crc32__update(mf_crc32__update(0, check, 4), check + 4, 5), 0xCBF43926u);
+    assert_int_equal(mf_crc32__update(0, "a", 1), 0xE8B7BE43u);
+}
+
+/* The character rule that the server's name checks and the device's manifest parser share. */
+static void test_core__name_chars(void **state)
+{
+    char longest[65], too_long[66];
+
+    (void)state;
+    memset(longest, 'a', 64);
+    longest[64] = '\0';
+    memset(too_long, 'a', 65);
+    too_long[65] = '\0';
+    assert_true(mf_name__chars_ok("mnist-v1.2_b", 64));
+    assert_true(mf_name__chars_ok("..", 64)); /* the server refuses it on top */
+    assert_true(mf_name__chars_ok(longest, 64));
+    assert_false(mf_name__chars_ok(too_long, 64));
+    assert_false(mf_name__chars_ok("", 64));
+    assert_false(mf_name__chars_ok("a/b", 64));
+    assert_false(mf_name__chars_ok("a b", 64));
+    assert_false(mf_name__chars_ok("caf\xc3\xa9", 64));
+}
+
 struct log_capture {
     int lines;
     int last_level;
@@ -301,6 +337,8 @@ int main(void)
         cmocka_unit_test(test_core__dynbuf_json_string),
         cmocka_unit_test(test_core__ct_memeq),
         cmocka_unit_test(test_core__hex_round_trip_and_rejects),
+        cmocka_unit_test(test_core__crc32_known_vectors),
+        cmocka_unit_test(test_core__name_chars),
         cmocka_unit_test(test_core__fail_sets_message_and_returns_code),
         cmocka_unit_test(test_core__log_goes_to_callback_only),
         cmocka_unit_test(test_core__version_matches_header_and_project),
