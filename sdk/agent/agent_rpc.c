@@ -5,23 +5,15 @@
  * through mf_agent__json_str(), which escapes what JSON requires.
  */
 #include "mf_agent_int.h"
+#include "mf_name_chars.h"
 
 #include <string.h>
 
 int mf_agent__name_ok(const char *s)
 {
-    size_t n = 0;
-
-    for (; s[n]; n++) {
-        char c = s[n];
-
-        if (n >= MF_AGENT_NAME_MAX)
-            return 0;
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return 0;
-    }
-    return n > 0 && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+    /* The character class is the server's (sdk/core/name_chars.c); "." and ".." would be path
+     * steps in the state directory. */
+    return mf_name__chars_ok(s, MF_AGENT_NAME_MAX) && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
 int mf_agent__json_str(struct mf_dynbuf *b, const char *s)
