@@ -190,7 +190,7 @@ static int cmd_init(struct cli *c, struct mf_ctx *ctx)
  * glibc gives a worker thread's arena back to the kernel (madvise) whenever more than the
  * trim threshold (128 KiB) sits free at its top, which a check-in's SQLite and JSON work
  * reached on every request: the madvise and the TLB shootdown it sends to the other cores
- * were a fifth of a check-in's CPU (bench/server/README.md). A long-running server keeps up
+ * were a large share of a check-in's CPU (bench/server/README.md). A long-running server keeps up
  * to 8 MiB free per arena instead; blocks of 1 MiB and more still come from mmap, so large
  * transient buffers (delta work, uploads) go back to the kernel when freed.
  */

@@ -382,8 +382,8 @@ static unsigned fd_budget(struct mf_ctx *ctx, unsigned want)
 /*
  * MHD workers when ops do not say. With the check-in stage a worker never waits for a
  * check-in's store work or signature, so one per core, as an event-driven server has: more
- * only added polls and context switches (bench/server/README.md: on 2 cores, PostgreSQL
- * check-ins 14.7k/s with 16 workers, 16.7k with 4, 19.8k with 2; SQLite the same with 2 or 4).
+ * only added polls and context switches (bench/server/README.md has the check-in rates by
+ * worker count on both stores).
  * Without the stage the workers run check-ins themselves: the store's default (4 on SQLite,
  * 16 on PostgreSQL, whose check-ins then wait for round trips in the worker).
  */
@@ -403,9 +403,9 @@ static unsigned worker_threads(const struct mf_server *s, const struct mf_server
  * The connection rules over the limit being served. The default per-address cap is a
  * thirty-second of it (128 of 4096), at least 16: one address (a slowloris) cannot take
  * the limit, and ten such addresses stay below the half of it past which replies close
- * their connections (bench/slowloris/README.md: with a sixteenth, 10 attacking addresses
- * held 2,560 connections, devices lost keep-alive and queued behind the attackers'
- * reconnects at MHD's accept, p99 3.6 s), while devices behind one NAT, each holding one
+ * their connections (bench/slowloris/README.md: with a sixteenth, ten attacking addresses
+ * held enough connections that devices lost keep-alive and queued behind the attackers'
+ * reconnects at MHD's accept), while devices behind one NAT, each holding one
  * connection only while it checks in or downloads, stay far below it. Behind a reverse proxy every
  * client has the proxy's address: ops turn the cap off there (docs/operations.md).
  */
