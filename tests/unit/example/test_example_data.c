@@ -298,17 +298,14 @@ static void test_example_data__load_survives_every_failed_allocation(void **stat
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_example_data__idx_golden_gz_and_plain),
-        cmocka_unit_test(test_example_data__idx_missing_file_is_io),
-        cmocka_unit_test(test_example_data__idx_rejects),
-        cmocka_unit_test(test_example_data__digits_csv_parses_and_rejects),
-        cmocka_unit_test(test_example_data__digits_installed_file),
-        cmocka_unit_test(test_example_data__permutation_seeded),
-        cmocka_unit_test(test_example_data__select_copies),
-        cmocka_unit_test(test_example_data__load_survives_every_failed_allocation),
-    };
-
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    return cmocka_run_group_tests_name("example_data", tests, NULL, NULL);
+    return MF_TEST_RUN("example_data", NULL, NULL,
+                       cmocka_unit_test(test_example_data__idx_golden_gz_and_plain),
+                       cmocka_unit_test(test_example_data__idx_missing_file_is_io),
+                       cmocka_unit_test(test_example_data__idx_rejects),
+                       cmocka_unit_test(test_example_data__digits_csv_parses_and_rejects),
+                       cmocka_unit_test(test_example_data__digits_installed_file),
+                       cmocka_unit_test(test_example_data__permutation_seeded),
+                       cmocka_unit_test(test_example_data__select_copies),
+                       cmocka_unit_test(test_example_data__load_survives_every_failed_allocation));
 }

@@ -783,30 +783,23 @@ static void test_offload_net__every_allocation_failure_is_clean(void **state)
 
 int main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_offload_net__fast_teacher_answers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__slow_teacher_falls_back_within_deadline,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__server_down_falls_back, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__malformed_answers_fall_back, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__offline_edge_only_and_caps, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__drain_uplinks_each_sample_once, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__crash_after_send_before_ack, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__kill_at_every_point_of_upload, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__backoff_with_jitter, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__policy_is_cached_and_bad_policy_rejected,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__telemetry_json, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__bad_options_and_samples, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__new_failure_fills_the_error_buffer, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__every_allocation_failure_is_clean, setup,
-                                        teardown),
+        T(test_offload_net__fast_teacher_answers),
+        T(test_offload_net__slow_teacher_falls_back_within_deadline),
+        T(test_offload_net__server_down_falls_back),
+        T(test_offload_net__malformed_answers_fall_back),
+        T(test_offload_net__offline_edge_only_and_caps),
+        T(test_offload_net__drain_uplinks_each_sample_once),
+        T(test_offload_net__crash_after_send_before_ack),
+        T(test_offload_net__kill_at_every_point_of_upload),
+        T(test_offload_net__backoff_with_jitter),
+        T(test_offload_net__policy_is_cached_and_bad_policy_rejected),
+        T(test_offload_net__telemetry_json),
+        T(test_offload_net__bad_options_and_samples),
+        T(test_offload_net__new_failure_fills_the_error_buffer),
+        T(test_offload_net__every_allocation_failure_is_clean),
     };
+#undef T
     return cmocka_run_group_tests_name("offload_net", tests, NULL, NULL);
 }

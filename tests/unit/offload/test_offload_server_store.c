@@ -299,14 +299,13 @@ static void test_offload_server_store__histograms(void **state)
 
 int main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_offload_server_store__batch_is_idempotent, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_server_store__label_and_query, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_server_store__delete_by_device, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_server_store__histograms, setup, teardown),
+        T(test_offload_server_store__batch_is_idempotent),
+        T(test_offload_server_store__label_and_query),
+        T(test_offload_server_store__delete_by_device),
+        T(test_offload_server_store__histograms),
     };
+#undef T
     return cmocka_run_group_tests_name("offload_server_store", tests, NULL, NULL);
 }

@@ -394,19 +394,18 @@ static void test_server_jobs__migrate_from_schema_2(void **state)
 
 int main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_server_jobs__claim_once_lease_and_retry, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_server_jobs__expired_lease_with_no_attempts_left_fails,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_server_jobs__directives, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_server_jobs__roles_and_revocation, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_server_jobs__deltas_and_fleet_versions, setup,
-                                        teardown),
+        T(test_server_jobs__claim_once_lease_and_retry),
+        T(test_server_jobs__expired_lease_with_no_attempts_left_fails),
+        T(test_server_jobs__directives),
+        T(test_server_jobs__roles_and_revocation),
+        T(test_server_jobs__deltas_and_fleet_versions),
     };
     const struct CMUnitTest sqlite_only[] = {
-        cmocka_unit_test_setup_teardown(test_server_jobs__migrate_from_schema_2, setup, teardown),
+        T(test_server_jobs__migrate_from_schema_2),
     };
+#undef T
     int failed = 0;
 
     for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {

@@ -716,36 +716,26 @@ static void test_server_store__init_data_dir_idempotent(void **state)
 
 int main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, store_setup, store_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_server_store__migrate_empty_then_idempotent,
-                                        store_setup, store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__tokens_by_hash, store_setup,
-                                        store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__device_reenroll_revokes, store_setup,
-                                        store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__versions, store_setup, store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__releases, store_setup, store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__trust_docs_and_sequence, store_setup,
-                                        store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__report_unknown_device, store_setup,
-                                        store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__sequence_above_all_after_restart,
-                                        store_setup, store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__generation_follows_cached_tables,
-                                        store_setup, store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__checkin_begin, store_setup,
-                                        store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__checkin_begin_pin_hint, store_setup,
-                                        store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__checkin_begin_batch, store_setup,
-                                        store_teardown),
+        T(test_server_store__migrate_empty_then_idempotent),
+        T(test_server_store__tokens_by_hash),
+        T(test_server_store__device_reenroll_revokes),
+        T(test_server_store__versions),
+        T(test_server_store__releases),
+        T(test_server_store__trust_docs_and_sequence),
+        T(test_server_store__report_unknown_device),
+        T(test_server_store__sequence_above_all_after_restart),
+        T(test_server_store__generation_follows_cached_tables),
+        T(test_server_store__checkin_begin),
+        T(test_server_store__checkin_begin_pin_hint),
+        T(test_server_store__checkin_begin_batch),
     };
     const struct CMUnitTest sqlite_only[] = {
-        cmocka_unit_test_setup_teardown(test_server_store__open_errors, store_setup,
-                                        store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__init_data_dir_idempotent, store_setup,
-                                        store_teardown),
+        T(test_server_store__open_errors),
+        T(test_server_store__init_data_dir_idempotent),
     };
+#undef T
 
     return mf_test__run_group("server_store", tests, MF_TEST_COUNT(tests), sqlite_only,
                               MF_TEST_COUNT(sqlite_only), !mf_pgtest__enabled(), NULL, NULL);
