@@ -155,22 +155,15 @@ static void http_port(struct reply *out, uint16_t port, const char *host, const 
     char url[512], auth[128];
     struct curl_slist *hdrs = NULL;
     struct upload_src src = {0};
-    CURL *c = curl_easy_init();
+    CURL *c;
     CURLcode rc;
 
     if (!o)
         o = &none;
     memset(out, 0, sizeof(*out));
     out->content_length = -1;
-    assert_non_null(c);
     (void)snprintf(url, sizeof(url), "http://%s:%u%s", host, (unsigned)port, path);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, out);
+    c = srvfx_curl_new(url, on_body, on_header, out);
     if (o->path_as_is)
         curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
     if (strcmp(method, "HEAD") == 0)
