@@ -51,17 +51,10 @@ static int cache_setup(void **state)
 static int cache_teardown(void **state)
 {
     struct cache_fixture *f = *state;
-    char path[160];
 
     mf_ccache__free(f->c);
     mf_store__close(f->s);
-    for (size_t i = 0; i < 3; i++) {
-        static const char *const leaf[] = {"store.db", "store.db-wal", "store.db-shm"};
-
-        (void)snprintf(path, sizeof(path), "%s/%s", f->dir, leaf[i]);
-        (void)unlink(path);
-    }
-    (void)rmdir(f->dir);
+    mf_kit_fs_rmtree(f->dir);
     free(f);
     return 0;
 }

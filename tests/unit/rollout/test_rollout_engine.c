@@ -84,14 +84,11 @@ static int eng_setup(void **state)
 static int eng_teardown(void **state)
 {
     struct eng *f = *state;
-    char path[128];
 
     for (int i = 0; i < DEVICES; i++)
         mf_telemetry_free(f->dev[i]);
     mf_store__close(f->s);
-    (void)snprintf(path, sizeof(path), "%s/store.db", f->dir);
-    (void)unlink(path);
-    (void)rmdir(f->dir);
+    mf_kit_fs_rmtree(f->dir);
     free(f);
     return 0;
 }
@@ -191,6 +188,16 @@ static int count_event(void *payload, const struct mf_store_rollout_event *e)
     return MF_OK;
 }
 
+/* How many times rollout `id` advanced, by its event log. */
+static int advances(struct eng *f, int64_t id)
+{
+    int n = 0;
+
+    assert_int_equal(f->s->ops->rollout->rollout_events_list(f->s, &f->ctx, id, count_event, &n),
+                     MF_OK);
+    return n;
+}
+
 static void test_rollout_engine__good_version_advances_every_wave(void **state)
 {
     struct eng *f = *state;
@@ -198,15 +205,12 @@ static void test_rollout_engine__good_version_advances_every_wave(void **state)
     struct mf_store_version v;
     struct mf_store_directives d;
     int64_t id = create(f, plan3);
-    int advanced = 0;
 
     drive(f, id, &baseline, &r);
     assert_string_equal(r.state, "done");
     assert_int_equal(r.wave, 2);
     assert_string_equal(r.breach, "");
-    assert_int_equal(
-        f->s->ops->rollout->rollout_events_list(f->s, &f->ctx, id, count_event, &advanced), MF_OK);
-    assert_int_equal(advanced, 2);
+    assert_int_equal(advances(f, id), 2);
     /* Done at 100 %: every device is offered v2 by its wave; no fleet rollback. */
     for (int i = 0; i < DEVICES; i++) {
         assert_int_equal(mf_director__wave(&v, f->s, &f->ctx, f->ids[i], "m"), MF_OK);

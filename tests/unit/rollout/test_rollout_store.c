@@ -33,9 +33,9 @@ static int rs_setup(void **state)
 
     assert_non_null(f);
     mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
-    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), "mf-rstore");
     if (use_pg && !mf_pgtest__enabled())
         MF_SKIP("no PostgreSQL fixture (MF_TEST_PG_URL_FILE)");
+    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), "mf-rstore"); /* after the skip: none is left */
     if (use_pg)
         mf_pgtest__create_db(f->url, "rollout");
     else
@@ -49,14 +49,11 @@ static int rs_setup(void **state)
 static int rs_teardown(void **state)
 {
     struct rs_fixture *f = *state;
-    char path[128];
 
     mf_store__close(f->s);
     if (use_pg)
         mf_pgtest__drop_db(f->url);
-    (void)snprintf(path, sizeof(path), "%s/store.db", f->dir);
-    (void)unlink(path);
-    (void)rmdir(f->dir);
+    mf_kit_fs_rmtree(f->dir);
     free(f);
     return 0;
 }
