@@ -21,12 +21,6 @@ static int setup(void **state)
     return 0;
 }
 
-static int teardown(void **state)
-{
-    store_fixture_free(*state);
-    return 0;
-}
-
 static void sample(struct mf_store_sample *m, int i, const char *kind, const char *version,
                    char sha)
 {
@@ -299,7 +293,7 @@ static void test_offload_server_store__histograms(void **state)
 
 int main(void)
 {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, store_fixture_teardown)
     const struct CMUnitTest tests[] = {
         T(test_offload_server_store__batch_is_idempotent),
         T(test_offload_server_store__label_and_query),

@@ -26,12 +26,6 @@ static int store_setup(void **state)
     return 0;
 }
 
-static int store_teardown(void **state)
-{
-    store_fixture_free(*state);
-    return 0;
-}
-
 /* Opens (creating) and migrates the fixture's store. */
 static struct mf_store *open_migrated(struct store_fixture *f)
 {
@@ -726,7 +720,7 @@ static void test_server_store__init_data_dir_idempotent(void **state)
 
 int main(void)
 {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, store_setup, store_teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, store_setup, store_fixture_teardown)
     const struct CMUnitTest tests[] = {
         T(test_server_store__migrate_empty_then_idempotent),
         T(test_server_store__tokens_by_hash),
