@@ -1155,10 +1155,6 @@ int main(void)
         cmocka_unit_test(test_agent__state_parser_round_trip_and_rejects),
     };
 #undef T
-    int rc;
 
-    fx_init(&world);
-    rc = cmocka_run_group_tests_name("agent", tests, NULL, NULL);
-    fx_free(&world);
-    return rc;
+    return cmocka_run_group_tests_name("agent", tests, world_setup, world_teardown);
 }
