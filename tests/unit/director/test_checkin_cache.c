@@ -82,6 +82,13 @@ static void expect_stats(struct mf_ccache *c, uint64_t hits, uint64_t misses)
 }
 
 /* Kept values are served while the generation holds: the second read of each is a hit. */
+/* `env` holds `want` (NUL-terminated); it is freed for the next read. */
+static void expect_text(struct mf_dynbuf *env, const char *want)
+{
+    assert_string_equal((const char *)env->data, want);
+    mf_dynbuf__free(env);
+}
+
 static void test_checkin_cache__serves_kept_values(void **state)
 {
     struct cache_fixture *f = *state;
@@ -95,14 +102,11 @@ static void test_checkin_cache__serves_kept_values(void **state)
     assert_int_equal(mf_ccache__release_latest(&got, &v, "det"), MF_OK);
     assert_int_equal(mf_ccache__trust_latest(&kv, &env, &v, MF_STORE_TRUST_KEYS), MF_OK);
     assert_int_equal(kv, 1);
-    assert_string_equal((const char *)env.data, "keys-1");
-    mf_dynbuf__free(&env);
+    expect_text(&env, "keys-1");
     assert_int_equal(mf_ccache__trust_latest(&kv, &env, &v, MF_STORE_TRUST_KEYS), MF_OK);
-    assert_string_equal((const char *)env.data, "keys-1");
-    mf_dynbuf__free(&env);
+    expect_text(&env, "keys-1");
     assert_int_equal(mf_ccache__release_get(&env, &v, "det", "v1"), MF_OK);
-    assert_string_equal((const char *)env.data, "{\"r\":1}");
-    mf_dynbuf__free(&env);
+    expect_text(&env, "{\"r\":1}");
     expect_stats(f->c, 2, 3);
     /* A later check-in that read the same generation gets the same answers from the cache. */
     v = view_now(f);
@@ -117,8 +121,7 @@ static void test_checkin_cache__serves_kept_values(void **state)
     assert_string_equal((const char *)env.data, "x:\"{\\\"r\\\":1}\"");
     mf_dynbuf__reset(&env);
     assert_int_equal(mf_ccache__release_json(&env, &v, "det", "v1"), MF_OK);
-    assert_string_equal((const char *)env.data, "\"{\\\"r\\\":1}\"");
-    mf_dynbuf__free(&env);
+    expect_text(&env, "\"{\\\"r\\\":1}\"");
     expect_stats(f->c, 5, 4);
 }
 

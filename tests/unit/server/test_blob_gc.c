@@ -241,6 +241,17 @@ static void test_blob_gc__shared_inputs_are_not_orphans(void **state)
     assert_string_equal(who, "");
 }
 
+/* Blob `model` ('M') as det v1 and two more 100-byte blobs, `a` and `b`, filled with `ca` and
+ * `cb`: the store the deletion cases start from. */
+static void v1_and_two_blobs(struct fixture *f, char model[65], char a[65], char ca, char b[65],
+                             char cb)
+{
+    put_blob(f, model, 'M', 100);
+    put_blob(f, a, ca, 100);
+    put_blob(f, b, cb, 100);
+    add_version(f, "det", "v1", model);
+}
+
 /* Deletion through the offload service (the admin route's and retention's call): the blob
  * files of unshared inputs go, shared ones stay. */
 static void test_blob_gc__unreferenced_inputs_are_removed(void **state)
@@ -249,10 +260,7 @@ static void test_blob_gc__unreferenced_inputs_are_removed(void **state)
     char model[65], own1[65], own2[65];
     int64_t deleted = 0;
 
-    put_blob(f, model, 'M', 100);
-    put_blob(f, own1, '1', 100);
-    put_blob(f, own2, '2', 100);
-    add_version(f, "det", "v1", model);
+    v1_and_two_blobs(f, model, own1, '1', own2, '2');
     add_sample(f, "cam-1", 1, model);
     add_sample(f, "cam-1", 2, own1);
     add_sample(f, "cam-2", 3, own2);
@@ -297,10 +305,7 @@ static void test_blob_gc__crash_leaves_an_orphan_the_sweep_removes(void **state)
     int64_t deleted = 0;
     FILE *stray;
 
-    put_blob(f, model, 'M', 100);
-    put_blob(f, orphan, 'O', 100);
-    put_blob(f, young, 'Y', 100);
-    add_version(f, "det", "v1", model);
+    v1_and_two_blobs(f, model, orphan, 'O', young, 'Y');
     add_sample(f, "cam-1", 1, orphan);
     add_sample(f, "cam-1", 2, model);
     assert_int_equal(
