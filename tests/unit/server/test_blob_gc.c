@@ -293,6 +293,17 @@ static int on_swept(void *payload, const char *sha, int64_t mtime_ms)
     return MF_OK;
 }
 
+/* One sweep now with an hour's grace (`dry_run`: list, remove nothing): it succeeds, what it
+ * found goes to `rep` and what it removed (or would) to `l`. */
+static void sweep_now(struct mf_blobgc_report *rep, struct listed *l, struct fixture *f,
+                      int dry_run)
+{
+    memset(l, 0, sizeof(*l));
+    assert_int_equal(mf_blobgc__sweep(rep, &f->ctx, f->s, f->root, mf_blob__clock_ms(), 3600,
+                                      dry_run, on_swept, l),
+                     MF_OK);
+}
+
 /* A crash after the deletion committed leaves an orphan file, never a row naming a missing
  * blob; the sweep removes it once past the grace period, and leaves referenced and young
  * blobs and anything that is not a committed blob alone. */
@@ -324,28 +335,19 @@ static void test_blob_gc__crash_leaves_an_orphan_the_sweep_removes(void **state)
     assert_non_null(stray);
     (void)fclose(stray);
     /* Within the grace period nothing goes. */
-    memset(&l, 0, sizeof(l));
-    assert_int_equal(
-        mf_blobgc__sweep(&rep, &f->ctx, f->s, f->root, mf_blob__clock_ms(), 3600, 0, on_swept, &l),
-        MF_OK);
+    sweep_now(&rep, &l, f, 0);
     assert_int_equal(rep.removed, 0);
     assert_int_equal(rep.young, 3);
     assert_true(blob_exists(f, orphan));
     /* Two hours later for the model and the orphan, not for the young blob. */
     age_blob(f, model, 7200);
     age_blob(f, orphan, 7200);
-    memset(&l, 0, sizeof(l));
-    assert_int_equal(
-        mf_blobgc__sweep(&rep, &f->ctx, f->s, f->root, mf_blob__clock_ms(), 3600, 1, on_swept, &l),
-        MF_OK);
+    sweep_now(&rep, &l, f, 1);
     assert_int_equal(rep.removed, 1); /* dry run: listed, still there */
     assert_int_equal(l.n, 1);
     assert_string_equal(l.sha[0], orphan);
     assert_true(blob_exists(f, orphan));
-    memset(&l, 0, sizeof(l));
-    assert_int_equal(
-        mf_blobgc__sweep(&rep, &f->ctx, f->s, f->root, mf_blob__clock_ms(), 3600, 0, on_swept, &l),
-        MF_OK);
+    sweep_now(&rep, &l, f, 0);
     assert_int_equal(rep.removed, 1);
     assert_int_equal(rep.referenced, 1);
     assert_int_equal(rep.young, 1);
