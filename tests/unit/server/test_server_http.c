@@ -456,6 +456,17 @@ static long publish_released(const char *model, const char *version, const void 
     return status;
 }
 
+/* `n` pattern bytes of `seed` into `blob`, published and released as `model` v1: the blob's
+ * digest into `sha`, its download path into `path` (`cap` bytes). */
+static void release_pattern(char sha[65], char *path, size_t cap, uint8_t *blob, size_t n,
+                            unsigned seed, const char *model)
+{
+    fill_pattern(blob, n, seed);
+    srvfx_sha256_hex(sha, blob, n);
+    assert_int_equal(publish_released(model, "v1", blob, n), 201);
+    (void)snprintf(path, cap, "/v1/blobs/%s", sha);
+}
+
 /* Verifies a check-in answer as a device would: strict JSON (nothing after the object),
  * trust documents, then each assignment. Returns the assignment's director sequence number. */
 static uint64_t device_verify(const char *body, const char *nonce, const char *version)
@@ -906,10 +917,7 @@ static void test_server_http__download(void **state)
     struct reply r;
 
     (void)state;
-    fill_pattern(blob, sizeof(blob), 3);
-    srvfx_sha256_hex(sha, blob, sizeof(blob));
-    assert_int_equal(publish_released("dl", "v1", blob, sizeof(blob)), 201);
-    (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
+    release_pattern(sha, path, sizeof(path), blob, sizeof(blob), 3, "dl");
     (void)snprintf(etag, sizeof(etag), "\"%s\"", sha);
     o.token = fx.device;
 
@@ -1088,10 +1096,7 @@ static void test_server_http__download_after_revoke(void **state)
     struct reply r;
 
     (void)state;
-    fill_pattern(blob, sizeof(blob), 9);
-    srvfx_sha256_hex(sha, blob, sizeof(blob));
-    assert_int_equal(publish_released("dlr", "v1", blob, sizeof(blob)), 201);
-    (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
+    release_pattern(sha, path, sizeof(path), blob, sizeof(blob), 9, "dlr");
     enroll(cred1, "cam-dl1");
     o.token = cred1;
     http(&r, "GET", path, &o);
@@ -1159,10 +1164,7 @@ static void test_server_http__keep_alive(void **state)
 
     (void)state;
     assert_non_null(c);
-    fill_pattern(blob, sizeof(blob), 9);
-    srvfx_sha256_hex(sha, blob, sizeof(blob));
-    assert_int_equal(publish_released("ka", "v1", blob, sizeof(blob)), 201);
-    (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
+    release_pattern(sha, path, sizeof(path), blob, sizeof(blob), 9, "ka");
     assert_int_equal(get_on(c, path, "Range: bytes=0-1023"), 1);
     assert_int_equal(get_on(c, path, "Range: bytes=1024-2047"), 0); /* the same connection */
     assert_int_equal(get_on(c, path, NULL), 0);
@@ -1242,10 +1244,7 @@ static void test_server_http__nul_and_strict_json_refused(void **state)
     assert_non_null(strstr(msg, "duplicate member name 'nonce'"));
     free_reply(&r);
 
-    fill_pattern(blob, sizeof(blob), 11);
-    srvfx_sha256_hex(sha, blob, sizeof(blob));
-    assert_int_equal(publish_released("nulblob", "v1", blob, sizeof(blob)), 201);
-    (void)snprintf(path, sizeof(path), "/v1/blobs/%s", sha);
+    release_pattern(sha, path, sizeof(path), blob, sizeof(blob), 11, "nulblob");
     http(&r, "GET", path, &(struct req_opts){.token = fx.device});
     assert_int_equal(r.status, 200); /* the blob is there */
     free_reply(&r);
