@@ -377,42 +377,39 @@ static int referenced_now(void *payload, int *referenced_out, const char *sha)
     return MF_OK;
 }
 
+/* mf_blob__remove_orphan of `sha` with the cutoff `ago_ms` from now (0 or negative) and
+ * `check` as the caller's reference check: it succeeds; returns whether it removed the blob. */
+static int remove_orphan(struct fixture *f, const char *sha, int64_t ago_ms, mf_blob_ref_fn check)
+{
+    int removed = -1;
+
+    assert_int_equal(mf_blob__remove_orphan(&removed, &f->ctx, f->root, sha,
+                                            mf_blob__clock_ms() + ago_ms, check, NULL),
+                     MF_OK);
+    return removed;
+}
+
 /* The removal's own checks against uploads racing it: a blob committed again after the
  * cutoff stays; one a row names by the time it is moved aside is put back. */
 static void test_blob_gc__removal_keeps_a_blob_claimed_meanwhile(void **state)
 {
     struct fixture *f = *state;
     char sha[65];
-    int removed = -1;
 
     put_blob(f, sha, 'R', 50);
-    assert_int_equal(mf_blob__remove_orphan(&removed, &f->ctx, f->root, sha,
-                                            mf_blob__clock_ms() - 60000, never_referenced, NULL),
-                     MF_OK);
-    assert_int_equal(removed, 0); /* committed after the cutoff */
+    /* Committed after the cutoff: kept. */
+    assert_int_equal(remove_orphan(f, sha, -60000, never_referenced), 0);
     assert_true(blob_exists(f, sha));
     age_blob(f, sha, 600);
-    assert_int_equal(mf_blob__remove_orphan(&removed, &f->ctx, f->root, sha, mf_blob__clock_ms(),
-                                            referenced_now, NULL),
-                     MF_OK);
-    assert_int_equal(removed, 0);
+    assert_int_equal(remove_orphan(f, sha, 0, referenced_now), 0);
     assert_true(blob_exists(f, sha));
     /* The same bytes uploaded again refresh the commit time, even over the existing file. */
     put_blob(f, sha, 'R', 50);
-    assert_int_equal(mf_blob__remove_orphan(&removed, &f->ctx, f->root, sha,
-                                            mf_blob__clock_ms() - 60000, never_referenced, NULL),
-                     MF_OK);
-    assert_int_equal(removed, 0);
+    assert_int_equal(remove_orphan(f, sha, -60000, never_referenced), 0);
     age_blob(f, sha, 600);
-    assert_int_equal(mf_blob__remove_orphan(&removed, &f->ctx, f->root, sha, mf_blob__clock_ms(),
-                                            never_referenced, NULL),
-                     MF_OK);
-    assert_int_equal(removed, 1);
+    assert_int_equal(remove_orphan(f, sha, 0, never_referenced), 1);
     assert_false(blob_exists(f, sha));
-    assert_int_equal(mf_blob__remove_orphan(&removed, &f->ctx, f->root, sha, mf_blob__clock_ms(),
-                                            never_referenced, NULL),
-                     MF_OK); /* gone already: fine */
-    assert_int_equal(removed, 0);
+    assert_int_equal(remove_orphan(f, sha, 0, never_referenced), 0); /* gone already: fine */
 }
 
 /* What devices may fetch: a released version's blob and the deltas towards it; not a staged

@@ -1079,8 +1079,19 @@ static void test_server_http__blob_sweep(void **state)
     assert_true(blob_on_disk(kept));
 }
 
-/* Connections are kept alive across requests on any route a device uses repeatedly (a
- * download is a run of range requests): libcurl reuses the connection, making no new one. */
+/* GET `path` with `token`: answered `status`, and for an error `code` in its body. */
+static void expect_get(const char *path, const char *token, long status, const char *code)
+{
+    struct reply r;
+
+    http(&r, "GET", path, &(struct req_opts){.token = token});
+    if (code)
+        assert_error_body(&r, status, code);
+    else
+        assert_int_equal(r.status, status);
+    free_reply(&r);
+}
+
 /* Range requests take a recently verified credential from the node's cache (no store round
  * trip each): a credential revoked since keeps downloading for at most MF_CREDCACHE_RECENT_S
  * seconds, unless a check-in with it was refused first, which ends it at once; one the node
@@ -1092,41 +1103,24 @@ static void test_server_http__download_after_revoke(void **state)
     static uint8_t blob[3000];
     char sha[65], path[128], cred1[MF_TOKEN_LEN + 1], cred2[MF_TOKEN_LEN + 1];
     char cred3[MF_TOKEN_LEN + 1], cred4[MF_TOKEN_LEN + 1];
-    struct req_opts o = {0};
     struct reply r;
 
     (void)state;
     release_pattern(sha, path, sizeof(path), blob, sizeof(blob), 9, "dlr");
     enroll(cred1, "cam-dl1");
-    o.token = cred1;
-    http(&r, "GET", path, &o);
-    assert_int_equal(r.status, 200);
-    free_reply(&r);
-    enroll(cred2, "cam-dl1"); /* revokes cred1 */
-    http(&r, "GET", path, &o);
-    assert_int_equal(r.status, 200); /* verified a moment ago */
-    free_reply(&r);
+    expect_get(path, cred1, 200, NULL);
+    enroll(cred2, "cam-dl1");           /* revokes cred1 */
+    expect_get(path, cred1, 200, NULL); /* verified a moment ago */
     post_json(&r, "/v1/checkin", cred1, checkin);
     assert_error_body(&r, 401, "unauthorized");
     free_reply(&r);
-    http(&r, "GET", path, &o);
-    assert_error_body(&r, 401, "unauthorized");
-    free_reply(&r);
-    o.token = cred2;
-    http(&r, "GET", path, &o);
-    assert_int_equal(r.status, 200);
-    free_reply(&r);
+    expect_get(path, cred1, 401, "unauthorized");
+    expect_get(path, cred2, 200, NULL);
 
     enroll(cred3, "cam-dl2");
     enroll(cred4, "cam-dl2");
-    o.token = cred3;
-    http(&r, "GET", path, &o);
-    assert_error_body(&r, 401, "unauthorized");
-    free_reply(&r);
-    o.token = cred4;
-    http(&r, "GET", path, &o);
-    assert_int_equal(r.status, 200);
-    free_reply(&r);
+    expect_get(path, cred3, 401, "unauthorized");
+    expect_get(path, cred4, 200, NULL);
 }
 
 static long get_on(CURL *c, const char *path, const char *range)
@@ -1156,6 +1150,8 @@ static long get_on(CURL *c, const char *path, const char *range)
     return connects;
 }
 
+/* Connections are kept alive across requests on any route a device uses repeatedly (a
+ * download is a run of range requests): libcurl reuses the connection, making no new one. */
 static void test_server_http__keep_alive(void **state)
 {
     static uint8_t blob[4096];
