@@ -52,4 +52,14 @@ static inline int mf_test__run_group(const char *name, const struct CMUnitTest *
 
 #define MF_TEST_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+/*
+ * One group of cases, named as cmocka prints it: `return MF_TEST_RUN("name", setup, teardown,
+ * cmocka_unit_test(a), ...);`. The main() of most binaries is only this, so the array, its
+ * count and the call are spelled once here instead of again in every file.
+ */
+#define MF_TEST_RUN(name, setup, teardown, ...)                                                    \
+    _cmocka_run_group_tests(name, (const struct CMUnitTest[]){__VA_ARGS__},                        \
+                            MF_TEST_COUNT(((const struct CMUnitTest[]){__VA_ARGS__})), setup,      \
+                            teardown)
+
 #endif /* MF_TEST_H */

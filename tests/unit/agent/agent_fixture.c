@@ -425,6 +425,20 @@ uint8_t *slurp(const struct fixture *fx, const char *name, size_t *len)
     return mf_kit_fs_slurp(fx->dir, name, len);
 }
 
+int world_setup(void **state)
+{
+    (void)state;
+    fx_init(&world);
+    return 0;
+}
+
+int world_teardown(void **state)
+{
+    (void)state;
+    fx_free(&world);
+    return 0;
+}
+
 int exists(const struct fixture *fx, const char *name)
 {
     return mf_kit_fs_exists(fx->dir, name);

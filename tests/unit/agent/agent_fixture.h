@@ -149,6 +149,9 @@ void on_ready(void *payload, const char *model, const char *version, const char 
 void fresh_state_dir(struct fixture *fx);
 int setup(void **state);
 int teardown(void **state);
+/* Group set-up and teardown of every agent suite: `world`'s keys made once, freed at the end. */
+int world_setup(void **state);
+int world_teardown(void **state);
 /* Reads a file of the state dir into a test_malloc'd buffer (NULL if missing). */
 uint8_t *slurp(const struct fixture *fx, const char *name, size_t *len);
 int exists(const struct fixture *fx, const char *name);

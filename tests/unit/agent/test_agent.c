@@ -9,6 +9,7 @@
  * signed with the director key, releases below the device's floor).
  */
 #include "agent_fixture.h"
+#include "kit_log.h"
 #include "mf_offload_int.h" /* the handle's credential */
 
 #include <cjson/cJSON.h>
@@ -353,18 +354,8 @@ static void test_agent__unreachable_server_is_net_error(void **state)
     mf_agent_free(agent);
 }
 
-static int log_calls;
-static char log_line[256];
-
-static void capture_log(void *payload, int level, const char *module, const char *msg)
-{
-    (void)payload;
-    (void)module;
-    if (level == MF_LOG_ERROR) {
-        log_calls++;
-        (void)snprintf(log_line, sizeof(log_line), "%s", msg);
-    }
-}
+/* What the library under test logged at ERROR (its options point here). */
+static struct mf_kit_log errlog;
 
 static void test_agent__bad_options_are_rejected_with_a_message(void **state)
 {
@@ -375,29 +366,30 @@ static void test_agent__bad_options_are_rejected_with_a_message(void **state)
     mf_agent *agent = (mf_agent *)1;
 
     assert_int_equal(mf_agent_options_init(&o, 999), MF_E_INVALID);
-    fx->opts.log_fn = capture_log;
+    fx->opts.log_fn = mf_kit_log_errors;
+    fx->opts.log_payload = &errlog;
     o = fx->opts;
     o.server_url = "ftp://127.0.0.1/";
     assert_int_equal(mf_agent_new(&agent, &o), MF_E_INVALID);
     assert_null(agent);
-    assert_non_null(strstr(log_line, "ftp://127.0.0.1/"));
+    assert_non_null(strstr(errlog.last, "ftp://127.0.0.1/"));
     o = fx->opts;
     o.device_id = "cam 1";
     assert_int_equal(mf_agent_new(&agent, &o), MF_E_INVALID);
-    assert_non_null(strstr(log_line, "cam 1"));
+    assert_non_null(strstr(errlog.last, "cam 1"));
     o = fx->opts;
     o.models = dup;
     assert_int_equal(mf_agent_new(&agent, &o), MF_E_INVALID);
-    assert_non_null(strstr(log_line, "twice"));
+    assert_non_null(strstr(errlog.last, "twice"));
     o = fx->opts;
     o.models = bad_name;
     o.n_models = 1;
     assert_int_equal(mf_agent_new(&agent, &o), MF_E_INVALID);
-    assert_non_null(strstr(log_line, "../etc"));
+    assert_non_null(strstr(errlog.last, "../etc"));
     o = fx->opts;
     o.n_models = 0;
     assert_int_equal(mf_agent_new(&agent, &o), MF_E_INVALID);
-    assert_int_equal(log_calls, 5);
+    assert_int_equal(errlog.errors, 5);
 }
 
 static void test_agent__damaged_state_file_is_reported(void **state)
@@ -413,10 +405,11 @@ static void test_agent__damaged_state_file_is_reported(void **state)
     assert_non_null(f);
     (void)fputs("{\"format\":1,\"active\":{\"slot\":\"c\"}}", f);
     (void)fclose(f);
-    fx->opts.log_fn = capture_log;
+    fx->opts.log_fn = mf_kit_log_errors;
+    fx->opts.log_payload = &errlog;
     assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_E_INVALID);
-    assert_non_null(strstr(log_line, "state.json"));
-    assert_non_null(strstr(log_line, "slot"));
+    assert_non_null(strstr(errlog.last, "state.json"));
+    assert_non_null(strstr(errlog.last, "slot"));
 }
 
 /* ---- the trust chain: every refusal keeps the running model and says why ---- */
@@ -739,13 +732,14 @@ static void test_agent__trust_root_is_required_and_state_persists(void **state)
     uint8_t *bad;
     size_t len = 0;
 
-    fx->opts.log_fn = capture_log;
+    fx->opts.log_fn = mf_kit_log_errors;
+    fx->opts.log_payload = &errlog;
     o = fx->opts;
     o.trust_root = NULL;
     o.trust_root_len = 0;
     assert_int_equal(mf_agent_new(&agent, &o), MF_E_INVALID); /* no trust on first use */
     assert_null(agent);
-    assert_non_null(strstr(log_line, "trust_root"));
+    assert_non_null(strstr(errlog.last, "trust_root"));
     /* A root not signed by its own root keys is refused at provisioning. */
     o = fx->opts;
     bad = fx_root(&len, &world, 1, FX_EXPIRES, BY(K_ROOT0, K_ROOT1, K_ROOT2), 2, BY(K_KEYS), 1,
@@ -753,7 +747,7 @@ static void test_agent__trust_root_is_required_and_state_persists(void **state)
     o.trust_root = bad;
     o.trust_root_len = len;
     assert_int_equal(mf_agent_new(&agent, &o), MF_E_SIGNATURE);
-    assert_non_null(strstr(log_line, "provisioned trust root refused"));
+    assert_non_null(strstr(errlog.last, "provisioned trust root refused"));
     assert_false(exists(fx, "trust.state"));
     mf_free(NULL, bad);
 
@@ -792,7 +786,7 @@ static void test_agent__trust_root_is_required_and_state_persists(void **state)
     }
     agent = NULL;
     assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_E_INVALID);
-    assert_non_null(strstr(log_line, "trust.state refused"));
+    assert_non_null(strstr(errlog.last, "trust.state refused"));
 }
 
 /* ---- fault injection: fail the Nth allocation, for every N, across new + one step ---- */
@@ -1347,10 +1341,6 @@ int main(void)
         cmocka_unit_test(test_agent__state_parser_round_trip_and_rejects),
     };
 #undef T
-    int rc;
 
-    fx_init(&world);
-    rc = cmocka_run_group_tests_name("agent", tests, NULL, NULL);
-    fx_free(&world);
-    return rc;
+    return cmocka_run_group_tests_name("agent", tests, world_setup, world_teardown);
 }

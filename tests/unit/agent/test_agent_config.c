@@ -18,6 +18,19 @@
     "  \"max_recv_bytes_per_s\": 1048576, \"stall_timeout_s\": 20,\n"                              \
     "  \"report_telemetry\": false\n}\n"
 
+/* The delivery and confirmation settings, checked as one block by both the every-key and the
+ * defaults case (a flag is compared as set or not). */
+static void expect_delivery(const struct mf_agent_config *c, int confirm_manual,
+                            long max_unconfirmed_starts, int metered, long max_recv_bytes_per_s,
+                            long stall_timeout_s)
+{
+    assert_int_equal(c->confirm_manual != 0, confirm_manual);
+    assert_int_equal(c->max_unconfirmed_starts, max_unconfirmed_starts);
+    assert_int_equal(c->metered != 0, metered);
+    assert_int_equal(c->max_recv_bytes_per_s, max_recv_bytes_per_s);
+    assert_int_equal(c->stall_timeout_s, stall_timeout_s);
+}
+
 static void test_agent_config__parses_every_key(void **state)
 {
     struct mf_agent_config c;
@@ -36,11 +49,7 @@ static void test_agent_config__parses_every_key(void **state)
     assert_int_equal(c.log_level, MF_LOG_DEBUG);
     assert_string_equal(c.trust_root_file, "/etc/mf/root.json");
     assert_null(c.ca_file);
-    assert_true(c.confirm_manual);
-    assert_int_equal(c.max_unconfirmed_starts, 5);
-    assert_true(c.metered);
-    assert_int_equal(c.max_recv_bytes_per_s, 1048576);
-    assert_int_equal(c.stall_timeout_s, 20);
+    expect_delivery(&c, 1, 5, 1, 1048576, 20);
     assert_false(c.report_telemetry);
     mf_agent_config__free(&c, &ctx);
 }
@@ -58,11 +67,7 @@ static void test_agent_config__defaults(void **state)
     assert_int_equal(c.poll_interval_s, 60);
     assert_int_equal(c.log_level, MF_LOG_INFO);
     assert_null(c.enrollment_token_file);
-    assert_false(c.confirm_manual);
-    assert_int_equal(c.max_unconfirmed_starts, 3);
-    assert_false(c.metered);
-    assert_int_equal(c.max_recv_bytes_per_s, 0);
-    assert_int_equal(c.stall_timeout_s, 60);
+    expect_delivery(&c, 0, 3, 0, 0, 60);
     assert_true(c.report_telemetry); /* plain agents report, so rollouts can advance */
     mf_agent_config__free(&c, &ctx);
 }

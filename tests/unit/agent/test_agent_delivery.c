@@ -613,10 +613,6 @@ int main(void)
         T(test_agent_delivery__delta_heap_is_bounded),
     };
 #undef T
-    int rc;
 
-    fx_init(&world);
-    rc = cmocka_run_group_tests_name("agent_delivery", tests, NULL, NULL);
-    fx_free(&world);
-    return rc;
+    return cmocka_run_group_tests_name("agent_delivery", tests, world_setup, world_teardown);
 }

@@ -448,10 +448,6 @@ int main(void)
         cmocka_unit_test(test_agent_health__checkin_deltas_are_parsed_and_checked),
     };
 #undef T
-    int rc;
 
-    fx_init(&world);
-    rc = cmocka_run_group_tests_name("agent_health", tests, NULL, NULL);
-    fx_free(&world);
-    return rc;
+    return cmocka_run_group_tests_name("agent_health", tests, world_setup, world_teardown);
 }

@@ -136,16 +136,11 @@ static void test_telemetry__counters_and_bad_input(void **state)
 
 static void test_telemetry__offload_counters_merge_in(void **state)
 {
-    mf_offload_telemetry o;
+    const mf_offload_telemetry o = {.asked = 10, .uncertain = 3, .hist = {[5] = 4, [99] = 6}};
     mf_telemetry *t = NULL;
     const mf_telemetry_version *v;
 
     (void)state;
-    memset(&o, 0, sizeof(o));
-    o.asked = 10;
-    o.uncertain = 3;
-    o.hist[5] = 4;
-    o.hist[99] = 6;
     assert_int_equal(mf_telemetry_new(&t, NULL, NULL, "t"), MF_OK);
     assert_int_equal(mf_telemetry_add_offload(t, "det", "v1", &o), MF_OK);
     assert_int_equal(mf_telemetry_add_offload(t, "det", "v1", &o), MF_OK);

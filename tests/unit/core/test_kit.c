@@ -2,13 +2,15 @@
 /*
  * The test kit itself (tests/kit/): the allocator fails exactly the allocations it is told to
  * and counts what it hands out; the fake HTTP server answers its script in order, then its
- * default, applies each fault byte for byte, keeps its bounds, and captures what it was sent.
+ * default, applies each fault byte for byte, keeps its bounds, and captures what it was sent;
+ * the log sink keeps only ERROR lines, the last one truncated to its buffer.
  * A raw socket client reads the wire, so nothing of the product is in the way.
  */
 #include "mf_test.h"
 #include "kit_alloc.h"
 #include "kit_fs.h"
 #include "kit_http.h"
+#include "kit_log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -277,6 +279,28 @@ static void test_kit__fs_scratch_dir(void **state)
     assert_false(mf_kit_fs_exists(dir, ""));
 }
 
+/* Only ERROR lines count; the last one is kept, cut to the buffer and still terminated. */
+static void test_kit__log_keeps_errors_only(void **state)
+{
+    struct mf_kit_log log = {0};
+    char longer[400];
+
+    (void)state;
+    mf_kit_log_errors(&log, MF_LOG_WARN, "m", "a warning");
+    mf_kit_log_errors(&log, MF_LOG_DEBUG, "m", "a debug line");
+    assert_int_equal(log.errors, 0);
+    assert_string_equal(log.last, "");
+    mf_kit_log_errors(&log, MF_LOG_ERROR, "m", "first");
+    mf_kit_log_errors(&log, MF_LOG_ERROR, "m", "second");
+    assert_int_equal(log.errors, 2);
+    assert_string_equal(log.last, "second");
+    memset(longer, 'x', sizeof(longer) - 1);
+    longer[sizeof(longer) - 1] = '\0';
+    mf_kit_log_errors(&log, MF_LOG_ERROR, "m", longer);
+    assert_int_equal(log.errors, 3);
+    assert_int_equal(strlen(log.last), sizeof(log.last) - 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -286,6 +310,7 @@ int main(void)
         cmocka_unit_test(test_kit__http_faults_byte_for_byte),
         cmocka_unit_test(test_kit__http_bounds),
         cmocka_unit_test(test_kit__fs_scratch_dir),
+        cmocka_unit_test(test_kit__log_keeps_errors_only),
     };
 
     return cmocka_run_group_tests_name("kit", tests, NULL, NULL);

@@ -15,20 +15,26 @@ struct fixture {
     size_t old_len, new_len, patch_len;
 };
 
+/* Room for an old and a new image of these sizes, and for the output (16 bytes spare). */
+static void fixture_alloc(struct fixture *f, size_t old_len, size_t new_len)
+{
+    f->old_len = old_len;
+    f->new_len = new_len;
+    f->old = malloc(old_len);
+    f->nw = malloc(new_len);
+    f->out = malloc(new_len + 16);
+    assert_non_null(f->old);
+    assert_non_null(f->nw);
+    assert_non_null(f->out);
+}
+
 /* Fine-tuned float weights with an inserted header and an appended tail, so a patch mixes
  * numeric, bsdiff, copy and zstd blocks; small window so there are many blocks. */
 static struct fixture make_fixture(size_t nfloats, size_t window)
 {
     struct fixture f;
 
-    f.old_len = nfloats * 4;
-    f.new_len = f.old_len + 1000 + 333;
-    f.old = malloc(f.old_len);
-    f.nw = malloc(f.new_len);
-    f.out = malloc(f.new_len + 16);
-    assert_non_null(f.old);
-    assert_non_null(f.nw);
-    assert_non_null(f.out);
+    fixture_alloc(&f, nfloats * 4, nfloats * 4 + 1000 + 333);
     dt_weights(f.old, nfloats, 7);
     dt_random(f.nw, 1000, 8);
     dt_finetune(f.nw + 1000, f.old, nfloats / 2, 1e-3f, 9);
@@ -73,6 +79,30 @@ static int apply_once(const struct fixture *f, size_t in_chunk, size_t out_chunk
     r = dt_apply(f->out, f->new_len + 16, got, p, f->patch, f->patch_len, in_chunk, out_chunk);
     mf_patch_free(p);
     return r;
+}
+
+/* One applier over a fixture: its old-image source, options, handle and output count. */
+struct run {
+    struct dt_source src;
+    mf_patch_options o;
+    mf_patch *p;
+    size_t got;
+};
+
+/* Readies `r` to apply f's patch with `window`; no applier exists yet. */
+static void run_init(struct run *r, const struct fixture *f, size_t window)
+{
+    r->o = opts_for(&r->src, f, window);
+    r->p = NULL;
+    r->got = 0;
+}
+
+/* A new applier from r->o fed `plen` bytes of `patch` in 4 KiB chunks into `dst` (`cap`
+ * bytes): the code. The applier stays in r->p for the caller to inspect and free. */
+static int run_apply(struct run *r, uint8_t *dst, size_t cap, const uint8_t *patch, size_t plen)
+{
+    assert_int_equal(mf_patch_new(&r->p, &r->o, NULL), MF_OK);
+    return dt_apply(dst, cap, &r->got, r->p, patch, plen, 4096, 4096);
 }
 
 static void test_diff_apply__chunking_invariant(void **state)
@@ -160,25 +190,22 @@ static void test_diff_apply__failing_source_read_every_call(void **state)
 
     (void)state;
     for (;; n++) {
-        struct dt_source src;
-        mf_patch_options o = opts_for(&src, &f, SMALL_WINDOW);
-        mf_patch *p = NULL;
-        size_t got = 0;
+        struct run a;
         int r;
 
-        src.fail_at = n;
-        assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
-        r = dt_apply(f.out, f.new_len, &got, p, f.patch, f.patch_len, 4096, 4096);
+        run_init(&a, &f, SMALL_WINDOW);
+        a.src.fail_at = n;
+        r = run_apply(&a, f.out, f.new_len, f.patch, f.patch_len);
         if (r == MF_OK) {
             assert_memory_equal(f.out, f.nw, f.new_len);
-            mf_patch_free(p);
+            mf_patch_free(a.p);
             break;
         }
         assert_int_equal(r, MF_E_IO);
-        assert_non_null(strstr(mf_patch_errmsg(p), "old image"));
+        assert_non_null(strstr(mf_patch_errmsg(a.p), "old image"));
         /* A failed applier stays failed. */
-        assert_int_equal(dt_apply(f.out, f.new_len, &got, p, f.patch, 0, 1, 1), MF_E_STATE);
-        mf_patch_free(p);
+        assert_int_equal(dt_apply(f.out, f.new_len, &a.got, a.p, f.patch, 0, 1, 1), MF_E_STATE);
+        mf_patch_free(a.p);
     }
     assert_true(n > 3); /* the fixture really reads the old image several times */
     fixture_free(&f);
@@ -190,17 +217,12 @@ static void test_diff_apply__truncated_never_completes(void **state)
 
     (void)state;
     for (size_t cut = 0; cut < f.patch_len; cut += (cut < 200 ? 1 : 97)) {
-        struct dt_source src;
-        mf_patch_options o = opts_for(&src, &f, SMALL_WINDOW);
-        mf_patch *p = NULL;
-        size_t got = 0;
-        int r;
+        struct run a;
 
-        assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
-        r = dt_apply(f.out, f.new_len, &got, p, f.patch, cut, 4096, 4096);
-        assert_int_equal(r, MF_AGAIN);
-        assert_true(got < f.new_len);
-        mf_patch_free(p);
+        run_init(&a, &f, SMALL_WINDOW);
+        assert_int_equal(run_apply(&a, f.out, f.new_len, f.patch, cut), MF_AGAIN);
+        assert_true(a.got < f.new_len);
+        mf_patch_free(a.p);
     }
     fixture_free(&f);
 }
@@ -213,27 +235,24 @@ static void flip_bits(struct fixture *f, size_t window)
 
     assert_non_null(bad);
     for (size_t i = 0; i < f->patch_len; i += (i < 300 ? 1 : 13)) {
-        struct dt_source src;
-        mf_patch_options o = opts_for(&src, f, window);
-        mf_patch *p = NULL;
-        size_t got = 0;
+        struct run a;
         int r;
 
         memcpy(bad, f->patch, f->patch_len);
         bad[i] ^= (uint8_t)(1u << (i % 8));
-        assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
-        r = dt_apply(f->out, f->new_len + 16, &got, p, bad, f->patch_len, 4096, 4096);
+        run_init(&a, f, window);
+        r = run_apply(&a, f->out, f->new_len + 16, bad, f->patch_len);
         if (r == MF_OK) {
-            assert_int_equal(got, f->new_len); /* accepted only if it is the right image */
+            assert_int_equal(a.got, f->new_len); /* accepted only if it is the right image */
             assert_memory_equal(f->out, f->nw, f->new_len);
         } else {
             assert_true(r == MF_AGAIN || r == MF_E_INVALID || r == MF_E_SIGNATURE ||
                         r == MF_E_LIMIT);
             if (r < 0)
-                assert_true(strlen(mf_patch_errmsg(p)) > 0);
+                assert_true(strlen(mf_patch_errmsg(a.p)) > 0);
             rejected++;
         }
-        mf_patch_free(p);
+        mf_patch_free(a.p);
     }
     assert_true(rejected > 0);
     free(bad);
@@ -264,13 +283,7 @@ static void test_diff_apply__sparse_residuals_bit_flips(void **state)
     int sparse = 0;
 
     (void)state;
-    f.old_len = f.new_len = 30000;
-    f.old = malloc(f.old_len);
-    f.nw = malloc(f.new_len);
-    f.out = malloc(f.new_len + 16);
-    assert_non_null(f.old);
-    assert_non_null(f.nw);
-    assert_non_null(f.out);
+    fixture_alloc(&f, 30000, 30000);
     dt_random(f.old, f.old_len, 20);
     memcpy(f.nw, f.old, f.old_len);
     for (int i = 0; i < 300; i++)
@@ -288,67 +301,55 @@ static void test_diff_apply__sparse_residuals_bit_flips(void **state)
 static void test_diff_apply__window_limit(void **state)
 {
     struct fixture f = make_fixture(60000, MF_PATCH_DEFAULT_WINDOW);
-    struct dt_source src;
-    mf_patch_options o = opts_for(&src, &f, MF_PATCH_MIN_WINDOW);
-    mf_patch *p = NULL;
-    size_t got = 0;
+    struct run a;
 
     (void)state;
-    assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
-    assert_int_equal(dt_apply(f.out, f.new_len, &got, p, f.patch, f.patch_len, 4096, 4096),
-                     MF_E_LIMIT);
-    assert_non_null(strstr(mf_patch_errmsg(p), "window"));
-    assert_int_equal(got, 0);
-    mf_patch_free(p);
-    o.max_window = MF_PATCH_MIN_WINDOW - 1;
-    assert_int_equal(mf_patch_workspace_size(&o), 0);
-    assert_int_equal(mf_patch_new(&p, &o, NULL), MF_E_INVALID);
+    run_init(&a, &f, MF_PATCH_MIN_WINDOW);
+    assert_int_equal(run_apply(&a, f.out, f.new_len, f.patch, f.patch_len), MF_E_LIMIT);
+    assert_non_null(strstr(mf_patch_errmsg(a.p), "window"));
+    assert_int_equal(a.got, 0);
+    mf_patch_free(a.p);
+    a.o.max_window = MF_PATCH_MIN_WINDOW - 1;
+    assert_int_equal(mf_patch_workspace_size(&a.o), 0);
+    assert_int_equal(mf_patch_new(&a.p, &a.o, NULL), MF_E_INVALID);
     fixture_free(&f);
 }
 
 static void test_diff_apply__wrong_old_image(void **state)
 {
     struct fixture f = make_fixture(6000, SMALL_WINDOW);
-    struct dt_source src;
-    mf_patch_options o = opts_for(&src, &f, SMALL_WINDOW);
-    mf_patch *p = NULL;
-    size_t got = 0;
+    struct run a;
 
     (void)state;
     /* Same size, one weight changed: only the final sha256 can tell. */
     f.old[f.old_len - 4] ^= 0x40;
-    assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
-    assert_int_equal(dt_apply(f.out, f.new_len, &got, p, f.patch, f.patch_len, 4096, 4096),
-                     MF_E_SIGNATURE);
-    mf_patch_free(p);
+    run_init(&a, &f, SMALL_WINDOW);
+    assert_int_equal(run_apply(&a, f.out, f.new_len, f.patch, f.patch_len), MF_E_SIGNATURE);
+    mf_patch_free(a.p);
     /* Different size: refused before any output when the caller states the size. */
-    o.source_size = f.old_len + 1;
-    assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
-    assert_int_equal(dt_apply(f.out, f.new_len, &got, p, f.patch, f.patch_len, 4096, 4096),
-                     MF_E_INVALID);
-    assert_int_equal(got, 0);
-    mf_patch_free(p);
+    a.o.source_size = f.old_len + 1;
+    assert_int_equal(run_apply(&a, f.out, f.new_len, f.patch, f.patch_len), MF_E_INVALID);
+    assert_int_equal(a.got, 0);
+    mf_patch_free(a.p);
     fixture_free(&f);
 }
 
 /* Applies from `ck` into f->out and returns the code. */
 static int resume_from(struct fixture *f, const mf_patch_checkpoint *ck)
 {
-    struct dt_source src;
-    mf_patch_options o = opts_for(&src, f, SMALL_WINDOW);
-    mf_patch *p = NULL;
-    size_t got = 0;
+    struct run a;
     int r;
 
-    assert_int_equal(mf_patch_new(&p, &o, NULL), MF_OK);
-    r = mf_patch_restore(p, ck);
+    run_init(&a, f, SMALL_WINDOW);
+    assert_int_equal(mf_patch_new(&a.p, &a.o, NULL), MF_OK);
+    r = mf_patch_restore(a.p, ck);
     if (r == MF_OK) {
-        assert_int_equal(mf_patch_new_offset(p), ck->new_offset);
-        r = dt_apply(f->out + ck->new_offset, f->new_len - ck->new_offset, &got, p,
+        assert_int_equal(mf_patch_new_offset(a.p), ck->new_offset);
+        r = dt_apply(f->out + ck->new_offset, f->new_len - ck->new_offset, &a.got, a.p,
                      f->patch + ck->patch_offset, f->patch_len - ck->patch_offset, 1000, 777);
-        assert_int_equal(got, r == MF_OK ? f->new_len - ck->new_offset : got);
+        assert_int_equal(a.got, r == MF_OK ? f->new_len - ck->new_offset : a.got);
     }
-    mf_patch_free(p);
+    mf_patch_free(a.p);
     return r;
 }
 

@@ -108,11 +108,8 @@ static void test_checkin_answer__hole_limit(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_checkin_answer__text_and_holes),
-        cmocka_unit_test(test_checkin_answer__no_holes),
-        cmocka_unit_test(test_checkin_answer__hole_limit),
-    };
-
-    return cmocka_run_group_tests_name("checkin_answer", tests, NULL, NULL);
+    return MF_TEST_RUN("checkin_answer", NULL, NULL,
+                       cmocka_unit_test(test_checkin_answer__text_and_holes),
+                       cmocka_unit_test(test_checkin_answer__no_holes),
+                       cmocka_unit_test(test_checkin_answer__hole_limit));
 }

@@ -4,9 +4,8 @@
  * is served while the store generation stays the same, and never once the generation moved,
  * so a change committed anywhere reaches the next check-in that read the new generation.
  */
-#define _XOPEN_SOURCE 700 /* mkdtemp */
 #include "mf_test.h"
-#include "kit_fs.h"
+#include "store_fixture.h"
 #include "director/checkin_cache.h"
 #include "store/store.h"
 
@@ -15,11 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The SQLite store (migrated, with dev-1, det v1 released and keys-1) and its cache. */
 struct cache_fixture {
-    char dir[64];
-    char db[128];
-    struct mf_ctx ctx;
-    struct mf_store *s;
+    struct store_fixture *st;
     struct mf_ccache *c;
 };
 
@@ -28,22 +25,20 @@ static int cache_setup(void **state)
     struct cache_fixture *f = calloc(1, sizeof(*f));
     struct mf_store_version v = {"det", "v1", "", 10, 100, 1, 0, ""};
     uint8_t hash[MF_SHA256_LEN] = {1};
-    int applied = 0;
 
     assert_non_null(f);
-    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), "mf-ccache");
-    (void)snprintf(f->db, sizeof(f->db), "%s/store.db", f->dir);
-    mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(mf_store__open(&f->s, &f->ctx, f->db, 1), MF_OK);
-    assert_int_equal(f->s->ops->migrate(&applied, f->s, &f->ctx), MF_OK);
-    assert_int_equal(f->s->ops->auth->device_enroll(f->s, &f->ctx, "dev-1", hash, 1), MF_OK);
+    f->st = store_fixture_new_on("ccache", 1, 0);
+    assert_int_equal(f->st->s->ops->auth->device_enroll(f->st->s, &f->st->ctx, "dev-1", hash, 1),
+                     MF_OK);
     memset(v.sha256, 'a', MF_SHA256_HEX_LEN);
     memset(v.release_digest, 'b', MF_SHA256_HEX_LEN);
-    assert_int_equal(f->s->ops->registry->version_insert(f->s, &f->ctx, &v), MF_OK);
-    assert_int_equal(f->s->ops->registry->release_set(f->s, &f->ctx, &v, "{\"r\":1}", 7), MF_OK);
+    assert_int_equal(f->st->s->ops->registry->version_insert(f->st->s, &f->st->ctx, &v), MF_OK);
     assert_int_equal(
-        f->s->ops->registry->trust_put(f->s, &f->ctx, MF_STORE_TRUST_KEYS, 1, "keys-1", 6), MF_OK);
-    assert_int_equal(mf_ccache__new(&f->c, &f->ctx), MF_OK);
+        f->st->s->ops->registry->release_set(f->st->s, &f->st->ctx, &v, "{\"r\":1}", 7), MF_OK);
+    assert_int_equal(f->st->s->ops->registry->trust_put(f->st->s, &f->st->ctx, MF_STORE_TRUST_KEYS,
+                                                        1, "keys-1", 6),
+                     MF_OK);
+    assert_int_equal(mf_ccache__new(&f->c, &f->st->ctx), MF_OK);
     *state = f;
     return 0;
 }
@@ -51,17 +46,9 @@ static int cache_setup(void **state)
 static int cache_teardown(void **state)
 {
     struct cache_fixture *f = *state;
-    char path[160];
 
     mf_ccache__free(f->c);
-    mf_store__close(f->s);
-    for (size_t i = 0; i < 3; i++) {
-        static const char *const leaf[] = {"store.db", "store.db-wal", "store.db-shm"};
-
-        (void)snprintf(path, sizeof(path), "%s/%s", f->dir, leaf[i]);
-        (void)unlink(path);
-    }
-    (void)rmdir(f->dir);
+    store_fixture_free(f->st);
     free(f);
     return 0;
 }
@@ -70,11 +57,11 @@ static int cache_teardown(void **state)
 static struct mf_ccache_view view_now(struct cache_fixture *f)
 {
     static const uint8_t hash[MF_SHA256_LEN] = {1};
-    struct mf_ccache_view v = {f->c, f->s, &f->ctx, 0};
+    struct mf_ccache_view v = {f->c, f->st->s, &f->st->ctx, 0};
     uint64_t first = 0;
 
-    assert_int_equal(mf_store__checkin_begin(&v.generation, &first, NULL, f->s, &f->ctx, "dev-1",
-                                             hash, 0, NULL, 0, 1, NULL),
+    assert_int_equal(mf_store__checkin_begin(&v.generation, &first, NULL, f->st->s, &f->st->ctx,
+                                             "dev-1", hash, 0, NULL, 0, 1, NULL),
                      MF_OK);
     return v;
 }
@@ -89,6 +76,13 @@ static void expect_stats(struct mf_ccache *c, uint64_t hits, uint64_t misses)
 }
 
 /* Kept values are served while the generation holds: the second read of each is a hit. */
+/* `env` holds `want` (NUL-terminated); it is freed for the next read. */
+static void expect_text(struct mf_dynbuf *env, const char *want)
+{
+    assert_string_equal((const char *)env->data, want);
+    mf_dynbuf__free(env);
+}
+
 static void test_checkin_cache__serves_kept_values(void **state)
 {
     struct cache_fixture *f = *state;
@@ -102,14 +96,11 @@ static void test_checkin_cache__serves_kept_values(void **state)
     assert_int_equal(mf_ccache__release_latest(&got, &v, "det"), MF_OK);
     assert_int_equal(mf_ccache__trust_latest(&kv, &env, &v, MF_STORE_TRUST_KEYS), MF_OK);
     assert_int_equal(kv, 1);
-    assert_string_equal((const char *)env.data, "keys-1");
-    mf_dynbuf__free(&env);
+    expect_text(&env, "keys-1");
     assert_int_equal(mf_ccache__trust_latest(&kv, &env, &v, MF_STORE_TRUST_KEYS), MF_OK);
-    assert_string_equal((const char *)env.data, "keys-1");
-    mf_dynbuf__free(&env);
+    expect_text(&env, "keys-1");
     assert_int_equal(mf_ccache__release_get(&env, &v, "det", "v1"), MF_OK);
-    assert_string_equal((const char *)env.data, "{\"r\":1}");
-    mf_dynbuf__free(&env);
+    expect_text(&env, "{\"r\":1}");
     expect_stats(f->c, 2, 3);
     /* A later check-in that read the same generation gets the same answers from the cache. */
     v = view_now(f);
@@ -124,8 +115,7 @@ static void test_checkin_cache__serves_kept_values(void **state)
     assert_string_equal((const char *)env.data, "x:\"{\\\"r\\\":1}\"");
     mf_dynbuf__reset(&env);
     assert_int_equal(mf_ccache__release_json(&env, &v, "det", "v1"), MF_OK);
-    assert_string_equal((const char *)env.data, "\"{\\\"r\\\":1}\"");
-    mf_dynbuf__free(&env);
+    expect_text(&env, "\"{\\\"r\\\":1}\"");
     expect_stats(f->c, 5, 4);
 }
 
@@ -138,12 +128,13 @@ static void test_checkin_cache__notfound_until_the_generation_moves(void **state
 
     assert_int_equal(mf_ccache__version_get(&got, &v, "det", "v2"), MF_E_NOTFOUND);
     assert_int_equal(mf_ccache__version_get(&got, &v, "det", "v2"), MF_E_NOTFOUND);
-    assert_non_null(strstr(mf_ctx__errmsg(&f->ctx), "det")); /* the store's message */
+    assert_non_null(strstr(mf_ctx__errmsg(&f->st->ctx), "det")); /* the store's message */
     expect_stats(f->c, 1, 1);
     memset(w.sha256, 'c', MF_SHA256_HEX_LEN);
     memset(w.release_digest, 'd', MF_SHA256_HEX_LEN);
-    assert_int_equal(f->s->ops->registry->version_insert(f->s, &f->ctx, &w), MF_OK);
-    assert_int_equal(f->s->ops->registry->release_set(f->s, &f->ctx, &w, "{\"r\":2}", 7), MF_OK);
+    assert_int_equal(f->st->s->ops->registry->version_insert(f->st->s, &f->st->ctx, &w), MF_OK);
+    assert_int_equal(
+        f->st->s->ops->registry->release_set(f->st->s, &f->st->ctx, &w, "{\"r\":2}", 7), MF_OK);
     /* A check-in that read the generation before the change may still see the old answer;
      * one that read it after sees the change at once. */
     v = view_now(f);
@@ -167,7 +158,7 @@ static void test_checkin_cache__pin_hint(void **state)
 
     mf_ccache__pin_hint(&hint, NULL, models, 3);
     assert_int_equal(hint.unpinned, 0); /* no cache: nothing known */
-    assert_int_equal(f->s->ops->director->pin_set(f->s, &f->ctx, &pin), MF_OK);
+    assert_int_equal(f->st->s->ops->director->pin_set(f->st->s, &f->st->ctx, &pin), MF_OK);
     v = view_now(f);
     mf_ccache__pin_hint(&hint, f->c, models, 3);
     assert_int_equal(hint.unpinned, 0);
@@ -182,7 +173,7 @@ static void test_checkin_cache__pin_hint(void **state)
     assert_int_equal(hint.unpinned, 1); /* det only: cls has a pin, seg is not known */
     /* A pin on det moves the generation; the next check-in's view drops what was known. */
     (void)snprintf(pin.model, sizeof(pin.model), "det");
-    assert_int_equal(f->s->ops->director->pin_set(f->s, &f->ctx, &pin), MF_OK);
+    assert_int_equal(f->st->s->ops->director->pin_set(f->st->s, &f->st->ctx, &pin), MF_OK);
     v = view_now(f);
     assert_true(v.generation > hint.generation);
     assert_int_equal(mf_ccache__pinned(&pinned, &v, "det"), MF_OK);
@@ -217,10 +208,11 @@ static void test_checkin_cache__each_kind_follows_its_table(void **state)
     (void)snprintf(d.from_sha256, sizeof(d.from_sha256), "%s", from);
     (void)snprintf(d.to_sha256, sizeof(d.to_sha256), "%s", to);
     memset(d.delta_sha256, 'f', MF_SHA256_HEX_LEN);
-    assert_int_equal(f->s->ops->registry->delta_insert(f->s, &f->ctx, &d), MF_OK);
-    assert_int_equal(f->s->ops->rollout->rollout_put(f->s, &f->ctx, &r, ""), MF_OK);
-    assert_int_equal(
-        f->s->ops->registry->trust_put(f->s, &f->ctx, MF_STORE_TRUST_ROOT, 1, "root-1", 6), MF_OK);
+    assert_int_equal(f->st->s->ops->registry->delta_insert(f->st->s, &f->st->ctx, &d), MF_OK);
+    assert_int_equal(f->st->s->ops->rollout->rollout_put(f->st->s, &f->st->ctx, &r, ""), MF_OK);
+    assert_int_equal(f->st->s->ops->registry->trust_put(f->st->s, &f->st->ctx, MF_STORE_TRUST_ROOT,
+                                                        1, "root-1", 6),
+                     MF_OK);
     v = view_now(f);
     assert_true(v.generation > old.generation);
     assert_int_equal(mf_ccache__delta_find(&gotd, &v, from, to), MF_OK);
@@ -256,8 +248,9 @@ static void test_checkin_cache__roots_after(void **state)
         char doc[8];
 
         (void)snprintf(doc, sizeof(doc), "r%llu", (unsigned long long)i);
-        assert_int_equal(
-            f->s->ops->registry->trust_put(f->s, &f->ctx, MF_STORE_TRUST_ROOT, i, doc, 2), MF_OK);
+        assert_int_equal(f->st->s->ops->registry->trust_put(f->st->s, &f->st->ctx,
+                                                            MF_STORE_TRUST_ROOT, i, doc, 2),
+                         MF_OK);
     }
     v = view_now(f);
     direct = v;

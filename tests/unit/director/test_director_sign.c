@@ -228,11 +228,9 @@ static void test_director_sign__error_reaches_caller(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_director_sign__concurrent_batches),
-        cmocka_unit_test(test_director_sign__batch_one_never_batches),
-        cmocka_unit_test(test_director_sign__lone_call_is_plain),
-        cmocka_unit_test(test_director_sign__error_reaches_caller),
-    };
-    return cmocka_run_group_tests_name("director_sign", tests, setup, teardown);
+    return MF_TEST_RUN("director_sign", setup, teardown,
+                       cmocka_unit_test(test_director_sign__concurrent_batches),
+                       cmocka_unit_test(test_director_sign__batch_one_never_batches),
+                       cmocka_unit_test(test_director_sign__lone_call_is_plain),
+                       cmocka_unit_test(test_director_sign__error_reaches_caller));
 }

@@ -42,6 +42,15 @@ static void student_options(mf_distill_options *o)
     o->train.epochs = EPOCHS;
 }
 
+/* The student recipe cut to one epoch at the constant step `lr`. */
+static void one_epoch_options(mf_distill_options *o, float lr)
+{
+    student_options(o);
+    o->train.epochs = 1;
+    o->train.lr = lr;
+    o->train.lr_final = lr;
+}
+
 static double student_accuracy(const mf_student_model *m, const mf_dataset *ds)
 {
     uint8_t *pred = malloc(ds->n);
@@ -120,10 +129,7 @@ static void test_distill__trainer_beats_untrained(void **state)
     (void)state;
     NEED_DIGITS();
     /* The same recipe with a vanishing step size leaves the initial weights in place. */
-    student_options(&o);
-    o.train.epochs = 1;
-    o.train.lr = 1e-12f;
-    o.train.lr_final = 1e-12f;
+    one_epoch_options(&o, 1e-12f);
     assert_int_equal(mf_distill_student(&untrained, NULL, &ctx, &set, 64, CLASSES, &o), MF_OK);
     acc0 = student_accuracy(untrained, fx.test);
     print_message("digits: untrained %.4f, trained int8 student %.4f\n", acc0, fx.student_acc);
@@ -218,10 +224,7 @@ static void test_distill__warm_start_starts_from_student(void **state)
     (void)state;
     NEED_DIGITS();
     /* One epoch at a tiny step: a warm start must still predict like its parent. */
-    student_options(&o);
-    o.train.epochs = 1;
-    o.train.lr = 1e-6f;
-    o.train.lr_final = 1e-6f;
+    one_epoch_options(&o, 1e-6f);
     o.warm_start = fx.student;
     assert_int_equal(mf_distill_student(&warm, NULL, &ctx, &set, 64, CLASSES, &o), MF_OK);
     o.warm_start = NULL;

@@ -141,11 +141,8 @@ static void test_distill_config__rejects(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_distill_config__defaults),
-        cmocka_unit_test(test_distill_config__every_key),
-        cmocka_unit_test(test_distill_config__rejects),
-    };
-
-    return cmocka_run_group_tests_name("distill_config", tests, NULL, NULL);
+    return MF_TEST_RUN("distill_config", NULL, NULL,
+                       cmocka_unit_test(test_distill_config__defaults),
+                       cmocka_unit_test(test_distill_config__every_key),
+                       cmocka_unit_test(test_distill_config__rejects));
 }

@@ -25,6 +25,19 @@ static const char *data_path(char *buf, size_t size, const char *name)
     return mf_kit_fs_source_path(buf, size, rel);
 }
 
+/* The three-image golden set from its gzip files; the images' path goes to `ip`. */
+static mf_dataset *load_tiny(char *ip, size_t cap)
+{
+    char lp[1024];
+    mf_dataset *ds = NULL;
+
+    assert_int_equal(mf_dataset_load_idx(&ds, &ctx, NULL,
+                                         data_path(ip, cap, "tiny-images-idx3-ubyte.gz"),
+                                         data_path(lp, sizeof(lp), "tiny-labels-idx1-ubyte.gz")),
+                     MF_OK);
+    return ds;
+}
+
 /* An IDX header for `ndims` dims followed by nothing (callers append the payload). */
 static size_t idx_header(uint8_t *b, uint8_t ndims, const uint32_t *dims)
 {
@@ -45,14 +58,11 @@ static void test_example_data__idx_golden_gz_and_plain(void **state)
 {
     static const uint8_t want[] = {0,  1,  2,  3,   4,   5,   10,  20,  30,
                                    40, 50, 60, 255, 254, 253, 252, 251, 250};
-    char ip[1024], lp[1024], lp2[1024];
-    mf_dataset *ds = NULL, *ds2 = NULL;
+    char ip[1024], lp2[1024];
+    mf_dataset *ds, *ds2 = NULL;
 
     (void)state;
-    assert_int_equal(mf_dataset_load_idx(&ds, &ctx, NULL,
-                                         data_path(ip, sizeof(ip), "tiny-images-idx3-ubyte.gz"),
-                                         data_path(lp, sizeof(lp), "tiny-labels-idx1-ubyte.gz")),
-                     MF_OK);
+    ds = load_tiny(ip, sizeof(ip));
     assert_int_equal(ds->n, 3);
     assert_int_equal(ds->rows, 2);
     assert_int_equal(ds->cols, 3);
@@ -243,15 +253,12 @@ static void test_example_data__permutation_seeded(void **state)
 
 static void test_example_data__select_copies(void **state)
 {
-    char ip[1024], lp[1024];
+    char ip[1024];
     const size_t idx[2] = {2, 0};
-    mf_dataset *ds = NULL, *sub = NULL;
+    mf_dataset *ds, *sub = NULL;
 
     (void)state;
-    assert_int_equal(mf_dataset_load_idx(&ds, &ctx, NULL,
-                                         data_path(ip, sizeof(ip), "tiny-images-idx3-ubyte.gz"),
-                                         data_path(lp, sizeof(lp), "tiny-labels-idx1-ubyte.gz")),
-                     MF_OK);
+    ds = load_tiny(ip, sizeof(ip));
     assert_int_equal(mf_dataset_select(&sub, &ctx, ds, idx, 2), MF_OK);
     assert_int_equal(sub->n, 2);
     assert_memory_equal(sub->x, ds->x + 12, 6);
@@ -298,17 +305,14 @@ static void test_example_data__load_survives_every_failed_allocation(void **stat
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_example_data__idx_golden_gz_and_plain),
-        cmocka_unit_test(test_example_data__idx_missing_file_is_io),
-        cmocka_unit_test(test_example_data__idx_rejects),
-        cmocka_unit_test(test_example_data__digits_csv_parses_and_rejects),
-        cmocka_unit_test(test_example_data__digits_installed_file),
-        cmocka_unit_test(test_example_data__permutation_seeded),
-        cmocka_unit_test(test_example_data__select_copies),
-        cmocka_unit_test(test_example_data__load_survives_every_failed_allocation),
-    };
-
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    return cmocka_run_group_tests_name("example_data", tests, NULL, NULL);
+    return MF_TEST_RUN("example_data", NULL, NULL,
+                       cmocka_unit_test(test_example_data__idx_golden_gz_and_plain),
+                       cmocka_unit_test(test_example_data__idx_missing_file_is_io),
+                       cmocka_unit_test(test_example_data__idx_rejects),
+                       cmocka_unit_test(test_example_data__digits_csv_parses_and_rejects),
+                       cmocka_unit_test(test_example_data__digits_installed_file),
+                       cmocka_unit_test(test_example_data__permutation_seeded),
+                       cmocka_unit_test(test_example_data__select_copies),
+                       cmocka_unit_test(test_example_data__load_survives_every_failed_allocation));
 }

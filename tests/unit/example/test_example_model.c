@@ -388,17 +388,14 @@ static void test_example_model__python_reads_student(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_example_model__safetensors_round_trip),
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    return MF_TEST_RUN(
+        "example_model", NULL, NULL, cmocka_unit_test(test_example_model__safetensors_round_trip),
         cmocka_unit_test(test_example_model__safetensors_rejects),
         cmocka_unit_test(test_example_model__student_spec_by_hand),
         cmocka_unit_test(test_example_model__student_check_rejects),
         cmocka_unit_test(test_example_model__student_file_round_trip_and_rejects),
         cmocka_unit_test(test_example_model__decode_survives_every_failed_allocation),
         cmocka_unit_test(test_example_model__confidence_scores),
-        cmocka_unit_test(test_example_model__python_reads_student),
-    };
-
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    return cmocka_run_group_tests_name("example_model", tests, NULL, NULL);
+        cmocka_unit_test(test_example_model__python_reads_student));
 }

@@ -363,16 +363,13 @@ static void test_example_sample_check__export_directory(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_example_sample_check__index_finds_every_image),
-        cmocka_unit_test(test_example_sample_check__equal_images),
-        cmocka_unit_test(test_example_sample_check__every_digit_finds_its_label),
-        cmocka_unit_test(test_example_sample_check__index_allocation_failures),
-        cmocka_unit_test(test_example_sample_check__tally),
-        cmocka_unit_test(test_example_sample_check__npy_reader),
-        cmocka_unit_test(test_example_sample_check__export_directory),
-    };
-
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    return cmocka_run_group_tests_name("example_sample_check", tests, NULL, NULL);
+    return MF_TEST_RUN("example_sample_check", NULL, NULL,
+                       cmocka_unit_test(test_example_sample_check__index_finds_every_image),
+                       cmocka_unit_test(test_example_sample_check__equal_images),
+                       cmocka_unit_test(test_example_sample_check__every_digit_finds_its_label),
+                       cmocka_unit_test(test_example_sample_check__index_allocation_failures),
+                       cmocka_unit_test(test_example_sample_check__tally),
+                       cmocka_unit_test(test_example_sample_check__npy_reader),
+                       cmocka_unit_test(test_example_sample_check__export_directory));
 }

@@ -7,6 +7,7 @@
  */
 #include "offload_fixture.h"
 #include "kit_http.h"
+#include "kit_log.h"
 #include "mf_offload_int.h"
 
 #include <cjson/cJSON.h>
@@ -667,18 +668,8 @@ static void test_offload_net__telemetry_json(void **state)
     mf_offload_free(o);
 }
 
-static int log_lines;
-static char log_text[256];
-
-static void capture(void *payload, int level, const char *module, const char *msg)
-{
-    (void)payload;
-    (void)module;
-    if (level == MF_LOG_ERROR) {
-        log_lines++;
-        (void)snprintf(log_text, sizeof(log_text), "%s", msg);
-    }
-}
+/* What the library under test logged at ERROR (its options point here). */
+static struct mf_kit_log errlog;
 
 static void test_offload_net__bad_options_and_samples(void **state)
 {
@@ -688,15 +679,16 @@ static void test_offload_net__bad_options_and_samples(void **state)
     mf_offload_answer a;
     const float nan3[3] = {0, NAN, 1};
 
-    f->opts.log_fn = capture;
+    f->opts.log_fn = mf_kit_log_errors;
+    f->opts.log_payload = &errlog;
     f->opts.model = "../etc";
     assert_int_equal(mf_offload_new(&o, &f->opts), MF_E_INVALID);
     assert_null(o);
-    assert_non_null(strstr(log_text, "model name"));
+    assert_non_null(strstr(errlog.last, "model name"));
     f->opts.model = "digits";
     f->opts.queue_max_bytes = 1000;
     assert_int_equal(mf_offload_new(&o, &f->opts), MF_E_INVALID);
-    assert_non_null(strstr(log_text, "fewer than two samples"));
+    assert_non_null(strstr(errlog.last, "fewer than two samples"));
     f->opts.queue_max_bytes = 256 * 1024;
     assert_int_equal(mf_offload_options_init(&f->opts, 7), MF_E_INVALID);
     o = new_handle(f, ASYNC_POLICY);
@@ -783,30 +775,23 @@ static void test_offload_net__every_allocation_failure_is_clean(void **state)
 
 int main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_offload_net__fast_teacher_answers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__slow_teacher_falls_back_within_deadline,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__server_down_falls_back, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__malformed_answers_fall_back, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__offline_edge_only_and_caps, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__drain_uplinks_each_sample_once, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__crash_after_send_before_ack, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__kill_at_every_point_of_upload, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__backoff_with_jitter, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__policy_is_cached_and_bad_policy_rejected,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__telemetry_json, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__bad_options_and_samples, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__new_failure_fills_the_error_buffer, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_net__every_allocation_failure_is_clean, setup,
-                                        teardown),
+        T(test_offload_net__fast_teacher_answers),
+        T(test_offload_net__slow_teacher_falls_back_within_deadline),
+        T(test_offload_net__server_down_falls_back),
+        T(test_offload_net__malformed_answers_fall_back),
+        T(test_offload_net__offline_edge_only_and_caps),
+        T(test_offload_net__drain_uplinks_each_sample_once),
+        T(test_offload_net__crash_after_send_before_ack),
+        T(test_offload_net__kill_at_every_point_of_upload),
+        T(test_offload_net__backoff_with_jitter),
+        T(test_offload_net__policy_is_cached_and_bad_policy_rejected),
+        T(test_offload_net__telemetry_json),
+        T(test_offload_net__bad_options_and_samples),
+        T(test_offload_net__new_failure_fills_the_error_buffer),
+        T(test_offload_net__every_allocation_failure_is_clean),
     };
+#undef T
     return cmocka_run_group_tests_name("offload_net", tests, NULL, NULL);
 }

@@ -360,16 +360,15 @@ static void test_offload_server__checkin_policy_from_fleet_scores(void **state)
 
 int main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_offload_server__ask_answered_and_stored, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_server__slow_and_down_teacher, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_server__batch_stored_once, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offload_server__body_limit, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_offload_server__checkin_policy_from_fleet_scores,
-                                        setup, teardown),
+        T(test_offload_server__ask_answered_and_stored),
+        T(test_offload_server__slow_and_down_teacher),
+        T(test_offload_server__batch_stored_once),
+        T(test_offload_server__body_limit),
+        T(test_offload_server__checkin_policy_from_fleet_scores),
     };
+#undef T
     int rc;
 
     curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -21,12 +21,6 @@ static int setup(void **state)
     return 0;
 }
 
-static int teardown(void **state)
-{
-    store_fixture_free(*state);
-    return 0;
-}
-
 static void sample(struct mf_store_sample *m, int i, const char *kind, const char *version,
                    char sha)
 {
@@ -74,53 +68,57 @@ static size_t count(struct store_fixture *f, const struct mf_store_sample_query 
     return rows.n;
 }
 
+/* What one sample_batch_put said it did. */
+struct put_counts {
+    int replayed, acc, dup;
+};
+
+/* Stores `n` samples of `b` from `device` as batch `batch` (NULL: none): the store's code,
+ * its counts into `c`. */
+static int put(struct put_counts *c, struct store_fixture *f, const char *device, const char *batch,
+               const struct mf_store_sample *b, size_t n)
+{
+    return f->s->ops->offload->sample_batch_put(&c->replayed, &c->acc, &c->dup, f->s, &f->ctx,
+                                                device, batch, b, n);
+}
+
+static void expect_counts(const struct put_counts *c, int replayed, int acc, int dup)
+{
+    assert_int_equal(c->replayed, replayed);
+    assert_int_equal(c->acc, acc);
+    assert_int_equal(c->dup, dup);
+}
+
 static void test_offload_server_store__batch_is_idempotent(void **state)
 {
     struct store_fixture *f = *state;
-    struct mf_store *s = f->s;
     struct mf_store_sample b[3];
     struct mf_store_sample_query all = {.model = "digits"};
     const char *batch = "0123456789abcdef0123456789abcdef";
-    int replayed, acc, dup;
+    struct put_counts c;
 
     for (int i = 0; i < 3; i++)
         sample(&b[i], i + 1, "hard", "v1", 'a');
-    assert_int_equal(
-        s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1", batch, b, 3),
-        MF_OK);
-    assert_int_equal(replayed, 0);
-    assert_int_equal(acc, 3);
-    assert_int_equal(dup, 0);
+    assert_int_equal(put(&c, f, "cam-1", batch, b, 3), MF_OK);
+    expect_counts(&c, 0, 3, 0);
     /* The same batch again (a device that lost the answer): nothing stored, same counts. */
-    assert_int_equal(
-        s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1", batch, b, 2),
-        MF_OK);
-    assert_int_equal(replayed, 1);
-    assert_int_equal(acc, 3);
-    assert_int_equal(dup, 0);
+    assert_int_equal(put(&c, f, "cam-1", batch, b, 2), MF_OK);
+    expect_counts(&c, 1, 3, 0);
     assert_int_equal(count(f, &all), 3);
     /* A new batch id with one known sample id: that sample is a duplicate. */
     sample(&b[0], 3, "hard", "v1", 'a');
     sample(&b[1], 4, "audit", "v2", 'b');
-    assert_int_equal(s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1",
-                                                       "ffffffffffffffffffffffffffffffff", b, 2),
-                     MF_OK);
-    assert_int_equal(replayed, 0);
-    assert_int_equal(acc, 1);
-    assert_int_equal(dup, 1);
+    assert_int_equal(put(&c, f, "cam-1", "ffffffffffffffffffffffffffffffff", b, 2), MF_OK);
+    expect_counts(&c, 0, 1, 1);
     /* No batch id (a sync ask). */
     sample(&b[0], 5, "hard", "v2", 'c');
-    assert_int_equal(
-        s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-2", NULL, b, 1),
-        MF_OK);
-    assert_int_equal(acc, 1);
+    assert_int_equal(put(&c, f, "cam-2", NULL, b, 1), MF_OK);
+    assert_int_equal(c.acc, 1);
     assert_int_equal(count(f, &all), 5);
     /* A malformed sample fails the whole batch, which stores nothing. */
     sample(&b[0], 6, "hard", "v2", 'c');
     sample(&b[1], 7, "maybe", "v2", 'c');
-    assert_int_equal(s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-2",
-                                                       "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", b, 2),
-                     MF_E_INVALID);
+    assert_int_equal(put(&c, f, "cam-2", "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", b, 2), MF_E_INVALID);
     assert_int_equal(count(f, &all), 5);
 }
 
@@ -131,13 +129,11 @@ static void test_offload_server_store__label_and_query(void **state)
     struct mf_store_sample b[4];
     struct mf_store_sample_query q;
     struct rows rows;
-    int replayed, acc, dup;
+    struct put_counts c;
 
     for (int i = 0; i < 4; i++)
         sample(&b[i], i + 1, i % 2 ? "audit" : "hard", i < 2 ? "v1" : "v2", 'a');
-    assert_int_equal(
-        s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1", NULL, b, 4),
-        MF_OK);
+    assert_int_equal(put(&c, f, "cam-1", NULL, b, 4), MF_OK);
     assert_int_equal(
         s->ops->offload->sample_label(s, &f->ctx, b[0].id, "t-7", "[0.1,0.9,0]", 0.9, 5000), MF_OK);
     assert_int_equal(
@@ -209,18 +205,14 @@ static void test_offload_server_store__delete_by_device(void **state)
     struct mf_store_sample_query all = {.model = "digits"};
     struct orphans o;
     int64_t deleted = -1;
-    int replayed, acc, dup;
+    struct put_counts c;
 
     /* cam-1 has inputs a and b; cam-2 shares input b. Deleting cam-1 orphans only a. */
     sample(&b[0], 1, "hard", "v1", 'a');
     sample(&b[1], 2, "hard", "v1", 'b');
-    assert_int_equal(s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1",
-                                                       "11111111111111111111111111111111", b, 2),
-                     MF_OK);
+    assert_int_equal(put(&c, f, "cam-1", "11111111111111111111111111111111", b, 2), MF_OK);
     sample(&b[2], 3, "hard", "v1", 'b');
-    assert_int_equal(s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-2",
-                                                       NULL, &b[2], 1),
-                     MF_OK);
+    assert_int_equal(put(&c, f, "cam-2", NULL, &b[2], 1), MF_OK);
     memset(&o, 0, sizeof(o));
     assert_int_equal(s->ops->offload->samples_delete(&deleted, s, &f->ctx, "", 0, on_orphan, &o),
                      MF_E_INVALID);
@@ -231,11 +223,9 @@ static void test_offload_server_store__delete_by_device(void **state)
     assert_int_equal(o.sha[0][0], 'a');
     assert_int_equal(count(f, &all), 1);
     /* Its batch id went too: the same batch now stores again (the device re-sent it). */
-    assert_int_equal(s->ops->offload->sample_batch_put(&replayed, &acc, &dup, s, &f->ctx, "cam-1",
-                                                       "11111111111111111111111111111111", b, 2),
-                     MF_OK);
-    assert_int_equal(replayed, 0);
-    assert_int_equal(acc, 2);
+    assert_int_equal(put(&c, f, "cam-1", "11111111111111111111111111111111", b, 2), MF_OK);
+    assert_int_equal(c.replayed, 0);
+    assert_int_equal(c.acc, 2);
     /* Retention: everything received before 2003 (samples 1 and 2). */
     memset(&o, 0, sizeof(o));
     assert_int_equal(s->ops->offload->samples_delete(&deleted, s, &f->ctx, "", 2003, on_orphan, &o),
@@ -299,14 +289,13 @@ static void test_offload_server_store__histograms(void **state)
 
 int main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, store_fixture_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_offload_server_store__batch_is_idempotent, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_server_store__label_and_query, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_server_store__delete_by_device, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_offload_server_store__histograms, setup, teardown),
+        T(test_offload_server_store__batch_is_idempotent),
+        T(test_offload_server_store__label_and_query),
+        T(test_offload_server_store__delete_by_device),
+        T(test_offload_server_store__histograms),
     };
+#undef T
     return cmocka_run_group_tests_name("offload_server_store", tests, NULL, NULL);
 }

@@ -41,127 +41,127 @@ static void kserve_config(struct mf_teacher_config *c, uint16_t port)
     c->timeout_ms = 1000;
 }
 
-/* A KServe teacher (with `c` as kserve_config makes it, plus breaker settings when not 0)
- * against the fake `f`, started answering in `mode`. */
-static struct mf_teacher *kserve_teacher(struct mf_teacher_config *c, struct teacher_fake *f,
-                                         struct mf_ctx *ctx, enum teacher_fake_mode mode,
-                                         unsigned breaker_failures, unsigned breaker_open_ms)
-{
-    struct mf_teacher *t = NULL;
+/* One KServe teacher under test: its config, the fake it asks, and the last answer. */
+struct kserve {
+    struct mf_teacher_config c;
+    struct teacher_fake f;
+    struct mf_ctx ctx;
+    struct mf_teacher *t;
+    char ver[MF_STORE_NAME_SIZE];
+    float p[3];
+};
 
-    mf_ctx__init(ctx, NULL, NULL, NULL, "test");
-    teacher_fake_start(f, three, 3);
-    teacher_fake_set(f, mode, mode == TEACHER_FAKE_SLOW ? 1500 : 0);
-    kserve_config(c, (uint16_t)f->http.port);
+/* Starts `k`'s fake answering in `mode` and a teacher on it (configured as kserve_config
+ * makes it, plus breaker settings when not 0). */
+static void kserve_teacher(struct kserve *k, enum teacher_fake_mode mode, unsigned breaker_failures,
+                           unsigned breaker_open_ms)
+{
+    k->t = NULL;
+    mf_ctx__init(&k->ctx, NULL, NULL, NULL, "test");
+    teacher_fake_start(&k->f, three, 3);
+    teacher_fake_set(&k->f, mode, mode == TEACHER_FAKE_SLOW ? 1500 : 0);
+    kserve_config(&k->c, (uint16_t)k->f.http.port);
     if (breaker_failures)
-        c->breaker_failures = breaker_failures;
+        k->c.breaker_failures = breaker_failures;
     if (breaker_open_ms)
-        c->breaker_open_ms = breaker_open_ms;
-    assert_int_equal(mf_teacher__new(&t, ctx, c), MF_OK);
-    return t;
+        k->c.breaker_open_ms = breaker_open_ms;
+    assert_int_equal(mf_teacher__new(&k->t, &k->ctx, &k->c), MF_OK);
+}
+
+static void kserve_done(struct kserve *k)
+{
+    mf_teacher__free(k->t);
+    teacher_fake_stop(&k->f);
+}
+
+/* Asks `k`'s teacher for `nout` probabilities of `in` (into k->p, its version into k->ver). */
+static int kserve_ask(struct kserve *k, const uint8_t *in, size_t len, size_t nout,
+                      unsigned timeout_ms)
+{
+    return mf_teacher__ask(k->p, k->ver, k->t, &k->ctx, in, len, nout, timeout_ms);
 }
 
 static void test_teacher__kserve_request_and_response(void **state)
 {
-    struct mf_teacher_config c;
-    struct teacher_fake f;
-    struct mf_ctx ctx;
-    struct mf_teacher *t = kserve_teacher(&c, &f, &ctx, TEACHER_FAKE_OK, 0, 0);
-    const uint8_t in[4] = {0, 7, 200, 255};
-    char ver[MF_STORE_NAME_SIZE];
-    float p[3];
+    static const uint8_t in[4] = {0, 7, 200, 255};
+    struct kserve k;
 
     (void)state;
-    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, sizeof(in), 3, 0), MF_OK);
+    kserve_teacher(&k, TEACHER_FAKE_OK, 0, 0);
+    assert_int_equal(kserve_ask(&k, in, sizeof(in), 3, 0), MF_OK);
     for (int i = 0; i < 3; i++)
-        assert_true(fabsf(p[i] - three[i]) < 1e-6f);
-    assert_string_equal(ver, "k-3"); /* the server's model_version wins over the config */
-    assert_string_equal(mf_kit_http_request(&f.http, -1)->target, "/v2/models/teach/infer");
-    assert_non_null(strstr(mf_kit_http_request(&f.http, -1)->body, "\"shape\":[1,4]"));
-    assert_non_null(strstr(mf_kit_http_request(&f.http, -1)->body, "\"datatype\":\"UINT8\""));
-    assert_non_null(strstr(mf_kit_http_request(&f.http, -1)->body, "\"data\":[0,7,200,255]"));
+        assert_true(fabsf(k.p[i] - three[i]) < 1e-6f);
+    assert_string_equal(k.ver, "k-3"); /* the server's model_version wins over the config */
+    assert_string_equal(mf_kit_http_request(&k.f.http, -1)->target, "/v2/models/teach/infer");
+    assert_non_null(strstr(mf_kit_http_request(&k.f.http, -1)->body, "\"shape\":[1,4]"));
+    assert_non_null(strstr(mf_kit_http_request(&k.f.http, -1)->body, "\"datatype\":\"UINT8\""));
+    assert_non_null(strstr(mf_kit_http_request(&k.f.http, -1)->body, "\"data\":[0,7,200,255]"));
     /* Another shape than asked: the answer is refused. */
-    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, sizeof(in), 4, 0), MF_E_INVALID);
-    mf_teacher__free(t);
-    teacher_fake_stop(&f);
+    assert_int_equal(kserve_ask(&k, in, sizeof(in), 4, 0), MF_E_INVALID);
+    kserve_done(&k);
 }
+
+static const uint8_t two[2] = {1, 2};
 
 static void test_teacher__slow_teacher_ends_at_the_deadline(void **state)
 {
-    struct mf_teacher_config c;
-    struct teacher_fake f;
-    struct mf_ctx ctx;
-    struct mf_teacher *t = kserve_teacher(&c, &f, &ctx, TEACHER_FAKE_SLOW, 0, 0);
-    const uint8_t in[2] = {1, 2};
-    char ver[MF_STORE_NAME_SIZE];
-    float p[3];
+    struct kserve k;
     double t0;
 
     (void)state;
+    kserve_teacher(&k, TEACHER_FAKE_SLOW, 0, 0);
     t0 = now_ms();
-    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, sizeof(in), 3, 150), MF_E_NET);
+    assert_int_equal(kserve_ask(&k, two, sizeof(two), 3, 150), MF_E_NET);
     assert_true(now_ms() - t0 < 600); /* the caller's 150 ms, not the teacher's 1.5 s */
-    mf_teacher__free(t);
-    teacher_fake_stop(&f);
+    kserve_done(&k);
 }
 
 static void test_teacher__breaker_opens_and_half_opens(void **state)
 {
-    struct mf_teacher_config c;
-    struct teacher_fake f;
-    struct mf_ctx ctx;
-    struct mf_teacher *t = kserve_teacher(&c, &f, &ctx, TEACHER_FAKE_FAIL, 2, 300);
-    const uint8_t in[2] = {1, 2};
-    char ver[MF_STORE_NAME_SIZE];
-    float p[3];
+    struct kserve k;
     unsigned calls;
     double t0;
 
     (void)state;
-    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_E_NET);
-    assert_int_equal(mf_teacher__breaker(t), MF_TEACHER_CLOSED);
-    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_E_NET);
-    assert_int_equal(mf_teacher__breaker(t), MF_TEACHER_OPEN);
+    kserve_teacher(&k, TEACHER_FAKE_FAIL, 2, 300);
+    assert_int_equal(kserve_ask(&k, two, 2, 3, 0), MF_E_NET);
+    assert_int_equal(mf_teacher__breaker(k.t), MF_TEACHER_CLOSED);
+    assert_int_equal(kserve_ask(&k, two, 2, 3, 0), MF_E_NET);
+    assert_int_equal(mf_teacher__breaker(k.t), MF_TEACHER_OPEN);
     /* Open: fails at once, without reaching the teacher. */
-    calls = mf_kit_http_answered(&f.http);
+    calls = mf_kit_http_answered(&k.f.http);
     t0 = now_ms();
-    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_E_STATE);
+    assert_int_equal(kserve_ask(&k, two, 2, 3, 0), MF_E_STATE);
     assert_true(now_ms() - t0 < 20);
-    assert_int_equal(mf_kit_http_answered(&f.http), calls);
+    assert_int_equal(mf_kit_http_answered(&k.f.http), calls);
     /* After the open period: one trial; it fails, so the breaker opens again. */
     usleep(350 * 1000);
-    assert_int_equal(mf_teacher__breaker(t), MF_TEACHER_HALF_OPEN);
-    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_E_NET);
-    assert_int_equal(mf_teacher__breaker(t), MF_TEACHER_OPEN);
+    assert_int_equal(mf_teacher__breaker(k.t), MF_TEACHER_HALF_OPEN);
+    assert_int_equal(kserve_ask(&k, two, 2, 3, 0), MF_E_NET);
+    assert_int_equal(mf_teacher__breaker(k.t), MF_TEACHER_OPEN);
     /* The teacher recovers: the next trial succeeds and closes the breaker. */
-    teacher_fake_set(&f, TEACHER_FAKE_OK, 0);
+    teacher_fake_set(&k.f, TEACHER_FAKE_OK, 0);
     usleep(350 * 1000);
-    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_OK);
-    assert_int_equal(mf_teacher__breaker(t), MF_TEACHER_CLOSED);
-    mf_teacher__free(t);
-    teacher_fake_stop(&f);
+    assert_int_equal(kserve_ask(&k, two, 2, 3, 0), MF_OK);
+    assert_int_equal(mf_teacher__breaker(k.t), MF_TEACHER_CLOSED);
+    kserve_done(&k);
 }
 
 static void test_teacher__down_teacher_fails_fast(void **state)
 {
-    struct mf_teacher_config c;
-    struct mf_teacher *t = NULL;
-    struct mf_ctx ctx;
-    const uint8_t in[2] = {1, 2};
-    char ver[MF_STORE_NAME_SIZE];
-    float p[3];
+    struct kserve k = {.t = NULL};
     double t0;
 
     (void)state;
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    kserve_config(&c, (uint16_t)mf_kit_http_free_port()); /* connection refused */
-    c.timeout_ms = 5000;
-    assert_int_equal(mf_teacher__new(&t, &ctx, &c), MF_OK);
+    mf_ctx__init(&k.ctx, NULL, NULL, NULL, "test");
+    kserve_config(&k.c, (uint16_t)mf_kit_http_free_port()); /* connection refused */
+    k.c.timeout_ms = 5000;
+    assert_int_equal(mf_teacher__new(&k.t, &k.ctx, &k.c), MF_OK);
     t0 = now_ms();
-    assert_int_equal(mf_teacher__ask(p, ver, t, &ctx, in, 2, 3, 0), MF_E_NET);
+    assert_int_equal(kserve_ask(&k, two, 2, 3, 0), MF_E_NET);
     assert_true(now_ms() - t0 < 1000);
-    assert_non_null(strstr(mf_ctx__errmsg(&ctx), "kserve"));
-    mf_teacher__free(t);
+    assert_non_null(strstr(mf_ctx__errmsg(&k.ctx), "kserve"));
+    mf_teacher__free(k.t);
 }
 
 static void command_config(struct mf_teacher_config *c, const char *script)

@@ -23,19 +23,25 @@ static int parse(struct mf_rollout_plan *p, struct mf_ctx *ctx, const char *json
     return err;
 }
 
+/* `json` parsed into `p`; a refusal fails the case with the parser's message. */
+static void parse_ok(struct mf_rollout_plan *p, const char *json)
+{
+    struct mf_ctx ctx;
+
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    if (parse(p, &ctx, json) != MF_OK)
+        fail_msg("%s: %s", json, mf_ctx__errmsg(&ctx));
+}
+
 static void test_rollout__percent_waves_are_stable_and_cumulative(void **state)
 {
     struct mf_rollout_plan p;
-    struct mf_ctx ctx;
     unsigned in_wave[3] = {0};
     char id[32];
 
     (void)state;
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(parse(&p, &ctx,
-                           "{\"waves\":[{\"percent\":5},{\"percent\":25},"
-                           "{\"percent\":100}]}"),
-                     MF_OK);
+    parse_ok(&p, "{\"waves\":[{\"percent\":5},{\"percent\":25},"
+                 "{\"percent\":100}]}");
     assert_int_equal(p.n_waves, 3);
     for (int i = 0; i < 10000; i++) {
         int w;
@@ -59,18 +65,14 @@ static void test_rollout__group_and_list_waves(void **state)
 {
     static const char *const lab[] = {"eu", "lab"};
     struct mf_rollout_plan p;
-    struct mf_ctx ctx;
 
     (void)state;
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(parse(&p, &ctx,
-                           "{\"waves\":[{\"devices\":[\"cam-7\",\"cam-9\"]},"
-                           "{\"group\":\"lab\"},{\"percent\":100}]}"),
-                     MF_OK);
+    parse_ok(&p, "{\"waves\":[{\"devices\":[\"cam-7\",\"cam-9\"]},"
+                 "{\"group\":\"lab\"},{\"percent\":100}]}");
     assert_int_equal(mf_rollout__wave_of(&p, "cam-9", lab, 2), 0);
     assert_int_equal(mf_rollout__wave_of(&p, "cam-1", lab, 2), 1);
     assert_int_equal(mf_rollout__wave_of(&p, "cam-1", lab, 1), 2);
-    assert_int_equal(parse(&p, &ctx, "{\"waves\":[{\"group\":\"lab\"}]}"), MF_OK);
+    parse_ok(&p, "{\"waves\":[{\"group\":\"lab\"}]}");
     assert_int_equal(mf_rollout__wave_of(&p, "cam-1", NULL, 0), -1);
 }
 
@@ -132,17 +134,13 @@ static void test_rollout__red_lines(void **state)
     struct mf_rollout_figures prev, cur;
     struct mf_rollout_verdict v[MF_ROLLOUT_MAX_LINES];
     struct mf_rollout_plan p;
-    struct mf_ctx ctx;
 
     (void)state;
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(parse(&p, &ctx,
-                           "{\"waves\":[{\"percent\":10}],\"red_lines\":["
-                           "{\"metric\":\"p99_latency_us\",\"relative\":1.5},"
-                           "{\"metric\":\"peak_memory\",\"max\":1000000},"
-                           "{\"metric\":\"teacher_agreement\",\"min\":0.9},"
-                           "{\"metric\":\"install_failure_rate\",\"max\":0.2}]}"),
-                     MF_OK);
+    parse_ok(&p, "{\"waves\":[{\"percent\":10}],\"red_lines\":["
+                 "{\"metric\":\"p99_latency_us\",\"relative\":1.5},"
+                 "{\"metric\":\"peak_memory\",\"max\":1000000},"
+                 "{\"metric\":\"teacher_agreement\",\"min\":0.9},"
+                 "{\"metric\":\"install_failure_rate\",\"max\":0.2}]}");
     memset(&prev_a, 0, sizeof(prev_a));
     memset(&cur_a, 0, sizeof(cur_a));
     for (int d = 0; d < 10; d++) {
@@ -182,7 +180,7 @@ static void test_rollout__report_round_trip(void **state)
     static char json[MF_TELEMETRY_JSON_MAX];
     mf_telemetry_version got[MF_TELEMETRY_MAX_VERSIONS];
     const mf_telemetry_version *want;
-    mf_offload_telemetry o;
+    const mf_offload_telemetry o = {.asked = 50, .uncertain = 7, .hist = {[3] = 7, [90] = 43}};
     mf_telemetry *t = NULL;
     struct mf_ctx ctx;
     size_t len = 0, n = 0;
@@ -190,11 +188,6 @@ static void test_rollout__report_round_trip(void **state)
 
     (void)state;
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    memset(&o, 0, sizeof(o));
-    o.asked = 50;
-    o.uncertain = 7;
-    o.hist[3] = 7;
-    o.hist[90] = 43;
     assert_int_equal(mf_telemetry_new(&t, NULL, NULL, "t"), MF_OK);
     for (uint64_t us = 1; us < 3000000; us = us * 3 + 1)
         assert_int_equal(mf_telemetry_record_latency(t, "det", "v2", us), MF_OK);

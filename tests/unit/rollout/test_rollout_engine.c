@@ -6,9 +6,8 @@
  * waves that advance when clean, halts with fleet rollback on each red line, the ops
  * actions, and the director's wave hook.
  */
-#define _XOPEN_SOURCE 700 /* mkdtemp */
 #include "mf_test.h"
-#include "kit_fs.h"
+#include "store_fixture.h"
 #include "common/token.h"
 #include "deltas/delta_worker.h"
 #include "director/director_wave.h"
@@ -34,9 +33,9 @@ struct behaviour {
 static const struct behaviour baseline = {1000, 40u << 20, 0, 5};
 
 struct eng {
-    char dir[64];
-    struct mf_ctx ctx;
-    struct mf_store *s;
+    struct store_fixture *st; /* the SQLite store, migrated, in a scratch dir */
+    struct mf_store *s;       /* st->s */
+    struct mf_ctx *ctx;       /* &st->ctx */
     mf_telemetry *dev[DEVICES];
     char ids[DEVICES][16];
     uint32_t seed;
@@ -50,28 +49,24 @@ static void release(struct eng *f, const char *version, uint64_t seq)
     (void)snprintf(v.version, sizeof(v.version), "%s", version);
     memset(v.sha256, 'a' + (int)seq, 64);
     memset(v.release_digest, 'b', 64);
-    assert_int_equal(f->s->ops->registry->version_insert(f->s, &f->ctx, &v), MF_OK);
-    assert_int_equal(f->s->ops->registry->release_set(f->s, &f->ctx, &v, "{}", 2), MF_OK);
+    assert_int_equal(f->s->ops->registry->version_insert(f->s, f->ctx, &v), MF_OK);
+    assert_int_equal(f->s->ops->registry->release_set(f->s, f->ctx, &v, "{}", 2), MF_OK);
 }
 
 static int eng_setup(void **state)
 {
     struct eng *f = calloc(1, sizeof(*f));
-    char url[128];
-    int applied = 0;
 
     assert_non_null(f);
-    mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
-    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), "mf-reng");
-    (void)snprintf(url, sizeof(url), "sqlite:%s/store.db", f->dir);
-    assert_int_equal(mf_store__open(&f->s, &f->ctx, url, 1), MF_OK);
-    assert_int_equal(f->s->ops->migrate(&applied, f->s, &f->ctx), MF_OK);
+    f->st = store_fixture_new_on("reng", 1, 0);
+    f->s = f->st->s;
+    f->ctx = &f->st->ctx;
     for (int i = 0; i < DEVICES; i++) {
         uint8_t h[MF_SHA256_LEN];
 
         (void)snprintf(f->ids[i], sizeof(f->ids[i]), "dev-%02d", i);
         mf_token__hash(h, f->ids[i], strlen(f->ids[i]));
-        assert_int_equal(f->s->ops->auth->device_enroll(f->s, &f->ctx, f->ids[i], h, 1), MF_OK);
+        assert_int_equal(f->s->ops->auth->device_enroll(f->s, f->ctx, f->ids[i], h, 1), MF_OK);
         assert_int_equal(mf_telemetry_new(&f->dev[i], NULL, NULL, "t"), MF_OK);
     }
     release(f, "v1", 1);
@@ -84,14 +79,10 @@ static int eng_setup(void **state)
 static int eng_teardown(void **state)
 {
     struct eng *f = *state;
-    char path[128];
 
     for (int i = 0; i < DEVICES; i++)
         mf_telemetry_free(f->dev[i]);
-    mf_store__close(f->s);
-    (void)snprintf(path, sizeof(path), "%s/store.db", f->dir);
-    (void)unlink(path);
-    (void)rmdir(f->dir);
+    store_fixture_free(f->st);
     free(f);
     return 0;
 }
@@ -115,7 +106,7 @@ static int checkin(struct eng *f, int i, int64_t now)
     (void)snprintf(root, sizeof(root), "{\"models\":[{\"name\":\"m\",\"telemetry\":%s}]}", json);
     body = cJSON_Parse(root);
     assert_non_null(body);
-    err = mf_rollout__ingest(&stored, f->s, &f->ctx, f->ids[i], body, now);
+    err = mf_rollout__ingest(&stored, f->s, f->ctx, f->ids[i], body, now);
     cJSON_Delete(body);
     mf_telemetry_ack(f->dev[i]);
     return err;
@@ -144,7 +135,7 @@ static int64_t create(struct eng *f, const char *plan)
     cJSON *body = cJSON_Parse(plan);
 
     assert_non_null(body);
-    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "", body, 1000), MF_OK);
+    assert_int_equal(mf_rollout__create(&r, f->s, f->ctx, "m", "v2", "", body, 1000), MF_OK);
     cJSON_Delete(body);
     assert_string_equal(r.prev_version, "v1");
     return r.id;
@@ -159,20 +150,19 @@ static void drive(struct eng *f, int64_t id, const struct behaviour *b, struct m
 
     for (int i = 0; i < DEVICES; i++)
         run(f, i, "v1", &baseline, now);
-    assert_int_equal(f->s->ops->rollout->rollout_get(r, f->s, &f->ctx, id), MF_OK);
-    assert_int_equal(mf_rollout__plan_load(&plan, &f->ctx, r), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(r, f->s, f->ctx, id), MF_OK);
+    assert_int_equal(mf_rollout__plan_load(&plan, f->ctx, r), MF_OK);
     for (int step = 0; step < 12 && strcmp(r->state, "running") == 0; step++) {
         for (int i = 0; i < DEVICES; i++) {
             int wave = -1;
 
-            assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &plan, f->ids[i]),
-                             MF_OK);
+            assert_int_equal(mf_rollout__device_wave(&wave, f->s, f->ctx, &plan, f->ids[i]), MF_OK);
             if (wave >= 0 && wave <= r->wave)
                 run(f, i, "v2", b, now);
         }
         now += 11;
-        assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, now), MF_OK);
-        assert_int_equal(f->s->ops->rollout->rollout_get(r, f->s, &f->ctx, id), MF_OK);
+        assert_int_equal(mf_rollout__step(f->s, f->ctx, id, now), MF_OK);
+        assert_int_equal(f->s->ops->rollout->rollout_get(r, f->s, f->ctx, id), MF_OK);
     }
 }
 
@@ -191,6 +181,16 @@ static int count_event(void *payload, const struct mf_store_rollout_event *e)
     return MF_OK;
 }
 
+/* How many times rollout `id` advanced, by its event log. */
+static int advances(struct eng *f, int64_t id)
+{
+    int n = 0;
+
+    assert_int_equal(f->s->ops->rollout->rollout_events_list(f->s, f->ctx, id, count_event, &n),
+                     MF_OK);
+    return n;
+}
+
 static void test_rollout_engine__good_version_advances_every_wave(void **state)
 {
     struct eng *f = *state;
@@ -198,21 +198,18 @@ static void test_rollout_engine__good_version_advances_every_wave(void **state)
     struct mf_store_version v;
     struct mf_store_directives d;
     int64_t id = create(f, plan3);
-    int advanced = 0;
 
     drive(f, id, &baseline, &r);
     assert_string_equal(r.state, "done");
     assert_int_equal(r.wave, 2);
     assert_string_equal(r.breach, "");
-    assert_int_equal(
-        f->s->ops->rollout->rollout_events_list(f->s, &f->ctx, id, count_event, &advanced), MF_OK);
-    assert_int_equal(advanced, 2);
+    assert_int_equal(advances(f, id), 2);
     /* Done at 100 %: every device is offered v2 by its wave; no fleet rollback. */
     for (int i = 0; i < DEVICES; i++) {
-        assert_int_equal(mf_director__wave(&v, f->s, &f->ctx, f->ids[i], "m"), MF_OK);
+        assert_int_equal(mf_director__wave(&v, f->s, f->ctx, f->ids[i], "m"), MF_OK);
         assert_string_equal(v.version, "v2");
     }
-    assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[0], "m"), MF_OK);
+    assert_int_equal(f->s->ops->director->directives_get(&d, f->s, f->ctx, f->ids[0], "m"), MF_OK);
     assert_string_equal(d.fleet_rollback, "");
 }
 
@@ -247,18 +244,18 @@ static void test_rollout_engine__each_red_line_halts_the_first_wave(void **state
         assert_string_equal(r.state, "halted");
         assert_int_equal(r.wave, 0);
         assert_non_null(strstr(r.breach, cases[c].metric));
-        assert_int_equal(mf_rollout__status(&st, f->s, &f->ctx, id), MF_OK);
+        assert_int_equal(mf_rollout__status(&st, f->s, f->ctx, id), MF_OK);
         assert_true(st.breached >= 0);
         assert_string_equal(mf_rollout__metric_name(st.plan.lines[st.breached].metric),
                             cases[c].metric);
         assert_true(st.verdicts[st.breached].evaluated);
         /* The fleet rollback directive points every device at v1; no wave is offered. */
         for (int i = 0; i < DEVICES; i++) {
-            assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[i], "m"),
+            assert_int_equal(f->s->ops->director->directives_get(&d, f->s, f->ctx, f->ids[i], "m"),
                              MF_OK);
             assert_string_equal(d.fleet_rollback, "v1");
         }
-        assert_int_equal(mf_director__wave(&v, f->s, &f->ctx, f->ids[0], "m"), MF_E_NOTFOUND);
+        assert_int_equal(mf_director__wave(&v, f->s, f->ctx, f->ids[0], "m"), MF_E_NOTFOUND);
     }
 }
 
@@ -274,45 +271,45 @@ static void test_rollout_engine__pause_resume_abort_rollback(void **state)
 
     for (int i = 0; i < DEVICES; i++)
         run(f, i, "v2", &baseline, 1000);
-    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "pause", 1001), MF_OK);
+    assert_int_equal(mf_rollout__act(&r, f->s, f->ctx, id, "pause", 1001), MF_OK);
     assert_string_equal(r.state, "paused");
-    assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, 5000), MF_OK); /* soaked, paused */
-    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(mf_rollout__step(f->s, f->ctx, id, 5000), MF_OK); /* soaked, paused */
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, f->ctx, id), MF_OK);
     assert_int_equal(r.wave, 0);
-    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "pause", 5001), MF_E_STATE);
-    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "resume", 5002), MF_OK);
+    assert_int_equal(mf_rollout__act(&r, f->s, f->ctx, id, "pause", 5001), MF_E_STATE);
+    assert_int_equal(mf_rollout__act(&r, f->s, f->ctx, id, "resume", 5002), MF_OK);
     assert_int_equal(r.wave_started_at, 5002); /* the soak starts again */
-    assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, 5005), MF_OK);
-    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(mf_rollout__step(f->s, f->ctx, id, 5005), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, f->ctx, id), MF_OK);
     assert_int_equal(r.wave, 0);
-    assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, 5013), MF_OK);
-    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(mf_rollout__step(f->s, f->ctx, id, 5013), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, f->ctx, id), MF_OK);
     assert_int_equal(r.wave, 1);
 
     /* Only one active rollout per model. */
-    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "", again, 5014), MF_E_STATE);
-    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "abort", 5020), MF_OK);
+    assert_int_equal(mf_rollout__create(&r, f->s, f->ctx, "m", "v2", "", again, 5014), MF_E_STATE);
+    assert_int_equal(mf_rollout__act(&r, f->s, f->ctx, id, "abort", 5020), MF_OK);
     assert_string_equal(r.state, "aborted");
-    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "resume", 5021), MF_E_STATE);
-    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "launch", 5021), MF_E_INVALID);
-    assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, 9000), MF_OK);
-    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(mf_rollout__act(&r, f->s, f->ctx, id, "resume", 5021), MF_E_STATE);
+    assert_int_equal(mf_rollout__act(&r, f->s, f->ctx, id, "launch", 5021), MF_E_INVALID);
+    assert_int_equal(mf_rollout__step(f->s, f->ctx, id, 9000), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, f->ctx, id), MF_OK);
     assert_int_equal(r.wave, 1); /* frozen */
     /* Aborted is frozen: outside the admitted waves devices stay on v1, not the channel
      * default v2. */
     for (int i = 0; i < DEVICES && out_of_wave < 0; i++) {
-        assert_int_equal(mf_director__wave(&v, f->s, &f->ctx, f->ids[i], "m"), MF_OK);
+        assert_int_equal(mf_director__wave(&v, f->s, f->ctx, f->ids[i], "m"), MF_OK);
         if (strcmp(v.version, "v1") == 0)
             out_of_wave = i;
     }
     assert_true(out_of_wave >= 0);
 
-    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "rollback", 5030), MF_OK);
+    assert_int_equal(mf_rollout__act(&r, f->s, f->ctx, id, "rollback", 5030), MF_OK);
     assert_string_equal(r.state, "rolled_back");
-    assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[3], "m"), MF_OK);
+    assert_int_equal(f->s->ops->director->directives_get(&d, f->s, f->ctx, f->ids[3], "m"), MF_OK);
     assert_string_equal(d.fleet_rollback, "v1");
-    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "rollback", 5031), MF_E_STATE);
-    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, 999, "pause", 5031), MF_E_NOTFOUND);
+    assert_int_equal(mf_rollout__act(&r, f->s, f->ctx, id, "rollback", 5031), MF_E_STATE);
+    assert_int_equal(mf_rollout__act(&r, f->s, f->ctx, 999, "pause", 5031), MF_E_NOTFOUND);
     cJSON_Delete(again);
 }
 
@@ -331,24 +328,24 @@ static void test_rollout_engine__paused_rollout_still_halts_on_a_breach(void **s
 
     for (int i = 0; i < DEVICES; i++)
         run(f, i, "v1", &baseline, 1000);
-    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "pause", 1001), MF_OK);
+    assert_int_equal(mf_rollout__act(&r, f->s, f->ctx, id, "pause", 1001), MF_OK);
     for (int i = 0; i < DEVICES; i++)
         run(f, i, "v2", &slow, 1002);
-    mf_rollout__jobs_tick(f->s, &f->ctx);
+    mf_rollout__jobs_tick(f->s, f->ctx);
     assert_int_equal(
-        f->s->ops->jobs->job_claim_kind(&job, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n1", 1003, 60),
+        f->s->ops->jobs->job_claim_kind(&job, f->s, f->ctx, MF_ROLLOUT_JOB_KIND, "n1", 1003, 60),
         MF_OK);
-    assert_int_equal(mf_rollout__jobs_run(&made, f->s, &f->ctx, job.arg), MF_OK);
-    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(mf_rollout__jobs_run(&made, f->s, f->ctx, job.arg), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, f->ctx, id), MF_OK);
     assert_string_equal(r.state, "halted");
     assert_int_equal(r.wave, 0);
     assert_non_null(strstr(r.breach, "p99_latency_us"));
     for (int i = 0; i < DEVICES; i++) {
-        assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[i], "m"),
+        assert_int_equal(f->s->ops->director->directives_get(&d, f->s, f->ctx, f->ids[i], "m"),
                          MF_OK);
         assert_string_equal(d.fleet_rollback, "v1");
     }
-    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "resume", 1004), MF_E_STATE);
+    assert_int_equal(mf_rollout__act(&r, f->s, f->ctx, id, "resume", 1004), MF_E_STATE);
 }
 
 static void test_rollout_engine__create_refuses_bad_requests(void **state)
@@ -359,17 +356,16 @@ static void test_rollout_engine__create_refuses_bad_requests(void **state)
     cJSON *good = cJSON_Parse("{\"waves\": [{\"percent\": 10}]}");
     cJSON *bad = cJSON_Parse("{\"waves\": [{\"percent\": 10}], \"soak_s\": -1}");
 
-    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "", bad, 1), MF_E_INVALID);
-    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v9", "", good, 1), MF_E_NOTFOUND);
-    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v1", "", good, 1), MF_E_STATE);
+    assert_int_equal(mf_rollout__create(&r, f->s, f->ctx, "m", "v2", "", bad, 1), MF_E_INVALID);
+    assert_int_equal(mf_rollout__create(&r, f->s, f->ctx, "m", "v9", "", good, 1), MF_E_NOTFOUND);
+    assert_int_equal(mf_rollout__create(&r, f->s, f->ctx, "m", "v1", "", good, 1), MF_E_STATE);
     /* Staged but not released. */
     (void)snprintf(v.model, sizeof(v.model), "m");
     (void)snprintf(v.version, sizeof(v.version), "v3");
     memset(v.sha256, 'c', 64);
-    assert_int_equal(f->s->ops->registry->version_insert(f->s, &f->ctx, &v), MF_OK);
-    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v3", "", good, 1), MF_E_NOTFOUND);
-    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "v3", good, 1),
-                     MF_E_NOTFOUND);
+    assert_int_equal(f->s->ops->registry->version_insert(f->s, f->ctx, &v), MF_OK);
+    assert_int_equal(mf_rollout__create(&r, f->s, f->ctx, "m", "v3", "", good, 1), MF_E_NOTFOUND);
+    assert_int_equal(mf_rollout__create(&r, f->s, f->ctx, "m", "v2", "v3", good, 1), MF_E_NOTFOUND);
     cJSON_Delete(good);
     cJSON_Delete(bad);
 }
@@ -406,14 +402,14 @@ static void test_rollout_engine__ingest_is_all_or_nothing_and_replaces(void **st
         cJSON *body = cJSON_Parse(bad[i]);
 
         assert_non_null(body);
-        assert_int_equal(mf_rollout__ingest(&stored, f->s, &f->ctx, "dev-00", body, 5),
+        assert_int_equal(mf_rollout__ingest(&stored, f->s, f->ctx, "dev-00", body, 5),
                          MF_E_INVALID);
         assert_int_equal(stored, 0);
         cJSON_Delete(body);
     }
-    assert_int_equal(f->s->ops->rollout->telemetry_list(f->s, &f->ctx, "m", count_rows, &rows),
+    assert_int_equal(f->s->ops->rollout->telemetry_list(f->s, f->ctx, "m", count_rows, &rows),
                      MF_OK);
-    assert_int_equal(f->s->ops->rollout->telemetry_list(f->s, &f->ctx, "n", count_rows, &rows),
+    assert_int_equal(f->s->ops->rollout->telemetry_list(f->s, f->ctx, "n", count_rows, &rows),
                      MF_OK);
     assert_int_equal(rows, 0);
 
@@ -421,7 +417,7 @@ static void test_rollout_engine__ingest_is_all_or_nothing_and_replaces(void **st
     run(f, 0, "v1", &baseline, 10);
     assert_int_equal(checkin(f, 0, 11), MF_OK);
     assert_int_equal(checkin(f, 0, 12), MF_OK);
-    assert_int_equal(mf_rollout__fleet_collect(fleet, f->s, &f->ctx, "m", NULL, NULL), MF_OK);
+    assert_int_equal(mf_rollout__fleet_collect(fleet, f->s, f->ctx, "m", NULL, NULL), MF_OK);
     assert_int_equal(fleet->n, 1);
     assert_int_equal(fleet->v[0].agg.devices, 1);
     assert_int_equal(mf_telemetry_get(f->dev[0], "m", "v1")->inferences, 50);
@@ -448,32 +444,32 @@ static void test_rollout_engine__tick_job_and_group_waves(void **state)
         create(f, "{\"soak_s\": 0, \"waves\": [{\"group\": \"lab\"}, {\"percent\": 100}]}");
     int wave = -1, made = 0;
 
-    assert_int_equal(f->s->ops->director->device_groups_set(f->s, &f->ctx, f->ids[3], lab, 1),
+    assert_int_equal(f->s->ops->director->device_groups_set(f->s, f->ctx, f->ids[3], lab, 1),
                      MF_OK);
-    assert_int_equal(f->s->ops->director->device_groups_set(f->s, &f->ctx, f->ids[7], lab, 1),
+    assert_int_equal(f->s->ops->director->device_groups_set(f->s, f->ctx, f->ids[7], lab, 1),
                      MF_OK);
-    assert_int_equal(mf_rollout__status(&st, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(mf_rollout__status(&st, f->s, f->ctx, id), MF_OK);
     assert_int_equal(st.wave_devices[0], 2);
     assert_int_equal(st.wave_devices[1], DEVICES - 2);
-    assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &st.plan, f->ids[7]), MF_OK);
+    assert_int_equal(mf_rollout__device_wave(&wave, f->s, f->ctx, &st.plan, f->ids[7]), MF_OK);
     assert_int_equal(wave, 0);
-    assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &st.plan, f->ids[8]), MF_OK);
+    assert_int_equal(mf_rollout__device_wave(&wave, f->s, f->ctx, &st.plan, f->ids[8]), MF_OK);
     assert_int_equal(wave, 1);
 
-    mf_rollout__jobs_tick(f->s, &f->ctx);
-    mf_rollout__jobs_tick(f->s, &f->ctx); /* still queued: not twice */
+    mf_rollout__jobs_tick(f->s, f->ctx);
+    mf_rollout__jobs_tick(f->s, f->ctx); /* still queued: not twice */
     assert_int_equal(
-        f->s->ops->jobs->job_claim_kind(&job, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n1", 2000, 60),
+        f->s->ops->jobs->job_claim_kind(&job, f->s, f->ctx, MF_ROLLOUT_JOB_KIND, "n1", 2000, 60),
         MF_OK);
     assert_int_equal(
-        f->s->ops->jobs->job_claim_kind(&other, f->s, &f->ctx, MF_ROLLOUT_JOB_KIND, "n2", 2000, 60),
+        f->s->ops->jobs->job_claim_kind(&other, f->s, f->ctx, MF_ROLLOUT_JOB_KIND, "n2", 2000, 60),
         MF_E_NOTFOUND);
     run(f, 3, "v2", &baseline, 1500);
-    assert_int_equal(mf_rollout__jobs_run(&made, f->s, &f->ctx, job.arg), MF_OK);
+    assert_int_equal(mf_rollout__jobs_run(&made, f->s, f->ctx, job.arg), MF_OK);
     assert_int_equal(made, 1);
-    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, f->ctx, id), MF_OK);
     assert_int_equal(r.wave, 1); /* the lab wave was clean with one device reporting */
-    assert_int_equal(mf_rollout__jobs_run(&made, f->s, &f->ctx, "7x"), MF_E_INVALID);
+    assert_int_equal(mf_rollout__jobs_run(&made, f->s, f->ctx, "7x"), MF_E_INVALID);
 }
 
 /* The server's worker runs "rollout" jobs as one of its kinds, and leaves a kind it does
@@ -489,22 +485,22 @@ static void test_rollout_engine__worker_runs_rollouts_and_leaves_unknown_kinds(v
 
     for (int i = 0; i < 3; i++)
         run(f, i, "v2", &baseline, 1500);
-    assert_int_equal(f->s->ops->jobs->job_enqueue(f->s, &f->ctx, "from-a-newer-node", "x", 1),
+    assert_int_equal(f->s->ops->jobs->job_enqueue(f->s, f->ctx, "from-a-newer-node", "x", 1),
                      MF_OK);
     mf_delta__options_init(&o);
     o.interval_ms = 20;
     o.kinds[o.n_kinds++] = (struct mf_job_kind){MF_ROLLOUT_JOB_KIND, mf_rollout__jobs_run,
                                                 mf_rollout__jobs_tick, f->s};
-    assert_int_equal(mf_delta__worker_start(&w, &f->ctx, f->s, f->dir, NULL, &o), MF_OK);
+    assert_int_equal(mf_delta__worker_start(&w, f->ctx, f->s, f->st->dir, NULL, &o), MF_OK);
     for (int k = 0; k < 250 && r.wave == 0; k++) { /* bounded: 5 s */
         struct timespec ts = {0, 20 * 1000000L};
 
         (void)nanosleep(&ts, NULL);
-        assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+        assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, f->ctx, id), MF_OK);
     }
     mf_delta__worker_stop(w);
     assert_int_equal(r.wave, 1);
-    assert_int_equal(f->s->ops->jobs->job_counts(&queued, &running, f->s, &f->ctx, 10), MF_OK);
+    assert_int_equal(f->s->ops->jobs->job_counts(&queued, &running, f->s, f->ctx, 10), MF_OK);
     assert_int_equal(queued, 1); /* the unknown kind, untouched */
 }
 
@@ -536,7 +532,7 @@ static void test_rollout_engine__fleet_percentiles_exact_after_server_merge(void
         }
         assert_int_equal(checkin(f, i, 7), MF_OK);
     }
-    assert_int_equal(mf_rollout__fleet_collect(fleet, f->s, &f->ctx, "m", NULL, NULL), MF_OK);
+    assert_int_equal(mf_rollout__fleet_collect(fleet, f->s, f->ctx, "m", NULL, NULL), MF_OK);
     assert_int_equal(fleet->n, 1);
     assert_int_equal(fleet->v[0].agg.devices, DEVICES);
     qsort(raw, n, sizeof(raw[0]), cmp_u64);

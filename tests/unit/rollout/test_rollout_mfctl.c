@@ -84,11 +84,9 @@ static void test_rollout_mfctl__usage_errors(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
+    return MF_TEST_RUN(
+        "rollout_mfctl", NULL, NULL,
         cmocka_unit_test(test_rollout_mfctl__status_view_shows_waves_lines_and_events),
         cmocka_unit_test(test_rollout_mfctl__stats_and_list_tables),
-        cmocka_unit_test(test_rollout_mfctl__usage_errors),
-    };
-
-    return cmocka_run_group_tests_name("rollout_mfctl", tests, NULL, NULL);
+        cmocka_unit_test(test_rollout_mfctl__usage_errors));
 }

@@ -17,53 +17,17 @@
 #include <string.h>
 #include <unistd.h>
 
-struct rs_fixture {
-    char dir[64];
-    char url[MF_PGTEST_URL_MAX];
-    struct mf_ctx ctx;
-    struct mf_store *s;
-};
-
 static int use_pg; /* the backend of the current group */
 
 static int rs_setup(void **state)
 {
-    struct rs_fixture *f = calloc(1, sizeof(*f));
-    int applied = 0;
-
-    assert_non_null(f);
-    mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
-    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), "mf-rstore");
-    if (use_pg && !mf_pgtest__enabled())
-        MF_SKIP("no PostgreSQL fixture (MF_TEST_PG_URL_FILE)");
-    if (use_pg)
-        mf_pgtest__create_db(f->url, "rollout");
-    else
-        (void)snprintf(f->url, sizeof(f->url), "sqlite:%s/store.db", f->dir);
-    assert_int_equal(mf_store__open(&f->s, &f->ctx, f->url, 1), MF_OK);
-    assert_int_equal(f->s->ops->migrate(&applied, f->s, &f->ctx), MF_OK);
-    *state = f;
-    return 0;
-}
-
-static int rs_teardown(void **state)
-{
-    struct rs_fixture *f = *state;
-    char path[128];
-
-    mf_store__close(f->s);
-    if (use_pg)
-        mf_pgtest__drop_db(f->url);
-    (void)snprintf(path, sizeof(path), "%s/store.db", f->dir);
-    (void)unlink(path);
-    (void)rmdir(f->dir);
-    free(f);
+    *state = store_fixture_new_on("rollout", 1, use_pg);
     return 0;
 }
 
 static void test_rollout_store__claim_kind_takes_only_that_kind(void **state)
 {
-    struct rs_fixture *f = *state;
+    struct store_fixture *f = *state;
     struct mf_store *s = f->s;
     struct mf_store_job job;
 
@@ -101,7 +65,7 @@ static int collect_report(void *payload, const struct mf_store_telemetry *t)
     return MF_OK;
 }
 
-static void put_report(struct rs_fixture *f, const char *dev, const char *model, const char *ver,
+static void put_report(struct store_fixture *f, const char *dev, const char *model, const char *ver,
                        const char *report, int64_t at)
 {
     struct mf_store_telemetry t = {.report = report, .reported_at = at};
@@ -114,7 +78,7 @@ static void put_report(struct rs_fixture *f, const char *dev, const char *model,
 
 static void test_rollout_store__telemetry_is_replaced_never_added(void **state)
 {
-    struct rs_fixture *f = *state;
+    struct store_fixture *f = *state;
     struct seen w = {0};
     struct mf_store_telemetry big = {.device_id = "d", .model = "m", .version = "v1"};
     char *huge = calloc(1, MF_STORE_TELEMETRY_MAX + 2);
@@ -169,7 +133,7 @@ static int collect_event(void *payload, const struct mf_store_rollout_event *e)
 
 static void test_rollout_store__rollout_state_and_events(void **state)
 {
-    struct rs_fixture *f = *state;
+    struct store_fixture *f = *state;
     struct mf_store *s = f->s;
     struct mf_store_rollout a, b, got;
     struct mf_store_rollout_event e = {.at = 60};
@@ -244,7 +208,7 @@ static int see_run(void *payload, const struct mf_store_distill_run *r)
 
 static void test_rollout_store__distill_runs(void **state)
 {
-    struct rs_fixture *f = *state;
+    struct store_fixture *f = *state;
     struct mf_store *s = f->s;
     struct mf_store_distill_run a = {.state = "queued",
                                      .trigger = "manual",
@@ -312,12 +276,13 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_rollout_store__claim_kind_takes_only_that_kind,
-                                        rs_setup, rs_teardown),
+                                        rs_setup, store_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_store__telemetry_is_replaced_never_added,
-                                        rs_setup, rs_teardown),
+                                        rs_setup, store_fixture_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_store__rollout_state_and_events, rs_setup,
-                                        rs_teardown),
-        cmocka_unit_test_setup_teardown(test_rollout_store__distill_runs, rs_setup, rs_teardown),
+                                        store_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_store__distill_runs, rs_setup,
+                                        store_fixture_teardown),
     };
     int failed = cmocka_run_group_tests_name("rollout_store_sqlite", tests, NULL, NULL);
 

@@ -45,25 +45,23 @@ void mfctl_expect(int rc, const char *err_has, int argc, const char *const *argv
     mfctl_run_free(&r);
 }
 
-void mfctl_capture(struct mfctl *c, char **text, size_t *len)
+void mfctl_capture(struct mfctl_capture *k)
 {
-    memset(c, 0, sizeof(*c));
-    mf_ctx__init(&c->ctx, NULL, NULL, NULL, "test");
-    c->out = open_memstream(text, len);
-    assert_non_null(c->out);
+    memset(k, 0, sizeof(*k));
+    mf_ctx__init(&k->c.ctx, NULL, NULL, NULL, "test");
+    k->c.out = open_memstream(&k->text, &k->len);
+    assert_non_null(k->c.out);
 }
 
 char *mfctl_print_with(int (*print)(struct mfctl *, const char *, size_t), const char *json,
                        int expect)
 {
-    struct mfctl c;
-    char *text = NULL;
-    size_t len = 0;
+    struct mfctl_capture k;
 
-    mfctl_capture(&c, &text, &len);
-    assert_int_equal(print(&c, json, strlen(json)), expect);
-    (void)fclose(c.out);
-    return text;
+    mfctl_capture(&k);
+    assert_int_equal(print(&k.c, json, strlen(json)), expect);
+    (void)fclose(k.c.out);
+    return k.text;
 }
 
 void mfctl_text_has(const char *text, int n, const char *const *has)

@@ -34,8 +34,14 @@ void mfctl_expect(int rc, const char *err_has, int argc, const char *const *argv
         mfctl_expect((rc), (err_has), (int)(sizeof(args_) / sizeof(args_[0])), args_);             \
     } while (0)
 
-/* A zeroed mfctl `c` whose output goes to `*text` (free() it after fclose(c->out)). */
-void mfctl_capture(struct mfctl *c, char **text, size_t *len);
+/* A zeroed mfctl whose output goes to `text` (free() it after fclose(c.out)). */
+struct mfctl_capture {
+    struct mfctl c;
+    char *text;
+    size_t len;
+};
+
+void mfctl_capture(struct mfctl_capture *k);
 /* What `print` writes for `json` (it must return `expect`); free() the text. */
 char *mfctl_print_with(int (*print)(struct mfctl *, const char *, size_t), const char *json,
                        int expect);

@@ -48,25 +48,34 @@ static size_t on_header(char *p, size_t size, size_t n, void *payload)
     return size * n;
 }
 
+CURL *srvfx_curl_new(const char *url, curl_write_callback body_fn, curl_write_callback header_fn,
+                     void *payload)
+{
+    CURL *c = curl_easy_init();
+
+    assert_non_null(c);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_fn);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, payload);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_fn);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, payload);
+    return c;
+}
+
 /* One request to 127.0.0.1:`port`; `extra` is one more header or NULL. */
 void srvfx_call_port(struct srvfx_resp *out, uint16_t port, const char *method, const char *path,
                      const char *token, const char *body, size_t len, const char *extra)
 {
     char url[512], auth[128];
     struct curl_slist *h = curl_slist_append(NULL, "Expect:");
-    CURL *c = curl_easy_init();
+    CURL *c;
 
     memset(out, 0, sizeof(*out));
-    assert_non_null(c);
     (void)snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", (unsigned)port, path);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    c = srvfx_curl_new(url, on_body, on_header, out);
     curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, out);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (token) {
         (void)snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);

@@ -13,6 +13,7 @@
 #include "app/server.h"
 #include "common/token.h"
 
+#include <curl/curl.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,11 @@ void srvfx_make_data_dir(char dir[64], char data[96], struct fx *world, const ch
 int srvfx_group_setup(void **state);
 int srvfx_group_teardown(void **state);
 
+/* A libcurl handle for one loopback call to `url`: a 20 s timeout, no signals, the body to
+ * `body_fn` and each header line to `header_fn`, both given `payload`. Fails the test when
+ * libcurl cannot make one. */
+CURL *srvfx_curl_new(const char *url, curl_write_callback body_fn, curl_write_callback header_fn,
+                     void *payload);
 /* One request to 127.0.0.1:`port`; `extra` is one more header or NULL. */
 void srvfx_call_port(struct srvfx_resp *out, uint16_t port, const char *method, const char *path,
                      const char *token, const char *body, size_t len, const char *extra);

@@ -137,15 +137,23 @@ long long mf_pgtest__query_ll(const char *url, const char *sql)
 
 struct store_fixture *store_fixture_new(const char *tag, int migrate)
 {
-    struct store_fixture *f = calloc(1, sizeof(*f));
+    return store_fixture_new_on(tag, migrate, mf_pgtest__enabled());
+}
+
+struct store_fixture *store_fixture_new_on(const char *tag, int migrate, int pg)
+{
+    struct store_fixture *f;
     char prefix[32];
     int applied = -1;
 
+    if (pg && !mf_pgtest__enabled())
+        MF_SKIP("no PostgreSQL fixture (MF_TEST_PG_URL_FILE)");
+    f = calloc(1, sizeof(*f));
     assert_non_null(f);
     (void)snprintf(prefix, sizeof(prefix), "mf-%s", tag);
     mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), prefix);
     (void)snprintf(f->db, sizeof(f->db), "%s/store.db", f->dir);
-    f->pg = mf_pgtest__enabled();
+    f->pg = pg;
     if (f->pg)
         mf_pgtest__create_db(f->url, tag);
     else
@@ -165,4 +173,10 @@ void store_fixture_free(struct store_fixture *f)
         mf_pgtest__drop_db(f->url);
     mf_kit_fs_rmtree(f->dir);
     free(f);
+}
+
+int store_fixture_teardown(void **state)
+{
+    store_fixture_free(*state);
+    return 0;
 }

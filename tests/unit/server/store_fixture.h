@@ -45,7 +45,13 @@ struct store_fixture {
 /* A calloc'd fixture for this run; its PostgreSQL database is named after `tag`. With
  * `migrate`, f->s is the store opened (created) and migrated. */
 struct store_fixture *store_fixture_new(const char *tag, int migrate);
+/* The same on the backend `pg` names (1: PostgreSQL, 0: SQLite) instead of this run's, for a
+ * suite that runs on both in one binary. Asked for PostgreSQL where none is configured, the
+ * case skips (MF_SKIP) before anything is made. */
+struct store_fixture *store_fixture_new_on(const char *tag, int migrate, int pg);
 /* Closes the store, drops the database, removes the dir, frees `f`. */
 void store_fixture_free(struct store_fixture *f);
+/* store_fixture_free(*state) as a cmocka teardown, for setups that put a fixture there. */
+int store_fixture_teardown(void **state);
 
 #endif /* MF_STORE_FIXTURE_H */

@@ -241,6 +241,17 @@ static void test_blob_gc__shared_inputs_are_not_orphans(void **state)
     assert_string_equal(who, "");
 }
 
+/* Blob `model` ('M') as det v1 and two more 100-byte blobs, `a` and `b`, filled with `ca` and
+ * `cb`: the store the deletion cases start from. */
+static void v1_and_two_blobs(struct fixture *f, char model[65], char a[65], char ca, char b[65],
+                             char cb)
+{
+    put_blob(f, model, 'M', 100);
+    put_blob(f, a, ca, 100);
+    put_blob(f, b, cb, 100);
+    add_version(f, "det", "v1", model);
+}
+
 /* Deletion through the offload service (the admin route's and retention's call): the blob
  * files of unshared inputs go, shared ones stay. */
 static void test_blob_gc__unreferenced_inputs_are_removed(void **state)
@@ -249,10 +260,7 @@ static void test_blob_gc__unreferenced_inputs_are_removed(void **state)
     char model[65], own1[65], own2[65];
     int64_t deleted = 0;
 
-    put_blob(f, model, 'M', 100);
-    put_blob(f, own1, '1', 100);
-    put_blob(f, own2, '2', 100);
-    add_version(f, "det", "v1", model);
+    v1_and_two_blobs(f, model, own1, '1', own2, '2');
     add_sample(f, "cam-1", 1, model);
     add_sample(f, "cam-1", 2, own1);
     add_sample(f, "cam-2", 3, own2);
@@ -285,6 +293,17 @@ static int on_swept(void *payload, const char *sha, int64_t mtime_ms)
     return MF_OK;
 }
 
+/* One sweep now with an hour's grace (`dry_run`: list, remove nothing): it succeeds, what it
+ * found goes to `rep` and what it removed (or would) to `l`. */
+static void sweep_now(struct mf_blobgc_report *rep, struct listed *l, struct fixture *f,
+                      int dry_run)
+{
+    memset(l, 0, sizeof(*l));
+    assert_int_equal(mf_blobgc__sweep(rep, &f->ctx, f->s, f->root, mf_blob__clock_ms(), 3600,
+                                      dry_run, on_swept, l),
+                     MF_OK);
+}
+
 /* A crash after the deletion committed leaves an orphan file, never a row naming a missing
  * blob; the sweep removes it once past the grace period, and leaves referenced and young
  * blobs and anything that is not a committed blob alone. */
@@ -297,10 +316,7 @@ static void test_blob_gc__crash_leaves_an_orphan_the_sweep_removes(void **state)
     int64_t deleted = 0;
     FILE *stray;
 
-    put_blob(f, model, 'M', 100);
-    put_blob(f, orphan, 'O', 100);
-    put_blob(f, young, 'Y', 100);
-    add_version(f, "det", "v1", model);
+    v1_and_two_blobs(f, model, orphan, 'O', young, 'Y');
     add_sample(f, "cam-1", 1, orphan);
     add_sample(f, "cam-1", 2, model);
     assert_int_equal(
@@ -319,28 +335,19 @@ static void test_blob_gc__crash_leaves_an_orphan_the_sweep_removes(void **state)
     assert_non_null(stray);
     (void)fclose(stray);
     /* Within the grace period nothing goes. */
-    memset(&l, 0, sizeof(l));
-    assert_int_equal(
-        mf_blobgc__sweep(&rep, &f->ctx, f->s, f->root, mf_blob__clock_ms(), 3600, 0, on_swept, &l),
-        MF_OK);
+    sweep_now(&rep, &l, f, 0);
     assert_int_equal(rep.removed, 0);
     assert_int_equal(rep.young, 3);
     assert_true(blob_exists(f, orphan));
     /* Two hours later for the model and the orphan, not for the young blob. */
     age_blob(f, model, 7200);
     age_blob(f, orphan, 7200);
-    memset(&l, 0, sizeof(l));
-    assert_int_equal(
-        mf_blobgc__sweep(&rep, &f->ctx, f->s, f->root, mf_blob__clock_ms(), 3600, 1, on_swept, &l),
-        MF_OK);
+    sweep_now(&rep, &l, f, 1);
     assert_int_equal(rep.removed, 1); /* dry run: listed, still there */
     assert_int_equal(l.n, 1);
     assert_string_equal(l.sha[0], orphan);
     assert_true(blob_exists(f, orphan));
-    memset(&l, 0, sizeof(l));
-    assert_int_equal(
-        mf_blobgc__sweep(&rep, &f->ctx, f->s, f->root, mf_blob__clock_ms(), 3600, 0, on_swept, &l),
-        MF_OK);
+    sweep_now(&rep, &l, f, 0);
     assert_int_equal(rep.removed, 1);
     assert_int_equal(rep.referenced, 1);
     assert_int_equal(rep.young, 1);
@@ -370,42 +377,39 @@ static int referenced_now(void *payload, int *referenced_out, const char *sha)
     return MF_OK;
 }
 
+/* mf_blob__remove_orphan of `sha` with the cutoff `ago_ms` from now (0 or negative) and
+ * `check` as the caller's reference check: it succeeds; returns whether it removed the blob. */
+static int remove_orphan(struct fixture *f, const char *sha, int64_t ago_ms, mf_blob_ref_fn check)
+{
+    int removed = -1;
+
+    assert_int_equal(mf_blob__remove_orphan(&removed, &f->ctx, f->root, sha,
+                                            mf_blob__clock_ms() + ago_ms, check, NULL),
+                     MF_OK);
+    return removed;
+}
+
 /* The removal's own checks against uploads racing it: a blob committed again after the
  * cutoff stays; one a row names by the time it is moved aside is put back. */
 static void test_blob_gc__removal_keeps_a_blob_claimed_meanwhile(void **state)
 {
     struct fixture *f = *state;
     char sha[65];
-    int removed = -1;
 
     put_blob(f, sha, 'R', 50);
-    assert_int_equal(mf_blob__remove_orphan(&removed, &f->ctx, f->root, sha,
-                                            mf_blob__clock_ms() - 60000, never_referenced, NULL),
-                     MF_OK);
-    assert_int_equal(removed, 0); /* committed after the cutoff */
+    /* Committed after the cutoff: kept. */
+    assert_int_equal(remove_orphan(f, sha, -60000, never_referenced), 0);
     assert_true(blob_exists(f, sha));
     age_blob(f, sha, 600);
-    assert_int_equal(mf_blob__remove_orphan(&removed, &f->ctx, f->root, sha, mf_blob__clock_ms(),
-                                            referenced_now, NULL),
-                     MF_OK);
-    assert_int_equal(removed, 0);
+    assert_int_equal(remove_orphan(f, sha, 0, referenced_now), 0);
     assert_true(blob_exists(f, sha));
     /* The same bytes uploaded again refresh the commit time, even over the existing file. */
     put_blob(f, sha, 'R', 50);
-    assert_int_equal(mf_blob__remove_orphan(&removed, &f->ctx, f->root, sha,
-                                            mf_blob__clock_ms() - 60000, never_referenced, NULL),
-                     MF_OK);
-    assert_int_equal(removed, 0);
+    assert_int_equal(remove_orphan(f, sha, -60000, never_referenced), 0);
     age_blob(f, sha, 600);
-    assert_int_equal(mf_blob__remove_orphan(&removed, &f->ctx, f->root, sha, mf_blob__clock_ms(),
-                                            never_referenced, NULL),
-                     MF_OK);
-    assert_int_equal(removed, 1);
+    assert_int_equal(remove_orphan(f, sha, 0, never_referenced), 1);
     assert_false(blob_exists(f, sha));
-    assert_int_equal(mf_blob__remove_orphan(&removed, &f->ctx, f->root, sha, mf_blob__clock_ms(),
-                                            never_referenced, NULL),
-                     MF_OK); /* gone already: fine */
-    assert_int_equal(removed, 0);
+    assert_int_equal(remove_orphan(f, sha, 0, never_referenced), 0); /* gone already: fine */
 }
 
 /* What devices may fetch: a released version's blob and the deltas towards it; not a staged

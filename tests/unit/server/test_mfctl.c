@@ -99,25 +99,24 @@ static void test_mfctl__tables(void **state)
         "\"last_seen\":1764500100,\"models\":[{\"name\":\"detector\",\"version\":\"v2\","
         "\"sha256\":\"x\",\"status\":\"failed\",\"detail\":\"sha256 mismatch\","
         "\"reported_at\":1764500100}]},{\"device_id\":\"cam-0002\",\"models\":[]}]}";
-    struct mfctl c;
-    char *text = NULL;
-    size_t len = 0;
+    struct mfctl_capture k;
 
     (void)state;
-    mfctl_capture(&c, &text, &len);
-    assert_int_equal(mfctl__print_models(&c, models, strlen(models)), MF_OK);
-    assert_int_equal(mfctl__print_devices(&c, devices, strlen(devices)), MF_OK);
-    (void)fclose(c.out);
-    assert_non_null(strstr(text, "MODEL"));
-    assert_non_null(strstr(text, "abcdef012345 ")); /* digest shortened to 12 digits */
-    MFCTL_TEXT_HAS(text, "2025-11-30 10:53:20", "empty", "cam-0001", "sha256 mismatch", "cam-0002");
-    free(text);
-    c.out = open_memstream(&text, &len);
-    assert_int_equal(mfctl__print_models(&c, "{\"devices\":[]}", 14), MF_E_INVALID);
-    assert_non_null(strstr(mf_ctx__errmsg(&c.ctx), "\"models\""));
-    assert_int_equal(mfctl__print_devices(&c, "not json", 8), MF_E_INVALID);
-    (void)fclose(c.out);
-    free(text);
+    mfctl_capture(&k);
+    assert_int_equal(mfctl__print_models(&k.c, models, strlen(models)), MF_OK);
+    assert_int_equal(mfctl__print_devices(&k.c, devices, strlen(devices)), MF_OK);
+    (void)fclose(k.c.out);
+    assert_non_null(strstr(k.text, "MODEL"));
+    assert_non_null(strstr(k.text, "abcdef012345 ")); /* digest shortened to 12 digits */
+    MFCTL_TEXT_HAS(k.text, "2025-11-30 10:53:20", "empty", "cam-0001", "sha256 mismatch",
+                   "cam-0002");
+    free(k.text);
+    k.c.out = open_memstream(&k.text, &k.len);
+    assert_int_equal(mfctl__print_models(&k.c, "{\"devices\":[]}", 14), MF_E_INVALID);
+    assert_non_null(strstr(mf_ctx__errmsg(&k.c.ctx), "\"models\""));
+    assert_int_equal(mfctl__print_devices(&k.c, "not json", 8), MF_E_INVALID);
+    (void)fclose(k.c.out);
+    free(k.text);
 }
 
 /* ---- a fake server answering one request with a canned response ---- */
@@ -266,25 +265,23 @@ static void test_mfctl__fleet_tables(void **state)
         "\"install_window\":null}]}";
     static const char models[] = "{\"models\":[{\"name\":\"a\",\"versions\":[{\"version\":"
                                  "\"va\"}]},{\"name\":\"b\",\"versions\":[{\"version\":\"vb\"}]}]}";
-    struct mfctl c;
-    char *text = NULL;
-    size_t len = 0;
+    struct mfctl_capture k;
 
     (void)state;
-    mfctl_capture(&c, &text, &len);
-    assert_int_equal(mfctl__print_pins(&c, pins, strlen(pins)), MF_OK);
-    assert_int_equal(mfctl__print_tokens(&c, tokens, strlen(tokens)), MF_OK);
-    assert_int_equal(mfctl__print_groups(&c, groups, strlen(groups)), MF_OK);
-    assert_int_equal(mfctl__print_versions(&c, models, strlen(models), "b"), MF_OK);
-    assert_int_equal(mfctl__print_pins(&c, tokens, strlen(tokens)), MF_E_INVALID);
-    assert_int_equal(mfctl__print_group_settings(&c, settings, strlen(settings)), MF_OK);
-    (void)fclose(c.out);
-    MFCTL_TEXT_HAS(text, "SCOPE", "group    lab", "fleet    *", "0123456789abcdef ops    alice",
+    mfctl_capture(&k);
+    assert_int_equal(mfctl__print_pins(&k.c, pins, strlen(pins)), MF_OK);
+    assert_int_equal(mfctl__print_tokens(&k.c, tokens, strlen(tokens)), MF_OK);
+    assert_int_equal(mfctl__print_groups(&k.c, groups, strlen(groups)), MF_OK);
+    assert_int_equal(mfctl__print_versions(&k.c, models, strlen(models), "b"), MF_OK);
+    assert_int_equal(mfctl__print_pins(&k.c, tokens, strlen(tokens)), MF_E_INVALID);
+    assert_int_equal(mfctl__print_group_settings(&k.c, settings, strlen(settings)), MF_OK);
+    (void)fclose(k.c.out);
+    MFCTL_TEXT_HAS(k.text, "SCOPE", "group    lab", "fleet    *", "0123456789abcdef ops    alice",
                    "revoked", "cam-1,cam-2", "vb", "INSTALL WINDOW",
                    "eu                       -              22:30-04:00 UTC-05:30",
                    "lab                      300 s +-10%    -");
-    assert_null(strstr(text, "va")); /* versions MODEL prints that model only */
-    free(text);
+    assert_null(strstr(k.text, "va")); /* versions MODEL prints that model only */
+    free(k.text);
 }
 
 static void test_mfctl__fleet_usage_errors(void **state)

@@ -327,15 +327,15 @@ static int teardown(void **state)
 
 int main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mfctl_samples__npy_header_is_numpys),
-        cmocka_unit_test_setup_teardown(test_mfctl_samples__npy_writer, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_mfctl_samples__usage_errors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_mfctl_samples__export_pages_ragged_unlabelled, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_mfctl_samples__bad_input_leaves_nothing, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_mfctl_samples__delete, setup, teardown),
+        T(test_mfctl_samples__npy_writer),
+        T(test_mfctl_samples__usage_errors),
+        T(test_mfctl_samples__export_pages_ragged_unlabelled),
+        T(test_mfctl_samples__bad_input_leaves_nothing),
+        T(test_mfctl_samples__delete),
     };
+#undef T
     return cmocka_run_group_tests_name("mfctl_samples", tests, NULL, NULL);
 }

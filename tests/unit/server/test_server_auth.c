@@ -175,11 +175,8 @@ static void test_server_auth__device_revocation(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_server_auth__every_role_route_pair_is_checked),
-        cmocka_unit_test(test_server_auth__tokens_bad_input),
-        cmocka_unit_test(test_server_auth__device_revocation),
-    };
-
-    return cmocka_run_group_tests(tests, srvfx_group_setup, srvfx_group_teardown);
+    return MF_TEST_RUN("tests", srvfx_group_setup, srvfx_group_teardown,
+                       cmocka_unit_test(test_server_auth__every_role_route_pair_is_checked),
+                       cmocka_unit_test(test_server_auth__tokens_bad_input),
+                       cmocka_unit_test(test_server_auth__device_revocation));
 }

@@ -417,7 +417,6 @@ static void test_server_conns__trickled_header_closed_at_deadline(void **state)
         "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: 0123456789abcdef\r\n\r\n";
     struct mf_server_options o;
     struct mf_server *srv;
-    char buf[2048];
     int fd;
 
     (void)state;
@@ -431,6 +430,8 @@ static void test_server_conns__trickled_header_closed_at_deadline(void **state)
 
     fd = connect_to(mf_server__port(srv));
     for (int i = 0; i < 6; i++) { /* 2.4 s on one connection */
+        char buf[2048];
+
         assert_int_equal(exchange(buf, sizeof(buf), fd, health_req), 200);
         assert_null(strstr(buf, "Connection: close"));
         sleep_ms(400);

@@ -153,12 +153,9 @@ static void test_server_credcache__sized(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_server_credcache__get_put_drop),
-        cmocka_unit_test(test_server_credcache__full_set),
-        cmocka_unit_test(test_server_credcache__recent),
-        cmocka_unit_test(test_server_credcache__sized),
-    };
-
-    return cmocka_run_group_tests_name("server_credcache", tests, NULL, NULL);
+    return MF_TEST_RUN("server_credcache", NULL, NULL,
+                       cmocka_unit_test(test_server_credcache__get_put_drop),
+                       cmocka_unit_test(test_server_credcache__full_set),
+                       cmocka_unit_test(test_server_credcache__recent),
+                       cmocka_unit_test(test_server_credcache__sized));
 }

@@ -17,73 +17,27 @@
 #include <string.h>
 #include <sys/stat.h>
 
-struct jobs_fixture {
-    char dir[64];
-    char url[160];
-    struct mf_ctx ctx;
-    struct mf_store *s;
-};
-
-/* A backend under test: how to make a fresh, empty store URL for one test. */
+/* A backend under test: the store fixture's SQLite or PostgreSQL (skipped where none is
+ * configured), a fresh empty store for each test. */
 struct backend {
     const char *name;
-    int (*fresh_url)(char *url, size_t cap, const char *tmpdir); /* 0, or -1: skip */
+    int pg;
 };
 
-static int sqlite_url(char *url, size_t cap, const char *tmpdir)
-{
-    (void)snprintf(url, cap, "sqlite:%s/store.db", tmpdir);
-    return 0;
-}
-
-/* A fresh database on the mf_pg fixture's server; skipped where none is configured. */
-static int pg_url(char *url, size_t cap, const char *tmpdir)
-{
-    char u[MF_PGTEST_URL_MAX];
-
-    (void)tmpdir;
-    if (!mf_pgtest__enabled())
-        return -1;
-    mf_pgtest__create_db(u, "jobs");
-    return snprintf(url, cap, "%s", u) < (int)cap ? 0 : -1;
-}
-
 static const struct backend backends[] = {
-    {"sqlite", sqlite_url},
-    {"postgresql", pg_url},
+    {"sqlite", 0},
+    {"postgresql", 1},
 };
 
 static const struct backend *backend_under_test = &backends[0];
 
 static int setup(void **state)
 {
-    struct jobs_fixture *f = calloc(1, sizeof(*f));
-    int applied = 0;
-
-    assert_non_null(f);
-    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), "mf-jobs");
-    mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
-    if (backend_under_test->fresh_url(f->url, sizeof(f->url), f->dir) < 0)
-        MF_SKIP("no PostgreSQL fixture (MF_TEST_PG_URL_FILE)");
-    assert_int_equal(mf_store__open(&f->s, &f->ctx, f->url, 1), MF_OK);
-    assert_int_equal(f->s->ops->migrate(&applied, f->s, &f->ctx), MF_OK);
-    *state = f;
+    *state = store_fixture_new_on("jobs", 1, backend_under_test->pg);
     return 0;
 }
 
-static int teardown(void **state)
-{
-    struct jobs_fixture *f = *state;
-
-    mf_store__close(f->s);
-    if (strncmp(f->url, "postgresql:", 11) == 0)
-        mf_pgtest__drop_db(f->url);
-    mf_kit_fs_rmtree(f->dir);
-    free(f);
-    return 0;
-}
-
-static void enroll(struct jobs_fixture *f, const char *id)
+static void enroll(struct store_fixture *f, const char *id)
 {
     uint8_t h[MF_SHA256_LEN];
 
@@ -93,7 +47,7 @@ static void enroll(struct jobs_fixture *f, const char *id)
 
 static void test_server_jobs__claim_once_lease_and_retry(void **state)
 {
-    struct jobs_fixture *f = *state;
+    struct store_fixture *f = *state;
     struct mf_store *s = f->s;
     struct mf_store_job a, b;
     int64_t queued = -1, running = -1;
@@ -133,7 +87,7 @@ static void test_server_jobs__claim_once_lease_and_retry(void **state)
 
 static void test_server_jobs__expired_lease_with_no_attempts_left_fails(void **state)
 {
-    struct jobs_fixture *f = *state;
+    struct store_fixture *f = *state;
     struct mf_store *s = f->s;
     struct mf_store_job j;
 
@@ -167,7 +121,7 @@ static int collect_pair(void *payload, const char *a, const char *b)
     return MF_OK;
 }
 
-static void pin(struct jobs_fixture *f, int scope, const char *target, const char *version)
+static void pin(struct store_fixture *f, int scope, const char *target, const char *version)
 {
     struct mf_store_pin p = {.scope = scope, .created_at = 5};
 
@@ -179,7 +133,7 @@ static void pin(struct jobs_fixture *f, int scope, const char *target, const cha
 
 static void test_server_jobs__directives(void **state)
 {
-    struct jobs_fixture *f = *state;
+    struct store_fixture *f = *state;
     struct mf_store *s = f->s;
     const char *groups[] = {"zeta", "alpha"};
     struct mf_store_directives d;
@@ -252,7 +206,7 @@ static void test_server_jobs__directives(void **state)
 
 static void test_server_jobs__roles_and_revocation(void **state)
 {
-    struct jobs_fixture *f = *state;
+    struct store_fixture *f = *state;
     struct mf_store *s = f->s;
     uint8_t h1[MF_SHA256_LEN], h2[MF_SHA256_LEN];
     char dev[MF_STORE_NAME_SIZE], id[MF_STORE_TOKEN_ID_LEN + 1];
@@ -295,7 +249,7 @@ static int count_sha(void *payload, const char *unused, const char *sha)
 
 static void test_server_jobs__deltas_and_fleet_versions(void **state)
 {
-    struct jobs_fixture *f = *state;
+    struct store_fixture *f = *state;
     struct mf_store *s = f->s;
     struct mf_store_delta d = {.model = "det", .size = 10, .format = "mfdelta", .created_at = 1},
                           got;
@@ -337,7 +291,7 @@ static void test_server_jobs__deltas_and_fleet_versions(void **state)
 /* SQLite only: a schema-2 store with data, then the migration to the latest schema. */
 static void test_server_jobs__migrate_from_schema_2(void **state)
 {
-    struct jobs_fixture *f = *state;
+    struct store_fixture *f = *state;
     struct mf_store *s;
     uint8_t h[MF_SHA256_LEN];
     char db[128], dev[MF_STORE_NAME_SIZE];
@@ -394,19 +348,18 @@ static void test_server_jobs__migrate_from_schema_2(void **state)
 
 int main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, store_fixture_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_server_jobs__claim_once_lease_and_retry, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_server_jobs__expired_lease_with_no_attempts_left_fails,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_server_jobs__directives, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_server_jobs__roles_and_revocation, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_server_jobs__deltas_and_fleet_versions, setup,
-                                        teardown),
+        T(test_server_jobs__claim_once_lease_and_retry),
+        T(test_server_jobs__expired_lease_with_no_attempts_left_fails),
+        T(test_server_jobs__directives),
+        T(test_server_jobs__roles_and_revocation),
+        T(test_server_jobs__deltas_and_fleet_versions),
     };
     const struct CMUnitTest sqlite_only[] = {
-        cmocka_unit_test_setup_teardown(test_server_jobs__migrate_from_schema_2, setup, teardown),
+        T(test_server_jobs__migrate_from_schema_2),
     };
+#undef T
     int failed = 0;
 
     for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {

@@ -26,12 +26,6 @@ static int store_setup(void **state)
     return 0;
 }
 
-static int store_teardown(void **state)
-{
-    store_fixture_free(*state);
-    return 0;
-}
-
 /* Opens (creating) and migrates the fixture's store. */
 static struct mf_store *open_migrated(struct store_fixture *f)
 {
@@ -553,6 +547,27 @@ static int64_t last_seen_of(struct store_fixture *f, const char *device_id)
  * none of the others, and a device twice in the batch gets two blocks that do not overlap
  * (on PostgreSQL from its one row of the statement); twice with another credential, the
  * other is refused alone. */
+/* The batch's directives once the pin v9 is set: blocks 0 and 2 (dev-1) carry it, block 1
+ * (dev-2, on beta) has no device pin. */
+static void expect_v9_batch(const struct mf_store_directives *dirs)
+{
+    assert_string_equal(dirs[0].device_pin, "v9");
+    assert_string_equal(dirs[2].device_pin, "v9");
+    assert_string_equal(dirs[1].device_pin, "");
+    assert_string_equal(dirs[1].channel, "beta");
+}
+
+/* Directives with no pin of any scope, following `channel`. */
+static void expect_unpinned(const struct mf_store_directives *d, const char *channel)
+{
+    assert_string_equal(d->fleet_rollback, "");
+    assert_string_equal(d->device_pin, "");
+    assert_string_equal(d->group, "");
+    assert_string_equal(d->group_pin, "");
+    assert_string_equal(d->channel_version, "");
+    assert_string_equal(d->channel, channel);
+}
+
 static void test_server_store__checkin_begin_batch(void **state)
 {
     struct store_fixture *f = *state;
@@ -629,10 +644,7 @@ static void test_server_store__checkin_begin_batch(void **state)
     c[3].cred_hash = h3;
     assert_int_equal(s->ops->checkin->checkin_begin(s, c, 4), MF_OK);
     assert_true(c[0].generation > g0);
-    assert_string_equal(dirs[0].device_pin, "v9");
-    assert_string_equal(dirs[2].device_pin, "v9");
-    assert_string_equal(dirs[1].device_pin, "");
-    assert_string_equal(dirs[1].channel, "beta");
+    expect_v9_batch(dirs);
 
     /* Check-ins whose pins must be read (the hint names the model pinned, or no hint) share
      * the statement too on PostgreSQL, each model's directives read for its device: dev-1
@@ -647,10 +659,7 @@ static void test_server_store__checkin_begin_batch(void **state)
         batched = mf_pg__checkin_batched();
         assert_int_equal(s->ops->checkin->checkin_begin(s, c, 4), MF_OK);
         assert_int_equal(mf_pg__checkin_batched() - batched, f->pg ? 4 : 0);
-        assert_string_equal(dirs[0].device_pin, "v9");
-        assert_string_equal(dirs[2].device_pin, "v9");
-        assert_string_equal(dirs[1].device_pin, "");
-        assert_string_equal(dirs[1].channel, "beta");
+        expect_v9_batch(dirs);
         assert_string_equal(dirs[3].device_pin, "");
         assert_string_equal(dirs[3].channel, "stable");
         assert_true(c[0].first < c[2].first);
@@ -698,12 +707,7 @@ static void test_server_store__checkin_begin_pin_hint(void **state)
                                              models, 2, 6, &hint),
                      MF_OK);
     assert_int_equal(g, hint.generation);
-    assert_string_equal(dirs[1].fleet_rollback, "");
-    assert_string_equal(dirs[1].device_pin, "");
-    assert_string_equal(dirs[1].group, "");
-    assert_string_equal(dirs[1].group_pin, "");
-    assert_string_equal(dirs[1].channel_version, "");
-    assert_string_equal(dirs[1].channel, "beta");
+    expect_unpinned(&dirs[1], "beta");
     assert_string_equal(dirs[0].fleet_rollback, "");
     assert_string_equal(dirs[0].channel, "beta");
     /* A pin set since raises the generation: the same hint no longer applies. */
@@ -794,38 +798,27 @@ static void test_server_store__init_data_dir_idempotent(void **state)
 
 int main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, store_setup, store_fixture_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_server_store__migrate_empty_then_idempotent,
-                                        store_setup, store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__tokens_by_hash, store_setup,
-                                        store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__device_reenroll_revokes, store_setup,
-                                        store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__versions, store_setup, store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__releases, store_setup, store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__trust_docs_and_sequence, store_setup,
-                                        store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__report_unknown_device, store_setup,
-                                        store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__sequence_above_all_after_restart,
-                                        store_setup, store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__generation_follows_cached_tables,
-                                        store_setup, store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__group_settings, store_setup,
-                                        store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__checkin_begin, store_setup,
-                                        store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__checkin_begin_pin_hint, store_setup,
-                                        store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__checkin_begin_batch, store_setup,
-                                        store_teardown),
+        T(test_server_store__migrate_empty_then_idempotent),
+        T(test_server_store__tokens_by_hash),
+        T(test_server_store__device_reenroll_revokes),
+        T(test_server_store__versions),
+        T(test_server_store__releases),
+        T(test_server_store__trust_docs_and_sequence),
+        T(test_server_store__report_unknown_device),
+        T(test_server_store__sequence_above_all_after_restart),
+        T(test_server_store__generation_follows_cached_tables),
+        T(test_server_store__group_settings),
+        T(test_server_store__checkin_begin),
+        T(test_server_store__checkin_begin_pin_hint),
+        T(test_server_store__checkin_begin_batch),
     };
     const struct CMUnitTest sqlite_only[] = {
-        cmocka_unit_test_setup_teardown(test_server_store__open_errors, store_setup,
-                                        store_teardown),
-        cmocka_unit_test_setup_teardown(test_server_store__init_data_dir_idempotent, store_setup,
-                                        store_teardown),
+        T(test_server_store__open_errors),
+        T(test_server_store__init_data_dir_idempotent),
     };
+#undef T
 
     return mf_test__run_group("server_store", tests, MF_TEST_COUNT(tests), sqlite_only,
                               MF_TEST_COUNT(sqlite_only), !mf_pgtest__enabled(), NULL, NULL);

@@ -157,11 +157,8 @@ static void test_server_transport__tls_with_curl_cacert(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_server_transport__rate_limit_per_device),
-        cmocka_unit_test(test_server_transport__tls_with_curl_cacert),
-        cmocka_unit_test(test_server_transport__slow_client_times_out),
-    };
-
-    return cmocka_run_group_tests(tests, srvfx_group_setup, srvfx_group_teardown);
+    return MF_TEST_RUN("tests", srvfx_group_setup, srvfx_group_teardown,
+                       cmocka_unit_test(test_server_transport__rate_limit_per_device),
+                       cmocka_unit_test(test_server_transport__tls_with_curl_cacert),
+                       cmocka_unit_test(test_server_transport__slow_client_times_out));
 }

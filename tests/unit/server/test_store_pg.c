@@ -433,21 +433,18 @@ static void test_store_pg__migrate_from_schema_2(void **state)
 
 int main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, pg_setup, pg_teardown)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_store_pg__every_op_implemented),
-        cmocka_unit_test_setup_teardown(test_store_pg__open_errors, pg_setup, pg_teardown),
-        cmocka_unit_test_setup_teardown(test_store_pg__nodes_migrate_together, pg_setup,
-                                        pg_teardown),
-        cmocka_unit_test_setup_teardown(test_store_pg__sequence_unique_across_nodes, pg_setup,
-                                        pg_teardown),
-        cmocka_unit_test_setup_teardown(test_store_pg__walk_stopped_early, pg_setup, pg_teardown),
-        cmocka_unit_test_setup_teardown(test_store_pg__reconnects_after_drop, pg_setup,
-                                        pg_teardown),
-        cmocka_unit_test_setup_teardown(test_store_pg__jobs_claimed_once_across_nodes, pg_setup,
-                                        pg_teardown),
-        cmocka_unit_test_setup_teardown(test_store_pg__migrate_from_schema_2, pg_setup,
-                                        pg_teardown),
+        T(test_store_pg__open_errors),
+        T(test_store_pg__nodes_migrate_together),
+        T(test_store_pg__sequence_unique_across_nodes),
+        T(test_store_pg__walk_stopped_early),
+        T(test_store_pg__reconnects_after_drop),
+        T(test_store_pg__jobs_claimed_once_across_nodes),
+        T(test_store_pg__migrate_from_schema_2),
     };
+#undef T
 
     return cmocka_run_group_tests_name("store_pg", tests, NULL, NULL);
 }

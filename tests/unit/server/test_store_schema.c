@@ -6,8 +6,8 @@
  * indexes. Column types differ by dialect and are not compared; the deliberate differences
  * in names are listed in `deliberate` below.
  */
-#define _XOPEN_SOURCE 700 /* mkdtemp */
 #include "mf_test.h"
+#include "kit_fs.h"
 #include "store_fixture.h"
 #include "store/store_engine.h"
 #include "store/store_schema.h"
@@ -72,8 +72,7 @@ static int schema_setup(void **state)
     if (!mf_pgtest__enabled())
         fail_msg("MF_TEST_PG_URL_FILE is not set: run under ctest (fixture mf_pg)");
     mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
-    (void)snprintf(f->dir, sizeof(f->dir), "/tmp/mf-schema-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
+    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), "mf-schema");
     (void)snprintf(f->sqlite_url, sizeof(f->sqlite_url), "sqlite:%s/store.db", f->dir);
     mf_pgtest__create_db(f->pg_url, "schema");
     assert_int_equal(mf_store__open(&f->sqlite, &f->ctx, f->sqlite_url, 1), MF_OK);
@@ -85,17 +84,11 @@ static int schema_setup(void **state)
 static int schema_teardown(void **state)
 {
     struct schema_fixture *f = *state;
-    char path[128];
 
     mf_store__close(f->sqlite);
     mf_store__close(f->pg);
     mf_pgtest__drop_db(f->pg_url);
-    for (size_t i = 0; i < 3; i++) {
-        (void)snprintf(path, sizeof(path), "%s/store.db%s", f->dir,
-                       (const char *const[]){"", "-wal", "-shm"}[i]);
-        (void)unlink(path);
-    }
-    (void)rmdir(f->dir);
+    mf_kit_fs_rmtree(f->dir);
     free(f);
     return 0;
 }
