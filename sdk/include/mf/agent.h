@@ -130,7 +130,7 @@ typedef struct mf_agent_options {
     long retry_base_ms;                  /**< first backoff after a failed install; default 2000;
                                               0 disables backoff */
     long retry_max_ms;                   /**< backoff ceiling; default 600000 */
-    size_t max_patch_window;             /**< largest delta window accepted (workspace ~2x);
+    size_t max_patch_window;             /**< largest delta window accepted (workspace ~1.6x);
                                               default MF_AGENT_DEFAULT_PATCH_WINDOW */
     mf_agent_progress_fn progress_fn;    /**< NULL: none */
     void *progress_payload;              /**< passed to progress_fn */
