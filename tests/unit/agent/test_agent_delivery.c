@@ -19,9 +19,9 @@
 
 static mf_agent_counters stats_of(mf_agent *agent)
 {
-    mf_agent_counters c;
+    mf_agent_counters c = MF_AGENT_COUNTERS_INIT;
 
-    mf_agent_stats(&c, agent);
+    assert_int_equal(mf_agent_stats(&c, agent), MF_OK);
     return c;
 }
 
