@@ -164,7 +164,7 @@ static int sparse_advance(struct mf_delta_sparse *c, const uint8_t *in, size_t n
     if (!n || gap >= nwords - c->next)
         return MF_E_INVALID;
     c->gap_pos += n;
-    c->next += gap;
+    c->next += (size_t)gap; /* < nwords - next: fits */
     return MF_OK;
 }
 
