@@ -12,7 +12,8 @@ cc=${2:-cc}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d /tmp/mf-footprint.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-"$cc" -std=c11 -O2 -I"$root/sdk/include" -o "$work/mf-embed" "$root/examples/embed/embed.c" \
+# The public headers, and mf/version.h, which the build generates from project(VERSION).
+"$cc" -std=c11 -O2 -I"$root/sdk/include" -I"$build/generated/include" -o "$work/mf-embed" "$root/examples/embed/embed.c" \
     "$build/libmf.a" -lcurl -lzstd -lmbedtls -lmbedx509 -lmbedcrypto -lcjson -lm \
     -Wl,-Map="$work/map" -s
 python3 - "$work/map" "$work/mf-embed" <<'PY'

@@ -35,8 +35,13 @@ set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/${MF_CROSS_TRIPLET}/pkgconfig:/usr/share/pkg
 set(ENV{PKG_CONFIG_PATH} "")
 set(ENV{PKG_CONFIG_SYSROOT_DIR} "")
 
-# ctest runs the unit tests under qemu-user with the target's loader and libraries.
+# ctest runs the unit tests under qemu-user with the target's loader and libraries: the
+# multiarch ones (libc6:<arch>, in /lib/<triplet>, which the :<arch> -dev packages depend
+# on), so `-L /`. `-L /usr/<triplet>` would take the loader of the cross toolchain's own
+# glibc build (libc6-<arch>-cross) while its search path still finds the multiarch libc:
+# two builds of glibc in one process, which crashes (armhf) or hangs (aarch64) in the first
+# pthread_create.
 find_program(MF_CROSS_QEMU qemu-${MF_CROSS_QEMU_ARCH})
 if(MF_CROSS_QEMU)
-    set(CMAKE_CROSSCOMPILING_EMULATOR ${MF_CROSS_QEMU} -L /usr/${MF_CROSS_TRIPLET})
+    set(CMAKE_CROSSCOMPILING_EMULATOR ${MF_CROSS_QEMU} -L /)
 endif()

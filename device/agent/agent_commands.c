@@ -39,11 +39,17 @@ static void print_model(const mf_agent *agent, const char *model)
 
 int agent_cmd_status(struct agent_cli *c)
 {
-    mf_agent_trust_state ts;
+    mf_agent_trust_state ts = MF_AGENT_TRUST_STATE_INIT;
 
     for (size_t i = 0; i < c->cfg.n_models; i++)
         print_model(c->agent, c->cfg.models[i]);
-    mf_agent_trust_status(&ts, c->agent);
+    if (mf_agent_trust_status(&ts, c->agent) < 0) {
+        (void)fprintf(stderr,
+                      "error mf-agent: status: the library does not know trust state "
+                      "version %u\n",
+                      ts.struct_version);
+        return 1;
+    }
     printf("trust: root v%llu, keys v%llu, director sequence %llu\n",
            (unsigned long long)ts.root_version, (unsigned long long)ts.keys_version,
            (unsigned long long)ts.assignment_sequence);

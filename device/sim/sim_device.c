@@ -161,15 +161,17 @@ static uint64_t now_us(void)
 
 int sim__device_cycle(uint64_t *checkin_us, struct sim_device *d)
 {
-    mf_agent_counters before, after;
+    mf_agent_counters before = MF_AGENT_COUNTERS_INIT, after = MF_AGENT_COUNTERS_INIT;
     uint64_t t0;
     int err = d->version[0] ? simulate(d) : MF_OK;
     int step;
 
-    mf_agent_stats(&before, d->agent);
+    if (mf_agent_stats(&before, d->agent) < 0)
+        return MF_E_INVALID;
     t0 = now_us();
     step = mf_agent_step(d->agent); /* the check-in carries what simulate() recorded */
-    mf_agent_stats(&after, d->agent);
+    if (mf_agent_stats(&after, d->agent) < 0)
+        return MF_E_INVALID;
     /* A step that downloaded nothing is one check-in: its round trip, plus verifying the
      * signed answer and saving the trust state, is what the benchmark reports. */
     if (step == MF_OK && after.blob_requests == before.blob_requests)

@@ -2,12 +2,15 @@
 /*
  * Streaming apply of mf deltas (docs/formats/delta.md): an I/O-free state machine.
  *
- * Memory is one workspace carved at init: the handle, a static zstd DCtx, a payload buffer
- * and a decoded buffer of `window` bytes each, and a 64 KiB stage where output is built from
- * old-image reads. A block's payload is collected whole, decoded in one shot (so the DCtx
- * needs no window buffer of its own), then emitted through the stage as the caller drains
- * `out`. Block boundaries are the resume points: the handle keeps a snapshot of the patch
- * offset, output offset and running sha256 taken each time a block's output is fully drained.
+ * Memory is one workspace carved at init: the handle, a static zstd DCtx with its input
+ * block buffer, one buffer of `window` bytes for a block's decoded payload, and a 64 KiB stage
+ * where output is built from old-image reads. The compressed payload is never held: it is
+ * streamed through the DCtx straight into the decoded buffer as it arrives, and because that
+ * buffer stays put for the whole block (ZSTD_d_stableOutBuffer) zstd keeps no window of its
+ * own. Sparse residuals are merged from their compact form while the block is emitted rather
+ * than expanded. The block's output then leaves through the stage as the caller drains `out`.
+ * Block boundaries are the resume points: the handle keeps a snapshot of the patch offset,
+ * output offset and running sha256 taken each time a block's output is fully drained.
  */
 #define ZSTD_STATIC_LINKING_ONLY
 #include "mf/patch.h"
@@ -36,12 +39,36 @@ int mf_patch_options_init(mf_patch_options *opts, unsigned int version)
     return MF_OK;
 }
 
+/* Smallest zstd window log that covers `window`: no frame may declare more. */
+static int window_log(size_t window)
+{
+    int wlog = ZSTD_WINDOWLOG_MIN;
+
+    while (((size_t)1 << wlog) < window)
+        wlog++;
+    return wlog;
+}
+
+/*
+ * The static DCtx in streaming mode with a stable output buffer: the context and its input
+ * buffer of one zstd block, at most min(frame window, ZSTD_BLOCKSIZE_MAX) (what
+ * ZSTD_estimateDStreamSize counts, minus the window buffer a stable output makes needless).
+ */
+static size_t dctx_size(size_t window)
+{
+    size_t block = (size_t)1 << window_log(window);
+
+    if (block > ZSTD_BLOCKSIZE_MAX)
+        block = ZSTD_BLOCKSIZE_MAX;
+    return ZSTD_estimateDCtxSize() + block;
+}
+
 size_t mf_patch_workspace_size(const mf_patch_options *opts)
 {
     if (opts->max_window < MF_PATCH_MIN_WINDOW || opts->max_window > MF_DELTA_MAX_BLOCK_OUT)
         return 0;
-    return align_up(sizeof(struct mf_patch)) + align_up(ZSTD_estimateDCtxSize()) +
-           2 * align_up(opts->max_window) + STAGE_SIZE;
+    return align_up(sizeof(struct mf_patch)) + align_up(dctx_size(opts->max_window)) +
+           align_up(opts->max_window) + STAGE_SIZE;
 }
 
 size_t mf_patch_out_size(void)
@@ -54,8 +81,7 @@ int mf_patch_init_static(mf_patch **out, void *ws, size_t ws_size, const mf_patc
     size_t need = mf_patch_workspace_size(opts);
     uint8_t *base = ws;
     struct mf_patch *p;
-    size_t off;
-    int wlog = ZSTD_WINDOWLOG_MIN;
+    size_t off, dsize;
 
     *out = NULL;
     if (opts->version != MF_PATCH_OPTIONS_VERSION || !opts->source_read || need == 0)
@@ -68,18 +94,16 @@ int mf_patch_init_static(mf_patch **out, void *ws, size_t ws_size, const mf_patc
     p->opts = *opts;
     p->window = opts->max_window;
     off = align_up(sizeof(*p));
-    p->dctx = ZSTD_initStaticDCtx(base + off, align_up(ZSTD_estimateDCtxSize()));
+    dsize = align_up(dctx_size(p->window));
+    p->dctx = ZSTD_initStaticDCtx(base + off, dsize);
     if (!p->dctx)
         return MF_E_INVALID;
-    /* Payloads are decoded in one shot into a window-sized buffer, so no frame may declare
-     * a larger window; the cap also guards any future streaming use of this DCtx. */
-    while (((size_t)1 << wlog) < p->window)
-        wlog++;
-    if (ZSTD_isError(ZSTD_DCtx_setParameter(p->dctx, ZSTD_d_windowLogMax, wlog)))
+    /* A payload decodes into the window-sized buffer, so no frame may declare a larger
+     * window (which also bounds zstd's block buffer to what dctx_size() counted). */
+    if (ZSTD_isError(ZSTD_DCtx_setParameter(p->dctx, ZSTD_d_windowLogMax, window_log(p->window))) ||
+        ZSTD_isError(ZSTD_DCtx_setParameter(p->dctx, ZSTD_d_stableOutBuffer, 1)))
         return MF_E_INVALID;
-    off += align_up(ZSTD_estimateDCtxSize());
-    p->cbuf = base + off;
-    off += align_up(p->window);
+    off += dsize;
     p->dbuf = base + off;
     off += align_up(p->window);
     p->stage = base + off;
@@ -191,34 +215,59 @@ static int on_header(struct mf_patch *p)
     return MF_OK;
 }
 
-/* Decodes the collected payload and prepares the block's emit cursor. */
-static int on_payload(struct mf_patch *p)
+/* Starts a block's payload: zstd kinds get a fresh frame sequence into dbuf. */
+static void payload_begin(struct mf_patch *p)
+{
+    memset(&p->cur, 0, sizeof(p->cur));
+    p->cur.old_pos = (int64_t)p->blk.old_off;
+    p->fill = 0;
+    p->zout = 0;
+    p->zhint = 0;
+    (void)ZSTD_DCtx_reset(p->dctx, ZSTD_reset_session_only);
+}
+
+/* Streams the payload bytes available in `in` through the DCtx into dbuf; `*done` is set
+ * once all payload_len bytes went in. */
+static int payload_stream(struct mf_patch *p, mf_inbuf *in, int *done)
 {
     const struct mf_delta_block *b = &p->blk;
-    unsigned long long fsize;
-    size_t r;
+    size_t avail = in->size - in->pos, want = b->payload_len - p->fill;
+    ZSTD_inBuffer zi = {(const uint8_t *)in->src + in->pos, avail < want ? avail : want, 0};
+    ZSTD_outBuffer zo = {p->dbuf, b->decoded_len, p->zout};
 
-    memset(&p->cur, 0, sizeof(p->cur));
-    p->cur.old_pos = (int64_t)b->old_off;
+    *done = 0;
+    if (zi.size) {
+        size_t r = ZSTD_decompressStream(p->dctx, &zo, &zi);
+
+        if (ZSTD_isError(r))
+            return mf_fail(&p->ctx, MF_E_INVALID, "block %u: bad zstd payload (%s)",
+                           (unsigned)p->block_index, ZSTD_getErrorName(r));
+        p->zhint = r;
+        p->zout = zo.pos;
+        in->pos += zi.pos;
+        p->fill += zi.pos;
+        p->patch_off += zi.pos;
+    }
+    *done = p->fill == b->payload_len;
+    return MF_OK;
+}
+
+/* The payload is in: checks what it decoded to and prepares the block's emit cursor. */
+static int payload_end(struct mf_patch *p)
+{
+    const struct mf_delta_block *b = &p->blk;
+
     if (b->kind == MF_DELTA_STORED || b->kind == MF_DELTA_COPY)
         return MF_OK;
-    fsize = ZSTD_findDecompressedSize(p->cbuf, b->payload_len);
-    if (fsize != b->decoded_len)
-        return mf_fail(&p->ctx, MF_E_INVALID, "block %u: zstd content size %llu, expected %u",
-                       (unsigned)p->block_index, fsize, (unsigned)b->decoded_len);
-    r = ZSTD_decompressDCtx(p->dctx, p->dbuf, b->decoded_len, p->cbuf, b->payload_len);
-    if (ZSTD_isError(r) || r != b->decoded_len)
-        return mf_fail(&p->ctx, MF_E_INVALID, "block %u: bad zstd payload (%s)",
-                       (unsigned)p->block_index, ZSTD_isError(r) ? ZSTD_getErrorName(r) : "short");
-    p->planes = p->dbuf;
-    if (b->kind == MF_DELTA_NUMERIC && (b->flags & MF_DELTA_NUM_SPARSE)) {
-        /* The payload is consumed, so its buffer takes the dense planes (new_len <= window). */
-        if (mf_delta__sparse_expand(p->cbuf, b->new_len / b->word, b->word, p->dbuf,
-                                    b->decoded_len) < 0)
-            return mf_fail(&p->ctx, MF_E_INVALID, "block %u: malformed sparse residuals",
-                           (unsigned)p->block_index);
-        p->planes = p->cbuf;
-    }
+    if (p->zhint != 0 || p->zout != b->decoded_len)
+        return mf_fail(&p->ctx, MF_E_INVALID, "block %u: zstd payload %s %zu bytes, expected %u",
+                       (unsigned)p->block_index, p->zhint ? "ends inside a frame after" : "is",
+                       p->zout, (unsigned)b->decoded_len);
+    if (b->kind == MF_DELTA_NUMERIC && (b->flags & MF_DELTA_NUM_SPARSE) &&
+        mf_delta__sparse_begin(&p->sparse, b->new_len / b->word, b->word, p->dbuf, b->decoded_len) <
+            0)
+        return mf_fail(&p->ctx, MF_E_INVALID, "block %u: malformed sparse residuals",
+                       (unsigned)p->block_index);
     return MF_OK;
 }
 
@@ -317,9 +366,6 @@ static int gen_chunk(struct mf_patch *p)
 
     switch ((enum mf_delta_kind)b->kind) {
     case MF_DELTA_STORED:
-        p->emit = p->cbuf;
-        n = b->new_len;
-        break;
     case MF_DELTA_ZSTD:
         p->emit = p->dbuf;
         n = b->new_len;
@@ -333,8 +379,11 @@ static int gen_chunk(struct mf_patch *p)
             memset(p->stage, 0, n); /* raw planes: the base words are zero */
         else
             err = read_old(p, p->stage, b->old_off + done, n);
-        if (err == MF_OK)
-            mf_delta__planes_merge(p->stage, p->planes, b->new_len / b->word, done / b->word,
+        if (err == MF_OK && (b->flags & MF_DELTA_NUM_SPARSE))
+            mf_delta__sparse_merge(p->stage, &p->sparse, p->dbuf, b->new_len / b->word,
+                                   done / b->word, n / b->word, b->word, b->flags);
+        else if (err == MF_OK)
+            mf_delta__planes_merge(p->stage, p->dbuf, b->new_len / b->word, done / b->word,
                                    n / b->word, b->word, b->flags);
         p->emit = p->stage;
         break;
@@ -421,19 +470,30 @@ static int step(struct mf_patch *p, mf_outbuf *out, mf_inbuf *in)
         if (p->block_index + 1 == p->hdr.block_count &&
             p->blk.new_len != p->hdr.new_size - p->new_off)
             return mf_fail(&p->ctx, MF_E_INVALID, "last block ends before the new size");
-        p->fill = 0;
+        payload_begin(p);
         p->st = MF_PATCH_ST_PAYLOAD;
         return MF_OK;
-    case MF_PATCH_ST_PAYLOAD:
-        if (!collect(p, p->cbuf, p->blk.payload_len, &p->fill, in))
+    case MF_PATCH_ST_PAYLOAD: {
+        int done = 1;
+
+        /* STORED is its own output: collected into dbuf; COPY has no payload. */
+        if (p->blk.kind == MF_DELTA_STORED)
+            done = collect(p, p->dbuf, p->blk.payload_len, &p->fill, in);
+        else if (p->blk.kind != MF_DELTA_COPY) {
+            err = payload_stream(p, in, &done);
+            if (err < 0)
+                return err;
+        }
+        if (!done)
             return MF_AGAIN;
         p->fill = 0;
-        err = on_payload(p);
+        err = payload_end(p);
         if (err < 0)
             return err;
         p->emit_len = p->emit_pos = 0;
         p->st = MF_PATCH_ST_EMIT;
         return MF_OK;
+    }
     case MF_PATCH_ST_EMIT:
         if (!drain(p, out))
             return MF_AGAIN;

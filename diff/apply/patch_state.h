@@ -6,6 +6,7 @@
 #include "mf/patch.h"
 #include "mf/ct.h"
 #include "delta_format.h"
+#include "delta_planes.h"
 #include "mf_ctx.h"
 
 #include <mbedtls/sha256.h>
@@ -38,7 +39,7 @@ struct mf_patch {
     int on_heap;
     size_t window;
     struct ZSTD_DCtx_s *dctx;
-    uint8_t *cbuf, *dbuf, *stage;
+    uint8_t *dbuf, *stage; /* the block's decoded payload (window bytes); output staging */
 
     enum mf_patch_st st;
     uint8_t hbuf[MF_DELTA_HEADER_SIZE];
@@ -49,7 +50,9 @@ struct mf_patch {
     uint64_t patch_off; /* patch bytes consumed */
     uint64_t new_off;   /* output bytes handed out */
     struct mf_patch_cursor cur;
-    const uint8_t *planes; /* NUMERIC residual planes: dbuf, or cbuf when expanded */
+    size_t zout;                   /* decoded payload bytes in dbuf so far */
+    size_t zhint;                  /* last ZSTD_decompressStream result: 0 at a frame end */
+    struct mf_delta_sparse sparse; /* NUMERIC sparse residuals: cursor into dbuf */
     const uint8_t *emit;
     size_t emit_len, emit_pos;
     mbedtls_sha256_context sha;

@@ -59,26 +59,32 @@ static void merge4_zigzag(uint8_t *buf, const uint8_t *p0, size_t nwords, size_t
     }
 }
 
+/* Adds residual `r` (as stored: zigzagged if the block says so) to the word at `dst`. */
+static void add_residual(uint8_t *dst, uint64_t r, unsigned int word, unsigned int flags)
+{
+    uint64_t mask = ((uint64_t)1 << (8 * word)) - 1;
+    uint64_t v;
+
+    if (flags & MF_DELTA_NUM_ZIGZAG)
+        r = (uint64_t)mf_delta__unzigzag(r);
+    v = (load_word(dst, word) + r) & mask;
+    for (unsigned int k = 0; k < word; k++)
+        dst[k] = (uint8_t)(v >> (8 * k));
+}
+
 void mf_delta__planes_merge(uint8_t *buf, const uint8_t *planes, size_t nwords, size_t first,
                             size_t count, unsigned int word, unsigned int flags)
 {
-    uint64_t mask = ((uint64_t)1 << (8 * word)) - 1;
-
     if (word == 4 && (flags & MF_DELTA_NUM_ZIGZAG)) {
         merge4_zigzag(buf, planes + first, nwords, count);
         return;
     }
     for (size_t i = 0; i < count; i++) {
         uint64_t r = 0;
-        uint64_t v;
 
         for (unsigned int k = 0; k < word; k++)
             r |= (uint64_t)planes[k * nwords + first + i] << (8 * k);
-        if (flags & MF_DELTA_NUM_ZIGZAG)
-            r = (uint64_t)mf_delta__unzigzag(r);
-        v = (load_word(buf + i * word, word) + r) & mask;
-        for (unsigned int k = 0; k < word; k++)
-            buf[i * word + k] = (uint8_t)(v >> (8 * k));
+        add_residual(buf + i * word, r, word, flags);
     }
 }
 
@@ -149,27 +155,59 @@ size_t mf_delta__sparse_encode(uint8_t *out, size_t cap, const uint8_t *planes, 
     return pos + count * word;
 }
 
-int mf_delta__sparse_expand(uint8_t *planes, size_t nwords, unsigned int word, const uint8_t *in,
-                            size_t len)
+/* Reads the gap before listed word `c->listed` and moves `c->next` to that word. */
+static int sparse_advance(struct mf_delta_sparse *c, const uint8_t *in, size_t nwords)
 {
-    uint64_t count, gap;
-    size_t pos = mf_delta__varint_get(&count, in, len), idx = 0;
-    const uint8_t *vals;
+    uint64_t gap;
+    size_t n = gap_get(&gap, in + c->gap_pos, c->vals_pos - c->gap_pos);
+
+    if (!n || gap >= nwords - c->next)
+        return MF_E_INVALID;
+    c->gap_pos += n;
+    c->next += (size_t)gap; /* < nwords - next: fits */
+    return MF_OK;
+}
+
+int mf_delta__sparse_begin(struct mf_delta_sparse *c, size_t nwords, unsigned int word,
+                           const uint8_t *in, size_t len)
+{
+    uint64_t count;
+    size_t pos = mf_delta__varint_get(&count, in, len);
+    struct mf_delta_sparse walk;
 
     if (!pos || count > nwords || count * word > len - pos)
         return MF_E_INVALID;
-    vals = in + len - count * word;
-    memset(planes, 0, nwords * word);
-    for (uint64_t j = 0; j < count; j++) {
-        size_t n = gap_get(&gap, in + pos, (size_t)(vals - in) - pos);
-
-        if (!n || gap >= nwords - idx)
+    memset(c, 0, sizeof(*c));
+    c->count = (size_t)count;
+    c->gap_pos = pos;
+    c->vals_pos = len - c->count * word;
+    /* Every gap is checked here, before the block emits a byte; the merge then trusts them. */
+    walk = *c;
+    for (size_t j = 0; j < walk.count; j++) {
+        if (sparse_advance(&walk, in, nwords) < 0)
             return MF_E_INVALID;
-        pos += n;
-        idx += (size_t)gap;
-        for (unsigned int k = 0; k < word; k++)
-            planes[k * nwords + idx] = vals[k * count + j];
-        idx++;
+        walk.next++;
     }
-    return in + pos == vals ? MF_OK : MF_E_INVALID;
+    if (walk.gap_pos != walk.vals_pos)
+        return MF_E_INVALID;
+    return c->count ? sparse_advance(c, in, nwords) : MF_OK;
+}
+
+void mf_delta__sparse_merge(uint8_t *buf, struct mf_delta_sparse *c, const uint8_t *in,
+                            size_t nwords, size_t first, size_t count, unsigned int word,
+                            unsigned int flags)
+{
+    const uint8_t *vals = in + c->vals_pos;
+
+    while (c->listed < c->count && c->next < first + count) {
+        uint64_t r = 0;
+
+        for (unsigned int k = 0; k < word; k++)
+            r |= (uint64_t)vals[k * c->count + c->listed] << (8 * k);
+        add_residual(buf + (c->next - first) * word, r, word, flags);
+        c->listed++;
+        c->next++;
+        if (c->listed < c->count)
+            (void)sparse_advance(c, in, nwords); /* checked by mf_delta__sparse_begin */
+    }
 }

@@ -32,8 +32,27 @@ void mf_delta__planes_merge(uint8_t *buf, const uint8_t *planes, size_t nwords, 
  */
 size_t mf_delta__sparse_encode(uint8_t *out, size_t cap, const uint8_t *planes, size_t nwords,
                                unsigned int word);
-/* Expands into dense planes (nwords * word bytes); MF_OK or MF_E_INVALID if malformed. */
-int mf_delta__sparse_expand(uint8_t *planes, size_t nwords, unsigned int word, const uint8_t *in,
-                            size_t len);
+/*
+ * Decoder of the sparse form: a cursor over the listed words, so the residuals are added
+ * while the block is emitted, in order, without expanding them into dense planes (which
+ * would take a second window of memory).
+ */
+struct mf_delta_sparse {
+    size_t count;    /* listed words */
+    size_t listed;   /* listed words already merged */
+    size_t next;     /* word index of listed word `listed` */
+    size_t gap_pos;  /* offset of the gap after it */
+    size_t vals_pos; /* offset of the value planes */
+};
+
+/* Checks the whole encoding of `in` (len bytes) and starts `c` at word 0; MF_OK or
+ * MF_E_INVALID if malformed. */
+int mf_delta__sparse_begin(struct mf_delta_sparse *c, size_t nwords, unsigned int word,
+                           const uint8_t *in, size_t len);
+/* Adds the residuals of listed words in [first, first + count) to `buf`, which holds those
+ * words of old (zeros for raw blocks); calls must cover the block in increasing order. */
+void mf_delta__sparse_merge(uint8_t *buf, struct mf_delta_sparse *c, const uint8_t *in,
+                            size_t nwords, size_t first, size_t count, unsigned int word,
+                            unsigned int flags);
 
 #endif /* MF_DIFF_DELTA_PLANES_H */

@@ -306,7 +306,7 @@ static void offload_to_report(struct fleet_device *d)
 /* One agent step, with the delivery counters and the offload counters around it. */
 static int step(struct fleet_device *d)
 {
-    mf_agent_counters before, after;
+    mf_agent_counters before = MF_AGENT_COUNTERS_INIT, after = MF_AGENT_COUNTERS_INIT;
     int err;
 
     if (d->offload)
@@ -314,10 +314,14 @@ static int step(struct fleet_device *d)
     d->step_version[0] = '\0';
     d->saw_delta = d->saw_model = 0;
     d->delta_got = 0;
-    mf_agent_stats(&before, d->agent);
+    err = mf_agent_stats(&before, d->agent);
+    if (err < 0)
+        return err;
     err = mf_agent_step(d->agent);
-    mf_agent_stats(&after, d->agent);
-    count_delivery(d, &before, &after);
+    /* The step's own result is the one that counts; the counters are this header's version,
+     * which the library it links always knows. */
+    if (mf_agent_stats(&after, d->agent) == MF_OK)
+        count_delivery(d, &before, &after);
     if (err < 0)
         (void)fprintf(stderr, "mf-example-fleet: %s: step: %s\n", d->id, mf_agent_errmsg(d->agent));
     if (d->offload)

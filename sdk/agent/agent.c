@@ -506,28 +506,41 @@ int mf_agent_step(mf_agent *a)
     return err;
 }
 
-/* Bytes of mf_agent_model_status that a caller of `version` owns (fields are only
- * appended); 0 for a version this library does not know. */
-static size_t status_size(unsigned int version)
+/*
+ * The output structs the agent writes into app memory (status, counters, trust state) open
+ * with `unsigned int struct_version` and only ever grow by appending. `ends[v - 1]` is where
+ * version v ends: an app built against an older header passes a shorter struct, and the
+ * newer fields would land past its end. Zeroes the caller's version and sets it; a version
+ * this library does not know (a newer header, or garbage) is refused with nothing written.
+ */
+static int out_init(void *out, const size_t *ends, size_t versions, unsigned int version)
 {
-    if (version == 1)
-        return offsetof(mf_agent_model_status, pending);
-    if (version == 2)
-        return offsetof(mf_agent_model_status, install_deferred);
-    if (version == MF_AGENT_STATUS_VERSION)
-        return sizeof(mf_agent_model_status);
-    return 0;
+    if (version < 1 || version > versions)
+        return MF_E_INVALID;
+    memset(out, 0, ends[version - 1]);
+    memcpy(out, &version, sizeof(version));
+    return MF_OK;
 }
+
+static const size_t status_ends[MF_AGENT_STATUS_VERSION] = {
+    offsetof(mf_agent_model_status, pending), offsetof(mf_agent_model_status, install_deferred),
+    sizeof(mf_agent_model_status)};
+static const size_t counters_ends[MF_AGENT_COUNTERS_VERSION] = {sizeof(mf_agent_counters)};
+static const size_t trust_ends[MF_AGENT_TRUST_STATE_VERSION] = {sizeof(mf_agent_trust_state)};
 
 int mf_agent_status_init(mf_agent_model_status *st, unsigned int version)
 {
-    size_t n = status_size(version);
+    return out_init(st, status_ends, MF_AGENT_STATUS_VERSION, version);
+}
 
-    if (n == 0)
-        return MF_E_INVALID;
-    memset(st, 0, n);
-    st->struct_version = version;
-    return MF_OK;
+int mf_agent_counters_init(mf_agent_counters *c, unsigned int version)
+{
+    return out_init(c, counters_ends, MF_AGENT_COUNTERS_VERSION, version);
+}
+
+int mf_agent_trust_state_init(mf_agent_trust_state *t, unsigned int version)
+{
+    return out_init(t, trust_ends, MF_AGENT_TRUST_STATE_VERSION, version);
 }
 
 /* Only the fields of the caller's version are written: an app built against an older
@@ -591,21 +604,29 @@ void mf_agent_set_metered(mf_agent *a, int metered)
     a->metered = metered != 0;
 }
 
-void mf_agent_stats(mf_agent_counters *out, const mf_agent *a)
+int mf_agent_stats(mf_agent_counters *out, const mf_agent *a)
 {
+    if (mf_agent_counters_init(out, out->struct_version) < 0)
+        return MF_E_INVALID;
+    /* ---- version 1 ---- */
     out->blob_requests = a->stats.requests;
     out->blob_bytes = a->stats.bytes_received;
     out->delta_installs = a->stats.delta_installs;
     out->full_installs = a->stats.full_installs;
     out->delta_fallbacks = a->stats.delta_fallbacks;
     out->resumes = a->stats.resumes;
+    return MF_OK;
 }
 
-void mf_agent_trust_status(mf_agent_trust_state *out, const mf_agent *a)
+int mf_agent_trust_status(mf_agent_trust_state *out, const mf_agent *a)
 {
+    if (mf_agent_trust_state_init(out, out->struct_version) < 0)
+        return MF_E_INVALID;
+    /* ---- version 1 ---- */
     out->root_version = mf_trust_root_version(a->trust);
     out->keys_version = mf_trust_keys_version(a->trust);
     out->assignment_sequence = mf_trust_assignment_sequence(a->trust);
+    return MF_OK;
 }
 
 long mf_agent_poll_interval_s(const mf_agent *a)

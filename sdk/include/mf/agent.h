@@ -139,7 +139,7 @@ typedef struct mf_agent_options {
     long retry_base_ms;                  /**< first backoff after a failed install; default 2000;
                                               0 disables backoff */
     long retry_max_ms;                   /**< backoff ceiling; default 600000 */
-    size_t max_patch_window;             /**< largest delta window accepted (workspace ~2x);
+    size_t max_patch_window;             /**< largest delta window accepted (workspace ~1.6x);
                                               default MF_AGENT_DEFAULT_PATCH_WINDOW */
     mf_agent_progress_fn progress_fn;    /**< NULL: none */
     void *progress_payload;              /**< passed to progress_fn */
@@ -252,24 +252,51 @@ typedef struct mf_agent_model_status {
         .struct_version = MF_AGENT_STATUS_VERSION                                                  \
     }
 
-/** Transfer counters since mf_agent_new(), from mf_agent_stats(). */
+/** Version of mf_agent_counters described by this header; fields are only appended. */
+#define MF_AGENT_COUNTERS_VERSION 1
+
+/**
+ * Transfer counters since mf_agent_new(), from mf_agent_stats(). Versioned like
+ * mf_agent_model_status: the caller sets `struct_version` (mf_agent_counters_init() or
+ * MF_AGENT_COUNTERS_INIT) and the library writes only the fields of that version.
+ */
 typedef struct mf_agent_counters {
-    uint64_t blob_requests;   /**< blob GETs sent (first requests and resumes) */
-    uint64_t blob_bytes;      /**< blob body bytes received, re-sent ones included */
-    uint64_t delta_installs;  /**< versions built from a delta */
-    uint64_t full_installs;   /**< versions downloaded whole */
-    uint64_t delta_fallbacks; /**< failed deltas followed by a full download */
-    uint64_t resumes;         /**< downloads that resumed a verified prefix */
+    unsigned int struct_version; /**< MF_AGENT_COUNTERS_VERSION; never written by the SDK */
+    uint64_t blob_requests;      /**< blob GETs sent (first requests and resumes) */
+    uint64_t blob_bytes;         /**< blob body bytes received, re-sent ones included */
+    uint64_t delta_installs;     /**< versions built from a delta */
+    uint64_t full_installs;      /**< versions downloaded whole */
+    uint64_t delta_fallbacks;    /**< failed deltas followed by a full download */
+    uint64_t resumes;            /**< downloads that resumed a verified prefix */
 } mf_agent_counters;
 /** @deprecated old tag of mf_agent_counters; removed in the next release. */
 #define mf_agent_counters_public mf_agent_counters
 
-/** The device's trust state, as returned by mf_agent_trust_status(). */
+/** Static initialiser (C99) of an mf_agent_counters of this header's version. */
+#define MF_AGENT_COUNTERS_INIT                                                                     \
+    {                                                                                              \
+        .struct_version = MF_AGENT_COUNTERS_VERSION                                                \
+    }
+
+/** Version of mf_agent_trust_state described by this header; fields are only appended. */
+#define MF_AGENT_TRUST_STATE_VERSION 1
+
+/**
+ * The device's trust state, as returned by mf_agent_trust_status(); versioned like
+ * mf_agent_counters (mf_agent_trust_state_init() or MF_AGENT_TRUST_STATE_INIT).
+ */
 typedef struct mf_agent_trust_state {
+    unsigned int struct_version;  /**< MF_AGENT_TRUST_STATE_VERSION; never written by the SDK */
     uint64_t root_version;        /**< trusted root version */
     uint64_t keys_version;        /**< trusted keys document version, 0 when none yet */
     uint64_t assignment_sequence; /**< last accepted director sequence */
 } mf_agent_trust_state;
+
+/** Static initialiser (C99) of an mf_agent_trust_state of this header's version. */
+#define MF_AGENT_TRUST_STATE_INIT                                                                  \
+    {                                                                                              \
+        .struct_version = MF_AGENT_TRUST_STATE_VERSION                                             \
+    }
 
 /**
  * @brief Fills `opts` with defaults.
@@ -353,10 +380,23 @@ MF_EXTERN long mf_agent_poll_interval_s(const mf_agent *agent);
 
 /**
  * @brief Reports the device's trust state.
- * @param out receives root/keys versions and the last director sequence.
+ * @param out receives root/keys versions and the last director sequence; its
+ * `struct_version` MUST be set. Only the fields of that version are written.
  * @param agent the agent.
+ * @return MF_OK, MF_E_INVALID for a version this library does not know (nothing written).
  */
-MF_EXTERN void mf_agent_trust_status(mf_agent_trust_state *out, const mf_agent *agent);
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_trust_status(mf_agent_trust_state *out,
+                                                          const mf_agent *agent);
+
+/**
+ * @brief Prepares a trust state of `version` for mf_agent_trust_status(): zeroes the fields of
+ * that version (and nothing beyond them) and sets `struct_version`.
+ * @param state the trust state to prepare.
+ * @param version MUST be 1..MF_AGENT_TRUST_STATE_VERSION.
+ * @return MF_OK, MF_E_INVALID for an unknown version (nothing written).
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_trust_state_init(mf_agent_trust_state *state,
+                                                              unsigned int version);
 
 /**
  * @brief Confirms the pending version of `model` as healthy (it stops counting starts).
@@ -397,8 +437,21 @@ MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_reload(mf_agent *agent);
 /** @brief Switches metered mode (no delta-to-full fallback) at run time. */
 MF_EXTERN void mf_agent_set_metered(mf_agent *agent, int metered);
 
-/** @brief Reports the transfer counters since mf_agent_new(). */
-MF_EXTERN void mf_agent_stats(mf_agent_counters *out, const mf_agent *agent);
+/**
+ * @brief Reports the transfer counters since mf_agent_new().
+ * @param out receives the counters; its `struct_version` MUST be set (mf_agent_counters_init()
+ * or MF_AGENT_COUNTERS_INIT). Only the fields of that version are written.
+ * @param agent the agent.
+ * @return MF_OK, MF_E_INVALID for a version this library does not know (nothing written).
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_stats(mf_agent_counters *out, const mf_agent *agent);
+
+/**
+ * @brief Prepares counters of `version` for mf_agent_stats(), as mf_agent_trust_state_init().
+ * @return MF_OK, MF_E_INVALID for an unknown version (nothing written).
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_counters_init(mf_agent_counters *counters,
+                                                           unsigned int version);
 
 /** @return the message of the last failure, "" if none. Borrowed; valid until the next call. */
 MF_EXTERN const char *mf_agent_errmsg(const mf_agent *agent);

@@ -26,7 +26,8 @@ typedef struct mf_patch mf_patch; /**< opaque; layout private to diff/apply/ */
 typedef int (*mf_source_read_fn)(void *payload, uint64_t offset, void *buf, size_t len);
 
 #define MF_PATCH_OPTIONS_VERSION 1
-/** Default and recommended window: with it the whole workspace stays under 1.5 MiB. */
+/** Default and recommended window: with it the whole workspace is about 0.8 MiB
+ *  (window + zstd's context and one block buffer + a 64 KiB stage). */
 #define MF_PATCH_DEFAULT_WINDOW (512u * 1024u)
 /** Smallest window a patch may declare and an apply accepts. */
 #define MF_PATCH_MIN_WINDOW 4096u

@@ -453,15 +453,15 @@ static void test_agent__replayed_assignment_is_refused(void **state)
 {
     struct fixture *fx = *state;
     mf_agent *agent = agent_with_v1(fx);
-    mf_agent_trust_state ts;
+    mf_agent_trust_state ts = MF_AGENT_TRUST_STATE_INIT;
 
-    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(mf_agent_trust_status(&ts, agent), MF_OK);
     assert_int_equal(ts.assignment_sequence, 1);
     fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
     fx->srv.checkin_mode = CHECKIN_REPLAY;
     assert_refused(fx, agent, "wrong nonce", 1);
     /* A refused assignment does not advance the sequence. */
-    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(mf_agent_trust_status(&ts, agent), MF_OK);
     assert_int_equal(ts.assignment_sequence, 1);
     /* An old sequence with the right nonce is a replay too. */
     fx->srv.checkin_mode = CHECKIN_OK;
@@ -505,9 +505,9 @@ static void test_agent__stolen_director_key_freeze_ends_with_rotation(void **sta
 {
     struct fixture *fx = *state;
     mf_agent *agent = agent_frozen_at_2_53(fx);
-    mf_agent_trust_state ts;
+    mf_agent_trust_state ts = MF_AGENT_TRUST_STATE_INIT;
 
-    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(mf_agent_trust_status(&ts, agent), MF_OK);
     assert_int_equal(ts.assignment_sequence, 1ull << 53);
     /* the genuine director's next assignment: frozen */
     fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
@@ -517,7 +517,7 @@ static void test_agent__stolen_director_key_freeze_ends_with_rotation(void **sta
     rotate_director(&fx->srv);
     step_expect(agent, MF_OK);
     assert_active(agent, "v1", 'a');
-    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(mf_agent_trust_status(&ts, agent), MF_OK);
     assert_int_equal(ts.keys_version, 2);
     assert_int_equal(ts.assignment_sequence, 12);
     /* the stolen key is out, and the fresh space survives a restart */
@@ -554,7 +554,7 @@ static void test_agent__director_rotation_survives_a_cut_save(void **state)
     struct fixture *fx = *state;
     mf_agent *agent = agent_frozen_at_2_53(fx);
     mf_platform_ops cut = fx->ops;
-    mf_agent_trust_state ts;
+    mf_agent_trust_state ts = MF_AGENT_TRUST_STATE_INIT;
 
     mf_agent_free(agent);
     agent = NULL;
@@ -572,12 +572,12 @@ static void test_agent__director_rotation_survives_a_cut_save(void **state)
     agent = NULL;
     fx->opts.platform = &fx->ops;
     assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK); /* the reboot */
-    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(mf_agent_trust_status(&ts, agent), MF_OK);
     assert_int_equal(ts.keys_version, 1);
     assert_int_equal(ts.assignment_sequence, 1ull << 53);
     step_expect(agent, MF_OK);
     assert_active(agent, "v1", 'a');
-    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(mf_agent_trust_status(&ts, agent), MF_OK);
     assert_int_equal(ts.keys_version, 2);
     assert_true(ts.assignment_sequence < 1ull << 53);
     mf_agent_free(agent);
@@ -682,6 +682,94 @@ static void test_agent__status_writes_only_the_callers_version(void **state)
     mf_agent_free(agent);
 }
 
+/* The counters and the trust state as an app of a version-1 header lays them out (frozen like
+ * agent_status_v1; the asserts tie them to the current header's version-1 fields). */
+struct agent_counters_v1 {
+    unsigned int struct_version;
+    uint64_t blob_requests, blob_bytes, delta_installs, full_installs, delta_fallbacks, resumes;
+};
+_Static_assert(sizeof(struct agent_counters_v1) ==
+                   offsetof(mf_agent_counters, resumes) + sizeof(uint64_t),
+               "version 1 of mf_agent_counters is frozen");
+struct agent_trust_state_v1 {
+    unsigned int struct_version;
+    uint64_t root_version, keys_version, assignment_sequence;
+};
+_Static_assert(sizeof(struct agent_trust_state_v1) ==
+                   offsetof(mf_agent_trust_state, assignment_sequence) + sizeof(uint64_t),
+               "version 1 of mf_agent_trust_state is frozen");
+
+static int stats_into(void *out, const mf_agent *agent)
+{
+    return mf_agent_stats(out, agent);
+}
+
+static int trust_into(void *out, const mf_agent *agent)
+{
+    return mf_agent_trust_status(out, agent);
+}
+
+/*
+ * `call` writes a versioned output struct whose version 1 is `v1_size` bytes: given version
+ * 1 it writes those bytes (copied to `v1_out`) and not one past them; given 0 (an app that
+ * never set it) or a version newer than the library's `current` it fails and writes nothing.
+ */
+static void check_versioned_out(void *v1_out, uint64_t *buf, size_t buf_size,
+                                int (*call)(void *, const mf_agent *), const mf_agent *agent,
+                                size_t v1_size, unsigned int current)
+{
+    const unsigned int bad[] = {0, current + 1};
+    unsigned char *b = (unsigned char *)buf;
+    unsigned int v = 1;
+
+    assert_true(v1_size + 16 <= buf_size);
+    memset(buf, 0xa5, buf_size);
+    memcpy(b, &v, sizeof(v));
+    assert_int_equal(call(buf, agent), MF_OK);
+    memcpy(&v, b, sizeof(v));
+    assert_int_equal(v, 1);
+    for (size_t i = v1_size; i < buf_size; i++)
+        assert_int_equal(b[i], 0xa5);
+    memcpy(v1_out, buf, v1_size);
+    for (size_t k = 0; k < 2; k++) {
+        memset(buf, 0xa5, buf_size);
+        memcpy(b, &bad[k], sizeof(bad[k]));
+        assert_int_equal(call(buf, agent), MF_E_INVALID);
+        for (size_t i = sizeof(v); i < buf_size; i++)
+            assert_int_equal(b[i], 0xa5);
+    }
+}
+
+/* mf_agent_counters and mf_agent_trust_state follow mf_agent_model_status: an app of an older
+ * header is written only its own fields, and a version the library does not know nothing. */
+static void test_agent__counters_and_trust_write_only_the_callers_version(void **state)
+{
+    struct fixture *fx = *state;
+    mf_agent *agent = agent_with_v1(fx);
+    uint64_t buf[16];
+    struct agent_counters_v1 c;
+    struct agent_trust_state_v1 t;
+    mf_agent_counters cur;
+
+    check_versioned_out(&c, buf, sizeof(buf), stats_into, agent, sizeof(c),
+                        MF_AGENT_COUNTERS_VERSION);
+    assert_int_equal(c.full_installs, 1); /* agent_with_v1 installed v1 whole */
+    assert_int_equal(c.delta_installs, 0);
+    assert_true(c.blob_requests >= 1);
+    assert_int_equal(c.blob_bytes, sizeof(model_v1));
+    check_versioned_out(&t, buf, sizeof(buf), trust_into, agent, sizeof(t),
+                        MF_AGENT_TRUST_STATE_VERSION);
+    assert_int_equal(t.root_version, 1);
+    assert_int_equal(t.assignment_sequence, 1);
+    /* _init zeroes the caller's version and refuses unknown ones. */
+    memset(&cur, 0xa5, sizeof(cur));
+    assert_int_equal(mf_agent_counters_init(&cur, 0), MF_E_INVALID);
+    assert_int_equal(mf_agent_counters_init(&cur, MF_AGENT_COUNTERS_VERSION), MF_OK);
+    assert_int_equal(cur.struct_version, MF_AGENT_COUNTERS_VERSION);
+    assert_int_equal(cur.resumes, 0);
+    mf_agent_free(agent);
+}
+
 /* mf_agent_new() has no handle to fail into: the message reaches the options' error buffer
  * (without a log_fn), truncated to its size, and names the missing field. */
 static void test_agent__new_failure_fills_the_error_buffer(void **state)
@@ -727,7 +815,7 @@ static void test_agent__trust_root_is_required_and_state_persists(void **state)
 {
     struct fixture *fx = *state;
     mf_agent *agent = NULL;
-    mf_agent_trust_state ts;
+    mf_agent_trust_state ts = MF_AGENT_TRUST_STATE_INIT;
     mf_agent_options o = fx->opts;
     uint8_t *bad;
     size_t len = 0;
@@ -752,7 +840,7 @@ static void test_agent__trust_root_is_required_and_state_persists(void **state)
     mf_free(NULL, bad);
 
     agent = agent_with_v1(fx);
-    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(mf_agent_trust_status(&ts, agent), MF_OK);
     assert_int_equal(ts.root_version, 1);
     assert_int_equal(ts.keys_version, 1);
     assert_true(exists(fx, "trust.state"));
@@ -768,7 +856,7 @@ static void test_agent__trust_root_is_required_and_state_persists(void **state)
     o.trust_root = "x";
     o.trust_root_len = 1;
     assert_int_equal(mf_agent_new(&agent, &o), MF_OK);
-    mf_agent_trust_status(&ts, agent);
+    assert_int_equal(mf_agent_trust_status(&ts, agent), MF_OK);
     assert_int_equal(ts.keys_version, 1);
     assert_int_equal(ts.assignment_sequence, 2); /* two check-ins, one assignment each */
     mf_agent_free(agent);
@@ -1334,6 +1422,7 @@ int main(void)
         T(test_agent__release_below_floor_is_refused),
         T(test_agent__trust_root_is_required_and_state_persists),
         T(test_agent__status_writes_only_the_callers_version),
+        T(test_agent__counters_and_trust_write_only_the_callers_version),
         T(test_agent__new_failure_fills_the_error_buffer),
         T(test_agent__poll_interval_precedence_and_jitter),
         T(test_agent__install_window_defers_until_it_opens),

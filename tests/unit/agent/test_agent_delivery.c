@@ -19,9 +19,9 @@
 
 static mf_agent_counters stats_of(mf_agent *agent)
 {
-    mf_agent_counters c;
+    mf_agent_counters c = MF_AGENT_COUNTERS_INIT;
 
-    mf_agent_stats(&c, agent);
+    assert_int_equal(mf_agent_stats(&c, agent), MF_OK);
     return c;
 }
 
@@ -584,8 +584,9 @@ static void test_agent_delivery__delta_heap_is_bounded(void **state)
     assert_int_equal(stats_of(agent).delta_installs, 1);
     mf_agent_free(agent);
     print_message("peak agent heap for a 4 MiB delta install: %zu bytes\n", pa.peak);
-    /* The decoder's workspace (2 x 512 KiB window + zstd) plus ~100 KiB of the agent. */
-    assert_true(pa.peak < 1536 * 1024);
+    /* The decoder's workspace (one 512 KiB window, zstd's context and block buffer, the
+     * stage: 0.78 MiB) plus ~110 KiB of the agent: the install bound of docs/agent.md. */
+    assert_true(pa.peak < 1024 * 1024);
     test_free(delta);
     test_free(v1);
     test_free(v2);

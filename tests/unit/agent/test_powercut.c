@@ -117,7 +117,8 @@ static int agent_up(struct run *r)
 
 static void ack_trust(struct run *r)
 {
-    mf_agent_trust_status(&r->trust_ack, r->agent);
+    assert_int_equal(mf_agent_trust_state_init(&r->trust_ack, MF_AGENT_TRUST_STATE_VERSION), MF_OK);
+    assert_int_equal(mf_agent_trust_status(&r->trust_ack, r->agent), MF_OK);
 }
 
 /* Steps until `version` is active (NULL: until the trust is root v2 / keys v2); < 0 when
@@ -388,7 +389,7 @@ static void check_model(struct run *r)
 
 static void check_trust(struct run *r)
 {
-    mf_agent_trust_state ts;
+    mf_agent_trust_state ts = MF_AGENT_TRUST_STATE_INIT;
     const struct fake_server *s = &r->fx->srv;
     uint64_t rv = s->root_env ? s->root_version : 1, kv = s->keys_version ? s->keys_version : 1;
     uint64_t seq = s->assign_seq;
@@ -399,7 +400,7 @@ static void check_trust(struct run *r)
         kv = r->offered.keys_version;
     if (seq < r->offered.assignment_sequence)
         seq = r->offered.assignment_sequence;
-    mf_agent_trust_status(&ts, r->agent);
+    assert_int_equal(mf_agent_trust_status(&ts, r->agent), MF_OK);
     if (ts.root_version < r->trust_ack.root_version || ts.root_version > rv ||
         ts.keys_version < r->trust_ack.keys_version || ts.keys_version > kv ||
         ts.assignment_sequence < r->trust_ack.assignment_sequence || ts.assignment_sequence > seq)
