@@ -157,13 +157,6 @@ int mfctl__cmd_devices(struct mfctl *c, int argc, char **argv)
     return mfctl__list_command(c, argc, argv, "/v1/admin/devices", mfctl__print_devices);
 }
 
-static const char *versions_model; /* the one model `mfctl versions` prints */
-
-static int print_one_model(struct mfctl *c, const char *json, size_t len)
-{
-    return mfctl__print_versions(c, json, len, versions_model);
-}
-
 int mfctl__cmd_versions(struct mfctl *c, int argc, char **argv)
 {
     int json, nargs, rc = mfctl__common_flags(c, argc, argv, &json, &nargs);
@@ -179,10 +172,10 @@ int mfctl__cmd_versions(struct mfctl *c, int argc, char **argv)
         (void)fprintf(c->err, "mfctl versions: expected one MODEL name\n%s", c->cmd->usage);
         return 2;
     }
-    char flag[] = "--json";
+    char flag[] = "--json", path[96];
     char *list_argv[] = {argv[0], flag, NULL};
 
-    versions_model = argv[1];
-    /* The listing is filtered here: --json prints the server's whole answer. */
-    return mfctl__list_command(c, json ? 2 : 1, list_argv, "/v1/admin/models", print_one_model);
+    /* The model's own route: an unknown MODEL is the server's 404, not an empty table. */
+    (void)snprintf(path, sizeof(path), "/v1/admin/models/%s", argv[1]);
+    return mfctl__list_command(c, json ? 2 : 1, list_argv, path, mfctl__print_models);
 }
