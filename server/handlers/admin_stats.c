@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * GET /v1/admin/models/{name}/stats: per version, the devices running it (installed, or gone
- * back to it by a rollback: running_version) and the fleet figures of the device runtime reports, percentiles
+ * GET /v1/admin/models/{name}/stats: per version, the devices running it (their last
+ * report says installed) and the fleet figures of the device runtime reports, percentiles
  * from the merged histogram (never averaged; docs/rollouts.md).
  */
 #include "handlers/handlers.h"
@@ -20,11 +20,10 @@ static int count_running(void *payload, const struct mf_store_status *st)
 {
     struct running *run = payload;
 
-    /* A device that rolled back runs the version it went back to (store.h). */
-    if (strcmp(st->model, run->model) != 0 || !st->running_version[0])
+    if (strcmp(st->model, run->model) != 0 || strcmp(st->status, "installed") != 0)
         return MF_OK;
     for (size_t i = 0; i < run->fleet->n; i++) {
-        if (strcmp(run->fleet->v[i].version, st->running_version) == 0)
+        if (strcmp(run->fleet->v[i].version, st->version) == 0)
             run->count[i]++;
     }
     return MF_OK;
