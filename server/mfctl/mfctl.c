@@ -52,13 +52,16 @@ static const struct mfctl_command commands[] = {
      mfctl__cmd_models},
     {"devices", "list enrolled devices and what they run",
      "usage: mfctl [global options] devices [--json]\n"
-     "Lists every device with its last check-in and the reported state of each model.\n",
+     "Lists every device with its last check-in (ISO 8601 UTC) and per model: RUNNING, the\n"
+     "version it runs (after a rollback, the one it went back to); STATUS installed, rolled\n"
+     "back or failed; ROLLED BACK, the version it rolled back from; DETAIL, why.\n",
      mfctl__cmd_devices},
     {"versions", "list the versions of one model; fleet figures per version",
      "usage: mfctl [global options] versions MODEL [--json]\n"
      "       mfctl [global options] versions stats MODEL [--json]\n"
      "       mfctl [global options] versions show MODEL VERSION [--json]\n"
-     "Lists MODEL's versions (oldest first) with size, digest and release state. stats:\n"
+     "Lists MODEL's versions (oldest first) with size, digest and release state; an unknown\n"
+     "MODEL exits 1 with the server's message. stats:\n"
      "per version the devices running and reporting it, installs, P50/P95/P99 latency from\n"
      "the merged device histograms, peak memory, offload rate and teacher agreement.\n",
      mfctl__cmd_versions},
@@ -77,7 +80,8 @@ static const struct mfctl_command commands[] = {
      "       mfctl [global options] pins clear device|group|channel TARGET MODEL\n"
      "The director's precedence: security floor > device pin (from the device) > ops pin\n"
      "for the device > for a group > fleet rollback > rollout wave > channel default.\n"
-     "A pin must name a released version.\n",
+     "A pin must name a released version, and an enrolled device, a group with a device in\n"
+     "it or a model that exists: an unknown one exits 1 with the server's message.\n",
      mfctl__cmd_pins},
     {"rollback", "roll the whole fleet back to a released version, or end it",
      "usage: mfctl [global options] rollback start MODEL VERSION\n"
