@@ -116,8 +116,7 @@ static const struct uint_flag uint_flags[] = {
     {"--threads", offsetof(struct sim_config, threads), 1, SIM_MAX_THREADS},
 };
 
-static int parse_one(struct sim_config *c, const char *k, const char *v, char **token,
-                     char **root)
+static int parse_one(struct sim_config *c, const char *k, const char *v, char **token, char **root)
 {
     size_t len = 0;
 

@@ -112,7 +112,9 @@ int mfctl__print_devices(struct mfctl *c, const char *json, size_t len)
         if (cJSON_GetArraySize(models) == 0)
             (void)fprintf(c->out, "%-20s %-20s  %-16s\n", id, seen, "-");
         cJSON_ArrayForEach(m, models)
+        {
             print_device_model(c, id, seen, m);
+        }
     }
     cJSON_Delete(doc);
     return MF_OK;

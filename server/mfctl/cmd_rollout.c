@@ -112,13 +112,13 @@ static void print_lines(struct mfctl *c, const cJSON *doc)
             (void)snprintf(limit, sizeof(limit), "x%.2f", mfctl__num(l, "limit"));
         else
             (void)fmt_figure(limit, sizeof(limit), metric, mfctl__num(l, "limit"));
-        (void)fprintf(c->out, "  %-22s %-9s %10s %14s %14s  %s\n", metric, mfctl__str(l, "kind"),
-                      limit,
-                      evaluated ? fmt_figure(value, sizeof(value), metric, mfctl__num(l, "value"))
-                                : "-",
-                      evaluated ? fmt_figure(bound, sizeof(bound), metric, mfctl__num(l, "bound"))
-                                : "-",
-                      !evaluated ? "no data" : breached ? "BREACHED" : "ok");
+        (void)fprintf(
+            c->out, "  %-22s %-9s %10s %14s %14s  %s\n", metric, mfctl__str(l, "kind"), limit,
+            evaluated ? fmt_figure(value, sizeof(value), metric, mfctl__num(l, "value")) : "-",
+            evaluated ? fmt_figure(bound, sizeof(bound), metric, mfctl__num(l, "bound")) : "-",
+            !evaluated ? "no data"
+            : breached ? "BREACHED"
+                       : "ok");
     }
 }
 
@@ -185,14 +185,13 @@ int mfctl__print_stats(struct mfctl *c, const char *json, size_t len)
                   "OFFLOAD", "AGREE");
     cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(doc, "versions"))
     {
-        (void)fprintf(
-            c->out, "%-12s %8.0f %9.0f %7.0f %7.0f %9.0f %9.0f %9.0f %11s %8.4f %8.4f\n",
-            mfctl__str(v, "version"), mfctl__num(v, "devices_running"),
-            mfctl__num(v, "devices_reporting"), mfctl__num(v, "install_ok"),
-            mfctl__num(v, "install_failed"), mfctl__num(v, "p50_us"), mfctl__num(v, "p95_us"),
-            mfctl__num(v, "p99_us"), mfctl__fmt_bytes(mem, sizeof(mem), mfctl__num(v, "peak_memory")),
-            mfctl__num(v, "offload_rate"),
-            mfctl__num(v, "teacher_agreement"));
+        (void)fprintf(c->out, "%-12s %8.0f %9.0f %7.0f %7.0f %9.0f %9.0f %9.0f %11s %8.4f %8.4f\n",
+                      mfctl__str(v, "version"), mfctl__num(v, "devices_running"),
+                      mfctl__num(v, "devices_reporting"), mfctl__num(v, "install_ok"),
+                      mfctl__num(v, "install_failed"), mfctl__num(v, "p50_us"),
+                      mfctl__num(v, "p95_us"), mfctl__num(v, "p99_us"),
+                      mfctl__fmt_bytes(mem, sizeof(mem), mfctl__num(v, "peak_memory")),
+                      mfctl__num(v, "offload_rate"), mfctl__num(v, "teacher_agreement"));
     }
     cJSON_Delete(doc);
     return MF_OK;

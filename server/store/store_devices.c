@@ -18,7 +18,7 @@
  * last report names. */
 #define STATUSES_LIST(C)                                                                           \
     "SELECT d.device_id, s.model, s.version, s.sha256, s.status, s.detail,"                        \
-    " s.reported_at, CASE WHEN s.status = 'installed' THEN s.version ELSE COALESCE(("             \
+    " s.reported_at, CASE WHEN s.status = 'installed' THEN s.version ELSE COALESCE(("              \
     "SELECT e.version FROM events e WHERE e.device_id = s.device_id AND e.model = s.model"         \
     " AND e.status = 'installed' AND NOT EXISTS (SELECT 1 FROM events f"                           \
     " WHERE f.device_id = e.device_id AND f.model = e.model AND f.status = 'failed'"               \

@@ -15,7 +15,7 @@ static void test_sim__device_name_joins_the_prefix_once(void **state)
         unsigned index;
         const char *id;
     } cases[] = {
-        {"sim", 0, "sim-00000"}, {"sim-", 0, "sim-00000"}, {"cam_", 7, "cam_00007"},
+        {"sim", 0, "sim-00000"},   {"sim-", 0, "sim-00000"},    {"cam_", 7, "cam_00007"},
         {"lab.", 12, "lab.00012"}, {"a-b", 19999, "a-b-19999"}, {"", 3, "00003"},
     };
     char id[MF_AGENT_NAME_MAX + 1];
@@ -55,9 +55,21 @@ static int teardown(void **state)
 static int parse_with(struct sim_config *c, const struct sim_args_fx *fx, int n,
                       const char *const *extra)
 {
-    const char *base[] = {"mf-sim",  "--server", "http://127.0.0.1:1", "--enroll-token-file",
-                          fx->token, "--trust-root", fx->root, "--state", fx->dir, "--model", "det",
-                          "--devices", "3", "--cycles", "2"};
+    const char *base[] = {"mf-sim",
+                          "--server",
+                          "http://127.0.0.1:1",
+                          "--enroll-token-file",
+                          fx->token,
+                          "--trust-root",
+                          fx->root,
+                          "--state",
+                          fx->dir,
+                          "--model",
+                          "det",
+                          "--devices",
+                          "3",
+                          "--cycles",
+                          "2"};
     char *argv[32];
     char *token = NULL, *root = NULL;
     int argc = 0, rc;
@@ -81,8 +93,8 @@ static int parse_with(struct sim_config *c, const struct sim_args_fx *fx, int n,
 
 static void test_sim__args_accepted(void **state)
 {
-    const char *extra[] = {"--prefix", "sim-", "--threads", "8", "--interval-ms", "0",
-                           "--offline", "0-2:1-3", "--behave", "v2:lat=2000,mem=40M"};
+    const char *extra[] = {"--prefix", "sim-",      "--threads", "8",        "--interval-ms",
+                           "0",        "--offline", "0-2:1-3",   "--behave", "v2:lat=2000,mem=40M"};
     struct sim_config c;
 
     assert_int_equal(parse_with(&c, *state, 10, extra), 0);
@@ -99,11 +111,19 @@ static void test_sim__args_accepted(void **state)
 static void test_sim__bad_args_refused(void **state)
 {
     static const char *const cases[][2] = {
-        {"--devices", "0"},         {"--devices", "20001"},   {"--devices", "3x"},
-        {"--cycles", "-1"},         {"--threads", "65"},      {"--interval-ms", " 5"},
-        {"--inferences", ""},       {"--nope", "1"},          {"--prefix", "bad/name"},
+        {"--devices", "0"},
+        {"--devices", "20001"},
+        {"--devices", "3x"},
+        {"--cycles", "-1"},
+        {"--threads", "65"},
+        {"--interval-ms", " 5"},
+        {"--inferences", ""},
+        {"--nope", "1"},
+        {"--prefix", "bad/name"},
         {"--prefix", "p23456789012345678901234567890123456789012345678901234567890"},
-        {"--behave", "v2:lat=x"},   {"--offline", "2-1:0-1"}, {"--offline", "0-2"},
+        {"--behave", "v2:lat=x"},
+        {"--offline", "2-1:0-1"},
+        {"--offline", "0-2"},
         {"--trust-root", "/nonexistent/root.json"},
     };
     struct sim_config c;

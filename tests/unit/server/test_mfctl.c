@@ -124,13 +124,14 @@ static void test_mfctl__tables(void **state)
     MFCTL_TEXT_HAS(text, "2025-11-30T10:53:20Z", "empty", "cam-0002", "RUNNING", "ROLLED BACK");
     /* A failed install leaves the device on what it ran; a rollback shows both versions,
      * each in its own column (issue 17: the rolled-back version was shown as running). */
-    MFCTL_TEXT_HAS(text,
-                   "cam-0001             2025-11-30T10:55:00Z  detector         v1           failed  "
-                   "     -            v2: sha256 mismatch",
-                   "cam-0003             2025-11-30T10:55:00Z  detector         v1           "
-                   "rolled back  v2           health check failed",
-                   "cam-0003             2025-11-30T10:55:00Z  ocr              o3           "
-                   "installed    -");
+    MFCTL_TEXT_HAS(
+        text,
+        "cam-0001             2025-11-30T10:55:00Z  detector         v1           failed  "
+        "     -            v2: sha256 mismatch",
+        "cam-0003             2025-11-30T10:55:00Z  detector         v1           "
+        "rolled back  v2           health check failed",
+        "cam-0003             2025-11-30T10:55:00Z  ocr              o3           "
+        "installed    -");
     free(text);
     c.out = open_memstream(&text, &len);
     assert_int_equal(mfctl__print_models(&c, "{\"devices\":[]}", 14), MF_E_INVALID);
@@ -323,7 +324,7 @@ static void test_mfctl__fleet_usage_errors(void **state)
 static void test_mfctl__unknown_ids_exit_1_with_the_message(void **state)
 {
 #define NOT_FOUND(msg)                                                                             \
-    "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"      \
+    "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"        \
     "{\"error\":\"not_found\",\"message\":\"" msg "\"}"
     static const struct {
         const char *args[6];

@@ -41,8 +41,8 @@ static const struct unknown_case cases[] = {
      "'cam-9999'"},
     {"DELETE", "/v1/admin/devices/{}/samples", "/v1/admin/devices/cam-9999/samples", NULL,
      "'cam-9999'"},
-    {"PUT", "/v1/admin/pins/{}/{}/{}", "/v1/admin/pins/device/cam-9999/det",
-     "{\"version\":\"v1\"}", "unknown device 'cam-9999'"},
+    {"PUT", "/v1/admin/pins/{}/{}/{}", "/v1/admin/pins/device/cam-9999/det", "{\"version\":\"v1\"}",
+     "unknown device 'cam-9999'"},
     {"PUT", "/v1/admin/pins/{}/{}/{}", "/v1/admin/pins/group/nosuchgroup/det",
      "{\"version\":\"v1\"}", "unknown group 'nosuchgroup'"},
     {"PUT", "/v1/admin/pins/{}/{}/{}", "/v1/admin/pins/device/cam-a/nosuchmodel",
@@ -51,8 +51,7 @@ static const struct unknown_case cases[] = {
      "{\"version\":\"v1\"}", "unknown model 'nosuchmodel'"},
     {"PUT", "/v1/admin/pins/{}/{}/{}", "/v1/admin/pins/device/cam-a/det", "{\"version\":\"v9\"}",
      "'v9'"},
-    {"DELETE", "/v1/admin/pins/{}/{}/{}", "/v1/admin/pins/device/cam-9999/det", NULL,
-     "'cam-9999'"},
+    {"DELETE", "/v1/admin/pins/{}/{}/{}", "/v1/admin/pins/device/cam-9999/det", NULL, "'cam-9999'"},
     {"PUT", "/v1/admin/rollbacks/{}", "/v1/admin/rollbacks/nosuchmodel", "{\"version\":\"v1\"}",
      "unknown model 'nosuchmodel'"},
     {"DELETE", "/v1/admin/rollbacks/{}", "/v1/admin/rollbacks/nosuchmodel", NULL,
@@ -90,7 +89,8 @@ static void test_server_notfound__every_admin_route_with_an_id_is_covered(void *
         if (!route_has_id(rt))
             continue;
         for (size_t j = 0; j < sizeof(cases) / sizeof(cases[0]); j++)
-            covered |= !strcmp(cases[j].method, rt->method) && !strcmp(cases[j].pattern, rt->pattern);
+            covered |=
+                !strcmp(cases[j].method, rt->method) && !strcmp(cases[j].pattern, rt->pattern);
         for (size_t j = 0; j < sizeof(exempt) / sizeof(exempt[0]); j++)
             covered |=
                 !strcmp(exempt[j].method, rt->method) && !strcmp(exempt[j].pattern, rt->pattern);
@@ -122,8 +122,8 @@ static void test_server_notfound__unknown_ids_are_404_naming_them(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         srvfx_call(&r, cases[i].method, cases[i].path, srvfx.admin, cases[i].body);
         if (r.status != 404 || !r.body || !strstr(r.body, cases[i].names))
-            fail_msg("%s %s: %ld %s (want 404 naming %s)", cases[i].method, cases[i].path,
-                     r.status, r.body ? r.body : "", cases[i].names);
+            fail_msg("%s %s: %ld %s (want 404 naming %s)", cases[i].method, cases[i].path, r.status,
+                     r.body ? r.body : "", cases[i].names);
         free(r.body);
     }
     /* Nothing was written by the refused requests. */
@@ -152,8 +152,10 @@ static void test_server_notfound__known_ids_still_work(void **state)
         {"DELETE", "/v1/admin/pins/group/lab/det", NULL, 204},
         {"PUT", "/v1/admin/pins/channel/new-channel/det", "{\"version\":\"v1\"}", 200},
         {"DELETE", "/v1/admin/pins/channel/new-channel/det", NULL, 204},
-        {"PUT", "/v1/admin/offload/calibration/det/v1", "{\"method\":\"max_softmax\","
-                                                         "\"scores\":[0.5]}", 204},
+        {"PUT", "/v1/admin/offload/calibration/det/v1",
+         "{\"method\":\"max_softmax\","
+         "\"scores\":[0.5]}",
+         204},
         {"DELETE", "/v1/admin/devices/cam-a/samples", NULL, 200},
     };
     struct srvfx_resp r;
