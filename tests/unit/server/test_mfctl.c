@@ -154,6 +154,21 @@ static void serve_once(struct mf_kit_http *s, const char *raw, char *url, size_t
     (void)snprintf(url, cap, "%s", s->url);
 }
 
+/* Runs `mfctl --server <s> --token-file tok ARGS` (up to 6 ARGS, NULL-ended) against `s`
+ * answering `reply`; stop `s` and free `r` after. */
+static void run_against(struct mfctl_run *r, struct mf_kit_http *s, const char *tok,
+                        const char *reply, const char *const *args)
+{
+    char url[64];
+    const char *argv[12] = {"mfctl", "--server", url, "--token-file", tok};
+    int argc = 5;
+
+    serve_once(s, reply, url, sizeof(url));
+    for (int k = 0; k < 6 && args[k]; k++)
+        argv[argc++] = args[k];
+    mfctl_run(r, argc, argv);
+}
+
 static void test_mfctl__upload_streams_file_with_sha256(void **state)
 {
     static const char reply[] = "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
@@ -357,21 +372,15 @@ static void test_mfctl__unknown_ids_exit_1_with_the_message(void **state)
     };
 #undef NOT_FOUND
     char tok[] = "/tmp/mfctl-tok-XXXXXX";
-    char url[64];
 
     (void)state;
     (void)close(mkstemp(tok));
     mf_kit_fs_write(tok, "mfa_x", 5);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        const char *argv[12] = {"mfctl", "--server", url, "--token-file", tok};
         struct mf_kit_http s;
         struct mfctl_run r;
-        int argc = 5;
 
-        serve_once(&s, cases[i].reply, url, sizeof(url));
-        for (int k = 0; k < 6 && cases[i].args[k]; k++)
-            argv[argc++] = cases[i].args[k];
-        mfctl_run(&r, argc, argv);
+        run_against(&r, &s, tok, cases[i].reply, cases[i].args);
         if (r.rc != 1 || !strstr(r.err, cases[i].message))
             fail_msg("mfctl %s %s: rc %d, stderr %s", cases[i].args[0], cases[i].args[1], r.rc,
                      r.err);
@@ -455,7 +464,6 @@ static void test_mfctl__fleet_requests(void **state)
          "mfa_secret"},
     };
     char tok[] = "/tmp/mfctl-tok-XXXXXX";
-    char url[64];
 
     (void)state;
     assert_int_equal(strlen(strstr(token, "\r\n\r\n") + 4), 59);
@@ -464,16 +472,11 @@ static void test_mfctl__fleet_requests(void **state)
     (void)close(mkstemp(tok));
     mf_kit_fs_write(tok, "mfa_x", 5);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        const char *argv[12] = {"mfctl", "--server", url, "--token-file", tok};
         const struct mf_kit_http_request *q;
         struct mf_kit_http s;
         struct mfctl_run r;
-        int argc = 5;
 
-        serve_once(&s, cases[i].reply, url, sizeof(url));
-        for (int k = 0; k < 6 && cases[i].args[k]; k++)
-            argv[argc++] = cases[i].args[k];
-        mfctl_run(&r, argc, argv);
+        run_against(&r, &s, tok, cases[i].reply, cases[i].args);
         if (r.rc != 0)
             fail_msg("mfctl %s: rc %d: %s", cases[i].args[0], r.rc, r.err);
         q = mf_kit_http_request(&s, 0);

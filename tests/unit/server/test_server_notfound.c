@@ -138,10 +138,8 @@ static void test_server_notfound__unknown_ids_are_404_naming_them(void **state)
 /* The same routes with ids that exist succeed: the checks refuse only what is unknown. */
 static void test_server_notfound__known_ids_still_work(void **state)
 {
-    static const struct {
-        const char *method, *path, *body;
-        long want;
-    } known[] = {
+    char sha[65], header[96];
+    static const struct srvfx_expect known[] = {
         {"GET", "/v1/admin/models/det", NULL, 200},
         {"GET", "/v1/admin/models/det/stats", NULL, 200},
         {"GET", "/v1/admin/samples?model=det", NULL, 200},
@@ -162,15 +160,23 @@ static void test_server_notfound__known_ids_still_work(void **state)
 
     (void)state;
     srvfx_publish_det();
-    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
-        srvfx_call(&r, known[i].method, known[i].path, srvfx.admin, known[i].body);
-        if (r.status != known[i].want)
-            fail_msg("%s %s: %ld %s (want %ld)", known[i].method, known[i].path, r.status,
-                     r.body ? r.body : "", known[i].want);
-        if (i == 0 && (!strstr(r.body, "\"name\":\"det\"") || !strstr(r.body, "\"v2\"")))
-            fail_msg("GET /v1/admin/models/det: %s", r.body);
-        free(r.body);
-    }
+    srvfx_expect_statuses(known, sizeof(known) / sizeof(known[0]), srvfx.admin);
+    /* A second (staged) model, so that GET /v1/admin/models/det is seen to leave it out. */
+    srvfx_sha256_hex(sha, "other", 5);
+    (void)snprintf(header, sizeof(header), "X-MF-Sha256: %s", sha);
+    srvfx_call_port(&r, srvfx.port, "PUT", "/v1/admin/models/other/versions/o1", srvfx.admin,
+                    "other", 5, header);
+    assert_int_equal(r.status, 201);
+    free(r.body);
+    srvfx_call(&r, "GET", "/v1/admin/models", srvfx.admin, NULL);
+    assert_non_null(strstr(r.body, "\"name\":\"other\""));
+    free(r.body);
+    assert_int_equal(srvfx_call(&r, "GET", "/v1/admin/models/det", srvfx.admin, NULL), 200);
+    /* That model only, with its versions. */
+    assert_non_null(strstr(r.body, "\"name\":\"det\""));
+    assert_non_null(strstr(r.body, "\"version\":\"v2\""));
+    assert_null(strstr(r.body, "other"));
+    free(r.body);
 }
 
 int main(void)
