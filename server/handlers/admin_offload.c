@@ -109,10 +109,11 @@ int mf_handlers__offload_calibration_put(struct mf_httpd_req *r)
 
     if (err < 0 || r->resp)
         return err;
-    {
+    /* Scores for a version that does not exist would calibrate nothing; a model of the
+     * offload configuration may be calibrated before its version is published here. */
+    if (!mf_offsrv__model(r->env->offload, r->params[0])) {
         struct mf_store_version v;
 
-        /* Scores for a version that does not exist would calibrate nothing. */
         err = s->ops->registry->version_get(&v, s, &r->ctx, r->params[0], r->params[1]);
         if (err == MF_E_NOTFOUND)
             return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "no version '%s' of model '%s'",
@@ -318,8 +319,9 @@ int mf_handlers__offload_samples_export(struct mf_httpd_req *r)
     cJSON *body;
     int err = export_query(&q, r);
 
-    /* An empty export of a misspelt model looks like "no hard samples yet". */
-    if (err == MF_OK && !r->resp)
+    /* An empty export of a misspelt model looks like "no hard samples yet". A model of the
+     * offload configuration is known even without a version here (its devices offload). */
+    if (err == MF_OK && !r->resp && !mf_offsrv__model(r->env->offload, q.model))
         err = mf_handlers__need_model(r, q.model);
     if (err < 0 || r->resp)
         return err;
