@@ -69,13 +69,14 @@ int mf_handlers__distill_run_create(struct mf_httpd_req *r)
     struct mf_store_distill_run run;
     int err = mf_handlers__check_names(r, 1);
 
-    /* An unknown model is 404 whether or not this node runs distillation. */
-    if (err == MF_OK && !r->resp)
-        err = mf_handlers__need_model(r, r->params[0]);
     if (err < 0 || r->resp)
         return err;
-    if (!r->env->distill)
-        return no_distill(r);
+    if (!r->env->distill) {
+        /* An unknown model is 404 whether or not this node runs distillation (with it, the
+         * distill config names the models: the loop may make a model's first version). */
+        err = mf_handlers__need_model(r, r->params[0]);
+        return err < 0 || r->resp ? err : no_distill(r);
+    }
     err = mf_distill__run_create(&run, r->env->distill, &r->ctx, r->params[0], "manual",
                                  mf_handlers__now());
     if (err == MF_E_NOTFOUND)
@@ -114,7 +115,8 @@ int mf_handlers__distill_runs_list(struct mf_httpd_req *r)
     if (err == MF_OK && model && !mf_names__valid_id(model))
         err = mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
                                     "'model' must match [A-Za-z0-9._-]{1,64}");
-    else if (err == MF_OK && model)
+    else if (err == MF_OK && model &&
+             !(r->env->distill && mf_distill__config_model(r->env->distill->cfg, model)))
         err = mf_handlers__need_model(r, model);
     if (err == MF_OK && !r->resp)
         err = s->ops->distill->distill_runs_list(s, &r->ctx, model ? model : "", 0, add_run, list);

@@ -65,7 +65,7 @@ static const struct unknown_case cases[] = {
     {"POST", "/v1/admin/rollouts/{}/{}", "/v1/admin/rollouts/999999/pause", "{}", "999999"},
     {"POST", "/v1/admin/rollouts", "/v1/admin/rollouts",
      "{\"model\":\"nosuchmodel\",\"version\":\"v2\"}", "'nosuchmodel'"},
-    {"POST", "/v1/admin/distill/{}/runs", "/v1/admin/distill/fashoin/runs", "{}", "'fashoin'"},
+    {"POST", "/v1/admin/distill/{}/runs", "/v1/admin/distill/fashoin/runs", "{}", "fashoin"},
     {"GET", "/v1/admin/distill/runs", "/v1/admin/distill/runs?model=fashoin", NULL, "'fashoin'"},
     {"GET", "/v1/admin/distill/runs/{}", "/v1/admin/distill/runs/999999", NULL, "999999"},
 };
