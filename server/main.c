@@ -7,12 +7,14 @@
 #include "director/director.h"
 #include "app/server.h"
 #include "http/http_credcache.h"
+#include "mf_cli.h"
 
 #include <errno.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,23 +28,56 @@ struct cli {
     int log_level;
 };
 
-static void usage(FILE *f)
+static const char usage_text[] =
+    "NAME\n"
+    "    mf-server - the modelferry update server (registry, director, rollouts, offload)\n"
+    "SYNOPSIS\n"
+    "    mf-server init  --data-dir DIR [--director-key PRIV.pem] [--store URL]\n"
+    "    mf-server serve --data-dir DIR [OPTIONS]\n"
+    "    mf-server --help | --version\n"
+    "DESCRIPTION\n"
+    "    init prepares DIR: the store, the admin and enrolment tokens (admin.token,\n"
+    "    enroll.token) and the director key (or imports PRIV.pem); a second init changes\n"
+    "    nothing. serve runs the server on DIR until SIGINT or SIGTERM.\n"
+    "    docs/operations.md has each option's default and when to change it.\n"
+    "OPTIONS (serve)\n"
+    "    --listen ADDR:PORT        address to listen on (default 127.0.0.1:8080; port 0:\n"
+    "                              any free port, written to --port-file F)\n"
+    "    --store URL               sqlite path or postgresql:// URL (default DIR/store.db)\n"
+    "    --log-level L             error|warn|info|debug|trace (default info)\n"
+    "    --tls-cert CERT.pem --tls-key KEY.pem   serve HTTPS\n"
+    "    --max-upload BYTES        largest model upload\n"
+    "    --threads N               libmicrohttpd workers (1..256)\n"
+    "    --conn-limit N            connections at once (1..65536)\n"
+    "    --conn-per-addr N         connections per client address (0: no cap)\n"
+    "    --conn-timeout S          idle connection timeout (0..86400)\n"
+    "    --header-timeout S        time to send the request head (0..3600)\n"
+    "    --body-min-rate B         body bytes per second a request must average (0: off)\n"
+    "    --body-rate-window S      window of that average (1..3600)\n"
+    "    --checkin-stage 0|1       check-ins on one stage thread (default 1)\n"
+    "    --checkin-batch N         check-ins grouped into one store call (1..64)\n"
+    "    --sign-batch N            assignments per director signature (1..64)\n"
+    "    --credential-cache N      device credentials kept verified per node\n"
+    "    --device-rate PER_S --device-burst N   per-device request rate limit\n"
+    "    --delta-worker 0|1 --delta-k K          precomputed deltas from K older versions\n"
+    "    --offload-config FILE     teachers and per-model offload (docs/offload.md)\n"
+    "    --distill-config FILE     the distillation loop (docs/distill.md)\n"
+    "    --blob-grace S            age before an unreferenced blob is an orphan\n"
+    "EXIT STATUS\n"
+    "    0 success; 1 failure (message on stderr); 2 bad usage.\n";
+
+/* One line naming what is wrong, then where the options are; -1. */
+static int usage_error(const char *fmt, ...) MF_PRINTF(1, 2);
+static int usage_error(const char *fmt, ...)
 {
-    (void)fprintf(f,
-                  "usage: mf-server init  --data-dir DIR [--director-key PRIV.pem] [--store URL]\n"
-                  "       mf-server serve --data-dir DIR [--listen ADDR:PORT] [--port-file F]\n"
-                  "                       [--log-level error|warn|info|debug]\n"
-                  "                       [--max-upload BYTES] [--store URL]\n"
-                  "                       [--conn-timeout SECONDS] [--conn-limit N]\n"
-                  "                       [--header-timeout SECONDS] [--conn-per-addr N]\n"
-                  "                       [--body-min-rate BYTES_PER_S] [--body-rate-window S]\n"
-                  "                       [--threads N] [--checkin-batch N]\n"
-                  "                       [--tls-cert CERT.pem --tls-key KEY.pem]\n"
-                  "                       [--device-rate PER_S] [--device-burst N]\n"
-                  "                       [--delta-worker 0|1] [--delta-k K]\n"
-                  "                       [--offload-config FILE] [--distill-config FILE]\n"
-                  "                       [--sign-batch N] [--checkin-stage 0|1]\n"
-                  "                       [--credential-cache N] [--blob-grace SECONDS]\n");
+    va_list ap;
+
+    va_start(ap, fmt);
+    (void)fputs("mf-server: ", stderr);
+    (void)vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    (void)fputs("\nRun `mf-server --help` for the options.\n", stderr);
+    return -1;
 }
 
 static int parse_level(const char *s)
@@ -81,13 +116,15 @@ static int parse_args(struct cli *c, int argc, char **argv)
     unsigned long long v;
 
     if (argc < 2)
-        return -1;
+        return usage_error("no command given (init or serve)");
     c->command = argv[1];
+    if (strcmp(c->command, "init") != 0 && strcmp(c->command, "serve") != 0)
+        return usage_error("unknown command \"%s\"", c->command);
     for (int i = 2; i < argc; i++) {
         const char *k = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
 
         if (!val)
-            return -1;
+            return usage_error("option \"%s\" needs a value", k);
         i++;
         if (strcmp(k, "--data-dir") == 0) {
             c->opts.data_dir = val;
@@ -102,7 +139,7 @@ static int parse_args(struct cli *c, int argc, char **argv)
         } else if (strcmp(k, "--log-level") == 0) {
             c->log_level = parse_level(val);
             if (c->log_level < 0)
-                return -1;
+                return usage_error("bad option or value: %s %s", k, val);
         } else if (strcmp(k, "--max-upload") == 0 && parse_u64(&v, val, UINT64_MAX) == 0) {
             c->opts.max_upload = v;
         } else if (strcmp(k, "--conn-timeout") == 0 && parse_u64(&v, val, 86400) == 0) {
@@ -150,11 +187,10 @@ static int parse_args(struct cli *c, int argc, char **argv)
                    parse_u64(&v, val, MF_DIRECTOR_BATCH_MAX) == 0 && v) {
             c->opts.sign_batch = (unsigned)v;
         } else {
-            (void)fprintf(stderr, "mf-server: bad option or value: %s %s\n", k, val);
-            return -1;
+            return usage_error("unknown option or bad value: %s %s", k, val);
         }
     }
-    return c->opts.data_dir ? 0 : -1;
+    return c->opts.data_dir ? 0 : usage_error("--data-dir DIR is required");
 }
 
 static int cmd_init(struct cli *c, struct mf_ctx *ctx)
@@ -242,17 +278,14 @@ int main(int argc, char **argv)
     memset(&c, 0, sizeof(c));
     mf_server__options_init(&c.opts);
     c.log_level = MF_LOG_INFO;
-    if (parse_args(&c, argc, argv) < 0) {
-        usage(stderr);
+    if (mf_cli__std_flags(argc, argv, "mf-server", usage_text) == 0)
+        return 0;
+    if (parse_args(&c, argc, argv) < 0)
         return 2;
-    }
     c.opts.log_fn = mf_log_stderr;
     c.opts.log_payload = &c.log_level;
     mf_ctx__init(&ctx, NULL, mf_log_stderr, &c.log_level, "server");
     if (strcmp(c.command, "init") == 0)
         return cmd_init(&c, &ctx);
-    if (strcmp(c.command, "serve") == 0)
-        return cmd_serve(&c, &ctx);
-    usage(stderr);
-    return 2;
+    return cmd_serve(&c, &ctx);
 }

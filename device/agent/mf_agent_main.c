@@ -14,6 +14,7 @@
  */
 #include "agent_cli.h"
 #include "mf/ct.h"
+#include "mf_cli.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -37,21 +38,39 @@ static const struct command commands[] = {
     {"confirm", agent_cmd_confirm, 1, 1, 1},     {"record", agent_cmd_record, 2, 2, 1},
 };
 
-static int usage(FILE *out)
+static const char usage_text[] =
+    "NAME\n"
+    "    mf-agent - the modelferry device agent (Linux daemon and control CLI on libmf)\n"
+    "SYNOPSIS\n"
+    "    mf-agent --config FILE run [--once] [--max-cycles N]\n"
+    "    mf-agent --config FILE status\n"
+    "    mf-agent --config FILE check-now\n"
+    "    mf-agent --config FILE pin MODEL [VERSION]\n"
+    "    mf-agent --config FILE unpin MODEL\n"
+    "    mf-agent --config FILE rollback MODEL [REASON]\n"
+    "    mf-agent --config FILE confirm MODEL\n"
+    "    mf-agent --config FILE record MODEL latency_us=US[,US...]\n"
+    "    mf-agent --config FILE record MODEL memory=BYTES|health=ok|failed\n"
+    "    mf-agent --help | --version\n"
+    "DESCRIPTION\n"
+    "    run checks in, downloads, verifies and installs the assigned model versions, and\n"
+    "    reports them, every poll interval (--once: one cycle). The other commands talk to\n"
+    "    the running daemon: status prints each model's state, check-now wakes it, pin holds\n"
+    "    a version (default: the installed one), rollback returns to the previous version,\n"
+    "    confirm declares a new version healthy (\"confirm\": \"manual\"), record adds the\n"
+    "    app's own runtime figures to the next report. docs/agent.md has the config file's keys.\n"
+    "OPTIONS\n"
+    "    --config FILE     the agent's JSON config (required)\n"
+    "    --once            run: one cycle, then exit\n"
+    "    --max-cycles N    run: at most N cycles\n"
+    "    --wait SECONDS    how long a command waits for a busy daemon (default 60)\n"
+    "EXIT STATUS\n"
+    "    0 success; 1 failure (reason on stderr); 2 bad usage.\n";
+
+static int usage_error(void)
 {
-    (void)fprintf(out,
-                  "usage: mf-agent --config FILE run [--once] [--max-cycles N]\n"
-                  "       mf-agent --config FILE status\n"
-                  "       mf-agent --config FILE check-now\n"
-                  "       mf-agent --config FILE pin MODEL [VERSION]\n"
-                  "       mf-agent --config FILE unpin MODEL\n"
-                  "       mf-agent --config FILE rollback MODEL [REASON]\n"
-                  "       mf-agent --config FILE confirm MODEL\n"
-                  "       mf-agent --config FILE record MODEL latency_us=US[,US...]\n"
-                  "       mf-agent --config FILE record MODEL memory=BYTES|health=ok|failed\n"
-                  "       mf-agent --help\n"
-                  "options: --wait SECONDS  how long a command waits for a busy daemon (60)\n");
-    return out == stdout ? 0 : 2;
+    (void)fputs("Run `mf-agent --help` for the commands and options.\n", stderr);
+    return 2;
 }
 
 static int parse_long(long *out, const char *opt, const char *s)
@@ -86,10 +105,7 @@ static int parse_cli(struct cli *cli, const struct command **cmd_out, int argc, 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
 
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            cli->command = "help";
-            return 0;
-        } else if (strcmp(a, "--config") == 0 && i + 1 < argc) {
+        if (strcmp(a, "--config") == 0 && i + 1 < argc) {
             cli->config = argv[++i];
         } else if (strcmp(a, "--once") == 0) {
             cli->once = 1;
@@ -107,6 +123,9 @@ static int parse_cli(struct cli *cli, const struct command **cmd_out, int argc, 
                 cli->arg1 = a;
             else
                 cli->arg2 = a;
+        } else if (a[0] == '-') {
+            (void)fprintf(stderr, "mf-agent: unknown option \"%s\"\n", a);
+            return -1;
         } else {
             (void)fprintf(stderr, "mf-agent: unexpected argument \"%s\"\n", a);
             return -1;
@@ -210,22 +229,21 @@ int agent_cli_open(struct agent_cli *c, int control)
 
 int main(int argc, char **argv)
 {
-    struct agent_cli *c = mf_alloc(NULL, sizeof(*c));
+    struct agent_cli *c;
     const struct command *cmd = NULL;
     struct mf_ctx ctx;
     int rc;
 
+    if (mf_cli__std_flags(argc, argv, "mf-agent", usage_text) == 0)
+        return 0;
+    c = mf_alloc(NULL, sizeof(*c));
     if (!c)
         return 1;
     memset(c, 0, sizeof(*c));
     c->posix.dirfd = -1;
     if (parse_cli(&c->cli, &cmd, argc, argv) < 0) {
         mf_free(NULL, c);
-        return usage(stderr);
-    }
-    if (strcmp(c->cli.command, "help") == 0) {
-        mf_free(NULL, c);
-        return usage(stdout);
+        return usage_error();
     }
     mf_ctx__init(&ctx, NULL, NULL, NULL, "mf-agent");
     if (mf_agent_config__load(&c->cfg, &ctx, c->cli.config) < 0) {

@@ -17,6 +17,7 @@
 
 #define SIM_MAX_BEHAVIOURS 8
 #define SIM_MAX_DEVICES 20000
+#define SIM_MAX_THREADS 64
 
 /* What a model version does on every device that runs it. */
 struct sim_behaviour {
@@ -46,6 +47,16 @@ struct sim_config {
     size_t n_behave;
     const char *report_path; /* final "<device> <version>" lines; NULL: none */
 };
+
+/* The man-page-style usage (--help). */
+extern const char sim__usage[];
+/* Parses the command line into `c` (defaults set by the caller); *token and *root receive
+ * the files read (mf_free them, also on failure). 0, 1 after answering --help/--version, or
+ * -1 after a one-line message naming the flag (sim_args.c). */
+int sim__parse_args(struct sim_config *c, int argc, char **argv, char **token, char **root);
+/* Device `index`'s id: "<prefix>-<index, 5 digits>", without the '-' when the prefix ends in
+ * '-', '_' or '.'. 0, or -1 when it does not fit `cap`. */
+int sim__device_name(char *out, size_t cap, const char *prefix, unsigned index);
 
 /* Parses "VERSION:lat=N,mem=N,health=ok|fail,offload=PCT" into `b`. 0 or -1. */
 int sim__parse_behaviour(struct sim_behaviour *b, const char *spec);

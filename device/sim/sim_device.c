@@ -53,7 +53,7 @@ struct sim_device *sim__device_new(const struct sim_config *cfg, unsigned index)
     d->cfg = cfg;
     d->index = index;
     d->seed = 2654435761u * (index + 1);
-    (void)snprintf(d->id, sizeof(d->id), "%s-%05u", cfg->prefix, index);
+    (void)sim__device_name(d->id, sizeof(d->id), cfg->prefix, index); /* checked: sim_args.c */
     (void)snprintf(d->dir, sizeof(d->dir), "%s/%s", cfg->state_root, d->id);
     /* The port stores into an existing directory; the first run makes it. */
     if ((mkdir(cfg->state_root, 0700) != 0 && errno != EEXIST) ||

@@ -16,90 +16,6 @@
 #include <string.h>
 #include <time.h>
 
-static const char usage[] =
-    "usage: mf-sim --server URL --enroll-token-file F --trust-root ROOT.json --state DIR\n"
-    "              --model NAME --devices N --cycles K [--interval-ms MS] [--inferences N]\n"
-    "              [--threads T] [--prefix P] [--behave "
-    "VERSION:lat=US,mem=BYTES|NM,health=ok|fail,offload=PCT]...\n"
-    "              [--offline FROM-TO:C0-C1] [--report FILE]\n"
-    "Each cycle every device runs N simulated inferences of its installed version as --behave\n"
-    "describes it and steps its libmf agent, whose check-in carries them (and installs what\n"
-    "is assigned); T threads (default 4) step devices in parallel. --offline: devices\n"
-    "FROM..TO-1 skip cycles C0..C1-1.\n";
-
-#define SIM_MAX_THREADS 64
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = f ? mf_alloc(NULL, 65537) : NULL;
-    size_t n = buf ? fread(buf, 1, 65536, f) : 0;
-
-    if (f)
-        (void)fclose(f);
-    if (!buf)
-        return NULL;
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
-
-static int parse_range(unsigned *a, unsigned *b, const char *s)
-{
-    return sscanf(s, "%u-%u", a, b) == 2 && *a < *b ? 0 : -1;
-}
-
-static int parse_args(struct sim_config *c, int argc, char **argv, char **token, char **root)
-{
-    for (int i = 1; i < argc; i++) {
-        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        size_t len = 0;
-
-        if (!v)
-            return -1;
-        i++;
-        if (strcmp(k, "--server") == 0)
-            c->server_url = v;
-        else if (strcmp(k, "--enroll-token-file") == 0 && (*token = slurp(v, &len))) {
-            (*token)[strcspn(*token, "\r\n")] = '\0';
-            c->enroll_token = *token;
-        } else if (strcmp(k, "--trust-root") == 0 && (*root = slurp(v, &c->trust_root_len)))
-            c->trust_root = *root;
-        else if (strcmp(k, "--state") == 0)
-            c->state_root = v;
-        else if (strcmp(k, "--model") == 0)
-            c->model = v;
-        else if (strcmp(k, "--prefix") == 0)
-            c->prefix = v;
-        else if (strcmp(k, "--devices") == 0)
-            c->devices = (unsigned)strtoul(v, NULL, 10);
-        else if (strcmp(k, "--cycles") == 0)
-            c->cycles = (unsigned)strtoul(v, NULL, 10);
-        else if (strcmp(k, "--interval-ms") == 0)
-            c->interval_ms = (unsigned)strtoul(v, NULL, 10);
-        else if (strcmp(k, "--inferences") == 0)
-            c->inferences = (unsigned)strtoul(v, NULL, 10);
-        else if (strcmp(k, "--threads") == 0)
-            c->threads = (unsigned)strtoul(v, NULL, 10);
-        else if (strcmp(k, "--report") == 0)
-            c->report_path = v;
-        else if (strcmp(k, "--behave") == 0 && c->n_behave < SIM_MAX_BEHAVIOURS &&
-                 sim__parse_behaviour(&c->behave[c->n_behave], v) == 0)
-            c->n_behave++;
-        else if (strcmp(k, "--offline") == 0 && strchr(v, ':') &&
-                 parse_range(&c->offline_from, &c->offline_to, v) == 0 &&
-                 parse_range(&c->offline_c0, &c->offline_c1, strchr(v, ':') + 1) == 0)
-            continue;
-        else
-            return -1;
-    }
-    return c->server_url && c->enroll_token && c->trust_root && c->state_root && c->model &&
-                   c->devices > 0 && c->devices <= SIM_MAX_DEVICES && c->cycles > 0 &&
-                   c->threads > 0 && c->threads <= SIM_MAX_THREADS
-               ? 0
-               : -1;
-}
-
 static void sleep_ms(unsigned ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
@@ -272,12 +188,15 @@ int main(int argc, char **argv)
     uint64_t *lat = NULL;
     int rc = 1;
 
-    if (parse_args(&c, argc, argv, &token, &root) < 0) {
-        (void)fputs(usage, stderr);
+    rc = sim__parse_args(&c, argc, argv, &token, &root);
+    if (rc != 0) {
+        if (rc < 0)
+            (void)fputs("Run `mf-sim --help` for the options.\n", stderr);
         mf_free(NULL, token);
         mf_free(NULL, root);
-        return 2;
+        return rc < 0 ? 2 : 0;
     }
+    rc = 1;
     (void)setvbuf(stdout, NULL, _IOLBF, 0);      /* progress lines as they happen */
     (void)curl_global_init(CURL_GLOBAL_DEFAULT); /* before agents on threads: mf/agent.h */
     p.devs = mf_calloc(NULL, c.devices, sizeof(*p.devs));

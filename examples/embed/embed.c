@@ -227,15 +227,33 @@ static int run(struct app *app, const char *url, const char *token, const char *
     return err < 0 ? 1 : 0;
 }
 
+#define EMBED_USAGE                                                                                \
+    "NAME\n"                                                                                       \
+    "    mf-embed - the smallest app on libmf %s: enroll, install, confirm, report, offload\n"     \
+    "SYNOPSIS\n"                                                                                   \
+    "    mf-embed SERVER_URL ENROLL_TOKEN_FILE TRUST_ROOT_FILE STATE_DIR DEVICE_ID MODEL\n"        \
+    "    mf-embed --help | --version\n"                                                            \
+    "It prints one line per stage and exits 0 when the model is installed and confirmed.\n"
+
 int main(int argc, char **argv)
 {
     static char token[EMBED_FILE_MAX], root[EMBED_FILE_MAX];
     struct app app;
     long root_len;
 
+    /* Every modelferry program answers --help and --version (docs/operations.md). */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "--version") == 0) {
+            (void)printf(argv[i][2] == 'h' ? EMBED_USAGE : "mf-embed %s\n", mf_version_string());
+            return 0;
+        }
+        if (strncmp(argv[i], "--", 2) == 0) {
+            (void)fprintf(stderr, "mf-embed: unknown option \"%s\"\n", argv[i]);
+            return 2;
+        }
+    }
     if (argc != 7) {
-        (void)fprintf(stderr, "usage: mf-embed SERVER_URL ENROLL_TOKEN_FILE TRUST_ROOT_FILE "
-                              "STATE_DIR DEVICE_ID MODEL\n");
+        (void)fprintf(stderr, EMBED_USAGE, mf_version_string());
         return 2;
     }
     if (read_line(token, sizeof(token), argv[2]) < 0) {

@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L /* sigaction */
 #include "fleet.h"
 
+#include "mf_cli.h"
 #include "mf_ctx.h"
 
 #include <curl/curl.h>
@@ -27,6 +28,10 @@
 #define FLEET_MAX_THREADS 64
 
 static const char usage[] =
+    "NAME\n"
+    "    mf-example-fleet - example fleet: libmf agents classifying digits, offloading\n"
+    "SYNOPSIS\n"
+    "    mf-example-fleet --help | --version\n"
     "usage: mf-example-fleet --server URL --enroll-token-file F --trust-root ROOT.json\n"
     "           --dir STATE_DIR --devices N --model NAME\n"
     "           (--images IDX --labels IDX | --digits CSV) [--range A:B] [--per-pass K]\n"
@@ -74,8 +79,10 @@ static int parse_args(struct fleet_args *a, int argc, char **argv)
             a->cfg.verbose = 1;
             continue;
         }
-        if (!v)
+        if (!v) {
+            (void)fprintf(stderr, "mf-example-fleet: option \"%s\" needs a value\n", k);
             return -1;
+        }
         i++;
         if (strcmp(k, "--server") == 0)
             a->cfg.server_url = v;
@@ -110,9 +117,11 @@ static int parse_args(struct fleet_args *a, int argc, char **argv)
         else if (strcmp(k, "--seed") == 0 && parse_uint(&u, v, 0, 0xffffffffu) == 0)
             a->cfg.seed = u;
         else
+            bad = 1;
+        if (bad) {
+            (void)fprintf(stderr, "mf-example-fleet: unknown option or bad value: %s %s\n", k, v);
             return -1;
-        if (bad)
-            return -1;
+        }
     }
     return a->cfg.server_url && a->token_file && a->root_file && a->cfg.state_root &&
                    a->cfg.model && a->stats && a->devices && (a->digits || (a->images && a->labels))
@@ -244,6 +253,8 @@ int main(int argc, char **argv)
     unsigned pass = 0, made = 0;
     int rc = 1;
 
+    if (mf_cli__std_flags(argc, argv, "mf-example-fleet", usage) == 0)
+        return 0;
     if (parse_args(&a, argc, argv) < 0) {
         (void)fputs(usage, stderr);
         return 2;

@@ -8,6 +8,7 @@
  * accuracy on them ("teacher accuracy on the audit slice" of the README's loop).
  * Usage: mf-example-sample-check EXPORT_DIR (--images IDX --labels IDX | --digits CSV)
  */
+#include "mf_cli.h"
 #include "mf_ctx.h"
 #include "mf_dynbuf.h"
 #include "mf_sample_check.h"
@@ -16,7 +17,11 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: mf-example-sample-check EXPORT_DIR (--images IDX --labels IDX | --digits CSV)\n";
+    "NAME\n"
+    "    mf-example-sample-check - check exported samples against the data set's labels\n"
+    "SYNOPSIS\n"
+    "    mf-example-sample-check EXPORT_DIR (--images IDX --labels IDX | --digits CSV)\n"
+    "    mf-example-sample-check --help | --version\n";
 
 int main(int argc, char **argv)
 {
@@ -28,6 +33,12 @@ int main(int argc, char **argv)
     struct mf_ctx ctx;
     int err;
 
+    if (mf_cli__std_flags(argc, argv, "mf-example-sample-check", usage) == 0)
+        return 0;
+    if (argc > 1 && argv[1][0] == '-') {
+        (void)fprintf(stderr, "mf-example-sample-check: unknown option \"%s\"\n", argv[1]);
+        argc = 0; /* usage below */
+    }
     for (int i = 2; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--images") == 0)
             images = argv[i + 1];
@@ -35,8 +46,10 @@ int main(int argc, char **argv)
             labels = argv[i + 1];
         else if (strcmp(argv[i], "--digits") == 0)
             digits = argv[i + 1];
-        else
-            argc = 0; /* unknown option: usage below */
+        else {
+            (void)fprintf(stderr, "mf-example-sample-check: unknown option \"%s\"\n", argv[i]);
+            argc = 0; /* usage below */
+        }
     }
     if (argc < 4 || argc % 2 || !(digits || (images && labels))) {
         (void)fputs(usage, stderr);

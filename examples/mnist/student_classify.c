@@ -8,6 +8,7 @@
  *        (default set: Fashion-MNIST t10k from Debian's dataset-fashion-mnist)
  */
 #include "mf_confidence.h"
+#include "mf_cli.h"
 #include "mf_ctx.h"
 #include "mf_dataset.h"
 #include "mf_student_model.h"
@@ -15,18 +16,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+static const char usage[] =
+    "NAME\n"
+    "    mf-example-classify - run the int8 student as a device does; accuracy and offloads\n"
+    "SYNOPSIS\n"
+    "    mf-example-classify STUDENT.safetensors [THRESHOLD] [IMAGES.idx LABELS.idx]\n"
+    "    mf-example-classify --help | --version\n"
+    "DESCRIPTION\n"
+    "    Classifies every image (default: Fashion-MNIST t10k from Debian) and prints the\n"
+    "    accuracy and the share offloaded at max-softmax < THRESHOLD (default 0).\n";
+
 int main(int argc, char **argv)
 {
     struct mf_ctx ctx;
     mf_student_model *m = NULL;
     mf_dataset *ds = NULL;
-    float threshold = argc > 2 ? strtof(argv[2], NULL) : 0.0f;
+    float threshold = 0.0f;
     size_t ok = 0, offloaded = 0;
+    char *end = NULL;
     int err;
 
-    if (argc < 2) {
-        (void)fprintf(stderr, "usage: %s STUDENT.safetensors [THRESHOLD] [IMAGES LABELS]\n",
-                      argv[0]);
+    if (mf_cli__std_flags(argc, argv, "mf-example-classify", usage) == 0)
+        return 0;
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-' && argv[i][1] == '-') {
+            (void)fprintf(stderr, "mf-example-classify: unknown option \"%s\"\n", argv[i]);
+            return 2;
+        }
+    }
+    if (argc > 2)
+        threshold = strtof(argv[2], &end);
+    if (argc < 2 || argc == 4 || argc > 5 || (end && (end == argv[2] || *end))) {
+        (void)fputs(usage, stderr);
         return 2;
     }
     mf_ctx__init(&ctx, NULL, NULL, NULL, "example");

@@ -7,6 +7,7 @@
  * Usage: mf-train-teacher --train-images F --train-labels F --out PATH
  *                         [--hidden 512,256] [--epochs 15] [--test-images F --test-labels F]
  */
+#include "mf_cli.h"
 #include "mf_ctx.h"
 #include "mf_distill.h"
 
@@ -21,17 +22,40 @@ struct args {
     unsigned long epochs;
 };
 
+static const char usage_text[] =
+    "NAME\n"
+    "    mf-train-teacher - train the example family's float teacher (docs/distill.md)\n"
+    "SYNOPSIS\n"
+    "    mf-train-teacher --train-images F --train-labels F --out PATH\n"
+    "                     [--hidden 512,256] [--epochs 15] [--test-images F --test-labels F]\n"
+    "    mf-train-teacher --help | --version\n"
+    "DESCRIPTION\n"
+    "    Trains an MLP on the IDX images and labels and writes it as the safetensors file\n"
+    "    the builtin teacher connector serves. PATH is a cache keyed by data and recipe: run\n"
+    "    again with the same inputs and it is loaded, not retrained.\n"
+    "OPTIONS\n"
+    "    --hidden N,N...     hidden layer widths, each 1..4096 (default 512,256)\n"
+    "    --epochs N          1..1000 (default 15)\n"
+    "    --test-images F --test-labels F   print the accuracy on a test set\n"
+    "EXIT STATUS\n"
+    "    0 success; 1 failure (message on stderr); 2 bad usage.\n";
+
 static int usage(void)
 {
-    (void)fprintf(stderr,
-                  "usage: mf-train-teacher --train-images F --train-labels F --out PATH\n"
-                  "       [--hidden 512,256] [--epochs 15] [--test-images F --test-labels F]\n");
+    (void)fputs("Run `mf-train-teacher --help` for the options.\n", stderr);
     return 2;
+}
+
+static int bad(const char *why, const char *what)
+{
+    (void)fprintf(stderr, "mf-train-teacher: %s%s\n", why, what);
+    return -1;
 }
 
 static int parse(struct args *a, int argc, char **argv)
 {
     const char *epochs = "15";
+    char *end = NULL;
     const struct {
         const char *flag;
         const char **value;
@@ -47,20 +71,26 @@ static int parse(struct args *a, int argc, char **argv)
 
     memset(a, 0, sizeof(*a));
     a->hidden = "512,256";
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         size_t f = 0;
 
-        while (f < sizeof(flags) / sizeof(flags[0]) && strcmp(argv[i], flags[f].flag) != 0)
+        while (f < sizeof(flags) / sizeof(flags[0]) && strcmp(k, flags[f].flag) != 0)
             f++;
         if (f == sizeof(flags) / sizeof(flags[0]))
-            return -1;
-        *flags[f].value = argv[i + 1];
+            return bad("unknown option ", k);
+        if (!v)
+            return bad("option needs a value: ", k);
+        *flags[f].value = v;
     }
-    a->epochs = strtoul(epochs, NULL, 10);
-    return argc % 2 == 1 && a->images && a->labels && a->out && a->epochs > 0 &&
-                   a->epochs <= 1000 && !a->test_images == !a->test_labels
+    a->epochs = epochs[0] >= '0' && epochs[0] <= '9' ? strtoul(epochs, &end, 10) : 0;
+    if (!end || *end || a->epochs == 0 || a->epochs > 1000)
+        return bad("--epochs must be an integer in 1..1000, not ", epochs);
+    if (!a->images || !a->labels || !a->out)
+        return bad("--train-images, --train-labels and --out are required", "");
+    return !a->test_images == !a->test_labels
                ? 0
-               : -1;
+               : bad("--test-images and --test-labels go together", "");
 }
 
 /* "512,256" -> sizes {dim, 512, 256, 10}. */
@@ -95,12 +125,15 @@ int main(int argc, char **argv)
     uint32_t sizes[MAX_SIZES], n = 0;
     int trained = 0, err;
 
+    if (mf_cli__std_flags(argc, argv, "mf-train-teacher", usage_text) == 0)
+        return 0;
     if (parse(&a, argc, argv) < 0)
         return usage();
     mf_ctx__init(&ctx, mf_allocator_default(), NULL, NULL, "teacher");
     err = mf_dataset_load_idx(&train, &ctx, &ctx.alloc, a.images, a.labels);
     if (err == MF_OK && parse_sizes(sizes, &n, train->dim, a.hidden) < 0) {
         mf_dataset_free(train);
+        (void)bad("--hidden must be widths 1..4096 separated by commas, not ", a.hidden);
         return usage();
     }
     if (err == MF_OK)

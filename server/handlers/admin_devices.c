@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * GET /v1/admin/devices: every device with its last report per model. The store walks
+ * GET /v1/admin/devices: every device with its last report per model and the version it
+ * runs (running_version: after a rollback, the one it went back to). The store walks
  * devices and statuses in device-id order, so the two lists merge in one pass.
  */
 #include "handlers/handlers.h"
@@ -55,7 +56,8 @@ static int add_status(void *payload, const struct mf_store_status *st)
         !cJSON_AddStringToObject(o, "sha256", st->sha256) ||
         !cJSON_AddStringToObject(o, "status", st->status) ||
         !cJSON_AddStringToObject(o, "detail", st->detail) ||
-        !cJSON_AddNumberToObject(o, "reported_at", (double)st->reported_at))
+        !cJSON_AddNumberToObject(o, "reported_at", (double)st->reported_at) ||
+        !cJSON_AddStringToObject(o, "running_version", st->running_version))
         return MF_E_NOMEM;
     return MF_OK;
 }

@@ -4,6 +4,8 @@
  * and a version with its provenance (the run that made it).
  */
 #include "handlers/handlers.h"
+
+#include "common/names.h"
 #include "mf_json.h"
 
 #include "deltas/delta_worker.h"
@@ -69,8 +71,12 @@ int mf_handlers__distill_run_create(struct mf_httpd_req *r)
 
     if (err < 0 || r->resp)
         return err;
-    if (!r->env->distill)
-        return no_distill(r);
+    if (!r->env->distill) {
+        /* An unknown model is 404 whether or not this node runs distillation (with it, the
+         * distill config names the models: the loop may make a model's first version). */
+        err = mf_handlers__need_model(r, r->params[0]);
+        return err < 0 || r->resp ? err : no_distill(r);
+    }
     err = mf_distill__run_create(&run, r->env->distill, &r->ctx, r->params[0], "manual",
                                  mf_handlers__now());
     if (err == MF_E_NOTFOUND)
@@ -104,11 +110,19 @@ int mf_handlers__distill_runs_list(struct mf_httpd_req *r)
     cJSON *list = body ? cJSON_AddArrayToObject(body, "runs") : NULL;
     int err = list ? MF_OK : mf_fail(&r->ctx, MF_E_NOMEM, "out of memory");
 
-    if (err == MF_OK)
+    /* ?model= of a model that does not exist: 404, not an empty list that looks like "no
+     * runs yet". */
+    if (err == MF_OK && model && !mf_names__valid_id(model))
+        err = mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
+                                    "'model' must match [A-Za-z0-9._-]{1,64}");
+    else if (err == MF_OK && model &&
+             !(r->env->distill && mf_distill__config_model(r->env->distill->cfg, model)))
+        err = mf_handlers__need_model(r, model);
+    if (err == MF_OK && !r->resp)
         err = s->ops->distill->distill_runs_list(s, &r->ctx, model ? model : "", 0, add_run, list);
     if (err == MF_E_NOMEM)
         err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory listing runs");
-    if (err < 0) {
+    if (err < 0 || r->resp) {
         cJSON_Delete(body);
         return err;
     }

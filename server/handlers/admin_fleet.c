@@ -21,6 +21,54 @@ int mf_handlers__check_names(struct mf_httpd_req *r, size_t n)
     return MF_OK;
 }
 
+/* 404 naming `kind` and `id` when `err` is MF_E_NOTFOUND; MF_OK when it is MF_OK. */
+static int need(struct mf_httpd_req *r, int err, const char *kind, const char *id)
+{
+    if (err == MF_E_NOTFOUND)
+        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "unknown %s '%s'", kind, id);
+    return err;
+}
+
+int mf_handlers__need_device(struct mf_httpd_req *r, const char *id)
+{
+    struct mf_store *s = r->env->store;
+    struct mf_store_directives d;
+
+    /* One indexed read that answers MF_E_NOTFOUND for a device that never enrolled. */
+    return need(r, s->ops->director->directives_get(&d, s, &r->ctx, id, ""), "device", id);
+}
+
+int mf_handlers__need_model(struct mf_httpd_req *r, const char *id)
+{
+    struct mf_store *s = r->env->store;
+    struct mf_store_version v;
+
+    return need(r, s->ops->registry->version_latest(&v, s, &r->ctx, id), "model", id);
+}
+
+struct group_find {
+    const char *name;
+    int found;
+};
+
+static int find_group(void *payload, const char *device_id, const char *group)
+{
+    struct group_find *f = payload;
+
+    (void)device_id;
+    f->found = f->found || strcmp(group, f->name) == 0;
+    return MF_OK;
+}
+
+int mf_handlers__need_group(struct mf_httpd_req *r, const char *id)
+{
+    struct mf_store *s = r->env->store;
+    struct group_find f = {id, 0};
+    int err = s->ops->director->groups_list(s, &r->ctx, find_group, &f);
+
+    return need(r, err == MF_OK && !f.found ? MF_E_NOTFOUND : err, "group", id);
+}
+
 /* 404 for an unknown device, the store's error otherwise, else `ok`'s reply. */
 static int device_result(struct mf_httpd_req *r, int err)
 {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Admin model routes: GET /v1/admin/models (listing) and
+ * Admin model routes: GET /v1/admin/models (listing), GET /v1/admin/models/<name> (one
+ * model, 404 when it has no version) and
  * PUT /v1/admin/models/<name>/versions/<version> (publish). A publish streams the body to a
  * temp blob while hashing; the version becomes visible only once the blob is durable under
  * its name and the row is committed (docs/protocol.md).
@@ -19,6 +20,7 @@ struct models_walk {
     cJSON *list;     /* the "models" array */
     cJSON *versions; /* "versions" of the model being filled */
     char model[MF_STORE_NAME_SIZE];
+    const char *only; /* GET /v1/admin/models/{name}: that model's rows; NULL: every model */
 };
 
 static int add_version(void *payload, const struct mf_store_version *v)
@@ -26,6 +28,8 @@ static int add_version(void *payload, const struct mf_store_version *v)
     struct models_walk *w = payload;
     cJSON *o;
 
+    if (w->only && strcmp(w->only, v->model) != 0)
+        return MF_OK;
     if (!w->versions || strcmp(w->model, v->model) != 0) {
         /* Rows come grouped by model: a new name starts a new model object. */
         cJSON *m = cJSON_CreateObject();
@@ -60,7 +64,8 @@ static int add_version(void *payload, const struct mf_store_version *v)
     return MF_OK;
 }
 
-int mf_handlers__models_list(struct mf_httpd_req *r)
+/* {"models": [...]} of `only` (NULL: every model); 404 when `only` has no version. */
+static int reply_models(struct mf_httpd_req *r, const char *only)
 {
     struct mf_store *s = r->env->store;
     struct models_walk w;
@@ -68,6 +73,7 @@ int mf_handlers__models_list(struct mf_httpd_req *r)
     int err;
 
     memset(&w, 0, sizeof(w));
+    w.only = only;
     w.list = body ? cJSON_AddArrayToObject(body, "models") : NULL;
     if (!w.list) {
         cJSON_Delete(body);
@@ -76,11 +82,29 @@ int mf_handlers__models_list(struct mf_httpd_req *r)
     err = s->ops->registry->versions_list(s, &r->ctx, add_version, &w);
     if (err == MF_E_NOMEM)
         err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory listing models");
+    if (err == MF_OK && only && !w.versions) {
+        cJSON_Delete(body);
+        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "unknown model '%s'", only);
+    }
     if (err < 0) {
         cJSON_Delete(body);
         return err;
     }
     return mf_httpd__reply_json(r, MHD_HTTP_OK, body);
+}
+
+int mf_handlers__models_list(struct mf_httpd_req *r)
+{
+    return reply_models(r, NULL);
+}
+
+int mf_handlers__model_get(struct mf_httpd_req *r)
+{
+    int err = mf_handlers__check_names(r, 1);
+
+    if (err < 0 || r->resp)
+        return err;
+    return reply_models(r, r->params[0]);
 }
 
 int mf_handlers__publish_begin(struct mf_httpd_req *r)

@@ -109,6 +109,18 @@ int mf_handlers__offload_calibration_put(struct mf_httpd_req *r)
 
     if (err < 0 || r->resp)
         return err;
+    /* Scores for a version that does not exist would calibrate nothing; a model of the
+     * offload configuration may be calibrated before its version is published here. */
+    if (!mf_offsrv__model(r->env->offload, r->params[0])) {
+        struct mf_store_version v;
+
+        err = s->ops->registry->version_get(&v, s, &r->ctx, r->params[0], r->params[1]);
+        if (err == MF_E_NOTFOUND)
+            return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "no version '%s' of model '%s'",
+                                         r->params[1], r->params[0]);
+        if (err < 0)
+            return err;
+    }
     memset(&h, 0, sizeof(h));
     (void)snprintf(h.model, sizeof(h.model), "%s", r->params[0]);
     (void)snprintf(h.version, sizeof(h.version), "%s", r->params[1]);
@@ -129,6 +141,8 @@ int mf_handlers__offload_samples_delete(struct mf_httpd_req *r)
     cJSON *body;
     int err = mf_handlers__check_names(r, 1);
 
+    if (err == MF_OK && !r->resp)
+        err = mf_handlers__need_device(r, r->params[0]);
     if (err < 0 || r->resp)
         return err;
     err = mf_offsrv__delete(&deleted, r->env->store, &r->ctx, r->env->blob_root, r->params[0], 0);
@@ -305,6 +319,10 @@ int mf_handlers__offload_samples_export(struct mf_httpd_req *r)
     cJSON *body;
     int err = export_query(&q, r);
 
+    /* An empty export of a misspelt model looks like "no hard samples yet". A model of the
+     * offload configuration is known even without a version here (its devices offload). */
+    if (err == MF_OK && !r->resp && !mf_offsrv__model(r->env->offload, q.model))
+        err = mf_handlers__need_model(r, q.model);
     if (err < 0 || r->resp)
         return err;
     memset(&p, 0, sizeof(p));

@@ -60,6 +60,18 @@ static int set_directive(struct mf_httpd_req *r, int scope, const char *target, 
 
     if (!version || strlen(version) >= sizeof(p.version))
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "field 'version' must be a string");
+    /* What the directive names must exist: a pin for a typo would sit there, never applied.
+     * A channel is only a name devices are moved to, so its default may come first. */
+    if (scope == MF_STORE_PIN_DEVICE)
+        err = mf_handlers__need_device(r, target);
+    else if (scope == MF_STORE_PIN_GROUP)
+        err = mf_handlers__need_group(r, target);
+    else
+        err = MF_OK;
+    if (err == MF_OK && !r->resp)
+        err = mf_handlers__need_model(r, model);
+    if (err < 0 || r->resp)
+        return err;
     err = s->ops->registry->version_get(&v, s, &r->ctx, model, version);
     if (err == MF_E_NOTFOUND)
         return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "no version '%s' of model '%s'",
@@ -148,6 +160,8 @@ int mf_handlers__rollback_delete(struct mf_httpd_req *r)
 {
     int err = mf_handlers__check_names(r, 1);
 
+    if (err == MF_OK && !r->resp)
+        err = mf_handlers__need_model(r, r->params[0]);
     if (err < 0 || r->resp)
         return err;
     return clear_directive(r, MF_STORE_PIN_FLEET, "*", r->params[0]);

@@ -184,6 +184,12 @@ int mf_handlers__rollout_create(struct mf_httpd_req *r)
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
                                      "fields 'model' and 'version' must be names");
     }
+    /* An unknown model is 404 before its plan is judged (test_server_notfound). */
+    err = mf_handlers__need_model(r, model);
+    if (err < 0 || r->resp) {
+        mf_free(NULL, ro);
+        return err;
+    }
     err = mf_rollout__create(ro, r->env->store, &r->ctx, model, version, previous ? previous : "",
                              r->json, mf_handlers__now());
     id = ro->id;

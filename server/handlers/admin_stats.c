@@ -70,6 +70,8 @@ int mf_handlers__model_stats(struct mf_httpd_req *r)
     cJSON *body = NULL, *list = NULL;
     int err = mf_handlers__check_names(r, 1);
 
+    if (err == MF_OK && !r->resp)
+        err = mf_handlers__need_model(r, r->params[0]);
     if (err < 0 || r->resp)
         return err;
     run = mf_calloc(NULL, 1, sizeof(*run));

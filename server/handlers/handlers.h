@@ -14,6 +14,7 @@ int mf_handlers__checkin(struct mf_httpd_req *r);
 int mf_handlers__report(struct mf_httpd_req *r);
 int mf_handlers__blob_get(struct mf_httpd_req *r);
 int mf_handlers__models_list(struct mf_httpd_req *r);
+int mf_handlers__model_get(struct mf_httpd_req *r);
 int mf_handlers__publish_begin(struct mf_httpd_req *r);
 int mf_handlers__publish_data(struct mf_httpd_req *r, const char *data, size_t len);
 int mf_handlers__publish_end(struct mf_httpd_req *r);
@@ -78,6 +79,14 @@ int mf_handlers__reply_list(struct mf_httpd_req *r, const char *key, mf_handlers
 /* Replies 400 unless params[0..n-1] all match [A-Za-z0-9._-]{1,64}; MF_OK when they do
  * (check r->resp). */
 int mf_handlers__check_names(struct mf_httpd_req *r, size_t n);
+
+/* Admin routes that name something which must exist (admin_fleet.c): reply 404 naming `id`
+ * ("unknown device 'x'") unless it does, MF_OK either way (check r->resp), the store's error
+ * otherwise. A device is enrolled; a model has a version (staged or released); a group has
+ * a device in it (groups exist through `mfctl device groups`). */
+int mf_handlers__need_device(struct mf_httpd_req *r, const char *id);
+int mf_handlers__need_model(struct mf_httpd_req *r, const char *id);
+int mf_handlers__need_group(struct mf_httpd_req *r, const char *id);
 
 /*
  * A trust state (manifests/verify) holding the store's newest root and, when `need_keys`,

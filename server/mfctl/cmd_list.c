@@ -11,7 +11,6 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 static const char *str_or(const cJSON *obj, const char *key, const char *fallback)
 {
@@ -27,17 +26,6 @@ static double num_or(const cJSON *obj, const char *key, double fallback)
     return cJSON_IsNumber(v) ? v->valuedouble : fallback;
 }
 
-/* Unix seconds as "YYYY-MM-DD HH:MM:SS" UTC; "-" when absent or zero. */
-static const char *fmt_time(char *buf, size_t cap, double t)
-{
-    time_t secs = (time_t)t;
-    struct tm tm;
-
-    if (t <= 0 || !gmtime_r(&secs, &tm) || strftime(buf, cap, "%Y-%m-%d %H:%M:%S", &tm) == 0)
-        return "-";
-    return buf;
-}
-
 int mfctl__print_models(struct mfctl *c, const char *json, size_t len)
 {
     return mfctl__print_versions(c, json, len, NULL);
@@ -51,8 +39,8 @@ int mfctl__print_versions(struct mfctl *c, const char *json, size_t len, const c
 
     if (!doc)
         return MF_E_INVALID;
-    (void)fprintf(c->out, "%-24s %-16s %12s  %-12s  %-19s  %s\n", "MODEL", "VERSION", "SIZE",
-                  "SHA256", "CREATED (UTC)", "RELEASE");
+    (void)fprintf(c->out, "%-24s %-16s %12s  %-12s  %-20s  %s\n", "MODEL", "VERSION", "SIZE",
+                  "SHA256", "CREATED", "RELEASE");
     cJSON_ArrayForEach(m, models)
     {
         const cJSON *versions = cJSON_GetObjectItemCaseSensitive(m, "versions");
@@ -70,14 +58,38 @@ int mfctl__print_versions(struct mfctl *c, const char *json, size_t len, const c
             if (num_or(v, "sequence", 0) > 0)
                 (void)snprintf(rel, sizeof(rel), "seq %.0f floor %.0f", num_or(v, "sequence", 0),
                                num_or(v, "security_floor", 0));
-            (void)fprintf(c->out, "%-24s %-16s %12.0f  %-12.12s  %-19s  %s\n",
+            (void)fprintf(c->out, "%-24s %-16s %12.0f  %-12.12s  %-20s  %s\n",
                           str_or(m, "name", "?"), str_or(v, "version", "?"), num_or(v, "size", 0),
                           str_or(v, "sha256", "?"),
-                          fmt_time(when, sizeof(when), num_or(v, "created_at", 0)), rel);
+                          mfctl__fmt_time(when, sizeof(when), num_or(v, "created_at", 0)), rel);
         }
     }
     cJSON_Delete(doc);
     return MF_OK;
+}
+
+/* One model of a device: what it runs and, apart, what it rolled back from (a failed
+ * report whose detail says "rolled back: why") or failed to install. */
+static void print_device_model(struct mfctl *c, const char *id, const char *seen, const cJSON *m)
+{
+    static const char rb[] = "rolled back: ";
+    const char *status = str_or(m, "status", "-"), *detail = str_or(m, "detail", "");
+    const char *running = str_or(m, "running_version", "");
+    const char *back = "-";
+    char why[320];
+
+    if (strcmp(status, "installed") == 0) {
+        running = str_or(m, "version", "-");
+        (void)snprintf(why, sizeof(why), "%s", detail);
+    } else if (strncmp(detail, rb, sizeof(rb) - 1) == 0) {
+        status = "rolled back";
+        back = str_or(m, "version", "-");
+        (void)snprintf(why, sizeof(why), "%s", detail + sizeof(rb) - 1);
+    } else {
+        (void)snprintf(why, sizeof(why), "%s: %s", str_or(m, "version", "?"), detail);
+    }
+    (void)fprintf(c->out, "%-20s %-20s  %-16s %-12s %-12s %-12s %s\n", id, seen,
+                  str_or(m, "name", "?"), running[0] ? running : "-", status, back, why);
 }
 
 int mfctl__print_devices(struct mfctl *c, const char *json, size_t len)
@@ -88,22 +100,20 @@ int mfctl__print_devices(struct mfctl *c, const char *json, size_t len)
 
     if (!doc)
         return MF_E_INVALID;
-    (void)fprintf(c->out, "%-20s %-19s  %-16s %-12s %-10s %s\n", "DEVICE", "LAST SEEN (UTC)",
-                  "MODEL", "VERSION", "STATUS", "DETAIL");
+    (void)fprintf(c->out, "%-20s %-20s  %-16s %-12s %-12s %-12s %s\n", "DEVICE", "LAST SEEN",
+                  "MODEL", "RUNNING", "STATUS", "ROLLED BACK", "DETAIL");
     cJSON_ArrayForEach(d, devices)
     {
         const cJSON *models = cJSON_GetObjectItemCaseSensitive(d, "models");
         const char *id = str_or(d, "device_id", "?");
-        const char *seen = fmt_time(when, sizeof(when), num_or(d, "last_seen", 0));
+        const char *seen = mfctl__fmt_time(when, sizeof(when), num_or(d, "last_seen", 0));
         const cJSON *m;
 
         if (cJSON_GetArraySize(models) == 0)
-            (void)fprintf(c->out, "%-20s %-19s  %-16s\n", id, seen, "-");
+            (void)fprintf(c->out, "%-20s %-20s  %-16s\n", id, seen, "-");
         cJSON_ArrayForEach(m, models)
         {
-            (void)fprintf(c->out, "%-20s %-19s  %-16s %-12s %-10s %s\n", id, seen,
-                          str_or(m, "name", "?"), str_or(m, "version", "-"),
-                          str_or(m, "status", "-"), str_or(m, "detail", ""));
+            print_device_model(c, id, seen, m);
         }
     }
     cJSON_Delete(doc);
@@ -157,13 +167,6 @@ int mfctl__cmd_devices(struct mfctl *c, int argc, char **argv)
     return mfctl__list_command(c, argc, argv, "/v1/admin/devices", mfctl__print_devices);
 }
 
-static const char *versions_model; /* the one model `mfctl versions` prints */
-
-static int print_one_model(struct mfctl *c, const char *json, size_t len)
-{
-    return mfctl__print_versions(c, json, len, versions_model);
-}
-
 int mfctl__cmd_versions(struct mfctl *c, int argc, char **argv)
 {
     int json, nargs, rc = mfctl__common_flags(c, argc, argv, &json, &nargs);
@@ -179,10 +182,10 @@ int mfctl__cmd_versions(struct mfctl *c, int argc, char **argv)
         (void)fprintf(c->err, "mfctl versions: expected one MODEL name\n%s", c->cmd->usage);
         return 2;
     }
-    char flag[] = "--json";
+    char flag[] = "--json", path[96];
     char *list_argv[] = {argv[0], flag, NULL};
 
-    versions_model = argv[1];
-    /* The listing is filtered here: --json prints the server's whole answer. */
-    return mfctl__list_command(c, json ? 2 : 1, list_argv, "/v1/admin/models", print_one_model);
+    /* The model's own route: an unknown MODEL is the server's 404, not an empty table. */
+    (void)snprintf(path, sizeof(path), "/v1/admin/models/%s", argv[1]);
+    return mfctl__list_command(c, json ? 2 : 1, list_argv, path, mfctl__print_models);
 }

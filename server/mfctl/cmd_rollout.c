@@ -79,9 +79,25 @@ static void print_waves(struct mfctl *c, const cJSON *doc)
     }
 }
 
+/* A red line's figure in its metric's unit: bytes for memory, microseconds as an integer,
+ * rates and agreement as fractions; never an exponent. */
+static const char *fmt_figure(char *buf, size_t cap, const char *metric, double v)
+{
+    size_t n = strlen(metric);
+
+    if (strcmp(metric, "peak_memory") == 0)
+        return mfctl__fmt_bytes(buf, cap, v);
+    if (n > 3 && strcmp(metric + n - 3, "_us") == 0)
+        (void)snprintf(buf, cap, v == (double)(long long)v ? "%.0f us" : "%.1f us", v);
+    else
+        (void)snprintf(buf, cap, "%.4f", v);
+    return buf;
+}
+
 static void print_lines(struct mfctl *c, const cJSON *doc)
 {
     const cJSON *l;
+    char limit[32], value[32], bound[32];
 
     (void)fprintf(c->out, "red lines:\n  %-22s %-9s %10s %14s %14s  %s\n", "METRIC", "KIND",
                   "LIMIT", "VALUE", "BOUND", "STATUS");
@@ -89,14 +105,20 @@ static void print_lines(struct mfctl *c, const cJSON *doc)
     {
         int evaluated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(l, "evaluated"));
         int breached = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(l, "breached"));
+        const char *metric = mfctl__str(l, "metric");
 
-        if (evaluated)
-            (void)fprintf(c->out, "  %-22s %-9s %10g %14g %14g  %s\n", mfctl__str(l, "metric"),
-                          mfctl__str(l, "kind"), mfctl__num(l, "limit"), mfctl__num(l, "value"),
-                          mfctl__num(l, "bound"), breached ? "BREACHED" : "ok");
+        /* A relative line's limit is a factor of the baseline, the others are in its unit. */
+        if (strcmp(mfctl__str(l, "kind"), "relative") == 0)
+            (void)snprintf(limit, sizeof(limit), "x%.2f", mfctl__num(l, "limit"));
         else
-            (void)fprintf(c->out, "  %-22s %-9s %10g %14s %14s  %s\n", mfctl__str(l, "metric"),
-                          mfctl__str(l, "kind"), mfctl__num(l, "limit"), "-", "-", "no data");
+            (void)fmt_figure(limit, sizeof(limit), metric, mfctl__num(l, "limit"));
+        (void)fprintf(
+            c->out, "  %-22s %-9s %10s %14s %14s  %s\n", metric, mfctl__str(l, "kind"), limit,
+            evaluated ? fmt_figure(value, sizeof(value), metric, mfctl__num(l, "value")) : "-",
+            evaluated ? fmt_figure(bound, sizeof(bound), metric, mfctl__num(l, "bound")) : "-",
+            !evaluated ? "no data"
+            : breached ? "BREACHED"
+                       : "ok");
     }
 }
 
@@ -104,6 +126,7 @@ int mfctl__print_rollout(struct mfctl *c, const char *json, size_t len)
 {
     cJSON *doc = mfctl__parse(c, json, len, "waves");
     const cJSON *e;
+    char when[32];
 
     if (!doc)
         return MF_E_INVALID;
@@ -122,8 +145,9 @@ int mfctl__print_rollout(struct mfctl *c, const char *json, size_t len)
     (void)fprintf(c->out, "events:\n");
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "events"))
     {
-        (void)fprintf(c->out, "  %.0f %-9s %s\n", mfctl__num(e, "at"), mfctl__str(e, "kind"),
-                      mfctl__str(e, "detail"));
+        (void)fprintf(c->out, "  %s %-9s %s\n",
+                      mfctl__fmt_time(when, sizeof(when), mfctl__num(e, "at")),
+                      mfctl__str(e, "kind"), mfctl__str(e, "detail"));
     }
     cJSON_Delete(doc);
     return MF_OK;
@@ -152,6 +176,7 @@ int mfctl__print_stats(struct mfctl *c, const char *json, size_t len)
 {
     cJSON *doc = mfctl__parse(c, json, len, "versions");
     const cJSON *v;
+    char mem[32];
 
     if (!doc)
         return MF_E_INVALID;
@@ -160,13 +185,13 @@ int mfctl__print_stats(struct mfctl *c, const char *json, size_t len)
                   "OFFLOAD", "AGREE");
     cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(doc, "versions"))
     {
-        (void)fprintf(
-            c->out, "%-12s %8.0f %9.0f %7.0f %7.0f %9.0f %9.0f %9.0f %11.0f %8.4f %8.4f\n",
-            mfctl__str(v, "version"), mfctl__num(v, "devices_running"),
-            mfctl__num(v, "devices_reporting"), mfctl__num(v, "install_ok"),
-            mfctl__num(v, "install_failed"), mfctl__num(v, "p50_us"), mfctl__num(v, "p95_us"),
-            mfctl__num(v, "p99_us"), mfctl__num(v, "peak_memory"), mfctl__num(v, "offload_rate"),
-            mfctl__num(v, "teacher_agreement"));
+        (void)fprintf(c->out, "%-12s %8.0f %9.0f %7.0f %7.0f %9.0f %9.0f %9.0f %11s %8.4f %8.4f\n",
+                      mfctl__str(v, "version"), mfctl__num(v, "devices_running"),
+                      mfctl__num(v, "devices_reporting"), mfctl__num(v, "install_ok"),
+                      mfctl__num(v, "install_failed"), mfctl__num(v, "p50_us"),
+                      mfctl__num(v, "p95_us"), mfctl__num(v, "p99_us"),
+                      mfctl__fmt_bytes(mem, sizeof(mem), mfctl__num(v, "peak_memory")),
+                      mfctl__num(v, "offload_rate"), mfctl__num(v, "teacher_agreement"));
     }
     cJSON_Delete(doc);
     return MF_OK;

@@ -11,6 +11,7 @@
 #include "cmd_distill.h"
 #include "cmd_rollout.h"
 #include "mf/ct.h"
+#include "mf/version.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -51,13 +52,16 @@ static const struct mfctl_command commands[] = {
      mfctl__cmd_models},
     {"devices", "list enrolled devices and what they run",
      "usage: mfctl [global options] devices [--json]\n"
-     "Lists every device with its last check-in and the reported state of each model.\n",
+     "Lists every device with its last check-in (ISO 8601 UTC) and per model: RUNNING, the\n"
+     "version it runs (after a rollback, the one it went back to); STATUS installed, rolled\n"
+     "back or failed; ROLLED BACK, the version it rolled back from; DETAIL, why.\n",
      mfctl__cmd_devices},
     {"versions", "list the versions of one model; fleet figures per version",
      "usage: mfctl [global options] versions MODEL [--json]\n"
      "       mfctl [global options] versions stats MODEL [--json]\n"
      "       mfctl [global options] versions show MODEL VERSION [--json]\n"
-     "Lists MODEL's versions (oldest first) with size, digest and release state. stats:\n"
+     "Lists MODEL's versions (oldest first) with size, digest and release state; an unknown\n"
+     "MODEL exits 1 with the server's message. stats:\n"
      "per version the devices running and reporting it, installs, P50/P95/P99 latency from\n"
      "the merged device histograms, peak memory, offload rate and teacher agreement.\n",
      mfctl__cmd_versions},
@@ -89,7 +93,8 @@ static const struct mfctl_command commands[] = {
      "       mfctl [global options] pins clear device|group|channel TARGET MODEL\n"
      "The director's precedence: security floor > device pin (from the device) > ops pin\n"
      "for the device > for a group > fleet rollback > rollout wave > channel default.\n"
-     "A pin must name a released version.\n",
+     "A pin must name a released version, and an enrolled device, a group with a device in\n"
+     "it or a model that exists: an unknown one exits 1 with the server's message.\n",
      mfctl__cmd_pins},
     {"rollback", "roll the whole fleet back to a released version, or end it",
      "usage: mfctl [global options] rollback start MODEL VERSION\n"
@@ -126,17 +131,26 @@ static const struct mfctl_command commands[] = {
 
 static int global_help(FILE *out)
 {
-    (void)fprintf(out, "usage: mfctl [--server URL] [--token-file FILE] COMMAND [ARGS]\n"
-                       "  --server URL       mf-server base URL (default: $MF_SERVER)\n"
-                       "  --token-file FILE  admin token file (default: $MF_TOKEN_FILE)\n"
-                       "commands:\n");
+    (void)fprintf(out, "NAME\n"
+                       "    mfctl - the ops CLI of mf-server\n"
+                       "SYNOPSIS\n"
+                       "    mfctl [--server URL] [--token-file FILE] COMMAND [ARGS]\n"
+                       "    mfctl --help | --version\n"
+                       "OPTIONS\n"
+                       "    --server URL       mf-server base URL (default: $MF_SERVER)\n"
+                       "    --token-file FILE  admin token file (default: $MF_TOKEN_FILE)\n"
+                       "EXIT STATUS\n"
+                       "    0 success; 1 failure, the server's answer or why on stderr (an\n"
+                       "    unknown device, model or group is one); 2 bad usage.\n"
+                       "COMMANDS\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
-        (void)fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        (void)fprintf(out, "    %-10s %s\n", commands[i].name, commands[i].summary);
     (void)fprintf(out, "Run `mfctl COMMAND --help` for a command's arguments.\n");
     return 0;
 }
 
-/* Parses global options; returns the index of the command word, or -1/-2 (help/error). */
+/* Parses global options; returns the index of the command word, or -1/-2/-3
+ * (help/error/version). */
 static int parse_globals(struct mfctl *c, int argc, char **argv)
 {
     int i;
@@ -144,6 +158,8 @@ static int parse_globals(struct mfctl *c, int argc, char **argv)
     for (i = 1; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
             return -1;
+        if (strcmp(argv[i], "--version") == 0)
+            return -3;
         if (strcmp(argv[i], "--server") == 0 && i + 1 < argc) {
             c->server = argv[++i];
         } else if (strcmp(argv[i], "--token-file") == 0 && i + 1 < argc) {
@@ -174,6 +190,10 @@ int mfctl__main(int argc, char **argv, FILE *out, FILE *err)
     first = parse_globals(&c, argc, argv);
     if (first == -1)
         return global_help(out);
+    if (first == -3) {
+        (void)fprintf(out, "mfctl %s\n", MF_VERSION_STRING);
+        return 0;
+    }
     if (first < 0) {
         (void)global_help(err);
         return 2;

@@ -59,6 +59,10 @@ int mfctl__name_ok(const char *s);
 int mfctl__id_ok(const char *s);
 /* Decimal digits only, at most `max`, into *out; 0, or -1 (out untouched) when `s` is not. */
 int mfctl__parse_u64(uint64_t *out, const char *s, uint64_t max);
+/* Unix seconds as ISO 8601 UTC, "2026-12-02T03:04:05Z", in `buf`; "-" when absent or 0. */
+const char *mfctl__fmt_time(char *buf, size_t cap, double t);
+/* Bytes with a unit: "512 B", "1.5 KiB", "40.0 MiB", "2.0 GiB". */
+const char *mfctl__fmt_bytes(char *buf, size_t cap, double bytes);
 /* Prints "mfctl CMD: why" and the command's usage to stderr; returns the usage exit status 2. */
 int mfctl__usage(struct mfctl *c, const char *why);
 

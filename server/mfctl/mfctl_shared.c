@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int mfctl__id_ok(const char *s)
 {
@@ -30,6 +31,33 @@ int mfctl__parse_u64(uint64_t *out, const char *s, uint64_t max)
         return -1;
     *out = v;
     return 0;
+}
+
+const char *mfctl__fmt_time(char *buf, size_t cap, double t)
+{
+    time_t secs = (time_t)t;
+    struct tm tm;
+
+    if (!(t > 0) || !gmtime_r(&secs, &tm) || strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        return "-";
+    return buf;
+}
+
+const char *mfctl__fmt_bytes(char *buf, size_t cap, double bytes)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+    double v = bytes;
+    int u = -1;
+
+    while (v >= 1024.0 && u < 3) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u < 0)
+        (void)snprintf(buf, cap, "%.0f B", bytes);
+    else
+        (void)snprintf(buf, cap, "%.1f %s", v, units[u]);
+    return buf;
 }
 
 int mfctl__usage(struct mfctl *c, const char *why)

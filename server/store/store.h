@@ -113,7 +113,7 @@ struct mf_store_devices_ops {
      * an unknown device. */
     int (*report_insert)(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_status *st);
     /* Listings. devices and statuses: by device id (statuses then by model), so callers can
-     * merge the two walks. */
+     * merge the two walks. statuses also give what each device runs (running_version). */
     int (*devices_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_device_fn fn,
                         void *payload);
     int (*statuses_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_status_fn fn,

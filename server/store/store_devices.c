@@ -11,9 +11,19 @@
 #define DEVICES_LIST(C)                                                                            \
     "SELECT device_id, enrolled_at, last_seen, channel, revoked FROM devices"                      \
     " ORDER BY device_id" C
+/* The last column is what the device runs: the reported version while its last report says
+ * installed; after a failure (a rollback, an install that failed) the newest version it
+ * reported installed that it has not reported failed since, from the event log ('' when
+ * there is none): a rolled-back device runs the version it went back to, not the one its
+ * last report names. */
 #define STATUSES_LIST(C)                                                                           \
     "SELECT d.device_id, s.model, s.version, s.sha256, s.status, s.detail,"                        \
-    " s.reported_at FROM device_models s JOIN devices d ON d.id = s.device_id"                     \
+    " s.reported_at, CASE WHEN s.status = 'installed' THEN s.version ELSE COALESCE(("              \
+    "SELECT e.version FROM events e WHERE e.device_id = s.device_id AND e.model = s.model"         \
+    " AND e.status = 'installed' AND NOT EXISTS (SELECT 1 FROM events f"                           \
+    " WHERE f.device_id = e.device_id AND f.model = e.model AND f.status = 'failed'"               \
+    " AND f.sha256 = e.sha256 AND f.id > e.id) ORDER BY e.id DESC LIMIT 1), '') END"               \
+    " FROM device_models s JOIN devices d ON d.id = s.device_id"                                   \
     " ORDER BY d.device_id" C ", s.model" C
 
 /* The catalogue of this domain. last_seen is informational and written on every check-in,
@@ -86,9 +96,9 @@ static int visit_status(void *payload, const struct mf_store_cursor *row)
     const struct mf_store_visit *w = payload;
     struct mf_store_status r;
 
-    mf_store__cols(row, 0, "tttttti", MF_STORE_TEXT(r.device_id), MF_STORE_TEXT(r.model),
+    mf_store__cols(row, 0, "ttttttit", MF_STORE_TEXT(r.device_id), MF_STORE_TEXT(r.model),
                    MF_STORE_TEXT(r.version), MF_STORE_TEXT(r.sha256), MF_STORE_TEXT(r.status),
-                   MF_STORE_TEXT(r.detail), &r.reported_at);
+                   MF_STORE_TEXT(r.detail), &r.reported_at, MF_STORE_TEXT(r.running_version));
     return ((mf_store_status_fn)w->fn)(w->payload, &r);
 }
 

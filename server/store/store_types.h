@@ -162,6 +162,9 @@ struct mf_store_status {
     char status[16]; /* "installed" or "failed" */
     char detail[MF_STORE_DETAIL_MAX + 1];
     int64_t reported_at;
+    /* statuses_list only (report_insert ignores it): the version the device runs, which
+     * differs from `version` after a rollback or a failed install; "" when unknown. */
+    char running_version[MF_STORE_NAME_SIZE];
 };
 
 /* Row visitors for the listings; a negative return stops the walk and is returned. */

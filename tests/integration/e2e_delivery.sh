@@ -57,6 +57,29 @@ check "server lists devA at v1, installed" \
              '$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' devices |
              grep -Eq 'devA +.*detector +v1 +installed'"
 
+# --- ids the server does not know (issue 17): exit 1 naming them, nothing written ------------
+refused() { # refused MESSAGE MFCTL-ARGS...: mfctl exits 1 with MESSAGE on stderr
+    local msg=$1
+    shift
+    mfctl_admin "$@" >"$work/refused.out" 2>"$work/refused.err"
+    local rc=$?
+    [ "$rc" -eq 1 ] && grep -qF -- "$msg" "$work/refused.err" ||
+        { echo "    rc $rc: $(cat "$work/refused.err")"; return 1; }
+}
+check "pins set for an unknown device is refused" \
+    refused "unknown device 'cam-9999'" pins set device cam-9999 detector v1
+check "pins set for an unknown group is refused" \
+    refused "unknown group 'nosuchgroup'" pins set group nosuchgroup detector v1
+check "versions of an unknown model is refused" refused "unknown model 'nosuchmodel'" versions nosuchmodel
+check "samples export of an unknown model is refused" \
+    refused "unknown model 'fashoin'" samples export --model fashoin "$work/export-none"
+check "  ... and wrote nothing" test ! -e "$work/export-none/samples.jsonl"
+check "device groups for an unknown device is refused" \
+    refused "unknown device 'cam-9999'" device groups cam-9999 lab
+check "a fleet rollback of an unknown model is refused" \
+    refused "unknown model 'fashoin'" rollback start fashoin v1
+check "no pin was written" bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' pins --json | grep -q '{\"pins\":\[\]}'"
+
 # --- wrong credentials ----------------------------------------------------------------------
 fake_cred="mfd_$(openssl rand -hex 32)"
 check "check-in with an unknown device credential: 401" \
@@ -94,7 +117,7 @@ check "  ... at the first bad chunk (chunk 0), aborting the download" grep -q 'c
 active=$(mf_active_path "$work/devA" detector)
 check "  ... keeps v1 active, bytes intact" cmp -s "$active" "$work/v1.bin"
 check "  ... leaves no partial download" bash -c "! ls '$work/devA/models/detector/' | grep -q '\\.part'"
-check "  ... and the server saw a failed report" bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' devices | grep -Eq 'devA +.*detector +v2 +failed'"
+check "  ... and the server saw a failed report" bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' devices | grep -Eq 'devA +.*detector +v1 +failed +- +v2: '"
 
 # --- a missing blob -------------------------------------------------------------------------
 rm -f "$blob"
@@ -185,7 +208,7 @@ check "the device refuses v4 although it is assigned" bash -c "! '$BIN/mf-agent'
 check "  ... as below its security floor" grep -q 'below security floor' "$work/devA-floor.log"
 active=$(mf_active_path "$work/devA" detector)
 check "  ... and keeps v3" cmp -s "$active" "$work/v3.bin"
-check "  ... and the server saw why" bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' devices | grep -E 'devA +.*detector +v4 +failed' | grep -q 'below security floor'"
+check "  ... and the server saw why" bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' devices | grep -Eq 'devA +.*detector +v3 +failed +- +v4: .*below security floor'"
 
 # --- a stolen director key freezes assignments only until the director key is rotated ------
 # The attacker with the director key signs, for a genuine release, an assignment at sequence
@@ -245,6 +268,7 @@ check "  ... status says why" bash -c "'$BIN/mf-agent' --config '$work/devB.json
 check "a run after the rollback keeps c1 (no loop)" agentB run --once
 check "  ... c1 still active" cmp -s "$(mf_active_path "$work/devB" classifier)" "$work/c1.bin"
 check "  ... the server saw the rollback" bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' devices | grep -E 'devB +.*classifier' | grep -q 'rolled back'"
+check "  ... mfctl devices: devB runs c1, rolled back from c2" bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' devices | grep -Eq 'devB +[^ ]+ +classifier +c1 +rolled back +c2 +manual rollback'"
 check "mf-agent pin classifier (to c1)" agentB pin classifier
 check "publish classifier c3" mf_publish classifier c3 "$work/c3.bin"
 check "a pinned device stays on c1" agentB run --once

@@ -22,15 +22,20 @@ static void test_rollout_mfctl__status_view_shows_waves_lines_and_events(void **
         "\"red_lines\":[{\"metric\":\"p99_latency_us\",\"kind\":\"relative\",\"limit\":1.5,"
         "\"evaluated\":true,\"breached\":true,\"value\":4095,\"bound\":3070.5},"
         "{\"metric\":\"teacher_agreement\",\"kind\":\"absolute\",\"limit\":0.9,"
-        "\"evaluated\":false,\"breached\":false}],"
+        "\"evaluated\":false,\"breached\":false},"
+        "{\"metric\":\"peak_memory\",\"kind\":\"absolute\",\"limit\":67108864,"
+        "\"evaluated\":true,\"breached\":false,\"value\":41943040,\"bound\":67108864}],"
         "\"events\":[{\"at\":100,\"kind\":\"created\",\"detail\":\"{}\"},"
-        "{\"at\":160,\"kind\":\"halted\",\"detail\":\"p99\"}]}";
+        "{\"at\":1764644645,\"kind\":\"halted\",\"detail\":\"p99\"}]}";
     char *text = mfctl_print_with(mfctl__print_rollout, json, MF_OK);
 
     (void)state;
     MFCTL_TEXT_HAS(text, "rollout 3: det v2 (previous v1)  state halted  wave 1 of 2",
                    "halted by: p99_latency_us 4095 > bound 3070.5", "percent  5 %", "group    lab",
-                   "admitted", "3070.5  BREACHED", "no data", "160 halted");
+                   "admitted", "x1.50", "4095 us", "3070.5 us  BREACHED", "no data", "40.0 MiB",
+                   "64.0 MiB  ok", "2025-12-02T03:04:05Z halted");
+    /* Figures with units or as integers, never an exponent (issue 17: 4.1943e+07). */
+    assert_null(strstr(text, "e+0"));
     free(text);
 }
 
@@ -46,7 +51,7 @@ static void test_rollout_mfctl__stats_and_list_tables(void **state)
     char *text = mfctl_print_with(mfctl__print_stats, stats, MF_OK);
 
     (void)state;
-    MFCTL_TEXT_HAS(text, "P99_US", "v1", "2047", "41943040", "0.0500");
+    MFCTL_TEXT_HAS(text, "P99_US", "v1", "2047", "40.0 MiB", "0.0500");
     free(text);
     text = mfctl_print_with(mfctl__print_rollouts, list, MF_OK);
     assert_non_null(strstr(text, "4     det"));

@@ -112,6 +112,17 @@ long srvfx_status_of(const char *method, const char *path, const char *token, co
     return st;
 }
 
+void srvfx_expect_statuses(const struct srvfx_expect *t, size_t n, const char *token)
+{
+    for (size_t i = 0; i < n; i++) {
+        long st = srvfx_status_of(t[i].method, t[i].path, token, t[i].body);
+
+        if (st != t[i].want)
+            fail_msg("%s %s %s: %ld, want %ld", t[i].method, t[i].path, t[i].body ? t[i].body : "",
+                     st, t[i].want);
+    }
+}
+
 void srvfx_sha256_hex(char out[65], const void *p, size_t n)
 {
     uint8_t d[32];

@@ -64,6 +64,14 @@ long srvfx_call(struct srvfx_resp *out, const char *method, const char *path, co
 /* Status of a request whose body is not needed. */
 long srvfx_status_of(const char *method, const char *path, const char *token, const char *json);
 
+/* One request of a table and the status it must get. */
+struct srvfx_expect {
+    const char *method, *path, *body;
+    long want;
+};
+/* Sends each of the `n` requests with `token`; fails naming the first whose status differs. */
+void srvfx_expect_statuses(const struct srvfx_expect *t, size_t n, const char *token);
+
 void srvfx_sha256_hex(char out[65], const void *p, size_t n);
 /* The string `key` of the JSON object `body`, or "" (not JSON, no such key). */
 void srvfx_json_str(char *dst, size_t cap, const char *body, const char *key);

@@ -34,6 +34,11 @@ static void test_mfctl__global_help_lists_every_command(void **state)
     assert_non_null(strstr(r.out, "models"));
     assert_non_null(strstr(r.out, "devices"));
     assert_non_null(strstr(r.out, "MF_SERVER"));
+    assert_non_null(strstr(r.out, "EXIT STATUS"));
+    mfctl_run_free(&r);
+    MFCTL_RUN(&r, "--version");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "mfctl " MF_VERSION_STRING "\n");
     mfctl_run_free(&r);
 }
 
@@ -98,7 +103,13 @@ static void test_mfctl__tables(void **state)
         "{\"devices\":[{\"device_id\":\"cam-0001\",\"enrolled_at\":1764500000,"
         "\"last_seen\":1764500100,\"models\":[{\"name\":\"detector\",\"version\":\"v2\","
         "\"sha256\":\"x\",\"status\":\"failed\",\"detail\":\"sha256 mismatch\","
-        "\"reported_at\":1764500100}]},{\"device_id\":\"cam-0002\",\"models\":[]}]}";
+        "\"reported_at\":1764500100,\"running_version\":\"v1\"}]},"
+        "{\"device_id\":\"cam-0002\",\"models\":[]},"
+        "{\"device_id\":\"cam-0003\",\"last_seen\":1764500100,\"models\":["
+        "{\"name\":\"detector\",\"version\":\"v2\",\"status\":\"failed\","
+        "\"detail\":\"rolled back: health check failed\",\"running_version\":\"v1\"},"
+        "{\"name\":\"ocr\",\"version\":\"o3\",\"status\":\"installed\",\"detail\":\"\","
+        "\"running_version\":\"o3\"}]}]}";
     struct mfctl_capture k;
 
     (void)state;
@@ -108,8 +119,17 @@ static void test_mfctl__tables(void **state)
     (void)fclose(k.c.out);
     assert_non_null(strstr(k.text, "MODEL"));
     assert_non_null(strstr(k.text, "abcdef012345 ")); /* digest shortened to 12 digits */
-    MFCTL_TEXT_HAS(k.text, "2025-11-30 10:53:20", "empty", "cam-0001", "sha256 mismatch",
-                   "cam-0002");
+    MFCTL_TEXT_HAS(k.text, "2025-11-30T10:53:20Z", "empty", "cam-0002", "RUNNING", "ROLLED BACK");
+    /* A failed install leaves the device on what it ran; a rollback shows both versions,
+     * each in its own column (issue 17: the rolled-back version was shown as running). */
+    MFCTL_TEXT_HAS(
+        k.text,
+        "cam-0001             2025-11-30T10:55:00Z  detector         v1           failed  "
+        "     -            v2: sha256 mismatch",
+        "cam-0003             2025-11-30T10:55:00Z  detector         v1           "
+        "rolled back  v2           health check failed",
+        "cam-0003             2025-11-30T10:55:00Z  ocr              o3           "
+        "installed    -");
     free(k.text);
     k.c.out = open_memstream(&k.text, &k.len);
     assert_int_equal(mfctl__print_models(&k.c, "{\"devices\":[]}", 14), MF_E_INVALID);
@@ -130,6 +150,21 @@ static void serve_once(struct mf_kit_http *s, const char *raw, char *url, size_t
     mf_kit_http_start(s, NULL, NULL);
     mf_kit_http_script(s, &r);
     (void)snprintf(url, cap, "%s", s->url);
+}
+
+/* Runs `mfctl --server <s> --token-file tok ARGS` (up to 6 ARGS, NULL-ended) against `s`
+ * answering `reply`; stop `s` and free `r` after. */
+static void run_against(struct mfctl_run *r, struct mf_kit_http *s, const char *tok,
+                        const char *reply, const char *const *args)
+{
+    char url[64];
+    const char *argv[12] = {"mfctl", "--server", url, "--token-file", tok};
+    int argc = 5;
+
+    serve_once(s, reply, url, sizeof(url));
+    for (int k = 0; k < 6 && args[k]; k++)
+        argv[argc++] = args[k];
+    mfctl_run(r, argc, argv);
 }
 
 static void test_mfctl__upload_streams_file_with_sha256(void **state)
@@ -310,6 +345,68 @@ static void test_mfctl__fleet_usage_errors(void **state)
     MFCTL_EXPECT(2, NULL, "groups", "clear-poll");
 }
 
+/* An id the server does not know: mfctl exits 1 with the server's message, and prints no
+ * success (issue 17: `pins set device cam-9999` said "pinned", `versions nosuchmodel` printed
+ * an empty table, `samples export --model fashoin` exported 0). */
+static void test_mfctl__unknown_ids_exit_1_with_the_message(void **state)
+{
+#define NOT_FOUND(msg)                                                                             \
+    "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"        \
+    "{\"error\":\"not_found\",\"message\":\"" msg "\"}"
+    static const struct {
+        const char *args[6];
+        const char *reply, *head, *message;
+    } cases[] = {
+        {{"pins", "set", "device", "cam-9999", "det", "v1"},
+         NOT_FOUND("unknown device 'cam-9999'"),
+         "PUT /v1/admin/pins/device/cam-9999/det HTTP/1.1",
+         "unknown device 'cam-9999'"},
+        {{"versions", "nosuchmodel"},
+         NOT_FOUND("unknown model 'nosuchmodel'"),
+         "GET /v1/admin/models/nosuchmodel HTTP/1.1",
+         "unknown model 'nosuchmodel'"},
+        {{"versions", "nosuchmodel", "--json"},
+         NOT_FOUND("unknown model 'nosuchmodel'"),
+         "GET /v1/admin/models/nosuchmodel HTTP/1.1",
+         "unknown model 'nosuchmodel'"},
+        {{"device", "groups", "cam-9999", "lab"},
+         NOT_FOUND("unknown device 'cam-9999'"),
+         "PUT /v1/admin/devices/cam-9999/groups HTTP/1.1",
+         "unknown device 'cam-9999'"},
+        {{"rollback", "start", "fashoin", "v1"},
+         NOT_FOUND("unknown model 'fashoin'"),
+         "PUT /v1/admin/rollbacks/fashoin HTTP/1.1",
+         "unknown model 'fashoin'"},
+        {{"samples", "export", "--model", "fashoin", "/tmp/mfctl-never-written"},
+         NOT_FOUND("unknown model 'fashoin'"),
+         "GET /v1/admin/samples?model=fashoin",
+         "unknown model 'fashoin'"},
+    };
+#undef NOT_FOUND
+    char tok[] = "/tmp/mfctl-tok-XXXXXX";
+
+    (void)state;
+    (void)close(mkstemp(tok));
+    mf_kit_fs_write(tok, "mfa_x", 5);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct mf_kit_http s;
+        struct mfctl_run r;
+
+        run_against(&r, &s, tok, cases[i].reply, cases[i].args);
+        if (r.rc != 1 || !strstr(r.err, cases[i].message))
+            fail_msg("mfctl %s %s: rc %d, stderr %s", cases[i].args[0], cases[i].args[1], r.rc,
+                     r.err);
+        if (!strstr(mf_kit_http_request(&s, 0)->head, cases[i].head))
+            fail_msg("mfctl %s: sent %s", cases[i].args[0], mf_kit_http_request(&s, 0)->head);
+        assert_null(strstr(r.out, "pinned"));
+        assert_null(strstr(r.out, "MODEL"));
+        mf_kit_http_stop(&s);
+        mfctl_run_free(&r);
+    }
+    assert_int_equal(access("/tmp/mfctl-never-written/samples.jsonl", F_OK), -1);
+    (void)unlink(tok);
+}
+
 /* Each fleet command sends the request of docs/openapi.yaml. */
 static void test_mfctl__fleet_requests(void **state)
 {
@@ -409,7 +506,6 @@ static void test_mfctl__fleet_requests(void **state)
          "mfa_secret"},
     };
     char tok[] = "/tmp/mfctl-tok-XXXXXX";
-    char url[64];
 
     (void)state;
     assert_int_equal(strlen(strstr(token, "\r\n\r\n") + 4), 59);
@@ -418,16 +514,11 @@ static void test_mfctl__fleet_requests(void **state)
     (void)close(mkstemp(tok));
     mf_kit_fs_write(tok, "mfa_x", 5);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        const char *argv[12] = {"mfctl", "--server", url, "--token-file", tok};
         const struct mf_kit_http_request *q;
         struct mf_kit_http s;
         struct mfctl_run r;
-        int argc = 5;
 
-        serve_once(&s, cases[i].reply, url, sizeof(url));
-        for (int k = 0; k < 6 && cases[i].args[k]; k++)
-            argv[argc++] = cases[i].args[k];
-        mfctl_run(&r, argc, argv);
+        run_against(&r, &s, tok, cases[i].reply, cases[i].args);
         if (r.rc != 0)
             fail_msg("mfctl %s: rc %d: %s", cases[i].args[0], r.rc, r.err);
         q = mf_kit_http_request(&s, 0);
@@ -459,6 +550,7 @@ int main(void)
         T(test_mfctl__fleet_tables),
         T(test_mfctl__fleet_usage_errors),
         T(test_mfctl__fleet_requests),
+        T(test_mfctl__unknown_ids_exit_1_with_the_message),
     };
 #undef T
     return cmocka_run_group_tests_name("mfctl", tests, NULL, NULL);

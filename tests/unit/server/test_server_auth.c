@@ -132,10 +132,7 @@ static void test_server_auth__every_role_route_pair_is_checked(void **state)
 static void test_server_auth__tokens_bad_input(void **state)
 {
     /* An unknown role, a name with a path in it, cut JSON, an id not hex, an id of nothing. */
-    static const struct {
-        const char *method, *path, *body;
-        long want;
-    } bad[] = {
+    static const struct srvfx_expect bad[] = {
         {"POST", "/v1/admin/tokens", "{\"role\":\"root\",\"name\":\"x\"}", 400},
         {"POST", "/v1/admin/tokens", "{\"role\":\"ops\",\"name\":\"../x\"}", 400},
         {"POST", "/v1/admin/tokens", "{\"role\":", 400},
@@ -144,13 +141,7 @@ static void test_server_auth__tokens_bad_input(void **state)
     };
 
     (void)state;
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        long st = srvfx_status_of(bad[i].method, bad[i].path, srvfx.admin, bad[i].body);
-
-        if (st != bad[i].want)
-            fail_msg("%s %s %s: %ld, want %ld", bad[i].method, bad[i].path,
-                     bad[i].body ? bad[i].body : "", st, bad[i].want);
-    }
+    srvfx_expect_statuses(bad, sizeof(bad) / sizeof(bad[0]), srvfx.admin);
     /* The ops token still works: none of that revoked anything. */
     assert_int_equal(srvfx_status_of("GET", "/v1/admin/pins", srvfx.ops, NULL), 200);
 }

@@ -733,6 +733,80 @@ static void test_server_store__report_unknown_device(void **state)
     assert_int_equal(s->ops->devices->report_insert(s, &f->ctx, &st), MF_E_NOTFOUND);
 }
 
+/* One report of `model` by `dev`: `version` (its sha256 derived from it) with `status`. */
+static void report(struct store_fixture *f, struct mf_store *s, const char *dev,
+                   const char *version, const char *status, const char *detail)
+{
+    struct mf_store_status st;
+
+    memset(&st, 0, sizeof(st));
+    (void)snprintf(st.device_id, sizeof(st.device_id), "%s", dev);
+    (void)snprintf(st.model, sizeof(st.model), "det");
+    (void)snprintf(st.version, sizeof(st.version), "%s", version);
+    memset(st.sha256, version[1], MF_SHA256_HEX_LEN); /* "c1" -> "111...": one per version */
+    (void)snprintf(st.status, sizeof(st.status), "%s", status);
+    (void)snprintf(st.detail, sizeof(st.detail), "%s", detail);
+    st.reported_at = 100;
+    assert_int_equal(s->ops->devices->report_insert(s, &f->ctx, &st), MF_OK);
+}
+
+struct running_seen {
+    char version[2][MF_STORE_NAME_SIZE], running[2][MF_STORE_NAME_SIZE];
+    int n;
+};
+
+static int keep_running(void *payload, const struct mf_store_status *st)
+{
+    struct running_seen *w = payload;
+
+    assert_true(w->n < 2);
+    (void)snprintf(w->version[w->n], sizeof(w->version[0]), "%s", st->version);
+    (void)snprintf(w->running[w->n], sizeof(w->running[0]), "%s", st->running_version);
+    w->n++;
+    return MF_OK;
+}
+
+/* statuses_list's running_version after each report of dev-1 (and dev-2, which never
+ * installed anything). */
+static void expect_running(struct store_fixture *f, struct mf_store *s, const char *want,
+                           const char *why)
+{
+    struct running_seen w;
+
+    memset(&w, 0, sizeof(w));
+    assert_int_equal(s->ops->devices->statuses_list(s, &f->ctx, keep_running, &w), MF_OK);
+    assert_int_equal(w.n, 2);
+    if (strcmp(w.running[0], want) != 0)
+        fail_msg("%s: dev-1 last reported %s, runs '%s', want '%s'", why, w.version[0],
+                 w.running[0], want);
+    assert_string_equal(w.running[1], "");
+}
+
+static void test_server_store__statuses_show_what_runs(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    uint8_t hash[MF_SHA256_LEN];
+
+    memset(hash, 1, sizeof(hash));
+    assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, "dev-1", hash, 1), MF_OK);
+    memset(hash, 2, sizeof(hash));
+    assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, "dev-2", hash, 1), MF_OK);
+    report(f, s, "dev-2", "c1", "failed", "download failed");
+    report(f, s, "dev-1", "c1", "installed", "");
+    expect_running(f, s, "c1", "installed");
+    report(f, s, "dev-1", "c2", "installed", "");
+    report(f, s, "dev-1", "c2", "failed", "rolled back: manual rollback");
+    expect_running(f, s, "c1", "rolled back from c2");
+    report(f, s, "dev-1", "c3", "installed", "");
+    expect_running(f, s, "c3", "c3 installed");
+    /* Back from c3 to c1 (c2 was abandoned before: never what it runs again). */
+    report(f, s, "dev-1", "c3", "failed", "rolled back: health check failed");
+    expect_running(f, s, "c1", "rolled back from c3");
+    report(f, s, "dev-1", "c4", "failed", "sha256 mismatch");
+    expect_running(f, s, "c1", "c4 failed to install");
+}
+
 static void read_file(char *out, size_t size, const char *path, mode_t *mode)
 {
     struct stat st;
@@ -806,6 +880,7 @@ int main(void)
         T(test_server_store__versions),
         T(test_server_store__releases),
         T(test_server_store__trust_docs_and_sequence),
+        T(test_server_store__statuses_show_what_runs),
         T(test_server_store__report_unknown_device),
         T(test_server_store__sequence_above_all_after_restart),
         T(test_server_store__generation_follows_cached_tables),

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* mf-sim's command line (device/sim/sim_args.c): device ids from --prefix, every flag's value
+ * checked, unknown flags refused, --help and --version answered. */
+#include "mf_test.h"
+#include "kit_fs.h"
+#include "sim.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void test_sim__device_name_joins_the_prefix_once(void **state)
+{
+    static const struct {
+        const char *prefix;
+        unsigned index;
+        const char *id;
+    } cases[] = {
+        {"sim", 0, "sim-00000"},   {"sim-", 0, "sim-00000"},    {"cam_", 7, "cam_00007"},
+        {"lab.", 12, "lab.00012"}, {"a-b", 19999, "a-b-19999"}, {"", 3, "00003"},
+    };
+    char id[MF_AGENT_NAME_MAX + 1];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        assert_int_equal(sim__device_name(id, sizeof(id), cases[i].prefix, cases[i].index), 0);
+        assert_string_equal(id, cases[i].id);
+    }
+    assert_int_equal(sim__device_name(id, 9, "sim", 0), -1); /* "sim-00000" needs 10 bytes */
+}
+
+struct sim_args_fx {
+    char dir[64], token[96], root[96];
+};
+
+static int setup(void **state)
+{
+    static struct sim_args_fx fx;
+
+    mf_kit_fs_mkdtemp(fx.dir, sizeof(fx.dir), "mf-simargs");
+    (void)snprintf(fx.token, sizeof(fx.token), "%s/enroll.token", fx.dir);
+    (void)snprintf(fx.root, sizeof(fx.root), "%s/root.json", fx.dir);
+    mf_kit_fs_write(fx.token, "tok\n", 4);
+    mf_kit_fs_write(fx.root, "{}", 2);
+    *state = &fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    mf_kit_fs_rmtree(((struct sim_args_fx *)*state)->dir);
+    return 0;
+}
+
+/* The required flags, then `extra` (n of them) at the end; sim__parse_args's result. */
+static int parse_with(struct sim_config *c, const struct sim_args_fx *fx, int n,
+                      const char *const *extra)
+{
+    const char *base[] = {"mf-sim",
+                          "--server",
+                          "http://127.0.0.1:1",
+                          "--enroll-token-file",
+                          fx->token,
+                          "--trust-root",
+                          fx->root,
+                          "--state",
+                          fx->dir,
+                          "--model",
+                          "det",
+                          "--devices",
+                          "3",
+                          "--cycles",
+                          "2"};
+    char *argv[32];
+    char *token = NULL, *root = NULL;
+    int argc = 0, rc;
+
+    for (size_t i = 0; i < sizeof(base) / sizeof(base[0]); i++)
+        argv[argc++] = (char *)base[i];
+    for (int i = 0; i < n; i++)
+        argv[argc++] = (char *)extra[i];
+    memset(c, 0, sizeof(*c));
+    c->prefix = "sim";
+    c->threads = 4;
+    rc = sim__parse_args(c, argc, argv, &token, &root);
+    if (rc == 0) {
+        assert_string_equal(c->enroll_token, "tok");
+        assert_int_equal(c->trust_root_len, 2);
+    }
+    mf_free(NULL, token);
+    mf_free(NULL, root);
+    return rc;
+}
+
+static void test_sim__args_accepted(void **state)
+{
+    const char *extra[] = {"--prefix", "sim-",      "--threads", "8",        "--interval-ms",
+                           "0",        "--offline", "0-2:1-3",   "--behave", "v2:lat=2000,mem=40M"};
+    struct sim_config c;
+
+    assert_int_equal(parse_with(&c, *state, 10, extra), 0);
+    assert_int_equal(c.devices, 3);
+    assert_int_equal(c.cycles, 2);
+    assert_int_equal(c.threads, 8);
+    assert_int_equal(c.interval_ms, 0);
+    assert_int_equal(c.offline_to, 2);
+    assert_int_equal(c.n_behave, 1);
+    assert_int_equal(c.behave[0].memory, 40u << 20);
+    assert_string_equal(c.prefix, "sim-");
+}
+
+static void test_sim__bad_args_refused(void **state)
+{
+    static const char *const cases[][2] = {
+        {"--devices", "0"},
+        {"--devices", "20001"},
+        {"--devices", "3x"},
+        {"--cycles", "-1"},
+        {"--threads", "65"},
+        {"--interval-ms", " 5"},
+        {"--inferences", ""},
+        {"--nope", "1"},
+        {"--prefix", "bad/name"},
+        {"--prefix", "p23456789012345678901234567890123456789012345678901234567890"},
+        {"--behave", "v2:lat=x"},
+        {"--offline", "2-1:0-1"},
+        {"--offline", "0-2"},
+        {"--trust-root", "/nonexistent/root.json"},
+    };
+    struct sim_config c;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (parse_with(&c, *state, 2, cases[i]) != -1)
+            fail_msg("%s \"%s\" was accepted", cases[i][0], cases[i][1]);
+    }
+    {
+        const char *dangling[] = {"--report"};
+
+        assert_int_equal(parse_with(&c, *state, 1, dangling), -1);
+    }
+}
+
+static void test_sim__missing_required_flag_refused(void **state)
+{
+    char *argv[] = {(char *)"mf-sim", (char *)"--server", (char *)"http://127.0.0.1:1"};
+    struct sim_config c = {.prefix = "sim"};
+    char *token = NULL, *root = NULL;
+
+    (void)state;
+    assert_int_equal(sim__parse_args(&c, 3, argv, &token, &root), -1);
+    assert_null(token);
+}
+
+static void test_sim__help_and_version_answered(void **state)
+{
+    char *help[] = {(char *)"mf-sim", (char *)"--devices", (char *)"x", (char *)"--help"};
+    char *version[] = {(char *)"mf-sim", (char *)"--version"};
+    struct sim_config c = {.prefix = "sim"};
+    char *token = NULL, *root = NULL;
+
+    (void)state;
+    assert_int_equal(sim__parse_args(&c, 4, help, &token, &root), 1);
+    assert_int_equal(sim__parse_args(&c, 2, version, &token, &root), 1);
+    assert_non_null(strstr(sim__usage, "SYNOPSIS"));
+    assert_non_null(strstr(sim__usage, "--prefix"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sim__device_name_joins_the_prefix_once),
+        cmocka_unit_test(test_sim__args_accepted),
+        cmocka_unit_test(test_sim__bad_args_refused),
+        cmocka_unit_test(test_sim__missing_required_flag_refused),
+        cmocka_unit_test(test_sim__help_and_version_answered),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
