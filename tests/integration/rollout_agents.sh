@@ -137,9 +137,10 @@ mfctl_admin rollout status 1 >"$work/status.txt"
 check "  ... one advance recorded, no breach" sh -c "test \"\$(grep -c ' advanced ' \
     '$work/status.txt')\" -eq 1 && ! grep -q 'halted by' '$work/status.txt'"
 check "  ... five devices run v2" until_ok 30 runs v2 5
+# The device list: RUNNING v1, STATUS pending_install, DETAIL naming v2.
 check "the device in the closed window downloaded v2 and waits: pending_install" \
     until_ok 30 sh -c "\"$BIN/mfctl\" --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE \
-        devices | grep -Eq 'agent-5 +.* det +v2 +pending_install'"
+        devices | grep -Eq 'agent-5 +.* det +v1 +pending_install +- +v2: '"
 check "  ... still running v1" cmp -s "$(mf_active_path "$work/agent-5" det)" "$work/v1.bin"
 check "  ... the daemon logged why" grep -q "installs in the window $window UTC" \
     "$work/agent-5.log"

@@ -109,7 +109,9 @@ static void test_mfctl__tables(void **state)
         "{\"name\":\"detector\",\"version\":\"v2\",\"status\":\"failed\","
         "\"detail\":\"rolled back: health check failed\",\"running_version\":\"v1\"},"
         "{\"name\":\"ocr\",\"version\":\"o3\",\"status\":\"installed\",\"detail\":\"\","
-        "\"running_version\":\"o3\"}]}]}";
+        "\"running_version\":\"o3\"},"
+        "{\"name\":\"seg\",\"version\":\"s2\",\"status\":\"pending_install\","
+        "\"detail\":\"installs in the window\",\"running_version\":\"s1\"}]}]}";
     struct mfctl_capture k;
 
     (void)state;
@@ -129,7 +131,10 @@ static void test_mfctl__tables(void **state)
         "cam-0003             2025-11-30T10:55:00Z  detector         v1           "
         "rolled back  v2           health check failed",
         "cam-0003             2025-11-30T10:55:00Z  ocr              o3           "
-        "installed    -");
+        "installed    -",
+        /* downloaded, waiting for its install window: still runs the old version */
+        "cam-0003             2025-11-30T10:55:00Z  seg              s1           "
+        "pending_install -            s2: installs in the window");
     free(k.text);
     k.c.out = open_memstream(&k.text, &k.len);
     assert_int_equal(mfctl__print_models(&k.c, "{\"devices\":[]}", 14), MF_E_INVALID);
