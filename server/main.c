@@ -42,7 +42,8 @@ static void usage(FILE *f)
                   "                       [--delta-worker 0|1] [--delta-k K]\n"
                   "                       [--offload-config FILE] [--distill-config FILE]\n"
                   "                       [--sign-batch N] [--checkin-stage 0|1]\n"
-                  "                       [--credential-cache N] [--blob-grace SECONDS]\n");
+                  "                       [--credential-cache N] [--blob-grace SECONDS]\n"
+                  "                       [--audit-keep-days N] [--audit-keep-rows N]\n");
 }
 
 static int parse_level(const char *s)
@@ -146,6 +147,11 @@ static int parse_args(struct cli *c, int argc, char **argv)
             c->opts.credential_cache = (size_t)v;
         } else if (strcmp(k, "--blob-grace") == 0 && parse_u64(&v, val, 365u * 86400u) == 0 && v) {
             c->opts.blob_grace_s = (int64_t)v;
+        } else if (strcmp(k, "--audit-keep-days") == 0 && parse_u64(&v, val, 36500) == 0 && v) {
+            c->opts.audit_keep_s = (int64_t)v * 86400;
+        } else if (strcmp(k, "--audit-keep-rows") == 0 && parse_u64(&v, val, 1000000000) == 0 &&
+                   v) {
+            c->opts.audit_keep_rows = (int64_t)v;
         } else if (strcmp(k, "--sign-batch") == 0 &&
                    parse_u64(&v, val, MF_DIRECTOR_BATCH_MAX) == 0 && v) {
             c->opts.sign_batch = (unsigned)v;

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TLS_PEM_MAX (64u * 1024u)
@@ -51,6 +52,11 @@ struct mf_server {
     struct mf_httpd_conns conns;
     unsigned per_addr; /* the per-address cap in force (0: none) */
     uint16_t port;
+    struct audit_keep {
+        struct mf_store *store;
+        int64_t keep_s, keep_rows;
+        int64_t last; /* the worker thread's alone */
+    } audit_keep;
 };
 
 void mf_server__options_init(struct mf_server_options *o)
@@ -308,6 +314,30 @@ static int start_distill(struct mf_server *s, struct mf_ctx *ctx, const struct m
     return err;
 }
 
+/* The audit log's bound, on the worker's tick: a DELETE every node may run (it is the same
+ * rows whoever deletes them), so there is nothing to claim. */
+static void audit_prune_tick(void *payload, struct mf_ctx *ctx)
+{
+    struct audit_keep *k = payload;
+    struct mf_store *s = k->store;
+    int64_t now = (int64_t)time(NULL), deleted = 0;
+
+    if (now - k->last < MF_SERVER_AUDIT_PRUNE_S)
+        return;
+    k->last = now;
+    if (s->ops->audit->audit_prune(&deleted, s, ctx, now - k->keep_s, k->keep_rows) < 0)
+        MF_LOG_WARN(ctx, "pruning the audit log: %s", mf_ctx__errmsg(ctx));
+    else if (deleted > 0)
+        MF_LOG_INFO(ctx, "audit log: %lld rows past the bound removed", (long long)deleted);
+}
+
+static int audit_never_queued(int *made_out, void *payload, struct mf_ctx *ctx, const char *arg)
+{
+    (void)payload;
+    *made_out = 0;
+    return mf_fail(ctx, MF_E_INVALID, "audit job '%s': the audit kind has no queued jobs", arg);
+}
+
 /* The per-node parts that are not the HTTP daemon: metrics, rate limiter, delta worker. */
 static int start_services(struct mf_server *s, struct mf_ctx *ctx,
                           const struct mf_server_options *o)
@@ -329,6 +359,13 @@ static int start_services(struct mf_server *s, struct mf_ctx *ctx,
         /* Rollout evaluation: one job per running rollout per tick, once across nodes. */
         d.kinds[d.n_kinds++] = (struct mf_job_kind){MF_ROLLOUT_JOB_KIND, mf_rollout__jobs_run,
                                                     mf_rollout__jobs_tick, s->env.store};
+        s->audit_keep = (struct audit_keep){
+            .store = s->env.store,
+            .keep_s = o->audit_keep_s > 0 ? o->audit_keep_s : MF_SERVER_AUDIT_KEEP_S,
+            .keep_rows = o->audit_keep_rows > 0 ? o->audit_keep_rows : MF_SERVER_AUDIT_KEEP_ROWS,
+        };
+        d.kinds[d.n_kinds++] =
+            (struct mf_job_kind){"audit", audit_never_queued, audit_prune_tick, &s->audit_keep};
         /* The worker logs through the server's sink for its whole life, not the caller's. */
         struct mf_ctx wctx;
 

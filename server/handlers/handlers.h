@@ -58,6 +58,9 @@ int mf_handlers__rollout_get(struct mf_httpd_req *r);
 int mf_handlers__rollout_act(struct mf_httpd_req *r);
 int mf_handlers__model_stats(struct mf_httpd_req *r);
 
+/* admin_audit.c: docs/operations.md, "Audit log" */
+int mf_handlers__audit_list(struct mf_httpd_req *r);
+
 /* admin_distill.c: docs/distill.md */
 int mf_handlers__distill_run_create(struct mf_httpd_req *r);
 int mf_handlers__distill_runs_list(struct mf_httpd_req *r);

@@ -206,6 +206,8 @@ static enum MHD_Result queue_reply(struct mf_httpd_req *r, int err)
         if (mf_httpd__reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error") < 0)
             return MHD_NO; /* not even an error body fits: drop the connection */
     }
+    if (r->route && mf_httpd__audited(r->route, r->method))
+        mf_httpd__audit(r); /* before the client sees the answer: a read after it finds it */
     if (r->is_head)
         r->resp_bytes = 0;
     /* Near the limit an idle keep-alive connection would hold a slot a new client needs. */

@@ -273,10 +273,24 @@ const struct mf_store_migration mf_store__schema_table = {
 /* 8: pins (device, group and channel pins, fleet rollbacks) raise the generation too, so a
  * node knows which models have none and a check-in skips their directive reads. */
 #define MIGRATION_8(T) T(GEN)(pins)
+/* 9: the audit log (docs/operations.md, "Audit log"): who did what to which target, when,
+ * and what the server answered; automatic rollout events too (actor rollout-engine). Bounded
+ * by age and rows (mf_store audit_prune). */
+#define MIGRATION_9(T) \
+    "CREATE TABLE audit_log (" \
+    "  seq " T(ID) "," \
+    "  at " T(INT) " NOT NULL," \
+    "  actor_id TEXT NOT NULL," \
+    "  actor TEXT NOT NULL," \
+    "  action TEXT NOT NULL," \
+    "  target TEXT NOT NULL," \
+    "  status " T(INT) " NOT NULL," \
+    "  detail TEXT NOT NULL);" \
+    "CREATE INDEX audit_log_by_at ON audit_log(at);"
 /* clang-format on */
 
 const struct mf_store_migration mf_store__migrations[] = {
     {.n = 1, BOTH(MIGRATION_1)}, {.n = 2, BOTH(MIGRATION_2)}, {.n = 3, BOTH(MIGRATION_3)},
     {.n = 4, BOTH(MIGRATION_4)}, {.n = 5, BOTH(MIGRATION_5)}, {.n = 6, BOTH(MIGRATION_6)},
-    {.n = 7, BOTH(MIGRATION_7)}, {.n = 8, BOTH(MIGRATION_8)},
+    {.n = 7, BOTH(MIGRATION_7)}, {.n = 8, BOTH(MIGRATION_8)}, {.n = 9, BOTH(MIGRATION_9)},
 };

@@ -261,6 +261,36 @@ typedef int (*mf_store_telemetry_fn)(void *payload, const struct mf_store_teleme
 typedef int (*mf_store_rollout_fn)(void *payload, const struct mf_store_rollout *r);
 typedef int (*mf_store_rollout_event_fn)(void *payload, const struct mf_store_rollout_event *e);
 
+/* ---- Audit log (migration 9, docs/operations.md "Audit log"): one row per admin request
+ * (written by the router for every admin route) and per automatic rollout event ---- */
+#define MF_STORE_AUDIT_ACTION_MAX 127 /* "PUT /v1/admin/pins/{}/{}/{}" or "rollout.halted" */
+#define MF_STORE_AUDIT_TARGET_MAX 255 /* the route's ids joined by '/', or "rollout/<id>" */
+#define MF_STORE_AUDIT_ENGINE "rollout-engine" /* the actor of automatic rollout events */
+
+struct mf_store_audit {
+    int64_t seq; /* set by the store; the listing's order and page cursor */
+    int64_t at;  /* Unix seconds (UTC) */
+    /* Who: the admin token's id and name; "" and "-" when the request had no valid admin
+     * token (its 401 is recorded too); "" and MF_STORE_AUDIT_ENGINE for the rollout engine. */
+    char actor_id[MF_STORE_TOKEN_ID_LEN + 1];
+    char actor[MF_STORE_NAME_SIZE];
+    char action[MF_STORE_AUDIT_ACTION_MAX + 1];
+    char target[MF_STORE_AUDIT_TARGET_MAX + 1];
+    int status;                           /* the HTTP status answered; 0 for engine events */
+    char detail[MF_STORE_BREACH_MAX + 1]; /* engine events: the event's detail */
+};
+
+/* What audit_list selects; rows newest first. */
+struct mf_store_audit_query {
+    int64_t since, until; /* at in [since, until); 0: open */
+    const char *token;    /* "" any; else the actor's token id or name */
+    const char *action;   /* "" any; else a prefix of the action ("PUT ", "rollout.") */
+    int64_t before_seq;   /* 0: from the newest; else rows with seq below it */
+    int64_t limit;        /* rows at most (>= 1) */
+};
+
+typedef int (*mf_store_audit_fn)(void *payload, const struct mf_store_audit *a);
+
 /* ---- Distillation runs (docs/distill.md): one row per job of the loop, with its
  * provenance record once it ends ---- */
 #define MF_STORE_DISTILL_RECORD_MAX (4u * 1024u * 1024u) /* the record's JSON text */
