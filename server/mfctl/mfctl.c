@@ -10,6 +10,7 @@
 #include "cmd_samples.h"
 #include "cmd_distill.h"
 #include "cmd_rollout.h"
+#include "cmd_audit.h"
 #include "mf/ct.h"
 
 #include <stdlib.h>
@@ -107,6 +108,8 @@ static const struct mfctl_command commands[] = {
      MFCTL_ROLLOUT_USAGE, mfctl__cmd_rollout},
     {"distill", "the distillation loop: run, status, wait", MFCTL_DISTILL_USAGE,
      mfctl__cmd_distill},
+    {"audit", "who did what: admin actions and rollout events, newest first", MFCTL_AUDIT_USAGE,
+     mfctl__cmd_audit},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

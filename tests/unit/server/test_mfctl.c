@@ -5,6 +5,7 @@
  */
 #include "mf_test.h"
 #include "mfctl_fixture.h"
+#include "cmd_audit.h"
 
 #include "kit_fs.h"
 #include "kit_http.h"
@@ -259,6 +260,11 @@ static void test_mfctl__fleet_tables(void **state)
                                  "\"role\":\"ops\",\"revoked\":true}]}";
     static const char groups[] =
         "{\"groups\":[{\"name\":\"lab\",\"devices\":[\"cam-1\",\"cam-2\"]}]}";
+    static const char audit[] =
+        "{\"audit\":[{\"seq\":7,\"at\":\"2026-12-02T03:37:25Z\",\"token_id\":\"\","
+        "\"actor\":\"rollout-engine\",\"action\":\"rollout.halted\",\"target\":"
+        "\"rollout/4/det/v2\",\"status\":0,\"detail\":\"p99_latency_us 2047 > bound 1500\"}],"
+        "\"next\":7}";
     static const char models[] = "{\"models\":[{\"name\":\"a\",\"versions\":[{\"version\":"
                                  "\"va\"}]},{\"name\":\"b\",\"versions\":[{\"version\":\"vb\"}]}]}";
     struct mfctl c;
@@ -272,17 +278,20 @@ static void test_mfctl__fleet_tables(void **state)
     assert_int_equal(mfctl__print_groups(&c, groups, strlen(groups)), MF_OK);
     assert_int_equal(mfctl__print_versions(&c, models, strlen(models), "b"), MF_OK);
     assert_int_equal(mfctl__print_pins(&c, tokens, strlen(tokens)), MF_E_INVALID);
+    assert_int_equal(mfctl__print_audit(&c, audit, strlen(audit)), MF_OK);
     (void)fclose(c.out);
     MFCTL_TEXT_HAS(text, "SCOPE", "group    lab", "fleet    *", "0123456789abcdef ops    alice",
-                   "revoked", "cam-1,cam-2", "vb");
+                   "revoked", "cam-1,cam-2", "vb", "AT (UTC)", "rollout-engine",
+                   "rollout-engine        -  rollout.halted", "rollout/4/det/v2",
+                   "p99_latency_us 2047 > bound 1500", "more: mfctl audit ... --before 7");
     assert_null(strstr(text, "va")); /* versions MODEL prints that model only */
     free(text);
 }
 
 static void test_mfctl__fleet_usage_errors(void **state)
 {
-    static const char *const cmds[] = {"device", "groups",   "pins", "rollback",
-                                       "tokens", "versions", "blobs"};
+    static const char *const cmds[] = {"device", "groups",   "pins",  "rollback",
+                                       "tokens", "versions", "blobs", "audit"};
 
     (void)state;
     expect_help(cmds, MF_TEST_COUNT(cmds), 0);
@@ -295,6 +304,9 @@ static void test_mfctl__fleet_usage_errors(void **state)
     MFCTL_EXPECT(2, NULL, "versions");
     MFCTL_EXPECT(2, NULL, "blobs");
     MFCTL_EXPECT(2, NULL, "blobs", "sweep", "--force");
+    MFCTL_EXPECT(2, "unknown option or argument \"--who\"", "audit", "--who", "alice");
+    MFCTL_EXPECT(2, "no value for \"--limit\"", "audit", "--limit");
+    MFCTL_EXPECT(2, "unknown option or argument \"extra\"", "audit", "extra");
 }
 
 /* Each fleet command sends the request of docs/openapi.yaml. */
@@ -315,10 +327,22 @@ static void test_mfctl__fleet_requests(void **state)
         "Connection: close\r\n\r\n"
         "{\"dry_run\":false,\"removed\":[{\"sha256\":\"cd34\"}],\"orphans\":1,\"referenced\":0,"
         "\"young\":0,\"grace_s\":60}";
+    static const char audit[] =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 185\r\n"
+        "Connection: close\r\n\r\n"
+        "{\"audit\":[{\"seq\":3,\"at\":\"2026-12-02T03:37:25Z\",\"token_id\":\"0123456789abcdef\","
+        "\"actor\":\"alice\",\"action\":\"PUT /v1/admin/pins/{}/{}/{}\",\"target\":\"a/b/c\","
+        "\"status\":204,\"detail\":\"\"}],\"next\":0}";
     static const struct {
         const char *args[6];
         const char *reply, *head, *body, *out;
     } cases[] = {
+        {{"audit", "--token", "alice", "--action", "PUT /v1/admin/pins"},
+         audit,
+         "GET /v1/admin/audit?token=alice&action=PUT%20%2Fv1%2Fadmin%2Fpins HTTP/1.1",
+         NULL,
+         "2026-12-02T03:37:25Z  0123456789abcdef alice               204  PUT "
+         "/v1/admin/pins/{}/{}/{}"},
         {{"blobs", "sweep", "--dry-run"},
          swept_dry,
          "POST /v1/admin/blobs/sweep?dry_run=1 HTTP/1.1",
@@ -370,6 +394,7 @@ static void test_mfctl__fleet_requests(void **state)
 
     (void)state;
     assert_int_equal(strlen(strstr(token, "\r\n\r\n") + 4), 59);
+    assert_int_equal(strlen(strstr(audit, "\r\n\r\n") + 4), 185);
     assert_int_equal(strlen(strstr(swept_dry, "\r\n\r\n") + 4), 101);
     assert_int_equal(strlen(strstr(swept, "\r\n\r\n") + 4), 97);
     (void)close(mkstemp(tok));
