@@ -8,6 +8,7 @@
 #include "app/server.h"
 #include "http/http_credcache.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -43,7 +44,8 @@ static void usage(FILE *f)
                   "                       [--offload-config FILE] [--distill-config FILE]\n"
                   "                       [--sign-batch N] [--checkin-stage 0|1]\n"
                   "                       [--credential-cache N] [--blob-grace SECONDS]\n"
-                  "                       [--audit-keep-days N] [--audit-keep-rows N]\n");
+                  "                       [--audit-keep-days N] [--audit-keep-rows N]\n"
+                  "                       [--webhook-sender 0|1] [--webhook-retry SECONDS]\n");
 }
 
 static int parse_level(const char *s)
@@ -152,6 +154,10 @@ static int parse_args(struct cli *c, int argc, char **argv)
         } else if (strcmp(k, "--audit-keep-rows") == 0 && parse_u64(&v, val, 1000000000) == 0 &&
                    v) {
             c->opts.audit_keep_rows = (int64_t)v;
+        } else if (strcmp(k, "--webhook-sender") == 0 && parse_u64(&v, val, 1) == 0) {
+            c->opts.webhook_sender = (int)v;
+        } else if (strcmp(k, "--webhook-retry") == 0 && parse_u64(&v, val, 3600) == 0 && v) {
+            c->opts.webhook_retry_s = (unsigned)v;
         } else if (strcmp(k, "--sign-batch") == 0 &&
                    parse_u64(&v, val, MF_DIRECTOR_BATCH_MAX) == 0 && v) {
             c->opts.sign_batch = (unsigned)v;
@@ -223,6 +229,8 @@ static int cmd_serve(struct cli *c, struct mf_ctx *ctx)
     (void)pthread_sigmask(SIG_BLOCK, &set, NULL);
     (void)signal(SIGPIPE, SIG_IGN); /* sendfile to a vanished client */
     tune_malloc();
+    /* Before any thread: the webhook sender and the KServe teachers use libcurl on theirs. */
+    (void)curl_global_init(CURL_GLOBAL_DEFAULT);
 
     err = mf_server__start(&srv, ctx, &c->opts);
     if (err == MF_OK && c->port_file) {

@@ -20,6 +20,7 @@
 #include "offload/offload_srv.h"
 #include "rollout/rollout_ctl.h"
 #include "store/store.h"
+#include "webhooks/webhook_sender.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -57,6 +58,7 @@ struct mf_server {
         int64_t keep_s, keep_rows;
         int64_t last; /* the worker thread's alone */
     } audit_keep;
+    struct mf_webhook_sender *webhooks; /* NULL: this node sends none */
 };
 
 void mf_server__options_init(struct mf_server_options *o)
@@ -77,6 +79,7 @@ void mf_server__options_init(struct mf_server_options *o)
     o->body_min_rate = 64;
     o->body_rate_window_s = 20;
     o->conn_per_addr = MF_SERVER_CONN_PER_ADDR_AUTO;
+    o->webhook_sender = 1;
 }
 
 int mf_server__parse_listen(struct sockaddr_storage *out, struct mf_ctx *ctx, const char *spec)
@@ -377,6 +380,18 @@ static int start_services(struct mf_server *s, struct mf_ctx *ctx,
     }
     if (err == MF_OK && o->distill_config)
         err = start_distill(s, ctx, o);
+    if (err == MF_OK && o->webhook_sender) {
+        struct mf_webhook_options w;
+        struct mf_ctx wctx;
+
+        mf_webhook__options_init(&w);
+        if (o->webhook_retry_s)
+            w.retry_base_s = o->webhook_retry_s;
+        mf_ctx__init(&wctx, &s->alloc, s->env.log_fn, s->env.log_payload, "webhooks");
+        err = mf_webhook__sender_start(&s->webhooks, &wctx, s->env.store, &w);
+        if (err < 0)
+            err = mf_fail(ctx, err, "%s", mf_ctx__errmsg(&wctx));
+    }
     return err;
 }
 
@@ -565,6 +580,7 @@ void mf_server__stop(struct mf_server *s)
     mf_delta__worker_stop(s->distill_worker); /* before the store and the teachers */
     mf_distill__config_free(&s->distill_cfg);
     mf_delta__worker_stop(s->env.deltas); /* before the store it uses */
+    mf_webhook__sender_stop(s->webhooks); /* the same */
     mf_offsrv__srv_free(s->env.offload);
     mf_ratelimit__free(s->env.ratelimit);
     mf_store__close(s->env.store);

@@ -74,6 +74,11 @@ struct mf_server_options {
      * MF_SERVER_AUDIT_KEEP_ROWS. */
     int64_t audit_keep_s;
     int64_t audit_keep_rows;
+    /* Appended: webhook delivery (docs/operations.md, "Webhooks"; webhooks/webhook_sender.h).
+     * webhook_sender 1 (default) runs the delivery thread on this node; webhook_retry_s is
+     * the wait after a first failed attempt, doubled per attempt (0: 5 s). */
+    int webhook_sender;
+    unsigned webhook_retry_s;
 };
 
 #define MF_SERVER_AUDIT_KEEP_S (400 * 86400) /* a year and a month, for yearly reviews */

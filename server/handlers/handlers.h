@@ -60,6 +60,10 @@ int mf_handlers__model_stats(struct mf_httpd_req *r);
 
 /* admin_audit.c: docs/operations.md, "Audit log" */
 int mf_handlers__audit_list(struct mf_httpd_req *r);
+/* admin_webhooks.c: docs/operations.md, "Webhooks" */
+int mf_handlers__webhooks_list(struct mf_httpd_req *r);
+int mf_handlers__webhook_add(struct mf_httpd_req *r);
+int mf_handlers__webhook_remove(struct mf_httpd_req *r);
 
 /* admin_distill.c: docs/distill.md */
 int mf_handlers__distill_run_create(struct mf_httpd_req *r);

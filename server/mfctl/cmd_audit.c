@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* mfctl audit: GET /v1/admin/audit with its filters, as a table (cmd_audit.h). */
+/* mfctl audit: GET /v1/admin/audit with its filters, as a table; mfctl webhooks: register,
+ * list, remove (cmd_audit.h). */
 #include "cmd_audit.h"
 #include "mf_dynbuf.h"
+
+#include "mf/ct.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -102,4 +105,92 @@ int mfctl__cmd_audit(struct mfctl *c, int argc, char **argv)
     rc = mfctl__call(c, "GET", (const char *)path.data, NULL, json, mfctl__print_audit);
     mf_dynbuf__free(&path);
     return rc;
+}
+
+int mfctl__print_webhooks(struct mfctl *c, const char *json, size_t len)
+{
+    const cJSON *rows, *w;
+    cJSON *doc = mfctl__parse_array(c, &rows, json, len, "webhooks");
+
+    if (!doc)
+        return MF_E_INVALID;
+    (void)fprintf(c->out, "%-6s %-20s  %8s %8s %9s  %s\n", "ID", "CREATED (UTC)", "PENDING",
+                  "FAILED", "DELIVERED", "URL");
+    cJSON_ArrayForEach(w, rows)
+    {
+        (void)fprintf(c->out, "%-6.0f %-20s  %8.0f %8.0f %9.0f  %s\n", mfctl__num(w, "id"),
+                      mfctl__str(w, "created_at"), mfctl__num(w, "pending"),
+                      mfctl__num(w, "failed"), mfctl__num(w, "delivered"), mfctl__str(w, "url"));
+    }
+    cJSON_Delete(doc);
+    return MF_OK;
+}
+
+/* The first line of `path` (the webhook's secret) into `out`; 0, or 1 after saying why. */
+static int read_secret(struct mfctl *c, char *out, size_t cap, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int ok = f && fgets(out, (int)cap, f) != NULL;
+
+    if (f)
+        (void)fclose(f);
+    out[ok ? strcspn(out, "\r\n") : 0] = '\0';
+    if (!ok || !out[0]) {
+        (void)fprintf(c->err, "mfctl webhooks: cannot read a secret from %s\n", path);
+        return 1;
+    }
+    return 0;
+}
+
+static int webhook_add(struct mfctl *c, const char *url, const char *secret_file, int json)
+{
+    char secret[300];
+    cJSON *body = cJSON_CreateObject();
+    char *text = NULL;
+    int rc = 1;
+
+    if (read_secret(c, secret, sizeof(secret), secret_file) == 0 && body &&
+        cJSON_AddStringToObject(body, "url", url) &&
+        cJSON_AddStringToObject(body, "secret", secret))
+        text = cJSON_PrintUnformatted(body);
+    mf_secure_zero(secret, sizeof(secret));
+    if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(body, "secret"))) {
+        char *copy = cJSON_GetObjectItemCaseSensitive(body, "secret")->valuestring;
+
+        mf_secure_zero(copy, strlen(copy)); /* the tree's own copy: cJSON frees unwiped */
+    }
+    cJSON_Delete(body);
+    if (text) {
+        rc = mfctl__send(c, "POST", "/v1/admin/webhooks", text, json, "webhook registered");
+        mf_secure_zero(text, strlen(text));
+        cJSON_free(text);
+    }
+    return rc;
+}
+
+int mfctl__cmd_webhooks(struct mfctl *c, int argc, char **argv)
+{
+    const char *secret_file = NULL;
+    char path[64];
+    int json, nargs, rc, n = 1;
+
+    /* --secret-file takes a value, which the common flags do not know: taken out first. */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--secret-file") == 0 && i + 1 < argc)
+            secret_file = argv[++i];
+        else
+            argv[n++] = argv[i];
+    }
+    rc = mfctl__common_flags(c, n, argv, &json, &nargs);
+    if (rc >= 0)
+        return rc;
+    if (!secret_file && (nargs == 0 || (nargs == 1 && strcmp(argv[1], "list") == 0)))
+        return mfctl__call(c, "GET", "/v1/admin/webhooks", NULL, json, mfctl__print_webhooks);
+    if (nargs == 2 && strcmp(argv[1], "add") == 0 && secret_file)
+        return webhook_add(c, argv[2], secret_file, json);
+    if (!secret_file && nargs == 2 && strcmp(argv[1], "remove") == 0 && mfctl__id_ok(argv[2])) {
+        (void)snprintf(path, sizeof(path), "/v1/admin/webhooks/%s", argv[2]);
+        return mfctl__send(c, "DELETE", path, NULL, json, "webhook removed");
+    }
+    return mfctl__usage(c, "expected list, add URL --secret-file FILE or remove ID");
 }

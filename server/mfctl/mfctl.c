@@ -110,6 +110,8 @@ static const struct mfctl_command commands[] = {
      mfctl__cmd_distill},
     {"audit", "who did what: admin actions and rollout events, newest first", MFCTL_AUDIT_USAGE,
      mfctl__cmd_audit},
+    {"webhooks", "URLs that receive each rollout event, signed: add, list, remove",
+     MFCTL_WEBHOOKS_USAGE, mfctl__cmd_webhooks},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -3,7 +3,11 @@
 #include "rollout/rollout_events.h"
 
 #include "common/iso_time.h"
+#include "mf_hex.h"
 
+#include <assert.h>
+#include <cjson/cJSON.h>
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,29 +55,69 @@ void mf_rollout__event_line(char *out, size_t size, const struct mf_store_rollou
     out[n] = '\0';
 }
 
+int mf_rollout__event_body(char **out, struct mf_ctx *ctx, const char *event_id,
+                           const struct mf_store_rollout *r, const char *kind, const char *detail,
+                           int64_t now)
+{
+    char at[MF_ISO_TIME_SIZE], type[32];
+    cJSON *o = cJSON_CreateObject();
+    cJSON *ro = o ? cJSON_AddObjectToObject(o, "rollout") : NULL;
+    int ok;
+
+    *out = NULL;
+    (void)snprintf(type, sizeof(type), "rollout.%s", kind);
+    ok = ro && cJSON_AddStringToObject(o, "id", event_id) &&
+         cJSON_AddStringToObject(o, "type", type) &&
+         cJSON_AddStringToObject(o, "at", mf_iso_time__format(at, now)) &&
+         cJSON_AddNumberToObject(o, "at_unix", (double)now) &&
+         cJSON_AddNumberToObject(ro, "id", (double)r->id) &&
+         cJSON_AddStringToObject(ro, "model", r->model) &&
+         cJSON_AddStringToObject(ro, "version", r->version) &&
+         cJSON_AddStringToObject(ro, "previous", r->prev_version) &&
+         cJSON_AddStringToObject(ro, "state", r->state) &&
+         cJSON_AddNumberToObject(ro, "wave", r->wave) &&
+         cJSON_AddStringToObject(o, "detail", detail);
+    *out = ok ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!*out)
+        return mf_fail(ctx, MF_E_NOMEM, "out of memory writing a rollout event");
+    /* The detail is bounded (MF_STORE_BREACH_MAX) and so is every other field. */
+    assert(strlen(*out) <= MF_STORE_WEBHOOK_BODY_MAX);
+    return MF_OK;
+}
+
 int mf_rollout__emit(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_rollout *r,
                      const char *kind, const char *detail, int64_t now)
 {
     struct mf_store_rollout_event e = {.rollout_id = r->id, .at = now};
     struct mf_store_audit a = {.at = now};
-    char line[MF_STORE_BREACH_MAX + 512];
+    char line[MF_STORE_BREACH_MAX + 512], id[MF_STORE_EVENT_ID_LEN + 1];
+    uint8_t raw[MF_STORE_EVENT_ID_LEN / 2];
+    char *body = NULL;
+    int automatic = mf_rollout__event_automatic(kind);
     int err;
 
     (void)snprintf(e.kind, sizeof(e.kind), "%s", kind);
     (void)snprintf(e.detail, sizeof(e.detail), "%s", detail);
-    if (mf_rollout__event_automatic(kind)) {
+    /* The id a receiver dedups by: random, so it stays unique across nodes and restores. */
+    if (RAND_bytes(raw, (int)sizeof(raw)) != 1)
+        return mf_fail(ctx, MF_E_GENERIC, "RAND_bytes failed making a rollout event id");
+    mf_hex__encode(id, raw, sizeof(raw));
+    err = mf_rollout__event_body(&body, ctx, id, r, kind, e.detail, now);
+    if (err < 0)
+        return err;
+    if (automatic) {
         (void)snprintf(a.actor, sizeof(a.actor), "%s", MF_STORE_AUDIT_ENGINE);
         (void)snprintf(a.action, sizeof(a.action), "rollout.%s", kind);
         (void)snprintf(a.target, sizeof(a.target), "rollout/%lld/%s/%s", (long long)r->id, r->model,
                        r->version);
         (void)snprintf(a.detail, sizeof(a.detail), "%s", detail);
-        err = s->ops->audit->event_record(s, ctx, &e, &a);
-    } else {
-        err = s->ops->rollout->rollout_event_add(s, ctx, &e);
     }
+    err = s->ops->audit->event_record(s, ctx, &e, automatic ? &a : NULL, id, body, now);
+    cJSON_free(body);
     if (err < 0)
         return err;
     mf_rollout__event_line(line, sizeof(line), r, kind, detail, now);
-    MF_LOG_INFO(ctx, "%s", line);
+    MF_LOG_INFO(ctx, "%s event_id=%s", line, id);
     return MF_OK;
 }

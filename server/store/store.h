@@ -6,7 +6,7 @@
  * device credentials, admin tokens), ->registry (versions, releases, trust documents,
  * deltas), ->devices (device listings and reports), ->checkin (the check-in fast path),
  * ->director (groups, channels, pins, directives), ->jobs, ->offload, ->rollout, ->distill,
- * ->blobs (who refers to a blob), ->audit (the audit log).
+ * ->blobs (who refers to a blob), ->audit (the audit log), ->webhooks (URLs and outbox).
  * Backends are picked from a static table by URL scheme (store.c): "sqlite:<path>" (or a
  * bare path) and "postgresql://..." / "postgres://...".
  *
@@ -318,10 +318,36 @@ struct mf_store_audit_ops {
      * *deleted_out counts them. */
     int (*audit_prune)(int64_t *deleted_out, struct mf_store *s, struct mf_ctx *ctx, int64_t before,
                        int64_t keep);
-    /* Appends rollout event `e` (as rollout_event_add) and audit row `a` in one transaction:
-     * both or neither. */
+    /* Appends rollout event `e` (as rollout_event_add), audit row `a` (NULL: none) and one
+     * outbox row of `body` under `event_id` for every registered webhook (webhooks ops), in
+     * one transaction: all or nothing. */
     int (*event_record)(struct mf_store *s, struct mf_ctx *ctx,
-                        const struct mf_store_rollout_event *e, const struct mf_store_audit *a);
+                        const struct mf_store_rollout_event *e, const struct mf_store_audit *a,
+                        const char *event_id, const char *body, int64_t now);
+};
+
+/* Webhooks and their outbox (migration 9, docs/operations.md "Webhooks"). */
+struct mf_store_webhooks_ops {
+    /* add: sets w->id; MF_E_STATE when the URL is registered already. remove: with its
+     * outbox rows; MF_E_NOTFOUND for an unknown id. list: by id, with the outbox counts. */
+    int (*webhook_add)(int64_t *id_out, struct mf_store *s, struct mf_ctx *ctx, const char *url,
+                       const char *secret, int64_t now);
+    int (*webhook_remove)(struct mf_store *s, struct mf_ctx *ctx, int64_t id);
+    int (*webhooks_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_webhook_fn fn,
+                         void *payload);
+    /* Takes the oldest outbox row that is due (pending with next_at <= now, or sending with
+     * its lease run out) under `owner` until now + lease_s and counts the attempt, atomically
+     * across nodes (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: BEGIN IMMEDIATE);
+     * MF_E_NOTFOUND when none is due. */
+    int (*delivery_claim)(struct mf_store_delivery *out, struct mf_store *s, struct mf_ctx *ctx,
+                          const char *owner, int64_t now, int64_t lease_s);
+    /* done: delivered at `now`. retry: due again at next_at, or failed for good when its
+     * attempts reached `max_attempts`, with `error`. Both only while `owner` holds the lease
+     * (MF_E_STATE otherwise). */
+    int (*delivery_done)(struct mf_store *s, struct mf_ctx *ctx, int64_t id, const char *owner,
+                         int64_t now);
+    int (*delivery_retry)(struct mf_store *s, struct mf_ctx *ctx, int64_t id, const char *owner,
+                          int64_t next_at, int max_attempts, const char *error);
 };
 
 /*
@@ -353,7 +379,8 @@ struct mf_store_ops {
     const struct mf_store_rollout_ops *rollout;
     const struct mf_store_distill_ops *distill;
     const struct mf_store_blobs_ops *blobs;
-    const struct mf_store_audit_ops *audit; /* appended with migration 9 */
+    const struct mf_store_audit_ops *audit;       /* appended with migration 9 */
+    const struct mf_store_webhooks_ops *webhooks; /* appended with migration 9 */
 };
 
 struct mf_store_engine; /* store_engine.h: how the backend-neutral ops reach this backend */

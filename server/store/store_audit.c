@@ -3,8 +3,9 @@
  * The audit domain of the store, both backends (struct mf_store_audit_ops, semantics in
  * store.h; docs/operations.md, "Audit log"): the rows the router writes for every admin
  * request and the rollout engine for each automatic event, the paged listing, and the
- * retention bound. An automatic event and its audit row are written in one transaction, so
- * the history of a rollout and the audit log never disagree.
+ * retention bound. A rollout event, its audit row and its webhook deliveries are written in
+ * one transaction, so the history of a rollout, the audit log and what webhooks receive never
+ * disagree.
  */
 #include "store/store_engine.h"
 
@@ -38,6 +39,15 @@ static const struct mf_sql sql_audit_prune =
 static const struct mf_sql sql_event_add =
     MF_SQL("INSERT INTO rollout_events(rollout_id, at, kind, detail) VALUES(?, ?, ?, ?)",
            "recording a rollout event");
+/* One delivery per registered webhook, due at once. */
+static const struct mf_sql sql_outbox_add =
+    MF_SQL("INSERT INTO webhook_outbox(webhook_id, event_id, body, next_at, created_at)"
+           " SELECT id, ?1, ?2, ?3, ?3 FROM webhooks",
+           "queueing webhook deliveries");
+/* Deliveries that ended (delivered or failed for good) go with the audit rows of their age. */
+static const struct mf_sql sql_outbox_prune =
+    MF_SQL("DELETE FROM webhook_outbox WHERE state IN ('delivered','failed') AND created_at < ?",
+           "pruning the webhook outbox");
 
 static int audit_insert(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
                         const struct mf_store_audit *a)
@@ -74,14 +84,21 @@ static int audit_list(struct mf_store *s, struct mf_ctx *ctx, const struct mf_st
 static int audit_prune(int64_t *deleted_out, struct mf_store *s, struct mf_ctx *ctx, int64_t before,
                        int64_t keep)
 {
+    int err;
+
     *deleted_out = 0;
-    return mf_store__run(deleted_out, s, NULL, ctx, &sql_audit_prune, NULL, NULL, "ii", before,
-                         keep);
+    err =
+        mf_store__run(deleted_out, s, NULL, ctx, &sql_audit_prune, NULL, NULL, "ii", before, keep);
+    return err == MF_OK
+               ? mf_store__run(NULL, s, NULL, ctx, &sql_outbox_prune, NULL, NULL, "i", before)
+               : err;
 }
 
 struct event_args {
     const struct mf_store_rollout_event *e;
     const struct mf_store_audit *a;
+    const char *event_id, *body;
+    int64_t now;
 };
 
 static int event_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx, void *arg)
@@ -90,14 +107,20 @@ static int event_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *c
     int err = mf_store__run(NULL, s, tx, ctx, &sql_event_add, NULL, NULL, "iitt", x->e->rollout_id,
                             x->e->at, x->e->kind, x->e->detail);
 
-    return err == MF_OK ? audit_insert(s, tx, ctx, x->a) : err;
+    if (err == MF_OK && x->a)
+        err = audit_insert(s, tx, ctx, x->a);
+    if (err == MF_OK)
+        err = mf_store__run(NULL, s, tx, ctx, &sql_outbox_add, NULL, NULL, "tti", x->event_id,
+                            x->body, x->now);
+    return err;
 }
 
 static int audit_event_record(struct mf_store *s, struct mf_ctx *ctx,
                               const struct mf_store_rollout_event *e,
-                              const struct mf_store_audit *a)
+                              const struct mf_store_audit *a, const char *event_id,
+                              const char *body, int64_t now)
 {
-    struct event_args x = {e, a};
+    struct event_args x = {e, a, event_id, body, now};
 
     return mf_store__in_tx(s, ctx, event_tx, &x);
 }

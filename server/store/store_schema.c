@@ -275,7 +275,9 @@ const struct mf_store_migration mf_store__schema_table = {
 #define MIGRATION_8(T) T(GEN)(pins)
 /* 9: the audit log (docs/operations.md, "Audit log"): who did what to which target, when,
  * and what the server answered; automatic rollout events too (actor rollout-engine). Bounded
- * by age and rows (mf_store audit_prune). */
+ * by age and rows (mf_store audit_prune). Webhooks ops registered (the secret is kept: the
+ * server signs with it) and the durable outbox of their deliveries, one row per (webhook,
+ * event), claimed under a lease like jobs. */
 #define MIGRATION_9(T) \
     "CREATE TABLE audit_log (" \
     "  seq " T(ID) "," \
@@ -286,7 +288,28 @@ const struct mf_store_migration mf_store__schema_table = {
     "  target TEXT NOT NULL," \
     "  status " T(INT) " NOT NULL," \
     "  detail TEXT NOT NULL);" \
-    "CREATE INDEX audit_log_by_at ON audit_log(at);"
+    "CREATE INDEX audit_log_by_at ON audit_log(at);" \
+    "CREATE TABLE webhooks (" \
+    "  id " T(ID) "," \
+    "  url TEXT NOT NULL UNIQUE," \
+    "  secret TEXT NOT NULL," \
+    "  created_at " T(INT) " NOT NULL);" \
+    "CREATE TABLE webhook_outbox (" \
+    "  id " T(ID) "," \
+    "  webhook_id " T(INT) " NOT NULL," \
+    "  event_id TEXT NOT NULL," \
+    "  body TEXT NOT NULL," \
+    "  state TEXT NOT NULL DEFAULT 'pending'" \
+    " CHECK (state IN ('pending','sending','delivered','failed'))," \
+    "  attempts " T(INT) " NOT NULL DEFAULT 0," \
+    "  next_at " T(INT) " NOT NULL," \
+    "  owner TEXT NOT NULL DEFAULT ''," \
+    "  lease_until " T(INT) " NOT NULL DEFAULT 0," \
+    "  last_error TEXT NOT NULL DEFAULT ''," \
+    "  created_at " T(INT) " NOT NULL," \
+    "  delivered_at " T(INT) " NOT NULL DEFAULT 0," \
+    "  UNIQUE (webhook_id, event_id));" \
+    "CREATE INDEX webhook_outbox_due ON webhook_outbox(state, next_at);"
 /* clang-format on */
 
 const struct mf_store_migration mf_store__migrations[] = {

@@ -291,6 +291,33 @@ struct mf_store_audit_query {
 
 typedef int (*mf_store_audit_fn)(void *payload, const struct mf_store_audit *a);
 
+/* ---- Webhooks (migration 9, docs/operations.md "Webhooks"): the URLs ops registered and
+ * the outbox of signed deliveries, one row per (webhook, event) ---- */
+#define MF_STORE_WEBHOOK_URL_MAX 512
+#define MF_STORE_WEBHOOK_SECRET_MAX 256
+#define MF_STORE_EVENT_ID_LEN 32 /* hex of 16 random bytes */
+#define MF_STORE_WEBHOOK_BODY_MAX 4096
+
+struct mf_store_webhook {
+    int64_t id;
+    char url[MF_STORE_WEBHOOK_URL_MAX + 1];
+    int64_t created_at;
+    int64_t pending, failed, delivered; /* its outbox rows by state (pending: also sending) */
+};
+
+/* One outbox row as a sender claimed it, with the webhook's URL and secret. */
+struct mf_store_delivery {
+    int64_t id;
+    int64_t webhook_id;
+    char url[MF_STORE_WEBHOOK_URL_MAX + 1];
+    char secret[MF_STORE_WEBHOOK_SECRET_MAX + 1]; /* wipe after use */
+    char event_id[MF_STORE_EVENT_ID_LEN + 1];
+    char body[MF_STORE_WEBHOOK_BODY_MAX + 1];
+    int attempts; /* counting this one */
+};
+
+typedef int (*mf_store_webhook_fn)(void *payload, const struct mf_store_webhook *w);
+
 /* ---- Distillation runs (docs/distill.md): one row per job of the loop, with its
  * provenance record once it ends ---- */
 #define MF_STORE_DISTILL_RECORD_MAX (4u * 1024u * 1024u) /* the record's JSON text */

@@ -381,4 +381,5 @@ const struct mf_store_ops mf_store__sqlite_ops = {
     .distill = &mf_store__distill_ops,
     .blobs = &mf_store__blobs_ops,
     .audit = &mf_store__audit_ops,
+    .webhooks = &mf_store__webhooks_ops,
 };

@@ -426,6 +426,56 @@ static void test_mfctl__fleet_requests(void **state)
     (void)unlink(tok);
 }
 
+/* mfctl webhooks: the secret from its file into the body, removal by id, bad use. */
+static void test_mfctl__webhooks(void **state)
+{
+    static const char created[] =
+        "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+        "Connection: close\r\n\r\n{}";
+    static const char gone[] = "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n";
+    static const char list[] = "{\"webhooks\":[{\"id\":3,\"url\":\"https://h/x\",\"created_at\":"
+                               "\"2026-12-02T03:37:25Z\",\"pending\":1,\"failed\":0,"
+                               "\"delivered\":9}]}";
+    char tok[] = "/tmp/mfctl-tok-XXXXXX", sec[] = "/tmp/mfctl-sec-XXXXXX";
+    const struct mf_kit_http_request *q;
+    char url[64], *text;
+    struct mf_kit_http s;
+    struct mfctl_run r;
+
+    (void)state;
+    (void)close(mkstemp(tok));
+    mf_kit_fs_write(tok, "mfa_x", 5);
+    (void)close(mkstemp(sec));
+    mf_kit_fs_write(sec, "0123456789abcdef-s\n", 19);
+    serve_once(&s, created, url, sizeof(url));
+    MFCTL_RUN(&r, "--server", url, "--token-file", tok, "webhooks", "add", "https://h/x",
+              "--secret-file", sec);
+    assert_int_equal(r.rc, 0);
+    q = mf_kit_http_request(&s, 0);
+    assert_non_null(strstr(q->head, "POST /v1/admin/webhooks HTTP/1.1"));
+    assert_string_equal(q->body, "{\"url\":\"https://h/x\",\"secret\":\"0123456789abcdef-s\"}");
+    assert_non_null(strstr(r.out, "webhook registered"));
+    mf_kit_http_stop(&s);
+    mfctl_run_free(&r);
+    serve_once(&s, gone, url, sizeof(url));
+    MFCTL_RUN(&r, "--server", url, "--token-file", tok, "webhooks", "remove", "3");
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(mf_kit_http_request(&s, 0)->head, "DELETE /v1/admin/webhooks/3 HTTP"));
+    mf_kit_http_stop(&s);
+    mfctl_run_free(&r);
+    MFCTL_EXPECT(2, "expected list, add URL", "webhooks", "add", "https://h/x");
+    MFCTL_EXPECT(2, "expected list, add URL", "webhooks", "remove", "x1");
+    MFCTL_EXPECT(1, "cannot read a secret from /nonexistent/s", "--server", "http://127.0.0.1:9",
+                 "--token-file", tok, "webhooks", "add", "https://h/x", "--secret-file",
+                 "/nonexistent/s");
+    text = mfctl_print_with(mfctl__print_webhooks, list, MF_OK);
+    MFCTL_TEXT_HAS(text, "DELIVERED", "3      2026-12-02T03:37:25Z",
+                   "1        0         9  https://h/x");
+    free(text);
+    (void)unlink(tok);
+    (void)unlink(sec);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup(fn, setup_env)
@@ -441,6 +491,7 @@ int main(void)
         T(test_mfctl__fleet_tables),
         T(test_mfctl__fleet_usage_errors),
         T(test_mfctl__fleet_requests),
+        T(test_mfctl__webhooks),
     };
 #undef T
     return cmocka_run_group_tests_name("mfctl", tests, NULL, NULL);

@@ -244,13 +244,13 @@ static void test_server_audit__event_and_audit_row_together_or_not_at_all(void *
     (void)snprintf(e.kind, sizeof(e.kind), "advanced");
     (void)snprintf(a.actor, sizeof(a.actor), "%s", MF_STORE_AUDIT_ENGINE);
     (void)snprintf(a.action, sizeof(a.action), "rollout.advanced");
-    assert_int_equal(f->s->ops->audit->event_record(f->s, &f->ctx, &e, &a), MF_OK);
+    assert_int_equal(f->s->ops->audit->event_record(f->s, &f->ctx, &e, &a, "e1", "{}", 5), MF_OK);
     /* The audit table gone: the event row must not stay behind alone. */
     assert_int_equal(f->s->ops->audit->audit_prune(&(int64_t){0}, f->s, &f->ctx, 1000, 1000),
                      MF_OK);
     rename_audit(f, "ALTER TABLE audit_log RENAME TO audit_gone");
     e.at = 6;
-    assert_true(f->s->ops->audit->event_record(f->s, &f->ctx, &e, &a) < 0);
+    assert_true(f->s->ops->audit->event_record(f->s, &f->ctx, &e, &a, "e2", "{}", 6) < 0);
     assert_int_equal(f->s->ops->rollout->rollout_events_list(f->s, &f->ctx, 9, count_event, &ev),
                      MF_OK);
     assert_int_equal(ev.n, 1);
