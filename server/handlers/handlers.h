@@ -25,6 +25,8 @@ int mf_handlers__trust_root_put(struct mf_httpd_req *r);
 int mf_handlers__trust_keys_put(struct mf_httpd_req *r);
 int mf_handlers__trust_get(struct mf_httpd_req *r);
 int mf_handlers__metrics(struct mf_httpd_req *r);
+/* metrics_rollouts.c: the rollout, fleet and webhook series, appended to `out`. */
+int mf_handlers__metrics_rollouts(struct mf_dynbuf *out, struct mf_store *s, struct mf_ctx *ctx);
 /* admin_fleet.c: groups, channels, device revocation */
 int mf_handlers__device_groups_put(struct mf_httpd_req *r);
 int mf_handlers__device_channel_put(struct mf_httpd_req *r);

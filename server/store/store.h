@@ -122,6 +122,10 @@ struct mf_store_devices_ops {
      * "", the second the sha256). */
     int (*fleet_sha256s)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                          mf_store_pair_fn fn, void *payload);
+    /* Appended: the devices that reported each (model, version) installed, by model then
+     * version (/metrics). */
+    int (*version_counts)(struct mf_store *s, struct mf_ctx *ctx, mf_store_count_fn fn,
+                          void *payload);
 };
 
 /* The check-in fast path: each backend's own (sqlite/sqlite_checkin.c, pg/pg_checkin.c). */

@@ -160,6 +160,8 @@ typedef int (*mf_store_pin_fn)(void *payload, const struct mf_store_pin *p);
 typedef int (*mf_store_token_fn)(void *payload, const struct mf_store_token *t);
 /* A (device id, group) membership, or a distinct sha256 in fleet_sha256s (device_id ""). */
 typedef int (*mf_store_pair_fn)(void *payload, const char *a, const char *b);
+/* A (model, version) pair and how many rows have it (version_counts). */
+typedef int (*mf_store_count_fn)(void *payload, const char *a, const char *b, int64_t n);
 
 /* ---- Offload (migration 4): the hard-sample store and score histograms ---- */
 #define MF_STORE_SAMPLE_ID_LEN 32 /* hex of 16 random bytes (docs/protocol-offload.md) */

@@ -3,11 +3,14 @@
  * The audit domain of the store (struct mf_store_audit_ops) on SQLite, or on PostgreSQL when
  * the mf_pg fixture names one (ctest unit_server_audit_pg): rows kept as written, the
  * listing's filters and pages, the retention bound, an event and its audit row written
- * together or not at all; the rollout events' log line; the ISO 8601 times of the API.
+ * together or not at all, the rollout series of /metrics; the rollout events' log line; the
+ * ISO 8601 times of the API.
  */
 #include "mf_test.h"
 #include "store_fixture.h"
 #include "common/iso_time.h"
+#include "handlers/handlers.h"
+#include "mf_dynbuf.h"
 #include "rollout/rollout_events.h"
 #include "store/store.h"
 
@@ -260,6 +263,80 @@ static void test_server_audit__event_and_audit_row_together_or_not_at_all(void *
     assert_int_equal(rows.n, 0); /* the first one's row was pruned above; none came back */
 }
 
+static void put_rollout(struct store_fixture *f, const char *model, const char *version,
+                        const char *state, int wave, const char *breach)
+{
+    struct mf_store_rollout r = {.wave = wave};
+
+    (void)snprintf(r.model, sizeof(r.model), "%s", model);
+    (void)snprintf(r.version, sizeof(r.version), "%s", version);
+    (void)snprintf(r.prev_version, sizeof(r.prev_version), "v0");
+    (void)snprintf(r.state, sizeof(r.state), "%s", state);
+    (void)snprintf(r.plan, sizeof(r.plan), "{}");
+    (void)snprintf(r.breach, sizeof(r.breach), "%s", breach);
+    assert_int_equal(f->s->ops->rollout->rollout_put(f->s, &f->ctx, &r, ""), MF_OK);
+}
+
+static void installed(struct store_fixture *f, const char *device, const char *version)
+{
+    struct mf_store_status st = {.reported_at = 1};
+    uint8_t cred[MF_SHA256_LEN] = {0};
+
+    memcpy(cred, device, strlen(device) < sizeof(cred) ? strlen(device) : sizeof(cred));
+    assert_int_equal(f->s->ops->auth->device_enroll(f->s, &f->ctx, device, cred, 1), MF_OK);
+    (void)snprintf(st.device_id, sizeof(st.device_id), "%s", device);
+    (void)snprintf(st.model, sizeof(st.model), "det");
+    (void)snprintf(st.version, sizeof(st.version), "%s", version);
+    (void)snprintf(st.status, sizeof(st.status), "installed");
+    memset(st.sha256, 'a', 64);
+    assert_int_equal(f->s->ops->devices->report_insert(f->s, &f->ctx, &st), MF_OK);
+}
+
+/* The rollout series of /metrics on this run's store. */
+static void test_server_audit__metrics_rollout_series(void **state)
+{
+    static const char *const want[] = {
+        "mf_rollout_state{model=\"det\",version=\"v3\",state=\"running\"} 1\n",
+        "mf_rollout_state{model=\"det\",version=\"v3\",state=\"halted\"} 0\n",
+        "mf_rollout_state{model=\"det\",version=\"v2\",state=\"halted\"} 1\n",
+        "mf_rollout_wave{model=\"det\",version=\"v3\"} 1\n",
+        "mf_rollout_breaches{model=\"det\",line=\"p99_latency_us\"} 2\n",
+        "mf_devices{model=\"det\",version=\"v1\"} 2\n",
+        "mf_devices{model=\"det\",version=\"v3\"} 1\n",
+        "mf_webhook_deliveries{state=\"pending\"} 0\n",
+    };
+    struct store_fixture *f = *state;
+    struct mf_dynbuf out;
+    int64_t id = 0;
+
+    /* det v2 halted twice on p99 (the newest rollout of v2 shows), v3 running in wave 1. */
+    put_rollout(f, "det", "v2", "halted", 0, "p99_latency_us 2047 > bound 1500");
+    put_rollout(f, "det", "v2", "halted", 0, "p99_latency_us 3000 > bound 1500");
+    put_rollout(f, "det", "v3", "running", 1, "");
+    installed(f, "cam-1", "v1");
+    installed(f, "cam-2", "v1");
+    installed(f, "cam-3", "v3");
+    assert_int_equal(f->s->ops->webhooks->webhook_add(&id, f->s, &f->ctx, "http://127.0.0.1:9/",
+                                                      "0123456789abcdef", 1),
+                     MF_OK);
+    mf_dynbuf__init(&out, &f->ctx.alloc, 1 << 20);
+    assert_int_equal(mf_handlers__metrics_rollouts(&out, f->s, &f->ctx), MF_OK);
+    assert_int_equal(mf_dynbuf__append(&out, "", 1), MF_OK);
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        if (!strstr((const char *)out.data, want[i]))
+            fail_msg("no %s in\n%s", want[i], (const char *)out.data);
+    }
+    /* One series per (model, version): the older v2 rollout is history. */
+    {
+        const char *first =
+            strstr((const char *)out.data, "mf_rollout_wave{model=\"det\",version=\"v2\"}");
+
+        assert_non_null(first);
+        assert_null(strstr(first + 1, "mf_rollout_wave{model=\"det\",version=\"v2\"}"));
+    }
+    mf_dynbuf__free(&out);
+}
+
 static void test_server_audit__event_line(void **state)
 {
     struct mf_store_rollout r = {.id = 7, .wave = 1};
@@ -325,6 +402,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_server_audit__event_and_audit_row_together_or_not_at_all, audit_setup,
             audit_teardown),
+        cmocka_unit_test_setup_teardown(test_server_audit__metrics_rollout_series, audit_setup,
+                                        audit_teardown),
     };
     const struct CMUnitTest pure[] = {
         cmocka_unit_test(test_server_audit__event_line),
