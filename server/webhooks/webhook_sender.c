@@ -190,13 +190,7 @@ static void *sender_main(void *arg)
         (void)pthread_mutex_unlock(&w->lock);
         drain(w, d);
         (void)pthread_mutex_lock(&w->lock);
-        (void)clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += w->opts.interval_ms / 1000;
-        until.tv_nsec += (long)(w->opts.interval_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        mf_worker_thread__deadline(&until, w->opts.interval_ms);
         while (!w->stop) {
             if (pthread_cond_timedwait(&w->cond, &w->lock, &until) != 0)
                 break; /* timed out: poll the outbox again */
@@ -213,7 +207,6 @@ int mf_webhook__sender_start(struct mf_webhook_sender **out, struct mf_ctx *ctx,
                              const struct mf_webhook_options *o)
 {
     struct mf_webhook_sender *w = mf_calloc(&ctx->alloc, 1, sizeof(*w));
-    char host[64] = "node";
     int err;
 
     *out = NULL;
@@ -222,8 +215,7 @@ int mf_webhook__sender_start(struct mf_webhook_sender **out, struct mf_ctx *ctx,
     mf_ctx__init(&w->ctx, &ctx->alloc, ctx->log_fn, ctx->log_payload, "webhooks");
     w->store = s;
     w->opts = *o;
-    (void)gethostname(host, sizeof(host) - 1);
-    (void)snprintf(w->owner, sizeof(w->owner), "%.31s:%ld:%p", host, (long)getpid(), (void *)w);
+    mf_worker_thread__owner(w->owner, sizeof(w->owner), w);
     err = mf_worker_thread__start(&w->thread, &w->lock, &w->cond, sender_main, w, ctx,
                                   "the webhook sender");
     if (err < 0) {

@@ -170,6 +170,17 @@ static void test_server_audit__prune_by_age_and_rows(void **state)
     assert_int_equal(deleted, 0);
 }
 
+/* A rollout of `model` `version` (previous v1) in `state`, not stored. */
+static void fill_rollout(struct mf_store_rollout *r, const char *model, const char *version,
+                         const char *state)
+{
+    (void)snprintf(r->model, sizeof(r->model), "%s", model);
+    (void)snprintf(r->version, sizeof(r->version), "%s", version);
+    (void)snprintf(r->prev_version, sizeof(r->prev_version), "v1");
+    (void)snprintf(r->state, sizeof(r->state), "%s", state);
+    (void)snprintf(r->plan, sizeof(r->plan), "{}");
+}
+
 struct events {
     int n;
     struct mf_store_rollout_event last;
@@ -192,11 +203,7 @@ static void test_server_audit__engine_event_with_its_audit_row(void **state)
     struct events ev = {0};
     struct rows rows;
 
-    (void)snprintf(r.model, sizeof(r.model), "det");
-    (void)snprintf(r.version, sizeof(r.version), "v2");
-    (void)snprintf(r.prev_version, sizeof(r.prev_version), "v1");
-    (void)snprintf(r.state, sizeof(r.state), "running");
-    (void)snprintf(r.plan, sizeof(r.plan), "{}");
+    fill_rollout(&r, "det", "v2", "running");
     assert_int_equal(f->s->ops->rollout->rollout_put(f->s, &f->ctx, &r, ""), MF_OK);
     /* An automatic event: its row and an audit row of the engine. */
     assert_int_equal(mf_rollout__emit(f->s, &f->ctx, &r, "halted", "p99 2047 > bound 1500", 1000),
@@ -268,11 +275,7 @@ static void put_rollout(struct store_fixture *f, const char *model, const char *
 {
     struct mf_store_rollout r = {.wave = wave};
 
-    (void)snprintf(r.model, sizeof(r.model), "%s", model);
-    (void)snprintf(r.version, sizeof(r.version), "%s", version);
-    (void)snprintf(r.prev_version, sizeof(r.prev_version), "v0");
-    (void)snprintf(r.state, sizeof(r.state), "%s", state);
-    (void)snprintf(r.plan, sizeof(r.plan), "{}");
+    fill_rollout(&r, model, version, state);
     (void)snprintf(r.breach, sizeof(r.breach), "%s", breach);
     assert_int_equal(f->s->ops->rollout->rollout_put(f->s, &f->ctx, &r, ""), MF_OK);
 }
@@ -343,10 +346,7 @@ static void test_server_audit__event_line(void **state)
     char line[512], tiny[24];
 
     (void)state;
-    (void)snprintf(r.model, sizeof(r.model), "det");
-    (void)snprintf(r.version, sizeof(r.version), "v2");
-    (void)snprintf(r.prev_version, sizeof(r.prev_version), "v1");
-    (void)snprintf(r.state, sizeof(r.state), "halted");
+    fill_rollout(&r, "det", "v2", "halted");
     mf_rollout__event_line(line, sizeof(line), &r, "halted", "p99 \"2047\"\nover\\", 1764646645);
     assert_string_equal(line, "event=rollout.halted rollout=7 model=det version=v2 previous=v1"
                               " state=halted wave=1 at=2025-12-02T03:37:25Z"
