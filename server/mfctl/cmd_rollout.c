@@ -2,6 +2,7 @@
 /*
  * mfctl rollout create|status|pause|resume|abort|rollback and mfctl versions stats: the
  * admin routes of docs/protocol.md, "Rollouts", with readable tables.
+ * One module with cmd_rollout_watch.c, which redraws the status view printed here (--watch).
  */
 #include "cmd_rollout.h"
 #include "mf_json.h"

@@ -4,6 +4,7 @@
  * rollout ends (no longer running or paused) or --timeout runs out (cmd_rollout.h). Exit
  * status 0 when it ended done, 1 when it ended otherwise (halted, rolled back, aborted), on
  * a timeout, or on an error.
+ * One module with cmd_rollout.c: it prints the status view and its dispatch calls this file.
  */
 #define _POSIX_C_SOURCE 200809L /* nanosleep, fileno */
 #include "cmd_rollout.h"
