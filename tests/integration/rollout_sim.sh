@@ -111,6 +111,9 @@ good)
     check "  ... the creation is in the audit log with the token's answer" sh -c \
         "\"$BIN/mfctl\" --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE audit \
         --action 'POST /v1/admin/rollouts' | grep -q ' 201  POST /v1/admin/rollouts '"
+    check "  ... and its request line in the log names the token by id" grep -Eq \
+        'method=POST path=/v1/admin/rollouts status=201 .* admin=1 token=[0-9a-f]{16}' \
+        "$work/server.log"
     check "  ... /metrics shows the rollout done" \
         metric_is 'mf_rollout_state{model="det",version="v2",state="done"} 1'
     check "  ... in its last wave" metric_is 'mf_rollout_wave{model="det",version="v2"} 2'
