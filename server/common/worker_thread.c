@@ -24,6 +24,18 @@ int mf_worker_thread__start(pthread_t *thread, pthread_mutex_t *lock, pthread_co
     return MF_OK;
 }
 
+void mf_worker_thread__stop(pthread_t thread, pthread_mutex_t *lock, pthread_cond_t *cond,
+                            int *stop)
+{
+    (void)pthread_mutex_lock(lock);
+    *stop = 1;
+    (void)pthread_cond_signal(cond);
+    (void)pthread_mutex_unlock(lock);
+    (void)pthread_join(thread, NULL);
+    (void)pthread_cond_destroy(cond);
+    (void)pthread_mutex_destroy(lock);
+}
+
 void mf_worker_thread__owner(char *out, size_t cap, const void *handle)
 {
     char host[64] = "node";

@@ -15,6 +15,11 @@
 int mf_worker_thread__start(pthread_t *thread, pthread_mutex_t *lock, pthread_cond_t *cond,
                             void *(*fn)(void *), void *arg, struct mf_ctx *ctx, const char *who);
 
+/* Sets *stop under `lock`, wakes the thread, joins it and destroys `lock` and `cond`: the end
+ * of a thread mf_worker_thread__start started, whose loop reads *stop under `lock`. */
+void mf_worker_thread__stop(pthread_t thread, pthread_mutex_t *lock, pthread_cond_t *cond,
+                            int *stop);
+
 /* The name a worker claims shared rows under (jobs, webhook deliveries): host, pid and the
  * handle's address, unique per worker even for two in one process. */
 void mf_worker_thread__owner(char *out, size_t cap, const void *handle);

@@ -232,13 +232,7 @@ void mf_webhook__sender_stop(struct mf_webhook_sender *w)
 
     if (!w)
         return;
-    (void)pthread_mutex_lock(&w->lock);
-    w->stop = 1;
-    (void)pthread_cond_signal(&w->cond);
-    (void)pthread_mutex_unlock(&w->lock);
-    (void)pthread_join(w->thread, NULL);
-    (void)pthread_cond_destroy(&w->cond);
-    (void)pthread_mutex_destroy(&w->lock);
+    mf_worker_thread__stop(w->thread, &w->lock, &w->cond, &w->stop);
     alloc = w->ctx.alloc;
     mf_free(&alloc, w);
 }
