@@ -9,6 +9,7 @@
 #include "http/http_credcache.h"
 #include "mf_cli.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -63,6 +64,9 @@ static const char usage_text[] =
     "    --offload-config FILE     teachers and per-model offload (docs/offload.md)\n"
     "    --distill-config FILE     the distillation loop (docs/distill.md)\n"
     "    --blob-grace S            age before an unreferenced blob is an orphan\n"
+    "    --audit-keep-days N --audit-keep-rows N   audit log retention (400 days, 1,000,000)\n"
+    "    --webhook-sender 0|1      deliver rollout events to registered webhooks (default 1)\n"
+    "    --webhook-retry S         first retry delay of a failed delivery (doubles each time)\n"
     "EXIT STATUS\n"
     "    0 success; 1 failure (message on stderr); 2 bad usage.\n";
 
@@ -183,6 +187,15 @@ static int parse_args(struct cli *c, int argc, char **argv)
             c->opts.credential_cache = (size_t)v;
         } else if (strcmp(k, "--blob-grace") == 0 && parse_u64(&v, val, 365u * 86400u) == 0 && v) {
             c->opts.blob_grace_s = (int64_t)v;
+        } else if (strcmp(k, "--audit-keep-days") == 0 && parse_u64(&v, val, 36500) == 0 && v) {
+            c->opts.audit_keep_s = (int64_t)v * 86400;
+        } else if (strcmp(k, "--audit-keep-rows") == 0 && parse_u64(&v, val, 1000000000) == 0 &&
+                   v) {
+            c->opts.audit_keep_rows = (int64_t)v;
+        } else if (strcmp(k, "--webhook-sender") == 0 && parse_u64(&v, val, 1) == 0) {
+            c->opts.webhook_sender = (int)v;
+        } else if (strcmp(k, "--webhook-retry") == 0 && parse_u64(&v, val, 3600) == 0 && v) {
+            c->opts.webhook_retry_s = (unsigned)v;
         } else if (strcmp(k, "--sign-batch") == 0 &&
                    parse_u64(&v, val, MF_DIRECTOR_BATCH_MAX) == 0 && v) {
             c->opts.sign_batch = (unsigned)v;
@@ -253,6 +266,8 @@ static int cmd_serve(struct cli *c, struct mf_ctx *ctx)
     (void)pthread_sigmask(SIG_BLOCK, &set, NULL);
     (void)signal(SIGPIPE, SIG_IGN); /* sendfile to a vanished client */
     tune_malloc();
+    /* Before any thread: the webhook sender and the KServe teachers use libcurl on theirs. */
+    (void)curl_global_init(CURL_GLOBAL_DEFAULT);
 
     err = mf_server__start(&srv, ctx, &c->opts);
     if (err == MF_OK && c->port_file) {

@@ -20,6 +20,7 @@
 #include "offload/offload_srv.h"
 #include "rollout/rollout_ctl.h"
 #include "store/store.h"
+#include "webhooks/webhook_sender.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -28,6 +29,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TLS_PEM_MAX (64u * 1024u)
@@ -51,6 +53,12 @@ struct mf_server {
     struct mf_httpd_conns conns;
     unsigned per_addr; /* the per-address cap in force (0: none) */
     uint16_t port;
+    struct audit_keep {
+        struct mf_store *store;
+        int64_t keep_s, keep_rows;
+        int64_t last; /* the worker thread's alone */
+    } audit_keep;
+    struct mf_webhook_sender *webhooks; /* NULL: this node sends none */
 };
 
 void mf_server__options_init(struct mf_server_options *o)
@@ -71,6 +79,7 @@ void mf_server__options_init(struct mf_server_options *o)
     o->body_min_rate = 64;
     o->body_rate_window_s = 20;
     o->conn_per_addr = MF_SERVER_CONN_PER_ADDR_AUTO;
+    o->webhook_sender = 1;
 }
 
 int mf_server__parse_listen(struct sockaddr_storage *out, struct mf_ctx *ctx, const char *spec)
@@ -308,6 +317,30 @@ static int start_distill(struct mf_server *s, struct mf_ctx *ctx, const struct m
     return err;
 }
 
+/* The audit log's bound, on the worker's tick: a DELETE every node may run (it is the same
+ * rows whoever deletes them), so there is nothing to claim. */
+static void audit_prune_tick(void *payload, struct mf_ctx *ctx)
+{
+    struct audit_keep *k = payload;
+    struct mf_store *s = k->store;
+    int64_t now = (int64_t)time(NULL), deleted = 0;
+
+    if (now - k->last < MF_SERVER_AUDIT_PRUNE_S)
+        return;
+    k->last = now;
+    if (s->ops->audit->audit_prune(&deleted, s, ctx, now - k->keep_s, k->keep_rows) < 0)
+        MF_LOG_WARN(ctx, "pruning the audit log: %s", mf_ctx__errmsg(ctx));
+    else if (deleted > 0)
+        MF_LOG_INFO(ctx, "audit log: %lld rows past the bound removed", (long long)deleted);
+}
+
+static int audit_never_queued(int *made_out, void *payload, struct mf_ctx *ctx, const char *arg)
+{
+    (void)payload;
+    *made_out = 0;
+    return mf_fail(ctx, MF_E_INVALID, "audit job '%s': the audit kind has no queued jobs", arg);
+}
+
 /* The per-node parts that are not the HTTP daemon: metrics, rate limiter, delta worker. */
 static int start_services(struct mf_server *s, struct mf_ctx *ctx,
                           const struct mf_server_options *o)
@@ -329,6 +362,13 @@ static int start_services(struct mf_server *s, struct mf_ctx *ctx,
         /* Rollout evaluation: one job per running rollout per tick, once across nodes. */
         d.kinds[d.n_kinds++] = (struct mf_job_kind){MF_ROLLOUT_JOB_KIND, mf_rollout__jobs_run,
                                                     mf_rollout__jobs_tick, s->env.store};
+        s->audit_keep = (struct audit_keep){
+            .store = s->env.store,
+            .keep_s = o->audit_keep_s > 0 ? o->audit_keep_s : MF_SERVER_AUDIT_KEEP_S,
+            .keep_rows = o->audit_keep_rows > 0 ? o->audit_keep_rows : MF_SERVER_AUDIT_KEEP_ROWS,
+        };
+        d.kinds[d.n_kinds++] =
+            (struct mf_job_kind){"audit", audit_never_queued, audit_prune_tick, &s->audit_keep};
         /* The worker logs through the server's sink for its whole life, not the caller's. */
         struct mf_ctx wctx;
 
@@ -340,6 +380,18 @@ static int start_services(struct mf_server *s, struct mf_ctx *ctx,
     }
     if (err == MF_OK && o->distill_config)
         err = start_distill(s, ctx, o);
+    if (err == MF_OK && o->webhook_sender) {
+        struct mf_webhook_options w;
+        struct mf_ctx wctx;
+
+        mf_webhook__options_init(&w);
+        if (o->webhook_retry_s)
+            w.retry_base_s = o->webhook_retry_s;
+        mf_ctx__init(&wctx, &s->alloc, s->env.log_fn, s->env.log_payload, "webhooks");
+        err = mf_webhook__sender_start(&s->webhooks, &wctx, s->env.store, &w);
+        if (err < 0)
+            err = mf_fail(ctx, err, "%s", mf_ctx__errmsg(&wctx));
+    }
     return err;
 }
 
@@ -529,6 +581,7 @@ void mf_server__stop(struct mf_server *s)
     mf_delta__worker_stop(s->distill_worker); /* before the store and the teachers */
     mf_distill__config_free(&s->distill_cfg);
     mf_delta__worker_stop(s->env.deltas); /* before the store it uses */
+    mf_webhook__sender_stop(s->webhooks); /* the same */
     mf_offsrv__srv_free(s->env.offload);
     mf_ratelimit__free(s->env.ratelimit);
     mf_store__close(s->env.store);

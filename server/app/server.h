@@ -68,7 +68,22 @@ struct mf_server_options {
     /* Appended: seconds after its commit an unreferenced blob counts as an orphan, for the
      * sweep at start and on demand (blob/blob_gc.h); 0: MF_BLOBGC_GRACE_S. */
     int64_t blob_grace_s;
+    /* Appended: the audit log's bound (docs/operations.md, "Audit log"): rows older than
+     * audit_keep_s seconds and beyond the newest audit_keep_rows go, at most every
+     * MF_SERVER_AUDIT_PRUNE_S on nodes with the delta worker. 0: MF_SERVER_AUDIT_KEEP_S,
+     * MF_SERVER_AUDIT_KEEP_ROWS. */
+    int64_t audit_keep_s;
+    int64_t audit_keep_rows;
+    /* Appended: webhook delivery (docs/operations.md, "Webhooks"; webhooks/webhook_sender.h).
+     * webhook_sender 1 (default) runs the delivery thread on this node; webhook_retry_s is
+     * the wait after a first failed attempt, doubled per attempt (0: 5 s). */
+    int webhook_sender;
+    unsigned webhook_retry_s;
 };
+
+#define MF_SERVER_AUDIT_KEEP_S (400 * 86400) /* a year and a month, for yearly reviews */
+#define MF_SERVER_AUDIT_KEEP_ROWS 1000000    /* rows; some 300 MB at most */
+#define MF_SERVER_AUDIT_PRUNE_S 600          /* between two prunes of one node */
 
 /* Fills defaults (listen 127.0.0.1:8080, 8 GiB uploads, 30 s, 4096 connections, threads one
  * per core (by store without the check-in stage: SQLite 4, PostgreSQL 16), 5 requests/s per device

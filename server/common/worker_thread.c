@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Background threads of the server: the delta worker, the check-in stage, the connection
- * sweeper (worker_thread.h). */
+ * sweeper, the webhook sender (worker_thread.h). */
 #include "common/worker_thread.h"
+
+#include <stdio.h>
+#include <unistd.h>
 
 int mf_worker_thread__start(pthread_t *thread, pthread_mutex_t *lock, pthread_cond_t *cond,
                             void *(*fn)(void *), void *arg, struct mf_ctx *ctx, const char *who)
@@ -36,4 +39,23 @@ void mf_worker_thread__stop(int *stop_flag, pthread_t thread, pthread_mutex_t *l
     (void)pthread_join(thread, NULL);
     (void)pthread_cond_destroy(cond);
     (void)pthread_mutex_destroy(lock);
+}
+
+void mf_worker_thread__owner(char *out, size_t cap, const void *handle)
+{
+    char host[64] = "node";
+
+    (void)gethostname(host, sizeof(host) - 1);
+    (void)snprintf(out, cap, "%.31s:%ld:%p", host, (long)getpid(), handle);
+}
+
+void mf_worker_thread__deadline(struct timespec *until, unsigned interval_ms)
+{
+    (void)clock_gettime(CLOCK_REALTIME, until);
+    until->tv_sec += interval_ms / 1000;
+    until->tv_nsec += (long)(interval_ms % 1000) * 1000000L;
+    if (until->tv_nsec >= 1000000000L) {
+        until->tv_sec++;
+        until->tv_nsec -= 1000000000L;
+    }
 }

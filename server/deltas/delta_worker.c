@@ -126,13 +126,7 @@ static void *worker_main(void *arg)
         }
         drain(w);
         (void)pthread_mutex_lock(&w->lock);
-        (void)clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += w->opts.interval_ms / 1000;
-        until.tv_nsec += (long)(w->opts.interval_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        mf_worker_thread__deadline(&until, w->opts.interval_ms);
         while (!w->wake && !w->stop) {
             if (pthread_cond_timedwait(&w->cond, &w->lock, &until) != 0)
                 break; /* timed out: poll for other nodes' jobs */
@@ -148,7 +142,6 @@ int mf_delta__worker_start(struct mf_delta_worker **out, struct mf_ctx *ctx, str
                            const struct mf_delta_options *o)
 {
     struct mf_delta_worker *w = mf_calloc(&ctx->alloc, 1, sizeof(*w));
-    char host[32] = "node";
     int err;
 
     *out = NULL;
@@ -164,9 +157,7 @@ int mf_delta__worker_start(struct mf_delta_worker **out, struct mf_ctx *ctx, str
     for (size_t i = 0; i < o->n_kinds && i < MF_DELTA_MAX_KINDS; i++)
         w->kinds[w->n_kinds++] = o->kinds[i];
     (void)snprintf(w->blob_root, sizeof(w->blob_root), "%s", blob_root);
-    (void)gethostname(host, sizeof(host) - 1);
-    /* Host, pid and the handle's address: unique per worker even for two in one process. */
-    (void)snprintf(w->owner, sizeof(w->owner), "%.31s:%ld:%p", host, (long)getpid(), (void *)w);
+    mf_worker_thread__owner(w->owner, sizeof(w->owner), w);
     err = mf_worker_thread__start(&w->thread, &w->lock, &w->cond, worker_main, w, ctx,
                                   "the delta worker");
     if (err < 0) {

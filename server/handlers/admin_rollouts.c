@@ -5,6 +5,7 @@
  */
 #include "handlers/handlers.h"
 
+#include "common/iso_time.h"
 #include "rollout/rollout_ctl.h"
 
 #include <stdio.h>
@@ -24,6 +25,16 @@ static void add_str(int *ok, cJSON *o, const char *key, const char *s)
         *ok = 0;
 }
 
+/* Unix seconds `t` under `key` and as ISO 8601 UTC under `key` + "_iso" ("at_iso"). */
+static void add_time(int *ok, cJSON *o, const char *key, int64_t t)
+{
+    char iso_key[32], at[MF_ISO_TIME_SIZE];
+
+    add_num(ok, o, key, (double)t);
+    (void)snprintf(iso_key, sizeof(iso_key), "%s_iso", key);
+    add_str(ok, o, iso_key, mf_iso_time__format(at, t));
+}
+
 static cJSON *rollout_json(int *ok, const struct mf_store_rollout *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -37,9 +48,9 @@ static cJSON *rollout_json(int *ok, const struct mf_store_rollout *r)
     add_str(ok, o, "previous", r->prev_version);
     add_str(ok, o, "state", r->state);
     add_num(ok, o, "wave", r->wave);
-    add_num(ok, o, "wave_started_at", (double)r->wave_started_at);
-    add_num(ok, o, "created_at", (double)r->created_at);
-    add_num(ok, o, "updated_at", (double)r->updated_at);
+    add_time(ok, o, "wave_started_at", r->wave_started_at);
+    add_time(ok, o, "created_at", r->created_at);
+    add_time(ok, o, "updated_at", r->updated_at);
     add_str(ok, o, "breach", r->breach);
     return o;
 }
@@ -109,7 +120,7 @@ static int add_event(void *payload, const struct mf_store_rollout_event *e)
         cJSON_Delete(x);
         return MF_E_NOMEM;
     }
-    add_num(&ok, x, "at", (double)e->at);
+    add_time(&ok, x, "at", e->at);
     add_str(&ok, x, "kind", e->kind);
     add_str(&ok, x, "detail", e->detail);
     return ok ? MF_OK : MF_E_NOMEM;
@@ -130,6 +141,9 @@ static int reply_status(struct mf_httpd_req *r, unsigned status, int64_t id)
             add_num(&ok, body, "soak_s", (double)st->plan.soak_s);
             add_num(&ok, body, "min_devices", (double)st->plan.min_devices);
             add_num(&ok, body, "reporting", (double)st->reporting);
+            /* The whole plan as created (the "created" event's detail is cut to a line). */
+            if (!cJSON_AddItemToObject(body, "plan", cJSON_Parse(st->r.plan)))
+                ok = 0;
             add_waves(&ok, body, st);
             add_lines(&ok, body, st);
         }

@@ -26,6 +26,8 @@ int mf_handlers__trust_root_put(struct mf_httpd_req *r);
 int mf_handlers__trust_keys_put(struct mf_httpd_req *r);
 int mf_handlers__trust_get(struct mf_httpd_req *r);
 int mf_handlers__metrics(struct mf_httpd_req *r);
+/* metrics_rollouts.c: the rollout, fleet and webhook series, appended to `out`. */
+int mf_handlers__metrics_rollouts(struct mf_dynbuf *out, struct mf_store *s, struct mf_ctx *ctx);
 /* admin_fleet.c: groups, channels, device revocation */
 int mf_handlers__device_groups_put(struct mf_httpd_req *r);
 int mf_handlers__device_channel_put(struct mf_httpd_req *r);
@@ -64,6 +66,13 @@ int mf_handlers__rollouts_list(struct mf_httpd_req *r);
 int mf_handlers__rollout_get(struct mf_httpd_req *r);
 int mf_handlers__rollout_act(struct mf_httpd_req *r);
 int mf_handlers__model_stats(struct mf_httpd_req *r);
+
+/* admin_audit.c: docs/operations.md, "Audit log" */
+int mf_handlers__audit_list(struct mf_httpd_req *r);
+/* admin_webhooks.c: docs/operations.md, "Webhooks" */
+int mf_handlers__webhooks_list(struct mf_httpd_req *r);
+int mf_handlers__webhook_add(struct mf_httpd_req *r);
+int mf_handlers__webhook_remove(struct mf_httpd_req *r);
 
 /* admin_distill.c: docs/distill.md */
 int mf_handlers__distill_run_create(struct mf_httpd_req *r);

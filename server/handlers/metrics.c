@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* GET /metrics: the Prometheus exposition of http/http_metrics.h plus gauges from the store
- * (shared by every node, so queue depths agree whichever node is scraped). */
+ * (shared by every node, so queue depths agree whichever node is scraped), and the rollout
+ * series of metrics_rollouts.c. */
 #include "handlers/handlers.h"
 
 #include "director/director.h"
@@ -10,7 +11,7 @@
 #include "http/http_conns.h"
 #include "http/http_metrics.h"
 
-#define METRICS_BODY_MAX (256u * 1024u)
+#define METRICS_BODY_MAX (1024u * 1024u) /* 256 rollouts' states are some 120 KiB of it */
 
 _Static_assert(MF_METRICS_RULES == MF_POLICY_HOLD_ROLLED_BACK + 1, "one counter per rule");
 _Static_assert(MF_METRICS_CONN_RULES == MF_CONN_RULES, "one counter per connection rule");
@@ -45,9 +46,11 @@ int mf_handlers__metrics(struct mf_httpd_req *r)
         l.conn_rules[k] = mf_httpd__conn_rule_name((enum mf_conn_rule)k);
     mf_dynbuf__init(&out, &r->ctx.alloc, METRICS_BODY_MAX);
     err = mf_metrics__render(&out, r->env->metrics, &g, &l);
-    if (err < 0)
+    if (err == MF_OK)
+        err = mf_handlers__metrics_rollouts(&out, s, &r->ctx);
+    if (err == MF_E_LIMIT || err == MF_E_NOMEM)
         err = mf_fail(&r->ctx, err, "metrics exposition exceeds %u bytes", METRICS_BODY_MAX);
-    else
+    else if (err == MF_OK)
         err = mf_httpd__reply_bytes(r, MHD_HTTP_OK, out.data, out.len,
                                     "text/plain; version=0.0.4; charset=utf-8");
     mf_dynbuf__free(&out);

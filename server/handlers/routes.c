@@ -110,6 +110,12 @@ const struct mf_httpd_route mf_handlers__routes[] = {
     ROUTE("POST", "/v1/admin/distill/{}/runs", ADMIN, JSON, mf_handlers__distill_run_create, DATA),
     ROUTE("GET", "/v1/admin/distill/runs", ADMIN, NONE, mf_handlers__distill_runs_list, ALL_ROLES),
     ROUTE("GET", "/v1/admin/distill/runs/{}", ADMIN, NONE, mf_handlers__distill_run_get, ALL_ROLES),
+    /* The audit log (docs/operations.md): who did what; the router writes it (http_audit.c). */
+    ROUTE("GET", "/v1/admin/audit", ADMIN, NONE, mf_handlers__audit_list, OPS),
+    /* Webhooks (docs/operations.md): signed rollout events, delivered from an outbox. */
+    ROUTE("GET", "/v1/admin/webhooks", ADMIN, NONE, mf_handlers__webhooks_list, OPS),
+    ROUTE("POST", "/v1/admin/webhooks", ADMIN, JSON, mf_handlers__webhook_add, OPS),
+    ROUTE("DELETE", "/v1/admin/webhooks/{}", ADMIN, NONE, mf_handlers__webhook_remove, OPS),
 };
 
 const size_t mf_handlers__route_count =

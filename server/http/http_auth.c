@@ -11,6 +11,7 @@
 #include "http/http_metrics.h"
 #include "http/http_ratelimit.h"
 #include "mf/ct.h"
+#include "mf_hex.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -141,8 +142,10 @@ int mf_httpd__authenticate(struct mf_httpd_req *r)
     } else if (kind == MF_TOKEN_ADMIN &&
                (need == MF_HTTPD_AUTH_ADMIN || need == MF_HTTPD_AUTH_DEVICE_OR_ADMIN)) {
         mf_token__hash(hash, tok, len);
-        err = s->ops->auth->admin_token_auth(&r->role, s, &r->ctx, hash);
+        err = s->ops->auth->admin_token_auth(&r->role, r->token_name, s, &r->ctx, hash);
         r->is_admin = err == MF_OK;
+        if (r->is_admin) /* the id tokens list shows: no secret, names the token */
+            mf_hex__encode(r->token_id, hash, MF_STORE_TOKEN_ID_LEN / 2);
     } else {
         return deny(r, need == MF_HTTPD_AUTH_ADMIN ? "an admin token is required"
                                                    : "a device credential is required");

@@ -11,7 +11,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define MF_METRICS_MAX_ROUTES 48 /* route table entries; +1 slot for "no route" */
+#define MF_METRICS_MAX_ROUTES 64 /* route table entries; +1 slot for "no route" */
 #define MF_METRICS_STATUS_SLOTS 17
 #define MF_METRICS_RULES 9      /* enum mf_policy_rule */
 #define MF_METRICS_CONN_RULES 3 /* enum mf_conn_rule (http_conns.h) */

@@ -114,6 +114,9 @@ struct mf_httpd_req {
     uint8_t cred_hash[MF_SHA256_LEN];        /* its credential's hash (wiped at the end) */
     int is_admin;                            /* authenticated with an admin token */
     int role;                                /* that token's role (enum mf_store_role) */
+    /* That token's id (hex of its hash's first 8 bytes) and name, for the audit row. */
+    char token_id[MF_STORE_TOKEN_ID_LEN + 1];
+    char token_name[MF_STORE_NAME_SIZE];
     int is_head;
     struct mf_dynbuf body; /* JSON body, capped at MF_HTTPD_JSON_MAX */
     int body_too_large;
@@ -164,6 +167,14 @@ int mf_httpd__authenticate(struct mf_httpd_req *r);
  * forgets it in the credential cache and answers 401 as authentication would. Returns
  * MF_E_AUTH once the reply is built. */
 int mf_httpd__deny_credential(struct mf_httpd_req *r);
+
+/* Writes the audit row of an admin request as it is answered (http_audit.c): for every
+ * POST, PUT and DELETE of a route with admin auth, whatever the answer (a 401 or 403 too),
+ * with the token's id and name, the route, its ids and the status. Reads change nothing and
+ * are not recorded (a /metrics scrape or a watched status would drown the log). A failed
+ * write is logged with the row's fields: the action happened either way. */
+int mf_httpd__audited(const struct mf_httpd_route *rt, const char *method);
+void mf_httpd__audit(struct mf_httpd_req *r);
 
 /* MHD callbacks (http_router.c); `cls` is the struct mf_httpd_env. */
 /*

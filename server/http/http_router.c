@@ -206,6 +206,8 @@ static enum MHD_Result queue_reply(struct mf_httpd_req *r, int err)
         if (mf_httpd__reply_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error") < 0)
             return MHD_NO; /* not even an error body fits: drop the connection */
     }
+    if (r->route && mf_httpd__audited(r->route, r->method))
+        mf_httpd__audit(r); /* before the client sees the answer: a read after it finds it */
     if (r->is_head)
         r->resp_bytes = 0;
     /* Near the limit an idle keep-alive connection would hold a slot a new client needs. */
@@ -335,11 +337,14 @@ void mf_httpd__on_completed(void *cls, struct MHD_Connection *conn, void **con_c
     ms = (double)(now.tv_sec - r->started.tv_sec) * 1e3 +
          (double)(now.tv_nsec - r->started.tv_nsec) / 1e6;
     /* One structured line per request (key=value, values without spaces), for log
-     * pipelines; the URL path is safe to print: MHD rejects control characters in it. */
-    MF_LOG_INFO(
-        &r->ctx, "method=%s path=%s status=%u bytes=%" PRIu64 " ms=%.1f device=%s admin=%d%s",
-        r->method, r->url, r->status, r->resp_bytes, ms, r->device_id[0] ? r->device_id : "-",
-        r->is_admin, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=1");
+     * pipelines; the URL path is safe to print: MHD rejects control characters in it. An
+     * admin request names its token by id (the audit log has its name too). */
+    MF_LOG_INFO(&r->ctx,
+                "method=%s path=%s status=%u bytes=%" PRIu64
+                " ms=%.1f device=%s admin=%d token=%s%s",
+                r->method, r->url, r->status, r->resp_bytes, ms,
+                r->device_id[0] ? r->device_id : "-", r->is_admin, r->is_admin ? r->token_id : "-",
+                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=1");
     mf_metrics__request(r->env->metrics, r->route ? (int)(r->route - r->env->routes) : -1,
                         r->status, r->resp_bytes);
     mf_blob__upload_free(r->upload); /* removes an unfinished temp blob */

@@ -2,6 +2,7 @@
 /*
  * mfctl rollout create|status|pause|resume|abort|rollback and mfctl versions stats: the
  * admin routes of docs/protocol.md, "Rollouts", with readable tables.
+ * One module with cmd_rollout_watch.c, which redraws the status view printed here (--watch).
  */
 #include "cmd_rollout.h"
 #include "mf_json.h"
@@ -122,11 +123,29 @@ static void print_lines(struct mfctl *c, const cJSON *doc)
     }
 }
 
+/* The whole plan as created, on one line (--json has it as an object). */
+static void print_plan(struct mfctl *c, const cJSON *doc)
+{
+    char *text = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(doc, "plan"));
+
+    if (text)
+        (void)fprintf(c->out, "plan: %s\n", text);
+    cJSON_free(text);
+}
+
+/* An event's time as the server wrote it in ISO 8601 ("at_iso"), or formatted here from the
+ * Unix seconds of an older server. */
+static const char *event_time(char *buf, size_t cap, const cJSON *e)
+{
+    if (mfctl__str(e, "at_iso")[0])
+        return mfctl__str(e, "at_iso");
+    return mfctl__fmt_time(buf, cap, mfctl__num(e, "at"));
+}
+
 int mfctl__print_rollout(struct mfctl *c, const char *json, size_t len)
 {
     cJSON *doc = mfctl__parse(c, json, len, "waves");
     const cJSON *e;
-    char when[32];
 
     if (!doc)
         return MF_E_INVALID;
@@ -142,12 +161,17 @@ int mfctl__print_rollout(struct mfctl *c, const char *json, size_t len)
         (void)fprintf(c->out, "halted by: %s\n", mfctl__str(doc, "breach"));
     print_waves(c, doc);
     print_lines(c, doc);
-    (void)fprintf(c->out, "events:\n");
+    print_plan(c, doc);
+    (void)fprintf(c->out, "events (UTC):\n");
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "events"))
     {
-        (void)fprintf(c->out, "  %s %-9s %s\n",
-                      mfctl__fmt_time(when, sizeof(when), mfctl__num(e, "at")),
-                      mfctl__str(e, "kind"), mfctl__str(e, "detail"));
+        /* The created event's detail is the plan cut to a line: the whole one is above. */
+        int plan_above = strcmp(mfctl__str(e, "kind"), "created") == 0 &&
+                         cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(doc, "plan"));
+        char at[32];
+
+        (void)fprintf(c->out, "  %s %-11s %s\n", event_time(at, sizeof(at), e),
+                      mfctl__str(e, "kind"), plan_above ? "(plan above)" : mfctl__str(e, "detail"));
     }
     cJSON_Delete(doc);
     return MF_OK;
@@ -268,14 +292,56 @@ static char *create_body(struct mfctl *c, const char *path, const char *model, c
     return out;
 }
 
+/* Takes --watch, --interval S and --timeout S out of argv (the common flags do not know
+ * them); *watch_out -1 after a bad value (usage printed: exit 2). Returns the new argc. */
+static int watch_flags(struct mfctl *c, int *watch_out, unsigned *interval, unsigned *timeout,
+                       int argc, char **argv)
+{
+    int n = 1;
+
+    *watch_out = 0;
+    for (int i = 1; i < argc; i++) {
+        int is_interval = strcmp(argv[i], "--interval") == 0;
+        uint64_t v = 0;
+
+        if (strcmp(argv[i], "--watch") == 0) {
+            *watch_out = 1;
+        } else if (is_interval || strcmp(argv[i], "--timeout") == 0) {
+            if (i + 1 >= argc || mfctl__parse_u64(&v, argv[i + 1], is_interval ? 3600 : 604800) ||
+                v == 0) {
+                (void)mfctl__usage(c, is_interval ? "--interval takes 1..3600 seconds"
+                                                  : "--timeout takes 1..604800 seconds");
+                *watch_out = -1;
+                return n;
+            }
+            *(is_interval ? interval : timeout) = (unsigned)v;
+            i++;
+            *watch_out = *watch_out ? *watch_out : 2; /* a value without --watch: refused */
+        } else {
+            argv[n++] = argv[i];
+        }
+    }
+    return n;
+}
+
 int mfctl__cmd_rollout(struct mfctl *c, int argc, char **argv)
 {
     static const char *const actions[] = {"pause", "resume", "abort", "rollback"};
+    unsigned interval = 5, timeout = 3600;
     char path[96];
-    int json, nargs, rc = mfctl__common_flags(c, argc, argv, &json, &nargs);
+    int watch, json, nargs, rc;
 
+    argc = watch_flags(c, &watch, &interval, &timeout, argc, argv);
+    if (watch < 0)
+        return 2;
+    rc = mfctl__common_flags(c, argc, argv, &json, &nargs);
     if (rc >= 0)
         return rc;
+    if (watch &&
+        (watch == 2 || nargs != 2 || strcmp(argv[1], "status") != 0 || !mfctl__id_ok(argv[2])))
+        return mfctl__usage(c, "--watch (with --interval, --timeout) goes with status ID");
+    if (watch)
+        return mfctl__rollout_watch(c, argv[2], json, interval, timeout);
     if (nargs >= 4 && nargs <= 5 && strcmp(argv[1], "create") == 0) {
         char *body;
 

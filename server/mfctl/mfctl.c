@@ -10,6 +10,7 @@
 #include "cmd_samples.h"
 #include "cmd_distill.h"
 #include "cmd_rollout.h"
+#include "cmd_audit.h"
 #include "mf/ct.h"
 #include "mf/version.h"
 
@@ -125,6 +126,10 @@ static const struct mfctl_command commands[] = {
      MFCTL_ROLLOUT_USAGE, mfctl__cmd_rollout},
     {"distill", "the distillation loop: run, status, wait", MFCTL_DISTILL_USAGE,
      mfctl__cmd_distill},
+    {"audit", "who did what: admin actions and rollout events, newest first", MFCTL_AUDIT_USAGE,
+     mfctl__cmd_audit},
+    {"webhooks", "URLs that receive each rollout event, signed: add, list, remove",
+     MFCTL_WEBHOOKS_USAGE, mfctl__cmd_webhooks},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

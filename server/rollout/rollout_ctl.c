@@ -2,18 +2,10 @@
 /* Creating rollouts and the ops actions on them (rollout_ctl.h). */
 #include "rollout/rollout_ctl.h"
 
+#include "rollout/rollout_events.h"
+
 #include <stdio.h>
 #include <string.h>
-
-static int record(struct mf_store *s, struct mf_ctx *ctx, int64_t id, int64_t now, const char *kind,
-                  const char *detail)
-{
-    struct mf_store_rollout_event e = {.rollout_id = id, .at = now};
-
-    (void)snprintf(e.kind, sizeof(e.kind), "%s", kind);
-    (void)snprintf(e.detail, sizeof(e.detail), "%s", detail);
-    return s->ops->rollout->rollout_event_add(s, ctx, &e);
-}
 
 /* The release just below `v` by sequence: what a rollout of v falls back to. */
 struct below {
@@ -113,7 +105,7 @@ int mf_rollout__create(struct mf_store_rollout *out, struct mf_store *s, struct 
     out->wave_started_at = out->created_at = out->updated_at = now;
     err = s->ops->rollout->rollout_put(s, ctx, out, "");
     if (err == MF_OK)
-        err = record(s, ctx, out->id, now, "created", out->plan);
+        err = mf_rollout__emit(s, ctx, out, "created", out->plan, now);
     return err;
 }
 
@@ -151,7 +143,7 @@ int mf_rollout__transition(struct mf_store *s, struct mf_ctx *ctx, struct mf_sto
     if (err == MF_OK)
         err = s->ops->rollout->rollout_put(s, ctx, r, from);
     if (err == MF_OK)
-        err = record(s, ctx, r->id, now, event, detail);
+        err = mf_rollout__emit(s, ctx, r, event, detail, now);
     return err;
 }
 

@@ -6,7 +6,7 @@
  * device credentials, admin tokens), ->registry (versions, releases, trust documents,
  * deltas), ->devices (device listings and reports), ->checkin (the check-in fast path),
  * ->director (groups, channels, pins, directives), ->jobs, ->offload, ->rollout, ->distill,
- * ->blobs (who refers to a blob).
+ * ->blobs (who refers to a blob), ->audit (the audit log), ->webhooks (URLs and outbox).
  * Backends are picked from a static table by URL scheme (store.c): "sqlite:<path>" (or a
  * bare path) and "postgresql://..." / "postgres://...".
  *
@@ -47,15 +47,15 @@ struct mf_store_auth_ops {
      * MF_E_NOTFOUND for an unknown device. */
     int (*device_revoke)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id);
 
-    /* Admin tokens with a role. insert: MF_E_STATE for a duplicate hash. auth: the role of
-     * an unrevoked admin token (constant-time hash compare), MF_E_AUTH otherwise. Tokens
+    /* Admin tokens with a role. insert: MF_E_STATE for a duplicate hash. auth: the role and name
+     * of an unrevoked admin token (constant-time hash compare), MF_E_AUTH otherwise. Tokens
      * made before migration 3 have the role admin. revoke: by id (hex of the hash's first 8
      * bytes); MF_E_NOTFOUND when no unrevoked token has it. list: oldest first. */
     int (*admin_token_insert)(struct mf_store *s, struct mf_ctx *ctx,
                               const uint8_t hash[MF_SHA256_LEN], int role, const char *name,
                               int64_t now);
-    int (*admin_token_auth)(int *role_out, struct mf_store *s, struct mf_ctx *ctx,
-                            const uint8_t hash[MF_SHA256_LEN]);
+    int (*admin_token_auth)(int *role_out, char name_out[MF_STORE_NAME_SIZE], struct mf_store *s,
+                            struct mf_ctx *ctx, const uint8_t hash[MF_SHA256_LEN]);
     int (*admin_token_revoke)(struct mf_store *s, struct mf_ctx *ctx, const char *id);
     int (*admin_tokens_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_token_fn fn,
                              void *payload);
@@ -122,6 +122,10 @@ struct mf_store_devices_ops {
      * "", the second the sha256). */
     int (*fleet_sha256s)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                          mf_store_pair_fn fn, void *payload);
+    /* Appended: the devices that reported each (model, version) installed, by model then
+     * version (/metrics). */
+    int (*version_counts)(struct mf_store *s, struct mf_ctx *ctx, mf_store_count_fn fn,
+                          void *payload);
 };
 
 /* The check-in fast path: each backend's own (sqlite/sqlite_checkin.c, pg/pg_checkin.c). */
@@ -326,6 +330,49 @@ struct mf_store_blobs_ops {
                          const char *sha256);
 };
 
+/* The audit log (migration 9, docs/operations.md "Audit log"). */
+struct mf_store_audit_ops {
+    /* Appends a row (a->seq is ignored). */
+    int (*audit_add)(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_audit *a);
+    /* Visits the rows `q` selects, newest first, at most q->limit. */
+    int (*audit_list)(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_audit_query *q,
+                      mf_store_audit_fn fn, void *payload);
+    /* Deletes the rows older than `before` (Unix seconds) and those beyond the newest `keep`;
+     * *deleted_out counts them. */
+    int (*audit_prune)(int64_t *deleted_out, struct mf_store *s, struct mf_ctx *ctx, int64_t before,
+                       int64_t keep);
+    /* Appends rollout event `e` (as rollout_event_add), audit row `a` (NULL: none) and one
+     * outbox row of `body` under `event_id` for every registered webhook (webhooks ops), in
+     * one transaction: all or nothing. */
+    int (*event_record)(struct mf_store *s, struct mf_ctx *ctx,
+                        const struct mf_store_rollout_event *e, const struct mf_store_audit *a,
+                        const char *event_id, const char *body, int64_t now);
+};
+
+/* Webhooks and their outbox (migration 9, docs/operations.md "Webhooks"). */
+struct mf_store_webhooks_ops {
+    /* add: sets w->id; MF_E_STATE when the URL is registered already. remove: with its
+     * outbox rows; MF_E_NOTFOUND for an unknown id. list: by id, with the outbox counts. */
+    int (*webhook_add)(int64_t *id_out, struct mf_store *s, struct mf_ctx *ctx, const char *url,
+                       const char *secret, int64_t now);
+    int (*webhook_remove)(struct mf_store *s, struct mf_ctx *ctx, int64_t id);
+    int (*webhooks_list)(struct mf_store *s, struct mf_ctx *ctx, mf_store_webhook_fn fn,
+                         void *payload);
+    /* Takes the oldest outbox row that is due (pending with next_at <= now, or sending with
+     * its lease run out) under `owner` until now + lease_s and counts the attempt, atomically
+     * across nodes (PostgreSQL: FOR UPDATE SKIP LOCKED; SQLite: BEGIN IMMEDIATE);
+     * MF_E_NOTFOUND when none is due. */
+    int (*delivery_claim)(struct mf_store_delivery *out, struct mf_store *s, struct mf_ctx *ctx,
+                          const char *owner, int64_t now, int64_t lease_s);
+    /* done: delivered at `now`. retry: due again at next_at, or failed for good when its
+     * attempts reached `max_attempts`, with `error`. Both only while `owner` holds the lease
+     * (MF_E_STATE otherwise). */
+    int (*delivery_done)(struct mf_store *s, struct mf_ctx *ctx, int64_t id, const char *owner,
+                         int64_t now);
+    int (*delivery_retry)(struct mf_store *s, struct mf_ctx *ctx, int64_t id, const char *owner,
+                          int64_t next_at, int max_attempts, const char *error);
+};
+
 /*
  * A backend: its lifecycle and schema ops, and a table per domain. Every backend fills every
  * slot (test_store_pg and test_server_store check). The domain tables other than `checkin`
@@ -355,6 +402,8 @@ struct mf_store_ops {
     const struct mf_store_rollout_ops *rollout;
     const struct mf_store_distill_ops *distill;
     const struct mf_store_blobs_ops *blobs;
+    const struct mf_store_audit_ops *audit;       /* appended with migration 9 */
+    const struct mf_store_webhooks_ops *webhooks; /* appended with migration 9 */
 };
 
 struct mf_store_engine; /* store_engine.h: how the backend-neutral ops reach this backend */

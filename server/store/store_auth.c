@@ -36,8 +36,9 @@ static const struct mf_sql sql_device_revoke =
 static const struct mf_sql sql_admin_insert =
     MF_SQL("INSERT INTO tokens(hash, kind, created_at, role, name) VALUES(?, 0, ?, ?, ?)",
            "inserting an admin token");
-static const struct mf_sql sql_admin_auth = MF_SQL(
-    "SELECT hash, role FROM tokens WHERE hash = ? AND kind = 0 AND revoked = 0", "token lookup");
+static const struct mf_sql sql_admin_auth =
+    MF_SQL("SELECT hash, role, name FROM tokens WHERE hash = ? AND kind = 0 AND revoked = 0",
+           "token lookup");
 /* A token's id is the hex of its hash's first 8 bytes. */
 static const struct mf_sql sql_admin_revoke =
     MF_SQL_PAIR("UPDATE tokens SET revoked = 1 WHERE kind = 0 AND revoked = 0"
@@ -88,8 +89,8 @@ static int auth_token_insert(struct mf_store *s, struct mf_ctx *ctx, int kind,
 }
 
 /* A hash lookup's row: whether its hash (column hash_col) matched, and the column it
- * carries besides: a text (text_col, device_auth's device id) or a number (number_col,
- * admin_token_auth's role); -1: none. */
+ * carries besides: a text (text_col, device_auth's device id, admin_token_auth's name)
+ * and a number (number_col, admin_token_auth's role); -1: none. */
 struct hash_row {
     const uint8_t *hash;
     int hash_col, text_col, number_col;
@@ -163,18 +164,21 @@ static int auth_admin_token_insert(struct mf_store *s, struct mf_ctx *ctx,
                          (int64_t)role, name);
 }
 
-static int auth_admin_token_auth(int *role_out, struct mf_store *s, struct mf_ctx *ctx,
+static int auth_admin_token_auth(int *role_out, char name_out[MF_STORE_NAME_SIZE],
+                                 struct mf_store *s, struct mf_ctx *ctx,
                                  const uint8_t hash[MF_SHA256_LEN])
 {
-    struct hash_row h = {.hash = hash, .hash_col = 0, .text_col = -1, .number_col = 1};
+    struct hash_row h = {.hash = hash, .hash_col = 0, .text_col = 2, .number_col = 1};
     int found = 0;
     int err;
 
     *role_out = 0;
+    name_out[0] = '\0';
     err = mf_store__first(&found, s, NULL, ctx, &sql_admin_auth, check_hash, &h, "h", hash);
-    if (err == MF_OK && h.matched)
+    if (err == MF_OK && h.matched) {
         *role_out = (int)h.number;
-    else if (err == MF_OK)
+        (void)snprintf(name_out, MF_STORE_NAME_SIZE, "%s", h.text);
+    } else if (err == MF_OK)
         err = mf_fail(ctx, MF_E_AUTH, "unknown or revoked token");
     return err;
 }

@@ -54,6 +54,13 @@ static const struct mf_sql sql_fleet_sha256s =
                 " AND status = 'installed' ORDER BY sha256",
                 "listing fleet versions");
 
+/* Installed devices per (model, version), for /metrics: one row per pair, not per device. */
+#define VERSION_COUNTS(C)                                                                          \
+    "SELECT model, version, count(*) FROM device_models WHERE status = 'installed'"                \
+    " GROUP BY model, version ORDER BY model" C ", version" C
+static const struct mf_sql sql_version_counts =
+    MF_SQL_ORDERED(VERSION_COUNTS, "counting devices per version");
+
 static int devices_touch(struct mf_store *s, struct mf_ctx *ctx, const char *device_id, int64_t now)
 {
     return mf_store__run(NULL, s, NULL, ctx, &sql_touch, NULL, NULL, "it", now, device_id);
@@ -132,9 +139,24 @@ static int devices_statuses_list(struct mf_store *s, struct mf_ctx *ctx, mf_stor
 }
 
 /* clang-format off */
+static int visit_count(void *payload, const struct mf_store_cursor *row)
+{
+    const struct mf_store_visit *w = payload;
+
+    return ((mf_store_count_fn)w->fn)(w->payload, mf_store__col_str(row, 0),
+                                      mf_store__col_str(row, 1), mf_store__col_i64(row, 2));
+}
+
+static int devices_version_counts(struct mf_store *s, struct mf_ctx *ctx, mf_store_count_fn fn,
+                                  void *payload)
+{
+    return mf_store__list(s, ctx, &sql_version_counts, visit_count, (void (*)(void))fn, payload,
+                          "");
+}
+
 const struct mf_store_devices_ops mf_store__devices_ops = {
     .device_touch = devices_touch, .report_insert = devices_report_insert,
     .devices_list = devices_list, .statuses_list = devices_statuses_list,
-    .fleet_sha256s = devices_fleet_sha256s,
+    .fleet_sha256s = devices_fleet_sha256s, .version_counts = devices_version_counts,
 };
 /* clang-format on */

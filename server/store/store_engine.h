@@ -224,6 +224,8 @@ extern const struct mf_store_offload_ops mf_store__offload_ops;
 extern const struct mf_store_rollout_ops mf_store__rollout_ops;
 extern const struct mf_store_distill_ops mf_store__distill_ops;
 extern const struct mf_store_blobs_ops mf_store__blobs_ops;
+extern const struct mf_store_audit_ops mf_store__audit_ops;
+extern const struct mf_store_webhooks_ops mf_store__webhooks_ops;
 
 /* blob_ref inside a transaction (samples_delete decides orphans in its own). */
 int mf_store__blob_ref_read(char who_out[MF_STORE_BLOB_REF_MAX], struct mf_store *s,

@@ -287,10 +287,49 @@ const struct mf_store_migration mf_store__schema_table = {
     "  window_utc_offset_min " T(INT) "," \
     "  updated_at " T(INT) " NOT NULL);" \
     T(GEN)(group_settings)
+
+/* 10: the audit log (docs/operations.md, "Audit log"): who did what to which target, when,
+ * and what the server answered; automatic rollout events too (actor rollout-engine). Bounded
+ * by age and rows (mf_store audit_prune). Webhooks ops registered (the secret is kept: the
+ * server signs with it) and the durable outbox of their deliveries, one row per (webhook,
+ * event), claimed under a lease like jobs. */
+#define MIGRATION_10(T) \
+    "CREATE TABLE audit_log (" \
+    "  seq " T(ID) "," \
+    "  at " T(INT) " NOT NULL," \
+    "  actor_id TEXT NOT NULL," \
+    "  actor TEXT NOT NULL," \
+    "  action TEXT NOT NULL," \
+    "  target TEXT NOT NULL," \
+    "  status " T(INT) " NOT NULL," \
+    "  detail TEXT NOT NULL);" \
+    "CREATE INDEX audit_log_by_at ON audit_log(at);" \
+    "CREATE TABLE webhooks (" \
+    "  id " T(ID) "," \
+    "  url TEXT NOT NULL UNIQUE," \
+    "  secret TEXT NOT NULL," \
+    "  created_at " T(INT) " NOT NULL);" \
+    "CREATE TABLE webhook_outbox (" \
+    "  id " T(ID) "," \
+    "  webhook_id " T(INT) " NOT NULL," \
+    "  event_id TEXT NOT NULL," \
+    "  body TEXT NOT NULL," \
+    "  state TEXT NOT NULL DEFAULT 'pending'" \
+    " CHECK (state IN ('pending','sending','delivered','failed'))," \
+    "  attempts " T(INT) " NOT NULL DEFAULT 0," \
+    "  next_at " T(INT) " NOT NULL," \
+    "  owner TEXT NOT NULL DEFAULT ''," \
+    "  lease_until " T(INT) " NOT NULL DEFAULT 0," \
+    "  last_error TEXT NOT NULL DEFAULT ''," \
+    "  created_at " T(INT) " NOT NULL," \
+    "  delivered_at " T(INT) " NOT NULL DEFAULT 0," \
+    "  UNIQUE (webhook_id, event_id));" \
+    "CREATE INDEX webhook_outbox_due ON webhook_outbox(state, next_at);"
 /* clang-format on */
 
 const struct mf_store_migration mf_store__migrations[] = {
-    {.n = 1, BOTH(MIGRATION_1)}, {.n = 2, BOTH(MIGRATION_2)}, {.n = 3, BOTH(MIGRATION_3)},
-    {.n = 4, BOTH(MIGRATION_4)}, {.n = 5, BOTH(MIGRATION_5)}, {.n = 6, BOTH(MIGRATION_6)},
-    {.n = 7, BOTH(MIGRATION_7)}, {.n = 8, BOTH(MIGRATION_8)}, {.n = 9, BOTH(MIGRATION_9)},
+    {.n = 1, BOTH(MIGRATION_1)},   {.n = 2, BOTH(MIGRATION_2)}, {.n = 3, BOTH(MIGRATION_3)},
+    {.n = 4, BOTH(MIGRATION_4)},   {.n = 5, BOTH(MIGRATION_5)}, {.n = 6, BOTH(MIGRATION_6)},
+    {.n = 7, BOTH(MIGRATION_7)},   {.n = 8, BOTH(MIGRATION_8)}, {.n = 9, BOTH(MIGRATION_9)},
+    {.n = 10, BOTH(MIGRATION_10)},
 };

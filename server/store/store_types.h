@@ -177,6 +177,8 @@ typedef int (*mf_store_group_settings_fn)(void *payload, const struct mf_store_g
 typedef int (*mf_store_token_fn)(void *payload, const struct mf_store_token *t);
 /* A (device id, group) membership, or a distinct sha256 in fleet_sha256s (device_id ""). */
 typedef int (*mf_store_pair_fn)(void *payload, const char *a, const char *b);
+/* A (model, version) pair and how many rows have it (version_counts). */
+typedef int (*mf_store_count_fn)(void *payload, const char *a, const char *b, int64_t n);
 
 /* ---- Offload (migration 4): the hard-sample store and score histograms ---- */
 #define MF_STORE_SAMPLE_ID_LEN 32 /* hex of 16 random bytes (docs/protocol-offload.md) */
@@ -277,6 +279,63 @@ struct mf_store_rollout_event {
 typedef int (*mf_store_telemetry_fn)(void *payload, const struct mf_store_telemetry *t);
 typedef int (*mf_store_rollout_fn)(void *payload, const struct mf_store_rollout *r);
 typedef int (*mf_store_rollout_event_fn)(void *payload, const struct mf_store_rollout_event *e);
+
+/* ---- Audit log (migration 9, docs/operations.md "Audit log"): one row per admin request
+ * (written by the router for every admin route) and per automatic rollout event ---- */
+#define MF_STORE_AUDIT_ACTION_MAX 127 /* "PUT /v1/admin/pins/{}/{}/{}" or "rollout.halted" */
+#define MF_STORE_AUDIT_TARGET_MAX 255 /* the route's ids joined by '/', or "rollout/<id>" */
+#define MF_STORE_AUDIT_ENGINE "rollout-engine" /* the actor of automatic rollout events */
+
+struct mf_store_audit {
+    int64_t seq; /* set by the store; the listing's order and page cursor */
+    int64_t at;  /* Unix seconds (UTC) */
+    /* Who: the admin token's id and name; "" and "-" when the request had no valid admin
+     * token (its 401 is recorded too); "" and MF_STORE_AUDIT_ENGINE for the rollout engine. */
+    char actor_id[MF_STORE_TOKEN_ID_LEN + 1];
+    char actor[MF_STORE_NAME_SIZE];
+    char action[MF_STORE_AUDIT_ACTION_MAX + 1];
+    char target[MF_STORE_AUDIT_TARGET_MAX + 1];
+    int status;                           /* the HTTP status answered; 0 for engine events */
+    char detail[MF_STORE_BREACH_MAX + 1]; /* engine events: the event's detail */
+};
+
+/* What audit_list selects; rows newest first. */
+struct mf_store_audit_query {
+    int64_t since, until; /* at in [since, until); 0: open */
+    const char *token;    /* "" any; else the actor's token id or name */
+    const char *action;   /* "" any; else a prefix of the action ("PUT ", "rollout.") */
+    int64_t before_seq;   /* 0: from the newest; else rows with seq below it */
+    int64_t limit;        /* rows at most (>= 1) */
+};
+
+typedef int (*mf_store_audit_fn)(void *payload, const struct mf_store_audit *a);
+
+/* ---- Webhooks (migration 9, docs/operations.md "Webhooks"): the URLs ops registered and
+ * the outbox of signed deliveries, one row per (webhook, event) ---- */
+#define MF_STORE_WEBHOOK_URL_MAX 512
+#define MF_STORE_WEBHOOK_SECRET_MAX 256
+#define MF_STORE_EVENT_ID_LEN 32 /* hex of 16 random bytes */
+#define MF_STORE_WEBHOOK_BODY_MAX 4096
+
+struct mf_store_webhook {
+    int64_t id;
+    char url[MF_STORE_WEBHOOK_URL_MAX + 1];
+    int64_t created_at;
+    int64_t pending, failed, delivered; /* its outbox rows by state (pending: also sending) */
+};
+
+/* One outbox row as a sender claimed it, with the webhook's URL and secret. */
+struct mf_store_delivery {
+    int64_t id;
+    int64_t webhook_id;
+    char url[MF_STORE_WEBHOOK_URL_MAX + 1];
+    char secret[MF_STORE_WEBHOOK_SECRET_MAX + 1]; /* wipe after use */
+    char event_id[MF_STORE_EVENT_ID_LEN + 1];
+    char body[MF_STORE_WEBHOOK_BODY_MAX + 1];
+    int attempts; /* counting this one */
+};
+
+typedef int (*mf_store_webhook_fn)(void *payload, const struct mf_store_webhook *w);
 
 /* ---- Distillation runs (docs/distill.md): one row per job of the loop, with its
  * provenance record once it ends ---- */

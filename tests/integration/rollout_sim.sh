@@ -31,6 +31,13 @@ sim() { # sim CYCLES [mf-sim options...]: run the fleet; its summary in $work/si
 }
 on() { grep -q "^version $1 devices $2\$" "$work/sim.out"; } # on VERSION N
 state_is() { mfctl_admin rollout status 1 --json | grep -q "\"state\":\"$1\""; }
+# engine_rows KIND: the rollout engine's audit rows of rollout.KIND
+engine_rows() { mfctl_admin audit --action "rollout.$1" | grep -c ' rollout-engine '; }
+# metric_is LINE: /metrics has the exact series line LINE
+metric_is() {
+    curl -fsS -H "Authorization: Bearer $(cat "$MF_ADMIN_TOKEN_FILE")" "$MF_URL/metrics" |
+        grep -qxF "$1"
+}
 # run_until STATE CYCLES [mf-sim options]: the fleet runs in 4-cycle rounds until the rollout
 # reaches STATE or the rounds run out (bounded: CYCLES / 4 rounds).
 run_until() {
@@ -73,6 +80,15 @@ halted_on() { # halted_on METRIC V2_BEHAVIOUR: the rollout halts on METRIC, the 
     check "  ... the status view names the breached line" \
         grep -q "halted by: $1" "$work/status.txt"
     check "  ... and shows it BREACHED against its bound" grep -q "BREACHED" "$work/status.txt"
+    check "  ... the halt is one log line with the line's numbers" \
+        grep -q "event=rollout.halted rollout=1 model=det version=v2 .* detail=\"$1 " \
+        "$work/server.log"
+    check "  ... and one audit row of the rollout engine" test "$(engine_rows halted)" -eq 1
+    check "  ... /metrics counts the breach by its line" \
+        metric_is "mf_rollout_breaches{model=\"det\",line=\"$1\"} 1"
+    check "  ... --watch returns 1 at once on a halted rollout" sh -c "! \"$BIN/mfctl\" \
+        --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE rollout status 1 --watch \
+        --interval 1 --timeout 5 >/dev/null 2>&1"
     check "  ... the fleet rollback to v1 is set" sh -c "\"$BIN/mfctl\" --server $MF_URL \
         --token-file $MF_ADMIN_TOKEN_FILE pins --json | grep -q '\"version\":\"v1\"'"
     check "  ... and the whole fleet ends on v1" sim 6 --behave "v2:$2"
@@ -86,6 +102,23 @@ good)
     mfctl_admin rollout status 1 >"$work/status.txt"
     check "  ... two advances recorded" test "$(grep -c ' advanced ' "$work/status.txt")" -eq 2
     check "  ... no breach" sh -c "! grep -q 'halted by' '$work/status.txt'"
+    check "  ... the status view has the whole plan and ISO 8601 times" sh -c "grep -q \
+        '^plan: {\"soak_s\":1,\"min_devices\":2,.*offload_rate' '$work/status.txt' && grep -Eq \
+        '^  20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z advanced ' '$work/status.txt'"
+    check "  ... each advance is a log line" \
+        test "$(grep -c 'event=rollout.advanced rollout=1 model=det' "$work/server.log")" -eq 2
+    check "  ... and an audit row of the rollout engine" test "$(engine_rows advanced)" -eq 2
+    check "  ... the creation is in the audit log with the token's answer" sh -c \
+        "\"$BIN/mfctl\" --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE audit \
+        --action 'POST /v1/admin/rollouts' | grep -q ' 201  POST /v1/admin/rollouts '"
+    check "  ... and its request line in the log names the token by id" grep -Eq \
+        'method=POST path=/v1/admin/rollouts status=201 .* admin=1 token=[0-9a-f]{16}' \
+        "$work/server.log"
+    check "  ... /metrics shows the rollout done" \
+        metric_is 'mf_rollout_state{model="det",version="v2",state="done"} 1'
+    check "  ... in its last wave" metric_is 'mf_rollout_wave{model="det",version="v2"} 2'
+    check "  ... --watch returns 0 at once on a done rollout" \
+        mfctl_admin rollout status 1 --watch --interval 1 --timeout 5
     check "  ... the fleet ends on v2" sim 4 --behave v2:lat=1000,mem=40M,offload=5
     check "  ... all $devices devices" on v2 "$devices"
     mfctl_admin versions stats det >"$work/stats.txt"

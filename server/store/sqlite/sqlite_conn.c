@@ -380,4 +380,6 @@ const struct mf_store_ops mf_store__sqlite_ops = {
     .rollout = &mf_store__rollout_ops,
     .distill = &mf_store__distill_ops,
     .blobs = &mf_store__blobs_ops,
+    .audit = &mf_store__audit_ops,
+    .webhooks = &mf_store__webhooks_ops,
 };

@@ -6,10 +6,13 @@
 #include "mf_test.h"
 #include "cmd_rollout.h"
 #include "mfctl_fixture.h"
+#include "kit_fs.h"
+#include "kit_http.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void test_rollout_mfctl__status_view_shows_waves_lines_and_events(void **state)
 {
@@ -36,6 +39,29 @@ static void test_rollout_mfctl__status_view_shows_waves_lines_and_events(void **
                    "64.0 MiB  ok", "2025-12-02T03:04:05Z halted");
     /* Figures with units or as integers, never an exponent (issue 17: 4.1943e+07). */
     assert_null(strstr(text, "e+0"));
+    free(text);
+}
+
+/* Times as ISO 8601 UTC, the whole plan however long, the created event pointing at it. */
+static void test_rollout_mfctl__status_view_iso_times_and_plan(void **state)
+{
+    static const char json[] =
+        "{\"id\":4,\"model\":\"det\",\"version\":\"v3\",\"previous\":\"v2\",\"state\":\"running\","
+        "\"wave\":0,\"soak_s\":60,\"min_devices\":5,\"reporting\":0,\"breach\":\"\","
+        "\"waves\":[],\"red_lines\":[],"
+        "\"plan\":{\"soak_s\":60,\"waves\":[{\"percent\":5}],\"red_lines\":[{\"metric\":"
+        "\"p99_latency_us\",\"relative\":1.5}],\"note\":\"a plan longer than any event line"
+        " keeps every byte of it in the status view\"},"
+        "\"events\":[{\"at\":1764646645,\"at_iso\":\"2025-12-02T03:37:25Z\",\"kind\":"
+        "\"created\",\"detail\":\"{\\\"soak_s\\\":60,\\\"wa\"},{\"at\":1764646705,\"at_iso\":"
+        "\"2025-12-02T03:38:25Z\",\"kind\":\"advanced\",\"detail\":\"wave 1 admitted\"}]}";
+    char *text = mfctl_print_with(mfctl__print_rollout, json, MF_OK);
+
+    (void)state;
+    MFCTL_TEXT_HAS(text, "plan: {\"soak_s\":60,", "every byte of it in the status view\"}\n",
+                   "events (UTC):", "  2025-12-02T03:37:25Z created     (plan above)",
+                   "  2025-12-02T03:38:25Z advanced    wave 1 admitted");
+    assert_null(strstr(text, "1764646645"));
     free(text);
 }
 
@@ -72,6 +98,11 @@ static void test_rollout_mfctl__usage_errors(void **state)
         {"mfctl", "rollout", "launch", "1", NULL},
         {"mfctl", "rollout", "create", "det", "v/2", "plan.json"},
         {"mfctl", "versions", "stats", NULL},
+        {"mfctl", "rollout", "status", "--watch", NULL},
+        {"mfctl", "rollout", "status", "3", "--watch", "--interval"},
+        {"mfctl", "rollout", "status", "3", "--interval", "0"},
+        {"mfctl", "rollout", "status", "3", "--interval", "2"},
+        {"mfctl", "rollout", "pause", "3", "--watch", NULL},
     };
     (void)state;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -87,11 +118,70 @@ static void test_rollout_mfctl__usage_errors(void **state)
     }
 }
 
+/* A status answer of rollout 5 in `state` (Connection: close: one per request). */
+static void script_state(struct mf_kit_http *s, const char *state, char *buf, size_t cap)
+{
+    char body[256];
+    struct mf_kit_http_reply r = {.raw = buf};
+
+    (void)snprintf(body, sizeof(body),
+                   "{\"id\":5,\"model\":\"det\",\"version\":\"v3\",\"previous\":\"v2\","
+                   "\"state\":\"%s\",\"wave\":0,\"waves\":[],\"red_lines\":[],\"events\":[]}",
+                   state);
+    (void)snprintf(buf, cap,
+                   "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                   "Connection: close\r\n\r\n%s",
+                   strlen(body), body);
+    mf_kit_http_script(s, &r);
+}
+
+/* --watch redraws until the rollout ends; 0 only when it ended done. */
+static void test_rollout_mfctl__watch_until_the_end(void **state)
+{
+    static const struct {
+        const char *last;
+        int rc;
+        const char *err;
+    } cases[] = {{"done", 0, NULL}, {"halted", 1, "rollout 5 ended halted"}};
+    char tok[] = "/tmp/mfctl-watch-XXXXXX";
+
+    (void)state;
+    (void)close(mkstemp(tok));
+    mf_kit_fs_write(tok, "mfa_x", 5);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char a[512], b[512], c[512];
+        struct mf_kit_http s;
+        struct mfctl_run r;
+        const char *first;
+
+        mf_kit_http_start(&s, NULL, NULL);
+        script_state(&s, "running", a, sizeof(a));
+        script_state(&s, "paused", b, sizeof(b));
+        script_state(&s, cases[i].last, c, sizeof(c));
+        MFCTL_RUN(&r, "--server", s.url, "--token-file", tok, "rollout", "status", "5", "--watch",
+                  "--interval", "1");
+        assert_int_equal(r.rc, cases[i].rc);
+        assert_int_equal(mf_kit_http_requests(&s), 3);
+        assert_non_null(strstr(mf_kit_http_request(&s, 2)->head, "GET /v1/admin/rollouts/5 "));
+        first = strstr(r.out, "state running");
+        assert_non_null(first);
+        assert_non_null(strstr(first, "state paused"));
+        assert_non_null(strstr(strstr(first, "state paused"), cases[i].last));
+        if (cases[i].err)
+            assert_non_null(strstr(r.err, cases[i].err));
+        mf_kit_http_stop(&s);
+        mfctl_run_free(&r);
+    }
+    (void)unlink(tok);
+}
+
 int main(void)
 {
     return MF_TEST_RUN(
         "rollout_mfctl", NULL, NULL,
         cmocka_unit_test(test_rollout_mfctl__status_view_shows_waves_lines_and_events),
+        cmocka_unit_test(test_rollout_mfctl__status_view_iso_times_and_plan),
         cmocka_unit_test(test_rollout_mfctl__stats_and_list_tables),
-        cmocka_unit_test(test_rollout_mfctl__usage_errors));
+        cmocka_unit_test(test_rollout_mfctl__usage_errors),
+        cmocka_unit_test(test_rollout_mfctl__watch_until_the_end));
 }

@@ -5,6 +5,7 @@
  */
 #include "mf_test.h"
 #include "mfctl_fixture.h"
+#include "cmd_audit.h"
 
 #include "kit_fs.h"
 #include "kit_http.h"
@@ -303,6 +304,11 @@ static void test_mfctl__fleet_tables(void **state)
         "\"install_window\":{\"start\":\"22:30\",\"end\":\"04:00\",\"utc_offset_min\":-330}},"
         "{\"group\":\"lab\",\"poll_interval_s\":300,\"poll_jitter_pct\":10,"
         "\"install_window\":null}]}";
+    static const char audit[] =
+        "{\"audit\":[{\"seq\":7,\"at\":\"2026-12-02T03:37:25Z\",\"token_id\":\"\","
+        "\"actor\":\"rollout-engine\",\"action\":\"rollout.halted\",\"target\":"
+        "\"rollout/4/det/v2\",\"status\":0,\"detail\":\"p99_latency_us 2047 > bound 1500\"}],"
+        "\"next\":7}";
     static const char models[] = "{\"models\":[{\"name\":\"a\",\"versions\":[{\"version\":"
                                  "\"va\"}]},{\"name\":\"b\",\"versions\":[{\"version\":\"vb\"}]}]}";
     struct mfctl_capture k;
@@ -315,19 +321,22 @@ static void test_mfctl__fleet_tables(void **state)
     assert_int_equal(mfctl__print_versions(&k.c, models, strlen(models), "b"), MF_OK);
     assert_int_equal(mfctl__print_pins(&k.c, tokens, strlen(tokens)), MF_E_INVALID);
     assert_int_equal(mfctl__print_group_settings(&k.c, settings, strlen(settings)), MF_OK);
+    assert_int_equal(mfctl__print_audit(&k.c, audit, strlen(audit)), MF_OK);
     (void)fclose(k.c.out);
     MFCTL_TEXT_HAS(k.text, "SCOPE", "group    lab", "fleet    *", "0123456789abcdef ops    alice",
                    "revoked", "cam-1,cam-2", "vb", "INSTALL WINDOW",
                    "eu                       -              22:30-04:00 UTC-05:30",
-                   "lab                      300 s +-10%    -");
+                   "lab                      300 s +-10%    -", "AT (UTC)", "rollout-engine",
+                   "rollout-engine        -  rollout.halted", "rollout/4/det/v2",
+                   "p99_latency_us 2047 > bound 1500", "more: mfctl audit ... --before 7");
     assert_null(strstr(k.text, "va")); /* versions MODEL prints that model only */
     free(k.text);
 }
 
 static void test_mfctl__fleet_usage_errors(void **state)
 {
-    static const char *const cmds[] = {"device", "groups",   "pins", "rollback",
-                                       "tokens", "versions", "blobs"};
+    static const char *const cmds[] = {"device", "groups",   "pins",  "rollback",
+                                       "tokens", "versions", "blobs", "audit"};
 
     (void)state;
     expect_help(cmds, MF_TEST_COUNT(cmds), 0);
@@ -348,6 +357,9 @@ static void test_mfctl__fleet_usage_errors(void **state)
     MFCTL_EXPECT(2, "UTC+HH:MM", "groups", "set-window", "lab", "02:00-05:00", "UTC+01:60");
     MFCTL_EXPECT(2, "\"../x\"", "groups", "set-poll", "../x", "60");
     MFCTL_EXPECT(2, NULL, "groups", "clear-poll");
+    MFCTL_EXPECT(2, "unknown option or argument \"--who\"", "audit", "--who", "alice");
+    MFCTL_EXPECT(2, "no value for \"--limit\"", "audit", "--limit");
+    MFCTL_EXPECT(2, "unknown option or argument \"extra\"", "audit", "extra");
 }
 
 /* An id the server does not know: mfctl exits 1 with the server's message, and prints no
@@ -430,10 +442,22 @@ static void test_mfctl__fleet_requests(void **state)
         "Connection: close\r\n\r\n"
         "{\"dry_run\":false,\"removed\":[{\"sha256\":\"cd34\"}],\"orphans\":1,\"referenced\":0,"
         "\"young\":0,\"grace_s\":60}";
+    static const char audit[] =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 185\r\n"
+        "Connection: close\r\n\r\n"
+        "{\"audit\":[{\"seq\":3,\"at\":\"2026-12-02T03:37:25Z\",\"token_id\":\"0123456789abcdef\","
+        "\"actor\":\"alice\",\"action\":\"PUT /v1/admin/pins/{}/{}/{}\",\"target\":\"a/b/c\","
+        "\"status\":204,\"detail\":\"\"}],\"next\":0}";
     static const struct {
         const char *args[6];
         const char *reply, *head, *body, *out;
     } cases[] = {
+        {{"audit", "--token", "alice", "--action", "PUT /v1/admin/pins"},
+         audit,
+         "GET /v1/admin/audit?token=alice&action=PUT%20%2Fv1%2Fadmin%2Fpins HTTP/1.1",
+         NULL,
+         "2026-12-02T03:37:25Z  0123456789abcdef alice               204  PUT "
+         "/v1/admin/pins/{}/{}/{}"},
         {{"blobs", "sweep", "--dry-run"},
          swept_dry,
          "POST /v1/admin/blobs/sweep?dry_run=1 HTTP/1.1",
@@ -514,6 +538,7 @@ static void test_mfctl__fleet_requests(void **state)
 
     (void)state;
     assert_int_equal(strlen(strstr(token, "\r\n\r\n") + 4), 59);
+    assert_int_equal(strlen(strstr(audit, "\r\n\r\n") + 4), 185);
     assert_int_equal(strlen(strstr(swept_dry, "\r\n\r\n") + 4), 101);
     assert_int_equal(strlen(strstr(swept, "\r\n\r\n") + 4), 97);
     (void)close(mkstemp(tok));
@@ -540,6 +565,56 @@ static void test_mfctl__fleet_requests(void **state)
     (void)unlink(tok);
 }
 
+/* mfctl webhooks: the secret from its file into the body, removal by id, bad use. */
+static void test_mfctl__webhooks(void **state)
+{
+    static const char created[] =
+        "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+        "Connection: close\r\n\r\n{}";
+    static const char gone[] = "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n";
+    static const char list[] = "{\"webhooks\":[{\"id\":3,\"url\":\"https://h/x\",\"created_at\":"
+                               "\"2026-12-02T03:37:25Z\",\"pending\":1,\"failed\":0,"
+                               "\"delivered\":9}]}";
+    char tok[] = "/tmp/mfctl-tok-XXXXXX", sec[] = "/tmp/mfctl-sec-XXXXXX";
+    const struct mf_kit_http_request *q;
+    char url[64], *text;
+    struct mf_kit_http s;
+    struct mfctl_run r;
+
+    (void)state;
+    (void)close(mkstemp(tok));
+    mf_kit_fs_write(tok, "mfa_x", 5);
+    (void)close(mkstemp(sec));
+    mf_kit_fs_write(sec, "0123456789abcdef-s\n", 19);
+    serve_once(&s, created, url, sizeof(url));
+    MFCTL_RUN(&r, "--server", url, "--token-file", tok, "webhooks", "add", "https://h/x",
+              "--secret-file", sec);
+    assert_int_equal(r.rc, 0);
+    q = mf_kit_http_request(&s, 0);
+    assert_non_null(strstr(q->head, "POST /v1/admin/webhooks HTTP/1.1"));
+    assert_string_equal(q->body, "{\"url\":\"https://h/x\",\"secret\":\"0123456789abcdef-s\"}");
+    assert_non_null(strstr(r.out, "webhook registered"));
+    mf_kit_http_stop(&s);
+    mfctl_run_free(&r);
+    serve_once(&s, gone, url, sizeof(url));
+    MFCTL_RUN(&r, "--server", url, "--token-file", tok, "webhooks", "remove", "3");
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(mf_kit_http_request(&s, 0)->head, "DELETE /v1/admin/webhooks/3 HTTP"));
+    mf_kit_http_stop(&s);
+    mfctl_run_free(&r);
+    MFCTL_EXPECT(2, "expected list, add URL", "webhooks", "add", "https://h/x");
+    MFCTL_EXPECT(2, "expected list, add URL", "webhooks", "remove", "x1");
+    MFCTL_EXPECT(1, "cannot read a secret from /nonexistent/s", "--server", "http://127.0.0.1:9",
+                 "--token-file", tok, "webhooks", "add", "https://h/x", "--secret-file",
+                 "/nonexistent/s");
+    text = mfctl_print_with(mfctl__print_webhooks, list, MF_OK);
+    MFCTL_TEXT_HAS(text, "DELIVERED", "3      2026-12-02T03:37:25Z",
+                   "1        0         9  https://h/x");
+    free(text);
+    (void)unlink(tok);
+    (void)unlink(sec);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup(fn, setup_env)
@@ -556,6 +631,7 @@ int main(void)
         T(test_mfctl__fleet_usage_errors),
         T(test_mfctl__fleet_requests),
         T(test_mfctl__unknown_ids_exit_1_with_the_message),
+        T(test_mfctl__webhooks),
     };
 #undef T
     return cmocka_run_group_tests_name("mfctl", tests, NULL, NULL);

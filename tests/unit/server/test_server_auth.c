@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Who may call what on mf-server end to end: every role x route pair of the routing table
- * denied without the right credential, admin tokens (bad input, listing, revocation), and
- * device credential revocation.
+ * denied without the right credential, every admin action in the audit log with the token
+ * that asked, admin tokens (bad input, listing, revocation), and device credential
+ * revocation.
  */
 #include "mf_test.h"
 #include "server_fixture.h"
@@ -129,6 +130,119 @@ static void test_server_auth__every_role_route_pair_is_checked(void **state)
     }
 }
 
+/* The newest audit row's fields (the admin token reads them). */
+struct audit_row {
+    char action[128], actor[65], token_id[17], target[256];
+    long status, seq;
+};
+
+static void newest_audit(struct audit_row *out)
+{
+    struct srvfx_resp r;
+    cJSON *root, *row;
+
+    memset(out, 0, sizeof(*out));
+    assert_int_equal(srvfx_call(&r, "GET", "/v1/admin/audit?limit=1", srvfx.admin, NULL), 200);
+    root = cJSON_Parse(r.body);
+    row = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "audit"), 0);
+    if (row) {
+        (void)snprintf(out->action, sizeof(out->action), "%s",
+                       cJSON_GetStringValue(cJSON_GetObjectItem(row, "action")));
+        (void)snprintf(out->actor, sizeof(out->actor), "%s",
+                       cJSON_GetStringValue(cJSON_GetObjectItem(row, "actor")));
+        (void)snprintf(out->token_id, sizeof(out->token_id), "%s",
+                       cJSON_GetStringValue(cJSON_GetObjectItem(row, "token_id")));
+        (void)snprintf(out->target, sizeof(out->target), "%s",
+                       cJSON_GetStringValue(cJSON_GetObjectItem(row, "target")));
+        out->status = (long)cJSON_GetNumberValue(cJSON_GetObjectItem(row, "status"));
+        out->seq = (long)cJSON_GetNumberValue(cJSON_GetObjectItem(row, "seq"));
+    }
+    cJSON_Delete(root);
+    free(r.body);
+}
+
+/* The listed id of the admin token named `name`. */
+static void token_id_of(char id[17], const char *name)
+{
+    struct srvfx_resp r;
+    cJSON *root, *t;
+
+    id[0] = '\0';
+    assert_int_equal(srvfx_call(&r, "GET", "/v1/admin/tokens", srvfx.admin, NULL), 200);
+    root = cJSON_Parse(r.body);
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(root, "tokens"))
+    {
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(t, "name")), name) == 0)
+            (void)snprintf(id, 17, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(t, "id")));
+    }
+    cJSON_Delete(root);
+    free(r.body);
+    assert_int_equal(strlen(id), 16);
+}
+
+static void expect_audit(const char *what, const char *action, const char *actor,
+                         const char *token_id, long status)
+{
+    struct audit_row a;
+
+    newest_audit(&a);
+    if (strcmp(a.action, action) != 0 || strcmp(a.actor, actor) != 0 ||
+        strcmp(a.token_id, token_id) != 0 || a.status != status)
+        fail_msg("%s: newest audit row is \"%s\" by '%s' (%s) status %ld, want \"%s\" by '%s'"
+                 " (%s) status %ld",
+                 what, a.action, a.actor, a.token_id, a.status, action, actor, token_id, status);
+}
+
+static void test_server_auth__every_admin_action_audited(void **state)
+{
+    const char *no_store = "X-MF-Sha256: "
+                           "0000000000000000000000000000000000000000000000000000000000000000";
+    char alice[17], bob[17], root[17], action[160];
+    struct audit_row before, after;
+    int audited = 0;
+
+    (void)state;
+    token_id_of(alice, "alice");
+    token_id_of(bob, "bob");
+    token_id_of(root, ""); /* the one init made has no name */
+    /* The walk is over the table the server routes with: a new admin route is in it, and
+     * every one that changes something must leave a row naming the token that asked. */
+    for (size_t i = 0; i < mf_handlers__route_count; i++) {
+        const struct mf_httpd_route *rt = &mf_handlers__routes[i];
+        /* A token the route allows, so the handler runs and its answer is recorded. */
+        int who = (rt->roles & MF_ROLE_OPS) ? 0 : (rt->roles & MF_ROLE_DATA) ? 1 : 2;
+        const char *tokens[] = {srvfx.ops, srvfx.datat, srvfx.admin};
+        const char *names[] = {"alice", "bob", ""};
+        const char *ids[] = {alice, bob, root};
+        char path[256];
+        struct srvfx_resp r;
+
+        if (!mf_httpd__audited(rt, rt->method))
+            continue;
+        assert_int_equal(rt->auth, MF_HTTPD_AUTH_ADMIN);
+        concrete(path, sizeof(path), rt->pattern);
+        srvfx_call_port(&r, srvfx.port, rt->method, path, tokens[who], NULL, 0, no_store);
+        free(r.body);
+        if (r.status == 401 || r.status == 403)
+            fail_msg("%s %s: %ld with an allowed token", rt->method, path, r.status);
+        (void)snprintf(action, sizeof(action), "%s %s", rt->method, rt->pattern);
+        expect_audit(path, action, names[who], ids[who], r.status);
+        audited++;
+    }
+    assert_true(audited >= 19);
+    /* Refused requests are actions too: a 403 names the token, a 401 has none. */
+    assert_int_equal(srvfx_status_of("DELETE", "/v1/admin/rollbacks/zz", srvfx.datat, NULL), 403);
+    expect_audit("403", "DELETE /v1/admin/rollbacks/{}", "bob", bob, 403);
+    assert_int_equal(srvfx_status_of("PUT", "/v1/admin/pins/device/zz/zz", NULL, "{}"), 401);
+    expect_audit("401", "PUT /v1/admin/pins/{}/{}/{}", "-", "", 401);
+    newest_audit(&before);
+    assert_string_equal(before.target, "device/zz/zz");
+    /* Reads change nothing and leave no row. */
+    assert_int_equal(srvfx_status_of("GET", "/v1/admin/pins", srvfx.ops, NULL), 200);
+    newest_audit(&after);
+    assert_int_equal(after.seq, before.seq);
+}
+
 static void test_server_auth__tokens_bad_input(void **state)
 {
     /* An unknown role, a name with a path in it, cut JSON, an id not hex, an id of nothing. */
@@ -168,6 +282,7 @@ int main(void)
 {
     return MF_TEST_RUN("tests", srvfx_group_setup, srvfx_group_teardown,
                        cmocka_unit_test(test_server_auth__every_role_route_pair_is_checked),
+                       cmocka_unit_test(test_server_auth__every_admin_action_audited),
                        cmocka_unit_test(test_server_auth__tokens_bad_input),
                        cmocka_unit_test(test_server_auth__device_revocation));
 }

@@ -1378,6 +1378,70 @@ static void test_server_http__interrupted_upload(void **state)
     assert_false(version_listed("cut"));
 }
 
+/* The audit log on this run's store: a token made here acts, and its row names it. */
+static void test_server_http__audit_log(void **state)
+{
+    static const char *const bad[] = {
+        "/v1/admin/audit?limit=0",      "/v1/admin/audit?limit=1001",
+        "/v1/admin/audit?since=yester", "/v1/admin/audit?until=2026-02-30T00:00:00Z",
+        "/v1/admin/audit?bogus=1",      "/v1/admin/audit?before=-4",
+    };
+    char token[MF_TOKEN_LEN + 1], id[32];
+    struct reply r;
+    cJSON *root, *row;
+    const char *at;
+
+    (void)state;
+    post_json(&r, "/v1/admin/tokens", fx.admin, "{\"role\":\"ops\",\"name\":\"carol\"}");
+    assert_int_equal(r.status, 201);
+    json_string(token, sizeof(token), &r, "token");
+    json_string(id, sizeof(id), &r, "id");
+    free_reply(&r);
+    http(&r, "PUT", "/v1/admin/devices/dev-1/channel",
+         &(struct req_opts){.token = token, .body = "{\"channel\":\"beta\"}", .body_len = 18});
+    assert_int_equal(r.status, 204);
+    free_reply(&r);
+    http(&r, "GET", "/v1/admin/audit?token=carol&action=PUT%20",
+         &(struct req_opts){.token = fx.admin});
+    assert_int_equal(r.status, 200);
+    root = cJSON_Parse(r.body);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "audit")), 1);
+    row = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "audit"), 0);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(row, "actor")), "carol");
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(row, "token_id")), id);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(row, "action")),
+                        "PUT /v1/admin/devices/{}/channel");
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(row, "target")), "dev-1");
+    assert_int_equal((long)cJSON_GetNumberValue(cJSON_GetObjectItem(row, "status")), 204);
+    /* ISO 8601 UTC: "YYYY-MM-DDTHH:MM:SSZ". */
+    at = cJSON_GetStringValue(cJSON_GetObjectItem(row, "at"));
+    assert_non_null(at);
+    assert_int_equal(strlen(at), 20);
+    assert_true(at[10] == 'T' && at[19] == 'Z');
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItem(root, "next")), 0);
+    cJSON_Delete(root);
+    free_reply(&r);
+    /* The admin token that made carol has its row too, on this store as on the other. */
+    http(&r, "GET", "/v1/admin/audit?action=POST%20/v1/admin/tokens",
+         &(struct req_opts){.token = fx.admin});
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"status\":201"));
+    free_reply(&r);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        http(&r, "GET", bad[i], &(struct req_opts){.token = fx.admin});
+        assert_error_body(&r, 400, "bad_request");
+        free_reply(&r);
+    }
+    http(&r, "GET", "/v1/admin/audit?bogus=1", &(struct req_opts){.token = fx.admin});
+    assert_non_null(strstr(r.body, "'bogus'"));
+    free_reply(&r);
+    /* Channel back, for the cases after this one. */
+    http(&r, "PUT", "/v1/admin/devices/dev-1/channel",
+         &(struct req_opts){.token = fx.admin, .body = "{\"channel\":\"stable\"}", .body_len = 20});
+    assert_int_equal(r.status, 204);
+    free_reply(&r);
+}
+
 static void test_server_http__report_and_devices(void **state)
 {
     struct reply r;
@@ -1558,6 +1622,7 @@ int main(void)
         cmocka_unit_test(test_server_http__upload_limit),
         cmocka_unit_test(test_server_http__interrupted_upload),
         cmocka_unit_test(test_server_http__report_and_devices),
+        cmocka_unit_test(test_server_http__audit_log),
         cmocka_unit_test(test_server_http__ipv6),
         cmocka_unit_test(test_server_http__binary_init_serve_sigterm),
     };

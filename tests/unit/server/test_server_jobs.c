@@ -209,7 +209,7 @@ static void test_server_jobs__roles_and_revocation(void **state)
     struct store_fixture *f = *state;
     struct mf_store *s = f->s;
     uint8_t h1[MF_SHA256_LEN], h2[MF_SHA256_LEN];
-    char dev[MF_STORE_NAME_SIZE], id[MF_STORE_TOKEN_ID_LEN + 1];
+    char dev[MF_STORE_NAME_SIZE], id[MF_STORE_TOKEN_ID_LEN + 1], name[MF_STORE_NAME_SIZE];
     int role = 0;
 
     mf_token__hash(h1, "mfa_ops", 7);
@@ -220,14 +220,16 @@ static void test_server_jobs__roles_and_revocation(void **state)
                      MF_OK);
     assert_int_equal(s->ops->auth->admin_token_insert(s, &f->ctx, h2, MF_ROLE_DATA, "bob", 2),
                      MF_E_STATE);
-    assert_int_equal(s->ops->auth->admin_token_auth(&role, s, &f->ctx, h1), MF_OK);
+    assert_int_equal(s->ops->auth->admin_token_auth(&role, name, s, &f->ctx, h1), MF_OK);
     assert_int_equal(role, MF_ROLE_OPS);
-    assert_int_equal(s->ops->auth->admin_token_auth(&role, s, &f->ctx, h2), MF_OK);
+    assert_string_equal(name, "alice"); /* the audit log's "who" */
+    assert_int_equal(s->ops->auth->admin_token_auth(&role, name, s, &f->ctx, h2), MF_OK);
     assert_int_equal(role, MF_ROLE_DATA);
+    assert_string_equal(name, "bob");
     mf_hex__encode(id, h1, MF_STORE_TOKEN_ID_LEN / 2);
     assert_int_equal(s->ops->auth->admin_token_revoke(s, &f->ctx, id), MF_OK);
     assert_int_equal(s->ops->auth->admin_token_revoke(s, &f->ctx, id), MF_E_NOTFOUND);
-    assert_int_equal(s->ops->auth->admin_token_auth(&role, s, &f->ctx, h1), MF_E_AUTH);
+    assert_int_equal(s->ops->auth->admin_token_auth(&role, name, s, &f->ctx, h1), MF_E_AUTH);
     /* A device credential: revoked by ops, back after a re-enrolment. */
     enroll(f, "cam-2");
     mf_token__hash(h1, "cam-2", 5);
@@ -294,7 +296,7 @@ static void test_server_jobs__migrate_from_schema_2(void **state)
     struct store_fixture *f = *state;
     struct mf_store *s;
     uint8_t h[MF_SHA256_LEN];
-    char db[128], dev[MF_STORE_NAME_SIZE];
+    char db[128], dev[MF_STORE_NAME_SIZE], name[MF_STORE_NAME_SIZE];
     int applied = 0, version = 0, role = 0;
 
     assert_string_equal(backend_under_test->name, "sqlite"); /* see main() */
@@ -333,7 +335,7 @@ static void test_server_jobs__migrate_from_schema_2(void **state)
     /* An admin token from before roles keeps every right; devices keep their credential
      * and land on the default channel. */
     mf_token__hash(h, "mfa_old", 7);
-    assert_int_equal(s->ops->auth->admin_token_auth(&role, s, &f->ctx, h), MF_OK);
+    assert_int_equal(s->ops->auth->admin_token_auth(&role, name, s, &f->ctx, h), MF_OK);
     assert_int_equal(role, MF_ROLE_ADMIN);
     mf_token__hash(h, "old-cam", 7);
     assert_int_equal(s->ops->auth->device_auth(dev, s, &f->ctx, h), MF_OK);

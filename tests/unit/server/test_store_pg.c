@@ -95,9 +95,11 @@ static void test_store_pg__every_op_implemented(void **state)
         EXPECT_DOMAIN(rollout);
         EXPECT_DOMAIN(distill);
         EXPECT_DOMAIN(blobs);
+        EXPECT_DOMAIN(audit);
+        EXPECT_DOMAIN(webhooks);
 #undef EXPECT_DOMAIN
         /* The domain tables are the whole rest of the struct: none is left unchecked. */
-        assert_int_equal(sizeof(*o), offsetof(struct mf_store_ops, blobs) + sizeof(o->blobs));
+        assert_int_equal(sizeof(*o), offsetof(struct mf_store_ops, webhooks) + sizeof(o->webhooks));
     }
 }
 
@@ -405,7 +407,7 @@ static void test_store_pg__migrate_from_schema_2(void **state)
     struct mf_store *s;
     struct mf_store_directives d;
     uint8_t h[MF_SHA256_LEN];
-    char dev[MF_STORE_NAME_SIZE];
+    char dev[MF_STORE_NAME_SIZE], name[MF_STORE_NAME_SIZE];
     int applied = 0, version = 0, role = 0;
 
     assert_int_equal(mf_store__open(&f->node[0], &f->ctx, f->url, 0), MF_OK);
@@ -422,7 +424,7 @@ static void test_store_pg__migrate_from_schema_2(void **state)
     assert_true(applied >= 1);
     assert_int_equal(s->ops->schema_version(&version, s, &f->ctx), MF_OK);
     assert_int_equal(version, 2 + applied);
-    assert_int_equal(s->ops->auth->admin_token_auth(&role, s, &f->ctx, h), MF_OK);
+    assert_int_equal(s->ops->auth->admin_token_auth(&role, name, s, &f->ctx, h), MF_OK);
     assert_int_equal(role, MF_ROLE_ADMIN);
     mf_token__hash(h, "old-cam", 7);
     assert_int_equal(s->ops->auth->device_auth(dev, s, &f->ctx, h), MF_OK);
