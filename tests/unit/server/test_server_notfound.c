@@ -64,6 +64,7 @@ static const struct unknown_case cases[] = {
      "{\"start\":\"02:00\",\"end\":\"05:00\"}", "unknown group 'nosuchgroup'"},
     {"DELETE", "/v1/admin/groups/{}/install-window", "/v1/admin/groups/nosuchgroup/install-window",
      NULL, "'nosuchgroup'"},
+    {"DELETE", "/v1/admin/webhooks/{}", "/v1/admin/webhooks/999999", NULL, "no webhook 999999"},
     {"DELETE", "/v1/admin/tokens/{}", "/v1/admin/tokens/00000000deadbeef", NULL,
      "'00000000deadbeef'"},
     {"PUT", "/v1/admin/offload/calibration/{}/{}", "/v1/admin/offload/calibration/fashoin/v1",
