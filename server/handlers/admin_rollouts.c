@@ -38,6 +38,7 @@ static cJSON *rollout_json(int *ok, const struct mf_store_rollout *r)
     add_str(ok, o, "state", r->state);
     add_num(ok, o, "wave", r->wave);
     add_num(ok, o, "wave_started_at", (double)r->wave_started_at);
+    add_num(ok, o, "soak_started_at", (double)r->soak_started_at); /* 0: waiting for devices */
     add_num(ok, o, "created_at", (double)r->created_at);
     add_num(ok, o, "updated_at", (double)r->updated_at);
     add_str(ok, o, "breach", r->breach);
@@ -88,12 +89,23 @@ static void add_lines(int *ok, cJSON *o, const struct mf_rollout_status *st)
         add_str(ok, x, "metric", mf_rollout__metric_name(l->metric));
         add_str(ok, x, "kind", l->relative ? "relative" : "absolute");
         add_num(ok, x, "limit", l->limit);
+        add_str(ok, x, "state",
+                v->breached ? "breached" : v->evaluated ? "clean" : "waiting");
         if (!cJSON_AddBoolToObject(x, "evaluated", v->evaluated) ||
             !cJSON_AddBoolToObject(x, "breached", v->breached))
             *ok = 0;
         if (v->evaluated) {
             add_num(ok, x, "value", v->value);
             add_num(ok, x, "bound", v->bound);
+        } else {
+            add_str(ok, x, "waiting_for", v->waiting);
+        }
+        add_num(ok, x, "devices", (double)v->devices);
+        add_num(ok, x, "samples", (double)v->samples);
+        if (l->relative) {
+            add_num(ok, x, "control", v->control);
+            add_num(ok, x, "control_devices", (double)v->control_devices);
+            add_num(ok, x, "control_samples", (double)v->control_samples);
         }
     }
     if (!list)
@@ -130,6 +142,11 @@ static int reply_status(struct mf_httpd_req *r, unsigned status, int64_t id)
             add_num(&ok, body, "soak_s", (double)st->plan.soak_s);
             add_num(&ok, body, "min_devices", (double)st->plan.min_devices);
             add_num(&ok, body, "reporting", (double)st->reporting);
+            add_num(&ok, body, "wave_reporting", (double)st->wave_reporting);
+            add_num(&ok, body, "control_devices", (double)st->control_devices);
+            add_num(&ok, body, "line_min_devices", (double)st->plan.line_min_devices);
+            add_num(&ok, body, "line_min_inferences", (double)st->plan.line_min_inferences);
+            add_num(&ok, body, "lines_waiting", (double)st->waiting);
             add_waves(&ok, body, st);
             add_lines(&ok, body, st);
         }

@@ -21,6 +21,7 @@ int mf_handlers__devices_list(struct mf_httpd_req *r);
 int mf_handlers__release_begin(struct mf_httpd_req *r);
 int mf_handlers__release_data(struct mf_httpd_req *r, const char *data, size_t len);
 int mf_handlers__release_put(struct mf_httpd_req *r);
+int mf_handlers__release_promote(struct mf_httpd_req *r);
 int mf_handlers__trust_root_put(struct mf_httpd_req *r);
 int mf_handlers__trust_keys_put(struct mf_httpd_req *r);
 int mf_handlers__trust_get(struct mf_httpd_req *r);

@@ -30,6 +30,9 @@ struct mf_store_version {
     uint64_t sequence;
     uint64_t security_floor;
     char release_digest[MF_SHA256_HEX_LEN + 1]; /* SHA-256 of the release payload */
+    /* Appended with migration 9: the promotion order within the model, 0 while the release
+     * is published but not promoted. The channel default is the highest promoted release. */
+    uint64_t promoted;
 };
 
 /* Trust documents the server stores and hands to devices (kinds of trust_put/trust_latest). */
@@ -248,6 +251,9 @@ struct mf_store_rollout {
     int64_t created_at, updated_at;
     char plan[MF_STORE_PLAN_MAX + 1];
     char breach[MF_STORE_BREACH_MAX + 1]; /* "" unless halted by a red line */
+    /* Appended with migration 9: when min_devices of the current wave first reported the
+     * new version; 0 while the wave waits for that evidence (its soak has not started). */
+    int64_t soak_started_at;
 };
 
 struct mf_store_rollout_event {

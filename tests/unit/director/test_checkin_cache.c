@@ -26,7 +26,7 @@ struct cache_fixture {
 static int cache_setup(void **state)
 {
     struct cache_fixture *f = calloc(1, sizeof(*f));
-    struct mf_store_version v = {"det", "v1", "", 10, 100, 1, 0, ""};
+    struct mf_store_version v = {"det", "v1", "", 10, 100, 1, 0, "", 0};
     uint8_t hash[MF_SHA256_LEN] = {1};
     int applied = 0;
 
@@ -97,9 +97,9 @@ static void test_checkin_cache__serves_kept_values(void **state)
     struct mf_dynbuf env;
     uint64_t kv = 0;
 
-    assert_int_equal(mf_ccache__release_latest(&got, &v, "det"), MF_OK);
+    assert_int_equal(mf_ccache__promoted_latest(&got, &v, "det"), MF_OK);
     assert_string_equal(got.version, "v1");
-    assert_int_equal(mf_ccache__release_latest(&got, &v, "det"), MF_OK);
+    assert_int_equal(mf_ccache__promoted_latest(&got, &v, "det"), MF_OK);
     assert_int_equal(mf_ccache__trust_latest(&kv, &env, &v, MF_STORE_TRUST_KEYS), MF_OK);
     assert_int_equal(kv, 1);
     assert_string_equal((const char *)env.data, "keys-1");
@@ -134,7 +134,7 @@ static void test_checkin_cache__notfound_until_the_generation_moves(void **state
 {
     struct cache_fixture *f = *state;
     struct mf_ccache_view v = view_now(f);
-    struct mf_store_version w = {"det", "v2", "", 20, 200, 2, 1, ""}, got;
+    struct mf_store_version w = {"det", "v2", "", 20, 200, 2, 1, "", 0}, got;
 
     assert_int_equal(mf_ccache__version_get(&got, &v, "det", "v2"), MF_E_NOTFOUND);
     assert_int_equal(mf_ccache__version_get(&got, &v, "det", "v2"), MF_E_NOTFOUND);
@@ -149,7 +149,13 @@ static void test_checkin_cache__notfound_until_the_generation_moves(void **state
     v = view_now(f);
     assert_int_equal(mf_ccache__version_get(&got, &v, "det", "v2"), MF_OK);
     assert_int_equal(got.size, 20);
-    assert_int_equal(mf_ccache__release_latest(&got, &v, "det"), MF_OK);
+    /* Published is not deployed: the channel default stays on the promoted v1 ... */
+    assert_int_equal(mf_ccache__promoted_latest(&got, &v, "det"), MF_OK);
+    assert_string_equal(got.version, "v1");
+    /* ... until v2 is promoted, which moves the generation like any release change. */
+    assert_int_equal(f->s->ops->registry->release_promote(f->s, &f->ctx, "det", "v2"), MF_OK);
+    v = view_now(f);
+    assert_int_equal(mf_ccache__promoted_latest(&got, &v, "det"), MF_OK);
     assert_string_equal(got.version, "v2");
 }
 

@@ -15,14 +15,16 @@ static void test_rollout_mfctl__status_view_shows_waves_lines_and_events(void **
 {
     static const char json[] =
         "{\"id\":3,\"model\":\"det\",\"version\":\"v2\",\"previous\":\"v1\",\"state\":\"halted\","
-        "\"wave\":0,\"soak_s\":60,\"min_devices\":5,\"reporting\":7,"
+        "\"wave\":0,\"soak_s\":60,\"min_devices\":5,\"reporting\":7,\"wave_reporting\":6,"
+        "\"soak_started_at\":120,\"line_min_devices\":3,\"line_min_inferences\":500,"
+        "\"control_devices\":11,"
         "\"breach\":\"p99_latency_us 4095 > bound 3070.5\","
         "\"waves\":[{\"kind\":\"percent\",\"percent\":5,\"devices\":9,\"state\":\"admitted\"},"
         "{\"kind\":\"group\",\"group\":\"lab\",\"devices\":4,\"state\":\"waiting\"}],"
         "\"red_lines\":[{\"metric\":\"p99_latency_us\",\"kind\":\"relative\",\"limit\":1.5,"
         "\"evaluated\":true,\"breached\":true,\"value\":4095,\"bound\":3070.5},"
         "{\"metric\":\"teacher_agreement\",\"kind\":\"absolute\",\"limit\":0.9,"
-        "\"evaluated\":false,\"breached\":false}],"
+        "\"evaluated\":false,\"breached\":false,\"waiting_for\":\"canary: 2 of 3 devices\"}],"
         "\"events\":[{\"at\":100,\"kind\":\"created\",\"detail\":\"{}\"},"
         "{\"at\":160,\"kind\":\"halted\",\"detail\":\"p99\"}]}";
     char *text = mfctl_print_with(mfctl__print_rollout, json, MF_OK);
@@ -30,7 +32,11 @@ static void test_rollout_mfctl__status_view_shows_waves_lines_and_events(void **
     (void)state;
     MFCTL_TEXT_HAS(text, "rollout 3: det v2 (previous v1)  state halted  wave 1 of 2",
                    "halted by: p99_latency_us 4095 > bound 3070.5", "percent  5 %", "group    lab",
-                   "admitted", "3070.5  BREACHED", "no data", "160 halted");
+                   "admitted", "3070.5  BREACHED", "waiting (canary: 2 of 3 devices)",
+                   "soak 60 s once 5 devices of the wave report (6 now, 7 in all admitted waves): "
+                   "soaking",
+                   "each line counts clean on 3 devices, 500 inferences; control group 11 devices",
+                   "160 halted");
     free(text);
 }
 
