@@ -144,6 +144,8 @@ static int reply_status(struct mf_httpd_req *r, unsigned status, int64_t id)
             add_num(&ok, body, "reporting", (double)st->reporting);
             add_num(&ok, body, "wave_reporting", (double)st->wave_reporting);
             add_num(&ok, body, "control_devices", (double)st->control_devices);
+            if (!cJSON_AddBoolToObject(body, "control_frozen", st->control_frozen))
+                ok = 0;
             add_num(&ok, body, "line_min_devices", (double)st->plan.line_min_devices);
             add_num(&ok, body, "line_min_inferences", (double)st->plan.line_min_inferences);
             add_num(&ok, body, "lines_waiting", (double)st->waiting);

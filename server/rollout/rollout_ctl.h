@@ -39,6 +39,9 @@ struct mf_rollout_status {
     struct mf_rollout_verdict verdicts[MF_ROLLOUT_MAX_LINES];
     int breached;     /* index of the first breached line, or -1 */
     size_t waiting;   /* lines still waiting for evidence (they block advancing) */
+    /* 1: fewer than line_min_devices in the control group now (the admitted waves cover the
+     * fleet), so `control` holds the figures stored when the current wave was admitted. */
+    int control_frozen;
 };
 
 /*

@@ -163,6 +163,50 @@ static int keep_evaluated(void *payload, const struct mf_store_telemetry *t)
            t->reported_at >= e->r->created_at;
 }
 
+/* The control group's figures as stored with the rollout when its wave was admitted:
+ * {"p99_latency_us": [value, devices, samples], ...} for the figures it had. */
+static void control_save(char *out, size_t size, const struct mf_rollout_figures *f)
+{
+    size_t n = 0;
+
+    n += (size_t)snprintf(out, size, "{");
+    for (int m = 0; m < MF_METRIC_COUNT && n < size; m++) {
+        if (f->have[m])
+            n += (size_t)snprintf(out + n, size - n, "%s\"%s\":[%.17g,%llu,%llu]",
+                                  n > 1 ? "," : "", mf_rollout__metric_name(m), f->v[m],
+                                  (unsigned long long)f->devices[m],
+                                  (unsigned long long)f->samples[m]);
+    }
+    if (n < size)
+        (void)snprintf(out + n, size - n, "}");
+    if (n + 1 >= size) /* cannot happen at 6 figures; never store half a record */
+        out[0] = '\0';
+}
+
+/* 1 when the stored figures were read into `out`. */
+static int control_load(struct mf_rollout_figures *out, struct mf_ctx *ctx, const char *text)
+{
+    size_t len = strlen(text);
+    cJSON *doc = NULL;
+
+    memset(out, 0, sizeof(*out));
+    if (!len || mf_json__parse(&doc, ctx, text, len, len, MF_JSON_DEPTH_DEFAULT,
+                               "stored control figures") < 0)
+        return 0;
+    for (int m = 0; m < MF_METRIC_COUNT; m++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(doc, mf_rollout__metric_name(m));
+
+        if (cJSON_GetArraySize(x) != 3)
+            continue;
+        out->have[m] = 1;
+        out->v[m] = cJSON_GetArrayItem(x, 0)->valuedouble;
+        out->devices[m] = (uint64_t)cJSON_GetArrayItem(x, 1)->valuedouble;
+        out->samples[m] = (uint64_t)cJSON_GetArrayItem(x, 2)->valuedouble;
+    }
+    cJSON_Delete(doc);
+    return 1;
+}
+
 struct count_waves {
     struct mf_rollout_status *st;
     const struct mf_rollout_members *members;
@@ -212,6 +256,11 @@ int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct
             mf_rollout__figures(&out->control, ctl);
             out->control_devices = ctl->devices;
         }
+        /* No control group left to compare with (the admitted waves cover the fleet): the
+         * one measured, concurrently, while the previous wave soaked. */
+        if (out->control_devices < out->plan.line_min_devices &&
+            control_load(&out->control, ctx, out->r.control))
+            out->control_frozen = 1;
         out->wave_reporting = e.wave_reporting;
         out->breached = mf_rollout__check(out->verdicts, &out->plan, &out->cur, &out->control);
         out->waiting = mf_rollout__waiting(out->verdicts, out->plan.n_lines);
@@ -273,6 +322,8 @@ static int event_advanced(struct mf_store *s, struct mf_ctx *ctx, struct mf_roll
 {
     char detail[MF_STORE_BREACH_MAX + 1];
 
+    if (!st->control_frozen) /* keep the live control group's figures for a later wave */
+        control_save(st->r.control, sizeof(st->r.control), &st->control);
     st->r.wave++;
     st->r.wave_started_at = now;
     st->r.soak_started_at = 0; /* the new wave's devices must report before it soaks */

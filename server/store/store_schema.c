@@ -278,11 +278,13 @@ const struct mf_store_migration mf_store__schema_table = {
  * the promotion order within the model (0: released, never promoted); the channel default is
  * the highest promoted release, no longer the highest sequence. Releases made before keep what
  * they did then: the highest sequence stays the default. rollouts.soak_started_at: when enough
- * of the wave first reported the new version (0: waiting for evidence). */
+ * of the wave first reported the new version (0: waiting for evidence); rollouts.control: the
+ * control group's figures when the current wave was admitted. */
 #define MIGRATION_9(T) \
     "ALTER TABLE model_versions ADD COLUMN promoted " T(INT) " NOT NULL DEFAULT 0;" \
     "UPDATE model_versions SET promoted = sequence WHERE sequence > 0;" \
-    "ALTER TABLE rollouts ADD COLUMN soak_started_at " T(INT) " NOT NULL DEFAULT 0;"
+    "ALTER TABLE rollouts ADD COLUMN soak_started_at " T(INT) " NOT NULL DEFAULT 0;" \
+    "ALTER TABLE rollouts ADD COLUMN control TEXT NOT NULL DEFAULT '';"
 /* clang-format on */
 
 const struct mf_store_migration mf_store__migrations[] = {

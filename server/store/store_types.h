@@ -238,6 +238,7 @@ struct mf_store_telemetry {
 
 #define MF_STORE_PLAN_MAX (8u * 1024u) /* a rollout plan's JSON text */
 #define MF_STORE_BREACH_MAX 255        /* the breach record, one line */
+#define MF_STORE_CONTROL_MAX 1023      /* a control group's figures, JSON (migration 9) */
 
 /* A rollout of `version` of `model`, replacing `prev_version` (docs/rollouts.md). */
 struct mf_store_rollout {
@@ -254,6 +255,10 @@ struct mf_store_rollout {
     /* Appended with migration 9: when min_devices of the current wave first reported the
      * new version; 0 while the wave waits for that evidence (its soak has not started). */
     int64_t soak_started_at;
+    /* The control group's figures when the current wave was admitted (JSON; "" before the
+     * first advance): what relative lines compare with once no device is left outside the
+     * admitted waves (a last wave of 100 %). */
+    char control[MF_STORE_CONTROL_MAX + 1];
 };
 
 struct mf_store_rollout_event {

@@ -29,9 +29,10 @@ struct behaviour {
     uint64_t memory;      /* peak bytes */
     int health_fail;      /* 1: the health check fails */
     unsigned offload_pct; /* uncertain share of asked samples */
+    unsigned teacher;     /* teacher comparisons per run (0: the app reports none) */
 };
 
-static const struct behaviour baseline = {1000, 40u << 20, 0, 5};
+static const struct behaviour baseline = {1000, 40u << 20, 0, 5, 0};
 
 struct eng {
     char dir[64];
@@ -135,7 +136,34 @@ static void run(struct eng *f, int i, const char *version, const struct behaviou
     assert_int_equal(mf_telemetry_record_health(t, "m", version, !b->health_fail), MF_OK);
     (void)snprintf(o.model_version, sizeof(o.model_version), "%s", version);
     assert_int_equal(mf_telemetry_add_offload(t, "m", version, &o), MF_OK);
+    for (unsigned k = 0; k < b->teacher; k++)
+        assert_int_equal(mf_telemetry_record_teacher(t, "m", version, 1), MF_OK);
     assert_int_equal(checkin(f, i, now), MF_OK);
+}
+
+/* One period of the fleet under rollout `r`: the admitted devices run v2 with `b`, every
+ * other device keeps running v1 as it did (the concurrent control group). */
+static void run_fleet(struct eng *f, const struct mf_store_rollout *r, const struct behaviour *b,
+                      int64_t now)
+{
+    struct mf_rollout_plan plan;
+
+    assert_int_equal(mf_rollout__plan_load(&plan, &f->ctx, r), MF_OK);
+    for (int i = 0; i < DEVICES; i++) {
+        int wave = -1;
+
+        assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &plan, f->ids[i]), MF_OK);
+        if (wave >= 0 && wave <= r->wave)
+            run(f, i, "v2", b, now);
+        else
+            run(f, i, "v1", &baseline, now);
+    }
+}
+
+static void step(struct eng *f, int64_t id, int64_t now, struct mf_store_rollout *r)
+{
+    assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, now), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(r, f->s, &f->ctx, id), MF_OK);
 }
 
 static int64_t create(struct eng *f, const char *plan)
@@ -150,29 +178,20 @@ static int64_t create(struct eng *f, const char *plan)
     return r.id;
 }
 
-/* Every device runs the previous version; then the admitted ones run v2 with `b`, and the
- * rollout is evaluated every 11 s of fake time until it stops running (at most 12 steps). */
+/* Every device runs the previous version; then, every 11 s of fake time, the admitted ones
+ * run v2 with `b` and the others v1, and the rollout is evaluated, until it stops running
+ * (at most 12 steps: each wave needs one to start its soak on evidence, one to advance). */
 static void drive(struct eng *f, int64_t id, const struct behaviour *b, struct mf_store_rollout *r)
 {
-    struct mf_rollout_plan plan;
     int64_t now = 1000;
 
     for (int i = 0; i < DEVICES; i++)
         run(f, i, "v1", &baseline, now);
     assert_int_equal(f->s->ops->rollout->rollout_get(r, f->s, &f->ctx, id), MF_OK);
-    assert_int_equal(mf_rollout__plan_load(&plan, &f->ctx, r), MF_OK);
-    for (int step = 0; step < 12 && strcmp(r->state, "running") == 0; step++) {
-        for (int i = 0; i < DEVICES; i++) {
-            int wave = -1;
-
-            assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &plan, f->ids[i]),
-                             MF_OK);
-            if (wave >= 0 && wave <= r->wave)
-                run(f, i, "v2", b, now);
-        }
+    for (int k = 0; k < 12 && strcmp(r->state, "running") == 0; k++) {
+        run_fleet(f, r, b, now);
         now += 11;
-        assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, now), MF_OK);
-        assert_int_equal(f->s->ops->rollout->rollout_get(r, f->s, &f->ctx, id), MF_OK);
+        step(f, id, now, r);
     }
 }
 
@@ -191,6 +210,28 @@ static int count_event(void *payload, const struct mf_store_rollout_event *e)
     return MF_OK;
 }
 
+static int count_rollouts(void *payload, const struct mf_store_rollout *r)
+{
+    (void)r;
+    (*(int *)payload)++;
+    return MF_OK;
+}
+
+static int count_soaking(void *payload, const struct mf_store_rollout_event *e)
+{
+    if (strcmp(e->kind, "soaking") == 0)
+        (*(int *)payload)++;
+    return MF_OK;
+}
+
+static void expect_promoted(struct eng *f, const char *version)
+{
+    struct mf_store_version v;
+
+    assert_int_equal(f->s->ops->registry->promoted_latest(&v, f->s, &f->ctx, "m"), MF_OK);
+    assert_string_equal(v.version, version);
+}
+
 static void test_rollout_engine__good_version_advances_every_wave(void **state)
 {
     struct eng *f = *state;
@@ -198,8 +239,10 @@ static void test_rollout_engine__good_version_advances_every_wave(void **state)
     struct mf_store_version v;
     struct mf_store_directives d;
     int64_t id = create(f, plan3);
-    int advanced = 0;
+    int advanced = 0, soaking = 0;
 
+    /* Published is not deployed: v2 is released, the channel default stays v1. */
+    expect_promoted(f, "v1");
     drive(f, id, &baseline, &r);
     assert_string_equal(r.state, "done");
     assert_int_equal(r.wave, 2);
@@ -207,11 +250,17 @@ static void test_rollout_engine__good_version_advances_every_wave(void **state)
     assert_int_equal(
         f->s->ops->rollout->rollout_events_list(f->s, &f->ctx, id, count_event, &advanced), MF_OK);
     assert_int_equal(advanced, 2);
-    /* Done at 100 %: every device is offered v2 by its wave; no fleet rollback. */
-    for (int i = 0; i < DEVICES; i++) {
-        assert_int_equal(mf_director__wave(&v, f->s, &f->ctx, f->ids[i], "m"), MF_OK);
-        assert_string_equal(v.version, "v2");
-    }
+    assert_int_equal(
+        f->s->ops->rollout->rollout_events_list(f->s, &f->ctx, id, count_soaking, &soaking), MF_OK);
+    assert_int_equal(soaking, 3); /* each wave soaked from its own devices' evidence */
+    /* The last wave (100 %) has no device left outside: its relative lines were judged
+     * against the control group stored when it was admitted. */
+    assert_non_null(strstr(r.control, "p99_latency_us"));
+    /* Done: v2 is promoted, so the channel default gives every device v2 (the done rollout
+     * offers no wave of its own); no fleet rollback. */
+    expect_promoted(f, "v2");
+    for (int i = 0; i < DEVICES; i++)
+        assert_int_equal(mf_director__wave(&v, f->s, &f->ctx, f->ids[i], "m"), MF_E_NOTFOUND);
     assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[0], "m"), MF_OK);
     assert_string_equal(d.fleet_rollback, "");
 }
@@ -223,10 +272,10 @@ static void test_rollout_engine__each_red_line_halts_the_first_wave(void **state
         const char *metric;
         struct behaviour b;
     } cases[] = {
-        {"p99_latency_us", {2000, 40u << 20, 0, 5}},       /* 2x P99 */
-        {"peak_memory", {1000, 60u << 20, 0, 5}},          /* 1.5x memory */
-        {"health_rollback_rate", {1000, 40u << 20, 1, 5}}, /* health checks fail */
-        {"offload_rate", {1000, 40u << 20, 0, 12}},        /* 2.4x offloads */
+        {"p99_latency_us", {2000, 40u << 20, 0, 5, 0}},       /* 2x P99 */
+        {"peak_memory", {1000, 60u << 20, 0, 5, 0}},          /* 1.5x memory */
+        {"health_rollback_rate", {1000, 40u << 20, 1, 5, 0}}, /* health checks fail */
+        {"offload_rate", {1000, 40u << 20, 0, 12, 0}},        /* 2.4x offloads */
     };
     struct eng *f = *state;
 
@@ -252,6 +301,10 @@ static void test_rollout_engine__each_red_line_halts_the_first_wave(void **state
         assert_string_equal(mf_rollout__metric_name(st.plan.lines[st.breached].metric),
                             cases[c].metric);
         assert_true(st.verdicts[st.breached].evaluated);
+        /* The numbers are recorded: the canary's and the control group's evidence. */
+        assert_non_null(strstr(r.breach, "canary "));
+        assert_non_null(strstr(r.breach, "control "));
+        expect_promoted(f, "v1");
         /* The fleet rollback directive points every device at v1; no wave is offered. */
         for (int i = 0; i < DEVICES; i++) {
             assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[i], "m"),
@@ -272,8 +325,8 @@ static void test_rollout_engine__pause_resume_abort_rollback(void **state)
     int64_t id = create(f, plan3);
     int out_of_wave = -1;
 
-    for (int i = 0; i < DEVICES; i++)
-        run(f, i, "v2", &baseline, 1000);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    run_fleet(f, &r, &baseline, 1000);
     assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "pause", 1001), MF_OK);
     assert_string_equal(r.state, "paused");
     assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, 5000), MF_OK); /* soaked, paused */
@@ -282,12 +335,15 @@ static void test_rollout_engine__pause_resume_abort_rollback(void **state)
     assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "pause", 5001), MF_E_STATE);
     assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "resume", 5002), MF_OK);
     assert_int_equal(r.wave_started_at, 5002); /* the soak starts again */
-    assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, 5005), MF_OK);
-    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(r.soak_started_at, 0);    /* it never started: paused before evidence */
+    step(f, id, 5005, &r);
     assert_int_equal(r.wave, 0);
-    assert_int_equal(mf_rollout__step(f->s, &f->ctx, id, 5013), MF_OK);
-    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(r.soak_started_at, 5005); /* the wave's reports: the soak starts */
+    step(f, id, 5013, &r);
+    assert_int_equal(r.wave, 0); /* 8 s of the 10 s soak */
+    step(f, id, 5016, &r);
     assert_int_equal(r.wave, 1);
+    assert_int_equal(r.soak_started_at, 0); /* wave 1 waits for its own devices */
 
     /* Only one active rollout per model. */
     assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "", again, 5014), MF_E_STATE);
@@ -321,7 +377,7 @@ static void test_rollout_engine__pause_resume_abort_rollback(void **state)
  * fleet back. */
 static void test_rollout_engine__paused_rollout_still_halts_on_a_breach(void **state)
 {
-    static const struct behaviour slow = {2000, 40u << 20, 0, 5}; /* 2x P99 */
+    static const struct behaviour slow = {2000, 40u << 20, 0, 5, 0}; /* 2x P99 */
     struct eng *f = *state;
     struct mf_store_rollout r;
     struct mf_store_directives d;
@@ -356,10 +412,23 @@ static void test_rollout_engine__create_refuses_bad_requests(void **state)
     struct eng *f = *state;
     struct mf_store_rollout r;
     struct mf_store_version v = {.size = 1, .created_at = 1};
-    cJSON *good = cJSON_Parse("{\"waves\": [{\"percent\": 10}]}");
+    cJSON *good = cJSON_Parse("{\"waves\": [{\"percent\": 10}], \"allow_no_red_lines\": true}");
     cJSON *bad = cJSON_Parse("{\"waves\": [{\"percent\": 10}], \"soak_s\": -1}");
+    cJSON *typo = cJSON_Parse("{\"soak\": 30, \"waves\": [{\"percent\": 10}], \"red_lines\": []}");
+    cJSON *no_lines = cJSON_Parse("{\"soak_s\": 30, \"waves\": [{\"percent\": 10}], \"red_lines\": []}");
+    int n = 0;
 
     assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "", bad, 1), MF_E_INVALID);
+    /* The issue's typo: refused, naming the key, instead of a default 3,600 s soak and no
+     * red lines; and no red lines at all only when the plan says so. */
+    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "", typo, 1), MF_E_INVALID);
+    assert_non_null(strstr(mf_ctx__errmsg(&f->ctx), "unknown key 'soak'"));
+    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "", no_lines, 1),
+                     MF_E_INVALID);
+    assert_non_null(strstr(mf_ctx__errmsg(&f->ctx), "allow_no_red_lines"));
+    assert_int_equal(f->s->ops->rollout->rollouts_list(f->s, &f->ctx, "m", count_rollouts, &n),
+                     MF_OK);
+    assert_int_equal(n, 0); /* nothing was created */
     assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v9", "", good, 1), MF_E_NOTFOUND);
     assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v1", "", good, 1), MF_E_STATE);
     /* Staged but not released. */
@@ -370,8 +439,12 @@ static void test_rollout_engine__create_refuses_bad_requests(void **state)
     assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v3", "", good, 1), MF_E_NOTFOUND);
     assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "v3", good, 1),
                      MF_E_NOTFOUND);
+    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "v2", good, 1),
+                     MF_E_INVALID);
     cJSON_Delete(good);
     cJSON_Delete(bad);
+    cJSON_Delete(typo);
+    cJSON_Delete(no_lines);
 }
 
 static int count_rows(void *payload, const struct mf_store_telemetry *t)
@@ -444,8 +517,8 @@ static void test_rollout_engine__tick_job_and_group_waves(void **state)
     struct mf_store_rollout r;
     struct mf_store_job job, other;
     const char *lab[] = {"lab"};
-    int64_t id =
-        create(f, "{\"soak_s\": 0, \"waves\": [{\"group\": \"lab\"}, {\"percent\": 100}]}");
+    int64_t id = create(f, "{\"soak_s\": 0, \"waves\": [{\"group\": \"lab\"}, {\"percent\": 100}],"
+                           " \"allow_no_red_lines\": true}");
     int wave = -1, made = 0;
 
     assert_int_equal(f->s->ops->director->device_groups_set(f->s, &f->ctx, f->ids[3], lab, 1),
@@ -472,7 +545,11 @@ static void test_rollout_engine__tick_job_and_group_waves(void **state)
     assert_int_equal(mf_rollout__jobs_run(&made, f->s, &f->ctx, job.arg), MF_OK);
     assert_int_equal(made, 1);
     assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
-    assert_int_equal(r.wave, 1); /* the lab wave was clean with one device reporting */
+    assert_int_equal(r.wave, 0); /* one lab device reports: its soak starts ... */
+    assert_true(r.soak_started_at > 0);
+    assert_int_equal(mf_rollout__jobs_run(&made, f->s, &f->ctx, job.arg), MF_OK);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(r.wave, 1); /* ... and the next evaluation, with a soak of 0 s, advances */
     assert_int_equal(mf_rollout__jobs_run(&made, f->s, &f->ctx, "7x"), MF_E_INVALID);
 }
 
@@ -484,7 +561,8 @@ static void test_rollout_engine__worker_runs_rollouts_and_leaves_unknown_kinds(v
     struct mf_delta_options o;
     struct mf_delta_worker *w = NULL;
     struct mf_store_rollout r = {0};
-    int64_t id = create(f, "{\"soak_s\": 0, \"waves\": [{\"percent\": 100}, {\"percent\": 100}]}");
+    int64_t id = create(f, "{\"soak_s\": 0, \"waves\": [{\"percent\": 100}, {\"percent\": 100}],"
+                           " \"allow_no_red_lines\": true}");
     int64_t queued = 0, running = 0;
 
     for (int i = 0; i < 3; i++)
@@ -506,6 +584,192 @@ static void test_rollout_engine__worker_runs_rollouts_and_leaves_unknown_kinds(v
     assert_int_equal(r.wave, 1);
     assert_int_equal(f->s->ops->jobs->job_counts(&queued, &running, f->s, &f->ctx, 10), MF_OK);
     assert_int_equal(queued, 1); /* the unknown kind, untouched */
+}
+
+/* A rollout created before any device reports never advances on time alone: the soak clock
+ * starts only once min_devices of the wave report v2, and a line counts clean only on
+ * enough evidence. */
+static void test_rollout_engine__no_advance_before_evidence(void **state)
+{
+    struct eng *f = *state;
+    struct mf_store_rollout r;
+    struct mf_rollout_status st;
+    int64_t id = create(f, plan3);
+    int first = -1;
+
+    /* Hours of silence: nothing soaks, nothing advances, every line waits. */
+    for (int64_t now = 1011; now < 1000 + 4 * 3600; now += 600) {
+        step(f, id, now, &r);
+        assert_string_equal(r.state, "running");
+        assert_int_equal(r.wave, 0);
+        assert_int_equal(r.soak_started_at, 0);
+    }
+    assert_int_equal(mf_rollout__status(&st, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(st.waiting, st.plan.n_lines);
+    assert_int_equal(st.breached, -1);
+    /* The control group and one device of wave 0 report: below min_devices (2), no soak. */
+    assert_true(st.wave_devices[0] >= 2); /* the plan's 10 % of 40 devices */
+    for (int i = 0; i < DEVICES; i++) {
+        int wave = -1;
+
+        assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &st.plan, f->ids[i]),
+                         MF_OK);
+        if (wave != 0)
+            run(f, i, "v1", &baseline, 20000);
+        else if (first < 0)
+            run(f, first = i, "v2", &baseline, 20000);
+    }
+    step(f, id, 20001, &r);
+    assert_int_equal(r.soak_started_at, 0);
+    /* All of wave 0 reports: the soak starts now, not at the rollout's creation. */
+    run_fleet(f, &r, &baseline, 20002);
+    step(f, id, 20003, &r);
+    assert_int_equal(r.soak_started_at, 20003);
+    assert_int_equal(r.wave, 0);
+    step(f, id, 20007, &r);
+    assert_int_equal(r.wave, 0); /* 4 s of the 10 s soak */
+    run_fleet(f, &r, &baseline, 20010);
+    step(f, id, 20014, &r);
+    assert_int_equal(r.wave, 1);
+}
+
+/* A line without data blocks advancing however long the wave soaks, and shows as waiting
+ * with what it lacks; once the devices report its figure it counts. */
+static void test_rollout_engine__line_without_data_blocks(void **state)
+{
+    static const struct behaviour with_teacher = {1000, 40u << 20, 0, 5, 60};
+    struct eng *f = *state;
+    struct mf_store_rollout r;
+    struct mf_rollout_status st;
+    int64_t id = create(f, "{\"soak_s\": 10, \"min_devices\": 2,"
+                           " \"waves\": [{\"percent\": 10}, {\"percent\": 100}],"
+                           " \"red_lines\": [{\"metric\": \"p99_latency_us\", \"relative\": 1.5},"
+                           " {\"metric\": \"teacher_agreement\", \"min\": 0.9}]}");
+    int64_t now = 1000;
+
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    for (int k = 0; k < 20; k++, now += 11) { /* 220 s: twenty soaks' worth */
+        run_fleet(f, &r, &baseline, now);
+        step(f, id, now + 1, &r);
+        assert_string_equal(r.state, "running");
+        assert_int_equal(r.wave, 0);
+    }
+    assert_true(r.soak_started_at > 0); /* the wave soaked: only the line holds it */
+    assert_int_equal(mf_rollout__status(&st, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(st.waiting, 1);
+    assert_true(st.verdicts[0].evaluated && !st.verdicts[0].breached);
+    assert_false(st.verdicts[1].evaluated);
+    assert_non_null(strstr(st.verdicts[1].waiting, "canary: 0 of 2 devices"));
+    /* The app reports teacher comparisons: 60 per device per period, 2+ devices. */
+    for (int k = 0; k < 3 && r.wave == 0; k++, now += 11) {
+        run_fleet(f, &r, &with_teacher, now);
+        step(f, id, now + 1, &r);
+    }
+    assert_int_equal(r.wave, 1);
+}
+
+/* Relative lines compare with the concurrent control group, not history: with no v1
+ * history on the canary's devices and a stale one elsewhere the line waits; once devices
+ * outside the wave report v1 during the rollout, a 2x-P99 canary halts against them, with
+ * both groups' numbers in the breach record. */
+static void test_rollout_engine__p99_halts_against_concurrent_control(void **state)
+{
+    static const struct behaviour slow = {2000, 40u << 20, 0, 5, 0};
+    struct eng *f = *state;
+    struct mf_store_rollout r;
+    struct mf_rollout_status st;
+    struct mf_rollout_plan plan;
+    int64_t id;
+
+    for (int i = 0; i < DEVICES; i++) /* history from before the rollout: not a control */
+        run(f, i, "v1", &baseline, 500);
+    id = create(f, plan3);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(mf_rollout__plan_load(&plan, &f->ctx, &r), MF_OK);
+    for (int i = 0; i < DEVICES; i++) {
+        int wave = -1;
+
+        assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &plan, f->ids[i]), MF_OK);
+        if (wave == 0) {
+            /* The canary's devices: no v1 history at all (fresh telemetry), v2 at 2x. */
+            mf_telemetry_free(f->dev[i]);
+            assert_int_equal(mf_telemetry_new(&f->dev[i], NULL, NULL, "t"), MF_OK);
+            run(f, i, "v2", &slow, 1005);
+        }
+    }
+    step(f, id, 1011, &r);
+    assert_string_equal(r.state, "running"); /* no concurrent control yet: waiting */
+    assert_int_equal(mf_rollout__status(&st, f->s, &f->ctx, id), MF_OK);
+    assert_false(st.verdicts[0].evaluated);
+    assert_non_null(strstr(st.verdicts[0].waiting, "control: 0 of 2 devices"));
+    run_fleet(f, &r, &slow, 1020); /* the rest of the fleet reports v1 during the rollout */
+    step(f, id, 1022, &r);
+    assert_string_equal(r.state, "halted");
+    assert_int_equal(r.wave, 0);
+    assert_non_null(strstr(r.breach, "p99_latency_us"));
+    assert_non_null(strstr(r.breach, "x control "));
+    assert_int_equal(mf_rollout__status(&st, f->s, &f->ctx, id), MF_OK);
+    assert_true(st.verdicts[0].breached);
+    assert_true(st.verdicts[0].control_devices >= DEVICES / 2);
+    assert_true(st.verdicts[0].value >= 2 * st.verdicts[0].control * 0.9);
+    expect_promoted(f, "v1");
+}
+
+/* `previous` defaults to the release promoted last that no rollout halted: a version that
+ * halted and was later promoted by hand is skipped, unless named. */
+static void test_rollout_engine__previous_is_never_a_halted_version_by_default(void **state)
+{
+    static const struct behaviour slow = {2000, 40u << 20, 0, 5, 0};
+    struct eng *f = *state;
+    struct mf_store_rollout r, r3;
+    cJSON *body = cJSON_Parse(plan3);
+    int64_t id = create(f, plan3);
+
+    drive(f, id, &slow, &r);
+    assert_string_equal(r.state, "halted");
+    assert_int_equal(f->s->ops->director->pin_clear(f->s, &f->ctx, MF_STORE_PIN_FLEET, "*", "m"),
+                     MF_OK);
+    /* Ops promote the halted v2 by hand anyway: the newest promotion. */
+    assert_int_equal(mf_rollout__promote(f->s, &f->ctx, "m", "v2"), MF_OK);
+    expect_promoted(f, "v2");
+    release(f, "v3", 3);
+    assert_non_null(body);
+    assert_int_equal(mf_rollout__create(&r3, f->s, &f->ctx, "m", "v3", "", body, 2000), MF_OK);
+    assert_string_equal(r3.prev_version, "v1"); /* not the halted v2 */
+    assert_int_equal(mf_rollout__act(&r3, f->s, &f->ctx, r3.id, "abort", 2001), MF_OK);
+    /* Named explicitly, a halted version is taken as named. */
+    assert_int_equal(mf_rollout__create(&r3, f->s, &f->ctx, "m", "v3", "v2", body, 2002), MF_OK);
+    assert_string_equal(r3.prev_version, "v2");
+    cJSON_Delete(body);
+}
+
+/* Promoting by hand: refused while a rollout decides, then the channel default; after an
+ * abort the frozen waves yield to what ops promoted. */
+static void test_rollout_engine__promote_by_hand(void **state)
+{
+    struct eng *f = *state;
+    struct mf_store_rollout r;
+    struct mf_store_version v;
+    int64_t id = create(f, plan3);
+    int on_v1 = 0;
+
+    assert_int_equal(mf_rollout__promote(f->s, &f->ctx, "m", "v2"), MF_E_STATE);
+    assert_non_null(strstr(mf_ctx__errmsg(&f->ctx), "abort it first"));
+    assert_int_equal(mf_rollout__act(&r, f->s, &f->ctx, id, "abort", 1001), MF_OK);
+    for (int i = 0; i < DEVICES; i++) { /* frozen: outside wave 0 the devices keep v1 */
+        assert_int_equal(mf_director__wave(&v, f->s, &f->ctx, f->ids[i], "m"), MF_OK);
+        on_v1 += strcmp(v.version, "v1") == 0;
+    }
+    assert_true(on_v1 > DEVICES / 2);
+    assert_int_equal(mf_rollout__promote(f->s, &f->ctx, "m", "v9"), MF_E_NOTFOUND);
+    assert_int_equal(mf_rollout__promote(f->s, &f->ctx, "m", "v2"), MF_OK);
+    assert_int_equal(mf_rollout__promote(f->s, &f->ctx, "m", "v2"), MF_OK); /* idempotent */
+    expect_promoted(f, "v2");
+    for (int i = 0; i < DEVICES; i++) /* the channel default (v2) decides for everyone */
+        assert_int_equal(mf_director__wave(&v, f->s, &f->ctx, f->ids[i], "m"), MF_E_NOTFOUND);
+    /* Promoting v1 back is a newer promotion: the default follows the last one. */
+    assert_int_equal(mf_rollout__promote(f->s, &f->ctx, "m", "v1"), MF_OK);
+    expect_promoted(f, "v1");
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -572,6 +836,17 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_rollout_engine__worker_runs_rollouts_and_leaves_unknown_kinds, eng_setup,
             eng_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_engine__no_advance_before_evidence,
+                                        eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_engine__line_without_data_blocks, eng_setup,
+                                        eng_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_engine__p99_halts_against_concurrent_control,
+                                        eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_rollout_engine__previous_is_never_a_halted_version_by_default, eng_setup,
+            eng_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_engine__promote_by_hand, eng_setup,
+                                        eng_teardown),
     };
 
     return cmocka_run_group_tests_name("rollout_engine", tests, NULL, NULL);

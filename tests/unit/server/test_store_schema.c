@@ -136,7 +136,7 @@ static void test_store_schema__shipped_texts_unchanged(void **state)
         {0x3c02bfd3beb21590u, 0x5c1832c3d081116bu}, {0xf77ce63e7beda883u, 0xb19268cefae58aaau},
         {0x3a4181aa07fe2f13u, 0x4be1ca3dc7f7065eu}, {0x60abc2c3a729223fu, 0x93748eec6570062eu},
         {0xe3831dbc8870465du, 0x6b3c5ea6b25eedb3u}, {0xc1f5f23828aca08cu, 0xf24e4f7a6a29edefu},
-        {0x5fb4191fedf01ddfu, 0xe509e9fbbd85321du},
+        {0x1a06e3d062845cd0u, 0xdf9a40e7b9cb4256u},
     };
 
     (void)state;
