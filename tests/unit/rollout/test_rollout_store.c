@@ -183,6 +183,8 @@ static void test_rollout_store__rollout_state_and_events(void **state)
 
     a.wave = 1;
     a.wave_started_at = 70;
+    a.soak_started_at = 75;
+    (void)snprintf(a.control, sizeof(a.control), "{\"p99_latency_us\":[1023,12,600]}");
     (void)snprintf(a.state, sizeof(a.state), "halted");
     (void)snprintf(a.breach, sizeof(a.breach), "p99_latency_us 2047 > 1500");
     assert_int_equal(s->ops->rollout->rollout_put(s, &f->ctx, &a, "running"), MF_OK);
@@ -193,6 +195,8 @@ static void test_rollout_store__rollout_state_and_events(void **state)
     assert_string_equal(got.state, "halted");
     assert_int_equal(got.wave, 1);
     assert_int_equal(got.wave_started_at, 70);
+    assert_int_equal(got.soak_started_at, 75);
+    assert_string_equal(got.control, "{\"p99_latency_us\":[1023,12,600]}");
     assert_string_equal(got.breach, "p99_latency_us 2047 > 1500");
     assert_string_equal(got.plan, "{\"waves\":[{\"percent\":10}]}");
     assert_string_equal(got.prev_version, "v1");
@@ -223,6 +227,61 @@ static void test_rollout_store__rollout_state_and_events(void **state)
     assert_int_equal(w.n, 2);
     assert_non_null(strstr(w.rows[0], " 60 created "));
     assert_non_null(strstr(w.rows[1], " 61 halted wave 1: p99"));
+}
+
+static void stage(struct rs_fixture *f, const char *version, uint64_t sequence)
+{
+    struct mf_store_version v = {.size = 1, .created_at = 1, .sequence = sequence};
+
+    (void)snprintf(v.model, sizeof(v.model), "m");
+    (void)snprintf(v.version, sizeof(v.version), "%s", version);
+    memset(v.sha256, 'a' + (int)sequence, 64);
+    memset(v.release_digest, 'b', 64);
+    assert_int_equal(f->s->ops->registry->version_insert(f->s, &f->ctx, &v), MF_OK);
+    if (sequence)
+        assert_int_equal(f->s->ops->registry->release_set(f->s, &f->ctx, &v, "{}", 2), MF_OK);
+}
+
+static void expect_default(struct rs_fixture *f, const char *version)
+{
+    struct mf_store_version got;
+
+    assert_int_equal(f->s->ops->registry->promoted_latest(&got, f->s, &f->ctx, "m"), MF_OK);
+    assert_string_equal(got.version, version);
+    assert_true(got.promoted > 0);
+}
+
+/* Published is not deployed (migration 9): the model's first release is promoted on
+ * release, later ones only by release_promote; the default is the promotion made last. */
+static void test_rollout_store__releases_are_promoted_explicitly(void **state)
+{
+    struct rs_fixture *f = *state;
+    struct mf_store *s = f->s;
+    struct mf_store_version got;
+
+    assert_int_equal(s->ops->registry->promoted_latest(&got, s, &f->ctx, "m"), MF_E_NOTFOUND);
+    stage(f, "v1", 1);
+    expect_default(f, "v1");
+    stage(f, "v2", 2);
+    stage(f, "v3", 0); /* staged only */
+    expect_default(f, "v1"); /* v2 is released, not promoted */
+    assert_int_equal(s->ops->registry->version_get(&got, s, &f->ctx, "m", "v2"), MF_OK);
+    assert_int_equal(got.promoted, 0);
+    assert_int_equal(s->ops->registry->release_latest(&got, s, &f->ctx, "m"), MF_OK);
+    assert_string_equal(got.version, "v2"); /* the newest release is still known as such */
+    assert_int_equal(s->ops->registry->release_promote(s, &f->ctx, "m", "v3"), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->registry->release_promote(s, &f->ctx, "m", "v9"), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->registry->release_promote(s, &f->ctx, "x", "v2"), MF_E_NOTFOUND);
+    expect_default(f, "v1");
+    assert_int_equal(s->ops->registry->release_promote(s, &f->ctx, "m", "v2"), MF_OK);
+    expect_default(f, "v2");
+    assert_int_equal(s->ops->registry->release_promote(s, &f->ctx, "m", "v2"), MF_OK);
+    assert_int_equal(s->ops->registry->version_get(&got, s, &f->ctx, "m", "v2"), MF_OK);
+    assert_int_equal(got.promoted, 2); /* again: a no-op, not a new number */
+    assert_int_equal(s->ops->registry->release_promote(s, &f->ctx, "m", "v1"), MF_OK);
+    expect_default(f, "v1"); /* back to v1: the newest promotion wins */
+    assert_int_equal(s->ops->registry->version_get(&got, s, &f->ctx, "m", "v1"), MF_OK);
+    assert_int_equal(got.promoted, 3);
 }
 
 struct runs_seen {
@@ -318,6 +377,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rollout_store__rollout_state_and_events, rs_setup,
                                         rs_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_store__distill_runs, rs_setup, rs_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_store__releases_are_promoted_explicitly,
+                                        rs_setup, rs_teardown),
     };
     int failed = cmocka_run_group_tests_name("rollout_store_sqlite", tests, NULL, NULL);
 
