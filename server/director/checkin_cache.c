@@ -368,7 +368,7 @@ static int fill_latest(struct mf_dynbuf *val, const struct mf_ccache_view *v, co
 }
 
 int mf_ccache__promoted_latest(struct mf_store_version *out, const struct mf_ccache_view *v,
-                              const char *model)
+                               const char *model)
 {
     char key[CCACHE_KEY_MAX];
 

@@ -89,8 +89,7 @@ static void add_lines(int *ok, cJSON *o, const struct mf_rollout_status *st)
         add_str(ok, x, "metric", mf_rollout__metric_name(l->metric));
         add_str(ok, x, "kind", l->relative ? "relative" : "absolute");
         add_num(ok, x, "limit", l->limit);
-        add_str(ok, x, "state",
-                v->breached ? "breached" : v->evaluated ? "clean" : "waiting");
+        add_str(ok, x, "state", v->breached ? "breached" : v->evaluated ? "clean" : "waiting");
         if (!cJSON_AddBoolToObject(x, "evaluated", v->evaluated) ||
             !cJSON_AddBoolToObject(x, "breached", v->breached))
             *ok = 0;

@@ -315,8 +315,7 @@ int mfctl__cmd_promote(struct mfctl *c, int argc, char **argv)
     if (!force)
         return mfctl__usage(c, "--force is required: promoting deploys VERSION to every device "
                                "with no canary; `mfctl rollout create` proves it first");
-    (void)snprintf(path, sizeof(path), "/v1/admin/models/%s/versions/%s/promote", argv[1],
-                   argv[2]);
+    (void)snprintf(path, sizeof(path), "/v1/admin/models/%s/versions/%s/promote", argv[1], argv[2]);
     (void)snprintf(done, sizeof(done), "promoted %s %s: the channel default from the next check-in",
                    argv[1], argv[2]);
     return mfctl__send(c, "POST", path, "{\"force\":true}", json, done);

@@ -30,15 +30,15 @@ struct mf_rollout_status {
     struct mf_rollout_plan plan;
     uint64_t wave_devices[MF_ROLLOUT_MAX_WAVES]; /* enrolled devices first covered by wave i */
     uint64_t reporting;                          /* admitted devices reporting the new version */
-    uint64_t wave_reporting; /* devices of the current wave reporting the new version */
+    uint64_t wave_reporting;  /* devices of the current wave reporting the new version */
     uint64_t control_devices; /* devices of the control group (below) that reported */
     /* The new version on the admitted devices (the canary), and the concurrent control
      * group: devices outside the admitted waves (offered the previous release) whose report
      * of the previous version is from the rollout's window (at or after its creation). */
     struct mf_rollout_figures cur, control;
     struct mf_rollout_verdict verdicts[MF_ROLLOUT_MAX_LINES];
-    int breached;     /* index of the first breached line, or -1 */
-    size_t waiting;   /* lines still waiting for evidence (they block advancing) */
+    int breached;   /* index of the first breached line, or -1 */
+    size_t waiting; /* lines still waiting for evidence (they block advancing) */
     /* 1: fewer than line_min_devices in the control group now (the admitted waves cover the
      * fleet), so `control` holds the figures stored when the current wave was admitted. */
     int control_frozen;
@@ -118,8 +118,9 @@ int mf_rollout__device_wave(int *wave_out, struct mf_store *s, struct mf_ctx *ct
  * to every other. *version_out points into `r`. MF_E_NOTFOUND with no message (no wave: the
  * channel default decides) when the rollout is done (its version is promoted, the default),
  * when it is aborted and `promoted` (the model's channel default) is no longer its previous
- * release (ops promoted one since: their explicit choice wins over the frozen waves), and when halted or rolled back (the fleet rollback
- * directive, which outranks waves, assigns the previous release to everyone).
+ * release (ops promoted one since: their explicit choice wins over the frozen waves), and when
+ * halted or rolled back (the fleet rollback directive, which outranks waves, assigns the previous
+ * release to everyone).
  */
 int mf_rollout__offer(const char **version_out, struct mf_store *s, struct mf_ctx *ctx,
                       const struct mf_store_rollout *r, const char *promoted,

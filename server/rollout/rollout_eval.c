@@ -111,8 +111,7 @@ int mf_rollout__device_wave(int *wave_out, struct mf_store *s, struct mf_ctx *ct
 }
 
 int mf_rollout__offer(const char **version_out, struct mf_store *s, struct mf_ctx *ctx,
-                      const struct mf_store_rollout *r, const char *promoted,
-                      const char *device_id)
+                      const struct mf_store_rollout *r, const char *promoted, const char *device_id)
 {
     struct mf_rollout_plan *plan;
     int wave = -1;
@@ -172,8 +171,8 @@ static void control_save(char *out, size_t size, const struct mf_rollout_figures
     n += (size_t)snprintf(out, size, "{");
     for (int m = 0; m < MF_METRIC_COUNT && n < size; m++) {
         if (f->have[m])
-            n += (size_t)snprintf(out + n, size - n, "%s\"%s\":[%.17g,%llu,%llu]",
-                                  n > 1 ? "," : "", mf_rollout__metric_name(m), f->v[m],
+            n += (size_t)snprintf(out + n, size - n, "%s\"%s\":[%.17g,%llu,%llu]", n > 1 ? "," : "",
+                                  mf_rollout__metric_name(m), f->v[m],
                                   (unsigned long long)f->devices[m],
                                   (unsigned long long)f->samples[m]);
     }
@@ -290,7 +289,6 @@ static void breach_text(char *out, size_t size, const struct mf_rollout_status *
                    (unsigned long long)v->devices, (unsigned long long)v->samples,
                    (unsigned long long)v->control_devices, (unsigned long long)v->control_samples);
 }
-
 
 /* The rollout's events, one function per kind (each goes through mf_rollout__transition,
  * which writes the event). */

@@ -107,8 +107,8 @@ struct mf_rollout_verdict {
     int evaluated;
     double value, bound;
     int breached;
-    double control;          /* relative lines: the control group's figure */
-    uint64_t devices, samples;  /* the canary's evidence */
+    double control;            /* relative lines: the control group's figure */
+    uint64_t devices, samples; /* the canary's evidence */
     uint64_t control_devices, control_samples;
     char waiting[96]; /* "" unless waiting: e.g. "canary: 1 of 2 devices" */
 };

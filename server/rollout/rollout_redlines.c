@@ -75,8 +75,8 @@ void mf_rollout__figures(struct mf_rollout_figures *out, const struct mf_rollout
     if (a->peak_memory)
         set(out, a, MF_METRIC_PEAK_MEMORY, (double)a->peak_memory, 0);
     if (a->offload_asked)
-        set(out, a, MF_METRIC_OFFLOAD_RATE,
-            (double)a->offload_uncertain / (double)a->offload_asked, a->offload_asked);
+        set(out, a, MF_METRIC_OFFLOAD_RATE, (double)a->offload_uncertain / (double)a->offload_asked,
+            a->offload_asked);
     if (a->teacher_compared)
         set(out, a, MF_METRIC_TEACHER_AGREEMENT,
             (double)a->teacher_agreed / (double)a->teacher_compared, a->teacher_compared);
@@ -132,7 +132,8 @@ int mf_rollout__check(struct mf_rollout_verdict *out, const struct mf_rollout_pl
             v->control = control->v[l->metric];
         }
         /* A relative bound is only known on a control group with enough evidence. */
-        if (l->relative && !enough(v->waiting, sizeof(v->waiting), "control", p, control, l->metric))
+        if (l->relative &&
+            !enough(v->waiting, sizeof(v->waiting), "control", p, control, l->metric))
             continue;
         canary_enough = enough(v->waiting, sizeof(v->waiting), "canary", p, cur, l->metric);
         if (!cur->have[l->metric])

@@ -153,12 +153,11 @@ static int parse_line(struct mf_rollout_line *l, struct mf_ctx *ctx, const cJSON
     if (!!abs + !!rel != 1)
         return mf_fail(ctx, MF_E_INVALID, "red_lines[%zu] needs exactly one of %s, relative", i,
                        absname);
-    if (mode == MF_PLAN_STRICT &&
-        cJSON_GetObjectItemCaseSensitive(it, l->metric == MF_METRIC_TEACHER_AGREEMENT ? "max"
-                                                                                      : "min"))
+    if (mode == MF_PLAN_STRICT && cJSON_GetObjectItemCaseSensitive(
+                                      it, l->metric == MF_METRIC_TEACHER_AGREEMENT ? "max" : "min"))
         return mf_fail(ctx, MF_E_INVALID, "red_lines[%zu].%s does not apply to %s (use '%s')", i,
-                       l->metric == MF_METRIC_TEACHER_AGREEMENT ? "max" : "min",
-                       m->valuestring, absname);
+                       l->metric == MF_METRIC_TEACHER_AGREEMENT ? "max" : "min", m->valuestring,
+                       absname);
     l->relative = rel != NULL;
     bound = l->relative ? rel : abs;
     if (!cJSON_IsNumber(bound) || !(bound->valuedouble >= 0))

@@ -374,8 +374,8 @@ static int promote_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx 
         err = mf_store__first(&found, s, tx, ctx, &sql_promotion_read, read_promotion, p, "tt",
                               a->model, a->version);
     if (err == MF_OK && !found)
-        return mf_fail(ctx, MF_E_NOTFOUND, "version '%s' of model '%s' is not released",
-                       a->version, a->model);
+        return mf_fail(ctx, MF_E_NOTFOUND, "version '%s' of model '%s' is not released", a->version,
+                       a->model);
     if (err < 0 || (p[0] > 0 && p[0] == p[1]))
         return err; /* the newest promotion already: what was asked */
     return mf_store__run(NULL, s, tx, ctx, &sql_release_promote, NULL, NULL, "itt", p[1] + 1,

@@ -152,7 +152,8 @@ static int release_and_canary(struct mf_distill_published *out, struct mf_ctx *c
     if (err == MF_OK && canary)
         out->rollout_id = r.id;
     if (err == MF_OK && parent[0] && !canary)
-        MF_LOG_INFO(ctx, "%s %s published, not promoted: no rollout plan in the distill config; "
+        MF_LOG_INFO(ctx,
+                    "%s %s published, not promoted: no rollout plan in the distill config; "
                     "the fleet stays on %s until ops roll it out",
                     c->model, v->version, parent);
     cJSON_Delete(plan);

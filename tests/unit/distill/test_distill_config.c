@@ -80,7 +80,8 @@ static void test_distill_config__every_key(void **state)
     assert_true(m->auto_samples == 50 && m->target_rate == 0.2 && m->gate_tolerance == 0.01);
     assert_string_equal(m->version_prefix, "s");
     assert_true(m->security_floor == 3 && m->expires_s == 2 * 86400 && m->chunk_size == 8192);
-    assert_string_equal(m->rollout_plan, "{\"waves\":[{\"percent\":10}],\"allow_no_red_lines\":true}");
+    assert_string_equal(m->rollout_plan,
+                        "{\"waves\":[{\"percent\":10}],\"allow_no_red_lines\":true}");
     mf_distill__config_free(&cfg);
     assert_int_equal(cfg.n, 0);
 }

@@ -415,7 +415,8 @@ static void test_rollout_engine__create_refuses_bad_requests(void **state)
     cJSON *good = cJSON_Parse("{\"waves\": [{\"percent\": 10}], \"allow_no_red_lines\": true}");
     cJSON *bad = cJSON_Parse("{\"waves\": [{\"percent\": 10}], \"soak_s\": -1}");
     cJSON *typo = cJSON_Parse("{\"soak\": 30, \"waves\": [{\"percent\": 10}], \"red_lines\": []}");
-    cJSON *no_lines = cJSON_Parse("{\"soak_s\": 30, \"waves\": [{\"percent\": 10}], \"red_lines\": []}");
+    cJSON *no_lines =
+        cJSON_Parse("{\"soak_s\": 30, \"waves\": [{\"percent\": 10}], \"red_lines\": []}");
     int n = 0;
 
     assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "", bad, 1), MF_E_INVALID);
@@ -439,8 +440,7 @@ static void test_rollout_engine__create_refuses_bad_requests(void **state)
     assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v3", "", good, 1), MF_E_NOTFOUND);
     assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "v3", good, 1),
                      MF_E_NOTFOUND);
-    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "v2", good, 1),
-                     MF_E_INVALID);
+    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "v2", good, 1), MF_E_INVALID);
     cJSON_Delete(good);
     cJSON_Delete(bad);
     cJSON_Delete(typo);
@@ -612,8 +612,7 @@ static void test_rollout_engine__no_advance_before_evidence(void **state)
     for (int i = 0; i < DEVICES; i++) {
         int wave = -1;
 
-        assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &st.plan, f->ids[i]),
-                         MF_OK);
+        assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &st.plan, f->ids[i]), MF_OK);
         if (wave != 0)
             run(f, i, "v1", &baseline, 20000);
         else if (first < 0)
@@ -836,8 +835,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_rollout_engine__worker_runs_rollouts_and_leaves_unknown_kinds, eng_setup,
             eng_teardown),
-        cmocka_unit_test_setup_teardown(test_rollout_engine__no_advance_before_evidence,
-                                        eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_engine__no_advance_before_evidence, eng_setup,
+                                        eng_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_engine__line_without_data_blocks, eng_setup,
                                         eng_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_engine__p99_halts_against_concurrent_control,

@@ -263,7 +263,7 @@ static void test_rollout_store__releases_are_promoted_explicitly(void **state)
     stage(f, "v1", 1);
     expect_default(f, "v1");
     stage(f, "v2", 2);
-    stage(f, "v3", 0); /* staged only */
+    stage(f, "v3", 0);       /* staged only */
     expect_default(f, "v1"); /* v2 is released, not promoted */
     assert_int_equal(s->ops->registry->version_get(&got, s, &f->ctx, "m", "v2"), MF_OK);
     assert_int_equal(got.promoted, 0);
