@@ -127,8 +127,10 @@ evil_digest=$(sed -n 's/.*"payload":"\([^"]*\)".*/\1/p' "$work/evil-release.json
 evil_hex=$(od -An -v -tx1 "$work/evil-release.json" | tr -d ' \n')
 evil_blob="X'$evil_hex'"
 [ -n "${MF_TEST_STORE_URL:-}" ] && evil_blob="decode('$evil_hex', 'hex')"
+# With the store they can mark it promoted too (the channel default), as a release a rollout
+# finished would be.
 check "attacker inserts an unreleased version with a forged release" store_sql \
-    "INSERT INTO model_versions(model_id, version, sha256, size, created_at, sequence, security_floor, release_digest, release) SELECT id, 'v666', '$evilsha', 65536, 0, 1000, 0, '$evil_digest', $evil_blob FROM models WHERE name = 'detector'"
+    "INSERT INTO model_versions(model_id, version, sha256, size, created_at, sequence, security_floor, release_digest, release, promoted) SELECT id, 'v666', '$evilsha', 65536, 0, 1000, 0, '$evil_digest', $evil_blob, 1000 FROM models WHERE name = 'detector'"
 check "the device refuses the director-signed assignment of it" bash -c "! '$BIN/mf-agent' --config '$work/devA.json' run --once >'$work/devA-evil.log' 2>&1"
 check "  ... because no release key signed it" grep -q 'assignment refused.*unknown or revoked key' "$work/devA-evil.log"
 check "  ... and never downloads it" bash -c "! grep -q 'installing v666' '$work/devA-evil.log'"
