@@ -210,12 +210,8 @@ int mf_handlers__release_promote(struct mf_httpd_req *r)
     err = mf_rollout__promote(s, &r->ctx, r->params[0], r->params[1]);
     if (err == MF_OK)
         err = s->ops->registry->version_get(&v, s, &r->ctx, r->params[0], r->params[1]);
-    if (err == MF_E_NOTFOUND)
-        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
-    if (err == MF_E_STATE)
-        return mf_httpd__reply_error(r, MHD_HTTP_CONFLICT, "%s", mf_ctx__errmsg(&r->ctx));
     if (err < 0)
-        return err;
+        return mf_handlers__reply_failure(r, err);
     MF_LOG_WARN(&r->ctx, "promoted %s/%s by hand (--force): the channel default, no canary",
                 v.model, v.version);
     return reply_release(r, MHD_HTTP_OK, &v);

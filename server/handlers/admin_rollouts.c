@@ -169,19 +169,6 @@ static int reply_status(struct mf_httpd_req *r, unsigned status, int64_t id)
     return mf_httpd__reply_json(r, status, body);
 }
 
-/* A rollout error the client caused becomes its 4xx; anything else is the server's. */
-static int reply_failure(struct mf_httpd_req *r, int err)
-{
-    unsigned code = err == MF_E_INVALID || err == MF_E_LIMIT ? MHD_HTTP_BAD_REQUEST
-                    : err == MF_E_NOTFOUND                   ? MHD_HTTP_NOT_FOUND
-                    : err == MF_E_STATE                      ? MHD_HTTP_CONFLICT
-                                                             : 0;
-
-    if (!code)
-        return err;
-    return mf_httpd__reply_error(r, code, "%s", mf_ctx__errmsg(&r->ctx));
-}
-
 int mf_handlers__rollout_create(struct mf_httpd_req *r)
 {
     const char *model = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r->json, "model"));
@@ -202,12 +189,18 @@ int mf_handlers__rollout_create(struct mf_httpd_req *r)
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
                                      "fields 'model' and 'version' must be names");
     }
+    /* A "previous" of another type must not fall back to the default silently. */
+    if (!previous && cJSON_GetObjectItemCaseSensitive(r->json, "previous")) {
+        mf_free(NULL, ro);
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
+                                     "field 'previous' must be a version name");
+    }
     err = mf_rollout__create(ro, r->env->store, &r->ctx, model, version, previous ? previous : "",
                              r->json, mf_handlers__now());
     id = ro->id;
     mf_free(NULL, ro);
     if (err < 0)
-        return reply_failure(r, err);
+        return mf_handlers__reply_failure(r, err);
     MF_LOG_INFO(&r->ctx, "rollout %lld of %s %s created", (long long)id, model, version);
     return reply_status(r, MHD_HTTP_CREATED, id);
 }
@@ -268,7 +261,7 @@ int mf_handlers__rollout_act(struct mf_httpd_req *r)
         err = mf_rollout__act(ro, r->env->store, &r->ctx, id, r->params[1], mf_handlers__now());
     mf_free(NULL, ro);
     if (err < 0)
-        return reply_failure(r, err);
+        return mf_handlers__reply_failure(r, err);
     if (r->resp)
         return MF_OK;
     MF_LOG_INFO(&r->ctx, "rollout %lld: %s by ops", (long long)id, r->params[1]);

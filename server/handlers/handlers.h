@@ -70,6 +70,11 @@ int mf_handlers__version_get(struct mf_httpd_req *r);
 typedef int (*mf_handlers_walk_fn)(struct mf_httpd_req *r, cJSON *list);
 int mf_handlers__reply_list(struct mf_httpd_req *r, const char *key, mf_handlers_walk_fn walk);
 
+/* An error the client caused becomes its 4xx with the context's message (MF_E_INVALID and
+ * MF_E_LIMIT 400, MF_E_NOTFOUND 404, MF_E_STATE 409); any other error is returned as the
+ * server's. */
+int mf_handlers__reply_failure(struct mf_httpd_req *r, int err);
+
 /* Replies 400 unless params[0..n-1] all match [A-Za-z0-9._-]{1,64}; MF_OK when they do
  * (check r->resp). */
 int mf_handlers__check_names(struct mf_httpd_req *r, size_t n);

@@ -73,6 +73,11 @@ static void test_rollout_mfctl__usage_errors(void **state)
         {"mfctl", "rollout", "launch", "1", NULL},
         {"mfctl", "rollout", "create", "det", "v/2", "plan.json"},
         {"mfctl", "versions", "stats", NULL},
+        /* promote deploys with no canary: only with --force, and a model and version */
+        {"mfctl", "promote", "det", "v2", NULL},
+        {"mfctl", "promote", "det", "--force", NULL},
+        {"mfctl", "promote", "det", "v/2", "--force", NULL},
+        {"mfctl", "promote", "det", "v2", "--forse", NULL},
     };
     (void)state;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -84,6 +89,8 @@ static void test_rollout_mfctl__usage_errors(void **state)
         mfctl_run(&r, argc, bad[i]);
         assert_int_equal(r.rc, 2);
         assert_non_null(strstr(r.err, "usage: mfctl"));
+        if (i == 6) /* the refusal says why */
+            assert_non_null(strstr(r.err, "--force is required"));
         mfctl_run_free(&r);
     }
 }
