@@ -119,6 +119,14 @@ mf_publish() {
     mfctl_admin publish "$@" --release-key "$MF_RELEASE_KEY"
 }
 
+# mf_deploy NAME VERSION FILE [OPTIONS...]: publish, then promote by hand (`mfctl promote
+# --force`): the channel default from the next check-in, with no canary. Published alone is
+# not deployed (docs/rollouts.md, "Release lifecycle"); scripts that test delivery rather
+# than rollouts deploy with this.
+mf_deploy() {
+    mf_publish "$@" && mfctl_admin promote "$1" "$2" --force
+}
+
 # mf_agent_config FILE DEVICE_ID STATE_DIR ENROLL_TOKEN_FILE MODEL...: write an agent config
 # (provisioned with MF_ROOT_FILE).
 mf_agent_config() {

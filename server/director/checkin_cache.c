@@ -362,17 +362,17 @@ int mf_ccache__version_get(struct mf_store_version *out, const struct mf_ccache_
 static int fill_latest(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
 {
     struct mf_store_version out;
-    int err = v->s->ops->registry->release_latest(&out, v->s, v->ctx, arg);
+    int err = v->s->ops->registry->promoted_latest(&out, v->s, v->ctx, arg);
 
     return err == MF_OK ? append_struct(val, v->ctx, &out, sizeof(out)) : err;
 }
 
-int mf_ccache__release_latest(struct mf_store_version *out, const struct mf_ccache_view *v,
-                              const char *model)
+int mf_ccache__promoted_latest(struct mf_store_version *out, const struct mf_ccache_view *v,
+                               const char *model)
 {
     char key[CCACHE_KEY_MAX];
 
-    (void)snprintf(key, sizeof(key), "latest\x1f%s", model);
+    (void)snprintf(key, sizeof(key), "promoted\x1f%s", model);
     return cached_struct(out, sizeof(*out), v, key, fill_latest, model);
 }
 

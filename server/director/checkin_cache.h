@@ -42,8 +42,8 @@ int mf_ccache__trust_roots_after(const struct mf_ccache_view *v, uint64_t after,
                                  mf_store_envelope_fn fn, void *payload);
 int mf_ccache__version_get(struct mf_store_version *out, const struct mf_ccache_view *v,
                            const char *model, const char *version);
-int mf_ccache__release_latest(struct mf_store_version *out, const struct mf_ccache_view *v,
-                              const char *model);
+int mf_ccache__promoted_latest(struct mf_store_version *out, const struct mf_ccache_view *v,
+                               const char *model);
 int mf_ccache__release_get(struct mf_dynbuf *out, const struct mf_ccache_view *v, const char *model,
                            const char *version);
 /* release_get's envelope as a JSON string literal (quoted, escaped), appended to `out`

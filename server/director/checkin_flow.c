@@ -229,7 +229,7 @@ static int gather(struct checkin_work *w, struct mf_httpd_req *r, const struct m
     int err;
 
     memset(in, 0, sizeof(*in));
-    err = mf_ccache__release_latest(&in->channel.v, v, m->name);
+    err = mf_ccache__promoted_latest(&in->channel.v, v, m->name);
     if (err < 0)
         return err; /* MF_E_NOTFOUND: nothing released, no assignment */
     in->channel.present = 1;

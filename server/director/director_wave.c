@@ -11,13 +11,17 @@ int mf_director__wave_cached(struct mf_store_version *out, const struct mf_ccach
                              const char *device_id, const char *model)
 {
     struct mf_store_rollout *r = mf_alloc(NULL, sizeof(*r));
+    struct mf_store_version promoted;
     const char *version = NULL;
     int err;
 
     err = r ? mf_ccache__rollout_newest(r, v, model)
             : mf_fail(v->ctx, MF_E_NOMEM, "out of memory reading rollouts");
+    /* The channel default: whether ops promoted a release since an aborted rollout. */
     if (err == MF_OK)
-        err = mf_rollout__offer(&version, v->s, v->ctx, r, device_id);
+        err = mf_ccache__promoted_latest(&promoted, v, model);
+    if (err == MF_OK)
+        err = mf_rollout__offer(&version, v->s, v->ctx, r, promoted.version, device_id);
     if (err == MF_OK)
         err = mf_ccache__version_get(out, v, model, version);
     if (err == MF_OK && out->sequence == 0)

@@ -79,12 +79,8 @@ int mf_handlers__distill_run_create(struct mf_httpd_req *r)
     }
     err = mf_distill__run_create(&run, r->env->distill, &r->ctx, r->params[0], "manual",
                                  mf_handlers__now());
-    if (err == MF_E_NOTFOUND)
-        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
-    if (err == MF_E_STATE)
-        return mf_httpd__reply_error(r, MHD_HTTP_CONFLICT, "%s", mf_ctx__errmsg(&r->ctx));
     if (err < 0)
-        return err;
+        return mf_handlers__reply_failure(r, err);
     mf_delta__worker_wake(r->env->distill->worker); /* else it polls within 2 s */
     MF_LOG_INFO(&r->ctx, "distillation run %lld of %s queued", (long long)run.id, run.model);
     return mf_httpd__reply_json(r, MHD_HTTP_CREATED, run_json(&run, 1));

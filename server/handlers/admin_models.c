@@ -59,7 +59,8 @@ static int add_version(void *payload, const struct mf_store_version *v)
     if (v->sequence > 0 &&
         (!cJSON_AddNumberToObject(o, "sequence", (double)v->sequence) ||
          !cJSON_AddNumberToObject(o, "security_floor", (double)v->security_floor) ||
-         !cJSON_AddStringToObject(o, "release_sha256", v->release_digest)))
+         !cJSON_AddStringToObject(o, "release_sha256", v->release_digest) ||
+         !cJSON_AddBoolToObject(o, "promoted", v->promoted > 0)))
         return MF_E_NOMEM;
     return MF_OK;
 }

@@ -6,10 +6,15 @@
  * stored blob; only then does the version become assignable. A release envelope can be far
  * larger than a JSON request (one hash per chunk), so the body is streamed into its own
  * buffer capped at MF_STORE_ENVELOPE_MAX.
+ *
+ * A released version is published, not deployed (docs/rollouts.md, "Release lifecycle"):
+ * the channel default stays on the promoted release until a rollout of the new one finishes
+ * its last wave, or ops promote it by hand with POST .../promote {"force": true}.
  */
 #include "handlers/handlers.h"
 
 #include "deltas/delta_worker.h"
+#include "rollout/rollout_ctl.h"
 
 #include "common/names.h"
 #include "mf/ct.h"
@@ -64,7 +69,8 @@ static int reply_release(struct mf_httpd_req *r, unsigned status, const struct m
                  !cJSON_AddNumberToObject(body, "size", (double)v->size) ||
                  !cJSON_AddNumberToObject(body, "sequence", (double)v->sequence) ||
                  !cJSON_AddNumberToObject(body, "security_floor", (double)v->security_floor) ||
-                 !cJSON_AddStringToObject(body, "release_sha256", v->release_digest))) {
+                 !cJSON_AddStringToObject(body, "release_sha256", v->release_digest) ||
+                 !cJSON_AddBoolToObject(body, "promoted", v->promoted > 0))) {
         cJSON_Delete(body);
         body = NULL;
     }
@@ -117,13 +123,18 @@ static int attach(struct mf_httpd_req *r, mf_trust *t, struct mf_store_version *
         v->security_floor = rel->security_floor;
         memcpy(v->release_digest, digest, sizeof(digest));
         err = s->ops->registry->release_set(s, &r->ctx, v, r->body.data, r->body.len);
+        if (err == MF_OK) /* release_set promotes a model's first release: read which */
+            err = s->ops->registry->version_get(v, s, &r->ctx, v->model, v->version);
         if (err == MF_E_STATE)
             err = mf_httpd__reply_error(r, MHD_HTTP_CONFLICT, "%s", mf_ctx__errmsg(&r->ctx));
         else if (err == MF_OK)
             err = reply_release(r, MHD_HTTP_CREATED, v);
         if (err == MF_OK && r->status == MHD_HTTP_CREATED) {
-            MF_LOG_INFO(&r->ctx, "released %s/%s sequence %llu floor %llu", v->model, v->version,
-                        (unsigned long long)v->sequence, (unsigned long long)v->security_floor);
+            MF_LOG_INFO(&r->ctx, "released %s/%s sequence %llu floor %llu (%s)", v->model,
+                        v->version, (unsigned long long)v->sequence,
+                        (unsigned long long)v->security_floor,
+                        v->promoted ? "the model's first release: promoted"
+                                    : "not promoted: a rollout or promote deploys it");
             /* The release is visible now; its deltas follow as the worker makes them. A
              * failed enqueue costs only bandwidth (full downloads), so it does not fail
              * the release. */
@@ -160,4 +171,48 @@ int mf_handlers__release_put(struct mf_httpd_req *r)
     err = attach(r, t, &v);
     mf_trust_free(t);
     return err;
+}
+
+/*
+ * POST /v1/admin/models/<name>/versions/<version>/promote {"force": true}: ops make a
+ * released version the channel default at once, outside any rollout: every device without
+ * a rollout, pin or channel version gets it at its next check-in. "force" must be true, so
+ * an unproven version is never deployed to the whole fleet by a request that did not say so.
+ * An admin action of its own (routes.c marks it) for the audit log.
+ */
+int mf_handlers__release_promote(struct mf_httpd_req *r)
+{
+    static const char *const keys[] = {"force", NULL};
+    struct mf_store *s = r->env->store;
+    const cJSON *force = cJSON_GetObjectItemCaseSensitive(r->json, "force");
+    const cJSON *it;
+    struct mf_store_version v;
+    int err = mf_handlers__check_names(r, 2);
+
+    if (err < 0 || r->resp)
+        return err;
+    if (!cJSON_IsObject(r->json))
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "body must be {\"force\": true}");
+    cJSON_ArrayForEach(it, r->json)
+    {
+        size_t k = 0;
+
+        while (keys[k] && strcmp(keys[k], it->string) != 0)
+            k++;
+        if (!keys[k])
+            return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown key '%s'", it->string);
+    }
+    if (!cJSON_IsTrue(force))
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
+                                     "field 'force' must be true: promoting outside a rollout "
+                                     "deploys '%s' to every device of '%s' with no canary",
+                                     r->params[1], r->params[0]);
+    err = mf_rollout__promote(s, &r->ctx, r->params[0], r->params[1]);
+    if (err == MF_OK)
+        err = s->ops->registry->version_get(&v, s, &r->ctx, r->params[0], r->params[1]);
+    if (err < 0)
+        return mf_handlers__reply_failure(r, err);
+    MF_LOG_WARN(&r->ctx, "promoted %s/%s by hand (--force): the channel default, no canary",
+                v.model, v.version);
+    return reply_release(r, MHD_HTTP_OK, &v);
 }

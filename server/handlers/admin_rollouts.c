@@ -49,6 +49,7 @@ static cJSON *rollout_json(int *ok, const struct mf_store_rollout *r)
     add_str(ok, o, "state", r->state);
     add_num(ok, o, "wave", r->wave);
     add_time(ok, o, "wave_started_at", r->wave_started_at);
+    add_time(ok, o, "soak_started_at", r->soak_started_at); /* 0: waiting for devices */
     add_time(ok, o, "created_at", r->created_at);
     add_time(ok, o, "updated_at", r->updated_at);
     add_str(ok, o, "breach", r->breach);
@@ -99,12 +100,22 @@ static void add_lines(int *ok, cJSON *o, const struct mf_rollout_status *st)
         add_str(ok, x, "metric", mf_rollout__metric_name(l->metric));
         add_str(ok, x, "kind", l->relative ? "relative" : "absolute");
         add_num(ok, x, "limit", l->limit);
+        add_str(ok, x, "state", v->breached ? "breached" : v->evaluated ? "clean" : "waiting");
         if (!cJSON_AddBoolToObject(x, "evaluated", v->evaluated) ||
             !cJSON_AddBoolToObject(x, "breached", v->breached))
             *ok = 0;
         if (v->evaluated) {
             add_num(ok, x, "value", v->value);
             add_num(ok, x, "bound", v->bound);
+        } else {
+            add_str(ok, x, "waiting_for", v->waiting);
+        }
+        add_num(ok, x, "devices", (double)v->devices);
+        add_num(ok, x, "samples", (double)v->samples);
+        if (l->relative) {
+            add_num(ok, x, "control", v->control);
+            add_num(ok, x, "control_devices", (double)v->control_devices);
+            add_num(ok, x, "control_samples", (double)v->control_samples);
         }
     }
     if (!list)
@@ -144,6 +155,13 @@ static int reply_status(struct mf_httpd_req *r, unsigned status, int64_t id)
             /* The whole plan as created (the "created" event's detail is cut to a line). */
             if (!cJSON_AddItemToObject(body, "plan", cJSON_Parse(st->r.plan)))
                 ok = 0;
+            add_num(&ok, body, "wave_reporting", (double)st->wave_reporting);
+            add_num(&ok, body, "control_devices", (double)st->control_devices);
+            if (!cJSON_AddBoolToObject(body, "control_frozen", st->control_frozen))
+                ok = 0;
+            add_num(&ok, body, "line_min_devices", (double)st->plan.line_min_devices);
+            add_num(&ok, body, "line_min_inferences", (double)st->plan.line_min_inferences);
+            add_num(&ok, body, "lines_waiting", (double)st->waiting);
             add_waves(&ok, body, st);
             add_lines(&ok, body, st);
         }
@@ -163,19 +181,6 @@ static int reply_status(struct mf_httpd_req *r, unsigned status, int64_t id)
         return err;
     }
     return mf_httpd__reply_json(r, status, body);
-}
-
-/* A rollout error the client caused becomes its 4xx; anything else is the server's. */
-static int reply_failure(struct mf_httpd_req *r, int err)
-{
-    unsigned code = err == MF_E_INVALID || err == MF_E_LIMIT ? MHD_HTTP_BAD_REQUEST
-                    : err == MF_E_NOTFOUND                   ? MHD_HTTP_NOT_FOUND
-                    : err == MF_E_STATE                      ? MHD_HTTP_CONFLICT
-                                                             : 0;
-
-    if (!code)
-        return err;
-    return mf_httpd__reply_error(r, code, "%s", mf_ctx__errmsg(&r->ctx));
 }
 
 int mf_handlers__rollout_create(struct mf_httpd_req *r)
@@ -204,12 +209,18 @@ int mf_handlers__rollout_create(struct mf_httpd_req *r)
         mf_free(NULL, ro);
         return err;
     }
+    /* A "previous" of another type must not fall back to the default silently. */
+    if (!previous && cJSON_GetObjectItemCaseSensitive(r->json, "previous")) {
+        mf_free(NULL, ro);
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
+                                     "field 'previous' must be a version name");
+    }
     err = mf_rollout__create(ro, r->env->store, &r->ctx, model, version, previous ? previous : "",
                              r->json, mf_handlers__now());
     id = ro->id;
     mf_free(NULL, ro);
     if (err < 0)
-        return reply_failure(r, err);
+        return mf_handlers__reply_failure(r, err);
     MF_LOG_INFO(&r->ctx, "rollout %lld of %s %s created", (long long)id, model, version);
     return reply_status(r, MHD_HTTP_CREATED, id);
 }
@@ -270,7 +281,7 @@ int mf_handlers__rollout_act(struct mf_httpd_req *r)
         err = mf_rollout__act(ro, r->env->store, &r->ctx, id, r->params[1], mf_handlers__now());
     mf_free(NULL, ro);
     if (err < 0)
-        return reply_failure(r, err);
+        return mf_handlers__reply_failure(r, err);
     if (r->resp)
         return MF_OK;
     MF_LOG_INFO(&r->ctx, "rollout %lld: %s by ops", (long long)id, r->params[1]);

@@ -22,6 +22,7 @@ int mf_handlers__devices_list(struct mf_httpd_req *r);
 int mf_handlers__release_begin(struct mf_httpd_req *r);
 int mf_handlers__release_data(struct mf_httpd_req *r, const char *data, size_t len);
 int mf_handlers__release_put(struct mf_httpd_req *r);
+int mf_handlers__release_promote(struct mf_httpd_req *r);
 int mf_handlers__trust_root_put(struct mf_httpd_req *r);
 int mf_handlers__trust_keys_put(struct mf_httpd_req *r);
 int mf_handlers__trust_get(struct mf_httpd_req *r);
@@ -84,6 +85,11 @@ int mf_handlers__version_get(struct mf_httpd_req *r);
  * a walk's MF_E_NOMEM gets its message here. */
 typedef int (*mf_handlers_walk_fn)(struct mf_httpd_req *r, cJSON *list);
 int mf_handlers__reply_list(struct mf_httpd_req *r, const char *key, mf_handlers_walk_fn walk);
+
+/* An error the client caused becomes its 4xx with the context's message (MF_E_INVALID and
+ * MF_E_LIMIT 400, MF_E_NOTFOUND 404, MF_E_STATE 409); any other error is returned as the
+ * server's. */
+int mf_handlers__reply_failure(struct mf_httpd_req *r, int err);
 
 /* Replies 400 unless params[0..n-1] all match [A-Za-z0-9._-]{1,64}; MF_OK when they do
  * (check r->resp). */

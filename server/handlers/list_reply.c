@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The shape every admin listing shares: {"<key>": [ ...rows the store walk adds... ]}. */
+/* The shapes admin answers share: {"<key>": [ ...rows the store walk adds... ]}, and the 4xx
+ * of an error the client caused. */
 #include "handlers/handlers.h"
 
 int mf_handlers__reply_list(struct mf_httpd_req *r, const char *key, mf_handlers_walk_fn walk)
@@ -15,4 +16,16 @@ int mf_handlers__reply_list(struct mf_httpd_req *r, const char *key, mf_handlers
         return err;
     }
     return mf_httpd__reply_json(r, MHD_HTTP_OK, body);
+}
+
+int mf_handlers__reply_failure(struct mf_httpd_req *r, int err)
+{
+    unsigned code = err == MF_E_INVALID || err == MF_E_LIMIT ? MHD_HTTP_BAD_REQUEST
+                    : err == MF_E_NOTFOUND                   ? MHD_HTTP_NOT_FOUND
+                    : err == MF_E_STATE                      ? MHD_HTTP_CONFLICT
+                                                             : 0;
+
+    if (!code)
+        return err;
+    return mf_httpd__reply_error(r, code, "%s", mf_ctx__errmsg(&r->ctx));
 }

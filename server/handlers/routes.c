@@ -65,6 +65,10 @@ const struct mf_httpd_route mf_handlers__routes[] = {
            mf_handlers__publish_data, mf_handlers__publish_end, DATA),
     STREAM("PUT", "/v1/admin/models/{}/versions/{}/release", mf_handlers__release_begin,
            mf_handlers__release_data, mf_handlers__release_put, DATA),
+    /* Promote by hand (`mfctl promote --force`): deploys a release to every device with no
+     * canary, so it is an ops action, and one the audit log must record (who, when, what). */
+    ROUTE("POST", "/v1/admin/models/{}/versions/{}/promote", ADMIN, JSON,
+          mf_handlers__release_promote, OPS),
     ROUTE("PUT", "/v1/admin/trust/root", ADMIN, JSON, mf_handlers__trust_root_put, ADMIN),
     ROUTE("PUT", "/v1/admin/trust/keys", ADMIN, JSON, mf_handlers__trust_keys_put, ADMIN),
     ROUTE("GET", "/v1/admin/trust", ADMIN, NONE, mf_handlers__trust_get, ALL_ROLES),

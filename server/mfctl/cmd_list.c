@@ -55,9 +55,13 @@ int mfctl__print_versions(struct mfctl *c, const char *json, size_t len, const c
             char rel[64] = "staged (unreleased)";
 
             /* Only a released version (a verified signed release) is ever assigned. */
+            /* Released is not deployed: only a promoted release is the channel default. */
             if (num_or(v, "sequence", 0) > 0)
-                (void)snprintf(rel, sizeof(rel), "seq %.0f floor %.0f", num_or(v, "sequence", 0),
-                               num_or(v, "security_floor", 0));
+                (void)snprintf(rel, sizeof(rel), "seq %.0f floor %.0f %s", num_or(v, "sequence", 0),
+                               num_or(v, "security_floor", 0),
+                               cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "promoted"))
+                                   ? "promoted"
+                                   : "not promoted");
             (void)fprintf(c->out, "%-24s %-16s %12.0f  %-12.12s  %-20s  %s\n",
                           str_or(m, "name", "?"), str_or(v, "version", "?"), num_or(v, "size", 0),
                           str_or(v, "sha256", "?"),

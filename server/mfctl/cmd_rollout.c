@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * mfctl rollout create|status|pause|resume|abort|rollback and mfctl versions stats: the
- * admin routes of docs/protocol.md, "Rollouts", with readable tables.
+ * mfctl rollout create|status|pause|resume|abort|rollback, mfctl promote and mfctl versions
+ * stats: the admin routes of docs/protocol.md, "Rollouts", with readable tables.
  * One module with cmd_rollout_watch.c, which redraws the status view printed here (--watch).
  */
 #include "cmd_rollout.h"
@@ -113,13 +113,15 @@ static void print_lines(struct mfctl *c, const cJSON *doc)
             (void)snprintf(limit, sizeof(limit), "x%.2f", mfctl__num(l, "limit"));
         else
             (void)fmt_figure(limit, sizeof(limit), metric, mfctl__num(l, "limit"));
-        (void)fprintf(
-            c->out, "  %-22s %-9s %10s %14s %14s  %s\n", metric, mfctl__str(l, "kind"), limit,
-            evaluated ? fmt_figure(value, sizeof(value), metric, mfctl__num(l, "value")) : "-",
-            evaluated ? fmt_figure(bound, sizeof(bound), metric, mfctl__num(l, "bound")) : "-",
-            !evaluated ? "no data"
-            : breached ? "BREACHED"
-                       : "ok");
+        if (evaluated)
+            (void)fprintf(c->out, "  %-22s %-9s %10s %14s %14s  %s\n", metric,
+                          mfctl__str(l, "kind"), limit,
+                          fmt_figure(value, sizeof(value), metric, mfctl__num(l, "value")),
+                          fmt_figure(bound, sizeof(bound), metric, mfctl__num(l, "bound")),
+                          breached ? "BREACHED" : "ok");
+        else /* not enough evidence yet: it blocks advancing, it does not count clean */
+            (void)fprintf(c->out, "  %-22s %-9s %10s %14s %14s  waiting (%s)\n", metric,
+                          mfctl__str(l, "kind"), limit, "-", "-", mfctl__str(l, "waiting_for"));
     }
 }
 
@@ -152,11 +154,17 @@ int mfctl__print_rollout(struct mfctl *c, const char *json, size_t len)
     (void)fprintf(
         c->out,
         "rollout %.0f: %s %s (previous %s)  state %s  wave %.0f of %d\n"
-        "soak %.0f s, at least %.0f devices reporting; %.0f reporting now\n",
+        "soak %.0f s once %.0f devices of the wave report (%.0f now, %.0f in all admitted "
+        "waves): %s\n"
+        "each line counts clean on %.0f devices, %.0f inferences; control group %.0f devices\n",
         mfctl__num(doc, "id"), mfctl__str(doc, "model"), mfctl__str(doc, "version"),
         mfctl__str(doc, "previous"), mfctl__str(doc, "state"), mfctl__num(doc, "wave") + 1,
         cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "waves")),
-        mfctl__num(doc, "soak_s"), mfctl__num(doc, "min_devices"), mfctl__num(doc, "reporting"));
+        mfctl__num(doc, "soak_s"), mfctl__num(doc, "min_devices"),
+        mfctl__num(doc, "wave_reporting"), mfctl__num(doc, "reporting"),
+        mfctl__num(doc, "soak_started_at") > 0 ? "soaking" : "waiting for devices",
+        mfctl__num(doc, "line_min_devices"), mfctl__num(doc, "line_min_inferences"),
+        mfctl__num(doc, "control_devices"));
     if (mfctl__str(doc, "breach")[0])
         (void)fprintf(c->out, "halted by: %s\n", mfctl__str(doc, "breach"));
     print_waves(c, doc);
@@ -376,4 +384,31 @@ int mfctl__versions_stats(struct mfctl *c, const char *model, int json)
 
     (void)snprintf(path, sizeof(path), "/v1/admin/models/%s/stats", model);
     return mfctl__call(c, "GET", path, NULL, json, mfctl__print_stats);
+}
+
+int mfctl__cmd_promote(struct mfctl *c, int argc, char **argv)
+{
+    char path[192], done[192];
+    int force = 0, n = 1, json, nargs, rc;
+
+    for (int i = 1; i < argc; i++) { /* --force is this command's own flag */
+        if (strcmp(argv[i], "--force") == 0)
+            force = 1;
+        else
+            argv[n++] = argv[i];
+    }
+    rc = mfctl__common_flags(c, n, argv, &json, &nargs);
+    if (rc >= 0)
+        return rc;
+    if (nargs != 2)
+        return mfctl__usage(c, "expected MODEL VERSION --force");
+    if (!mfctl__name_ok(argv[1]) || !mfctl__name_ok(argv[2]))
+        return mfctl__usage(c, "MODEL and VERSION must match [A-Za-z0-9._-]{1,64}");
+    if (!force)
+        return mfctl__usage(c, "--force is required: promoting deploys VERSION to every device "
+                               "with no canary; `mfctl rollout create` proves it first");
+    (void)snprintf(path, sizeof(path), "/v1/admin/models/%s/versions/%s/promote", argv[1], argv[2]);
+    (void)snprintf(done, sizeof(done), "promoted %s %s: the channel default from the next check-in",
+                   argv[1], argv[2]);
+    return mfctl__send(c, "POST", path, "{\"force\":true}", json, done);
 }

@@ -24,8 +24,11 @@ static const struct mfctl_command commands[] = {
      "                 [--expires UNIX] [--json]\n"
      "Signs the release document of FILE (per-chunk SHA-256s, default chunk 1 MiB) with the\n"
      "release key(s), uploads FILE and attaches the release; the server verifies it against\n"
-     "its keys document before devices see the version. The sequence defaults to one above\n"
-     "the model's highest released sequence. NAME and VERSION match [A-Za-z0-9._-]{1,64}.\n",
+     "its keys document. Published is not deployed: the fleet stays on the promoted release\n"
+     "until a rollout of the new one finishes (mfctl rollout) or ops promote it (mfctl\n"
+     "promote --force); a model's first release is promoted at once. The sequence defaults\n"
+     "to one above the model's highest released sequence. NAME and VERSION match\n"
+     "[A-Za-z0-9._-]{1,64}.\n",
      mfctl__cmd_publish},
     {"upload", "upload a model file as a staged (unreleased) version",
      "usage: mfctl [global options] upload NAME VERSION FILE [--json]\n"
@@ -37,7 +40,9 @@ static const struct mfctl_command commands[] = {
     {"release", "attach a release envelope signed offline (mfctl keys sign-release)",
      "usage: mfctl [global options] release NAME VERSION RELEASE.json [--json]\n"
      "Sends the signed release of an uploaded version; the server verifies it against its\n"
-     "keys document and the stored blob, then devices are assigned the version.\n",
+     "keys document and the stored blob. Published is not deployed: devices are assigned\n"
+     "the version once a rollout of it finishes (mfctl rollout) or it is promoted (mfctl\n"
+     "promote); only a model's first release is promoted at once.\n",
      mfctl__cmd_release},
     {"trust", "install the signed root and keys documents; show trust state",
      "usage: mfctl [global options] trust status [--json]\n"
@@ -124,6 +129,8 @@ static const struct mfctl_command commands[] = {
      MFCTL_SAMPLES_USAGE, mfctl__cmd_samples},
     {"rollout", "waves watched by red lines: create, status, pause, resume, abort, rollback",
      MFCTL_ROLLOUT_USAGE, mfctl__cmd_rollout},
+    {"promote", "make a release the channel default now, with no canary (--force)",
+     MFCTL_PROMOTE_USAGE, mfctl__cmd_promote},
     {"distill", "the distillation loop: run, status, wait", MFCTL_DISTILL_USAGE,
      mfctl__cmd_distill},
     {"audit", "who did what: admin actions and rollout events, newest first", MFCTL_AUDIT_USAGE,

@@ -4,9 +4,10 @@
  * advances or halts a wave, and the status view. States:
  *
  *   running --pause--> paused --resume--> running      (resume restarts the wave's soak)
+ *   running --min_devices of the wave report--> running (the soak starts: soak_started_at)
  *   running/paused --abort--> aborted    frozen: admitted waves keep the new release, the
  *                                        rest the previous one; nothing advances any more
- *   running --clean soak, last wave--> done
+ *   running --clean soak, last wave--> done + the version promoted (the channel default)
  *   running/paused --red line breached--> halted   + fleet rollback to the previous release
  *                                        (pausing stops advancing, not watching)
  *   any but rolled_back/halted --rollback--> rolled_back   + fleet rollback
@@ -29,17 +30,27 @@ struct mf_rollout_status {
     struct mf_rollout_plan plan;
     uint64_t wave_devices[MF_ROLLOUT_MAX_WAVES]; /* enrolled devices first covered by wave i */
     uint64_t reporting;                          /* admitted devices reporting the new version */
-    struct mf_rollout_figures cur, prev; /* new and previous version on the admitted devices */
+    uint64_t wave_reporting;  /* devices of the current wave reporting the new version */
+    uint64_t control_devices; /* devices of the control group (below) that reported */
+    /* The new version on the admitted devices (the canary), and the concurrent control
+     * group: devices outside the admitted waves (offered the previous release) whose report
+     * of the previous version is from the rollout's window (at or after its creation). */
+    struct mf_rollout_figures cur, control;
     struct mf_rollout_verdict verdicts[MF_ROLLOUT_MAX_LINES];
-    int breached; /* index of the first breached line, or -1 */
+    int breached;   /* index of the first breached line, or -1 */
+    size_t waiting; /* lines still waiting for evidence (they block advancing) */
+    /* 1: fewer than line_min_devices in the control group now (the admitted waves cover the
+     * fleet), so `control` holds the figures stored when the current wave was admitted. */
+    int control_frozen;
 };
 
 /*
  * Creates a running rollout of released `version` of `model` with the plan in `body`
- * (docs/rollouts.md), replacing `previous` ("" : the released version just below it by
- * sequence). MF_E_INVALID (bad plan), MF_E_NOTFOUND (no such release), MF_E_STATE (another
- * rollout of the model is running or paused, or no previous release), MF_E_LIMIT (plan text
- * over MF_STORE_PLAN_MAX).
+ * (docs/rollouts.md; read strictly), replacing `previous` ("": the release promoted last
+ * that no rollout ever halted or rolled back; a named one is taken as named).
+ * MF_E_INVALID (bad plan), MF_E_NOTFOUND (no such release), MF_E_STATE (another rollout of
+ * the model is running or paused, or no previous release), MF_E_LIMIT (plan text over
+ * MF_STORE_PLAN_MAX).
  */
 int mf_rollout__create(struct mf_store_rollout *out, struct mf_store *s, struct mf_ctx *ctx,
                        const char *model, const char *version, const char *previous,
@@ -62,13 +73,22 @@ int mf_rollout__fleet_rollback(struct mf_store *s, struct mf_ctx *ctx, const cha
 int mf_rollout__transition(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_rollout *r,
                            const char *to, const char *event, const char *detail, int64_t now);
 
+/*
+ * Promotes released `version` of `model` outside a rollout (`mfctl promote --force`): the
+ * channel default moves to it at once. MF_E_NOTFOUND (not released), MF_E_STATE (a rollout
+ * of the model is running or paused: it decides, abort it first).
+ */
+int mf_rollout__promote(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                        const char *version);
+
 /* Loads rollout `id` and evaluates its admitted waves into `out` (heap-sized: allocate). */
 int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct mf_ctx *ctx,
                        int64_t id);
 
 /* One evaluation of a watched rollout (what the "rollout" job does): halts and rolls back
- * on a breach, else, if running, advances a wave that soaked clean with enough devices
- * reporting. Other states: nothing. */
+ * on a breach; else, if running, starts the wave's soak once min_devices of the wave report
+ * the new version, and advances a wave (or, after the last, promotes the version and ends
+ * done) that soaked for soak_s with no line breached or waiting. Other states: nothing. */
 int mf_rollout__step(struct mf_store *s, struct mf_ctx *ctx, int64_t id, int64_t now);
 
 /* 1 for the states whose red lines are evaluated (running, paused). */
@@ -94,14 +114,17 @@ int mf_rollout__device_wave(int *wave_out, struct mf_store *s, struct mf_ctx *ct
 
 /*
  * The release rollout `r` offers one device (wave membership of that device only): running,
- * paused, aborted (frozen) or done, r->version to a device in waves 0..r->wave and
- * r->prev_version to every other, so the channel default (the highest sequence, i.e. the new
- * release) never reaches devices outside the admitted waves. *version_out points into `r`.
- * Halted or rolled back: MF_E_NOTFOUND with no message (no wave; the fleet rollback
- * directive, which outranks waves, assigns the previous release to everyone).
+ * paused or aborted (frozen), r->version to a device in waves 0..r->wave and r->prev_version
+ * to every other. *version_out points into `r`. MF_E_NOTFOUND with no message (no wave: the
+ * channel default decides) when the rollout is done (its version is promoted, the default),
+ * when it is aborted and `promoted` (the model's channel default) is no longer its previous
+ * release (ops promoted one since: their explicit choice wins over the frozen waves), and when
+ * halted or rolled back (the fleet rollback directive, which outranks waves, assigns the previous
+ * release to everyone).
  */
 int mf_rollout__offer(const char **version_out, struct mf_store *s, struct mf_ctx *ctx,
-                      const struct mf_store_rollout *r, const char *device_id);
+                      const struct mf_store_rollout *r, const char *promoted,
+                      const char *device_id);
 
 /* Parses a stored rollout's plan text (the store keeps what create validated). */
 int mf_rollout__plan_load(struct mf_rollout_plan *out, struct mf_ctx *ctx,

@@ -23,7 +23,7 @@ int mf_rollout__plan_load(struct mf_rollout_plan *out, struct mf_ctx *ctx,
     int err = mf_json__parse(&body, ctx, r->plan, len, len, MF_JSON_DEPTH_DEFAULT, "stored plan");
 
     if (err == MF_OK)
-        err = mf_rollout__plan_parse(out, ctx, body);
+        err = mf_rollout__plan_parse(out, ctx, body, MF_PLAN_STORED);
 
     cJSON_Delete(body);
     return err;
@@ -111,14 +111,18 @@ int mf_rollout__device_wave(int *wave_out, struct mf_store *s, struct mf_ctx *ct
 }
 
 int mf_rollout__offer(const char **version_out, struct mf_store *s, struct mf_ctx *ctx,
-                      const struct mf_store_rollout *r, const char *device_id)
+                      const struct mf_store_rollout *r, const char *promoted, const char *device_id)
 {
     struct mf_rollout_plan *plan;
     int wave = -1;
     int err;
 
-    if (strcmp(r->state, "halted") == 0 || strcmp(r->state, "rolled_back") == 0)
-        return MF_E_NOTFOUND; /* no message: "no wave" is the normal answer, not a failure */
+    /* No message: "no wave" is the normal answer, not a failure. */
+    if (strcmp(r->state, "halted") == 0 || strcmp(r->state, "rolled_back") == 0 ||
+        strcmp(r->state, "done") == 0)
+        return MF_E_NOTFOUND;
+    if (strcmp(r->state, "aborted") == 0 && strcmp(promoted, r->prev_version) != 0)
+        return MF_E_NOTFOUND;
     /* Heap, not stack: the plan is large, and most check-ins never get here (no rollout). */
     plan = mf_calloc(NULL, 1, sizeof(*plan));
     if (!plan)
@@ -132,19 +136,74 @@ int mf_rollout__offer(const char **version_out, struct mf_store *s, struct mf_ct
     return err;
 }
 
-/* Admitted devices: those whose wave is 0..upto (memberships read before the walk). */
-struct admitted {
+/* The rows one evaluation reads (memberships read before the walk): the new version on
+ * the admitted devices (the canary), and the previous version on the devices outside the
+ * admitted waves from the rollout's window (the concurrent control group). */
+struct evaluated {
+    const struct mf_store_rollout *r;
     const struct mf_rollout_plan *plan;
     const struct mf_rollout_members *members;
-    int upto;
+    uint64_t wave_reporting; /* canary rows of the current wave */
 };
 
-static int keep_admitted(void *payload, const char *device_id)
+static int keep_evaluated(void *payload, const struct mf_store_telemetry *t)
 {
-    struct admitted *a = payload;
-    int wave = mf_rollout__members_wave(a->plan, a->members, device_id);
+    struct evaluated *e = payload;
+    int wave = mf_rollout__members_wave(e->plan, e->members, t->device_id);
+    int admitted = wave >= 0 && wave <= e->r->wave;
 
-    return wave >= 0 && wave <= a->upto;
+    if (admitted && strcmp(t->version, e->r->version) == 0) {
+        e->wave_reporting += wave == e->r->wave;
+        return 1;
+    }
+    /* Concurrent, not history: a device outside the waves that still reports the previous
+     * version since the rollout began, not what the canary's devices did before it. */
+    return !admitted && strcmp(t->version, e->r->prev_version) == 0 &&
+           t->reported_at >= e->r->created_at;
+}
+
+/* The control group's figures as stored with the rollout when its wave was admitted:
+ * {"p99_latency_us": [value, devices, samples], ...} for the figures it had. */
+static void control_save(char *out, size_t size, const struct mf_rollout_figures *f)
+{
+    size_t n = 0;
+
+    n += (size_t)snprintf(out, size, "{");
+    for (int m = 0; m < MF_METRIC_COUNT && n < size; m++) {
+        if (f->have[m])
+            n += (size_t)snprintf(out + n, size - n, "%s\"%s\":[%.17g,%llu,%llu]", n > 1 ? "," : "",
+                                  mf_rollout__metric_name(m), f->v[m],
+                                  (unsigned long long)f->devices[m],
+                                  (unsigned long long)f->samples[m]);
+    }
+    if (n < size)
+        (void)snprintf(out + n, size - n, "}");
+    if (n + 1 >= size) /* cannot happen at 6 figures; never store half a record */
+        out[0] = '\0';
+}
+
+/* 1 when the stored figures were read into `out`. */
+static int control_load(struct mf_rollout_figures *out, struct mf_ctx *ctx, const char *text)
+{
+    size_t len = strlen(text);
+    cJSON *doc = NULL;
+
+    memset(out, 0, sizeof(*out));
+    if (!len || mf_json__parse(&doc, ctx, text, len, len, MF_JSON_DEPTH_DEFAULT,
+                               "stored control figures") < 0)
+        return 0;
+    for (int m = 0; m < MF_METRIC_COUNT; m++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(doc, mf_rollout__metric_name(m));
+
+        if (cJSON_GetArraySize(x) != 3)
+            continue;
+        out->have[m] = 1;
+        out->v[m] = cJSON_GetArrayItem(x, 0)->valuedouble;
+        out->devices[m] = (uint64_t)cJSON_GetArrayItem(x, 1)->valuedouble;
+        out->samples[m] = (uint64_t)cJSON_GetArrayItem(x, 2)->valuedouble;
+    }
+    cJSON_Delete(doc);
+    return 1;
 }
 
 struct count_waves {
@@ -167,9 +226,9 @@ int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct
 {
     struct mf_rollout_fleet *fleet = mf_calloc(NULL, 1, sizeof(*fleet));
     struct mf_rollout_members members = {0};
-    struct admitted a = {.plan = &out->plan, .members = &members};
+    struct evaluated e = {.r = &out->r, .plan = &out->plan, .members = &members};
     struct count_waves c = {.st = out, .members = &members};
-    const struct mf_rollout_agg *cur, *prev;
+    const struct mf_rollout_agg *cur, *ctl;
     int err;
 
     memset(out, 0, sizeof(*out));
@@ -179,51 +238,118 @@ int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct
     err = s->ops->rollout->rollout_get(&out->r, s, ctx, id);
     if (err == MF_OK)
         err = mf_rollout__plan_load(&out->plan, ctx, &out->r);
-    a.upto = out->r.wave;
     if (err == MF_OK)
         err = mf_rollout__members_load(&members, s, ctx, &out->plan);
     if (err == MF_OK)
-        err = mf_rollout__fleet_collect(fleet, s, ctx, out->r.model, keep_admitted, &a);
+        err = mf_rollout__fleet_collect(fleet, s, ctx, out->r.model, keep_evaluated, &e);
     if (err == MF_OK)
         err = s->ops->devices->devices_list(s, ctx, count_device, &c);
     if (err == MF_OK) {
         cur = mf_rollout__fleet_find(fleet, out->r.version);
-        prev = mf_rollout__fleet_find(fleet, out->r.prev_version);
+        ctl = mf_rollout__fleet_find(fleet, out->r.prev_version);
         if (cur) {
             mf_rollout__figures(&out->cur, cur);
             out->reporting = cur->devices;
         }
-        if (prev)
-            mf_rollout__figures(&out->prev, prev);
-        out->breached = mf_rollout__check(out->verdicts, &out->plan, &out->cur, &out->prev);
+        if (ctl) {
+            mf_rollout__figures(&out->control, ctl);
+            out->control_devices = ctl->devices;
+        }
+        /* No control group left to compare with (the admitted waves cover the fleet): the
+         * one measured, concurrently, while the previous wave soaked. */
+        if (out->control_devices < out->plan.line_min_devices &&
+            control_load(&out->control, ctx, out->r.control))
+            out->control_frozen = 1;
+        out->wave_reporting = e.wave_reporting;
+        out->breached = mf_rollout__check(out->verdicts, &out->plan, &out->cur, &out->control);
+        out->waiting = mf_rollout__waiting(out->verdicts, out->plan.n_lines);
     }
     mf_rollout__members_free(&members);
     mf_free(NULL, fleet);
     return err;
 }
 
-/* "p99_latency_us 2047 > bound 1500 (relative 1.5 x 1000) in waves 0..0, 12 devices" */
+/* "p99_latency_us 2047 > bound 1535 (relative 1.5 x control 1023) in waves 0..0: canary 4
+ * devices 200 samples, control 36 devices 1800 samples" */
 static void breach_text(char *out, size_t size, const struct mf_rollout_status *st)
 {
     const struct mf_rollout_line *l = &st->plan.lines[st->breached];
     const struct mf_rollout_verdict *v = &st->verdicts[st->breached];
+    char how[64];
 
-    (void)snprintf(out, size, "%s %.6g %s bound %.6g (%s %.6g) in waves 0..%d, %llu devices",
+    if (l->relative)
+        (void)snprintf(how, sizeof(how), "relative %.6g x control %.6g", l->limit, v->control);
+    else
+        (void)snprintf(how, sizeof(how), "absolute %.6g", l->limit);
+    (void)snprintf(out, size,
+                   "%s %.6g %s bound %.6g (%s) in waves 0..%d: canary %llu devices %llu samples, "
+                   "control %llu devices %llu samples",
                    mf_rollout__metric_name(l->metric), v->value,
-                   l->metric == MF_METRIC_TEACHER_AGREEMENT ? "<" : ">", v->bound,
-                   l->relative ? "relative" : "absolute", l->limit, st->r.wave,
-                   (unsigned long long)st->reporting);
+                   l->metric == MF_METRIC_TEACHER_AGREEMENT ? "<" : ">", v->bound, how, st->r.wave,
+                   (unsigned long long)v->devices, (unsigned long long)v->samples,
+                   (unsigned long long)v->control_devices, (unsigned long long)v->control_samples);
 }
 
-int mf_rollout__watched(const char *state)
+/* The rollout's events, one function per kind (each goes through mf_rollout__transition,
+ * which writes the event). */
+static int event_halted(struct mf_store *s, struct mf_ctx *ctx, struct mf_rollout_status *st,
+                        int64_t now)
 {
-    return strcmp(state, "running") == 0 || strcmp(state, "paused") == 0;
+    char detail[MF_STORE_BREACH_MAX + 1];
+
+    breach_text(detail, sizeof(detail), st);
+    return mf_rollout__transition(s, ctx, &st->r, "halted", "halted", detail, now);
+}
+
+static int event_soaking(struct mf_store *s, struct mf_ctx *ctx, struct mf_rollout_status *st,
+                         int64_t now)
+{
+    char detail[MF_STORE_BREACH_MAX + 1];
+
+    st->r.soak_started_at = now;
+    (void)snprintf(detail, sizeof(detail),
+                   "wave %d: %llu of its devices report %s (min_devices %llu); soak of %lld s "
+                   "starts",
+                   st->r.wave, (unsigned long long)st->wave_reporting, st->r.version,
+                   (unsigned long long)st->plan.min_devices, (long long)st->plan.soak_s);
+    return mf_rollout__transition(s, ctx, &st->r, "running", "soaking", detail, now);
+}
+
+static int event_advanced(struct mf_store *s, struct mf_ctx *ctx, struct mf_rollout_status *st,
+                          int64_t now)
+{
+    char detail[MF_STORE_BREACH_MAX + 1];
+
+    if (!st->control_frozen) /* keep the live control group's figures for a later wave */
+        control_save(st->r.control, sizeof(st->r.control), &st->control);
+    st->r.wave++;
+    st->r.wave_started_at = now;
+    st->r.soak_started_at = 0; /* the new wave's devices must report before it soaks */
+    (void)snprintf(detail, sizeof(detail),
+                   "wave %d admitted: %llu devices clean, %zu red lines clean", st->r.wave,
+                   (unsigned long long)st->reporting, st->plan.n_lines);
+    return mf_rollout__transition(s, ctx, &st->r, "running", "advanced", detail, now);
+}
+
+/* Promoted before done: a crash between the two leaves a running rollout whose version is
+ * the default, which the next evaluation finishes; never a done rollout whose version is
+ * not promoted (done offers no wave, so its fleet would fall back to the old default). */
+static int event_done(struct mf_store *s, struct mf_ctx *ctx, struct mf_rollout_status *st,
+                      int64_t now)
+{
+    char detail[MF_STORE_BREACH_MAX + 1];
+    int err = s->ops->registry->release_promote(s, ctx, st->r.model, st->r.version);
+
+    (void)snprintf(detail, sizeof(detail), "every wave clean: %llu devices; %s promoted",
+                   (unsigned long long)st->reporting, st->r.version);
+    if (err == MF_OK)
+        err = mf_rollout__transition(s, ctx, &st->r, "done", "done", detail, now);
+    return err;
 }
 
 int mf_rollout__step(struct mf_store *s, struct mf_ctx *ctx, int64_t id, int64_t now)
 {
     struct mf_rollout_status *st = mf_calloc(NULL, 1, sizeof(*st));
-    char detail[MF_STORE_BREACH_MAX + 1];
     int err;
 
     if (!st)
@@ -232,25 +358,22 @@ int mf_rollout__step(struct mf_store *s, struct mf_ctx *ctx, int64_t id, int64_t
     /* Pausing stops advancing, not watching: the admitted waves still run the new release,
      * so a breach while paused halts and rolls back like one while running. */
     if (err == MF_OK && mf_rollout__watched(st->r.state)) {
-        struct mf_store_rollout *r = &st->r;
+        const struct mf_store_rollout *r = &st->r;
         int running = strcmp(r->state, "running") == 0;
-        int soaked = running && now - r->wave_started_at >= st->plan.soak_s &&
-                     st->reporting >= st->plan.min_devices;
+        int evidence = st->wave_reporting >= st->plan.min_devices;
+        /* The soak counts from the evidence, never from the wave's admission: a wave whose
+         * devices have not reported yet has proven nothing however long it waited. */
+        int soaked = running && r->soak_started_at > 0 && evidence &&
+                     now - r->soak_started_at >= st->plan.soak_s && st->waiting == 0;
 
-        if (st->breached >= 0) {
-            breach_text(detail, sizeof(detail), st);
-            err = mf_rollout__transition(s, ctx, r, "halted", "halted", detail, now);
-        } else if (soaked && (size_t)r->wave + 1 < st->plan.n_waves) {
-            r->wave++;
-            r->wave_started_at = now;
-            (void)snprintf(detail, sizeof(detail), "wave %d admitted: %llu devices clean", r->wave,
-                           (unsigned long long)st->reporting);
-            err = mf_rollout__transition(s, ctx, r, "running", "advanced", detail, now);
-        } else if (soaked) {
-            (void)snprintf(detail, sizeof(detail), "every wave clean: %llu devices",
-                           (unsigned long long)st->reporting);
-            err = mf_rollout__transition(s, ctx, r, "done", "done", detail, now);
-        }
+        if (st->breached >= 0)
+            err = event_halted(s, ctx, st, now);
+        else if (running && r->soak_started_at == 0 && evidence)
+            err = event_soaking(s, ctx, st, now);
+        else if (soaked && (size_t)r->wave + 1 < st->plan.n_waves)
+            err = event_advanced(s, ctx, st, now);
+        else if (soaked)
+            err = event_done(s, ctx, st, now);
     }
     mf_free(NULL, st);
     return err;

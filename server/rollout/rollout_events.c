@@ -13,7 +13,7 @@
 
 /* What the engine does by itself: an ops request never causes these. */
 static const char *const automatic_kinds[] = {
-    "advanced", "halted", "done", "promoted", "rollback_started", "rollback_ended",
+    "soaking", "advanced", "halted", "done", "promoted", "rollback_started", "rollback_ended",
 };
 
 int mf_rollout__event_automatic(const char *kind)

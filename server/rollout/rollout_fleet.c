@@ -35,7 +35,7 @@ static int add_report(void *payload, const struct mf_store_telemetry *t)
     cJSON *entry;
     int err;
 
-    if (c->keep && !c->keep(c->payload, t->device_id))
+    if (c->keep && !c->keep(c->payload, t))
         return MF_OK;
     agg = slot(c->out, t->version);
     entry = NULL;

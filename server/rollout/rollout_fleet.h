@@ -24,8 +24,9 @@ struct mf_rollout_fleet {
     uint64_t skipped; /* reports of versions beyond the table, or unreadable */
 };
 
-/* Which devices a view covers: 1 to include. NULL in collect: every device. */
-typedef int (*mf_rollout_keep_fn)(void *payload, const char *device_id);
+/* Which stored reports a view covers (by device, version, time): 1 to include. NULL in
+ * collect: every report. */
+typedef int (*mf_rollout_keep_fn)(void *payload, const struct mf_store_telemetry *t);
 
 /*
  * Aggregates the stored reports of `model` per version into `out` (zeroed first).

@@ -53,6 +53,17 @@ struct mf_rollout_line {
 
 #define MF_ROLLOUT_DEFAULT_SOAK_S 3600
 #define MF_ROLLOUT_MAX_SOAK_S (30 * 86400)
+/* The evidence a red line needs before it may count clean (plan keys "line_min_devices",
+ * "line_min_inferences"): devices with data for its figure, and for the figures drawn on
+ * inferences (P99 latency, offload rate, teacher agreement) the samples behind it. */
+#define MF_ROLLOUT_DEFAULT_LINE_DEVICES 2
+#define MF_ROLLOUT_DEFAULT_LINE_INFERENCES 100
+#define MF_ROLLOUT_MAX_COUNT 1000000000 /* 10^9: the largest count a plan may ask for */
+
+/* How mf_rollout__plan_parse reads: a new plan (POST /v1/admin/rollouts, the distill
+ * config) strictly; a stored one as create accepted it (a plan stored before a key became
+ * strict still loads). */
+enum mf_rollout_plan_mode { MF_PLAN_STORED = 0, MF_PLAN_STRICT = 1 };
 
 struct mf_rollout_plan {
     /* A wave advances once it has been clean for soak_s seconds with at least min_devices
@@ -63,6 +74,7 @@ struct mf_rollout_plan {
     size_t n_waves;
     struct mf_rollout_line lines[MF_ROLLOUT_MAX_LINES];
     size_t n_lines;
+    uint64_t line_min_devices, line_min_inferences; /* a line's evidence to count clean */
 };
 
 /* Sums over a set of devices for one version; merged, never averaged. */
@@ -74,23 +86,40 @@ struct mf_rollout_agg {
     uint64_t peak_memory; /* the largest device peak */
     uint64_t offload_asked, offload_uncertain;
     uint64_t teacher_compared, teacher_agreed;
+    uint64_t with[MF_METRIC_COUNT]; /* devices that have data for each figure */
 };
 
 struct mf_rollout_figures {
     double v[MF_METRIC_COUNT];
-    int have[MF_METRIC_COUNT]; /* 0: no data for that figure (never breaches) */
+    int have[MF_METRIC_COUNT]; /* 0: no data for that figure */
+    /* The evidence behind each figure: devices with data, and the samples it is drawn on
+     * (latency samples, offload asks, teacher comparisons; 0 for the device-drawn ones). */
+    uint64_t devices[MF_METRIC_COUNT];
+    uint64_t samples[MF_METRIC_COUNT];
 };
 
-/* One line's verdict, for the status view. */
+/* One line's verdict, for the status view: clean (evaluated, not breached), breached, or
+ * waiting for evidence (not evaluated; `waiting` says what is missing). Waiting blocks
+ * advancing. A breach counts on any data of the canary (halting is the safe direction), a
+ * clean verdict only on enough; a relative line is not evaluated before its control group
+ * has enough evidence too, since its bound is not known before. */
 struct mf_rollout_verdict {
-    int evaluated; /* 0: no data on this or (relative) the previous version */
+    int evaluated;
     double value, bound;
     int breached;
+    double control;            /* relative lines: the control group's figure */
+    uint64_t devices, samples; /* the canary's evidence */
+    uint64_t control_devices, control_samples;
+    char waiting[96]; /* "" unless waiting: e.g. "canary: 1 of 2 devices" */
 };
 
-/* Parses {"soak_s": n, "min_devices": n, "waves": [...], "red_lines": [...]} of POST
- * /v1/admin/rollouts (docs/rollouts.md). MF_E_INVALID with a message naming the field. */
-int mf_rollout__plan_parse(struct mf_rollout_plan *out, struct mf_ctx *ctx, const cJSON *body);
+/* Parses {"soak_s": n, "min_devices": n, "line_min_devices": n, "line_min_inferences": n,
+ * "waves": [...], "red_lines": [...], "allow_no_red_lines": b} of POST /v1/admin/rollouts
+ * (docs/rollouts.md; the request's "model", "version" and "previous" sit beside them).
+ * MF_PLAN_STRICT refuses unknown keys at every level and an empty or absent "red_lines"
+ * without "allow_no_red_lines": true. MF_E_INVALID with a message naming the key. */
+int mf_rollout__plan_parse(struct mf_rollout_plan *out, struct mf_ctx *ctx, const cJSON *body,
+                           int mode);
 
 /* The device's stable bucket in 0..9999. */
 unsigned mf_rollout__bucket(const char *device_id);
@@ -105,11 +134,17 @@ void mf_rollout__agg_add(struct mf_rollout_agg *agg, const mf_telemetry_version 
 void mf_rollout__figures(struct mf_rollout_figures *out, const struct mf_rollout_agg *agg);
 
 /*
- * Checks every line of `p` against `cur` (and `prev` for relative lines) into `out`
- * (p->n_lines entries). Returns the index of the first breached line, or -1.
+ * Checks every line of `p` against `cur` (the canary) and, for relative lines, `control`
+ * (the concurrent control group: devices still on the previous version over the same
+ * window; NULL: none) into `out` (p->n_lines entries), with the evidence rule of struct
+ * mf_rollout_verdict. Returns the index of the first breached line, or -1.
  */
 int mf_rollout__check(struct mf_rollout_verdict *out, const struct mf_rollout_plan *p,
-                      const struct mf_rollout_figures *cur, const struct mf_rollout_figures *prev);
+                      const struct mf_rollout_figures *cur,
+                      const struct mf_rollout_figures *control);
+
+/* The number of lines in `v` (n of them) still waiting for evidence. */
+size_t mf_rollout__waiting(const struct mf_rollout_verdict *v, size_t n);
 
 /* "p99_latency_us", ...: the metric's name in JSON and in the status view. Static. */
 const char *mf_rollout__metric_name(int metric);

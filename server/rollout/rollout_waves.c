@@ -51,6 +51,28 @@ int mf_rollout__wave_of(const struct mf_rollout_plan *p, const char *device_id,
     return -1;
 }
 
+/* Strict plans: the first key of `obj` not in `keys`, named with where it sits. */
+static int known_keys(struct mf_ctx *ctx, const cJSON *obj, const char *const *keys,
+                      const char *where, size_t i)
+{
+    const cJSON *it;
+    char at[32] = "";
+
+    if (where)
+        (void)snprintf(at, sizeof(at), "%s[%zu].", where, i);
+    cJSON_ArrayForEach(it, obj)
+    {
+        size_t k = 0;
+
+        while (keys[k] && strcmp(keys[k], it->string) != 0)
+            k++;
+        if (!keys[k])
+            return mf_fail(ctx, MF_E_INVALID, "unknown key '%s%s' in the rollout plan", at,
+                           it->string);
+    }
+    return MF_OK;
+}
+
 static int parse_list(struct mf_rollout_wave *w, struct mf_ctx *ctx, const cJSON *list, size_t i)
 {
     const cJSON *d;
@@ -69,8 +91,10 @@ static int parse_list(struct mf_rollout_wave *w, struct mf_ctx *ctx, const cJSON
     return MF_OK;
 }
 
-static int parse_wave(struct mf_rollout_wave *w, struct mf_ctx *ctx, const cJSON *it, size_t i)
+static int parse_wave(struct mf_rollout_wave *w, struct mf_ctx *ctx, const cJSON *it, size_t i,
+                      int mode)
 {
+    static const char *const keys[] = {"percent", "group", "devices", NULL};
     const cJSON *pct = cJSON_GetObjectItemCaseSensitive(it, "percent");
     const cJSON *grp = cJSON_GetObjectItemCaseSensitive(it, "group");
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(it, "devices");
@@ -79,6 +103,8 @@ static int parse_wave(struct mf_rollout_wave *w, struct mf_ctx *ctx, const cJSON
     if (!cJSON_IsObject(it) || (!!pct + !!grp + !!list) != 1)
         return mf_fail(ctx, MF_E_INVALID,
                        "waves[%zu] must be an object with one of percent, group, devices", i);
+    if (mode == MF_PLAN_STRICT && known_keys(ctx, it, keys, "waves", i) < 0)
+        return MF_E_INVALID;
     if (pct) {
         if (!cJSON_IsNumber(pct) || !(pct->valuedouble > 0) || pct->valuedouble > 100)
             return mf_fail(ctx, MF_E_INVALID, "waves[%zu].percent must be in (0, 100]", i);
@@ -99,15 +125,23 @@ static int parse_wave(struct mf_rollout_wave *w, struct mf_ctx *ctx, const cJSON
 }
 
 /* {"metric": "p99_latency_us", "max": 250000} or {"metric": ..., "relative": 1.5}; for
- * teacher_agreement "min" instead of "max". */
-static int parse_line(struct mf_rollout_line *l, struct mf_ctx *ctx, const cJSON *it, size_t i)
+ * teacher_agreement "min" instead of "max". A rate's absolute bound is a fraction in [0, 1]
+ * and a relative factor is above 0 (a factor of 0 would halt on any data). */
+static int parse_line(struct mf_rollout_line *l, struct mf_ctx *ctx, const cJSON *it, size_t i,
+                      int mode)
 {
+    static const char *const keys[] = {"metric", "max", "min", "relative", NULL};
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(it, "metric");
     const cJSON *rel = cJSON_GetObjectItemCaseSensitive(it, "relative");
-    const cJSON *abs;
+    const cJSON *abs, *bound;
     const char *absname;
+    int rate;
 
     l->metric = -1;
+    if (!cJSON_IsObject(it))
+        return mf_fail(ctx, MF_E_INVALID, "red_lines[%zu] must be an object", i);
+    if (mode == MF_PLAN_STRICT && known_keys(ctx, it, keys, "red_lines", i) < 0)
+        return MF_E_INVALID;
     for (int k = 0; cJSON_IsString(m) && k < MF_METRIC_COUNT; k++) {
         if (strcmp(m->valuestring, mf_rollout__metric_name(k)) == 0)
             l->metric = k;
@@ -119,37 +153,99 @@ static int parse_line(struct mf_rollout_line *l, struct mf_ctx *ctx, const cJSON
     if (!!abs + !!rel != 1)
         return mf_fail(ctx, MF_E_INVALID, "red_lines[%zu] needs exactly one of %s, relative", i,
                        absname);
+    if (mode == MF_PLAN_STRICT && cJSON_GetObjectItemCaseSensitive(
+                                      it, l->metric == MF_METRIC_TEACHER_AGREEMENT ? "max" : "min"))
+        return mf_fail(ctx, MF_E_INVALID, "red_lines[%zu].%s does not apply to %s (use '%s')", i,
+                       l->metric == MF_METRIC_TEACHER_AGREEMENT ? "max" : "min", m->valuestring,
+                       absname);
     l->relative = rel != NULL;
-    if (!cJSON_IsNumber(l->relative ? rel : abs) || !((l->relative ? rel : abs)->valuedouble >= 0))
+    bound = l->relative ? rel : abs;
+    if (!cJSON_IsNumber(bound) || !(bound->valuedouble >= 0))
         return mf_fail(ctx, MF_E_INVALID, "red_lines[%zu] bound must be a number >= 0", i);
-    l->limit = (l->relative ? rel : abs)->valuedouble;
+    rate = l->metric != MF_METRIC_P99_LATENCY_US && l->metric != MF_METRIC_PEAK_MEMORY;
+    if (mode == MF_PLAN_STRICT && l->relative && !(bound->valuedouble > 0))
+        return mf_fail(ctx, MF_E_INVALID, "red_lines[%zu].relative must be above 0", i);
+    if (mode == MF_PLAN_STRICT && !l->relative && rate && bound->valuedouble > 1)
+        return mf_fail(ctx, MF_E_INVALID, "red_lines[%zu].%s of %s is a fraction in 0..1", i,
+                       absname, m->valuestring);
+    l->limit = bound->valuedouble;
     return MF_OK;
 }
 
-/* "soak_s" in 0..MF_ROLLOUT_MAX_SOAK_S and "min_devices" in 1..10^9, both optional. */
+/* An optional integer count in lo..MF_ROLLOUT_MAX_COUNT under `key`, else `def`. */
+static int parse_count(uint64_t *out, struct mf_ctx *ctx, const cJSON *body, const char *key,
+                       double lo, double hi, uint64_t def)
+{
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(body, key);
+
+    *out = def;
+    if (!n)
+        return MF_OK;
+    if (!cJSON_IsNumber(n) || !(n->valuedouble >= lo) || n->valuedouble > hi ||
+        n->valuedouble != (double)(int64_t)n->valuedouble)
+        return mf_fail(ctx, MF_E_INVALID, "field '%s' must be an integer in %.0f..%.0f", key, lo,
+                       hi);
+    *out = (uint64_t)n->valuedouble;
+    return MF_OK;
+}
+
+/* "soak_s" in 0..MF_ROLLOUT_MAX_SOAK_S, "min_devices", "line_min_devices" and
+ * "line_min_inferences" in 1..10^9, all optional. */
 static int parse_pace(struct mf_rollout_plan *out, struct mf_ctx *ctx, const cJSON *body)
 {
-    const cJSON *soak = cJSON_GetObjectItemCaseSensitive(body, "soak_s");
-    const cJSON *min = cJSON_GetObjectItemCaseSensitive(body, "min_devices");
+    uint64_t soak = 0;
+    int err = parse_count(&soak, ctx, body, "soak_s", 0, MF_ROLLOUT_MAX_SOAK_S,
+                          MF_ROLLOUT_DEFAULT_SOAK_S);
 
-    out->soak_s = MF_ROLLOUT_DEFAULT_SOAK_S;
-    out->min_devices = 1;
-    if (soak && (!cJSON_IsNumber(soak) || !(soak->valuedouble >= 0) ||
-                 soak->valuedouble > MF_ROLLOUT_MAX_SOAK_S ||
-                 soak->valuedouble != (double)(int64_t)soak->valuedouble))
-        return mf_fail(ctx, MF_E_INVALID, "field 'soak_s' must be an integer in 0..%d",
-                       MF_ROLLOUT_MAX_SOAK_S);
-    if (min && (!cJSON_IsNumber(min) || !(min->valuedouble >= 1) || min->valuedouble > 1e9 ||
-                min->valuedouble != (double)(int64_t)min->valuedouble))
-        return mf_fail(ctx, MF_E_INVALID, "field 'min_devices' must be an integer in 1..10^9");
-    if (soak)
-        out->soak_s = (int64_t)soak->valuedouble;
-    if (min)
-        out->min_devices = (uint64_t)min->valuedouble;
+    if (err == MF_OK)
+        err = parse_count(&out->min_devices, ctx, body, "min_devices", 1, MF_ROLLOUT_MAX_COUNT, 1);
+    if (err == MF_OK)
+        err = parse_count(&out->line_min_devices, ctx, body, "line_min_devices", 1,
+                          MF_ROLLOUT_MAX_COUNT, MF_ROLLOUT_DEFAULT_LINE_DEVICES);
+    if (err == MF_OK)
+        err = parse_count(&out->line_min_inferences, ctx, body, "line_min_inferences", 1,
+                          MF_ROLLOUT_MAX_COUNT, MF_ROLLOUT_DEFAULT_LINE_INFERENCES);
+    out->soak_s = (int64_t)soak;
+    return err;
+}
+
+/* A new plan's top level: the plan's keys and the request's own beside them. */
+static int strict_keys(struct mf_ctx *ctx, const cJSON *body)
+{
+    static const char *const keys[] = {"model",
+                                       "version",
+                                       "previous",
+                                       "soak_s",
+                                       "min_devices",
+                                       "line_min_devices",
+                                       "line_min_inferences",
+                                       "waves",
+                                       "red_lines",
+                                       "allow_no_red_lines",
+                                       NULL};
+    const cJSON *allow = cJSON_GetObjectItemCaseSensitive(body, "allow_no_red_lines");
+
+    if (known_keys(ctx, body, keys, NULL, 0) < 0)
+        return MF_E_INVALID;
+    if (allow && !cJSON_IsBool(allow))
+        return mf_fail(ctx, MF_E_INVALID, "field 'allow_no_red_lines' must be true or false");
     return MF_OK;
 }
 
-int mf_rollout__plan_parse(struct mf_rollout_plan *out, struct mf_ctx *ctx, const cJSON *body)
+static int strict_lines(struct mf_ctx *ctx, const cJSON *body, const cJSON *lines)
+{
+    const cJSON *allow = cJSON_GetObjectItemCaseSensitive(body, "allow_no_red_lines");
+
+    /* No red line means nothing can halt the rollout: only when ops say so. */
+    if (cJSON_GetArraySize(lines) == 0 && !cJSON_IsTrue(allow))
+        return mf_fail(ctx, MF_E_INVALID,
+                       "field 'red_lines' is empty: nothing could halt this rollout; add red "
+                       "lines or set \"allow_no_red_lines\": true");
+    return MF_OK;
+}
+
+int mf_rollout__plan_parse(struct mf_rollout_plan *out, struct mf_ctx *ctx, const cJSON *body,
+                           int mode)
 {
     const cJSON *waves = cJSON_GetObjectItemCaseSensitive(body, "waves");
     const cJSON *lines = cJSON_GetObjectItemCaseSensitive(body, "red_lines");
@@ -157,6 +253,10 @@ int mf_rollout__plan_parse(struct mf_rollout_plan *out, struct mf_ctx *ctx, cons
     int err = MF_OK;
 
     memset(out, 0, sizeof(*out));
+    if (!cJSON_IsObject(body))
+        return mf_fail(ctx, MF_E_INVALID, "a rollout plan must be a JSON object");
+    if (mode == MF_PLAN_STRICT && strict_keys(ctx, body) < 0)
+        return MF_E_INVALID;
     if (!cJSON_IsArray(waves) || cJSON_GetArraySize(waves) < 1 ||
         cJSON_GetArraySize(waves) > MF_ROLLOUT_MAX_WAVES)
         return mf_fail(ctx, MF_E_INVALID, "field 'waves' must be an array of 1..%d waves",
@@ -168,14 +268,16 @@ int mf_rollout__plan_parse(struct mf_rollout_plan *out, struct mf_ctx *ctx, cons
     cJSON_ArrayForEach(it, waves)
     {
         if (err == MF_OK)
-            err = parse_wave(&out->waves[out->n_waves], ctx, it, out->n_waves);
+            err = parse_wave(&out->waves[out->n_waves], ctx, it, out->n_waves, mode);
         out->n_waves++;
     }
     cJSON_ArrayForEach(it, lines)
     {
         if (err == MF_OK)
-            err = parse_line(&out->lines[out->n_lines], ctx, it, out->n_lines);
+            err = parse_line(&out->lines[out->n_lines], ctx, it, out->n_lines, mode);
         out->n_lines++;
     }
+    if (err == MF_OK && mode == MF_PLAN_STRICT)
+        err = strict_lines(ctx, body, lines);
     return err;
 }

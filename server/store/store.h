@@ -102,6 +102,17 @@ struct mf_store_registry_ops {
     int (*delta_find)(struct mf_store_delta *out, struct mf_store *s, struct mf_ctx *ctx,
                       const char *from_sha256, const char *to_sha256);
     int (*delta_count)(int64_t *count_out, struct mf_store *s, struct mf_ctx *ctx);
+
+    /* Release lifecycle (migration 9; docs/rollouts.md): a release is published, not
+     * deployed, until it is promoted. release_set promotes the first release of a model (there
+     * is nothing to protect yet). release_promote makes released `version` the model's newest
+     * promotion (a no-op when it is already): MF_E_NOTFOUND when it is not released.
+     * promoted_latest: the release promoted last, which is the channel default
+     * (MF_E_NOTFOUND when none). */
+    int (*release_promote)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                           const char *version);
+    int (*promoted_latest)(struct mf_store_version *out, struct mf_store *s, struct mf_ctx *ctx,
+                           const char *model);
 };
 
 /* The fleet as devices report it. */

@@ -13,7 +13,7 @@
 /* Every version row is read through this one column list (read_version's order). */
 #define VERSION_SELECT                                                                             \
     "SELECT m.name, v.version, v.sha256, v.size, v.created_at, v.sequence, v.security_floor,"      \
-    " v.release_digest FROM model_versions v JOIN models m ON m.id = v.model_id"
+    " v.release_digest, v.promoted FROM model_versions v JOIN models m ON m.id = v.model_id"
 #define VERSIONS_LIST(C) VERSION_SELECT " ORDER BY m.name" C ", v.id"
 #define DELTA_COLUMNS "model, from_sha256, to_sha256, delta_sha256, size, format, created_at"
 
@@ -34,6 +34,11 @@ static const struct mf_sql sql_version_latest =
 static const struct mf_sql sql_release_latest =
     MF_SQL(VERSION_SELECT " WHERE m.name = ? AND v.sequence > 0 ORDER BY v.sequence DESC LIMIT 1",
            "version lookup");
+/* The channel default (migration 9): the release promoted last, not the newest published. */
+static const struct mf_sql sql_promoted_latest =
+    MF_SQL(VERSION_SELECT " WHERE m.name = ? AND v.sequence > 0 AND v.promoted > 0"
+                          " ORDER BY v.promoted DESC LIMIT 1",
+           "version lookup");
 static const struct mf_sql sql_versions_list = MF_SQL_ORDERED(VERSIONS_LIST, "listing versions");
 /* PostgreSQL runs at READ COMMITTED: the model's row is locked so two releases of one model
  * cannot both pass the sequence check (SQLite's BEGIN IMMEDIATE already serialises them); a
@@ -46,9 +51,19 @@ static const struct mf_sql sql_release_top =
            "reading the release sequence");
 static const struct mf_sql sql_release_set =
     MF_SQL("UPDATE model_versions SET sequence = ?, security_floor = ?,"
-           " release_digest = ?, release = ? WHERE version = ? AND sequence = 0"
+           " release_digest = ?, release = ?, promoted = ? WHERE version = ? AND sequence = 0"
            " AND model_id = (SELECT id FROM models WHERE name = ?)",
            "attaching a release");
+/* Under the model's lock (sql_release_lock), so two promotions never take one number. */
+static const struct mf_sql sql_promotion_read =
+    MF_SQL("SELECT v.promoted, (SELECT max(p.promoted) FROM model_versions p"
+           " WHERE p.model_id = v.model_id) FROM model_versions v JOIN models m"
+           " ON m.id = v.model_id WHERE m.name = ? AND v.version = ? AND v.sequence > 0",
+           "reading a promotion");
+static const struct mf_sql sql_release_promote =
+    MF_SQL("UPDATE model_versions SET promoted = ? WHERE version = ?"
+           " AND model_id = (SELECT id FROM models WHERE name = ?)",
+           "promoting a release");
 static const struct mf_sql sql_release_get =
     MF_SQL("SELECT v.release FROM model_versions v JOIN models m ON m.id = v.model_id"
            " WHERE m.name = ? AND v.version = ? AND v.sequence > 0",
@@ -105,9 +120,9 @@ static int registry_version_insert(struct mf_store *s, struct mf_ctx *ctx,
 
 static void read_version(struct mf_store_version *out, const struct mf_store_cursor *row)
 {
-    mf_store__cols(row, 0, "tttuiuut", MF_STORE_TEXT(out->model), MF_STORE_TEXT(out->version),
+    mf_store__cols(row, 0, "tttuiuutu", MF_STORE_TEXT(out->model), MF_STORE_TEXT(out->version),
                    MF_STORE_TEXT(out->sha256), &out->size, &out->created_at, &out->sequence,
-                   &out->security_floor, MF_STORE_TEXT(out->release_digest));
+                   &out->security_floor, MF_STORE_TEXT(out->release_digest), &out->promoted);
 }
 
 static int take_version(void *payload, const struct mf_store_cursor *row)
@@ -188,9 +203,10 @@ static int release_set_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_
                        (unsigned long long)v->sequence, v->model, (unsigned long long)top);
     (void)snprintf(missing, sizeof(missing), "no staged version '%s' of model '%s'", v->version,
                    v->model);
-    return mf_store__change(s, tx, ctx, MF_E_NOTFOUND, missing, &sql_release_set, "iitbtt",
+    /* The model's first release is promoted at once: no fleet runs an older one to protect. */
+    return mf_store__change(s, tx, ctx, MF_E_NOTFOUND, missing, &sql_release_set, "iitbitt",
                             (int64_t)v->sequence, (int64_t)v->security_floor, v->release_digest,
-                            a->env, a->len, v->version, v->model);
+                            a->env, a->len, (int64_t)(top == 0), v->version, v->model);
 }
 
 static int registry_release_set(struct mf_store *s, struct mf_ctx *ctx,
@@ -328,6 +344,52 @@ static int registry_delta_count(int64_t *count_out, struct mf_store *s, struct m
     return mf_store__first(&found, s, NULL, ctx, &sql_delta_count, read_i64, count_out, "");
 }
 
+static int registry_promoted_latest(struct mf_store_version *out, struct mf_store *s,
+                                    struct mf_ctx *ctx, const char *model)
+{
+    return version_query(out, s, ctx, &sql_promoted_latest, model, NULL);
+}
+
+struct promote_args {
+    const char *model, *version;
+};
+
+static int read_promotion(void *payload, const struct mf_store_cursor *row)
+{
+    int64_t *p = payload;
+
+    p[0] = mf_store__col_i64(row, 0);
+    p[1] = mf_store__col_i64(row, 1);
+    return MF_OK;
+}
+
+static int promote_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx, void *arg)
+{
+    const struct promote_args *a = arg;
+    int64_t p[2] = {0, 0}; /* this release's promotion, the model's newest */
+    int found = 0;
+    int err = mf_store__run(NULL, s, tx, ctx, &sql_release_lock, NULL, NULL, "t", a->model);
+
+    if (err == MF_OK)
+        err = mf_store__first(&found, s, tx, ctx, &sql_promotion_read, read_promotion, p, "tt",
+                              a->model, a->version);
+    if (err == MF_OK && !found)
+        return mf_fail(ctx, MF_E_NOTFOUND, "version '%s' of model '%s' is not released", a->version,
+                       a->model);
+    if (err < 0 || (p[0] > 0 && p[0] == p[1]))
+        return err; /* the newest promotion already: what was asked */
+    return mf_store__run(NULL, s, tx, ctx, &sql_release_promote, NULL, NULL, "itt", p[1] + 1,
+                         a->version, a->model);
+}
+
+static int registry_release_promote(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                                    const char *version)
+{
+    struct promote_args a = {model, version};
+
+    return mf_store__in_tx(s, ctx, promote_tx, &a);
+}
+
 /* clang-format off */
 const struct mf_store_registry_ops mf_store__registry_ops = {
     .version_insert = registry_version_insert, .version_get = registry_version_get,
@@ -336,6 +398,7 @@ const struct mf_store_registry_ops mf_store__registry_ops = {
     .release_latest = registry_release_latest, .trust_put = registry_trust_put,
     .trust_latest = registry_trust_latest, .trust_roots_after = registry_trust_roots_after,
     .delta_insert = registry_delta_insert, .delta_find = registry_delta_find,
-    .delta_count = registry_delta_count,
+    .delta_count = registry_delta_count, .release_promote = registry_release_promote,
+    .promoted_latest = registry_promoted_latest,
 };
 /* clang-format on */

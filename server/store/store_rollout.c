@@ -12,7 +12,7 @@
 
 #define ROLLOUT_COLUMNS                                                                            \
     "id, model, version, prev_version, state, wave, wave_started_at, created_at, updated_at,"      \
-    " plan, breach"
+    " plan, breach, soak_started_at, control"
 #define TELEMETRY_LIST(C)                                                                          \
     "SELECT device_id, model, version, report, reported_at FROM telemetry"                         \
     " WHERE model = ? ORDER BY device_id" C ", version" C
@@ -27,12 +27,13 @@ static const struct mf_sql sql_telemetry_put =
 static const struct mf_sql sql_telemetry_list = MF_SQL_ORDERED(TELEMETRY_LIST, "listing telemetry");
 static const struct mf_sql sql_rollout_insert =
     MF_SQL("INSERT INTO rollouts(model, version, prev_version, state, wave,"
-           " wave_started_at, created_at, updated_at, plan, breach)"
-           " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+           " wave_started_at, created_at, updated_at, plan, breach, soak_started_at, control)"
+           " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
            "creating a rollout");
 static const struct mf_sql sql_rollout_update =
     MF_SQL("UPDATE rollouts SET state = ?1, wave = ?2, wave_started_at = ?3, updated_at = ?4,"
-           " breach = ?5 WHERE id = ?6 AND (?7 = '' OR state = ?7)",
+           " breach = ?5, soak_started_at = ?8, control = ?9 WHERE id = ?6"
+           " AND (?7 = '' OR state = ?7)",
            "updating a rollout");
 static const struct mf_sql sql_rollout_get =
     MF_SQL_LIST("SELECT " ROLLOUT_COLUMNS " FROM rollouts WHERE id = ?", "reading a rollout");
@@ -89,22 +90,24 @@ static int rollout_put(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_r
 
     if (r->id == 0)
         return mf_store__first(&found, s, NULL, ctx, &sql_rollout_insert, take_id, &r->id,
-                               "ttttiiiitt", r->model, r->version, r->prev_version, r->state,
+                               "ttttiiiittit", r->model, r->version, r->prev_version, r->state,
                                (int64_t)r->wave, r->wave_started_at, r->created_at, r->updated_at,
-                               r->plan, r->breach);
+                               r->plan, r->breach, r->soak_started_at, r->control);
     (void)snprintf(missing, sizeof(missing), "rollout %lld is unknown or no longer %s",
                    (long long)r->id, expect_state[0] ? expect_state : "there");
     return mf_store__change(s, NULL, ctx, expect_state[0] ? MF_E_STATE : MF_E_NOTFOUND, missing,
-                            &sql_rollout_update, "tiiitit", r->state, (int64_t)r->wave,
-                            r->wave_started_at, r->updated_at, r->breach, r->id, expect_state);
+                            &sql_rollout_update, "tiiititit", r->state, (int64_t)r->wave,
+                            r->wave_started_at, r->updated_at, r->breach, r->id, expect_state,
+                            r->soak_started_at, r->control);
 }
 
 static void read_rollout(struct mf_store_rollout *r, const struct mf_store_cursor *row)
 {
-    mf_store__cols(row, 0, "ittttniiitt", &r->id, MF_STORE_TEXT(r->model),
+    mf_store__cols(row, 0, "ittttniiittit", &r->id, MF_STORE_TEXT(r->model),
                    MF_STORE_TEXT(r->version), MF_STORE_TEXT(r->prev_version),
                    MF_STORE_TEXT(r->state), &r->wave, &r->wave_started_at, &r->created_at,
-                   &r->updated_at, MF_STORE_TEXT(r->plan), MF_STORE_TEXT(r->breach));
+                   &r->updated_at, MF_STORE_TEXT(r->plan), MF_STORE_TEXT(r->breach),
+                   &r->soak_started_at, MF_STORE_TEXT(r->control));
 }
 
 static int copy_rollout(void *payload, const struct mf_store_cursor *row)

@@ -325,11 +325,23 @@ const struct mf_store_migration mf_store__schema_table = {
     "  delivered_at " T(INT) " NOT NULL DEFAULT 0," \
     "  UNIQUE (webhook_id, event_id));" \
     "CREATE INDEX webhook_outbox_due ON webhook_outbox(state, next_at);"
+
+/* 11: published is not deployed (docs/rollouts.md, "Release lifecycle"). model_versions.promoted:
+ * the promotion order within the model (0: released, never promoted); the channel default is
+ * the highest promoted release, no longer the highest sequence. Releases made before keep what
+ * they did then: the highest sequence stays the default. rollouts.soak_started_at: when enough
+ * of the wave first reported the new version (0: waiting for evidence); rollouts.control: the
+ * control group's figures when the current wave was admitted. */
+#define MIGRATION_11(T) \
+    "ALTER TABLE model_versions ADD COLUMN promoted " T(INT) " NOT NULL DEFAULT 0;" \
+    "UPDATE model_versions SET promoted = sequence WHERE sequence > 0;" \
+    "ALTER TABLE rollouts ADD COLUMN soak_started_at " T(INT) " NOT NULL DEFAULT 0;" \
+    "ALTER TABLE rollouts ADD COLUMN control TEXT NOT NULL DEFAULT '';"
 /* clang-format on */
 
 const struct mf_store_migration mf_store__migrations[] = {
-    {.n = 1, BOTH(MIGRATION_1)},   {.n = 2, BOTH(MIGRATION_2)}, {.n = 3, BOTH(MIGRATION_3)},
-    {.n = 4, BOTH(MIGRATION_4)},   {.n = 5, BOTH(MIGRATION_5)}, {.n = 6, BOTH(MIGRATION_6)},
-    {.n = 7, BOTH(MIGRATION_7)},   {.n = 8, BOTH(MIGRATION_8)}, {.n = 9, BOTH(MIGRATION_9)},
-    {.n = 10, BOTH(MIGRATION_10)},
+    {.n = 1, BOTH(MIGRATION_1)},   {.n = 2, BOTH(MIGRATION_2)},   {.n = 3, BOTH(MIGRATION_3)},
+    {.n = 4, BOTH(MIGRATION_4)},   {.n = 5, BOTH(MIGRATION_5)},   {.n = 6, BOTH(MIGRATION_6)},
+    {.n = 7, BOTH(MIGRATION_7)},   {.n = 8, BOTH(MIGRATION_8)},   {.n = 9, BOTH(MIGRATION_9)},
+    {.n = 10, BOTH(MIGRATION_10)}, {.n = 11, BOTH(MIGRATION_11)},
 };

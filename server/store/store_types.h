@@ -30,6 +30,9 @@ struct mf_store_version {
     uint64_t sequence;
     uint64_t security_floor;
     char release_digest[MF_SHA256_HEX_LEN + 1]; /* SHA-256 of the release payload */
+    /* Appended with migration 9: the promotion order within the model, 0 while the release
+     * is published but not promoted. The channel default is the highest promoted release. */
+    uint64_t promoted;
 };
 
 /* Trust documents the server stores and hands to devices (kinds of trust_put/trust_latest). */
@@ -254,6 +257,7 @@ struct mf_store_telemetry {
 
 #define MF_STORE_PLAN_MAX (8u * 1024u) /* a rollout plan's JSON text */
 #define MF_STORE_BREACH_MAX 255        /* the breach record, one line */
+#define MF_STORE_CONTROL_MAX 1023      /* a control group's figures, JSON (migration 9) */
 
 /* A rollout of `version` of `model`, replacing `prev_version` (docs/rollouts.md). */
 struct mf_store_rollout {
@@ -267,6 +271,13 @@ struct mf_store_rollout {
     int64_t created_at, updated_at;
     char plan[MF_STORE_PLAN_MAX + 1];
     char breach[MF_STORE_BREACH_MAX + 1]; /* "" unless halted by a red line */
+    /* Appended with migration 9: when min_devices of the current wave first reported the
+     * new version; 0 while the wave waits for that evidence (its soak has not started). */
+    int64_t soak_started_at;
+    /* The control group's figures when the current wave was admitted (JSON; "" before the
+     * first advance): what relative lines compare with once no device is left outside the
+     * admitted waves (a last wave of 100 %). */
+    char control[MF_STORE_CONTROL_MAX + 1];
 };
 
 struct mf_store_rollout_event {

@@ -134,8 +134,11 @@ fi
 if [ "$state" = published ]; then
     check "d2 went out as a canary of d1" sh -c "mfctl_admin() { :; }; $BIN/mfctl --server $MF_URL \
         --token-file $MF_ADMIN_TOKEN_FILE rollout status --json | grep -q '\"version\":\"d2\",\"previous\":\"d1\"'"
-    check "the publish guard was cleared" sh -c "! $BIN/mfctl --server $MF_URL --token-file \
-        $MF_ADMIN_TOKEN_FILE pins --json | grep -q '\"scope\":\"fleet\"'"
+    check "no fleet rollback is set (an unpromoted release needs no guard)" sh -c "! $BIN/mfctl \
+        --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE pins --json | grep -q '\"scope\":\"fleet\"'"
+    check "d2 is published, not promoted: the fleet default stays d1" sh -c "$BIN/mfctl \
+        --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE versions fashion | grep ' d2 ' \
+        | grep -q 'not promoted'"
 else
     check "a rejected candidate publishes nothing" test "$(versions_count)" = 1
 fi

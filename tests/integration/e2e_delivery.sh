@@ -105,7 +105,7 @@ check "  ... the device stays on v1" agent devA
 check "mfctl publish without a release key is refused" bash -c "! '$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' publish detector v8 '$work/v2.bin' 2>/dev/null"
 
 # --- a blob whose bytes do not match its signed chunk hashes ---------------------------------
-check "publish v2" mf_publish detector v2 "$work/v2.bin"
+check "publish v2" mf_deploy detector v2 "$work/v2.bin"
 v2sha=$(sha256sum "$work/v2.bin" | cut -c1-64)
 blob="$work/server/blobs/${v2sha:0:2}/$v2sha"
 check "v2 blob stored content-addressed" test -f "$blob"
@@ -150,8 +150,10 @@ evil_digest=$(sed -n 's/.*"payload":"\([^"]*\)".*/\1/p' "$work/evil-release.json
 evil_hex=$(od -An -v -tx1 "$work/evil-release.json" | tr -d ' \n')
 evil_blob="X'$evil_hex'"
 [ -n "${MF_TEST_STORE_URL:-}" ] && evil_blob="decode('$evil_hex', 'hex')"
+# With the store they can mark it promoted too (the channel default), as a release a rollout
+# finished would be.
 check "attacker inserts an unreleased version with a forged release" store_sql \
-    "INSERT INTO model_versions(model_id, version, sha256, size, created_at, sequence, security_floor, release_digest, release) SELECT id, 'v666', '$evilsha', 65536, 0, 1000, 0, '$evil_digest', $evil_blob FROM models WHERE name = 'detector'"
+    "INSERT INTO model_versions(model_id, version, sha256, size, created_at, sequence, security_floor, release_digest, release, promoted) SELECT id, 'v666', '$evilsha', 65536, 0, 1000, 0, '$evil_digest', $evil_blob, 1000 FROM models WHERE name = 'detector'"
 check "the device refuses the director-signed assignment of it" bash -c "! '$BIN/mf-agent' --config '$work/devA.json' run --once >'$work/devA-evil.log' 2>&1"
 check "  ... because no release key signed it" grep -q 'assignment refused.*unknown or revoked key' "$work/devA-evil.log"
 check "  ... and never downloads it" bash -c "! grep -q 'installing v666' '$work/devA-evil.log'"
@@ -200,10 +202,10 @@ kill "$replay_pid" 2>/dev/null; wait "$replay_pid" 2>/dev/null
 # --- security floor: an assigned release below the device's floor ----------------------------
 mf_make_model "$work/v3.bin" 1048576 e2e-v3
 mf_make_model "$work/v4.bin" 1048576 e2e-v4
-check "publish v3 with security floor 5" mf_publish detector v3 "$work/v3.bin" --security-floor 5
+check "publish v3 with security floor 5" mf_deploy detector v3 "$work/v3.bin" --security-floor 5
 check "the device installs v3 and records floor 5" agent devA
 check "  ... (status shows it)" bash -c "'$BIN/mf-agent' --config '$work/devA.json' status | grep -q 'floor 5'"
-check "publish v4 with security floor 2 (newer sequence, lower floor)" mf_publish detector v4 "$work/v4.bin" --security-floor 2
+check "publish v4 with security floor 2 (newer sequence, lower floor)" mf_deploy detector v4 "$work/v4.bin" --security-floor 2
 check "the device refuses v4 although it is assigned" bash -c "! '$BIN/mf-agent' --config '$work/devA.json' run --once >'$work/devA-floor.log' 2>&1"
 check "  ... as below its security floor" grep -q 'below security floor' "$work/devA-floor.log"
 active=$(mf_active_path "$work/devA" detector)
@@ -220,12 +222,12 @@ mf_make_model "$work/v5.bin" 1048576 e2e-v5
 mf_make_model "$work/v6.bin" 1048576 e2e-v6
 check "attacker sets devA's director sequence to 2^53 - 1" store_sql \
     "UPDATE devices SET assign_seq = 9007199254740991 WHERE device_id = 'devA'"
-check "publish v5 (floor 5)" mf_publish detector v5 "$work/v5.bin" --security-floor 5
+check "publish v5 (floor 5)" mf_deploy detector v5 "$work/v5.bin" --security-floor 5
 check "the device accepts the genuine v5 assigned at sequence 2^53" agent devA
 check "  ... installs it" cmp -s "$(mf_active_path "$work/devA" detector)" "$work/v5.bin"
 check "  ... and records sequence 2^53" bash -c "'$BIN/mf-agent' --config '$work/devA.json' status | grep -q 'sequence 9007199254740992'"
 check "ops restore the store's sequence" store_sql "UPDATE devices SET assign_seq = 0 WHERE device_id = 'devA'"
-check "publish v6 (floor 5)" mf_publish detector v6 "$work/v6.bin" --security-floor 5
+check "publish v6 (floor 5)" mf_deploy detector v6 "$work/v6.bin" --security-floor 5
 check "the frozen device refuses the genuine v6" bash -c "! '$BIN/mf-agent' --config '$work/devA.json' run --once >'$work/devA-frozen.log' 2>&1"
 check "  ... as a replayed sequence" grep -q 'assignment refused.*replayed sequence' "$work/devA-frozen.log"
 "$BIN/mfctl" keys gen "$work/director2.pem" >/dev/null
@@ -254,7 +256,7 @@ mf_agent_config "$work/devB.json" devB "$work/devB" "$MF_ENROLL_TOKEN_FILE" clas
 check "publish classifier c1" mf_publish classifier c1 "$work/c1.bin"
 check "devB installs c1" agentB run --once
 deltas=$(mf_metric mf_deltas_computed_total)
-check "publish classifier c2 (a 64 KiB change)" mf_publish classifier c2 "$work/c2.bin"
+check "publish classifier c2 (a 64 KiB change)" mf_deploy classifier c2 "$work/c2.bin"
 # Bounded wait (60 s: sanitizer builds encode slowly) until c2's delta job is done: every job
 # finished (under load an earlier model's job can finish first) and a delta was stored.
 mf_wait_jobs 60 || echo "delta jobs still busy after 60 s"
@@ -270,7 +272,7 @@ check "  ... c1 still active" cmp -s "$(mf_active_path "$work/devB" classifier)"
 check "  ... the server saw the rollback" bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' devices | grep -E 'devB +.*classifier' | grep -q 'rolled back'"
 check "  ... mfctl devices: devB runs c1, rolled back from c2" bash -c "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' devices | grep -Eq 'devB +[^ ]+ +classifier +c1 +rolled back +c2 +manual rollback'"
 check "mf-agent pin classifier (to c1)" agentB pin classifier
-check "publish classifier c3" mf_publish classifier c3 "$work/c3.bin"
+check "publish classifier c3" mf_deploy classifier c3 "$work/c3.bin"
 check "a pinned device stays on c1" agentB run --once
 check "  ... c1 still active" cmp -s "$(mf_active_path "$work/devB" classifier)" "$work/c1.bin"
 check "  ... status shows the pin" bash -c "'$BIN/mf-agent' --config '$work/devB.json' status | grep -q 'pinned: c1'"
@@ -279,12 +281,12 @@ check "unpinned, it updates to c3" agentB run --once
 check "  ... c3 active" cmp -s "$(mf_active_path "$work/devB" classifier)" "$work/c3.bin"
 check "mf-agent rejects a command without a model" bash -c "'$BIN/mf-agent' --config '$work/devB.json' pin; test \$? -eq 2"
 mf_make_model "$work/c4.bin" 1048576 e2e-c4
-check "publish classifier c4" mf_publish classifier c4 "$work/c4.bin"
+check "publish classifier c4" mf_deploy classifier c4 "$work/c4.bin"
 check "check-now without a daemon runs one step" agentB check-now
 check "  ... c4 active" cmp -s "$(mf_active_path "$work/devB" classifier)" "$work/c4.bin"
 sed -i 's/"log_level": "info"/"log_level": "info", "confirm": "manual"/' "$work/devB.json"
 mf_make_model "$work/c5.bin" 1048576 e2e-c5
-check "publish classifier c5" mf_publish classifier c5 "$work/c5.bin"
+check "publish classifier c5" mf_deploy classifier c5 "$work/c5.bin"
 check "with confirm manual, c5 installs pending" agentB run --once
 check "  ... status shows PENDING" bash -c "'$BIN/mf-agent' --config '$work/devB.json' status | grep -q 'c5 .*PENDING'"
 check "mf-agent confirm classifier" agentB confirm classifier

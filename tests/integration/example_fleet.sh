@@ -138,7 +138,7 @@ check "sample-check without a dataset is a usage error (2)" \
 
 # A broken file is refused by the app: the agent reverts, the device stays on v1.
 head -c 3000 /dev/urandom >"$work/broken.safetensors"
-check "v2 (not a student file) published" mf_publish digits v2 "$work/broken.safetensors"
+check "v2 (not a student file) published" mf_deploy digits v2 "$work/broken.safetensors"
 check "the fleet runs a pass" fleet 1
 check "  ... every device refused v2" stats "v['v2']['rejected'] == $devices and \
     v['v2']['images'] == 0"
@@ -150,7 +150,7 @@ check "  ... the server saw the rollbacks" bash -c "'$BIN/mfctl' --server '$MF_U
 
 # The next version by delta: the server precomputes it from what the fleet runs.
 check "v3 (the student trained a little more) published" \
-    mf_publish digits v3 "$work/student-2.safetensors"
+    mf_deploy digits v3 "$work/student-2.safetensors"
 mf_wait_jobs 60 || echo "delta jobs still busy after 60 s"
 check "the fleet runs a pass" fleet 1
 check "  ... every device on v3" stats "v['v3']['devices'] == $devices"

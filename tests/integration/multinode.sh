@@ -115,11 +115,11 @@ alternate() {
 check "8 check-ins alternating nodes agree on v1, sequence strictly increasing" alternate 8 v1
 publish_via_b() {
     local MF_URL=$url_b
-    mf_publish "$@"
+    mf_deploy "$@"
 }
 check "publish v2 through node B" publish_via_b detector v2 "$work/v2.bin"
 check "both nodes assign v2 at once, sequence still increasing" alternate 6 v2 "$(cat "$work/last-seq")"
-check "publish v3 through node A" mf_publish detector v3 "$work/v3.bin"
+check "publish v3 through node A" mf_deploy detector v3 "$work/v3.bin"
 check "both nodes assign v3" alternate 4 v3 "$(cat "$work/last-seq")"
 
 # Pins raise the store generation too: both nodes have just answered cam-1 with no pin on

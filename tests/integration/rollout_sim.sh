@@ -11,6 +11,13 @@
 #   offload  2.4x the offload rate     (each: halted in wave 0, the fleet ends on v1)
 #   actions  pause keeps the wave, resume, manual rollback with 5 devices offline: the
 #            others go back to v1 at once, the offline ones when they return
+# Every scenario first checks that publishing v2 deploys nothing (the fleet stays on the
+# promoted v1) and that plan typos and empty red lines are refused naming the key.
+#   early     the rollout is created before any device has reported: it does not advance
+#             (nor soak) on time alone; once the fleet runs it advances to done and v2 is
+#             promoted
+#   early_p99 the same, v2 at 2x latency: the canary's devices never ran v1 (no history),
+#             it halts against the concurrent control group (devices outside the wave)
 # Usage: rollout_sim.sh BIN_DIR SCENARIO   (ctest: integration_rollout_<scenario>)
 set -uo pipefail
 BIN=$1
@@ -55,9 +62,19 @@ check "trust installed" mf_trust_setup "$work/keys"
 mf_make_model "$work/v1.bin" 40000 1
 mf_make_model "$work/v2.bin" 40000 2
 check "v1 published" mf_publish det v1 "$work/v1.bin"
-check "the fleet enrolls and installs v1" sim 3
-check "  ... all $devices devices on v1" on v1 "$devices"
+early=0
+case $scenario in early | early_p99) early=1 ;; esac
+if [ "$early" -eq 0 ]; then
+    check "the fleet enrolls and installs v1" sim 3
+    check "  ... all $devices devices on v1" on v1 "$devices"
+fi
 check "v2 published" mf_publish det v2 "$work/v2.bin"
+check "  ... released, not promoted" sh -c "\"$BIN/mfctl\" --server $MF_URL \
+    --token-file $MF_ADMIN_TOKEN_FILE versions det | grep -q ' v2 .*not promoted'"
+if [ "$early" -eq 0 ]; then
+    check "publish without a rollout leaves the fleet on v1" sim 3
+    check "  ... all $devices devices still on v1" on v1 "$devices"
+fi
 cat >"$work/plan.json" <<'JSON'
 {"soak_s": 1, "min_devices": 2,
  "waves": [{"percent": 10}, {"percent": 50}, {"percent": 100}],
@@ -66,11 +83,27 @@ cat >"$work/plan.json" <<'JSON'
                {"metric": "health_rollback_rate", "max": 0.1},
                {"metric": "offload_rate", "relative": 1.5}]}
 JSON
+echo '{"soak": 30, "waves": [{"percent": 100}], "red_lines": []}' >"$work/typo.json"
+echo '{"soak_s": 30, "waves": [{"percent": 100}], "red_lines": []}' >"$work/nolines.json"
+refused() { # refused PLAN TEXT: the create fails and its message names TEXT
+    ! mfctl_admin rollout create det v2 "$1" >/dev/null 2>"$work/refused.err" &&
+        grep -q "$2" "$work/refused.err"
+}
+check "a plan typo is refused naming the key (400)" refused "$work/typo.json" "unknown key 'soak'"
+check "empty red_lines without allow_no_red_lines is refused" \
+    refused "$work/nolines.json" "allow_no_red_lines"
+check "mfctl promote without --force is refused" sh -c "! \"$BIN/mfctl\" --server $MF_URL \
+    --token-file $MF_ADMIN_TOKEN_FILE promote det v2 2>/dev/null"
 case $scenario in
-actions) echo '{"soak_s": 3600, "waves": [{"percent": 100}]}' >"$work/plan.json" ;;
+actions)
+    echo '{"soak_s": 3600, "waves": [{"percent": 100}], "allow_no_red_lines": true}' \
+        >"$work/plan.json"
+    ;;
 esac
 check "rollout of v2 created" mfctl_admin rollout create det v2 "$work/plan.json"
 check "  ... running in wave 1 of its plan" state_is running
+check "  ... previous is the promoted v1" sh -c "\"$BIN/mfctl\" --server $MF_URL \
+    --token-file $MF_ADMIN_TOKEN_FILE rollout status 1 --json | grep -q '\"previous\":\"v1\"'"
 
 halted_on() { # halted_on METRIC V2_BEHAVIOUR: the rollout halts on METRIC, the fleet ends on v1
     check "v2 ($2): the rollout halts" run_until halted 40 --behave "v2:$2"
@@ -124,8 +157,40 @@ good)
     mfctl_admin versions stats det >"$work/stats.txt"
     check "versions stats lists both versions with P99" \
         sh -c "grep -q '^v1 ' '$work/stats.txt' && grep -q '^v2 ' '$work/stats.txt' && grep -q P99_US '$work/stats.txt'"
+    check "  ... and v2 is promoted, the channel default" sh -c "\"$BIN/mfctl\" --server \
+        $MF_URL --token-file $MF_ADMIN_TOKEN_FILE versions det | grep ' v2 ' | grep -qv 'not promoted'"
     ;;
-p99) halted_on p99_latency_us lat=2000,mem=40M,offload=5 ;;
+early | early_p99)
+    # Created before any device reported: a soak of 1 s passes many times over, nothing moves.
+    sleep 4
+    mfctl_admin rollout status 1 >"$work/status.txt"
+    check "no reports: still in wave 1 after 4 s of a 1 s soak" \
+        grep -q "state running  wave 1 of 3" "$work/status.txt"
+    check "  ... the soak has not started" grep -q "waiting for devices" "$work/status.txt"
+    check "  ... and every red line is waiting" \
+        test "$(grep -c ' waiting (' "$work/status.txt")" -eq 4
+    if [ "$scenario" = early ]; then
+        check "the fleet runs: every wave advances to done" run_until done 60 \
+            --behave v2:lat=1000,mem=40M,offload=5
+        mfctl_admin rollout status 1 >"$work/status.txt"
+        check "  ... each wave soaked from its evidence" \
+            test "$(grep -c ' soaking ' "$work/status.txt")" -eq 3
+        check "  ... v2 promoted: the fleet ends on v2" sim 4 --behave v2:lat=1000,mem=40M,offload=5
+        check "  ... all $devices devices" on v2 "$devices"
+    else
+        halted_on p99_latency_us lat=2000,mem=40M,offload=5
+        check "  ... judged against the concurrent control group" \
+            grep -q "x control .* control [1-9][0-9]* devices" "$work/status.txt"
+    fi
+    ;;
+p99)
+    halted_on p99_latency_us lat=2000,mem=40M,offload=5
+    mf_make_model "$work/v3.bin" 40000 3
+    check "v3 published" mf_publish det v3 "$work/v3.bin"
+    check "v3's rollout falls back to v1, never the halted v2" sh -c "\"$BIN/mfctl\" \
+        --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE rollout create det v3 \
+        '$work/plan.json' --json | grep -q '\"previous\":\"v1\"'"
+    ;;
 memory) halted_on peak_memory lat=1000,mem=60M,offload=5 ;;
 health) halted_on health_rollback_rate lat=1000,mem=40M,offload=5,health=fail ;;
 offload) halted_on offload_rate lat=1000,mem=40M,offload=12 ;;

@@ -87,7 +87,7 @@ publish() { # publish VERSION: mostly a small change of the last one (a delta), 
     fi
     cp "$work/$v.bin" "$work/last.bin"
     sha256sum <"$work/$v.bin" | cut -c1-64 >>"$work/published"
-    mf_publish detector "$v" "$work/$v.bin" >/dev/null
+    mf_deploy detector "$v" "$work/$v.bin" >/dev/null
 }
 run_once() { "$BIN/mf-agent" --config "$work/dev.json" run --once >>"$work/agent.log" 2>&1; }
 

@@ -10,6 +10,7 @@
 #include "distill/job/distill_job.h"
 #include "common/argv_pack.h"
 #include "mf_json.h"
+#include "rollout/rollout_plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +215,23 @@ static void model_defaults(struct mf_distill_model_cfg *m, const char *name)
     m->chunk_size = 65536;
 }
 
+/* The canary plan, read as POST /v1/admin/rollouts reads it, so a typo fails the config
+ * here and not the publish of a candidate hours later. */
+static int check_plan(struct mf_ctx *ctx, const char *model, const cJSON *rollout)
+{
+    struct mf_rollout_plan *plan = mf_calloc(NULL, 1, sizeof(*plan));
+    int err = plan ? mf_rollout__plan_parse(plan, ctx, rollout, MF_PLAN_STRICT)
+                   : mf_fail(ctx, MF_E_NOMEM, "out of memory reading the distill config");
+
+    char why[MF_ERRMSG_MAX];
+
+    mf_free(NULL, plan);
+    if (err != MF_E_INVALID)
+        return err;
+    (void)snprintf(why, sizeof(why), "%s", mf_ctx__errmsg(ctx));
+    return mf_fail(ctx, err, "distill config: models.%s: 'rollout': %s", model, why);
+}
+
 static int parse_model(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const cJSON *obj)
 {
     static const char *const keys[] = {"data",         "trainer",     "samples",
@@ -247,6 +265,8 @@ static int parse_model(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const
         err = get_num(&m->gate_tolerance, ctx, m->model, obj, "gate_tolerance", 0, 1);
     if (err == MF_OK && rollout && !cJSON_IsObject(rollout))
         err = bad(ctx, m->model, "rollout", "must be a rollout plan object (docs/rollouts.md)");
+    if (err == MF_OK && rollout)
+        err = check_plan(ctx, m->model, rollout);
     if (err == MF_OK && rollout) {
         m->rollout_plan = cJSON_PrintUnformatted(rollout);
         if (!m->rollout_plan)

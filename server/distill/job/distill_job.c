@@ -42,7 +42,8 @@ static int copy_row(void *payload, const struct mf_store_distill_run *r)
 
 /* The version the fleet runs, which the candidate must beat: the newest rollout decides
  * (done: its version; halted, rolled back or aborted: its previous one); without
- * rollouts, the newest release. "" when the model has no release yet. */
+ * rollouts, the promoted release (the channel default). "" when the model has no release
+ * yet. */
 struct newest {
     struct mf_store_rollout r;
     int seen;
@@ -74,7 +75,7 @@ static int find_parent(char *parent, struct mf_ctx *ctx, struct mf_store *s, con
         (void)snprintf(parent, MF_STORE_NAME_SIZE, "%s",
                        strcmp(n->r.state, "done") == 0 ? n->r.version : n->r.prev_version);
     if (err == MF_OK && !n->seen) {
-        err = s->ops->registry->release_latest(&v, s, ctx, model);
+        err = s->ops->registry->promoted_latest(&v, s, ctx, model);
         if (err == MF_OK)
             (void)snprintf(parent, MF_STORE_NAME_SIZE, "%s", v.version);
         err = err == MF_E_NOTFOUND ? MF_OK : err;

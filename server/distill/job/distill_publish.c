@@ -4,10 +4,12 @@
  * blob is stored and the version staged (invisible to devices), its deltas from the fleet's
  * versions are made (so the canary's devices download deltas), the release is signed with
  * the loop's release key and verified against the server's trust documents exactly as a
- * device will verify it, and only then attached. With a parent and a canary plan, a fleet
- * rollback to the parent is set first and cleared once the rollout exists, so no device
- * can be offered the new release outside the canary's waves between the two writes. The
- * calibration histogram lets the offload policy fit the new version's threshold at once.
+ * device will verify it, and only then attached. Published is not deployed (docs/rollouts.md,
+ * "Release lifecycle"): the attached release is not promoted, so the fleet stays on the
+ * promoted parent; with a canary plan the loop creates the rollout that proves it and
+ * promotes it after its last wave, like any ops rollout; without one it waits for ops. Only a
+ * model's first release is promoted on publish (nothing to protect). The calibration
+ * histogram lets the offload policy fit the new version's threshold at once.
  */
 #include "distill/job/distill_job.h"
 #include "mf_json.h"
@@ -125,7 +127,7 @@ static int verify_release(struct mf_store_version *v, struct mf_ctx *ctx, struct
     return err;
 }
 
-/* Attaches the release and, with a canary, creates the rollout under the guard. */
+/* Attaches the release (not promoted) and, with a parent and a plan, creates its canary. */
 static int release_and_canary(struct mf_distill_published *out, struct mf_ctx *ctx,
                               struct mf_store *s, const struct mf_distill_model_cfg *c,
                               const char *parent, struct mf_store_version *v, const uint8_t *env,
@@ -140,20 +142,20 @@ static int release_and_canary(struct mf_distill_published *out, struct mf_ctx *c
                                       MF_JSON_DEPTH_DEFAULT, "rollout plan")
                      : MF_OK;
 
-    if (err == MF_OK && canary)
-        err = mf_rollout__fleet_rollback(s, ctx, c->model, parent, (int64_t)time(NULL));
     if (err == MF_OK)
         err = s->ops->registry->release_set(s, ctx, v, env, env_len);
-    if (err == MF_OK && canary) {
+    /* On a failed create the release stays published and unpromoted: the fleet remains on
+     * the parent, which is the safe state, and the run's error says why. */
+    if (err == MF_OK && canary)
         err =
             mf_rollout__create(&r, s, ctx, c->model, v->version, parent, plan, (int64_t)time(NULL));
-        if (err == MF_OK)
-            out->rollout_id = r.id;
-        /* On failure the guard stays: the fleet remains on the parent, which is the safe
-         * state; the run's error says so and ops clear it with `mfctl rollback stop`. */
-    }
     if (err == MF_OK && canary)
-        err = s->ops->director->pin_clear(s, ctx, MF_STORE_PIN_FLEET, "*", c->model);
+        out->rollout_id = r.id;
+    if (err == MF_OK && parent[0] && !canary)
+        MF_LOG_INFO(ctx,
+                    "%s %s published, not promoted: no rollout plan in the distill config; "
+                    "the fleet stays on %s until ops roll it out",
+                    c->model, v->version, parent);
     cJSON_Delete(plan);
     return err;
 }

@@ -23,7 +23,7 @@ struct cache_fixture {
 static int cache_setup(void **state)
 {
     struct cache_fixture *f = calloc(1, sizeof(*f));
-    struct mf_store_version v = {"det", "v1", "", 10, 100, 1, 0, ""};
+    struct mf_store_version v = {"det", "v1", "", 10, 100, 1, 0, "", 0};
     uint8_t hash[MF_SHA256_LEN] = {1};
 
     assert_non_null(f);
@@ -91,9 +91,9 @@ static void test_checkin_cache__serves_kept_values(void **state)
     struct mf_dynbuf env;
     uint64_t kv = 0;
 
-    assert_int_equal(mf_ccache__release_latest(&got, &v, "det"), MF_OK);
+    assert_int_equal(mf_ccache__promoted_latest(&got, &v, "det"), MF_OK);
     assert_string_equal(got.version, "v1");
-    assert_int_equal(mf_ccache__release_latest(&got, &v, "det"), MF_OK);
+    assert_int_equal(mf_ccache__promoted_latest(&got, &v, "det"), MF_OK);
     assert_int_equal(mf_ccache__trust_latest(&kv, &env, &v, MF_STORE_TRUST_KEYS), MF_OK);
     assert_int_equal(kv, 1);
     expect_text(&env, "keys-1");
@@ -124,7 +124,7 @@ static void test_checkin_cache__notfound_until_the_generation_moves(void **state
 {
     struct cache_fixture *f = *state;
     struct mf_ccache_view v = view_now(f);
-    struct mf_store_version w = {"det", "v2", "", 20, 200, 2, 1, ""}, got;
+    struct mf_store_version w = {"det", "v2", "", 20, 200, 2, 1, "", 0}, got;
 
     assert_int_equal(mf_ccache__version_get(&got, &v, "det", "v2"), MF_E_NOTFOUND);
     assert_int_equal(mf_ccache__version_get(&got, &v, "det", "v2"), MF_E_NOTFOUND);
@@ -140,7 +140,14 @@ static void test_checkin_cache__notfound_until_the_generation_moves(void **state
     v = view_now(f);
     assert_int_equal(mf_ccache__version_get(&got, &v, "det", "v2"), MF_OK);
     assert_int_equal(got.size, 20);
-    assert_int_equal(mf_ccache__release_latest(&got, &v, "det"), MF_OK);
+    /* Published is not deployed: the channel default stays on the promoted v1 ... */
+    assert_int_equal(mf_ccache__promoted_latest(&got, &v, "det"), MF_OK);
+    assert_string_equal(got.version, "v1");
+    /* ... until v2 is promoted, which moves the generation like any release change. */
+    assert_int_equal(f->st->s->ops->registry->release_promote(f->st->s, &f->st->ctx, "det", "v2"),
+                     MF_OK);
+    v = view_now(f);
+    assert_int_equal(mf_ccache__promoted_latest(&got, &v, "det"), MF_OK);
     assert_string_equal(got.version, "v2");
 }
 

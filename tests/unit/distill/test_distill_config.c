@@ -62,7 +62,7 @@ static void test_distill_config__every_key(void **state)
         " \"auto_samples\": 50, \"target_rate\": 0.2, \"gate_tolerance\": 0.01,"
         " \"release\": {\"key\": \"r.pem\", \"version_prefix\": \"s\", \"security_floor\": 3,"
         " \"expires_days\": 2, \"chunk_size\": 8192},"
-        " \"rollout\": {\"waves\": [{\"percent\": 10}]}}}}";
+        " \"rollout\": {\"waves\": [{\"percent\": 10}], \"allow_no_red_lines\": true}}}}";
 
     (void)state;
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
@@ -80,7 +80,8 @@ static void test_distill_config__every_key(void **state)
     assert_true(m->auto_samples == 50 && m->target_rate == 0.2 && m->gate_tolerance == 0.01);
     assert_string_equal(m->version_prefix, "s");
     assert_true(m->security_floor == 3 && m->expires_s == 2 * 86400 && m->chunk_size == 8192);
-    assert_string_equal(m->rollout_plan, "{\"waves\":[{\"percent\":10}]}");
+    assert_string_equal(m->rollout_plan,
+                        "{\"waves\":[{\"percent\":10}],\"allow_no_red_lines\":true}");
     mf_distill__config_free(&cfg);
     assert_int_equal(cfg.n, 0);
 }
@@ -123,6 +124,13 @@ static void test_distill_config__rejects(void **state)
          "chunk_size >= 4096"},
         {"{\"models\": {\"m\": {" DATA ", " RELEASE ", \"rollout\": [1]}}}",
          "'rollout' must be a rollout plan object"},
+        /* The canary plan is read as POST /v1/admin/rollouts reads it: a typo fails here. */
+        {"{\"models\": {\"m\": {" DATA ", " RELEASE ", \"rollout\": {\"soak\": 30,"
+         " \"waves\": [{\"percent\": 10}], \"allow_no_red_lines\": true}}}}",
+         "models.m: 'rollout': unknown key 'soak'"},
+        {"{\"models\": {\"m\": {" DATA ", " RELEASE ", \"rollout\": {\"waves\": [{\"percent\":"
+         " 10}], \"red_lines\": []}}}}",
+         "'rollout': field 'red_lines' is empty"},
         {"{\"models\": {\"m\": {" DATA ", " RELEASE ", \"samples\": {\"min\": 1}}}}",
          "'min' is not a known key"},
     };

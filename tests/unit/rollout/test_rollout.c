@@ -18,30 +18,24 @@ static int parse(struct mf_rollout_plan *p, struct mf_ctx *ctx, const char *json
     int err;
 
     assert_non_null(body);
-    err = mf_rollout__plan_parse(p, ctx, body);
+    err = mf_rollout__plan_parse(p, ctx, body, MF_PLAN_STRICT);
     cJSON_Delete(body);
     return err;
-}
-
-/* `json` parsed into `p`; a refusal fails the case with the parser's message. */
-static void parse_ok(struct mf_rollout_plan *p, const char *json)
-{
-    struct mf_ctx ctx;
-
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    if (parse(p, &ctx, json) != MF_OK)
-        fail_msg("%s: %s", json, mf_ctx__errmsg(&ctx));
 }
 
 static void test_rollout__percent_waves_are_stable_and_cumulative(void **state)
 {
     struct mf_rollout_plan p;
+    struct mf_ctx ctx;
     unsigned in_wave[3] = {0};
     char id[32];
 
     (void)state;
-    parse_ok(&p, "{\"waves\":[{\"percent\":5},{\"percent\":25},"
-                 "{\"percent\":100}]}");
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    assert_int_equal(parse(&p, &ctx,
+                           "{\"waves\":[{\"percent\":5},{\"percent\":25},"
+                           "{\"percent\":100}],\"allow_no_red_lines\":true}"),
+                     MF_OK);
     assert_int_equal(p.n_waves, 3);
     for (int i = 0; i < 10000; i++) {
         int w;
@@ -65,14 +59,19 @@ static void test_rollout__group_and_list_waves(void **state)
 {
     static const char *const lab[] = {"eu", "lab"};
     struct mf_rollout_plan p;
+    struct mf_ctx ctx;
 
     (void)state;
-    parse_ok(&p, "{\"waves\":[{\"devices\":[\"cam-7\",\"cam-9\"]},"
-                 "{\"group\":\"lab\"},{\"percent\":100}]}");
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    assert_int_equal(parse(&p, &ctx,
+                           "{\"waves\":[{\"devices\":[\"cam-7\",\"cam-9\"]},"
+                           "{\"group\":\"lab\"},{\"percent\":100}],\"allow_no_red_lines\":true}"),
+                     MF_OK);
     assert_int_equal(mf_rollout__wave_of(&p, "cam-9", lab, 2), 0);
     assert_int_equal(mf_rollout__wave_of(&p, "cam-1", lab, 2), 1);
     assert_int_equal(mf_rollout__wave_of(&p, "cam-1", lab, 1), 2);
-    parse_ok(&p, "{\"waves\":[{\"group\":\"lab\"}]}");
+    assert_int_equal(
+        parse(&p, &ctx, "{\"waves\":[{\"group\":\"lab\"}],\"allow_no_red_lines\":true}"), MF_OK);
     assert_int_equal(mf_rollout__wave_of(&p, "cam-1", NULL, 0), -1);
 }
 
@@ -98,6 +97,39 @@ static void test_rollout__bad_plans_are_refused(void **state)
         {"{\"waves\":[{\"percent\":5}],\"red_lines\":[{\"metric\":\"peak_memory\","
          "\"relative\":-1}]}",
          "bound must be"},
+        /* Strict plans: the typo, and every other key, type and range named. */
+        {"{\"soak\":30,\"waves\":[{\"percent\":5}],\"red_lines\":[]}", "unknown key 'soak'"},
+        {"{\"waves\":[{\"percent\":5}],\"red_lines\":[]}", "field 'red_lines' is empty"},
+        {"{\"waves\":[{\"percent\":5}]}", "field 'red_lines' is empty"},
+        {"{\"waves\":[{\"percent\":5}],\"allow_no_red_lines\":false}",
+         "field 'red_lines' is empty"},
+        {"{\"waves\":[{\"percent\":5}],\"allow_no_red_lines\":1}", "'allow_no_red_lines'"},
+        {"{\"waves\":[{\"percent\":5,\"precent\":5}],\"allow_no_red_lines\":true}",
+         "unknown key 'waves[0].precent'"},
+        {"{\"waves\":[{\"percent\":5}],\"red_lines\":[{\"metric\":\"p99_latency_us\","
+         "\"relative\":1.5,\"relativ\":2}]}",
+         "unknown key 'red_lines[0].relativ'"},
+        {"{\"waves\":[{\"percent\":5}],\"red_lines\":[{\"metric\":\"p99_latency_us\","
+         "\"max\":10,\"min\":1}]}",
+         "red_lines[0].min does not apply"},
+        {"{\"waves\":[{\"percent\":5}],\"red_lines\":[{\"metric\":\"offload_rate\","
+         "\"max\":5}]}",
+         "fraction in 0..1"},
+        {"{\"waves\":[{\"percent\":5}],\"red_lines\":[{\"metric\":\"peak_memory\","
+         "\"relative\":0}]}",
+         "relative must be above 0"},
+        {"{\"soak_s\":\"30\",\"waves\":[{\"percent\":5}],\"allow_no_red_lines\":true}",
+         "field 'soak_s'"},
+        {"{\"soak_s\":2.5,\"waves\":[{\"percent\":5}],\"allow_no_red_lines\":true}",
+         "field 'soak_s'"},
+        {"{\"min_devices\":0,\"waves\":[{\"percent\":5}],\"allow_no_red_lines\":true}",
+         "field 'min_devices'"},
+        {"{\"line_min_devices\":0,\"waves\":[{\"percent\":5}],\"allow_no_red_lines\":true}",
+         "field 'line_min_devices'"},
+        {"{\"line_min_inferences\":-5,\"waves\":[{\"percent\":5}],"
+         "\"allow_no_red_lines\":true}",
+         "field 'line_min_inferences'"},
+        {"{\"waves\":[{\"percent\":5}],\"red_lines\":[\"p99\"]}", "red_lines[0] must be"},
     };
     struct mf_rollout_plan p;
     struct mf_ctx ctx;
@@ -105,10 +137,35 @@ static void test_rollout__bad_plans_are_refused(void **state)
     (void)state;
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        assert_int_equal(parse(&p, &ctx, bad[i].json), MF_E_INVALID);
+        if (parse(&p, &ctx, bad[i].json) != MF_E_INVALID)
+            fail_msg("accepted: %s", bad[i].json);
         if (!strstr(mf_ctx__errmsg(&ctx), bad[i].msg))
             fail_msg("%s: '%s' lacks '%s'", bad[i].json, mf_ctx__errmsg(&ctx), bad[i].msg);
     }
+    /* The request's own keys sit beside the plan's; the defaults are the safe ones. */
+    assert_int_equal(parse(&p, &ctx,
+                           "{\"model\":\"m\",\"version\":\"v2\",\"previous\":\"v1\","
+                           "\"waves\":[{\"percent\":5}],\"allow_no_red_lines\":true}"),
+                     MF_OK);
+    assert_int_equal(p.soak_s, MF_ROLLOUT_DEFAULT_SOAK_S);
+    assert_int_equal(p.line_min_devices, MF_ROLLOUT_DEFAULT_LINE_DEVICES);
+    assert_int_equal(p.line_min_inferences, MF_ROLLOUT_DEFAULT_LINE_INFERENCES);
+}
+
+/* A plan stored before keys were strict still loads: unknown keys are ignored there. */
+static void test_rollout__stored_plans_load_leniently(void **state)
+{
+    cJSON *body = cJSON_Parse("{\"soak\":30,\"waves\":[{\"percent\":5}],\"red_lines\":[]}");
+    struct mf_rollout_plan p;
+    struct mf_ctx ctx;
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    assert_non_null(body);
+    assert_int_equal(mf_rollout__plan_parse(&p, &ctx, body, MF_PLAN_STORED), MF_OK);
+    assert_int_equal(p.n_waves, 1);
+    assert_int_equal(mf_rollout__plan_parse(&p, &ctx, body, MF_PLAN_STRICT), MF_E_INVALID);
+    cJSON_Delete(body);
 }
 
 /* Devices with a latency sample `us` repeated `n` times and `mem` peak. */
@@ -134,13 +191,17 @@ static void test_rollout__red_lines(void **state)
     struct mf_rollout_figures prev, cur;
     struct mf_rollout_verdict v[MF_ROLLOUT_MAX_LINES];
     struct mf_rollout_plan p;
+    struct mf_ctx ctx;
 
     (void)state;
-    parse_ok(&p, "{\"waves\":[{\"percent\":10}],\"red_lines\":["
-                 "{\"metric\":\"p99_latency_us\",\"relative\":1.5},"
-                 "{\"metric\":\"peak_memory\",\"max\":1000000},"
-                 "{\"metric\":\"teacher_agreement\",\"min\":0.9},"
-                 "{\"metric\":\"install_failure_rate\",\"max\":0.2}]}");
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    assert_int_equal(parse(&p, &ctx,
+                           "{\"waves\":[{\"percent\":10}],\"red_lines\":["
+                           "{\"metric\":\"p99_latency_us\",\"relative\":1.5},"
+                           "{\"metric\":\"peak_memory\",\"max\":1000000},"
+                           "{\"metric\":\"teacher_agreement\",\"min\":0.9},"
+                           "{\"metric\":\"install_failure_rate\",\"max\":0.2}]}"),
+                     MF_OK);
     memset(&prev_a, 0, sizeof(prev_a));
     memset(&cur_a, 0, sizeof(cur_a));
     for (int d = 0; d < 10; d++) {
@@ -163,14 +224,91 @@ static void test_rollout__red_lines(void **state)
     assert_true(v[0].breached);
     assert_true(v[0].value >= 2000 && v[0].bound >= 1500 && v[0].bound < 1800);
 
-    /* No previous version: a relative line is not evaluated, absolute ones are. */
+    /* No control group: a relative line is not evaluated (it waits), absolute ones are; a
+     * breach counts on one device's data, since halting is the safe direction. */
     memset(&cur_a, 0, sizeof(cur_a));
     add_device(&cur_a, 1000, 10, 2000000);
     mf_rollout__figures(&cur, &cur_a);
     assert_int_equal(mf_rollout__check(v, &p, &cur, NULL), 1);
     assert_false(v[0].evaluated);
+    assert_non_null(strstr(v[0].waiting, "control: 0 of 2 devices"));
     assert_true(v[1].breached);
     assert_string_equal(mf_rollout__metric_name(MF_METRIC_PEAK_MEMORY), "peak_memory");
+}
+
+/* A line counts clean only on enough evidence: devices with data and, for the figures drawn
+ * on inferences, enough samples; a relative line also on a control group with enough. Until
+ * then it waits, with what it lacks. */
+static void test_rollout__lines_wait_for_evidence(void **state)
+{
+    struct mf_rollout_agg ctl_a, cur_a;
+    struct mf_rollout_figures ctl, cur, none;
+    struct mf_rollout_verdict v[MF_ROLLOUT_MAX_LINES];
+    struct mf_rollout_plan p;
+    struct mf_ctx ctx;
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    assert_int_equal(parse(&p, &ctx,
+                           "{\"waves\":[{\"percent\":10}],\"line_min_devices\":3,"
+                           "\"line_min_inferences\":250,\"red_lines\":["
+                           "{\"metric\":\"p99_latency_us\",\"relative\":1.5},"
+                           "{\"metric\":\"peak_memory\",\"max\":1000000},"
+                           "{\"metric\":\"teacher_agreement\",\"min\":0.5}]}"),
+                     MF_OK);
+    memset(&none, 0, sizeof(none));
+    memset(&ctl_a, 0, sizeof(ctl_a));
+    memset(&cur_a, 0, sizeof(cur_a));
+    /* No data at all: every line waits, none breaches, and waiting counts all three. */
+    assert_int_equal(mf_rollout__check(v, &p, &none, &none), -1);
+    assert_int_equal(mf_rollout__waiting(v, p.n_lines), 3);
+    assert_non_null(strstr(v[1].waiting, "canary: 0 of 3 devices"));
+    /* Two healthy canary devices (2 x 100 samples): still short of 3 devices. */
+    for (int d = 0; d < 5; d++)
+        add_device(&ctl_a, 1000, 100, 500000);
+    for (int d = 0; d < 2; d++)
+        add_device(&cur_a, 1000, 100, 500000);
+    mf_rollout__figures(&ctl, &ctl_a);
+    mf_rollout__figures(&cur, &cur_a);
+    assert_int_equal(mf_rollout__check(v, &p, &cur, &ctl), -1);
+    assert_int_equal(mf_rollout__waiting(v, p.n_lines), 3);
+    assert_non_null(strstr(v[0].waiting, "canary: 2 of 3 devices"));
+    /* A third device: the device-drawn line is clean; 300 latency samples clear the 250
+     * inferences, while teacher_agreement (100 comparisons each) has enough too. */
+    add_device(&cur_a, 1000, 100, 500000);
+    mf_rollout__figures(&cur, &cur_a);
+    assert_int_equal(mf_rollout__check(v, &p, &cur, &ctl), -1);
+    assert_int_equal(mf_rollout__waiting(v, p.n_lines), 0);
+    assert_true(v[0].evaluated && v[1].evaluated && v[2].evaluated);
+    assert_int_equal(v[0].devices, 3);
+    assert_int_equal(v[0].samples, 300);
+    assert_int_equal(v[0].control_devices, 5);
+    /* Few inferences: three devices with 50 samples each wait on inferences. */
+    memset(&cur_a, 0, sizeof(cur_a));
+    for (int d = 0; d < 3; d++)
+        add_device(&cur_a, 1000, 50, 500000);
+    mf_rollout__figures(&cur, &cur_a);
+    assert_int_equal(mf_rollout__check(v, &p, &cur, &ctl), -1);
+    assert_false(v[0].evaluated);
+    assert_non_null(strstr(v[0].waiting, "canary: 150 of 250 inferences"));
+    assert_true(v[1].evaluated);
+    /* A control group too small leaves the relative line without a bound: waiting. */
+    memset(&ctl_a, 0, sizeof(ctl_a));
+    add_device(&ctl_a, 1000, 400, 500000);
+    mf_rollout__figures(&ctl, &ctl_a);
+    assert_int_equal(mf_rollout__check(v, &p, &cur, &ctl), -1);
+    assert_non_null(strstr(v[0].waiting, "control: 1 of 3 devices"));
+    /* A breach counts on little evidence: one canary device at over 2x P99 over a control. */
+    for (int d = 0; d < 4; d++)
+        add_device(&ctl_a, 1000, 100, 500000);
+    mf_rollout__figures(&ctl, &ctl_a);
+    memset(&cur_a, 0, sizeof(cur_a));
+    add_device(&cur_a, 3000, 20, 500000);
+    mf_rollout__figures(&cur, &cur_a);
+    assert_int_equal(mf_rollout__check(v, &p, &cur, &ctl), 0);
+    assert_true(v[0].breached && v[0].evaluated);
+    assert_true(v[0].control >= 1000 && v[0].control < 1500);
+    assert_true(v[0].bound > v[0].control && v[0].value > v[0].bound);
 }
 
 /* What a device writes (mf_telemetry_checkin_json) the server reads back bucket for bucket,
@@ -180,7 +318,7 @@ static void test_rollout__report_round_trip(void **state)
     static char json[MF_TELEMETRY_JSON_MAX];
     mf_telemetry_version got[MF_TELEMETRY_MAX_VERSIONS];
     const mf_telemetry_version *want;
-    const mf_offload_telemetry o = {.asked = 50, .uncertain = 7, .hist = {[3] = 7, [90] = 43}};
+    mf_offload_telemetry o;
     mf_telemetry *t = NULL;
     struct mf_ctx ctx;
     size_t len = 0, n = 0;
@@ -188,6 +326,11 @@ static void test_rollout__report_round_trip(void **state)
 
     (void)state;
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    memset(&o, 0, sizeof(o));
+    o.asked = 50;
+    o.uncertain = 7;
+    o.hist[3] = 7;
+    o.hist[90] = 43;
     assert_int_equal(mf_telemetry_new(&t, NULL, NULL, "t"), MF_OK);
     for (uint64_t us = 1; us < 3000000; us = us * 3 + 1)
         assert_int_equal(mf_telemetry_record_latency(t, "det", "v2", us), MF_OK);
@@ -259,6 +402,8 @@ int main(void)
         cmocka_unit_test(test_rollout__percent_waves_are_stable_and_cumulative),
         cmocka_unit_test(test_rollout__group_and_list_waves),
         cmocka_unit_test(test_rollout__bad_plans_are_refused),
+        cmocka_unit_test(test_rollout__stored_plans_load_leniently),
+        cmocka_unit_test(test_rollout__lines_wait_for_evidence),
         cmocka_unit_test(test_rollout__red_lines),
         cmocka_unit_test(test_rollout__report_round_trip),
         cmocka_unit_test(test_rollout__bad_reports_are_refused),

@@ -18,14 +18,16 @@ static void test_rollout_mfctl__status_view_shows_waves_lines_and_events(void **
 {
     static const char json[] =
         "{\"id\":3,\"model\":\"det\",\"version\":\"v2\",\"previous\":\"v1\",\"state\":\"halted\","
-        "\"wave\":0,\"soak_s\":60,\"min_devices\":5,\"reporting\":7,"
+        "\"wave\":0,\"soak_s\":60,\"min_devices\":5,\"reporting\":7,\"wave_reporting\":6,"
+        "\"soak_started_at\":120,\"line_min_devices\":3,\"line_min_inferences\":500,"
+        "\"control_devices\":11,"
         "\"breach\":\"p99_latency_us 4095 > bound 3070.5\","
         "\"waves\":[{\"kind\":\"percent\",\"percent\":5,\"devices\":9,\"state\":\"admitted\"},"
         "{\"kind\":\"group\",\"group\":\"lab\",\"devices\":4,\"state\":\"waiting\"}],"
         "\"red_lines\":[{\"metric\":\"p99_latency_us\",\"kind\":\"relative\",\"limit\":1.5,"
         "\"evaluated\":true,\"breached\":true,\"value\":4095,\"bound\":3070.5},"
         "{\"metric\":\"teacher_agreement\",\"kind\":\"absolute\",\"limit\":0.9,"
-        "\"evaluated\":false,\"breached\":false},"
+        "\"evaluated\":false,\"breached\":false,\"waiting_for\":\"canary: 2 of 3 devices\"},"
         "{\"metric\":\"peak_memory\",\"kind\":\"absolute\",\"limit\":67108864,"
         "\"evaluated\":true,\"breached\":false,\"value\":41943040,\"bound\":67108864}],"
         "\"events\":[{\"at\":100,\"kind\":\"created\",\"detail\":\"{}\"},"
@@ -35,8 +37,12 @@ static void test_rollout_mfctl__status_view_shows_waves_lines_and_events(void **
     (void)state;
     MFCTL_TEXT_HAS(text, "rollout 3: det v2 (previous v1)  state halted  wave 1 of 2",
                    "halted by: p99_latency_us 4095 > bound 3070.5", "percent  5 %", "group    lab",
-                   "admitted", "x1.50", "4095 us", "3070.5 us  BREACHED", "no data", "40.0 MiB",
-                   "64.0 MiB  ok", "2025-12-02T03:04:05Z halted");
+                   "admitted", "x1.50", "4095 us", "3070.5 us  BREACHED",
+                   "waiting (canary: 2 of 3 devices)", "40.0 MiB", "64.0 MiB  ok",
+                   "soak 60 s once 5 devices of the wave report (6 now, 7 in all admitted waves): "
+                   "soaking",
+                   "each line counts clean on 3 devices, 500 inferences; control group 11 devices",
+                   "2025-12-02T03:04:05Z halted");
     /* Figures with units or as integers, never an exponent (issue 17: 4.1943e+07). */
     assert_null(strstr(text, "e+0"));
     free(text);
@@ -98,6 +104,11 @@ static void test_rollout_mfctl__usage_errors(void **state)
         {"mfctl", "rollout", "launch", "1", NULL},
         {"mfctl", "rollout", "create", "det", "v/2", "plan.json"},
         {"mfctl", "versions", "stats", NULL},
+        /* promote deploys with no canary: only with --force, and a model and version */
+        {"mfctl", "promote", "det", "v2", NULL},
+        {"mfctl", "promote", "det", "--force", NULL},
+        {"mfctl", "promote", "det", "v/2", "--force", NULL},
+        {"mfctl", "promote", "det", "v2", "--forse", NULL},
         {"mfctl", "rollout", "status", "--watch", NULL},
         {"mfctl", "rollout", "status", "3", "--watch", "--interval"},
         {"mfctl", "rollout", "status", "3", "--interval", "0"},
@@ -114,6 +125,8 @@ static void test_rollout_mfctl__usage_errors(void **state)
         mfctl_run(&r, argc, bad[i]);
         assert_int_equal(r.rc, 2);
         assert_non_null(strstr(r.err, "usage: mfctl"));
+        if (i == 6) /* the refusal says why */
+            assert_non_null(strstr(r.err, "--force is required"));
         mfctl_run_free(&r);
     }
 }

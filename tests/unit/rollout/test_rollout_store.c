@@ -17,17 +17,53 @@
 #include <string.h>
 #include <unistd.h>
 
+struct rs_fixture {
+    char dir[64];
+    char url[MF_PGTEST_URL_MAX];
+    struct mf_ctx ctx;
+    struct mf_store *s;
+};
+
 static int use_pg; /* the backend of the current group */
 
 static int rs_setup(void **state)
 {
-    *state = store_fixture_new_on("rollout", 1, use_pg);
+    struct rs_fixture *f = calloc(1, sizeof(*f));
+    int applied = 0;
+
+    assert_non_null(f);
+    mf_ctx__init(&f->ctx, NULL, NULL, NULL, "test");
+    mf_kit_fs_mkdtemp(f->dir, sizeof(f->dir), "mf-rstore");
+    if (use_pg && !mf_pgtest__enabled())
+        MF_SKIP("no PostgreSQL fixture (MF_TEST_PG_URL_FILE)");
+    if (use_pg)
+        mf_pgtest__create_db(f->url, "rollout");
+    else
+        (void)snprintf(f->url, sizeof(f->url), "sqlite:%s/store.db", f->dir);
+    assert_int_equal(mf_store__open(&f->s, &f->ctx, f->url, 1), MF_OK);
+    assert_int_equal(f->s->ops->migrate(&applied, f->s, &f->ctx), MF_OK);
+    *state = f;
+    return 0;
+}
+
+static int rs_teardown(void **state)
+{
+    struct rs_fixture *f = *state;
+    char path[128];
+
+    mf_store__close(f->s);
+    if (use_pg)
+        mf_pgtest__drop_db(f->url);
+    (void)snprintf(path, sizeof(path), "%s/store.db", f->dir);
+    (void)unlink(path);
+    (void)rmdir(f->dir);
+    free(f);
     return 0;
 }
 
 static void test_rollout_store__claim_kind_takes_only_that_kind(void **state)
 {
-    struct store_fixture *f = *state;
+    struct rs_fixture *f = *state;
     struct mf_store *s = f->s;
     struct mf_store_job job;
 
@@ -65,7 +101,7 @@ static int collect_report(void *payload, const struct mf_store_telemetry *t)
     return MF_OK;
 }
 
-static void put_report(struct store_fixture *f, const char *dev, const char *model, const char *ver,
+static void put_report(struct rs_fixture *f, const char *dev, const char *model, const char *ver,
                        const char *report, int64_t at)
 {
     struct mf_store_telemetry t = {.report = report, .reported_at = at};
@@ -78,7 +114,7 @@ static void put_report(struct store_fixture *f, const char *dev, const char *mod
 
 static void test_rollout_store__telemetry_is_replaced_never_added(void **state)
 {
-    struct store_fixture *f = *state;
+    struct rs_fixture *f = *state;
     struct seen w = {0};
     struct mf_store_telemetry big = {.device_id = "d", .model = "m", .version = "v1"};
     char *huge = calloc(1, MF_STORE_TELEMETRY_MAX + 2);
@@ -133,7 +169,7 @@ static int collect_event(void *payload, const struct mf_store_rollout_event *e)
 
 static void test_rollout_store__rollout_state_and_events(void **state)
 {
-    struct store_fixture *f = *state;
+    struct rs_fixture *f = *state;
     struct mf_store *s = f->s;
     struct mf_store_rollout a, b, got;
     struct mf_store_rollout_event e = {.at = 60};
@@ -147,6 +183,8 @@ static void test_rollout_store__rollout_state_and_events(void **state)
 
     a.wave = 1;
     a.wave_started_at = 70;
+    a.soak_started_at = 75;
+    (void)snprintf(a.control, sizeof(a.control), "{\"p99_latency_us\":[1023,12,600]}");
     (void)snprintf(a.state, sizeof(a.state), "halted");
     (void)snprintf(a.breach, sizeof(a.breach), "p99_latency_us 2047 > 1500");
     assert_int_equal(s->ops->rollout->rollout_put(s, &f->ctx, &a, "running"), MF_OK);
@@ -157,6 +195,8 @@ static void test_rollout_store__rollout_state_and_events(void **state)
     assert_string_equal(got.state, "halted");
     assert_int_equal(got.wave, 1);
     assert_int_equal(got.wave_started_at, 70);
+    assert_int_equal(got.soak_started_at, 75);
+    assert_string_equal(got.control, "{\"p99_latency_us\":[1023,12,600]}");
     assert_string_equal(got.breach, "p99_latency_us 2047 > 1500");
     assert_string_equal(got.plan, "{\"waves\":[{\"percent\":10}]}");
     assert_string_equal(got.prev_version, "v1");
@@ -189,6 +229,61 @@ static void test_rollout_store__rollout_state_and_events(void **state)
     assert_non_null(strstr(w.rows[1], " 61 halted wave 1: p99"));
 }
 
+static void stage(struct rs_fixture *f, const char *version, uint64_t sequence)
+{
+    struct mf_store_version v = {.size = 1, .created_at = 1, .sequence = sequence};
+
+    (void)snprintf(v.model, sizeof(v.model), "m");
+    (void)snprintf(v.version, sizeof(v.version), "%s", version);
+    memset(v.sha256, 'a' + (int)sequence, 64);
+    memset(v.release_digest, 'b', 64);
+    assert_int_equal(f->s->ops->registry->version_insert(f->s, &f->ctx, &v), MF_OK);
+    if (sequence)
+        assert_int_equal(f->s->ops->registry->release_set(f->s, &f->ctx, &v, "{}", 2), MF_OK);
+}
+
+static void expect_default(struct rs_fixture *f, const char *version)
+{
+    struct mf_store_version got;
+
+    assert_int_equal(f->s->ops->registry->promoted_latest(&got, f->s, &f->ctx, "m"), MF_OK);
+    assert_string_equal(got.version, version);
+    assert_true(got.promoted > 0);
+}
+
+/* Published is not deployed (migration 9): the model's first release is promoted on
+ * release, later ones only by release_promote; the default is the promotion made last. */
+static void test_rollout_store__releases_are_promoted_explicitly(void **state)
+{
+    struct rs_fixture *f = *state;
+    struct mf_store *s = f->s;
+    struct mf_store_version got;
+
+    assert_int_equal(s->ops->registry->promoted_latest(&got, s, &f->ctx, "m"), MF_E_NOTFOUND);
+    stage(f, "v1", 1);
+    expect_default(f, "v1");
+    stage(f, "v2", 2);
+    stage(f, "v3", 0);       /* staged only */
+    expect_default(f, "v1"); /* v2 is released, not promoted */
+    assert_int_equal(s->ops->registry->version_get(&got, s, &f->ctx, "m", "v2"), MF_OK);
+    assert_int_equal(got.promoted, 0);
+    assert_int_equal(s->ops->registry->release_latest(&got, s, &f->ctx, "m"), MF_OK);
+    assert_string_equal(got.version, "v2"); /* the newest release is still known as such */
+    assert_int_equal(s->ops->registry->release_promote(s, &f->ctx, "m", "v3"), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->registry->release_promote(s, &f->ctx, "m", "v9"), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->registry->release_promote(s, &f->ctx, "x", "v2"), MF_E_NOTFOUND);
+    expect_default(f, "v1");
+    assert_int_equal(s->ops->registry->release_promote(s, &f->ctx, "m", "v2"), MF_OK);
+    expect_default(f, "v2");
+    assert_int_equal(s->ops->registry->release_promote(s, &f->ctx, "m", "v2"), MF_OK);
+    assert_int_equal(s->ops->registry->version_get(&got, s, &f->ctx, "m", "v2"), MF_OK);
+    assert_int_equal(got.promoted, 2); /* again: a no-op, not a new number */
+    assert_int_equal(s->ops->registry->release_promote(s, &f->ctx, "m", "v1"), MF_OK);
+    expect_default(f, "v1"); /* back to v1: the newest promotion wins */
+    assert_int_equal(s->ops->registry->version_get(&got, s, &f->ctx, "m", "v1"), MF_OK);
+    assert_int_equal(got.promoted, 3);
+}
+
 struct runs_seen {
     int n;
     int64_t ids[8];
@@ -208,7 +303,7 @@ static int see_run(void *payload, const struct mf_store_distill_run *r)
 
 static void test_rollout_store__distill_runs(void **state)
 {
-    struct store_fixture *f = *state;
+    struct rs_fixture *f = *state;
     struct mf_store *s = f->s;
     struct mf_store_distill_run a = {.state = "queued",
                                      .trigger = "manual",
@@ -276,13 +371,14 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_rollout_store__claim_kind_takes_only_that_kind,
-                                        rs_setup, store_fixture_teardown),
+                                        rs_setup, rs_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_store__telemetry_is_replaced_never_added,
-                                        rs_setup, store_fixture_teardown),
+                                        rs_setup, rs_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_store__rollout_state_and_events, rs_setup,
-                                        store_fixture_teardown),
-        cmocka_unit_test_setup_teardown(test_rollout_store__distill_runs, rs_setup,
-                                        store_fixture_teardown),
+                                        rs_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_store__distill_runs, rs_setup, rs_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_store__releases_are_promoted_explicitly,
+                                        rs_setup, rs_teardown),
     };
     int failed = cmocka_run_group_tests_name("rollout_store_sqlite", tests, NULL, NULL);
 

@@ -268,7 +268,8 @@ void srvfx_put_env(const char *path, uint8_t *env, size_t len, const char *token
     mf_free(NULL, env);
 }
 
-/* Trust, then v1 and v2 of "det" published and released by the data team. */
+/* Trust, then v1 and v2 of "det" published and released by the data team, and v2 promoted
+ * by hand (published is not deployed: the fixture's fleet is meant to run v2). */
 void srvfx_publish_det(void)
 {
     const uint8_t *data[2] = {srvfx.v1, srvfx.v2};
@@ -297,6 +298,9 @@ void srvfx_publish_det(void)
                             64 * 1024, BY(K_REL0));
         srvfx_put_env(path, env, len, srvfx.datat, 201);
     }
+    assert_int_equal(srvfx_status_of("POST", "/v1/admin/models/det/versions/v2/promote",
+                                     srvfx.admin, "{\"force\": true}"),
+                     200);
     /* A staged (unreleased) v3 that directives may not name. */
     assert_int_equal(srvfx_status_of("PUT", "/v1/admin/models/det/versions/v3", srvfx.datat, "x"),
                      201);

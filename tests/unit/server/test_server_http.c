@@ -621,6 +621,32 @@ static void test_server_http__publish_list_assign(void **state)
         env = fx_release_of(&len, &world, "det", "v2", 2, 1, v2, sizeof(v2), 1024, BY(K_REL1));
         assert_int_equal(put_release("det", "v2", env, len, NULL), 201);
     }
+    /* Published is not deployed: with no rollout the fleet stays on the promoted v1 ... */
+    post_json(&r, "/v1/checkin", fx.device, body);
+    assert_non_null(strstr(r.body, "\"version\":\"v1\""));
+    assert_null(strstr(r.body, "\"version\":\"v2\""));
+    free_reply(&r);
+    /* ... a promotion must say --force, name a release, and know no other key ... */
+    post_json(&r, "/v1/admin/models/det/versions/v2/promote", fx.admin, "{}");
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "'force' must be true"));
+    free_reply(&r);
+    post_json(&r, "/v1/admin/models/det/versions/v2/promote", fx.admin,
+              "{\"force\": true, \"forse\": true}");
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "unknown key 'forse'"));
+    free_reply(&r);
+    post_json(&r, "/v1/admin/models/det/versions/v9/promote", fx.admin, "{\"force\": true}");
+    assert_int_equal(r.status, 404);
+    free_reply(&r);
+    post_json(&r, "/v1/checkin", fx.device, body);
+    assert_null(strstr(r.body, "\"version\":\"v2\""));
+    free_reply(&r);
+    /* ... until ops promote it by hand: then the channel default is v2. */
+    post_json(&r, "/v1/admin/models/det/versions/v2/promote", fx.admin, "{\"force\": true}");
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"promoted\":true"));
+    free_reply(&r);
     post_json(&r, "/v1/checkin", fx.device, body);
     root = cJSON_Parse(r.body);
     a = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "assignments"), 0);

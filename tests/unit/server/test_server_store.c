@@ -128,7 +128,7 @@ static void test_server_store__versions(void **state)
 {
     struct store_fixture *f = *state;
     struct mf_store *s = open_migrated(f);
-    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, ""}, got;
+    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, "", 0}, got;
     int n = 0;
 
     memset(v.sha256, 'a', MF_SHA256_HEX_LEN);
@@ -155,7 +155,7 @@ static void test_server_store__releases(void **state)
 {
     struct store_fixture *f = *state;
     struct mf_store *s = open_migrated(f);
-    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, ""}, got;
+    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, "", 0}, got;
     struct mf_dynbuf env;
 
     memset(v.sha256, 'a', MF_SHA256_HEX_LEN);
@@ -329,7 +329,7 @@ static void test_server_store__generation_follows_cached_tables(void **state)
 {
     struct store_fixture *f = *state;
     struct mf_store *s = open_migrated(f);
-    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, ""};
+    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, "", 0};
     struct mf_store_delta d = {.model = "det", .size = 5, .format = "mfdelta", .created_at = 1};
     struct mf_store_pin pin = {MF_STORE_PIN_DEVICE, "dev-1", "det", "v1", 1};
     const char *groups[] = {"lab"};
