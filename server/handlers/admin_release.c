@@ -189,6 +189,8 @@ int mf_handlers__release_promote(struct mf_httpd_req *r)
     struct mf_store_version v;
     int err = mf_handlers__check_names(r, 2);
 
+    if (err == MF_OK && !r->resp)
+        err = mf_handlers__need_model(r, r->params[0]); /* 404 before the body is judged */
     if (err < 0 || r->resp)
         return err;
     if (!cJSON_IsObject(r->json))

@@ -23,8 +23,8 @@
     "A breached line halts the rollout and rolls the fleet back to PREVIOUS (default: the\n"       \
     "release promoted last that never halted). status without ID lists rollouts; with ID\n"        \
     "shows waves, devices, each red line's value against its bound or what it waits for,\n"        \
-    "the whole plan and the events (ISO 8601 UTC). --watch redraws it every S seconds\n"          \
-    "(default 5) until the rollout ends or the timeout (default 3600 s) passes; exit status\n"    \
+    "the whole plan and the events (ISO 8601 UTC). --watch redraws it every S seconds\n"           \
+    "(default 5) until the rollout ends or the timeout (default 3600 s) passes; exit status\n"     \
     "0 only if it ended done.\n"
 
 #define MFCTL_PROMOTE_USAGE                                                                        \

@@ -52,15 +52,26 @@ until_ok() {
     done
     return 1
 }
-# app_records: what an app on each device measured since the last call (1 ms inferences).
+# app_records: what an app on each device measured since the last call (~1 ms inferences).
+# 40 a call: a red line counts clean only on 100 inferences of each group (the plan's default
+# line_min_inferences), so a canary of two devices needs a few calls before it may advance.
+lat=$(printf '900,1000,1100,1000,%.0s' $(seq 1 10))
+lat=${lat%,}
 app_records() {
     local i
     for i in $(seq 0 $((n - 1))); do
-        agent "$i" record det latency_us=900,1000,1100,1000 || return 1
+        agent "$i" record det "latency_us=$lat" || return 1
     done
+}
+wave_is() { # wave_is N: rollout 1 is at wave N (0-based)
+    "$BIN/mfctl" --server "$MF_URL" --token-file "$MF_ADMIN_TOKEN_FILE" rollout status 1 --json |
+        grep -q "\"wave\":$1,"
 }
 records_until() { # records_until STATE: the apps keep recording until the rollout is STATE
     app_records && state_is "$1"
+}
+records_then() { # records_then CHECK...: the apps record, then CHECK
+    app_records && "$@"
 }
 
 mf_stack_start "$work/server" "$work/server.log" || exit 1
@@ -98,8 +109,6 @@ check "groups set-window night $window" mfctl_admin groups set-window night "$wi
 check "groups settings lists both" sh -c "\"$BIN/mfctl\" --server $MF_URL --token-file \
     $MF_ADMIN_TOKEN_FILE groups settings | grep -q '^fleet .*1 s +-0%' && \"$BIN/mfctl\" \
     --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE groups settings | grep -q \"^night .*$window UTC+00:00\""
-# The channel stays on v1 while the rollout decides (published is not deployed).
-check "channel stable held at v1" mfctl_admin pins set channel stable det v1
 check "the apps record v1's latencies" app_records
 check "  ... and a health check" agent 0 record det health=ok
 for bad in latency_us=abc latency_us=5,,6 latency_us=0 memory=-1 health=maybe bogus=1 latency_us; do
@@ -119,6 +128,9 @@ for i in $(seq 0 $((n - 1))); do
     pids+=($!)
 done
 check "v2 published" mf_publish det v2 "$work/v2.bin"
+# Published is not deployed: three poll intervals later every agent still runs v1.
+sleep 3
+check "  ... and not deployed: all $n still on v1" runs v1 "$n"
 cat >"$work/plan.json" <<'JSON'
 {"soak_s": 1, "min_devices": 2,
  "waves": [{"group": "canary"}, {"percent": 100}],
@@ -128,8 +140,7 @@ cat >"$work/plan.json" <<'JSON'
 JSON
 check "rollout of v2 created" mfctl_admin rollout create det v2 "$work/plan.json"
 check "the canaries install v2 and report; the rollout advances to wave 1" \
-    until_ok 60 sh -c "\"$BIN/mfctl\" --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE \
-        rollout status 1 --json | grep -q '\"wave\":1,'"
+    until_ok 60 records_then wave_is 1
 check "  ... only on what the agents reported (install, health)" sh -c "\"$BIN/mfctl\" \
     --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE rollout status 1 | grep -q ' advanced '"
 check "every wave clean: the rollout is done" until_ok 60 records_until "done"
