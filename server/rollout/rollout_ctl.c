@@ -198,6 +198,12 @@ int mf_rollout__transition(struct mf_store *s, struct mf_ctx *ctx, struct mf_sto
         err = s->ops->rollout->rollout_put(s, ctx, r, from);
     if (err == MF_OK)
         err = mf_rollout__emit(s, ctx, r, event, detail, now);
+    if (err == MF_OK && back) {
+        char why[2 * MF_STORE_NAME_SIZE + 32];
+
+        (void)snprintf(why, sizeof(why), "fleet of %s back to %s", r->model, r->prev_version);
+        err = mf_rollout__emit(s, ctx, r, "rollback_started", why, now);
+    }
     return err;
 }
 

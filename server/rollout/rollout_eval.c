@@ -8,6 +8,7 @@
 #include "mf_json.h"
 
 #include "rollout/rollout_fleet.h"
+#include "rollout/rollout_events.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -344,6 +345,11 @@ static int event_done(struct mf_store *s, struct mf_ctx *ctx, struct mf_rollout_
                    (unsigned long long)st->reporting, st->r.version);
     if (err == MF_OK)
         err = mf_rollout__transition(s, ctx, &st->r, "done", "done", detail, now);
+    if (err == MF_OK) { /* its own event, so a webhook on "promoted" sees every promotion */
+        (void)snprintf(detail, sizeof(detail), "%s is the channel default of %s", st->r.version,
+                       st->r.model);
+        err = mf_rollout__emit(s, ctx, &st->r, "promoted", detail, now);
+    }
     return err;
 }
 

@@ -283,7 +283,7 @@ struct mf_store_rollout {
 struct mf_store_rollout_event {
     int64_t rollout_id;
     int64_t at;
-    char kind[16];                        /* created, advanced, paused, ..., halted */
+    char kind[24];                        /* created, advanced, ..., halted, rollback_started */
     char detail[MF_STORE_BREACH_MAX + 1]; /* e.g. the line and its numbers */
 };
 

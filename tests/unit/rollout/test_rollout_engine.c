@@ -203,24 +203,34 @@ static const char *const plan3 =
     " {\"metric\": \"health_rollback_rate\", \"max\": 0.1},"
     " {\"metric\": \"offload_rate\", \"relative\": 1.5}]}";
 
-static int count_event(void *payload, const struct mf_store_rollout_event *e)
+struct kind_count {
+    const char *kind;
+    int n;
+};
+
+static int count_kind(void *payload, const struct mf_store_rollout_event *e)
 {
-    if (strcmp(e->kind, "advanced") == 0)
-        (*(int *)payload)++;
+    struct kind_count *k = payload;
+
+    if (strcmp(e->kind, k->kind) == 0)
+        k->n++;
     return MF_OK;
+}
+
+/* How many events of `kind` rollout `id` recorded. */
+static int events_of(struct eng *f, int64_t id, const char *kind)
+{
+    struct kind_count k = {.kind = kind};
+
+    assert_int_equal(f->s->ops->rollout->rollout_events_list(f->s, &f->ctx, id, count_kind, &k),
+                     MF_OK);
+    return k.n;
 }
 
 static int count_rollouts(void *payload, const struct mf_store_rollout *r)
 {
     (void)r;
     (*(int *)payload)++;
-    return MF_OK;
-}
-
-static int count_soaking(void *payload, const struct mf_store_rollout_event *e)
-{
-    if (strcmp(e->kind, "soaking") == 0)
-        (*(int *)payload)++;
     return MF_OK;
 }
 
@@ -239,7 +249,6 @@ static void test_rollout_engine__good_version_advances_every_wave(void **state)
     struct mf_store_version v;
     struct mf_store_directives d;
     int64_t id = create(f, plan3);
-    int advanced = 0, soaking = 0;
 
     /* Published is not deployed: v2 is released, the channel default stays v1. */
     expect_promoted(f, "v1");
@@ -247,12 +256,10 @@ static void test_rollout_engine__good_version_advances_every_wave(void **state)
     assert_string_equal(r.state, "done");
     assert_int_equal(r.wave, 2);
     assert_string_equal(r.breach, "");
-    assert_int_equal(
-        f->s->ops->rollout->rollout_events_list(f->s, &f->ctx, id, count_event, &advanced), MF_OK);
-    assert_int_equal(advanced, 2);
-    assert_int_equal(
-        f->s->ops->rollout->rollout_events_list(f->s, &f->ctx, id, count_soaking, &soaking), MF_OK);
-    assert_int_equal(soaking, 3); /* each wave soaked from its own devices' evidence */
+    assert_int_equal(events_of(f, id, "advanced"), 2);
+    assert_int_equal(events_of(f, id, "soaking"), 3);  /* each wave soaked on its own evidence */
+    assert_int_equal(events_of(f, id, "promoted"), 1); /* an event of its own, for webhooks */
+    assert_int_equal(events_of(f, id, "rollback_started"), 0);
     /* The last wave (100 %) has no device left outside: its relative lines were judged
      * against the control group stored when it was admitted. */
     assert_non_null(strstr(r.control, "p99_latency_us"));
@@ -296,6 +303,10 @@ static void test_rollout_engine__each_red_line_halts_the_first_wave(void **state
         assert_string_equal(r.state, "halted");
         assert_int_equal(r.wave, 0);
         assert_non_null(strstr(r.breach, cases[c].metric));
+        /* The halt and the fleet rollback it starts are each an event; nothing promoted. */
+        assert_int_equal(events_of(f, id, "halted"), 1);
+        assert_int_equal(events_of(f, id, "rollback_started"), 1);
+        assert_int_equal(events_of(f, id, "promoted"), 0);
         assert_int_equal(mf_rollout__status(&st, f->s, &f->ctx, id), MF_OK);
         assert_true(st.breached >= 0);
         assert_string_equal(mf_rollout__metric_name(st.plan.lines[st.breached].metric),
