@@ -19,12 +19,10 @@
 static int add_webhook(void *payload, const struct mf_store_webhook *w)
 {
     char at[MF_ISO_TIME_SIZE];
-    cJSON *o = cJSON_CreateObject();
+    cJSON *o = mf_handlers__add_row(payload);
 
-    if (!o || !cJSON_AddItemToArray(payload, o)) {
-        cJSON_Delete(o);
+    if (!o)
         return MF_E_NOMEM;
-    }
     if (!cJSON_AddNumberToObject(o, "id", (double)w->id) ||
         !cJSON_AddStringToObject(o, "url", w->url) ||
         !cJSON_AddStringToObject(o, "created_at", mf_iso_time__format(at, w->created_at)) ||

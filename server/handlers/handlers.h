@@ -86,6 +86,10 @@ int mf_handlers__version_get(struct mf_httpd_req *r);
 typedef int (*mf_handlers_walk_fn)(struct mf_httpd_req *r, cJSON *list);
 int mf_handlers__reply_list(struct mf_httpd_req *r, const char *key, mf_handlers_walk_fn walk);
 
+/* A new object appended to the array `list` (a listing's row), NULL when out of memory (the
+ * object is then freed, the array unchanged). */
+cJSON *mf_handlers__add_row(cJSON *list);
+
 /* The name of the first member of the JSON object `body` that is not in `known`
  * (NULL-terminated), NULL when there is none: a body refuses unknown keys, each route with
  * its own 400 message. */

@@ -20,6 +20,17 @@ int mf_handlers__reply_list(struct mf_httpd_req *r, const char *key, mf_handlers
     return mf_httpd__reply_json(r, MHD_HTTP_OK, body);
 }
 
+cJSON *mf_handlers__add_row(cJSON *list)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    if (!o || !cJSON_AddItemToArray(list, o)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
 const char *mf_handlers__unknown_member(const cJSON *body, const char *const *known)
 {
     const cJSON *m;
