@@ -122,12 +122,10 @@ static int add_row(void *payload, const struct mf_store_audit *a)
 {
     struct audit_page *p = payload;
     char at[MF_ISO_TIME_SIZE];
-    cJSON *o = cJSON_CreateObject();
+    cJSON *o = mf_handlers__add_row(p->list);
 
-    if (!o || !cJSON_AddItemToArray(p->list, o)) {
-        cJSON_Delete(o);
+    if (!o)
         return MF_E_NOMEM;
-    }
     if (!cJSON_AddNumberToObject(o, "seq", (double)a->seq) ||
         !cJSON_AddStringToObject(o, "at", mf_iso_time__format(at, a->at)) ||
         !cJSON_AddNumberToObject(o, "at_unix", (double)a->at) ||

@@ -17,12 +17,10 @@ struct devices_walk {
 static int add_device(void *payload, const struct mf_store_device *d)
 {
     struct devices_walk *w = payload;
-    cJSON *o = cJSON_CreateObject();
+    cJSON *o = mf_handlers__add_row(w->list);
 
-    if (!o || !cJSON_AddItemToArray(w->list, o)) {
-        cJSON_Delete(o);
+    if (!o)
         return MF_E_NOMEM;
-    }
     if (!cJSON_AddStringToObject(o, "device_id", d->device_id) ||
         !cJSON_AddNumberToObject(o, "enrolled_at", (double)d->enrolled_at) ||
         !cJSON_AddNumberToObject(o, "last_seen", (double)d->last_seen) ||
@@ -46,11 +44,9 @@ static int add_status(void *payload, const struct mf_store_status *st)
             return MF_OK; /* enrolled after the device walk: show it next time */
         w->cur_models = cJSON_GetObjectItemCaseSensitive(w->cur, "models");
     }
-    o = cJSON_CreateObject();
-    if (!o || !cJSON_AddItemToArray(w->cur_models, o)) {
-        cJSON_Delete(o);
+    o = mf_handlers__add_row(w->cur_models);
+    if (!o)
         return MF_E_NOMEM;
-    }
     if (!cJSON_AddStringToObject(o, "name", st->model) ||
         !cJSON_AddStringToObject(o, "version", st->version) ||
         !cJSON_AddStringToObject(o, "sha256", st->sha256) ||

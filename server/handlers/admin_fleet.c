@@ -138,11 +138,9 @@ static int add_member(void *payload, const char *device_id, const char *group)
 
     if (!last ||
         strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(last, "name")), group) != 0) {
-        last = cJSON_CreateObject();
-        if (!last || !cJSON_AddItemToArray(groups, last)) {
-            cJSON_Delete(last);
+        last = mf_handlers__add_row(groups);
+        if (!last)
             return MF_E_NOMEM;
-        }
         if (!cJSON_AddStringToObject(last, "name", group) ||
             !cJSON_AddArrayToObject(last, "devices"))
             return MF_E_NOMEM;

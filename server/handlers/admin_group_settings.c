@@ -21,17 +21,10 @@
 /* 400 naming the first member of the body that is not in `known` (NULL-terminated). */
 static int refuse_unknown_keys(struct mf_httpd_req *r, const char *const *known)
 {
-    const cJSON *m;
+    const char *unknown = mf_handlers__unknown_member(r->json, known);
 
-    cJSON_ArrayForEach(m, r->json)
-    {
-        size_t i = 0;
-
-        while (known[i] && strcmp(known[i], m->string) != 0)
-            i++;
-        if (!known[i])
-            return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown field '%s'", m->string);
-    }
+    if (unknown)
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown field '%s'", unknown);
     return MF_OK;
 }
 

@@ -32,12 +32,10 @@ static int add_version(void *payload, const struct mf_store_version *v)
         return MF_OK;
     if (!w->versions || strcmp(w->model, v->model) != 0) {
         /* Rows come grouped by model: a new name starts a new model object. */
-        cJSON *m = cJSON_CreateObject();
+        cJSON *m = mf_handlers__add_row(w->list);
 
-        if (!m || !cJSON_AddItemToArray(w->list, m)) {
-            cJSON_Delete(m);
+        if (!m)
             return MF_E_NOMEM;
-        }
         if (!cJSON_AddStringToObject(m, "name", v->model))
             return MF_E_NOMEM;
         w->versions = cJSON_AddArrayToObject(m, "versions");
@@ -45,11 +43,9 @@ static int add_version(void *payload, const struct mf_store_version *v)
             return MF_E_NOMEM;
         memcpy(w->model, v->model, sizeof(w->model));
     }
-    o = cJSON_CreateObject();
-    if (!o || !cJSON_AddItemToArray(w->versions, o)) {
-        cJSON_Delete(o);
+    o = mf_handlers__add_row(w->versions);
+    if (!o)
         return MF_E_NOMEM;
-    }
     if (!cJSON_AddStringToObject(o, "version", v->version) ||
         !cJSON_AddStringToObject(o, "sha256", v->sha256) ||
         !cJSON_AddNumberToObject(o, "size", (double)v->size) ||

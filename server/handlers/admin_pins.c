@@ -23,12 +23,10 @@ static int scope_from_name(const char *s)
 
 static int add_pin(void *payload, const struct mf_store_pin *p)
 {
-    cJSON *o = cJSON_CreateObject();
+    cJSON *o = mf_handlers__add_row(payload);
 
-    if (!o || !cJSON_AddItemToArray(payload, o)) {
-        cJSON_Delete(o);
+    if (!o)
         return MF_E_NOMEM;
-    }
     if (!cJSON_AddStringToObject(o, "scope", scope_names[p->scope]) ||
         !cJSON_AddStringToObject(o, "target", p->target) ||
         !cJSON_AddStringToObject(o, "model", p->model) ||

@@ -185,7 +185,7 @@ int mf_handlers__release_promote(struct mf_httpd_req *r)
     static const char *const keys[] = {"force", NULL};
     struct mf_store *s = r->env->store;
     const cJSON *force = cJSON_GetObjectItemCaseSensitive(r->json, "force");
-    const cJSON *it;
+    const char *unknown;
     struct mf_store_version v;
     int err = mf_handlers__check_names(r, 2);
 
@@ -195,15 +195,9 @@ int mf_handlers__release_promote(struct mf_httpd_req *r)
         return err;
     if (!cJSON_IsObject(r->json))
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "body must be {\"force\": true}");
-    cJSON_ArrayForEach(it, r->json)
-    {
-        size_t k = 0;
-
-        while (keys[k] && strcmp(keys[k], it->string) != 0)
-            k++;
-        if (!keys[k])
-            return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown key '%s'", it->string);
-    }
+    unknown = mf_handlers__unknown_member(r->json, keys);
+    if (unknown)
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown key '%s'", unknown);
     if (!cJSON_IsTrue(force))
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
                                      "field 'force' must be true: promoting outside a rollout "

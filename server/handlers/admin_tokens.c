@@ -29,12 +29,10 @@ static const char *role_name(int role)
 
 static int add_token(void *payload, const struct mf_store_token *t)
 {
-    cJSON *o = cJSON_CreateObject();
+    cJSON *o = mf_handlers__add_row(payload);
 
-    if (!o || !cJSON_AddItemToArray(payload, o)) {
-        cJSON_Delete(o);
+    if (!o)
         return MF_E_NOMEM;
-    }
     if (!cJSON_AddStringToObject(o, "id", t->id) || !cJSON_AddStringToObject(o, "name", t->name) ||
         !cJSON_AddStringToObject(o, "role", role_name(t->role)) ||
         !cJSON_AddNumberToObject(o, "created_at", (double)t->created_at) ||

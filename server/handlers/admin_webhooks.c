@@ -19,12 +19,10 @@
 static int add_webhook(void *payload, const struct mf_store_webhook *w)
 {
     char at[MF_ISO_TIME_SIZE];
-    cJSON *o = cJSON_CreateObject();
+    cJSON *o = mf_handlers__add_row(payload);
 
-    if (!o || !cJSON_AddItemToArray(payload, o)) {
-        cJSON_Delete(o);
+    if (!o)
         return MF_E_NOMEM;
-    }
     if (!cJSON_AddNumberToObject(o, "id", (double)w->id) ||
         !cJSON_AddStringToObject(o, "url", w->url) ||
         !cJSON_AddStringToObject(o, "created_at", mf_iso_time__format(at, w->created_at)) ||
@@ -48,14 +46,12 @@ int mf_handlers__webhooks_list(struct mf_httpd_req *r)
 /* The body {"url": ..., "secret": ...}: 400 naming the key that is unknown, missing or bad. */
 static int read_body(const char **url, const char **secret, struct mf_httpd_req *r)
 {
-    const cJSON *it;
+    static const char *const keys[] = {"url", "secret", NULL};
+    const char *unknown = mf_handlers__unknown_member(r->json, keys);
 
-    cJSON_ArrayForEach(it, r->json)
-    {
-        if (strcmp(it->string, "url") != 0 && strcmp(it->string, "secret") != 0)
-            return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
-                                         "unknown field '%.40s' (url, secret)", it->string);
-    }
+    if (unknown)
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown field '%.40s' (url, secret)",
+                                     unknown);
     *url = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r->json, "url"));
     *secret = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r->json, "secret"));
     if (!*url || !mf_webhook__url_ok(*url))

@@ -86,6 +86,15 @@ int mf_handlers__version_get(struct mf_httpd_req *r);
 typedef int (*mf_handlers_walk_fn)(struct mf_httpd_req *r, cJSON *list);
 int mf_handlers__reply_list(struct mf_httpd_req *r, const char *key, mf_handlers_walk_fn walk);
 
+/* A new object appended to the array `list` (a listing's row), NULL when out of memory (the
+ * object is then freed, the array unchanged). */
+cJSON *mf_handlers__add_row(cJSON *list);
+
+/* The name of the first member of the JSON object `body` that is not in `known`
+ * (NULL-terminated), NULL when there is none: a body refuses unknown keys, each route with
+ * its own 400 message. */
+const char *mf_handlers__unknown_member(const cJSON *body, const char *const *known);
+
 /* An error the client caused becomes its 4xx with the context's message (MF_E_INVALID and
  * MF_E_LIMIT 400, MF_E_NOTFOUND 404, MF_E_STATE 409); any other error is returned as the
  * server's. */

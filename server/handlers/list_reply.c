@@ -3,6 +3,8 @@
  * of an error the client caused. */
 #include "handlers/handlers.h"
 
+#include <string.h>
+
 int mf_handlers__reply_list(struct mf_httpd_req *r, const char *key, mf_handlers_walk_fn walk)
 {
     cJSON *body = cJSON_CreateObject();
@@ -16,6 +18,33 @@ int mf_handlers__reply_list(struct mf_httpd_req *r, const char *key, mf_handlers
         return err;
     }
     return mf_httpd__reply_json(r, MHD_HTTP_OK, body);
+}
+
+cJSON *mf_handlers__add_row(cJSON *list)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    if (!o || !cJSON_AddItemToArray(list, o)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+const char *mf_handlers__unknown_member(const cJSON *body, const char *const *known)
+{
+    const cJSON *m;
+
+    cJSON_ArrayForEach(m, body)
+    {
+        size_t i = 0;
+
+        while (known[i] && strcmp(known[i], m->string) != 0)
+            i++;
+        if (!known[i])
+            return m->string;
+    }
+    return NULL;
 }
 
 int mf_handlers__reply_failure(struct mf_httpd_req *r, int err)

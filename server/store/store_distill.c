@@ -37,12 +37,6 @@ static const struct mf_sql sql_runs_list = {
     .stream = 1,
 };
 
-static int take_id(void *payload, const struct mf_store_cursor *row)
-{
-    *(int64_t *)payload = mf_store__col_i64(row, 0);
-    return MF_OK;
-}
-
 static int distill_run_put(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_distill_run *r,
                            const char *expect_state)
 {
@@ -54,7 +48,7 @@ static int distill_run_put(struct mf_store *s, struct mf_ctx *ctx, struct mf_sto
         return mf_fail(ctx, MF_E_LIMIT, "distillation record of run %lld is over %u bytes",
                        (long long)r->id, MF_STORE_DISTILL_RECORD_MAX);
     if (r->id == 0)
-        return mf_store__first(&found, s, NULL, ctx, &sql_run_insert, take_id, &r->id,
+        return mf_store__first(&found, s, NULL, ctx, &sql_run_insert, mf_store__take_i64, &r->id,
                                "tttiittitti", r->state, r->parent_version, r->version,
                                r->rollout_id, r->samples_until, record, r->error, r->updated_at,
                                r->model, r->trigger, r->created_at);

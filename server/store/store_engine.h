@@ -55,6 +55,19 @@ struct mf_sql {
     {                                                                                              \
         .sqlite = m(""), .pg = m(MF_SQL_C), .what = (what_), .stream = 1                           \
     }
+/* A lease claim on a work queue (jobs, the webhook outbox): the oldest row of `table` that is
+ * `eligible` (WHERE text over ?2 now) becomes `taken`, owned by ?1 until ?2 + ?3, one attempt
+ * more, and `returning` is read back. PostgreSQL skips rows another node has locked, so two
+ * workers claiming at once take two rows instead of waiting on one; SQLite's write lock
+ * serialises the claims already. */
+#define MF_SQL_LEASE_CLAIM_(table, taken, eligible, returning, lock)                               \
+    "UPDATE " table " SET state = '" taken "', owner = ?1, lease_until = ?2 + ?3,"                 \
+    " attempts = attempts + 1 WHERE id = (SELECT id FROM " table " WHERE " eligible                \
+    " ORDER BY id LIMIT 1" lock ") RETURNING " returning
+#define MF_SQL_LEASE_CLAIM(table, taken, eligible, returning, what_)                               \
+    MF_SQL_PAIR(MF_SQL_LEASE_CLAIM_(table, taken, eligible, returning, ""),                        \
+                MF_SQL_LEASE_CLAIM_(table, taken, eligible, returning, " FOR UPDATE SKIP LOCKED"), \
+                what_)
 
 /* Statement parameters, neutral: each backend binds them its own way. */
 #define MF_STORE_PARAMS_MAX 16
@@ -139,6 +152,9 @@ int mf_store__change(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *
                      int missing_err, const char *missing, const struct mf_sql *q,
                      const char *types, ...);
 int mf_store__in_tx(struct mf_store *s, struct mf_ctx *ctx, mf_store_tx_fn fn, void *arg);
+/* A row visitor for a statement answering one integer (a RETURNING id, a count): column 0 to
+ * *(int64_t *)payload. */
+int mf_store__take_i64(void *payload, const struct mf_store_cursor *row);
 
 /* A listing: the caller's visitor (cast back to its own type by the row visitor) and its
  * payload, handed as `payload` to `visit` for each row of `q` run on its own. */

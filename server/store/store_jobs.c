@@ -25,13 +25,10 @@ static const struct mf_sql sql_exhausted =
            " WHERE state = 'running' AND lease_until <= ? AND attempts >= ?",
            "failing exhausted jobs");
 /* ?4: the kind, '' for any. */
-#define CLAIM(lock)                                                                                \
-    "UPDATE jobs SET state = 'running', owner = ?1, lease_until = ?2 + ?3,"                        \
-    " attempts = attempts + 1 WHERE id = (SELECT id FROM jobs"                                     \
-    " WHERE (state = 'queued' OR (state = 'running' AND lease_until <= ?2))"                       \
-    " AND (?4 = '' OR kind = ?4) ORDER BY id LIMIT 1" lock ") RETURNING id, kind, arg, attempts"
-static const struct mf_sql sql_claim =
-    MF_SQL_PAIR(CLAIM(""), CLAIM(" FOR UPDATE SKIP LOCKED"), "claiming a job");
+static const struct mf_sql sql_claim = MF_SQL_LEASE_CLAIM(
+    "jobs", "running",
+    "(state = 'queued' OR (state = 'running' AND lease_until <= ?2)) AND (?4 = '' OR kind = ?4)",
+    "id, kind, arg, attempts", "claiming a job");
 static const struct mf_sql sql_complete =
     MF_SQL("UPDATE jobs SET state = 'done', lease_until = 0 WHERE id = ? AND owner = ?"
            " AND state = 'running'",

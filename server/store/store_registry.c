@@ -90,12 +90,6 @@ static const struct mf_sql sql_delta_find = MF_SQL(
 static const struct mf_sql sql_delta_count =
     MF_SQL("SELECT count(*) FROM deltas", "counting deltas");
 
-static int read_i64(void *payload, const struct mf_store_cursor *row)
-{
-    *(int64_t *)payload = mf_store__col_i64(row, 0);
-    return MF_OK;
-}
-
 static int version_insert_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
                              void *arg)
 {
@@ -194,7 +188,8 @@ static int release_set_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_
     int err = mf_store__run(NULL, s, tx, ctx, &sql_release_lock, NULL, NULL, "t", v->model);
 
     if (err == MF_OK)
-        err = mf_store__first(&found, s, tx, ctx, &sql_release_top, read_i64, &top, "t", v->model);
+        err = mf_store__first(&found, s, tx, ctx, &sql_release_top, mf_store__take_i64, &top, "t",
+                              v->model);
     if (err < 0)
         return err;
     if (v->sequence <= (uint64_t)top)
@@ -341,7 +336,8 @@ static int registry_delta_count(int64_t *count_out, struct mf_store *s, struct m
     int found = 0;
 
     *count_out = 0;
-    return mf_store__first(&found, s, NULL, ctx, &sql_delta_count, read_i64, count_out, "");
+    return mf_store__first(&found, s, NULL, ctx, &sql_delta_count, mf_store__take_i64, count_out,
+                           "");
 }
 
 static int registry_promoted_latest(struct mf_store_version *out, struct mf_store *s,

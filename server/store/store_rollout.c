@@ -76,12 +76,6 @@ static int rollout_telemetry_list(struct mf_store *s, struct mf_ctx *ctx, const 
                           "t", model);
 }
 
-static int take_id(void *payload, const struct mf_store_cursor *row)
-{
-    *(int64_t *)payload = mf_store__col_i64(row, 0);
-    return MF_OK;
-}
-
 static int rollout_put(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_rollout *r,
                        const char *expect_state)
 {
@@ -89,10 +83,10 @@ static int rollout_put(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_r
     int found = 0;
 
     if (r->id == 0)
-        return mf_store__first(&found, s, NULL, ctx, &sql_rollout_insert, take_id, &r->id,
-                               "ttttiiiittit", r->model, r->version, r->prev_version, r->state,
-                               (int64_t)r->wave, r->wave_started_at, r->created_at, r->updated_at,
-                               r->plan, r->breach, r->soak_started_at, r->control);
+        return mf_store__first(&found, s, NULL, ctx, &sql_rollout_insert, mf_store__take_i64,
+                               &r->id, "ttttiiiittit", r->model, r->version, r->prev_version,
+                               r->state, (int64_t)r->wave, r->wave_started_at, r->created_at,
+                               r->updated_at, r->plan, r->breach, r->soak_started_at, r->control);
     (void)snprintf(missing, sizeof(missing), "rollout %lld is unknown or no longer %s",
                    (long long)r->id, expect_state[0] ? expect_state : "there");
     return mf_store__change(s, NULL, ctx, expect_state[0] ? MF_E_STATE : MF_E_NOTFOUND, missing,

@@ -80,6 +80,12 @@ int mf_store__list(struct mf_store *s, struct mf_ctx *ctx, const struct mf_sql *
     return s->engine->run(NULL, s, NULL, ctx, q, &p, visit, &v);
 }
 
+int mf_store__take_i64(void *payload, const struct mf_store_cursor *row)
+{
+    *(int64_t *)payload = mf_store__col_i64(row, 0);
+    return MF_OK;
+}
+
 struct first_row {
     mf_store_row_fn fn;
     void *payload;

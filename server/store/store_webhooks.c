@@ -28,13 +28,10 @@ static const struct mf_sql sql_webhooks_list = MF_SQL_LIST(
     "SELECT w.id, w.url, w.created_at, " COUNT_STATE("('pending','sending')") ", " COUNT_STATE(
         "('failed')") ", " COUNT_STATE("('delivered')") " FROM webhooks w ORDER BY w.id",
     "listing webhooks");
-#define CLAIM(lock)                                                                                \
-    "UPDATE webhook_outbox SET state = 'sending', owner = ?1, lease_until = ?2 + ?3,"              \
-    " attempts = attempts + 1 WHERE id = (SELECT id FROM webhook_outbox"                           \
-    " WHERE (state = 'pending' AND next_at <= ?2) OR (state = 'sending' AND lease_until <= ?2)"    \
-    " ORDER BY id LIMIT 1" lock ") RETURNING id, webhook_id, event_id, body, attempts"
-static const struct mf_sql sql_claim =
-    MF_SQL_PAIR(CLAIM(""), CLAIM(" FOR UPDATE SKIP LOCKED"), "claiming a webhook delivery");
+static const struct mf_sql sql_claim = MF_SQL_LEASE_CLAIM(
+    "webhook_outbox", "sending",
+    "(state = 'pending' AND next_at <= ?2) OR (state = 'sending' AND lease_until <= ?2)",
+    "id, webhook_id, event_id, body, attempts", "claiming a webhook delivery");
 static const struct mf_sql sql_target =
     MF_SQL("SELECT url, secret FROM webhooks WHERE id = ?", "reading a webhook");
 static const struct mf_sql sql_done =
@@ -47,12 +44,6 @@ static const struct mf_sql sql_retry =
            " WHERE id = ?1 AND owner = ?2 AND state = 'sending'",
            "rescheduling a webhook delivery");
 
-static int take_id(void *payload, const struct mf_store_cursor *row)
-{
-    *(int64_t *)payload = mf_store__col_i64(row, 0);
-    return MF_OK;
-}
-
 static int webhooks_add(int64_t *id_out, struct mf_store *s, struct mf_ctx *ctx, const char *url,
                         const char *secret, int64_t now)
 {
@@ -60,8 +51,8 @@ static int webhooks_add(int64_t *id_out, struct mf_store *s, struct mf_ctx *ctx,
     int err;
 
     *id_out = 0;
-    err = mf_store__first(&found, s, NULL, ctx, &sql_webhook_add, take_id, id_out, "tti", url,
-                          secret, now);
+    err = mf_store__first(&found, s, NULL, ctx, &sql_webhook_add, mf_store__take_i64, id_out, "tti",
+                          url, secret, now);
     if (err == MF_E_STATE)
         err = mf_fail(ctx, MF_E_STATE, "webhook %.*s is registered already", 200, url);
     return err;
