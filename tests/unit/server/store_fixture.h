@@ -49,6 +49,9 @@ struct store_fixture *store_fixture_new(const char *tag, int migrate);
  * suite that runs on both in one binary. Asked for PostgreSQL where none is configured, the
  * case skips (MF_SKIP) before anything is made. */
 struct store_fixture *store_fixture_new_on(const char *tag, int migrate, int pg);
+/* Runs `sql` on the fixture's database from a connection of its own, behind the store's back
+ * (what a crash or an older release leaves); fails the test unless it succeeds. */
+void store_fixture_exec(struct store_fixture *f, const char *sql);
 /* Closes the store, drops the database, removes the dir, frees `f`. */
 void store_fixture_free(struct store_fixture *f);
 /* store_fixture_free(*state) as a cmocka teardown, for setups that put a fixture there. */
