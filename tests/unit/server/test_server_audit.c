@@ -29,19 +29,7 @@ static int audit_teardown(void **state)
     return 0;
 }
 
-struct rows {
-    struct mf_store_audit v[16];
-    size_t n;
-};
-
-static int collect(void *payload, const struct mf_store_audit *a)
-{
-    struct rows *r = payload;
-
-    assert_true(r->n < 16);
-    r->v[r->n++] = *a;
-    return MF_OK;
-}
+STORE_FIXTURE_COLLECTOR(rows, struct mf_store_audit, 16, collect)
 
 static void list(struct rows *out, struct store_fixture *f, const struct mf_store_audit_query *q)
 {
