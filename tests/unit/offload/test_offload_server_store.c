@@ -235,19 +235,7 @@ static void test_offload_server_store__delete_by_device(void **state)
     assert_int_equal(count(f, &all), 1);
 }
 
-struct hists {
-    struct mf_store_hist h[4];
-    size_t n;
-};
-
-static int collect_hist(void *payload, const struct mf_store_hist *h)
-{
-    struct hists *l = payload;
-
-    assert_true(l->n < 4);
-    l->h[l->n++] = *h;
-    return MF_OK;
-}
+STORE_FIXTURE_COLLECTOR(hists, struct mf_store_hist, 4, collect_hist)
 
 static void test_offload_server_store__histograms(void **state)
 {
@@ -273,13 +261,13 @@ static void test_offload_server_store__histograms(void **state)
     memset(&l, 0, sizeof(l));
     assert_int_equal(s->ops->offload->hists_list(s, &f->ctx, "digits", collect_hist, &l), MF_OK);
     assert_int_equal(l.n, 2);
-    assert_int_equal(l.h[0].source, MF_STORE_HIST_FLEET);
-    assert_int_equal(l.h[0].bins[0], 6);
-    assert_true(l.h[0].bins[99] == 10000000000ull);
-    assert_int_equal(l.h[0].asked, 20);
-    assert_int_equal(l.h[0].uncertain, 4);
-    assert_int_equal(l.h[1].source, MF_STORE_HIST_CALIBRATION);
-    assert_int_equal(l.h[1].bins[0], 3);
+    assert_int_equal(l.v[0].source, MF_STORE_HIST_FLEET);
+    assert_int_equal(l.v[0].bins[0], 6);
+    assert_true(l.v[0].bins[99] == 10000000000ull);
+    assert_int_equal(l.v[0].asked, 20);
+    assert_int_equal(l.v[0].uncertain, 4);
+    assert_int_equal(l.v[1].source, MF_STORE_HIST_CALIBRATION);
+    assert_int_equal(l.v[1].bins[0], 3);
     memset(&l, 0, sizeof(l));
     assert_int_equal(s->ops->offload->hists_list(s, &f->ctx, "other", collect_hist, &l), MF_OK);
     assert_int_equal(l.n, 0);

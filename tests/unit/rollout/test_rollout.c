@@ -23,19 +23,29 @@ static int parse(struct mf_rollout_plan *p, struct mf_ctx *ctx, const char *json
     return err;
 }
 
+/* The two red lines the evidence tests share: P99 relative to the control, peak memory absolute. */
+#define P99_AND_MEMORY_LINES                                                                       \
+    "{\"metric\":\"p99_latency_us\",\"relative\":1.5},"                                            \
+    "{\"metric\":\"peak_memory\",\"max\":1000000},"
+
+/* A plan the test relies on being valid: parsed strictly, refused loudly. */
+static void plan_ok(struct mf_rollout_plan *p, const char *json)
+{
+    struct mf_ctx ctx;
+
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    assert_int_equal(parse(p, &ctx, json), MF_OK);
+}
+
 static void test_rollout__percent_waves_are_stable_and_cumulative(void **state)
 {
     struct mf_rollout_plan p;
-    struct mf_ctx ctx;
     unsigned in_wave[3] = {0};
     char id[32];
 
     (void)state;
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(parse(&p, &ctx,
-                           "{\"waves\":[{\"percent\":5},{\"percent\":25},"
-                           "{\"percent\":100}],\"allow_no_red_lines\":true}"),
-                     MF_OK);
+    plan_ok(&p, "{\"waves\":[{\"percent\":5},{\"percent\":25},"
+                "{\"percent\":100}],\"allow_no_red_lines\":true}");
     assert_int_equal(p.n_waves, 3);
     for (int i = 0; i < 10000; i++) {
         int w;
@@ -59,19 +69,14 @@ static void test_rollout__group_and_list_waves(void **state)
 {
     static const char *const lab[] = {"eu", "lab"};
     struct mf_rollout_plan p;
-    struct mf_ctx ctx;
 
     (void)state;
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(parse(&p, &ctx,
-                           "{\"waves\":[{\"devices\":[\"cam-7\",\"cam-9\"]},"
-                           "{\"group\":\"lab\"},{\"percent\":100}],\"allow_no_red_lines\":true}"),
-                     MF_OK);
+    plan_ok(&p, "{\"waves\":[{\"devices\":[\"cam-7\",\"cam-9\"]},"
+                "{\"group\":\"lab\"},{\"percent\":100}],\"allow_no_red_lines\":true}");
     assert_int_equal(mf_rollout__wave_of(&p, "cam-9", lab, 2), 0);
     assert_int_equal(mf_rollout__wave_of(&p, "cam-1", lab, 2), 1);
     assert_int_equal(mf_rollout__wave_of(&p, "cam-1", lab, 1), 2);
-    assert_int_equal(
-        parse(&p, &ctx, "{\"waves\":[{\"group\":\"lab\"}],\"allow_no_red_lines\":true}"), MF_OK);
+    plan_ok(&p, "{\"waves\":[{\"group\":\"lab\"}],\"allow_no_red_lines\":true}");
     assert_int_equal(mf_rollout__wave_of(&p, "cam-1", NULL, 0), -1);
 }
 
@@ -168,8 +173,8 @@ static void test_rollout__stored_plans_load_leniently(void **state)
     cJSON_Delete(body);
 }
 
-/* Devices with a latency sample `us` repeated `n` times and `mem` peak. */
-static void add_device(struct mf_rollout_agg *a, uint64_t us, unsigned n, uint64_t mem)
+/* `count` devices, each with a latency sample `us` repeated `n` times and `mem` peak. */
+static void add_devices(struct mf_rollout_agg *a, int count, uint64_t us, unsigned n, uint64_t mem)
 {
     mf_telemetry_version v;
 
@@ -182,7 +187,8 @@ static void add_device(struct mf_rollout_agg *a, uint64_t us, unsigned n, uint64
     v.offload.uncertain = 10;
     v.teacher_compared = 100;
     v.teacher_agreed = 95;
-    mf_rollout__agg_add(a, &v);
+    for (int d = 0; d < count; d++)
+        mf_rollout__agg_add(a, &v);
 }
 
 static void test_rollout__red_lines(void **state)
@@ -191,23 +197,15 @@ static void test_rollout__red_lines(void **state)
     struct mf_rollout_figures prev, cur;
     struct mf_rollout_verdict v[MF_ROLLOUT_MAX_LINES];
     struct mf_rollout_plan p;
-    struct mf_ctx ctx;
 
     (void)state;
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(parse(&p, &ctx,
-                           "{\"waves\":[{\"percent\":10}],\"red_lines\":["
-                           "{\"metric\":\"p99_latency_us\",\"relative\":1.5},"
-                           "{\"metric\":\"peak_memory\",\"max\":1000000},"
-                           "{\"metric\":\"teacher_agreement\",\"min\":0.9},"
-                           "{\"metric\":\"install_failure_rate\",\"max\":0.2}]}"),
-                     MF_OK);
+    plan_ok(&p, "{\"waves\":[{\"percent\":10}],\"red_lines\":[" P99_AND_MEMORY_LINES
+                "{\"metric\":\"teacher_agreement\",\"min\":0.9},"
+                "{\"metric\":\"install_failure_rate\",\"max\":0.2}]}");
     memset(&prev_a, 0, sizeof(prev_a));
     memset(&cur_a, 0, sizeof(cur_a));
-    for (int d = 0; d < 10; d++) {
-        add_device(&prev_a, 1000, 100, 500000);
-        add_device(&cur_a, 1000, 100, 500000);
-    }
+    add_devices(&prev_a, 10, 1000, 100, 500000);
+    add_devices(&cur_a, 10, 1000, 100, 500000);
     mf_rollout__figures(&prev, &prev_a);
     mf_rollout__figures(&cur, &cur_a);
     assert_int_equal(mf_rollout__check(v, &p, &cur, &prev), -1);
@@ -217,8 +215,7 @@ static void test_rollout__red_lines(void **state)
 
     /* The same devices at 2x latency breach the relative P99 line, with the numbers. */
     memset(&cur_a, 0, sizeof(cur_a));
-    for (int d = 0; d < 10; d++)
-        add_device(&cur_a, 2000, 100, 500000);
+    add_devices(&cur_a, 10, 2000, 100, 500000);
     mf_rollout__figures(&cur, &cur_a);
     assert_int_equal(mf_rollout__check(v, &p, &cur, &prev), 0);
     assert_true(v[0].breached);
@@ -227,7 +224,7 @@ static void test_rollout__red_lines(void **state)
     /* No control group: a relative line is not evaluated (it waits), absolute ones are; a
      * breach counts on one device's data, since halting is the safe direction. */
     memset(&cur_a, 0, sizeof(cur_a));
-    add_device(&cur_a, 1000, 10, 2000000);
+    add_devices(&cur_a, 1, 1000, 10, 2000000);
     mf_rollout__figures(&cur, &cur_a);
     assert_int_equal(mf_rollout__check(v, &p, &cur, NULL), 1);
     assert_false(v[0].evaluated);
@@ -245,17 +242,11 @@ static void test_rollout__lines_wait_for_evidence(void **state)
     struct mf_rollout_figures ctl, cur, none;
     struct mf_rollout_verdict v[MF_ROLLOUT_MAX_LINES];
     struct mf_rollout_plan p;
-    struct mf_ctx ctx;
 
     (void)state;
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(parse(&p, &ctx,
-                           "{\"waves\":[{\"percent\":10}],\"line_min_devices\":3,"
-                           "\"line_min_inferences\":250,\"red_lines\":["
-                           "{\"metric\":\"p99_latency_us\",\"relative\":1.5},"
-                           "{\"metric\":\"peak_memory\",\"max\":1000000},"
-                           "{\"metric\":\"teacher_agreement\",\"min\":0.5}]}"),
-                     MF_OK);
+    plan_ok(&p, "{\"waves\":[{\"percent\":10}],\"line_min_devices\":3,"
+                "\"line_min_inferences\":250,\"red_lines\":[" P99_AND_MEMORY_LINES
+                "{\"metric\":\"teacher_agreement\",\"min\":0.5}]}");
     memset(&none, 0, sizeof(none));
     memset(&ctl_a, 0, sizeof(ctl_a));
     memset(&cur_a, 0, sizeof(cur_a));
@@ -264,10 +255,8 @@ static void test_rollout__lines_wait_for_evidence(void **state)
     assert_int_equal(mf_rollout__waiting(v, p.n_lines), 3);
     assert_non_null(strstr(v[1].waiting, "canary: 0 of 3 devices"));
     /* Two healthy canary devices (2 x 100 samples): still short of 3 devices. */
-    for (int d = 0; d < 5; d++)
-        add_device(&ctl_a, 1000, 100, 500000);
-    for (int d = 0; d < 2; d++)
-        add_device(&cur_a, 1000, 100, 500000);
+    add_devices(&ctl_a, 5, 1000, 100, 500000);
+    add_devices(&cur_a, 2, 1000, 100, 500000);
     mf_rollout__figures(&ctl, &ctl_a);
     mf_rollout__figures(&cur, &cur_a);
     assert_int_equal(mf_rollout__check(v, &p, &cur, &ctl), -1);
@@ -275,7 +264,7 @@ static void test_rollout__lines_wait_for_evidence(void **state)
     assert_non_null(strstr(v[0].waiting, "canary: 2 of 3 devices"));
     /* A third device: the device-drawn line is clean; 300 latency samples clear the 250
      * inferences, while teacher_agreement (100 comparisons each) has enough too. */
-    add_device(&cur_a, 1000, 100, 500000);
+    add_devices(&cur_a, 1, 1000, 100, 500000);
     mf_rollout__figures(&cur, &cur_a);
     assert_int_equal(mf_rollout__check(v, &p, &cur, &ctl), -1);
     assert_int_equal(mf_rollout__waiting(v, p.n_lines), 0);
@@ -285,8 +274,7 @@ static void test_rollout__lines_wait_for_evidence(void **state)
     assert_int_equal(v[0].control_devices, 5);
     /* Few inferences: three devices with 50 samples each wait on inferences. */
     memset(&cur_a, 0, sizeof(cur_a));
-    for (int d = 0; d < 3; d++)
-        add_device(&cur_a, 1000, 50, 500000);
+    add_devices(&cur_a, 3, 1000, 50, 500000);
     mf_rollout__figures(&cur, &cur_a);
     assert_int_equal(mf_rollout__check(v, &p, &cur, &ctl), -1);
     assert_false(v[0].evaluated);
@@ -294,16 +282,15 @@ static void test_rollout__lines_wait_for_evidence(void **state)
     assert_true(v[1].evaluated);
     /* A control group too small leaves the relative line without a bound: waiting. */
     memset(&ctl_a, 0, sizeof(ctl_a));
-    add_device(&ctl_a, 1000, 400, 500000);
+    add_devices(&ctl_a, 1, 1000, 400, 500000);
     mf_rollout__figures(&ctl, &ctl_a);
     assert_int_equal(mf_rollout__check(v, &p, &cur, &ctl), -1);
     assert_non_null(strstr(v[0].waiting, "control: 1 of 3 devices"));
     /* A breach counts on little evidence: one canary device at over 2x P99 over a control. */
-    for (int d = 0; d < 4; d++)
-        add_device(&ctl_a, 1000, 100, 500000);
+    add_devices(&ctl_a, 4, 1000, 100, 500000);
     mf_rollout__figures(&ctl, &ctl_a);
     memset(&cur_a, 0, sizeof(cur_a));
-    add_device(&cur_a, 3000, 20, 500000);
+    add_devices(&cur_a, 1, 3000, 20, 500000);
     mf_rollout__figures(&cur, &cur_a);
     assert_int_equal(mf_rollout__check(v, &p, &cur, &ctl), 0);
     assert_true(v[0].breached && v[0].evaluated);

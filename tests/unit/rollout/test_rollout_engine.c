@@ -85,14 +85,11 @@ static int eng_setup(void **state)
 static int eng_teardown(void **state)
 {
     struct eng *f = *state;
-    char path[128];
 
     for (int i = 0; i < DEVICES; i++)
         mf_telemetry_free(f->dev[i]);
     mf_store__close(f->s);
-    (void)snprintf(path, sizeof(path), "%s/store.db", f->dir);
-    (void)unlink(path);
-    (void)rmdir(f->dir);
+    mf_kit_fs_rmtree(f->dir);
     free(f);
     return 0;
 }

@@ -49,14 +49,11 @@ static int rs_setup(void **state)
 static int rs_teardown(void **state)
 {
     struct rs_fixture *f = *state;
-    char path[128];
 
     mf_store__close(f->s);
     if (use_pg)
         mf_pgtest__drop_db(f->url);
-    (void)snprintf(path, sizeof(path), "%s/store.db", f->dir);
-    (void)unlink(path);
-    (void)rmdir(f->dir);
+    mf_kit_fs_rmtree(f->dir);
     free(f);
     return 0;
 }

@@ -171,6 +171,15 @@ void srvfx_make_token(char *out, const char *role, const char *name)
     assert_int_equal(mf_token__kind(out, strlen(out)), MF_TOKEN_ADMIN);
 }
 
+void srvfx_options_init(struct mf_server_options *o, const char *data_dir)
+{
+    mf_server__options_init(o);
+    o->data_dir = data_dir;
+    o->listen = "127.0.0.1:0";
+    o->log_fn = mf_log_stderr;
+    o->log_payload = &log_level;
+}
+
 void srvfx_start_server_timeout(struct mf_server **out, const char *cert, const char *key,
                                 double rate, int worker, unsigned timeout_s)
 {
@@ -178,12 +187,8 @@ void srvfx_start_server_timeout(struct mf_server **out, const char *cert, const 
     struct mf_ctx ctx;
 
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    mf_server__options_init(&o);
-    o.data_dir = srvfx.data;
-    o.listen = "127.0.0.1:0";
+    srvfx_options_init(&o, srvfx.data);
     o.conn_timeout_s = timeout_s;
-    o.log_fn = mf_log_stderr;
-    o.log_payload = &log_level;
     o.tls_cert = cert;
     o.tls_key = key;
     o.device_rate = rate;

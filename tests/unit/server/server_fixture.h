@@ -79,6 +79,9 @@ void srvfx_json_str(char *dst, size_t cap, const char *body, const char *key);
 void srvfx_enroll(char *cred_out, const char *device_id);
 /* A new admin token of `role` named `name`. */
 void srvfx_make_token(char *out, const char *role, const char *name);
+/* mf-server options for a test node on `data_dir`: an ephemeral loopback port, warnings and
+ * errors to stderr (a passing run stays quiet); the caller sets the rest. */
+void srvfx_options_init(struct mf_server_options *o, const char *data_dir);
 /* Another server on the group's data dir: TLS when `cert`, per-device `rate` (0: none), the
  * delta worker when `worker`, idle connections cut after `timeout_s`. */
 void srvfx_start_server_timeout(struct mf_server **out, const char *cert, const char *key,

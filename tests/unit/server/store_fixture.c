@@ -6,6 +6,7 @@
 #include "store/store.h"
 
 #include <libpq-fe.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,19 @@ void mf_pgtest__exec(const char *url, const char *sql)
 
     exec_on(c, sql);
     PQfinish(c);
+}
+
+void store_fixture_exec(struct store_fixture *f, const char *sql)
+{
+    sqlite3 *db = NULL;
+
+    if (f->pg) {
+        mf_pgtest__exec(f->url, sql);
+        return;
+    }
+    assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
 }
 
 long long mf_pgtest__query_ll(const char *url, const char *sql)

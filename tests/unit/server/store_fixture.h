@@ -49,6 +49,25 @@ struct store_fixture *store_fixture_new(const char *tag, int migrate);
  * suite that runs on both in one binary. Asked for PostgreSQL where none is configured, the
  * case skips (MF_SKIP) before anything is made. */
 struct store_fixture *store_fixture_new_on(const char *tag, int migrate, int pg);
+/* `struct list`, up to `cap` rows of `type` in v[] (n of them), and `fn`, the store listing
+ * callback that appends one (failing the test past `cap`); a suite's rows to assert on. */
+#define STORE_FIXTURE_COLLECTOR(list, type, cap, fn)                                               \
+    struct list {                                                                                  \
+        type v[cap];                                                                               \
+        size_t n;                                                                                  \
+    };                                                                                             \
+    static int fn(void *payload, const type *row)                                                  \
+    {                                                                                              \
+        struct list *l = payload;                                                                  \
+                                                                                                   \
+        assert_true(l->n < (cap));                                                                 \
+        l->v[l->n++] = *row;                                                                       \
+        return MF_OK;                                                                              \
+    }
+
+/* Runs `sql` on the fixture's database from a connection of its own, behind the store's back
+ * (what a crash or an older release leaves); fails the test unless it succeeds. */
+void store_fixture_exec(struct store_fixture *f, const char *sql);
 /* Closes the store, drops the database, removes the dir, frees `f`. */
 void store_fixture_free(struct store_fixture *f);
 /* store_fixture_free(*state) as a cmocka teardown, for setups that put a fixture there. */

@@ -14,7 +14,6 @@
 #include "rollout/rollout_events.h"
 #include "store/store.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,19 +29,7 @@ static int audit_teardown(void **state)
     return 0;
 }
 
-struct rows {
-    struct mf_store_audit v[16];
-    size_t n;
-};
-
-static int collect(void *payload, const struct mf_store_audit *a)
-{
-    struct rows *r = payload;
-
-    assert_true(r->n < 16);
-    r->v[r->n++] = *a;
-    return MF_OK;
-}
+STORE_FIXTURE_COLLECTOR(rows, struct mf_store_audit, 16, collect)
 
 static void list(struct rows *out, struct store_fixture *f, const struct mf_store_audit_query *q)
 {
@@ -228,20 +215,6 @@ static void test_server_audit__engine_event_with_its_audit_row(void **state)
     }
 }
 
-/* Runs `sql` on the store's database from a connection of its own. */
-static void rename_audit(struct store_fixture *f, const char *sql)
-{
-    sqlite3 *raw = NULL;
-
-    if (f->pg) {
-        mf_pgtest__exec(f->url, sql);
-        return;
-    }
-    assert_int_equal(sqlite3_open(f->db, &raw), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(raw, sql, NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(raw);
-}
-
 static void test_server_audit__event_and_audit_row_together_or_not_at_all(void **state)
 {
     struct store_fixture *f = *state;
@@ -258,14 +231,14 @@ static void test_server_audit__event_and_audit_row_together_or_not_at_all(void *
     /* The audit table gone: the event row must not stay behind alone. */
     assert_int_equal(f->s->ops->audit->audit_prune(&(int64_t){0}, f->s, &f->ctx, 1000, 1000),
                      MF_OK);
-    rename_audit(f, "ALTER TABLE audit_log RENAME TO audit_gone");
+    store_fixture_exec(f, "ALTER TABLE audit_log RENAME TO audit_gone");
     e.at = 6;
     assert_true(f->s->ops->audit->event_record(f->s, &f->ctx, &e, &a, "e2", "{}", 6) < 0);
     assert_int_equal(f->s->ops->rollout->rollout_events_list(f->s, &f->ctx, 9, count_event, &ev),
                      MF_OK);
     assert_int_equal(ev.n, 1);
     assert_int_equal(ev.last.at, 5);
-    rename_audit(f, "ALTER TABLE audit_gone RENAME TO audit_log");
+    store_fixture_exec(f, "ALTER TABLE audit_gone RENAME TO audit_log");
     list(&rows, f, &q);
     assert_int_equal(rows.n, 0); /* the first one's row was pruned above; none came back */
 }

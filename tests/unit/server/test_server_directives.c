@@ -338,11 +338,9 @@ static void test_server_directives__delta_precompute_serves_the_old_version(void
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
+    return MF_TEST_RUN(
+        "tests", srvfx_group_setup, srvfx_group_teardown,
         cmocka_unit_test(test_server_directives__directives_reach_the_checkin),
         cmocka_unit_test(test_server_directives__group_settings_reach_the_checkin),
-        cmocka_unit_test(test_server_directives__delta_precompute_serves_the_old_version),
-    };
-
-    return cmocka_run_group_tests(tests, srvfx_group_setup, srvfx_group_teardown);
+        cmocka_unit_test(test_server_directives__delta_precompute_serves_the_old_version));
 }

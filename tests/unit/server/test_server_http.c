@@ -351,6 +351,21 @@ static void post_json(struct reply *r, const char *path, const char *token, cons
     http(r, "POST", path, &o);
 }
 
+/* POSTs `json` as the admin's promotion of det `version`; fails unless the status is `want`
+ * and the body holds `needle` (when not NULL). */
+static void promote_det(const char *version, const char *json, long want, const char *needle)
+{
+    struct reply r;
+    char path[96];
+
+    (void)snprintf(path, sizeof(path), "/v1/admin/models/det/versions/%s/promote", version);
+    post_json(&r, path, fx.admin, json);
+    assert_int_equal(r.status, want);
+    if (needle)
+        assert_non_null(strstr(r.body, needle));
+    free_reply(&r);
+}
+
 static void test_server_http__enroll(void **state)
 {
     char body[256], cred1[MF_TOKEN_LEN + 1], cred2[MF_TOKEN_LEN + 1], wrong[MF_TOKEN_LEN + 1];
@@ -627,26 +642,14 @@ static void test_server_http__publish_list_assign(void **state)
     assert_null(strstr(r.body, "\"version\":\"v2\""));
     free_reply(&r);
     /* ... a promotion must say --force, name a release, and know no other key ... */
-    post_json(&r, "/v1/admin/models/det/versions/v2/promote", fx.admin, "{}");
-    assert_int_equal(r.status, 400);
-    assert_non_null(strstr(r.body, "'force' must be true"));
-    free_reply(&r);
-    post_json(&r, "/v1/admin/models/det/versions/v2/promote", fx.admin,
-              "{\"force\": true, \"forse\": true}");
-    assert_int_equal(r.status, 400);
-    assert_non_null(strstr(r.body, "unknown key 'forse'"));
-    free_reply(&r);
-    post_json(&r, "/v1/admin/models/det/versions/v9/promote", fx.admin, "{\"force\": true}");
-    assert_int_equal(r.status, 404);
-    free_reply(&r);
+    promote_det("v2", "{}", 400, "'force' must be true");
+    promote_det("v2", "{\"force\": true, \"forse\": true}", 400, "unknown key 'forse'");
+    promote_det("v9", "{\"force\": true}", 404, NULL);
     post_json(&r, "/v1/checkin", fx.device, body);
     assert_null(strstr(r.body, "\"version\":\"v2\""));
     free_reply(&r);
     /* ... until ops promote it by hand: then the channel default is v2. */
-    post_json(&r, "/v1/admin/models/det/versions/v2/promote", fx.admin, "{\"force\": true}");
-    assert_int_equal(r.status, 200);
-    assert_non_null(strstr(r.body, "\"promoted\":true"));
-    free_reply(&r);
+    promote_det("v2", "{\"force\": true}", 200, "\"promoted\":true");
     post_json(&r, "/v1/checkin", fx.device, body);
     root = cJSON_Parse(r.body);
     a = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "assignments"), 0);

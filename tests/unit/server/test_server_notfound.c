@@ -195,11 +195,9 @@ static void test_server_notfound__known_ids_still_work(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
+    return MF_TEST_RUN(
+        "tests", srvfx_group_setup, srvfx_group_teardown,
         cmocka_unit_test(test_server_notfound__every_admin_route_with_an_id_is_covered),
         cmocka_unit_test(test_server_notfound__unknown_ids_are_404_naming_them),
-        cmocka_unit_test(test_server_notfound__known_ids_still_work),
-    };
-
-    return cmocka_run_group_tests(tests, srvfx_group_setup, srvfx_group_teardown);
+        cmocka_unit_test(test_server_notfound__known_ids_still_work));
 }

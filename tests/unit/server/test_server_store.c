@@ -13,7 +13,6 @@
 #include "store/pg/pg_store.h"
 #include "store/store.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,20 +248,6 @@ static void test_server_store__trust_docs_and_sequence(void **state)
     assert_int_equal(first, 3);
 }
 
-/* Runs `sql` on the fixture's store behind the backend's back (what a crash leaves). */
-static void raw_exec(struct store_fixture *f, const char *sql)
-{
-    sqlite3 *db = NULL;
-
-    if (f->pg) {
-        mf_pgtest__exec(f->url, sql);
-        return;
-    }
-    assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(db);
-}
-
 /* Reservations do not wait for the disk, so a power loss may take the last of them with it.
  * A node that starts again (the store re-opened) still issues numbers above every number
  * issued before, even when none of those reached the disk. */
@@ -285,7 +270,7 @@ static void test_server_store__sequence_above_all_after_restart(void **state)
         mf_store__close(f->s);
         f->s = NULL;
         /* As after a power loss that lost every reservation since the device enrolled. */
-        raw_exec(f, "UPDATE devices SET assign_seq = 0");
+        store_fixture_exec(f, "UPDATE devices SET assign_seq = 0");
         s = open_migrated(f);
         assert_int_equal(s->ops->checkin->device_reserve_sequence(&first, s, &f->ctx, "dev-1", 2),
                          MF_OK);

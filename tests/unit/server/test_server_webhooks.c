@@ -44,7 +44,6 @@ struct hooks_fixture {
 };
 
 static struct hooks_fixture hf;
-static int log_level = MF_LOG_WARN;
 
 static void start_node(int i)
 {
@@ -52,12 +51,8 @@ static void start_node(int i)
     struct mf_ctx ctx;
 
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    mf_server__options_init(&o);
-    o.data_dir = hf.data;
-    o.listen = "127.0.0.1:0";
+    srvfx_options_init(&o, hf.data);
     o.store_url = hf.url;
-    o.log_fn = mf_log_stderr;
-    o.log_payload = &log_level;
     o.delta_worker = 0;    /* nothing here needs deltas or rollout evaluations */
     o.webhook_retry_s = 1; /* the failures are retried within seconds */
     if (mf_server__start(&hf.node[i], &ctx, &o) < 0)
