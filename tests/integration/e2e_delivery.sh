@@ -25,7 +25,7 @@ store_sql() { # store_sql SQL: straight into the server's store (the attacker be
     if [ -n "${MF_TEST_STORE_URL:-}" ]; then
         psql -q -v ON_ERROR_STOP=1 "$MF_TEST_STORE_URL" -c "$1" >/dev/null
     else
-        sqlite3 "$work/server/store.db" "$1"
+        sqlite3 -cmd ".timeout 10000" "$work/server/store.db" "$1" # the server writes too
     fi
 }
 http_code() { # http_code TOKEN METHOD PATH [BODY]

@@ -41,9 +41,10 @@ state_is() { mfctl_admin rollout status 1 --json | grep -q "\"state\":\"$1\""; }
 # engine_rows KIND: the rollout engine's audit rows of rollout.KIND
 engine_rows() { mfctl_admin audit --action "rollout.$1" | grep -c ' rollout-engine '; }
 # metric_is LINE: /metrics has the exact series line LINE
-metric_is() {
-    curl -fsS -H "Authorization: Bearer $(cat "$MF_ADMIN_TOKEN_FILE")" "$MF_URL/metrics" |
-        grep -qxF "$1"
+metric_is() { # the whole page first: grep -q closing the pipe early fails curl (23)
+    local page
+    page=$(curl -fsS -H "Authorization: Bearer $(cat "$MF_ADMIN_TOKEN_FILE")" "$MF_URL/metrics") &&
+        grep -qxF "$1" <<<"$page"
 }
 # run_until STATE CYCLES [mf-sim options]: the fleet runs in 4-cycle rounds until the rollout
 # reaches STATE or the rounds run out (bounded: CYCLES / 4 rounds).
