@@ -93,3 +93,18 @@ char *mf_kit_fs_source_path(char *out, size_t cap, const char *rel)
         fail_msg("source path of %s too long", rel);
     return out;
 }
+
+void mf_kit_fs_flip_byte(const char *path, long offset)
+{
+    FILE *f = fopen(path, "r+b");
+    int c;
+
+    if (!f)
+        fail_msg("cannot open %s", path);
+    assert_int_equal(fseek(f, offset, SEEK_SET), 0);
+    c = fgetc(f);
+    assert_true(c != EOF);
+    assert_int_equal(fseek(f, offset, SEEK_SET), 0);
+    assert_int_equal(fputc(c ^ 0xff, f), c ^ 0xff);
+    assert_int_equal(fclose(f), 0);
+}

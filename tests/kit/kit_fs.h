@@ -32,4 +32,8 @@ void mf_kit_fs_read_line(char *out, size_t cap, const char *dir, const char *nam
 /* Writes `len` bytes to `path` (created or truncated); the test fails when it cannot. */
 void mf_kit_fs_write(const char *path, const void *data, size_t len);
 
+/* Inverts the bits of the byte at `offset` in `path`: damage that can never be a no-op, whatever
+ * the byte held (writing a fixed byte is a no-op when it was already there). */
+void mf_kit_fs_flip_byte(const char *path, long offset);
+
 #endif /* MF_KIT_FS_H */

@@ -9,6 +9,7 @@
  * signed with the director key, releases below the device's floor).
  */
 #include "agent_fixture.h"
+#include "kit_fs.h"
 #include "kit_log.h"
 #include "mf_offload_int.h" /* the handle's credential */
 
@@ -863,14 +864,9 @@ static void test_agent__trust_root_is_required_and_state_persists(void **state)
     /* An edited state file is refused, not trusted. */
     {
         char path[256];
-        FILE *f;
 
         (void)snprintf(path, sizeof(path), "%s/trust.state", fx->dir);
-        f = fopen(path, "r+b");
-        assert_non_null(f);
-        assert_int_equal(fseek(f, 20, SEEK_SET), 0);
-        assert_int_equal(fputc('X', f), 'X');
-        (void)fclose(f);
+        mf_kit_fs_flip_byte(path, 20);
     }
     agent = NULL;
     assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_E_INVALID);

@@ -5,6 +5,7 @@
  * case, offload counters merged in, and crash-safe persistence with storage failing at every
  * call.
  */
+#include "kit_fs.h"
 #include "offload_fixture.h"
 #include "mf/telemetry.h"
 
@@ -254,7 +255,6 @@ static void test_telemetry__persists_crash_safely(void **state)
     struct tplat p;
     mf_telemetry *t = NULL;
     char path[256];
-    FILE *f;
 
     (void)state;
     tplat_init(&p);
@@ -289,11 +289,7 @@ static void test_telemetry__persists_crash_safely(void **state)
     mf_telemetry_free(t);
     /* Flip one byte: the digest catches it. */
     tplat_path(&p, path, sizeof(path), "telemetry.state");
-    f = fopen(path, "r+b");
-    assert_non_null(f);
-    assert_int_equal(fseek(f, 40, SEEK_SET), 0);
-    assert_int_equal(fputc('X', f), 'X');
-    assert_int_equal(fclose(f), 0);
+    mf_kit_fs_flip_byte(path, 40);
     assert_int_equal(mf_telemetry_new(&t, NULL, &p.ops, "telemetry.state"), MF_OK);
     assert_int_equal(mf_telemetry_load(t), MF_E_INVALID);
     assert_null(mf_telemetry_get(t, "det", "v1"));
