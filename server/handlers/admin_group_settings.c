@@ -181,13 +181,5 @@ static int add_settings(void *payload, const struct mf_store_group_settings *g)
     return ok ? MF_OK : MF_E_NOMEM;
 }
 
-static int walk_settings(struct mf_httpd_req *r, cJSON *list)
-{
-    return r->env->store->ops->director->group_settings_list(r->env->store, &r->ctx, add_settings,
-                                                             list);
-}
-
-int mf_handlers__group_settings_list(struct mf_httpd_req *r)
-{
-    return mf_handlers__reply_list(r, "group_settings", walk_settings);
-}
+MF_HANDLERS_LISTING(mf_handlers__group_settings_list, "group_settings", director,
+                    group_settings_list, add_settings)

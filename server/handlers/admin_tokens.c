@@ -41,15 +41,7 @@ static int add_token(void *payload, const struct mf_store_token *t)
     return MF_OK;
 }
 
-static int walk_tokens(struct mf_httpd_req *r, cJSON *list)
-{
-    return r->env->store->ops->auth->admin_tokens_list(r->env->store, &r->ctx, add_token, list);
-}
-
-int mf_handlers__tokens_list(struct mf_httpd_req *r)
-{
-    return mf_handlers__reply_list(r, "tokens", walk_tokens);
-}
+MF_HANDLERS_LISTING(mf_handlers__tokens_list, "tokens", auth, admin_tokens_list, add_token)
 
 int mf_handlers__token_create(struct mf_httpd_req *r)
 {
@@ -90,13 +82,8 @@ int mf_handlers__token_create(struct mf_httpd_req *r)
         return err;
     }
     MF_LOG_INFO(&r->ctx, "created %s token %s (%s)", role_name(t.role), t.id, t.name);
-    {
-        cJSON *one = cJSON_DetachItemFromArray(body, 0);
-
-        cJSON_Delete(body);
-        /* cJSON keeps its own copy of the token text; it is freed with the reply. */
-        return mf_httpd__reply_json(r, MHD_HTTP_CREATED, one);
-    }
+    /* cJSON keeps its own copy of the token text; it is freed with the reply. */
+    return mf_handlers__reply_row(r, MHD_HTTP_CREATED, body, MF_OK, "a new token");
 }
 
 int mf_handlers__token_revoke(struct mf_httpd_req *r)

@@ -85,6 +85,25 @@ int mf_handlers__version_get(struct mf_httpd_req *r);
  * a walk's MF_E_NOMEM gets its message here. */
 typedef int (*mf_handlers_walk_fn)(struct mf_httpd_req *r, cJSON *list);
 int mf_handlers__reply_list(struct mf_httpd_req *r, const char *key, mf_handlers_walk_fn walk);
+/* Defines `name`, the handler of a listing route that takes nothing: 200 {"<key>": [...]} with
+ * a row per call of `add` (the row visitor, handed the array as its payload) from the store's
+ * ops->`domain`->`op`. */
+#define MF_HANDLERS_LISTING(name, key, domain, op, add)                                            \
+    static int name##_walk(struct mf_httpd_req *r, cJSON *list)                                    \
+    {                                                                                              \
+        return r->env->store->ops->domain->op(r->env->store, &r->ctx, add, list);                  \
+    }                                                                                              \
+    int name(struct mf_httpd_req *r)                                                               \
+    {                                                                                              \
+        return mf_handlers__reply_list(r, key, name##_walk);                                       \
+    }
+
+/* Replies `code` with the one row of `list`, which a listing's row adder wrote (so a row a
+ * request creates or changes reads as it does in its listing), and frees the array. `add_err`
+ * is the adder's result: a failure, or no `list`, is MF_E_NOMEM "out of memory answering
+ * <what>". */
+int mf_handlers__reply_row(struct mf_httpd_req *r, unsigned code, cJSON *list, int add_err,
+                           const char *what);
 
 /* A new object appended to the array `list` (a listing's row), NULL when out of memory (the
  * object is then freed, the array unchanged). */
