@@ -57,6 +57,16 @@ uint8_t *fx_sign_raw(size_t *len, struct fx *f, const char *type, const char *pa
     return env;
 }
 
+/* The envelope a signing call (`what`) of signer `s` returned `err` for, the signer freed; a
+ * failure fails the test with the signer's message. */
+static uint8_t *signed_by(uint8_t *const *env, int err, mf_manifest_signer *s, const char *what)
+{
+    if (err < 0)
+        fail_msg("%s: %s", what, mf_manifest_signer_errmsg(s));
+    mf_manifest_signer_free(s);
+    return *env;
+}
+
 /* Fills a role spec from a -1-terminated key list; pems has room for FX_NKEYS. */
 static void role_of(mf_manifest_role_spec *r, const char **pems, struct fx *f, const int *keys,
                     unsigned int thr)
@@ -78,15 +88,10 @@ uint8_t *fx_root(size_t *len, struct fx *f, uint64_t version, uint64_t expires,
     mf_manifest_root_spec spec = {.version = version, .expires = expires};
     mf_manifest_signer *s = signer_of(f, by);
     uint8_t *env = NULL;
-    int err;
 
     role_of(&spec.root, a, f, root_keys, root_thr);
     role_of(&spec.keys, b, f, keys_keys, keys_thr);
-    err = mf_manifest_sign_root(&env, len, s, &spec);
-    if (err < 0)
-        fail_msg("sign_root: %s", mf_manifest_signer_errmsg(s));
-    mf_manifest_signer_free(s);
-    return env;
+    return signed_by(&env, mf_manifest_sign_root(&env, len, s, &spec), s, "sign_root");
 }
 
 uint8_t *fx_root_v1(size_t *len, struct fx *f)
@@ -102,15 +107,10 @@ uint8_t *fx_keys(size_t *len, struct fx *f, uint64_t version, uint64_t expires, 
     mf_manifest_keys_spec spec = {.version = version, .expires = expires};
     mf_manifest_signer *s = signer_of(f, by);
     uint8_t *env = NULL;
-    int err;
 
     role_of(&spec.release, a, f, rel_keys, rel_thr);
     role_of(&spec.director, b, f, dir_keys, dir_thr);
-    err = mf_manifest_sign_keys(&env, len, s, &spec);
-    if (err < 0)
-        fail_msg("sign_keys: %s", mf_manifest_signer_errmsg(s));
-    mf_manifest_signer_free(s);
-    return env;
+    return signed_by(&env, mf_manifest_sign_keys(&env, len, s, &spec), s, "sign_keys");
 }
 
 uint8_t *fx_keys_v1(size_t *len, struct fx *f)
@@ -140,12 +140,8 @@ uint8_t *fx_release(size_t *len, struct fx *f, const mf_manifest_release_spec *s
 {
     mf_manifest_signer *s = signer_of(f, by);
     uint8_t *env = NULL;
-    int err = mf_manifest_sign_release(&env, len, s, spec);
 
-    if (err < 0)
-        fail_msg("sign_release: %s", mf_manifest_signer_errmsg(s));
-    mf_manifest_signer_free(s);
-    return env;
+    return signed_by(&env, mf_manifest_sign_release(&env, len, s, spec), s, "sign_release");
 }
 
 uint8_t *fx_release_of(size_t *len, struct fx *f, const char *name, const char *version,
@@ -186,14 +182,9 @@ uint8_t *fx_assignment(size_t *len, struct fx *f, const char *device, const char
         .device_id = device, .model = model, .nonce = nonce, .sequence = sequence};
     mf_manifest_signer *s = signer_of(f, by);
     uint8_t *env = NULL;
-    int err;
 
     memcpy(spec.release_sha256, release_digest, 32);
-    err = mf_manifest_sign_assignment(&env, len, s, &spec);
-    if (err < 0)
-        fail_msg("sign_assignment: %s", mf_manifest_signer_errmsg(s));
-    mf_manifest_signer_free(s);
-    return env;
+    return signed_by(&env, mf_manifest_sign_assignment(&env, len, s, &spec), s, "sign_assignment");
 }
 
 void fx_digest(uint8_t *out, const uint8_t *env, size_t len)
