@@ -80,18 +80,37 @@ static void role_of(mf_manifest_role_spec *r, const char **pems, struct fx *f, c
     r->threshold = thr;
 }
 
+/* The root and the keys document both name two roles, each a key list and a threshold. */
+struct two_roles {
+    const int *keys[2];
+    unsigned int thr[2];
+};
+
+static uint8_t *two_role_doc(size_t *len, struct fx *f, int is_root, uint64_t version,
+                             uint64_t expires, struct two_roles r, const int *by)
+{
+    const char *pems[2][FX_NKEYS];
+    mf_manifest_root_spec root = {.version = version, .expires = expires};
+    mf_manifest_keys_spec keys = {.version = version, .expires = expires};
+    mf_manifest_role_spec *roles[2] = {is_root ? &root.root : &keys.release,
+                                       is_root ? &root.keys : &keys.director};
+    mf_manifest_signer *s = signer_of(f, by);
+    uint8_t *env = NULL;
+
+    for (int i = 0; i < 2; i++)
+        role_of(roles[i], pems[i], f, r.keys[i], r.thr[i]);
+    if (is_root)
+        return signed_by(&env, mf_manifest_sign_root(&env, len, s, &root), s, "sign_root");
+    return signed_by(&env, mf_manifest_sign_keys(&env, len, s, &keys), s, "sign_keys");
+}
+
 uint8_t *fx_root(size_t *len, struct fx *f, uint64_t version, uint64_t expires,
                  const int *root_keys, unsigned int root_thr, const int *keys_keys,
                  unsigned int keys_thr, const int *by)
 {
-    const char *a[FX_NKEYS], *b[FX_NKEYS];
-    mf_manifest_root_spec spec = {.version = version, .expires = expires};
-    mf_manifest_signer *s = signer_of(f, by);
-    uint8_t *env = NULL;
+    struct two_roles r = {{root_keys, keys_keys}, {root_thr, keys_thr}};
 
-    role_of(&spec.root, a, f, root_keys, root_thr);
-    role_of(&spec.keys, b, f, keys_keys, keys_thr);
-    return signed_by(&env, mf_manifest_sign_root(&env, len, s, &spec), s, "sign_root");
+    return two_role_doc(len, f, 1, version, expires, r, by);
 }
 
 uint8_t *fx_root_v1(size_t *len, struct fx *f)
@@ -103,14 +122,9 @@ uint8_t *fx_root_v1(size_t *len, struct fx *f)
 uint8_t *fx_keys(size_t *len, struct fx *f, uint64_t version, uint64_t expires, const int *rel_keys,
                  unsigned int rel_thr, const int *dir_keys, unsigned int dir_thr, const int *by)
 {
-    const char *a[FX_NKEYS], *b[FX_NKEYS];
-    mf_manifest_keys_spec spec = {.version = version, .expires = expires};
-    mf_manifest_signer *s = signer_of(f, by);
-    uint8_t *env = NULL;
+    struct two_roles r = {{rel_keys, dir_keys}, {rel_thr, dir_thr}};
 
-    role_of(&spec.release, a, f, rel_keys, rel_thr);
-    role_of(&spec.director, b, f, dir_keys, dir_thr);
-    return signed_by(&env, mf_manifest_sign_keys(&env, len, s, &spec), s, "sign_keys");
+    return two_role_doc(len, f, 0, version, expires, r, by);
 }
 
 uint8_t *fx_keys_v1(size_t *len, struct fx *f)
