@@ -64,12 +64,10 @@ static int time_field(int64_t *out, struct mf_httpd_req *r, const char *key)
 /* 404 with the store's message ("unknown group", "has no ... set"), else 204. */
 static int settings_result(struct mf_httpd_req *r, int err, const char *what)
 {
-    if (err == MF_E_NOTFOUND)
-        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
-    if (err < 0)
-        return err;
-    MF_LOG_INFO(&r->ctx, "group %s: %s", r->params[0], what);
-    return mf_httpd__reply_empty(r, MHD_HTTP_NO_CONTENT);
+    char done[192];
+
+    (void)snprintf(done, sizeof(done), "group %s: %s", r->params[0], what);
+    return mf_handlers__reply_changed(r, err, done);
 }
 
 int mf_handlers__group_poll_put(struct mf_httpd_req *r)

@@ -88,13 +88,11 @@ static int clear_directive(struct mf_httpd_req *r, int scope, const char *target
 {
     struct mf_store *s = r->env->store;
     int err = s->ops->director->pin_clear(s, &r->ctx, scope, target, model);
+    char done[256];
 
-    if (err == MF_E_NOTFOUND)
-        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
-    if (err < 0)
-        return err;
-    MF_LOG_INFO(&r->ctx, "directive %s %s %s cleared", scope_names[scope], target, model);
-    return mf_httpd__reply_empty(r, MHD_HTTP_NO_CONTENT);
+    (void)snprintf(done, sizeof(done), "directive %s %s %s cleared", scope_names[scope], target,
+                   model);
+    return mf_handlers__reply_changed(r, err, done);
 }
 
 /* /v1/admin/pins/{scope}/{target}/{model}: the scope must be device, group or channel. */

@@ -85,7 +85,7 @@ int mf_handlers__webhook_remove(struct mf_httpd_req *r)
 {
     struct mf_store *s = r->env->store;
     const char *id = r->params[0];
-    char *end = NULL;
+    char *end = NULL, done[64];
     long long n = strtoll(id, &end, 10);
     int err;
 
@@ -93,10 +93,6 @@ int mf_handlers__webhook_remove(struct mf_httpd_req *r)
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "webhook id '%.20s' is not a number",
                                      id);
     err = s->ops->webhooks->webhook_remove(s, &r->ctx, (int64_t)n);
-    if (err == MF_E_NOTFOUND)
-        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
-    if (err < 0)
-        return err;
-    MF_LOG_INFO(&r->ctx, "webhook %lld removed", n);
-    return mf_httpd__reply_empty(r, MHD_HTTP_NO_CONTENT);
+    (void)snprintf(done, sizeof(done), "webhook %lld removed", n);
+    return mf_handlers__reply_changed(r, err, done);
 }

@@ -61,6 +61,16 @@ const char *mf_handlers__unknown_member(const cJSON *body, const char *const *kn
     return NULL;
 }
 
+int mf_handlers__reply_changed(struct mf_httpd_req *r, int err, const char *done)
+{
+    if (err == MF_E_NOTFOUND)
+        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
+    if (err < 0)
+        return err;
+    MF_LOG_INFO(&r->ctx, "%s", done);
+    return mf_httpd__reply_empty(r, MHD_HTTP_NO_CONTENT);
+}
+
 int mf_handlers__reply_failure(struct mf_httpd_req *r, int err)
 {
     unsigned code = err == MF_E_INVALID || err == MF_E_LIMIT ? MHD_HTTP_BAD_REQUEST
