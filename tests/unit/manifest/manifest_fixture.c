@@ -158,6 +158,17 @@ uint8_t *fx_release(size_t *len, struct fx *f, const mf_manifest_release_spec *s
     return signed_by(&env, mf_manifest_sign_release(&env, len, s, spec), s, "sign_release");
 }
 
+uint8_t *fx_release_v1(size_t *len, uint8_t digest[MF_MANIFEST_DIGEST_LEN], struct fx *f)
+{
+    mf_manifest_release_spec spec;
+    uint8_t *env;
+
+    fx_release_spec(&spec, "v1", 1, 0);
+    env = fx_release(len, f, &spec, BY(K_REL0));
+    fx_digest(digest, env, *len);
+    return env;
+}
+
 uint8_t *fx_release_of(size_t *len, struct fx *f, const char *name, const char *version,
                        uint64_t sequence, uint64_t floor, const void *data, size_t n,
                        uint32_t chunk_size, const int *by)
