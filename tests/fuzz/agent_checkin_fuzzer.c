@@ -51,9 +51,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap(); /* a failure reports no assignment and always has a message */
     for (size_t i = 0; err == MF_OK && i < n; i++) {
         /* A release left out (the device holds it) comes without any download hint. */
-        if (out[i].release_held ? out[i].sha256[0] || out[i].blob[0] || out[i].release_env
-                                : strlen(out[i].sha256) != 64 || out[i].blob[0] != '/' ||
-                                      !out[i].release_env)
+        if (out[i].release_held
+                ? out[i].sha256[0] || out[i].blob[0] || out[i].release_env
+                : strlen(out[i].sha256) != 64 || out[i].blob[0] != '/' || !out[i].release_env)
             __builtin_trap();
         if (!out[i].assignment_env)
             __builtin_trap();
