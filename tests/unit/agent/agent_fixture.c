@@ -529,6 +529,17 @@ mf_agent *agent_with_v1(struct fixture *fx)
     return agent;
 }
 
+void assert_v2_refused_in_mode(struct fixture *fx, mf_agent *agent, enum checkin_mode mode,
+                               int code, const char *why)
+{
+    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    fx->srv.checkin_mode = mode;
+    step_expect(agent, code);
+    assert_non_null(strstr(mf_agent_errmsg(agent), why));
+    assert_int_equal(fx->srv.n_blob, 1);
+    assert_active(agent, "v1", 'a');
+}
+
 void fake_offer_delta(struct fake_server *s, const uint8_t *delta, size_t delta_len,
                       const uint8_t *from, size_t from_len)
 {

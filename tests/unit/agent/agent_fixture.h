@@ -167,5 +167,9 @@ void step_expect(mf_agent *agent, int expect);
 void assert_active(mf_agent *agent, const char *version, char slot);
 /* Installs v1 through one step; used as the starting point of failure tests. */
 mf_agent *agent_with_v1(struct fixture *fx);
+/* v2 assigned with the check-in answered in `mode`: the step fails with `code` and a message
+ * holding `why`, v2 is never downloaded and v1 keeps running in slot a. */
+void assert_v2_refused_in_mode(struct fixture *fx, mf_agent *agent, enum checkin_mode mode,
+                               int code, const char *why);
 
 #endif /* MF_AGENT_FIXTURE_H */

@@ -46,6 +46,42 @@ static void assert_kept(const struct fixture *fx, const char *name)
     assert_file_equals(fx, name, fx->srv.release_env, fx->srv.release_len);
 }
 
+/* The next check-in names no release and gets the envelope (the `sent`-th sent), which is
+ * kept for slot a; the one after names it and is the `held`-th left out. Nothing is
+ * downloaded. */
+static void asks_again_and_keeps(struct fixture *fx, mf_agent *agent, const char *digest, int sent,
+                                 int held)
+{
+    step_expect(agent, MF_OK);
+    assert_false(named(&fx->srv, digest));
+    assert_int_equal(fx->srv.n_release_sent, sent);
+    assert_kept(fx, KEPT_A);
+    step_expect(agent, MF_OK);
+    assert_true(named(&fx->srv, digest));
+    assert_int_equal(fx->srv.n_release_held, held);
+    assert_int_equal(fx->srv.n_blob, 1);
+}
+
+/* state.json of "detector" with its active slot's "release" member removed, as an older
+ * agent wrote it. */
+static void drop_state_release(const struct fixture *fx)
+{
+    char path[160];
+    size_t len = 0;
+    uint8_t *raw = slurp(fx, "models/detector/state.json", &len);
+    cJSON *st = raw ? cJSON_Parse((const char *)raw) : NULL;
+    char *text;
+
+    test_free(raw);
+    assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(st, "active"), "release"));
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(st, "active"), "release");
+    text = cJSON_PrintUnformatted(st);
+    (void)snprintf(path, sizeof(path), "%s/models/detector/state.json", fx->dir);
+    mf_kit_fs_write(path, text, strlen(text));
+    cJSON_free(text);
+    cJSON_Delete(st);
+}
+
 static void test_agent_held__release_left_out_is_verified_against_the_kept_one(void **state)
 {
     struct fixture *fx = *state;
@@ -107,14 +143,7 @@ static void damaged_kept_release(struct fixture *fx, int remove_it)
     assert_string_equal(fx->srv.report_status, "failed");
     assert_int_equal(fx->srv.n_blob, 1);
     assert_active(agent, "v1", 'a');
-    step_expect(agent, MF_OK);
-    assert_false(named(&fx->srv, v1));
-    assert_int_equal(fx->srv.n_release_sent, 2);
-    assert_kept(fx, KEPT_A);
-    step_expect(agent, MF_OK);
-    assert_true(named(&fx->srv, v1));
-    assert_int_equal(fx->srv.n_release_held, 2);
-    assert_int_equal(fx->srv.n_blob, 1);
+    asks_again_and_keeps(fx, agent, v1, 2, 2);
     mf_agent_free(agent);
 }
 
@@ -136,12 +165,7 @@ static void test_agent_held__release_left_out_for_another_release_is_refused(voi
     struct fixture *fx = *state;
     mf_agent *agent = agent_with_v1(fx);
 
-    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
-    fx->srv.checkin_mode = CHECKIN_HELD_OTHER;
-    step_expect(agent, MF_E_SIGNATURE);
-    assert_non_null(strstr(mf_agent_errmsg(agent), "assignment refused"));
-    assert_int_equal(fx->srv.n_blob, 1);
-    assert_active(agent, "v1", 'a');
+    assert_v2_refused_in_mode(fx, agent, CHECKIN_HELD_OTHER, MF_E_SIGNATURE, "assignment refused");
     assert_int_equal(sequence_of(agent), 1);
     /* Served properly again, v2 installs. */
     fx->srv.checkin_mode = CHECKIN_OK;
@@ -157,37 +181,15 @@ static void test_agent_held__older_state_file_is_upgraded(void **state)
     struct fixture *fx = *state;
     mf_agent *agent = agent_with_v1(fx);
     char path[160], v1[65];
-    size_t len = 0;
-    uint8_t *json;
-    cJSON *doc;
-    char *text;
 
     release_digest(v1, &fx->srv);
     mf_agent_free(agent);
-    json = slurp(fx, "models/detector/state.json", &len);
-    assert_non_null(json);
-    doc = cJSON_Parse((const char *)json);
-    test_free(json);
-    assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "active"), "release"));
-    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(doc, "active"), "release");
-    text = cJSON_PrintUnformatted(doc);
-    (void)snprintf(path, sizeof(path), "%s/models/detector/state.json", fx->dir);
-    mf_kit_fs_write(path, text, strlen(text));
-    cJSON_free(text);
-    cJSON_Delete(doc);
+    drop_state_release(fx);
     (void)snprintf(path, sizeof(path), "%s/" KEPT_A, fx->dir);
     assert_int_equal(remove(path), 0);
-
     agent = NULL;
     assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
-    step_expect(agent, MF_OK);
-    assert_false(named(&fx->srv, v1));
-    assert_int_equal(fx->srv.n_release_sent, 2);
-    assert_kept(fx, KEPT_A);
-    step_expect(agent, MF_OK);
-    assert_true(named(&fx->srv, v1));
-    assert_int_equal(fx->srv.n_release_held, 1);
-    assert_int_equal(fx->srv.n_blob, 1);
+    asks_again_and_keeps(fx, agent, v1, 2, 1);
     mf_agent_free(agent);
 }
 
