@@ -66,10 +66,10 @@ static int build_request(struct mf_agent *a, struct mf_dynbuf *b, const char *no
         if (err >= 0 && s->slot)
             err = mf_dynbuf__appendf(b, ",\"version\":\"%s\",\"sha256\":\"%s\"", s->version,
                                      s->sha256);
-        if (err >= 0 && s->slot && s->release[0])
-            err = mf_dynbuf__appendf(b, ",\"release_sha256\":\"%s\"", s->release);
         else if (err >= 0)
             err = mf_dynbuf__appendf(b, "%s", ",\"version\":null,\"sha256\":null");
+        if (err >= 0 && s->slot && s->release[0])
+            err = mf_dynbuf__appendf(b, ",\"release_sha256\":\"%s\"", s->release);
         if (err >= 0)
             err = mf_agent__telemetry_member(a, b, a->models[i].name);
         if (err >= 0)

@@ -11,6 +11,7 @@
  */
 #include "agent_fixture.h"
 #include "kit_fs.h"
+#include "mf_json.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -24,10 +25,19 @@ static void release_digest(char *out, const struct fake_server *s)
     mf_hex__encode(out, s->release_digest, sizeof(s->release_digest));
 }
 
-/* Whether the last check-in named `digest` as the release it holds. */
+/* Whether the last check-in named `digest` as the release it holds; the request passes the
+ * server's strict reader (no member twice) either way. */
 static int named(const struct fake_server *s, const char *digest)
 {
     char want[100];
+    struct mf_ctx ctx;
+    cJSON *doc = NULL;
+
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    if (mf_json__parse_object(&doc, &ctx, s->checkin_body, strlen(s->checkin_body),
+                              sizeof(s->checkin_body), MF_JSON_DEPTH_DEFAULT, "check-in") < 0)
+        fail_msg("%s: %s", mf_ctx__errmsg(&ctx), s->checkin_body);
+    cJSON_Delete(doc);
 
     (void)snprintf(want, sizeof(want), "\"release_sha256\":\"%s\"", digest);
     return strstr(s->checkin_body, want) != NULL;
