@@ -12,8 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-struct fx world;
-
 void sha256_hex(char *out, const uint8_t *p, size_t n)
 {
     static const char digits[] = "0123456789abcdef";
@@ -450,20 +448,6 @@ int teardown(void **state)
 uint8_t *slurp(const struct fixture *fx, const char *name, size_t *len)
 {
     return mf_kit_fs_slurp(fx->dir, name, len);
-}
-
-int world_setup(void **state)
-{
-    (void)state;
-    fx_init(&world);
-    return 0;
-}
-
-int world_teardown(void **state)
-{
-    (void)state;
-    fx_free(&world);
-    return 0;
 }
 
 int exists(const struct fixture *fx, const char *name)

@@ -16,7 +16,7 @@
 #include "mf_test.h"
 #include "kit_alloc.h"
 #include "kit_http.h"
-#include "manifest_fixture.h"
+#include "manifest_world.h"
 #include "mf/sys/platform_posix.h"
 #include "mf_agent_int.h"
 
@@ -122,8 +122,8 @@ struct fixture {
     size_t root_len;
 };
 
-/* The signing side of the trust chain, shared by every test (key generation is slow). */
-extern struct fx world;
+/* The signing side of the trust chain, shared by every test (key generation is slow), is
+ * manifest_world.h's `world`. */
 extern const uint8_t model_v1[31];
 extern const uint8_t model_v2[57];
 
@@ -154,9 +154,8 @@ void on_ready(void *payload, const char *model, const char *version, const char 
 void fresh_state_dir(struct fixture *fx);
 int setup(void **state);
 int teardown(void **state);
-/* Group set-up and teardown of every agent suite: `world`'s keys made once, freed at the end. */
-int world_setup(void **state);
-int world_teardown(void **state);
+/* Every agent suite's group set-up and teardown are world_setup and world_teardown
+ * (manifest_world.h). */
 /* Reads a file of the state dir into a test_malloc'd buffer (NULL if missing). */
 uint8_t *slurp(const struct fixture *fx, const char *name, size_t *len);
 int exists(const struct fixture *fx, const char *name);

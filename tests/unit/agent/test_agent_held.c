@@ -25,6 +25,15 @@ static void release_digest(char *out, const struct fake_server *s)
     mf_hex__encode(out, s->release_digest, sizeof(s->release_digest));
 }
 
+/* A device running v1, and the digest of v1's release into `v1`. */
+static mf_agent *running_v1(struct fixture *fx, char v1[65])
+{
+    mf_agent *agent = agent_with_v1(fx);
+
+    release_digest(v1, &fx->srv);
+    return agent;
+}
+
 /* Whether the last check-in named `digest` as the release it holds; the request passes the
  * server's strict reader (no member twice) either way. */
 static int named(const struct fake_server *s, const char *digest)
@@ -95,10 +104,9 @@ static void drop_state_release(const struct fixture *fx)
 static void test_agent_held__release_left_out_is_verified_against_the_kept_one(void **state)
 {
     struct fixture *fx = *state;
-    mf_agent *agent = agent_with_v1(fx);
     char v1[65], v2[65];
+    mf_agent *agent = running_v1(fx, v1);
 
-    release_digest(v1, &fx->srv);
     assert_int_equal(fx->srv.n_release_sent, 1);
     assert_kept(fx, KEPT_A);
     /* Nothing to do: the check-in names v1's release, the answer leaves it out, the signed
@@ -139,10 +147,9 @@ static void test_agent_held__release_left_out_is_verified_against_the_kept_one(v
  * runs), the next check-in names no release, gets the envelope and keeps it again. */
 static void damaged_kept_release(struct fixture *fx, int remove_it)
 {
-    mf_agent *agent = agent_with_v1(fx);
     char path[160], v1[65];
+    mf_agent *agent = running_v1(fx, v1);
 
-    release_digest(v1, &fx->srv);
     (void)snprintf(path, sizeof(path), "%s/" KEPT_A, fx->dir);
     if (remove_it)
         assert_int_equal(remove(path), 0);
@@ -189,10 +196,9 @@ static void test_agent_held__release_left_out_for_another_release_is_refused(voi
 static void test_agent_held__older_state_file_is_upgraded(void **state)
 {
     struct fixture *fx = *state;
-    mf_agent *agent = agent_with_v1(fx);
     char path[160], v1[65];
+    mf_agent *agent = running_v1(fx, v1);
 
-    release_digest(v1, &fx->srv);
     mf_agent_free(agent);
     drop_state_release(fx);
     (void)snprintf(path, sizeof(path), "%s/" KEPT_A, fx->dir);
@@ -212,8 +218,7 @@ static void test_agent_held__older_server_sends_the_release_every_time(void **st
     char v1[65];
 
     fx->srv.always_release = 1;
-    agent = agent_with_v1(fx);
-    release_digest(v1, &fx->srv);
+    agent = running_v1(fx, v1);
     step_expect(agent, MF_OK);
     step_expect(agent, MF_OK);
     assert_true(named(&fx->srv, v1));

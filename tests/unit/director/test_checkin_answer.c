@@ -8,7 +8,7 @@
  * do stays under 1 KiB whatever the model's size (chunk count), with real envelopes.
  */
 #include "mf_test.h"
-#include "manifest_fixture.h"
+#include "manifest_world.h"
 #include "director/checkin_answer.h"
 #include "mf_hex.h"
 
@@ -113,22 +113,6 @@ static void test_checkin_answer__hole_limit(void **state)
 /* Device and model names of the longest kind (64 characters each, docs/protocol.md). */
 #define LONG_DEVICE "d123456789012345678901234567890123456789012345678901234567890123"
 #define LONG_MODEL "m123456789012345678901234567890123456789012345678901234567890123"
-
-static struct fx world;
-
-static int world_setup(void **state)
-{
-    (void)state;
-    fx_init(&world);
-    return 0;
-}
-
-static int world_teardown(void **state)
-{
-    (void)state;
-    fx_free(&world);
-    return 0;
-}
 
 struct quoted {
     const uint8_t *env;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The manifest test fixture (see manifest_fixture.h). */
-#include "manifest_fixture.h"
+#include "manifest_world.h"
 
 #include <mbedtls/sha256.h>
 
@@ -260,4 +260,20 @@ uint8_t *fx_read_file(size_t *len, const char *path)
         buf[n] = 0;
     *len = (size_t)n;
     return buf;
+}
+
+struct fx world;
+
+int world_setup(void **state)
+{
+    (void)state;
+    fx_init(&world);
+    return 0;
+}
+
+int world_teardown(void **state)
+{
+    (void)state;
+    fx_free(&world);
+    return 0;
 }
