@@ -196,8 +196,9 @@ JSON
 # mf_wait_jobs SECONDS: bounded wait until the server's background jobs (delta precompute,
 # labelling) are all done; returns non-zero if they are not done in time.
 mf_wait_jobs() {
-    local i
-    for i in $(seq 1 $(($1 * 10))); do
+    # A wall-clock deadline: under load each poll takes far longer than its 0.1 s sleep.
+    local deadline=$((SECONDS + $1))
+    while [ "$SECONDS" -lt "$deadline" ]; do
         if [ "$(mf_metric 'mf_jobs{state="queued"}')" = 0 ] &&
             [ "$(mf_metric 'mf_jobs{state="running"}')" = 0 ]; then
             return 0

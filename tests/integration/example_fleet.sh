@@ -151,7 +151,7 @@ check "  ... the server saw the rollbacks" bash -c "'$BIN/mfctl' --server '$MF_U
 # The next version by delta: the server precomputes it from what the fleet runs.
 check "v3 (the student trained a little more) published" \
     mf_deploy digits v3 "$work/student-2.safetensors"
-mf_wait_jobs 60 || echo "delta jobs still busy after 60 s"
+mf_wait_jobs 180 || echo "delta jobs still busy after 180 s"
 check "the fleet runs a pass" fleet 1
 check "  ... every device on v3" stats "v['v3']['devices'] == $devices"
 check "  ... installed from a delta" stats "v['v3']['installs_delta'] == $devices and \
