@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -176,6 +177,40 @@ static void sweep_orphans(struct mf_server *s, struct mf_ctx *ctx)
         MF_LOG_INFO(ctx, "blob sweep: removed %lld orphan blob(s)", (long long)rep.removed);
 }
 
+/* The console's directory (docs/console.md): `dir` as given (it must be a directory), or the
+ * install's share/modelferry/ui beside the program when there is one, else "" (none). */
+static int ui_root(char *out, size_t size, struct mf_ctx *ctx, const char *dir)
+{
+    char exe[4096];
+    struct stat st;
+    ssize_t n;
+    char *slash;
+    int len;
+
+    out[0] = '\0';
+    if (dir) {
+        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+            return mf_fail(ctx, MF_E_NOTFOUND, "--ui-dir '%s' is not a directory", dir);
+        len = snprintf(out, size, "%s", dir);
+        return len < 0 || (size_t)len >= size ? mf_fail(ctx, MF_E_LIMIT, "--ui-dir too long")
+                                              : MF_OK;
+    }
+    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return MF_OK;
+    exe[n] = '\0';
+    slash = strrchr(exe, '/');
+    if (!slash)
+        return MF_OK;
+    *slash = '\0';
+    len = snprintf(out, size, "%s/../share/modelferry/ui", exe);
+    if (len < 0 || (size_t)len >= size || stat(out, &st) != 0 || !S_ISDIR(st.st_mode))
+        out[0] = '\0';
+    else
+        MF_LOG_INFO(ctx, "web console at /ui/ from %s", out);
+    return MF_OK;
+}
+
 static int open_store(struct mf_server *s, struct mf_ctx *ctx, const struct mf_server_options *o)
 {
     char url[4200];
@@ -191,6 +226,9 @@ static int open_store(struct mf_server *s, struct mf_ctx *ctx, const struct mf_s
     n = snprintf(s->env.blob_root, sizeof(s->env.blob_root), "%s/blobs", o->data_dir);
     if (n < 0 || (size_t)n >= sizeof(s->env.blob_root))
         return mf_fail(ctx, MF_E_LIMIT, "data directory path too long");
+    err = ui_root(s->env.ui_root, sizeof(s->env.ui_root), ctx, o->ui_dir);
+    if (err < 0)
+        return err;
     err = mf_store__open(&s->env.store, ctx, url, 0);
     if (err == MF_E_NOTFOUND)
         return mf_fail(ctx, err, "no store in '%s': run mf-server init --data-dir %s first",

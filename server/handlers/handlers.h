@@ -52,6 +52,7 @@ int mf_handlers__blobs_sweep(struct mf_httpd_req *r);
 int mf_handlers__tokens_list(struct mf_httpd_req *r);
 int mf_handlers__token_create(struct mf_httpd_req *r);
 int mf_handlers__token_revoke(struct mf_httpd_req *r);
+int mf_handlers__whoami(struct mf_httpd_req *r);
 
 /* offload.c, admin_offload.c: docs/protocol-offload.md */
 int mf_handlers__offload_ask(struct mf_httpd_req *r);
@@ -81,10 +82,28 @@ int mf_handlers__distill_runs_list(struct mf_httpd_req *r);
 int mf_handlers__distill_run_get(struct mf_httpd_req *r);
 int mf_handlers__version_get(struct mf_httpd_req *r);
 
+/* ui.c: the web console's static files (docs/console.md). path_ok: 1 when `path` (the part
+ * after /ui/) is segments of [A-Za-z0-9._-], none empty nor starting with '.'. */
+int mf_handlers__ui_get(struct mf_httpd_req *r);
+int mf_handlers__ui_redirect(struct mf_httpd_req *r);
+int mf_handlers__ui_path_ok(const char *path);
+/* admin_fleet_view.c: the fleet aggregated, devices a page at a time, one device whole. */
+int mf_handlers__fleet_summary(struct mf_httpd_req *r);
+int mf_handlers__fleet_devices(struct mf_httpd_req *r);
+int mf_handlers__device_get(struct mf_httpd_req *r);
+
 /* Replies 200 {"<key>": [...]} with the rows `walk` appends to the array (a store listing);
  * a walk's MF_E_NOMEM gets its message here. */
 typedef int (*mf_handlers_walk_fn)(struct mf_httpd_req *r, cJSON *list);
 int mf_handlers__reply_list(struct mf_httpd_req *r, const char *key, mf_handlers_walk_fn walk);
+
+/* Query strings: query_check replies 400 naming the first key not in `known` (NULL-terminated)
+ * and the keys it knows, MF_OK either way (check r->resp); query_arg is a key's value or
+ * NULL; count_arg reads an integer in [1, max] (absent: `dflt`), 400 naming it otherwise. */
+int mf_handlers__query_check(struct mf_httpd_req *r, const char *const *known);
+const char *mf_handlers__query_arg(const struct mf_httpd_req *r, const char *key);
+int mf_handlers__count_arg(int64_t *out, struct mf_httpd_req *r, const char *key, int64_t dflt,
+                           int64_t max);
 
 /* A new object appended to the array `list` (a listing's row), NULL when out of memory (the
  * object is then freed, the array unchanged). */

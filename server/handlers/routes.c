@@ -40,6 +40,10 @@
 const struct mf_httpd_route mf_handlers__routes[] = {
     ROUTE("GET", "/healthz", NONE, NONE, mf_handlers__healthz, 0),
     ROUTE("GET", "/metrics", ADMIN, NONE, mf_handlers__metrics, ALL_ROLES),
+    /* The web console (docs/console.md): static files, no token; every call the page makes
+     * is an admin route below, checked by role like any other client's. */
+    ROUTE("GET", "/ui", NONE, NONE, mf_handlers__ui_redirect, 0),
+    ROUTE("GET", "/ui/{*}", NONE, NONE, mf_handlers__ui_get, 0),
     ROUTE("POST", "/v1/enroll", NONE, JSON, mf_handlers__enroll, 0),
     /* checkin_begin verifies the credential with its writes (handlers/checkin.c). */
     {.method = "POST",
@@ -73,6 +77,11 @@ const struct mf_httpd_route mf_handlers__routes[] = {
     ROUTE("PUT", "/v1/admin/trust/keys", ADMIN, JSON, mf_handlers__trust_keys_put, ADMIN),
     ROUTE("GET", "/v1/admin/trust", ADMIN, NONE, mf_handlers__trust_get, ALL_ROLES),
     ROUTE("GET", "/v1/admin/devices", ADMIN, NONE, mf_handlers__devices_list, OPS),
+    ROUTE("GET", "/v1/admin/devices/{}", ADMIN, NONE, mf_handlers__device_get, OPS),
+    /* The fleet aggregated on the server (any role: counts, no device rows), and a page of
+     * devices (ops): what the console shows for 10,000 devices without listing them all. */
+    ROUTE("GET", "/v1/admin/fleet/summary", ADMIN, NONE, mf_handlers__fleet_summary, ALL_ROLES),
+    ROUTE("GET", "/v1/admin/fleet/devices", ADMIN, NONE, mf_handlers__fleet_devices, OPS),
     ROUTE("PUT", "/v1/admin/devices/{}/groups", ADMIN, JSON, mf_handlers__device_groups_put, OPS),
     ROUTE("PUT", "/v1/admin/devices/{}/channel", ADMIN, JSON, mf_handlers__device_channel_put, OPS),
     ROUTE("DELETE", "/v1/admin/devices/{}/credential", ADMIN, NONE, mf_handlers__device_revoke,
@@ -91,6 +100,7 @@ const struct mf_httpd_route mf_handlers__routes[] = {
     ROUTE("DELETE", "/v1/admin/pins/{}/{}/{}", ADMIN, NONE, mf_handlers__pin_delete, OPS),
     ROUTE("PUT", "/v1/admin/rollbacks/{}", ADMIN, JSON, mf_handlers__rollback_put, OPS),
     ROUTE("DELETE", "/v1/admin/rollbacks/{}", ADMIN, NONE, mf_handlers__rollback_delete, OPS),
+    ROUTE("GET", "/v1/admin/whoami", ADMIN, NONE, mf_handlers__whoami, ALL_ROLES),
     ROUTE("GET", "/v1/admin/tokens", ADMIN, NONE, mf_handlers__tokens_list, ADMIN),
     ROUTE("POST", "/v1/admin/tokens", ADMIN, JSON, mf_handlers__token_create, ADMIN),
     ROUTE("DELETE", "/v1/admin/tokens/{}", ADMIN, NONE, mf_handlers__token_revoke, ADMIN),

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+// Models and versions (sizes, release state, security floors, provenance from the loop) and
+// Model health (the server's per-version scorecard, each version beside the one before it).
+import { api } from '../api';
+import { badge, bytes, h, iso, link, table } from '../dom';
+import type { View } from '../main';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type J = any;
+
+export const modelsView: View = async (el) => {
+  const body = h('section', {});
+  el.append(h('h1', {}, 'Models'), body);
+  return async () => {
+    const m: J = await api('/v1/admin/models');
+    body.replaceChildren(
+      m.models.length
+        ? table(
+            ['model', 'versions', 'promoted', 'newest', 'health'],
+            m.models.map((x: J) => {
+              const promoted = x.versions.filter((v: J) => v.promoted).pop();
+              const newest = x.versions[x.versions.length - 1];
+              return [
+                link(`#/models/${encodeURIComponent(x.name)}`, x.name),
+                x.versions.length,
+                promoted ? promoted.version : '-',
+                newest ? `${newest.version} (${iso(newest.created_at)})` : '-',
+                link(`#/health/${encodeURIComponent(x.name)}`, 'scorecard'),
+              ];
+            }),
+            'models',
+          )
+        : h('p', { class: 'muted' }, 'No model published yet (mfctl publish).'),
+    );
+  };
+};
+
+function provenance(p: J): string {
+  if (!p) return 'published by hand';
+  const parts = [`run ${p.id ?? p.run ?? ''}`];
+  for (const k of ['parent', 'trainer', 'teacher', 'samples', 'gate']) if (p[k] !== undefined) parts.push(`${k} ${typeof p[k] === 'object' ? JSON.stringify(p[k]) : p[k]}`);
+  return parts.join(' · ');
+}
+
+export const modelView: View = async (el, _ctx, [name]) => {
+  const body = h('section', {});
+  el.append(h('h1', {}, 'Model ', h('code', {}, name), ' ', link(`#/health/${encodeURIComponent(name)}`, '(health)')), body);
+  return async () => {
+    const m: J = await api(`/v1/admin/models/${encodeURIComponent(name)}`);
+    const versions: J[] = (m.models[0]?.versions ?? []).slice(-20).reverse();
+    const prov = await Promise.all(
+      versions.map((v) => api(`/v1/admin/models/${encodeURIComponent(name)}/versions/${encodeURIComponent(v.version)}`).catch(() => null)),
+    );
+    body.replaceChildren(
+      table(
+        ['version', 'state', 'size', 'sequence', 'security floor', 'created', 'sha256', 'release digest', 'provenance'],
+        versions.map((v, i) => [
+          v.version,
+          v.promoted ? badge('promoted', 'good') : v.released ? badge('released') : badge('staged'),
+          bytes(v.size),
+          v.sequence ?? '-',
+          v.security_floor ?? '-',
+          iso(v.created_at),
+          h('code', {}, v.sha256.slice(0, 12)),
+          v.release_sha256 ? h('code', {}, v.release_sha256.slice(0, 12)) : '-',
+          provenance(prov[i]?.provenance),
+        ]),
+        'versions',
+      ),
+    );
+  };
+};
+
+const DIMS: [string, string, (n: number) => string][] = [
+  ['p50_us', 'P50 latency', (n) => `${n} µs`],
+  ['p95_us', 'P95 latency', (n) => `${n} µs`],
+  ['p99_us', 'P99 latency', (n) => `${n} µs`],
+  ['peak_memory', 'peak memory', bytes],
+  ['offload_rate', 'offload rate', (n) => `${(100 * n).toFixed(1)} %`],
+  ['teacher_agreement', 'teacher agreement', (n) => `${(100 * n).toFixed(1)} %`],
+  ['unhealthy_devices', 'unhealthy devices', String],
+  ['install_failed', 'install failures', String],
+  ['devices_reporting', 'devices reporting', String],
+  ['devices_running', 'devices running', String],
+];
+
+export const healthView: View = async (el, _ctx, [name]) => {
+  const body = h('section', {});
+  el.append(h('h1', {}, 'Model health'), body);
+  return async () => {
+    const models: J = await api('/v1/admin/models');
+    const pick = h(
+      'p',
+      { class: 'controls' },
+      models.models.map((m: J) => link(`#/health/${encodeURIComponent(m.name)}`, m.name)),
+    );
+    const model = name ?? models.models[0]?.name;
+    if (!model) {
+      body.replaceChildren(h('p', { class: 'muted' }, 'No model published yet.'));
+      return;
+    }
+    const s: J = await api(`/v1/admin/models/${encodeURIComponent(model)}/stats`);
+    const vs: J[] = s.versions;
+    body.replaceChildren(
+      pick,
+      h('h2', {}, model),
+      table(
+        ['dimension', ...vs.map((v) => v.version)],
+        DIMS.map(([k, label, f]) => [
+          label,
+          ...vs.map((v, i) => {
+            const x = v[k];
+            if (x === undefined || x === null) return '-';
+            const prev = i > 0 ? vs[i - 1][k] : undefined;
+            const delta = prev ? ` (${x >= prev ? '+' : ''}${(((x - prev) / prev) * 100).toFixed(0)} % vs ${vs[i - 1].version})` : '';
+            return `${f(x)}${delta}`;
+          }),
+        ]),
+        'scorecard',
+      ),
+      h('p', { class: 'muted' }, `Reports skipped (malformed or unknown version): ${s.skipped_reports}`),
+    );
+  };
+};
