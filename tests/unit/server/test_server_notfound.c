@@ -76,6 +76,7 @@ static const struct unknown_case cases[] = {
      "{\"method\":\"max_softmax\",\"scores\":[0.5]}", "'fashoin'"},
     {"GET", "/v1/admin/samples", "/v1/admin/samples?model=fashoin", NULL, "'fashoin'"},
     {"GET", "/v1/admin/rollouts/{}", "/v1/admin/rollouts/999999", NULL, "999999"},
+    {"GET", "/v1/admin/devices/{}", "/v1/admin/devices/cam-9999", NULL, "'cam-9999'"},
     {"POST", "/v1/admin/rollouts/{}/{}", "/v1/admin/rollouts/999999/pause", "{}", "999999"},
     {"POST", "/v1/admin/rollouts", "/v1/admin/rollouts",
      "{\"model\":\"nosuchmodel\",\"version\":\"v2\"}", "'nosuchmodel'"},
