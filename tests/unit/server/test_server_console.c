@@ -155,13 +155,20 @@ static void test_server_console__files_with_their_types_and_cache(void **state)
 static void test_server_console__nothing_outside_and_404_for_unknown(void **state)
 {
     static const char *const refused[] = {
-        "/ui/../secret.txt",         "/ui/assets/../../secret.txt",
-        "/ui/%2e%2e/secret.txt",     "/ui/assets/%2e%2e/%2e%2e/secret.txt",
-        "/ui/..%2fsecret.txt",       "/ui/.hidden.txt",
-        "/ui/leak.txt",              "/ui//index.html",
-        "/ui/assets/",               "/ui/adir.js",
-        "/ui/notes.exe",             "/ui/nosuch.js",
-        "/ui/index.html%00.js",      "/ui/assets\\..\\..\\secret.txt",
+        "/ui/../secret.txt",
+        "/ui/assets/../../secret.txt",
+        "/ui/%2e%2e/secret.txt",
+        "/ui/assets/%2e%2e/%2e%2e/secret.txt",
+        "/ui/..%2fsecret.txt",
+        "/ui/.hidden.txt",
+        "/ui/leak.txt",
+        "/ui//index.html",
+        "/ui/assets/",
+        "/ui/adir.js",
+        "/ui/notes.exe",
+        "/ui/nosuch.js",
+        "/ui/index.html%00.js",
+        "/ui/assets\\..\\..\\secret.txt",
         "/ui/assets/nosuch-123.css",
     };
     struct head h;
@@ -326,12 +333,13 @@ static void test_server_console__one_device_whole(void **state)
 
 int main(void)
 {
-    return MF_TEST_RUN("tests", console_setup, console_teardown,
-                       cmocka_unit_test(test_server_console__files_with_their_types_and_cache),
-                       cmocka_unit_test(test_server_console__nothing_outside_and_404_for_unknown),
-                       cmocka_unit_test(test_server_console__default_is_the_build_beside_the_program),
-                       cmocka_unit_test(test_server_console__whoami_names_the_role),
-                       cmocka_unit_test(test_server_console__fleet_summary_aggregates),
-                       cmocka_unit_test(test_server_console__fleet_devices_page_by_page),
-                       cmocka_unit_test(test_server_console__one_device_whole));
+    return MF_TEST_RUN(
+        "tests", console_setup, console_teardown,
+        cmocka_unit_test(test_server_console__files_with_their_types_and_cache),
+        cmocka_unit_test(test_server_console__nothing_outside_and_404_for_unknown),
+        cmocka_unit_test(test_server_console__default_is_the_build_beside_the_program),
+        cmocka_unit_test(test_server_console__whoami_names_the_role),
+        cmocka_unit_test(test_server_console__fleet_summary_aggregates),
+        cmocka_unit_test(test_server_console__fleet_devices_page_by_page),
+        cmocka_unit_test(test_server_console__one_device_whole));
 }
