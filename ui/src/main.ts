@@ -36,6 +36,7 @@ const routes: Route[] = [
   { re: /^#\/health\/([^/]+)$/, view: healthView, allowed: all },
   { re: /^#\/loop$/, view: loopView, nav: 'Loop', allowed: all },
   { re: /^#\/samples$/, view: samplesView, nav: 'Samples', allowed: canData },
+  { re: /^#\/samples\/([^/]+)$/, view: samplesView, allowed: canData },
   { re: /^#\/audit$/, view: auditView, nav: 'Audit', allowed: canOps },
 ];
 

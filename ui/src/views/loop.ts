@@ -91,7 +91,7 @@ function top(o: J): string {
   return `class ${best} (${(probs[best] * 100).toFixed(0)} %)`;
 }
 
-export const samplesView: View = async (el) => {
+export const samplesView: View = async (el, _ctx, [name]) => {
   const body = h('section', {});
   let rows: J[] = [];
   const exportBtn = h('button', {
@@ -104,9 +104,18 @@ export const samplesView: View = async (el) => {
   }, 'Export this page (JSON lines)');
   el.append(h('h1', {}, 'Samples'), h('div', { class: 'controls' }, exportBtn), body);
   return async () => {
-    const r: J = await api('/v1/admin/samples?limit=50');
+    const models: J = await api('/v1/admin/models');
+    const model = name ?? models.models[0]?.name;
+    const pick = h('p', { class: 'controls' }, models.models.map((m: J) => link(`#/samples/${encodeURIComponent(m.name)}`, m.name)));
+    if (!model) {
+      body.replaceChildren(h('p', { class: 'muted', 'data-testid': 'samples-empty' }, 'No model published yet.'));
+      return;
+    }
+    const r: J = await api(`/v1/admin/samples?model=${encodeURIComponent(model)}&limit=50`);
     rows = r.samples ?? [];
     body.replaceChildren(
+      pick,
+      h('h2', {}, model),
       rows.length
         ? table(
             ['input', 'device', 'model', 'kind', 'score', 'student', 'teacher', 'received'],
