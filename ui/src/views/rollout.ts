@@ -104,9 +104,10 @@ export const rolloutView: View = async (el, ctx, [id]) => {
   const message = h('p', { 'data-testid': 'action-result' });
   const waves = h('section', {});
   const lines = h('section', {});
-  const charts = h('section', { class: 'charts' });
+  const charts = h('div', { class: 'charts' });
   const events = h('section', {});
-  el.append(head, actions, message, waves, lines, charts, events);
+  el.append(head, actions, message, waves, lines,
+    h('h2', {}, 'Red lines over time (values this page has seen, every 2 s)'), charts, events);
   let r: J;
 
   const act = async (action: string, label: string) => {
@@ -135,7 +136,7 @@ export const rolloutView: View = async (el, ctx, [id]) => {
         h('strong', { 'data-testid': 'rollout-state' }, r.state),
         ` · wave ${r.wave + 1} of ${r.waves.length} · previous ${r.previous} · ${r.reporting} devices reporting` +
           ` · control group ${r.control_devices} devices` +
-          (r.soak_started_at ? ` · soaking since ${iso(r.soak_started_at)} (${r.soak_s} s)` : ' · waiting for devices to report'),
+          (r.state !== 'running' ? '' : r.soak_started_at ? ` · soaking since ${iso(r.soak_started_at)} (${r.soak_s} s)` : ' · waiting for devices to report'),
       ),
     );
     if (r.breach)
@@ -174,7 +175,6 @@ export const rolloutView: View = async (el, ctx, [id]) => {
       ),
     );
     charts.replaceChildren(
-      h('h2', {}, 'Red lines over time (values this page has seen, every 2 s)'),
       ...r.red_lines.map((l: J, i: number) => {
         const s = seen.get(`${r.id}/${l.metric}`)!;
         return plot(l.metric, s.t, [s.v, s.b, s.c], [
