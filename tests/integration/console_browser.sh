@@ -35,7 +35,6 @@ sim() { # sim CYCLES [mf-sim options...]
 halted() { mfctl_admin rollout status 1 --json | grep -q '"state":"halted"'; }
 token() { mfctl_admin tokens create "$1" "console-$1" --json | sed -n 's/.*"token":"\([^"]*\)".*/\1/p'; }
 
-echo "setup starts at $(date +%T.%N)"
 mf_stack_start "$work/server" "$work/server.log" || exit 1
 check "the console is served at /ui/" sh -c "curl -fsS '$MF_URL/ui/' | grep -q 'modelferry console'"
 check "trust installed" mf_trust_setup "$work/keys"
@@ -53,7 +52,6 @@ JSON
 check "rollout of v2 created" mfctl_admin rollout create det v2 "$work/plan.json"
 MF_TOKEN_OPS=$(token ops) MF_TOKEN_DATA=$(token data) MF_TOKEN_ADMIN=$(cat "$MF_ADMIN_TOKEN_FILE")
 export MF_TOKEN_OPS MF_TOKEN_DATA MF_TOKEN_ADMIN MF_URL MF_CHROMIUM=$chromium
-echo "browser starts at $(date +%T.%N)"
 rm -rf "$shots"
 MF_SHOTS=$shots MF_READY=$work/ready node "$root/ui/e2e/console.mjs" >"$work/browser.out" 2>&1 &
 browser=$!
@@ -71,10 +69,8 @@ if [ -e "$work/ready" ]; then
     done
 fi
 check "the fleet halted the rollout while the page was open" test "$ran" -eq 1
-echo "fleet done at $(date +%T.%N)"
 wait "$browser"
 status=$?
-echo "browser done at $(date +%T.%N)"
 cat "$work/browser.out"
 check "the browser tests pass" test "$status" -eq 0
 check "a screenshot per view" test "$(find "$shots" -name '*.png' | wc -l)" -ge 20

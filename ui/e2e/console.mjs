@@ -60,6 +60,11 @@ async function view(page, role, name, hash, testid) {
   await page.screenshot({ path: `${SHOTS}/${role}-${name}.png`, fullPage: true });
 }
 
+// Each [name, hash, testid] in turn.
+async function views(page, role, list) {
+  for (const [name, hash, testid] of list) await view(page, role, name, hash, testid);
+}
+
 const browser = await chromium.launch({
   executablePath: process.env.MF_CHROMIUM || '/usr/bin/chromium',
   headless: true,
@@ -186,21 +191,15 @@ try {
     const r = await api('/v1/admin/rollouts/1', tokens.data);
     assert(r.body.state === 'halted', `state ${r.body.state}`);
   });
-  await check('data: models, health, loop and samples views', async () => {
-    await view(data.page, 'data', 'models', '#/models', 'models');
-    await view(data.page, 'data', 'health', '#/health/det', 'scorecard');
-    await view(data.page, 'data', 'loop', '#/loop', 'loop-empty');
-    await view(data.page, 'data', 'samples', '#/samples', 'samples-empty');
-  });
+  await check('data: models, health, loop and samples views', () =>
+    views(data.page, 'data', [['models', '#/models', 'models'], ['health', '#/health/det', 'scorecard'],
+      ['loop', '#/loop', 'loop-empty'], ['samples', '#/samples', 'samples-empty']]));
   await data.context.close();
 
   const admin = await signIn(browser, 'admin');
-  await check('admin: every view opens', async () => {
-    await view(admin.page, 'admin', 'fleet', '#/fleet', 'devices');
-    await view(admin.page, 'admin', 'rollout', '#/rollouts/1', 'events');
-    await view(admin.page, 'admin', 'samples', '#/samples', 'samples-empty');
-    await view(admin.page, 'admin', 'audit', '#/audit', 'audit');
-  });
+  await check('admin: every view opens', () =>
+    views(admin.page, 'admin', [['fleet', '#/fleet', 'devices'], ['rollout', '#/rollouts/1', 'events'],
+      ['samples', '#/samples', 'samples-empty'], ['audit', '#/audit', 'audit']]));
   await admin.context.close();
 } finally {
   await browser.close();

@@ -57,3 +57,19 @@ export function link(hash: string, text: string): HTMLElement {
 export function badge(text: string, kind = text): HTMLElement {
   return h('span', { class: `badge ${kind}` }, text);
 }
+
+// A JSON answer of the admin API, read field by field.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type J = any;
+
+// A view of a heading and one section that `fill` redraws at every refresh.
+export function simpleView(
+  title: string | ((params: string[]) => (Node | string)[]),
+  fill: (body: HTMLElement, params: string[]) => Promise<void>,
+) {
+  return async (el: HTMLElement, _ctx: unknown, params: string[]) => {
+    const body = h('section', {});
+    el.append(h('h1', {}, ...(typeof title === 'string' ? [title] : title(params))), body);
+    return () => fill(body, params);
+  };
+}

@@ -207,19 +207,28 @@ static void test_server_console__default_is_the_build_beside_the_program(void **
     free(r.body);
 }
 
-static void test_server_console__whoami_names_the_role(void **state)
+/* GET `path` with `token`: the status must be `want` and the body hold each of `has`
+ * (NULL-terminated). */
+static void expect_get(const char *path, const char *token, long want, const char *const *has)
 {
     struct srvfx_resp r;
 
+    srvfx_call(&r, "GET", path, token, NULL);
+    if (r.status != want)
+        fail_msg("GET %s: %ld %s (want %ld)", path, r.status, r.body ? r.body : "", want);
+    for (size_t i = 0; has[i]; i++)
+        if (!r.body || !strstr(r.body, has[i]))
+            fail_msg("GET %s: %s has no %s", path, r.body ? r.body : "", has[i]);
+    free(r.body);
+}
+
+#define HAS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static void test_server_console__whoami_names_the_role(void **state)
+{
     (void)state;
-    srvfx_call(&r, "GET", "/v1/admin/whoami", srvfx.ops, NULL);
-    assert_int_equal(r.status, 200);
-    assert_non_null(strstr(r.body, "\"role\":\"ops\""));
-    assert_non_null(strstr(r.body, "\"name\":\"alice\""));
-    free(r.body);
-    srvfx_call(&r, "GET", "/v1/admin/whoami", srvfx.datat, NULL);
-    assert_non_null(strstr(r.body, "\"role\":\"data\""));
-    free(r.body);
+    expect_get("/v1/admin/whoami", srvfx.ops, 200, HAS("\"role\":\"ops\"", "\"name\":\"alice\""));
+    expect_get("/v1/admin/whoami", srvfx.datat, 200, HAS("\"role\":\"data\""));
     assert_int_equal(srvfx_status_of("GET", "/v1/admin/whoami", "mfa_nosuchtoken", NULL), 401);
 }
 
@@ -232,23 +241,17 @@ static void test_server_console__fleet_summary_aggregates(void **state)
     srvfx_publish_det();
     srvfx_checkin(version, "v1", NULL, NULL); /* cam-a is seen now */
     srvfx_enroll(cred, "cam-never");          /* enrolled, never checked in: stale */
-    srvfx_call(&r, "GET", "/v1/admin/fleet/summary", srvfx.datat, NULL); /* any role */
-    assert_int_equal(r.status, 200);
-    assert_non_null(strstr(r.body, "\"online\":1"));
-    assert_non_null(strstr(r.body, "\"stale\":1"));
-    assert_non_null(strstr(r.body, "\"offline\":0"));
-    assert_non_null(strstr(r.body, "\"total\":2"));
-    assert_non_null(strstr(r.body, "\"channels\":{\"stable\":2}"));
-    assert_null(strstr(r.body, "cam-a")); /* counts, no device row */
+    /* Any role: counts, no device row. */
+    expect_get("/v1/admin/fleet/summary", srvfx.datat, 200,
+               HAS("\"online\":1", "\"stale\":1", "\"offline\":0", "\"total\":2",
+                   "\"channels\":{\"stable\":2}"));
+    srvfx_call(&r, "GET", "/v1/admin/fleet/summary", srvfx.datat, NULL);
+    assert_null(strstr(r.body, "cam-a"));
     free(r.body);
-    srvfx_call(&r, "GET", "/v1/admin/fleet/summary?online_s=5&stale_s=3", srvfx.ops, NULL);
-    assert_int_equal(r.status, 400);
-    assert_non_null(strstr(r.body, "'stale_s' (3) must be above 'online_s' (5)"));
-    free(r.body);
-    srvfx_call(&r, "GET", "/v1/admin/fleet/summary?onlin=5", srvfx.ops, NULL);
-    assert_int_equal(r.status, 400);
-    assert_non_null(strstr(r.body, "unknown query key 'onlin' (online_s, stale_s)"));
-    free(r.body);
+    expect_get("/v1/admin/fleet/summary?online_s=5&stale_s=3", srvfx.ops, 400,
+               HAS("'stale_s' (3) must be above 'online_s' (5)"));
+    expect_get("/v1/admin/fleet/summary?onlin=5", srvfx.ops, 400,
+               HAS("unknown query key 'onlin' (online_s, stale_s)"));
 }
 
 static void test_server_console__fleet_devices_page_by_page(void **state)
@@ -283,19 +286,13 @@ static void test_server_console__fleet_devices_page_by_page(void **state)
             break;
     }
     assert_int_equal(seen, 5);
-    /* State filter, and the device's models come with its row. */
-    srvfx_call(&r, "GET", "/v1/admin/fleet/devices?state=stale&q=page-3", srvfx.ops, NULL);
-    assert_non_null(strstr(r.body, "\"state\":\"stale\""));
-    assert_non_null(strstr(r.body, "\"matched\":1"));
-    assert_non_null(strstr(r.body, "\"next\":null"));
-    free(r.body);
-    srvfx_call(&r, "GET", "/v1/admin/fleet/devices?state=online&q=page-", srvfx.ops, NULL);
-    assert_non_null(strstr(r.body, "\"matched\":0"));
-    free(r.body);
-    srvfx_call(&r, "GET", "/v1/admin/fleet/devices?state=lost", srvfx.ops, NULL);
-    assert_int_equal(r.status, 400);
-    assert_non_null(strstr(r.body, "'state' must be online, offline or stale, not 'lost'"));
-    free(r.body);
+    /* The state filter. */
+    expect_get("/v1/admin/fleet/devices?state=stale&q=page-3", srvfx.ops, 200,
+               HAS("\"state\":\"stale\"", "\"matched\":1", "\"next\":null"));
+    expect_get("/v1/admin/fleet/devices?state=online&q=page-", srvfx.ops, 200,
+               HAS("\"matched\":0"));
+    expect_get("/v1/admin/fleet/devices?state=lost", srvfx.ops, 400,
+               HAS("'state' must be online, offline or stale, not 'lost'"));
     assert_int_equal(srvfx_status_of("GET", "/v1/admin/fleet/devices?limit=501", srvfx.ops, NULL),
                      400);
     assert_int_equal(srvfx_status_of("GET", "/v1/admin/fleet/devices?page=2", srvfx.ops, NULL),
@@ -306,26 +303,34 @@ static void test_server_console__fleet_devices_page_by_page(void **state)
 
 static void test_server_console__one_device_whole(void **state)
 {
-    struct srvfx_resp r;
-    char version[64];
+    char version[64], report[256];
 
     (void)state;
     srvfx_publish_det();
     srvfx_checkin(version, "v1", NULL, NULL);
+    /* cam-a went to v2, which failed its health check: it runs v1 again. */
+    (void)snprintf(report, sizeof(report),
+                   "{\"model\":\"det\",\"version\":\"v1\",\"sha256\":\"%s\","
+                   "\"status\":\"installed\"}",
+                   srvfx.sha1);
+    assert_int_equal(srvfx_status_of("POST", "/v1/report", srvfx.device, report), 204);
+    (void)snprintf(report, sizeof(report),
+                   "{\"model\":\"det\",\"version\":\"v2\",\"sha256\":\"%s\","
+                   "\"status\":\"failed\",\"detail\":\"rolled back: health check failed\"}",
+                   srvfx.sha2);
+    assert_int_equal(srvfx_status_of("POST", "/v1/report", srvfx.device, report), 204);
     assert_int_equal(srvfx_status_of("PUT", "/v1/admin/devices/cam-a/groups", srvfx.ops,
                                      "{\"groups\":[\"lab\",\"roof\"]}"),
                      204);
     assert_int_equal(srvfx_status_of("PUT", "/v1/admin/pins/device/cam-a/det", srvfx.ops,
                                      "{\"version\":\"v1\"}"),
                      200);
-    srvfx_call(&r, "GET", "/v1/admin/devices/cam-a", srvfx.ops, NULL);
-    assert_int_equal(r.status, 200);
-    assert_non_null(strstr(r.body, "\"device_id\":\"cam-a\""));
-    assert_non_null(strstr(r.body, "\"state\":\"online\""));
-    assert_non_null(strstr(r.body, "\"groups\":[\"lab\",\"roof\"]"));
-    assert_non_null(strstr(r.body, "\"pins\":[{\"model\":\"det\",\"version\":\"v1\""));
-    assert_non_null(strstr(r.body, "\"channel\":\"stable\""));
-    free(r.body);
+    expect_get(
+        "/v1/admin/devices/cam-a", srvfx.ops, 200,
+        HAS("\"device_id\":\"cam-a\"", "\"state\":\"online\"", "\"groups\":[\"lab\",\"roof\"]",
+            "\"pins\":[{\"model\":\"det\",\"version\":\"v1\"", "\"channel\":\"stable\"",
+            "\"version\":\"v2\"", "\"status\":\"failed\"",
+            "\"detail\":\"rolled back: health check failed\"", "\"running_version\":\"v1\""));
     assert_int_equal(srvfx_status_of("DELETE", "/v1/admin/pins/device/cam-a/det", srvfx.ops, NULL),
                      204);
     assert_int_equal(srvfx_status_of("GET", "/v1/admin/devices/cam-a", srvfx.datat, NULL), 403);

@@ -3,11 +3,8 @@
 // model) and, for ops, the device list a page at a time with search and a state filter.
 // Device: one device whole (models and slots, pending and rolled-back versions, pins, groups).
 import { api, canOps } from '../api';
-import { ago, badge, h, iso, link, table } from '../dom';
+import { ago, badge, h, iso, link, table, J, simpleView } from '../dom';
 import type { View } from '../main';
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type J = any;
 
 function card(label: string, value: number, testid: string, kind = ''): HTMLElement {
   return h('div', { class: `card ${kind}`, 'data-testid': testid }, h('div', { class: 'num' }, value), h('div', {}, label));
@@ -136,10 +133,7 @@ export const fleetView: View = async (el, ctx) => {
   return refresh;
 };
 
-export const deviceView: View = async (el, _ctx, [id]) => {
-  const body = h('section', {});
-  el.append(h('h1', {}, 'Device ', h('code', {}, id)), body);
-  return async () => {
+export const deviceView: View = simpleView(([id]) => ['Device ', h('code', {}, id)], async (body, [id]) => {
     const d: J = await api(`/v1/admin/devices/${encodeURIComponent(id)}`);
     body.replaceChildren(
       h(
@@ -171,5 +165,4 @@ export const deviceView: View = async (el, _ctx, [id]) => {
         ? table(['model', 'held at', 'since'], d.pins.map((p: J) => [p.model, p.version, iso(p.created_at)]), 'device-pins')
         : h('p', { class: 'muted' }, 'No pin on this device.'),
     );
-  };
-};
+});

@@ -3,12 +3,9 @@
 // (data role): uplinked samples with student and teacher outputs, image inputs drawn as
 // images, export of the page as JSON lines; Audit: the audit log a page at a time.
 import { api } from '../api';
-import { badge, h, iso, link, table } from '../dom';
+import { badge, h, iso, link, table, J, simpleView } from '../dom';
 import { color, plot } from '../chart';
 import type { View } from '../main';
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type J = any;
 
 // The record's numbers as dotted keys ("gate.student_accuracy": 0.81).
 function numbers(o: J, prefix = '', out: Record<string, number> = {}): Record<string, number> {
@@ -20,10 +17,7 @@ function numbers(o: J, prefix = '', out: Record<string, number> = {}): Record<st
   return out;
 }
 
-export const loopView: View = async (el) => {
-  const body = h('section', {});
-  el.append(h('h1', {}, 'Loop: distillation runs'), body);
-  return async () => {
+export const loopView: View = simpleView('Loop: distillation runs', async (body) => {
     const r: J = await api('/v1/admin/distill/runs');
     const runs: J[] = r.runs ?? [];
     if (!runs.length) {
@@ -58,8 +52,7 @@ export const loopView: View = async (el) => {
         }),
       ),
     );
-  };
-};
+});
 
 // A grayscale square image (bytes, or float32 in [0, 1]) drawn on a canvas; null otherwise.
 function image(b64: string): HTMLElement | null {
@@ -131,10 +124,7 @@ export const samplesView: View = async (el, _ctx, [name]) => {
   };
 };
 
-export const auditView: View = async (el) => {
-  const body = h('section', {});
-  el.append(h('h1', {}, 'Audit log'), body);
-  return async () => {
+export const auditView: View = simpleView('Audit log', async (body) => {
     const a: J = await api('/v1/admin/audit?limit=100');
     body.replaceChildren(
       table(
@@ -143,5 +133,4 @@ export const auditView: View = async (el) => {
         'audit',
       ),
     );
-  };
-};
+});

@@ -2,16 +2,10 @@
 // Models and versions (sizes, release state, security floors, provenance from the loop) and
 // Model health (the server's per-version scorecard, each version beside the one before it).
 import { api } from '../api';
-import { badge, bytes, h, iso, link, table } from '../dom';
+import { badge, bytes, h, iso, link, table, J, simpleView } from '../dom';
 import type { View } from '../main';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type J = any;
-
-export const modelsView: View = async (el) => {
-  const body = h('section', {});
-  el.append(h('h1', {}, 'Models'), body);
-  return async () => {
+export const modelsView: View = simpleView('Models', async (body) => {
     const m: J = await api('/v1/admin/models');
     body.replaceChildren(
       m.models.length
@@ -32,8 +26,7 @@ export const modelsView: View = async (el) => {
           )
         : h('p', { class: 'muted' }, 'No model published yet (mfctl publish).'),
     );
-  };
-};
+});
 
 function provenance(p: J): string {
   if (!p) return 'published by hand';
@@ -42,10 +35,7 @@ function provenance(p: J): string {
   return parts.join(' · ');
 }
 
-export const modelView: View = async (el, _ctx, [name]) => {
-  const body = h('section', {});
-  el.append(h('h1', {}, 'Model ', h('code', {}, name), ' ', link(`#/health/${encodeURIComponent(name)}`, '(health)')), body);
-  return async () => {
+export const modelView: View = simpleView(([name]) => ['Model ', h('code', {}, name), ' ', link(`#/health/${encodeURIComponent(name)}`, '(health)')], async (body, [name]) => {
     const m: J = await api(`/v1/admin/models/${encodeURIComponent(name)}`);
     const versions: J[] = (m.models[0]?.versions ?? []).slice(-20).reverse();
     const prov = await Promise.all(
@@ -68,8 +58,7 @@ export const modelView: View = async (el, _ctx, [name]) => {
         'versions',
       ),
     );
-  };
-};
+});
 
 const DIMS: [string, string, (n: number) => string][] = [
   ['p50_us', 'P50 latency', (n) => `${n} µs`],
@@ -84,10 +73,7 @@ const DIMS: [string, string, (n: number) => string][] = [
   ['devices_running', 'devices running', String],
 ];
 
-export const healthView: View = async (el, _ctx, [name]) => {
-  const body = h('section', {});
-  el.append(h('h1', {}, 'Model health'), body);
-  return async () => {
+export const healthView: View = simpleView('Model health', async (body, [name]) => {
     const models: J = await api('/v1/admin/models');
     const pick = h(
       'p',
@@ -120,5 +106,4 @@ export const healthView: View = async (el, _ctx, [name]) => {
       ),
       h('p', { class: 'muted' }, `Reports skipped (malformed or unknown version): ${s.skipped_reports}`),
     );
-  };
-};
+});

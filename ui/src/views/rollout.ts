@@ -4,17 +4,11 @@
 // watched, the events, and for ops pause / resume / abort / fleet rollback behind a
 // confirmation that says what will happen.
 import { api, canOps } from '../api';
-import { badge, h, iso, link, table } from '../dom';
+import { badge, h, iso, link, table, J, simpleView } from '../dom';
 import { color, plot } from '../chart';
 import type { View } from '../main';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type J = any;
-
-export const rolloutsView: View = async (el) => {
-  const body = h('section', {});
-  el.append(h('h1', {}, 'Rollouts'), body);
-  return async () => {
+export const rolloutsView: View = simpleView('Rollouts', async (body) => {
     const r: J = await api('/v1/admin/rollouts');
     body.replaceChildren(
       r.rollouts.length
@@ -34,8 +28,7 @@ export const rolloutsView: View = async (el) => {
           )
         : h('p', { class: 'muted' }, 'No rollout yet (mfctl rollout create MODEL VERSION PLAN).'),
     );
-  };
-};
+});
 
 // What each action does, in the words the confirmation shows.
 function consequence(action: string, r: J): string {
