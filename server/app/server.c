@@ -389,6 +389,10 @@ static int start_services(struct mf_server *s, struct mf_ctx *ctx,
     s->env.metrics = &s->metrics;
     s->env.routes = mf_handlers__routes;
     s->env.n_routes = mf_handlers__route_count;
+    /* A request counter row per route, however many the table holds. */
+    err = mf_metrics__init(&s->metrics, &s->alloc, s->env.n_routes);
+    if (err < 0)
+        return mf_fail(ctx, err, "out of memory for the request counters");
     err = mf_ratelimit__new(&s->env.ratelimit, ctx, o->device_rate, o->device_burst);
     if (err == MF_OK && o->offload_config)
         err = start_offload(s, ctx, o->offload_config);
@@ -631,6 +635,7 @@ void mf_server__stop(struct mf_server *s)
     mf_secure_zero(s->tls_key.data, s->tls_key.len);
     mf_dynbuf__free(&s->tls_key);
     mf_dynbuf__free(&s->tls_cert);
+    mf_metrics__free(&s->metrics, &s->alloc); /* after every thread that counts into it */
     alloc = s->alloc;
     mf_free(&alloc, s);
 }

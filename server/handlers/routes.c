@@ -11,7 +11,6 @@
  */
 #include "handlers/handlers.h"
 
-#include "http/http_metrics.h"
 #include "offload/offload_srv.h"
 
 #define ALL_ROLES (MF_ROLE_OPS | MF_ROLE_DATA | MF_ROLE_ADMIN)
@@ -130,7 +129,3 @@ const struct mf_httpd_route mf_handlers__routes[] = {
 
 const size_t mf_handlers__route_count =
     sizeof(mf_handlers__routes) / sizeof(mf_handlers__routes[0]);
-
-_Static_assert(sizeof(mf_handlers__routes) / sizeof(mf_handlers__routes[0]) <=
-                   MF_METRICS_MAX_ROUTES,
-               "every route has its own request counters (http_metrics.h)");
