@@ -15,6 +15,7 @@ int mf_handlers__report(struct mf_httpd_req *r);
 int mf_handlers__blob_get(struct mf_httpd_req *r);
 int mf_handlers__models_list(struct mf_httpd_req *r);
 int mf_handlers__model_get(struct mf_httpd_req *r);
+int mf_handlers__model_deltas(struct mf_httpd_req *r);
 int mf_handlers__publish_begin(struct mf_httpd_req *r);
 int mf_handlers__publish_data(struct mf_httpd_req *r, const char *data, size_t len);
 int mf_handlers__publish_end(struct mf_httpd_req *r);

@@ -67,6 +67,7 @@ const struct mf_httpd_route mf_handlers__routes[] = {
      .trusts_recent_auth = 1},
     ADMIN_GET("/v1/admin/models", mf_handlers__models_list, ALL_ROLES),
     ADMIN_GET("/v1/admin/models/{}", mf_handlers__model_get, ALL_ROLES),
+    ADMIN_GET("/v1/admin/models/{}/deltas", mf_handlers__model_deltas, ALL_ROLES),
     STREAM("PUT", "/v1/admin/models/{}/versions/{}", mf_handlers__publish_begin,
            mf_handlers__publish_data, mf_handlers__publish_end, DATA),
     STREAM("PUT", "/v1/admin/models/{}/versions/{}/release", mf_handlers__release_begin,

@@ -102,6 +102,9 @@ struct mf_store_registry_ops {
     int (*delta_find)(struct mf_store_delta *out, struct mf_store *s, struct mf_ctx *ctx,
                       const char *from_sha256, const char *to_sha256);
     int (*delta_count)(int64_t *count_out, struct mf_store *s, struct mf_ctx *ctx);
+    /* The deltas stored for `model`, newest first, at most `max` (the console's Models view). */
+    int (*deltas_list)(struct mf_store *s, struct mf_ctx *ctx, const char *model, size_t max,
+                       mf_store_delta_fn fn, void *payload);
 
     /* Release lifecycle (migration 9; docs/rollouts.md): a release is published, not
      * deployed, until it is promoted. release_set promotes the first release of a model (there

@@ -39,7 +39,10 @@ mf_stack_start "$work/server" "$work/server.log" || exit 1
 check "the console is served at /ui/" sh -c "curl -fsS '$MF_URL/ui/' | grep -q 'modelferry console'"
 check "trust installed" mf_trust_setup "$work/keys"
 mf_make_model "$work/v1.bin" 40000 1
-mf_make_model "$work/v2.bin" 40000 2
+# v2: v1 with its first 400 bytes new (a retrained head), so the server's delta pays off and
+# the Models view lists it.
+mf_make_model "$work/head.bin" 400 2
+{ cat "$work/head.bin"; tail -c +401 "$work/v1.bin"; } >"$work/v2.bin"
 check "v1 published" mf_publish det v1 "$work/v1.bin"
 check "the fleet enrolls and installs v1" sim 3
 check "v2 published" mf_publish det v2 "$work/v2.bin"

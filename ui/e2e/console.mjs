@@ -153,7 +153,12 @@ try {
   });
   await check('ops: rollouts list', () => view(page, 'ops', 'rollouts', '#/rollouts', 'rollouts'));
   await check('ops: models view', () => view(page, 'ops', 'models', '#/models', 'models'));
-  await check('ops: model versions', () => view(page, 'ops', 'model', '#/models/det', 'versions'));
+  await check('ops: model versions and the delta v1 -> v2 the rollout made', async () => {
+    await view(page, 'ops', 'model', '#/models/det', 'versions');
+    const row = page.getByTestId('deltas').locator('tbody tr', { hasText: 'v1' });
+    await row.first().waitFor({ timeout: 10000 });
+    assert(/v1\s*v2.*mfdelta/.test(await row.first().textContent()), 'no v1 -> v2 mfdelta row');
+  });
   await check('ops: model health', async () => {
     await view(page, 'ops', 'health', '#/health/det', 'scorecard');
     assert(/P99 latency/.test(await page.getByTestId('scorecard').textContent()), 'no P99 row');

@@ -3,7 +3,8 @@
  * The web console's server side (docs/console.md): /ui/ serves the console's files with
  * their MIME types and cache headers, nothing outside its directory (traversal, escapes,
  * hidden files, symbolic links) and 404 for what it does not have; and the admin routes the
- * console reads: whoami, the fleet aggregated, devices a page at a time, one device whole.
+ * console reads: whoami, the fleet aggregated, devices a page at a time, one device whole,
+ * a model's deltas.
  */
 #include "mf_test.h"
 #include "server_fixture.h"
@@ -336,6 +337,32 @@ static void test_server_console__one_device_whole(void **state)
     assert_int_equal(srvfx_status_of("GET", "/v1/admin/devices/cam-a", srvfx.datat, NULL), 403);
 }
 
+/* The deltas of a model (the Models view): the one the worker made from v1 to v2, with
+ * its size and format, to any role. */
+static void test_server_console__model_deltas(void **state)
+{
+    char blob[160] = "", from[65] = "", fmt[16] = "", want_from[100], want_to[100], want_size[64];
+    struct srvfx_resp r;
+    double size = 0;
+
+    (void)state;
+    srvfx_publish_det();
+    srvfx_wait_delta(blob, from, fmt, &size);
+    (void)snprintf(want_from, sizeof(want_from), "\"from_sha256\":\"%s\"", srvfx.sha1);
+    (void)snprintf(want_to, sizeof(want_to), "\"to_sha256\":\"%s\"", srvfx.sha2);
+    (void)snprintf(want_size, sizeof(want_size), "\"size\":%.0f,", size);
+    expect_get("/v1/admin/models/det/deltas", srvfx.datat, 200,
+               HAS(want_from, want_to, want_size, "\"format\":\"mfdelta\"", "\"delta_sha256\":\""));
+    /* When it was made (the worker once stored 0: its lookup cleared the time it had set). */
+    srvfx_call(&r, "GET", "/v1/admin/models/det/deltas", srvfx.ops, NULL);
+    assert_int_equal(r.status, 200);
+    assert_null(strstr(r.body, "\"created_at\":0"));
+    assert_non_null(strstr(r.body, "\"created_at\":1"));
+    free(r.body);
+    expect_get("/v1/admin/models/nosuchmodel/deltas", srvfx.ops, 404, HAS("'nosuchmodel'"));
+    expect_get("/v1/admin/models/b@d/deltas", srvfx.ops, 400, HAS("[A-Za-z0-9._-]"));
+}
+
 int main(void)
 {
     return MF_TEST_RUN(
@@ -346,5 +373,6 @@ int main(void)
         cmocka_unit_test(test_server_console__whoami_names_the_role),
         cmocka_unit_test(test_server_console__fleet_summary_aggregates),
         cmocka_unit_test(test_server_console__fleet_devices_page_by_page),
-        cmocka_unit_test(test_server_console__one_device_whole));
+        cmocka_unit_test(test_server_console__one_device_whole),
+        cmocka_unit_test(test_server_console__model_deltas));
 }

@@ -30,6 +30,8 @@ static const struct unknown_case cases[] = {
     {"PUT", "/v1/admin/models/{}/versions/{}/release", "/v1/admin/models/det/versions/v9/release",
      "{}", "'v9'"},
     {"GET", "/v1/admin/models/{}/stats", "/v1/admin/models/fashoin/stats", NULL, "'fashoin'"},
+    {"GET", "/v1/admin/models/{}/deltas", "/v1/admin/models/nosuchmodel/deltas", NULL,
+     "'nosuchmodel'"},
     {"GET", "/v1/admin/models/{}/versions/{}", "/v1/admin/models/det/versions/v9", NULL, "'v9'"},
     {"GET", "/v1/admin/models/{}/versions/{}", "/v1/admin/models/nosuchmodel/versions/v1", NULL,
      "'nosuchmodel'"},

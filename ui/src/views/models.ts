@@ -37,10 +37,17 @@ function provenance(p: J): string {
 
 export const modelView: View = simpleView(([name]) => ['Model ', h('code', {}, name), ' ', link(`#/health/${encodeURIComponent(name)}`, '(health)')], async (body, [name]) => {
     const m: J = await api(`/v1/admin/models/${encodeURIComponent(name)}`);
-    const versions: J[] = (m.models[0]?.versions ?? []).slice(-20).reverse();
-    const prov = await Promise.all(
-      versions.map((v) => api(`/v1/admin/models/${encodeURIComponent(name)}/versions/${encodeURIComponent(v.version)}`).catch(() => null)),
-    );
+    const all: J[] = m.models[0]?.versions ?? [];
+    const versions: J[] = all.slice(-20).reverse();
+    const [prov, deltas] = await Promise.all([
+      Promise.all(
+        versions.map((v) => api(`/v1/admin/models/${encodeURIComponent(name)}/versions/${encodeURIComponent(v.version)}`).catch(() => null)),
+      ),
+      api(`/v1/admin/models/${encodeURIComponent(name)}/deltas`),
+    ]);
+    // Deltas name their ends by blob digest: the version of each, from the listing.
+    const bySha = new Map<string, J>(all.map((v) => [v.sha256, v]));
+    const end = (sha: string) => bySha.get(sha)?.version ?? h('code', {}, sha.slice(0, 12));
     body.replaceChildren(
       table(
         ['version', 'state', 'size', 'sequence', 'security floor', 'created', 'sha256', 'release digest', 'provenance'],
@@ -57,6 +64,24 @@ export const modelView: View = simpleView(([name]) => ['Model ', h('code', {}, n
         ]),
         'versions',
       ),
+      h('h2', {}, 'Deltas'),
+      deltas.deltas.length
+        ? table(
+            ['from', 'to', 'size', 'of the full model', 'format', 'made'],
+            deltas.deltas.map((d: J) => {
+              const to = bySha.get(d.to_sha256);
+              return [
+                end(d.from_sha256),
+                end(d.to_sha256),
+                bytes(d.size),
+                to?.size ? `${((100 * d.size) / to.size).toFixed(1)} %` : '-',
+                d.format,
+                iso(d.created_at),
+              ];
+            }),
+            'deltas',
+          )
+        : h('p', { class: 'muted' }, 'No delta made yet (the server makes them when a release has devices on an older version).'),
     );
 });
 
