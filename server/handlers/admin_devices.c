@@ -9,12 +9,15 @@
  *                                    (model, version); no device row leaves the server
  *   GET /v1/admin/fleet/devices      devices a page at a time, filtered by id substring and
  *                                    state, with their models (the console's list)
- *   GET /v1/admin/devices/{}         one device whole: models, groups, pins, channel
+ *   GET /v1/admin/devices/{}         one device whole: models, groups, pins, channel, its
+ *                                    scorecard from its runtime reports
  * The store walks devices and statuses in device-id order, so the two lists merge in one
  * pass; a page keeps only its own rows, so memory stays bounded by the page size whatever
  * the fleet's (docs/console.md).
  */
 #include "handlers/handlers.h"
+
+#include "rollout/rollout_fleet.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -340,6 +343,35 @@ static int add_pin(void *payload, const struct mf_store_pin *p)
     return MF_OK;
 }
 
+/* "scorecard": per model the device has a status for, per version it reported, the
+ * figures of Model health from this device's runtime reports alone. */
+static int device_scorecard(struct mf_httpd_req *r, cJSON *dev, const char *id)
+{
+    struct mf_rollout_fleet *f = mf_calloc(NULL, 1, sizeof(*f));
+    cJSON *card = cJSON_AddArrayToObject(dev, "scorecard"), *m;
+    int err = f && card ? MF_OK : MF_E_NOMEM;
+
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(dev, "models"))
+    {
+        const char *model = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "name"));
+
+        if (err == MF_OK && model)
+            err = mf_rollout__device_collect(f, r->env->store, &r->ctx, model, id);
+        for (size_t i = 0; err == MF_OK && model && i < f->n; i++) {
+            cJSON *v = mf_handlers__scorecard_json(&f->v[i], 0);
+
+            cJSON_DeleteItemFromObjectCaseSensitive(v, "devices_running"); /* a fleet figure */
+            if (!v || !cJSON_AddStringToObject(v, "model", model) ||
+                !cJSON_AddItemToArray(card, v)) {
+                cJSON_Delete(v);
+                err = MF_E_NOMEM;
+            }
+        }
+    }
+    mf_free(NULL, f);
+    return err;
+}
+
 int mf_handlers__device_get(struct mf_httpd_req *r)
 {
     struct mf_store *s = r->env->store;
@@ -368,5 +400,7 @@ int mf_handlers__device_get(struct mf_httpd_req *r)
                   : MF_E_NOMEM;
     if (err == MF_OK)
         err = s->ops->director->pins_list(s, &r->ctx, add_pin, &dp);
+    if (err == MF_OK)
+        err = device_scorecard(r, dev, id);
     return reply_devices(r, dev, err);
 }

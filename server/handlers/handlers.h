@@ -16,6 +16,11 @@ int mf_handlers__blob_get(struct mf_httpd_req *r);
 int mf_handlers__models_list(struct mf_httpd_req *r);
 int mf_handlers__model_get(struct mf_httpd_req *r);
 int mf_handlers__model_deltas(struct mf_httpd_req *r);
+/* One version's scorecard (admin_stats.c): devices, installs, P50/P95/P99, memory, offload
+ * rate, teacher agreement; `running` devices run it. NULL: out of memory. Model health shows
+ * the fleet's, the device page one device's. */
+struct mf_rollout_version_agg;
+cJSON *mf_handlers__scorecard_json(const struct mf_rollout_version_agg *v, uint64_t running);
 int mf_handlers__publish_begin(struct mf_httpd_req *r);
 int mf_handlers__publish_data(struct mf_httpd_req *r, const char *data, size_t len);
 int mf_handlers__publish_end(struct mf_httpd_req *r);

@@ -295,6 +295,9 @@ struct mf_store_rollout_ops {
     /* Visits the reports of `model`, by device id then version. */
     int (*telemetry_list)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                           mf_store_telemetry_fn fn, void *payload);
+    /* Visits one device's reports of `model`, by version (its scorecard in the console). */
+    int (*telemetry_device)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                            const char *device_id, mf_store_telemetry_fn fn, void *payload);
     /* Inserts a rollout when r->id is 0 (sets r->id) or updates rollout r->id; an update
      * with `expect_state` non-empty changes the row only while its state is that one
      * (MF_E_STATE otherwise), so an admin action and the evaluation never overwrite each

@@ -150,6 +150,8 @@ try {
   await check('ops: device view', async () => {
     await view(page, 'ops', 'device', '#/devices/sim-00000', 'device-models');
     assert(/det/.test(await page.getByTestId('device-models').textContent()), 'no det model');
+    const card = await page.getByTestId('device-scorecard').textContent();
+    assert(/P99 latency/.test(card) && /det\s*v1/.test(card), `no v1 scorecard: ${card}`);
   });
   await check('ops: rollouts list', () => view(page, 'ops', 'rollouts', '#/rollouts', 'rollouts'));
   await check('ops: models view', () => view(page, 'ops', 'models', '#/models', 'models'));

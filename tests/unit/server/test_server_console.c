@@ -308,7 +308,11 @@ static void test_server_console__one_device_whole(void **state)
 
     (void)state;
     srvfx_publish_det();
-    srvfx_checkin(version, "v1", NULL, NULL);
+    /* cam-a's runtime report of v1: its scorecard on the device page. */
+    srvfx_checkin(version, "v1",
+                  "\"telemetry\":{\"buckets\":\"log2x8\",\"versions\":[{\"version\":\"v1\","
+                  "\"inferences\":10,\"latency_us\":[[40,10]],\"peak_memory\":4096}]}",
+                  NULL);
     /* cam-a went to v2, which failed its health check: it runs v1 again. */
     (void)snprintf(report, sizeof(report),
                    "{\"model\":\"det\",\"version\":\"v1\",\"sha256\":\"%s\","
@@ -326,12 +330,14 @@ static void test_server_console__one_device_whole(void **state)
     assert_int_equal(srvfx_status_of("PUT", "/v1/admin/pins/device/cam-a/det", srvfx.ops,
                                      "{\"version\":\"v1\"}"),
                      200);
-    expect_get(
-        "/v1/admin/devices/cam-a", srvfx.ops, 200,
-        HAS("\"device_id\":\"cam-a\"", "\"state\":\"online\"", "\"groups\":[\"lab\",\"roof\"]",
-            "\"pins\":[{\"model\":\"det\",\"version\":\"v1\"", "\"channel\":\"stable\"",
-            "\"version\":\"v2\"", "\"status\":\"failed\"",
-            "\"detail\":\"rolled back: health check failed\"", "\"running_version\":\"v1\""));
+    expect_get("/v1/admin/devices/cam-a", srvfx.ops, 200,
+               HAS("\"device_id\":\"cam-a\"", "\"state\":\"online\"",
+                   "\"groups\":[\"lab\",\"roof\"]",
+                   "\"pins\":[{\"model\":\"det\",\"version\":\"v1\"", "\"channel\":\"stable\"",
+                   "\"version\":\"v2\"", "\"status\":\"failed\"",
+                   "\"detail\":\"rolled back: health check failed\"", "\"running_version\":\"v1\"",
+                   "\"scorecard\":[{\"version\":\"v1\",\"devices_reporting\":1,",
+                   "\"peak_memory\":4096,", "\"p99_us\":", "\"model\":\"det\"}]"));
     assert_int_equal(srvfx_status_of("DELETE", "/v1/admin/pins/device/cam-a/det", srvfx.ops, NULL),
                      204);
     assert_int_equal(srvfx_status_of("GET", "/v1/admin/devices/cam-a", srvfx.datat, NULL), 403);

@@ -892,6 +892,35 @@ static void test_server_store__deltas_list(void **state)
     assert_int_equal(got.n, 0);
 }
 
+STORE_FIXTURE_COLLECTOR(tele_rows, struct mf_store_telemetry, 4, collect_tele)
+
+/* telemetry_device: one device's reports of a model by version, no other device's or
+ * model's. */
+static void test_server_store__telemetry_device(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    const struct mf_store_telemetry rows[] = {{"dev-1", "det", "v2", "{\"n\":2}", 20},
+                                              {"dev-1", "det", "v1", "{\"n\":1}", 10},
+                                              {"dev-2", "det", "v1", "{\"n\":3}", 30},
+                                              {"dev-1", "cls", "v1", "{\"n\":4}", 40}};
+    struct tele_rows got = {0};
+
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        assert_int_equal(s->ops->rollout->telemetry_put(s, &f->ctx, &rows[i]), MF_OK);
+    assert_int_equal(
+        s->ops->rollout->telemetry_device(s, &f->ctx, "det", "dev-1", collect_tele, &got), MF_OK);
+    assert_int_equal(got.n, 2);
+    assert_string_equal(got.v[0].version, "v1");
+    assert_int_equal(got.v[0].reported_at, 10);
+    assert_string_equal(got.v[1].version, "v2");
+    assert_string_equal(got.v[1].device_id, "dev-1");
+    got.n = 0;
+    assert_int_equal(
+        s->ops->rollout->telemetry_device(s, &f->ctx, "det", "dev-9", collect_tele, &got), MF_OK);
+    assert_int_equal(got.n, 0);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, store_setup, store_fixture_teardown)
@@ -901,6 +930,7 @@ int main(void)
         T(test_server_store__device_reenroll_revokes),
         T(test_server_store__versions),
         T(test_server_store__deltas_list),
+        T(test_server_store__telemetry_device),
         T(test_server_store__releases),
         T(test_server_store__trust_docs_and_sequence),
         T(test_server_store__statuses_show_what_runs),

@@ -5,6 +5,7 @@
 import { api, canOps } from '../api';
 import { ago, badge, h, iso, link, table, J, simpleView } from '../dom';
 import type { View } from '../main';
+import { DIMS } from './models';
 
 function card(label: string, value: number, testid: string, kind = ''): HTMLElement {
   return h('div', { class: `card ${kind}`, 'data-testid': testid }, h('div', { class: 'num' }, value), h('div', {}, label));
@@ -133,6 +134,9 @@ export const fleetView: View = async (el, ctx) => {
   return refresh;
 };
 
+// Per device: every dimension but the fleet's count of devices running the version.
+const DEVICE_DIMS = DIMS.filter(([k]) => k !== 'devices_running');
+
 export const deviceView: View = simpleView(([id]) => ['Device ', h('code', {}, id)], async (body, [id]) => {
     const d: J = await api(`/v1/admin/devices/${encodeURIComponent(id)}`);
     body.replaceChildren(
@@ -164,5 +168,14 @@ export const deviceView: View = simpleView(([id]) => ['Device ', h('code', {}, i
       d.pins.length
         ? table(['model', 'held at', 'since'], d.pins.map((p: J) => [p.model, p.version, iso(p.created_at)]), 'device-pins')
         : h('p', { class: 'muted' }, 'No pin on this device.'),
+      h('h2', {}, 'Scorecard'),
+      d.scorecard.length
+        ? table(
+            ['model', 'version', ...DEVICE_DIMS.map(([, label]) => label)],
+            d.scorecard.map((v: J) => [v.model, v.version, ...DEVICE_DIMS.map(([k, , f]) => (v[k] === undefined ? '-' : f(v[k])))]),
+            'device-scorecard',
+          )
+        : h('p', { class: 'muted' }, 'No runtime report from this device yet.'),
     );
 });
+

@@ -85,7 +85,8 @@ export const modelView: View = simpleView(([name]) => ['Model ', h('code', {}, n
     );
 });
 
-const DIMS: [string, string, (n: number) => string][] = [
+// The scorecard dimensions (Model health for the fleet, the Device view for one device).
+export const DIMS: [string, string, (n: number) => string][] = [
   ['p50_us', 'P50 latency', (n) => `${n} µs`],
   ['p95_us', 'P95 latency', (n) => `${n} µs`],
   ['p99_us', 'P99 latency', (n) => `${n} µs`],
