@@ -35,7 +35,12 @@ sim() { # sim CYCLES [mf-sim options...]
 halted() { mfctl_admin rollout status 1 --json | grep -q '"state":"halted"'; }
 token() { mfctl_admin tokens create "$1" "console-$1" --json | sed -n 's/.*"token":"\([^"]*\)".*/\1/p'; }
 
-mf_stack_start "$work/server" "$work/server.log" || exit 1
+# Offload configured for det (policy off: the fleet's check-ins stay as they are) so that a
+# calibration set can be uploaded: Model health plots its confidence histogram.
+mf_offload_config "$work" det '[0.1, 0.9]' 0.5
+sed -i 's/"enabled": true/"enabled": false/' "$work/offload.json"
+MF_SERVE_ARGS="--offload-config $work/offload.json" mf_stack_start "$work/server" "$work/server.log" ||
+    exit 1
 check "the console is served at /ui/" sh -c "curl -fsS '$MF_URL/ui/' | grep -q 'modelferry console'"
 check "trust installed" mf_trust_setup "$work/keys"
 mf_make_model "$work/v1.bin" 40000 1
@@ -55,6 +60,10 @@ JSON
 check "rollout of v2 created" mfctl_admin rollout create det v2 "$work/plan.json"
 MF_TOKEN_OPS=$(token ops) MF_TOKEN_DATA=$(token data) MF_TOKEN_ADMIN=$(cat "$MF_ADMIN_TOKEN_FILE")
 export MF_TOKEN_OPS MF_TOKEN_DATA MF_TOKEN_ADMIN MF_URL MF_CHROMIUM=$chromium
+check "a calibration set of det v1 uploaded (data)" curl -fsS -o /dev/null -X PUT \
+    -H "Authorization: Bearer $MF_TOKEN_DATA" -H 'Content-Type: application/json' \
+    --data '{"method":"max_softmax","scores":[0.2,0.5,0.55,0.7,0.8,0.85,0.9,0.9,0.95,0.99]}' \
+    "$MF_URL/v1/admin/offload/calibration/det/v1"
 rm -rf "$shots"
 MF_SHOTS=$shots MF_READY=$work/ready node "$root/ui/e2e/console.mjs" >"$work/browser.out" 2>&1 &
 browser=$!

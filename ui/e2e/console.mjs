@@ -164,6 +164,9 @@ try {
   await check('ops: model health', async () => {
     await view(page, 'ops', 'health', '#/health/det', 'scorecard');
     assert(/P99 latency/.test(await page.getByTestId('scorecard').textContent()), 'no P99 row');
+    await page.getByTestId('confidence').waitFor({ timeout: 10000 });
+    const legend = await page.getByTestId('confidence').textContent();
+    assert(/v1 calibration \(max_softmax, 10 scores\)/.test(legend), `no v1 calibration histogram: ${legend}`);
   });
   await check('ops: loop view', () => view(page, 'ops', 'loop', '#/loop', 'loop-empty'));
   await check('ops: audit view', async () => {

@@ -29,7 +29,7 @@ export function plot(
   x: number[],
   ys: (number | null)[][],
   series: Series[],
-  opts: { width?: number; height?: number; timeAxis?: boolean; testid?: string } = {},
+  opts: { width?: number; height?: number; timeAxis?: boolean; testid?: string; xLabel?: string } = {},
 ): HTMLElement {
   const box = document.createElement('div');
   box.className = 'chart';
@@ -40,7 +40,7 @@ export function plot(
     height: opts.height ?? 220,
     scales: { x: { time: opts.timeAxis ?? true } },
     series: [
-      { label: opts.timeAxis === false ? 'round' : 'time' },
+      { label: opts.xLabel ?? (opts.timeAxis === false ? 'round' : 'time') },
       ...series.map((s) => ({ label: s.label, stroke: s.color, dash: s.dash, width: 2, spanGaps: true })),
     ],
     axes: [{}, { values: (_u, ticks) => ticks.map(compact), size: 60 }],

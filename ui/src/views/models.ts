@@ -4,6 +4,7 @@
 import { api } from '../api';
 import { badge, bytes, h, iso, link, table, J, simpleView } from '../dom';
 import type { View } from '../main';
+import { color, plot } from '../chart';
 
 export const modelsView: View = simpleView('Models', async (body) => {
     const m: J = await api('/v1/admin/models');
@@ -99,6 +100,22 @@ export const DIMS: [string, string, (n: number) => string][] = [
   ['devices_running', 'devices running', String],
 ];
 
+// The score histograms per version (the server's bins: the fleet's, and the calibration set
+// uploaded with a release), as the share of each one's scores per bin so that versions with
+// more traffic compare with the rest.
+function confidence(rows: J[]): HTMLElement {
+  if (!rows.length) return h('p', { class: 'muted', 'data-testid': 'confidence-empty' }, 'No confidence scores reported for this model.');
+  const n: number = rows[0].bins.length;
+  const x = Array.from({ length: n }, (_, i) => (i + 0.5) / n);
+  return plot(
+    'Confidence score histogram (share of scores per bin)',
+    x,
+    rows.map((r) => r.bins.map((b: number) => b / r.scores)),
+    rows.map((r, i) => ({ label: `${r.version} ${r.source} (${r.method}, ${r.scores} scores)`, color: color(i) })),
+    { timeAxis: false, xLabel: 'score', testid: 'confidence', width: 720 },
+  );
+}
+
 export const healthView: View = simpleView('Model health', async (body, [name]) => {
     const models: J = await api('/v1/admin/models');
     const pick = h(
@@ -111,7 +128,10 @@ export const healthView: View = simpleView('Model health', async (body, [name]) 
       body.replaceChildren(h('p', { class: 'muted' }, 'No model published yet.'));
       return;
     }
-    const s: J = await api(`/v1/admin/models/${encodeURIComponent(model)}/stats`);
+    const [s, rates]: J[] = await Promise.all([
+      api(`/v1/admin/models/${encodeURIComponent(model)}/stats`),
+      api(`/v1/admin/offload/rates?model=${encodeURIComponent(model)}`),
+    ]);
     const vs: J[] = s.versions;
     body.replaceChildren(
       pick,
@@ -131,5 +151,7 @@ export const healthView: View = simpleView('Model health', async (body, [name]) 
         'scorecard',
       ),
       h('p', { class: 'muted' }, `Reports skipped (malformed or unknown version): ${s.skipped_reports}`),
+      h('h2', {}, 'Confidence'),
+      confidence(rates.rates.filter((r: J) => r.scores > 0)),
     );
 });
