@@ -67,6 +67,8 @@ static const char usage_text[] =
     "    --audit-keep-days N --audit-keep-rows N   audit log retention (400 days, 1,000,000)\n"
     "    --webhook-sender 0|1      deliver rollout events to registered webhooks (default 1)\n"
     "    --webhook-retry S         first retry delay of a failed delivery (doubles each time)\n"
+    "    --ui-dir DIR              the web console's files, served at /ui/ (default: the\n"
+    "                              install's share/modelferry/ui)\n"
     "EXIT STATUS\n"
     "    0 success; 1 failure (message on stderr); 2 bad usage.\n";
 
@@ -194,6 +196,8 @@ static int parse_args(struct cli *c, int argc, char **argv)
             c->opts.audit_keep_rows = (int64_t)v;
         } else if (strcmp(k, "--webhook-sender") == 0 && parse_u64(&v, val, 1) == 0) {
             c->opts.webhook_sender = (int)v;
+        } else if (strcmp(k, "--ui-dir") == 0) {
+            c->opts.ui_dir = val;
         } else if (strcmp(k, "--webhook-retry") == 0 && parse_u64(&v, val, 3600) == 0 && v) {
             c->opts.webhook_retry_s = (unsigned)v;
         } else if (strcmp(k, "--sign-batch") == 0 &&

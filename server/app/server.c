@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -176,6 +177,40 @@ static void sweep_orphans(struct mf_server *s, struct mf_ctx *ctx)
         MF_LOG_INFO(ctx, "blob sweep: removed %lld orphan blob(s)", (long long)rep.removed);
 }
 
+/* The console's directory (docs/console.md): `dir` as given (it must be a directory), or the
+ * install's share/modelferry/ui beside the program when there is one, else "" (none). */
+static int ui_root(char *out, size_t size, struct mf_ctx *ctx, const char *dir)
+{
+    char exe[4096];
+    struct stat st;
+    ssize_t n;
+    char *slash;
+    int len;
+
+    out[0] = '\0';
+    if (dir) {
+        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+            return mf_fail(ctx, MF_E_NOTFOUND, "--ui-dir '%s' is not a directory", dir);
+        len = snprintf(out, size, "%s", dir);
+        return len < 0 || (size_t)len >= size ? mf_fail(ctx, MF_E_LIMIT, "--ui-dir too long")
+                                              : MF_OK;
+    }
+    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return MF_OK;
+    exe[n] = '\0';
+    slash = strrchr(exe, '/');
+    if (!slash)
+        return MF_OK;
+    *slash = '\0';
+    len = snprintf(out, size, "%s/../share/modelferry/ui", exe);
+    if (len < 0 || (size_t)len >= size || stat(out, &st) != 0 || !S_ISDIR(st.st_mode))
+        out[0] = '\0';
+    else
+        MF_LOG_INFO(ctx, "web console at /ui/ from %s", out);
+    return MF_OK;
+}
+
 static int open_store(struct mf_server *s, struct mf_ctx *ctx, const struct mf_server_options *o)
 {
     char url[4200];
@@ -191,6 +226,9 @@ static int open_store(struct mf_server *s, struct mf_ctx *ctx, const struct mf_s
     n = snprintf(s->env.blob_root, sizeof(s->env.blob_root), "%s/blobs", o->data_dir);
     if (n < 0 || (size_t)n >= sizeof(s->env.blob_root))
         return mf_fail(ctx, MF_E_LIMIT, "data directory path too long");
+    err = ui_root(s->env.ui_root, sizeof(s->env.ui_root), ctx, o->ui_dir);
+    if (err < 0)
+        return err;
     err = mf_store__open(&s->env.store, ctx, url, 0);
     if (err == MF_E_NOTFOUND)
         return mf_fail(ctx, err, "no store in '%s': run mf-server init --data-dir %s first",
@@ -351,6 +389,10 @@ static int start_services(struct mf_server *s, struct mf_ctx *ctx,
     s->env.metrics = &s->metrics;
     s->env.routes = mf_handlers__routes;
     s->env.n_routes = mf_handlers__route_count;
+    /* A request counter row per route, however many the table holds. */
+    err = mf_metrics__init(&s->metrics, &s->alloc, s->env.n_routes);
+    if (err < 0)
+        return mf_fail(ctx, err, "out of memory for the request counters");
     err = mf_ratelimit__new(&s->env.ratelimit, ctx, o->device_rate, o->device_burst);
     if (err == MF_OK && o->offload_config)
         err = start_offload(s, ctx, o->offload_config);
@@ -593,6 +635,7 @@ void mf_server__stop(struct mf_server *s)
     mf_secure_zero(s->tls_key.data, s->tls_key.len);
     mf_dynbuf__free(&s->tls_key);
     mf_dynbuf__free(&s->tls_cert);
+    mf_metrics__free(&s->metrics, &s->alloc); /* after every thread that counts into it */
     alloc = s->alloc;
     mf_free(&alloc, s);
 }

@@ -79,6 +79,10 @@ struct mf_server_options {
      * the wait after a first failed attempt, doubled per attempt (0: 5 s). */
     int webhook_sender;
     unsigned webhook_retry_s;
+    /* Appended: the web console's files (docs/console.md), served at /ui/. NULL: the
+     * install's share/modelferry/ui beside the program (../share/modelferry/ui from its
+     * directory), when it exists; else /ui/ answers 404. */
+    const char *ui_dir;
 };
 
 #define MF_SERVER_AUDIT_KEEP_S (400 * 86400) /* a year and a month, for yearly reviews */

@@ -93,7 +93,7 @@ static int make_delta(int *made, struct mf_store *s, struct mf_ctx *ctx, const c
                       const struct mf_delta_options *o, const struct mf_store_version *target,
                       const uint8_t *new_img, size_t new_len, const char *from)
 {
-    struct mf_store_delta d = {.created_at = (int64_t)time(NULL)};
+    struct mf_store_delta d;
     mf_diff_options opts;
     mf_diff *diff = NULL;
     uint8_t *old = NULL, *patch = NULL;
@@ -101,7 +101,8 @@ static int make_delta(int *made, struct mf_store *s, struct mf_ctx *ctx, const c
     int err = s->ops->registry->delta_find(&d, s, ctx, from, target->sha256);
 
     if (err != MF_E_NOTFOUND)
-        return err; /* MF_OK: made already (by this node or another) */
+        return err;                     /* MF_OK: made already (by this node or another) */
+    d.created_at = (int64_t)time(NULL); /* after the lookup, which clears `d` */
     err = mf_blob__read_alloc(&old, &old_len, ctx, root, from, o->max_bytes);
     if (err == MF_E_NOTFOUND || err == MF_E_LIMIT)
         return MF_OK; /* a fleet version we never had, or too big: full download then */

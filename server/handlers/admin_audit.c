@@ -18,31 +18,12 @@
 #define AUDIT_PAGE_DEFAULT 100
 #define AUDIT_PAGE_MAX 1000
 
-static const char *const audit_keys[] = {"since", "until", "token", "action", "before", "limit"};
-
-struct audit_args {
-    struct mf_httpd_req *r;
-    const char *unknown; /* the first query key not in audit_keys */
-};
-
-static enum MHD_Result check_key(void *cls, enum MHD_ValueKind kind, const char *key,
-                                 const char *value)
-{
-    struct audit_args *a = cls;
-
-    (void)kind;
-    (void)value;
-    for (size_t i = 0; i < sizeof(audit_keys) / sizeof(audit_keys[0]); i++) {
-        if (strcmp(key, audit_keys[i]) == 0)
-            return MHD_YES;
-    }
-    a->unknown = key;
-    return MHD_NO;
-}
+static const char *const audit_keys[] = {"since",  "until", "token", "action",
+                                         "before", "limit", NULL};
 
 static const char *arg(const struct mf_httpd_req *r, const char *key)
 {
-    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+    return mf_handlers__query_arg(r, key);
 }
 
 /* A time argument (ISO 8601 UTC or Unix seconds; absent: 0); 400 naming it when malformed. */
@@ -59,42 +40,15 @@ static int time_arg(int64_t *out, struct mf_httpd_req *r, const char *key)
     return MF_OK;
 }
 
-/* A positive integer argument up to `max` (absent: `dflt`); 400 naming it otherwise. */
-static int count_arg(int64_t *out, struct mf_httpd_req *r, const char *key, int64_t dflt,
-                     int64_t max)
-{
-    const char *v = arg(r, key);
-    char *end = NULL;
-    long long n = 0;
-
-    *out = dflt;
-    if (!v)
-        return MF_OK;
-    if (v[0] >= '0' && v[0] <= '9') {
-        errno = 0;
-        n = strtoll(v, &end, 10);
-    }
-    if (!end || *end || errno == ERANGE || n < 1 || n > max)
-        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
-                                     "'%s' must be an integer in [1, %lld], not '%.40s'", key,
-                                     (long long)max, v);
-    *out = (int64_t)n;
-    return MF_OK;
-}
-
 /* The query; replies 400 naming the first bad or unknown key. */
 static int audit_query(struct mf_store_audit_query *q, struct mf_httpd_req *r)
 {
-    struct audit_args a = {.r = r};
     int err;
 
     memset(q, 0, sizeof(*q));
-    (void)MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, check_key, &a);
-    if (a.unknown)
-        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
-                                     "unknown query key '%.40s' (since, until, token, action,"
-                                     " before, limit)",
-                                     a.unknown);
+    err = mf_handlers__query_check(r, audit_keys);
+    if (err < 0 || r->resp)
+        return err;
     q->token = arg(r, "token");
     q->action = arg(r, "action");
     if ((q->token && strlen(q->token) >= MF_STORE_NAME_SIZE) ||
@@ -106,9 +60,9 @@ static int audit_query(struct mf_store_audit_query *q, struct mf_httpd_req *r)
     if (err == MF_OK && !r->resp)
         err = time_arg(&q->until, r, "until");
     if (err == MF_OK && !r->resp)
-        err = count_arg(&q->before_seq, r, "before", 0, INT64_MAX);
+        err = mf_handlers__count_arg(&q->before_seq, r, "before", 0, INT64_MAX);
     if (err == MF_OK && !r->resp)
-        err = count_arg(&q->limit, r, "limit", AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX);
+        err = mf_handlers__count_arg(&q->limit, r, "limit", AUDIT_PAGE_DEFAULT, AUDIT_PAGE_MAX);
     return err;
 }
 

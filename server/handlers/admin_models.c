@@ -104,6 +104,43 @@ int mf_handlers__model_get(struct mf_httpd_req *r)
     return reply_models(r, r->params[0]);
 }
 
+/* GET /v1/admin/models/{name}/deltas: the deltas the server has made between the model's
+ * versions (from and to by blob digest; the versions listing names them), newest first. */
+#define MODEL_DELTAS_MAX 200
+
+static int add_delta(void *payload, const struct mf_store_delta *d)
+{
+    cJSON *o = mf_handlers__add_row(payload);
+
+    if (!o || !cJSON_AddStringToObject(o, "from_sha256", d->from_sha256) ||
+        !cJSON_AddStringToObject(o, "to_sha256", d->to_sha256) ||
+        !cJSON_AddStringToObject(o, "delta_sha256", d->delta_sha256) ||
+        !cJSON_AddNumberToObject(o, "size", (double)d->size) ||
+        !cJSON_AddStringToObject(o, "format", d->format) ||
+        !cJSON_AddNumberToObject(o, "created_at", (double)d->created_at))
+        return MF_E_NOMEM;
+    return MF_OK;
+}
+
+static int walk_deltas(struct mf_httpd_req *r, cJSON *list)
+{
+    struct mf_store *s = r->env->store;
+
+    return s->ops->registry->deltas_list(s, &r->ctx, r->params[0], MODEL_DELTAS_MAX, add_delta,
+                                         list);
+}
+
+int mf_handlers__model_deltas(struct mf_httpd_req *r)
+{
+    int err = mf_handlers__check_names(r, 1);
+
+    if (err == MF_OK && !r->resp)
+        err = mf_handlers__need_model(r, r->params[0]);
+    if (err < 0 || r->resp)
+        return err;
+    return mf_handlers__reply_list(r, "deltas", walk_deltas);
+}
+
 int mf_handlers__publish_begin(struct mf_httpd_req *r)
 {
     const char *cl = mf_httpd__header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);

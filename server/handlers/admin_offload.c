@@ -34,11 +34,26 @@ static int add_rate(void *payload, const struct mf_store_hist *h)
     const struct mf_offload_model_cfg *m = mf_offsrv__model(r->env->offload, h->model);
     double target = m ? m->target_rate : 0.0;
     double q = target > 0.0 ? mf_offsrv__hist_quantile(h->bins, target) : -1.0;
-    cJSON *row = cJSON_CreateObject();
+    cJSON *row = cJSON_CreateObject(), *bins = cJSON_CreateArray();
     uint64_t scores = 0;
 
-    for (int i = 0; i < MF_STORE_HIST_BINS; i++)
+    for (int i = 0; i < MF_STORE_HIST_BINS; i++) {
         scores += h->bins[i];
+        if (bins && !cJSON_AddItemToArray(bins, cJSON_CreateNumber((double)h->bins[i]))) {
+            cJSON_Delete(bins);
+            bins = NULL;
+        }
+    }
+    /* "bins": the score histogram itself (bin i holds scores in [i/n, (i+1)/n)), the
+     * console's confidence plot. */
+    if (row && bins && !cJSON_AddItemToObject(row, "bins", bins)) {
+        cJSON_Delete(bins);
+        bins = NULL;
+    }
+    if (!bins) {
+        cJSON_Delete(row);
+        return MF_E_NOMEM;
+    }
     if (!row || !cJSON_AddStringToObject(row, "model", h->model) ||
         !cJSON_AddStringToObject(row, "version", h->version) ||
         !cJSON_AddStringToObject(row, "method", h->method) ||
@@ -62,12 +77,26 @@ static int add_rate(void *payload, const struct mf_store_hist *h)
 static int walk_rates(struct mf_httpd_req *r, cJSON *list)
 {
     void *pair[2] = {r, list};
+    const char *model = mf_handlers__query_arg(r, "model");
 
-    return r->env->store->ops->offload->hists_list(r->env->store, &r->ctx, "", add_rate, pair);
+    return r->env->store->ops->offload->hists_list(r->env->store, &r->ctx, model ? model : "",
+                                                   add_rate, pair);
 }
 
+static const char *const rates_keys[] = {"model", NULL};
+
+/* ?model=NAME: that model's rows only (Model health); none: every model. */
 int mf_handlers__offload_rates(struct mf_httpd_req *r)
 {
+    const char *model;
+    int err = mf_handlers__query_check(r, rates_keys);
+
+    if (err < 0 || r->resp)
+        return err;
+    model = mf_handlers__query_arg(r, "model");
+    if (model && !mf_names__valid_id(model))
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
+                                     "'model' must match [A-Za-z0-9._-]{1,64}");
     return mf_handlers__reply_list(r, "rates", walk_rates);
 }
 

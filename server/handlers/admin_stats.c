@@ -29,7 +29,7 @@ static int count_running(void *payload, const struct mf_store_status *st)
     return MF_OK;
 }
 
-static cJSON *version_json(const struct mf_rollout_version_agg *v, uint64_t running)
+cJSON *mf_handlers__scorecard_json(const struct mf_rollout_version_agg *v, uint64_t running)
 {
     const struct mf_rollout_agg *a = &v->agg;
     cJSON *o = cJSON_CreateObject();
@@ -94,7 +94,7 @@ int mf_handlers__model_stats(struct mf_httpd_req *r)
                   : MF_E_NOMEM;
     }
     for (size_t i = 0; err == MF_OK && i < run->fleet->n; i++) {
-        cJSON *v = version_json(&run->fleet->v[i], run->count[i]);
+        cJSON *v = mf_handlers__scorecard_json(&run->fleet->v[i], run->count[i]);
 
         if (!v || !cJSON_AddItemToArray(list, v)) {
             cJSON_Delete(v);

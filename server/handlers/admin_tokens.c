@@ -83,3 +83,18 @@ int mf_handlers__token_revoke(struct mf_httpd_req *r)
     (void)snprintf(done, sizeof(done), "revoked admin token %s", id);
     return mf_handlers__reply_changed(r, err, done);
 }
+
+/* GET /v1/admin/whoami: the calling token's role, id and name, so a client (the console)
+ * offers only what the role may do. The server still checks every route itself. */
+int mf_handlers__whoami(struct mf_httpd_req *r)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    if (o && (!cJSON_AddStringToObject(o, "role", mf_store__role_name(r->role)) ||
+              !cJSON_AddStringToObject(o, "token_id", r->token_id) ||
+              !cJSON_AddStringToObject(o, "name", r->token_name))) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    return mf_httpd__reply_json(r, MHD_HTTP_OK, o);
+}

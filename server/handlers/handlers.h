@@ -15,6 +15,12 @@ int mf_handlers__report(struct mf_httpd_req *r);
 int mf_handlers__blob_get(struct mf_httpd_req *r);
 int mf_handlers__models_list(struct mf_httpd_req *r);
 int mf_handlers__model_get(struct mf_httpd_req *r);
+int mf_handlers__model_deltas(struct mf_httpd_req *r);
+/* One version's scorecard (admin_stats.c): devices, installs, P50/P95/P99, memory, offload
+ * rate, teacher agreement; `running` devices run it. NULL: out of memory. Model health shows
+ * the fleet's, the device page one device's. */
+struct mf_rollout_version_agg;
+cJSON *mf_handlers__scorecard_json(const struct mf_rollout_version_agg *v, uint64_t running);
 int mf_handlers__publish_begin(struct mf_httpd_req *r);
 int mf_handlers__publish_data(struct mf_httpd_req *r, const char *data, size_t len);
 int mf_handlers__publish_end(struct mf_httpd_req *r);
@@ -52,6 +58,7 @@ int mf_handlers__blobs_sweep(struct mf_httpd_req *r);
 int mf_handlers__tokens_list(struct mf_httpd_req *r);
 int mf_handlers__token_create(struct mf_httpd_req *r);
 int mf_handlers__token_revoke(struct mf_httpd_req *r);
+int mf_handlers__whoami(struct mf_httpd_req *r);
 
 /* offload.c, admin_offload.c: docs/protocol-offload.md */
 int mf_handlers__offload_ask(struct mf_httpd_req *r);
@@ -80,6 +87,16 @@ int mf_handlers__distill_run_create(struct mf_httpd_req *r);
 int mf_handlers__distill_runs_list(struct mf_httpd_req *r);
 int mf_handlers__distill_run_get(struct mf_httpd_req *r);
 int mf_handlers__version_get(struct mf_httpd_req *r);
+
+/* ui.c: the web console's static files (docs/console.md). path_ok: 1 when `path` (the part
+ * after /ui/) is segments of [A-Za-z0-9._-], none empty nor starting with '.'. */
+int mf_handlers__ui_get(struct mf_httpd_req *r);
+int mf_handlers__ui_redirect(struct mf_httpd_req *r);
+int mf_handlers__ui_path_ok(const char *path);
+/* admin_fleet_view.c: the fleet aggregated, devices a page at a time, one device whole. */
+int mf_handlers__fleet_summary(struct mf_httpd_req *r);
+int mf_handlers__fleet_devices(struct mf_httpd_req *r);
+int mf_handlers__device_get(struct mf_httpd_req *r);
 
 /* Replies 200 {"<key>": [...]} with the rows `walk` appends to the array (a store listing);
  * a walk's MF_E_NOMEM gets its message here. */
@@ -110,6 +127,14 @@ int mf_handlers__reply_row(struct mf_httpd_req *r, unsigned code, cJSON *list, i
  * a release and a version read (admin_models.c). */
 int mf_handlers__reply_version(struct mf_httpd_req *r, unsigned status,
                                const struct mf_store_version *v, int with_release);
+
+/* Query strings: query_check replies 400 naming the first key not in `known` (NULL-terminated)
+ * and the keys it knows, MF_OK either way (check r->resp); query_arg is a key's value or
+ * NULL; count_arg reads an integer in [1, max] (absent: `dflt`), 400 naming it otherwise. */
+int mf_handlers__query_check(struct mf_httpd_req *r, const char *const *known);
+const char *mf_handlers__query_arg(const struct mf_httpd_req *r, const char *key);
+int mf_handlers__count_arg(int64_t *out, struct mf_httpd_req *r, const char *key, int64_t dflt,
+                           int64_t max);
 
 /* A new object appended to the array `list` (a listing's row), NULL when out of memory (the
  * object is then freed, the array unchanged). */

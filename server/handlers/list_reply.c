@@ -3,6 +3,10 @@
  * on its own, and the 4xx of an error the client caused. */
 #include "handlers/handlers.h"
 
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int mf_handlers__reply_list(struct mf_httpd_req *r, const char *key, mf_handlers_walk_fn walk)
@@ -81,4 +85,66 @@ int mf_handlers__reply_failure(struct mf_httpd_req *r, int err)
     if (!code)
         return err;
     return mf_httpd__reply_error(r, code, "%s", mf_ctx__errmsg(&r->ctx));
+}
+
+struct query_check {
+    const char *const *known;
+    const char *unknown; /* the first query key not in known */
+};
+
+static enum MHD_Result query_key(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *value)
+{
+    struct query_check *q = cls;
+
+    (void)kind;
+    (void)value;
+    for (size_t i = 0; q->known[i]; i++) {
+        if (strcmp(key, q->known[i]) == 0)
+            return MHD_YES;
+    }
+    q->unknown = key;
+    return MHD_NO;
+}
+
+int mf_handlers__query_check(struct mf_httpd_req *r, const char *const *known)
+{
+    struct query_check q = {known, NULL};
+    char list[256] = "";
+    size_t n = 0;
+
+    (void)MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, query_key, &q);
+    if (!q.unknown)
+        return MF_OK;
+    for (size_t i = 0; known[i] && n < sizeof(list); i++)
+        n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", known[i]);
+    return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "unknown query key '%.40s' (%s)",
+                                 q.unknown, list);
+}
+
+const char *mf_handlers__query_arg(const struct mf_httpd_req *r, const char *key)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+int mf_handlers__count_arg(int64_t *out, struct mf_httpd_req *r, const char *key, int64_t dflt,
+                           int64_t max)
+{
+    const char *v = mf_handlers__query_arg(r, key);
+    char *end = NULL;
+    long long n = 0;
+
+    *out = dflt;
+    if (!v)
+        return MF_OK;
+    if (v[0] >= '0' && v[0] <= '9') {
+        errno = 0;
+        n = strtoll(v, &end, 10);
+    }
+    if (!end || *end || errno == ERANGE || n < 1 || n > max)
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
+                                     "'%s' must be an integer in [1, %lld], not '%.40s'", key,
+                                     (long long)max, v);
+    *out = (int64_t)n;
+    return MF_OK;
 }

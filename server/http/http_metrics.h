@@ -7,17 +7,20 @@
 #define MF_SERVER_HTTP_METRICS_H
 
 #include "mf_dynbuf.h"
+#include "mf/alloc.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define MF_METRICS_MAX_ROUTES 64 /* route table entries; +1 slot for "no route" */
 #define MF_METRICS_STATUS_SLOTS 17
 #define MF_METRICS_RULES 9      /* enum mf_policy_rule */
 #define MF_METRICS_CONN_RULES 3 /* enum mf_conn_rule (http_conns.h) */
 
 struct mf_metrics {
-    atomic_uint_least64_t requests[MF_METRICS_MAX_ROUTES + 1][MF_METRICS_STATUS_SLOTS];
+    /* One row per route of the table (as many as it has: mf_metrics__init), then one for
+     * requests no route matched. */
+    atomic_uint_least64_t (*requests)[MF_METRICS_STATUS_SLOTS];
+    size_t n_routes;
     atomic_uint_least64_t checkins;
     atomic_uint_least64_t bytes_served;
     atomic_uint_least64_t deltas_computed; /* by this node's worker */
@@ -25,6 +28,11 @@ struct mf_metrics {
     atomic_uint_least64_t decisions[MF_METRICS_RULES];
     atomic_uint_least64_t conns_closed[MF_METRICS_CONN_RULES]; /* by connection rule */
 };
+
+/* Zeroes `m` and gives it request counters for a table of `n_routes` routes. MF_OK or
+ * MF_E_NOMEM. */
+int mf_metrics__init(struct mf_metrics *m, const mf_allocator *a, size_t n_routes);
+void mf_metrics__free(struct mf_metrics *m, const mf_allocator *a);
 
 void mf_metrics__count(atomic_uint_least64_t *counter, uint64_t n);
 /* One finished request: `route` is its index in the table, or -1 when none matched. */

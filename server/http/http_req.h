@@ -36,6 +36,7 @@ struct mf_httpd_env {
     struct mf_store *store;
     struct mf_director *director; /* signs assignments (director/director.h) */
     char blob_root[4096];
+    char ui_root[4096]; /* the console's files (handlers/ui.c); "": none installed */
     uint64_t max_upload;
     unsigned poll_interval_s; /* the fleet default a check-in answers (a group's wins) ... */
     unsigned poll_jitter_pct; /* ... and its jitter, +-% (docs/protocol.md, "Poll interval") */

@@ -54,8 +54,9 @@ static int add_report(void *payload, const struct mf_store_telemetry *t)
     return MF_OK;
 }
 
-int mf_rollout__fleet_collect(struct mf_rollout_fleet *out, struct mf_store *s, struct mf_ctx *ctx,
-                              const char *model, mf_rollout_keep_fn keep, void *payload)
+/* The reports of `model` (of `device` alone when not NULL) aggregated into `out`. */
+static int collect(struct mf_rollout_fleet *out, struct mf_store *s, struct mf_ctx *ctx,
+                   const char *model, const char *device, mf_rollout_keep_fn keep, void *payload)
 {
     struct collect *c = mf_calloc(NULL, 1, sizeof(*c));
     int err;
@@ -67,9 +68,22 @@ int mf_rollout__fleet_collect(struct mf_rollout_fleet *out, struct mf_store *s, 
     c->ctx = ctx;
     c->keep = keep;
     c->payload = payload;
-    err = s->ops->rollout->telemetry_list(s, ctx, model, add_report, c);
+    err = device ? s->ops->rollout->telemetry_device(s, ctx, model, device, add_report, c)
+                 : s->ops->rollout->telemetry_list(s, ctx, model, add_report, c);
     mf_free(NULL, c);
     return err;
+}
+
+int mf_rollout__fleet_collect(struct mf_rollout_fleet *out, struct mf_store *s, struct mf_ctx *ctx,
+                              const char *model, mf_rollout_keep_fn keep, void *payload)
+{
+    return collect(out, s, ctx, model, NULL, keep, payload);
+}
+
+int mf_rollout__device_collect(struct mf_rollout_fleet *out, struct mf_store *s, struct mf_ctx *ctx,
+                               const char *model, const char *device_id)
+{
+    return collect(out, s, ctx, model, device_id, NULL, NULL);
 }
 
 const struct mf_rollout_agg *mf_rollout__fleet_find(const struct mf_rollout_fleet *f,

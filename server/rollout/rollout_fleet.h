@@ -35,6 +35,10 @@ typedef int (*mf_rollout_keep_fn)(void *payload, const struct mf_store_telemetry
 int mf_rollout__fleet_collect(struct mf_rollout_fleet *out, struct mf_store *s, struct mf_ctx *ctx,
                               const char *model, mf_rollout_keep_fn keep, void *payload);
 
+/* The same for one device's reports alone (its scorecard: the console's Device view). */
+int mf_rollout__device_collect(struct mf_rollout_fleet *out, struct mf_store *s, struct mf_ctx *ctx,
+                               const char *model, const char *device_id);
+
 /* The aggregate of `version` in `f`, or NULL. Borrowed from f. */
 const struct mf_rollout_agg *mf_rollout__fleet_find(const struct mf_rollout_fleet *f,
                                                     const char *version);

@@ -102,6 +102,9 @@ struct mf_store_registry_ops {
     int (*delta_find)(struct mf_store_delta *out, struct mf_store *s, struct mf_ctx *ctx,
                       const char *from_sha256, const char *to_sha256);
     int (*delta_count)(int64_t *count_out, struct mf_store *s, struct mf_ctx *ctx);
+    /* The deltas stored for `model`, newest first, at most `max` (the console's Models view). */
+    int (*deltas_list)(struct mf_store *s, struct mf_ctx *ctx, const char *model, size_t max,
+                       mf_store_delta_fn fn, void *payload);
 
     /* Release lifecycle (migration 9; docs/rollouts.md): a release is published, not
      * deployed, until it is promoted. release_set promotes the first release of a model (there
@@ -292,6 +295,9 @@ struct mf_store_rollout_ops {
     /* Visits the reports of `model`, by device id then version. */
     int (*telemetry_list)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                           mf_store_telemetry_fn fn, void *payload);
+    /* Visits one device's reports of `model`, by version (its scorecard in the console). */
+    int (*telemetry_device)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                            const char *device_id, mf_store_telemetry_fn fn, void *payload);
     /* Inserts a rollout when r->id is 0 (sets r->id) or updates rollout r->id; an update
      * with `expect_state` non-empty changes the row only while its state is that one
      * (MF_E_STATE otherwise), so an admin action and the evaluation never overwrite each

@@ -87,6 +87,10 @@ static const struct mf_sql sql_delta_insert =
            "storing a delta");
 static const struct mf_sql sql_delta_find = MF_SQL(
     "SELECT " DELTA_COLUMNS " FROM deltas WHERE from_sha256 = ? AND to_sha256 = ?", "delta lookup");
+static const struct mf_sql sql_deltas_list =
+    MF_SQL_LIST("SELECT " DELTA_COLUMNS " FROM deltas WHERE model = ?"
+                " ORDER BY created_at DESC, to_sha256, from_sha256 LIMIT ?",
+                "listing deltas");
 static const struct mf_sql sql_delta_count =
     MF_SQL("SELECT count(*) FROM deltas", "counting deltas");
 
@@ -326,6 +330,22 @@ static int registry_delta_find(struct mf_store_delta *out, struct mf_store *s, s
     return err;
 }
 
+static int visit_delta(void *payload, const struct mf_store_cursor *row)
+{
+    const struct mf_store_visit *w = payload;
+    struct mf_store_delta d = {0};
+
+    (void)take_delta(&d, row);
+    return ((mf_store_delta_fn)w->fn)(w->payload, &d);
+}
+
+static int registry_deltas_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                                size_t max, mf_store_delta_fn fn, void *payload)
+{
+    return mf_store__list(s, ctx, &sql_deltas_list, visit_delta, (void (*)(void))fn, payload, "ti",
+                          model, (int64_t)max);
+}
+
 static int registry_delta_count(int64_t *count_out, struct mf_store *s, struct mf_ctx *ctx)
 {
     int found = 0;
@@ -389,7 +409,7 @@ const struct mf_store_registry_ops mf_store__registry_ops = {
     .release_latest = registry_release_latest, .trust_put = registry_trust_put,
     .trust_latest = registry_trust_latest, .trust_roots_after = registry_trust_roots_after,
     .delta_insert = registry_delta_insert, .delta_find = registry_delta_find,
-    .delta_count = registry_delta_count, .release_promote = registry_release_promote,
+    .delta_count = registry_delta_count, .deltas_list = registry_deltas_list, .release_promote = registry_release_promote,
     .promoted_latest = registry_promoted_latest,
 };
 /* clang-format on */

@@ -24,6 +24,11 @@ static const struct mf_sql sql_telemetry_put =
            " SET report = excluded.report, reported_at = excluded.reported_at",
            "storing telemetry");
 static const struct mf_sql sql_telemetry_list = MF_SQL_ORDERED(TELEMETRY_LIST, "listing telemetry");
+#define TELEMETRY_DEVICE(C)                                                                        \
+    "SELECT device_id, model, version, report, reported_at FROM telemetry"                         \
+    " WHERE model = ? AND device_id = ? ORDER BY version" C
+static const struct mf_sql sql_telemetry_device =
+    MF_SQL_ORDERED(TELEMETRY_DEVICE, "listing a device's telemetry");
 static const struct mf_sql sql_rollout_insert =
     MF_SQL("INSERT INTO rollouts(model, version, prev_version, state, wave,"
            " wave_started_at, created_at, updated_at, plan, breach, soak_started_at, control)"
@@ -72,6 +77,13 @@ static int rollout_telemetry_list(struct mf_store *s, struct mf_ctx *ctx, const 
 {
     return mf_store__list(s, ctx, &sql_telemetry_list, visit_telemetry, (void (*)(void))fn, payload,
                           "t", model);
+}
+
+static int rollout_telemetry_device(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                                    const char *device_id, mf_store_telemetry_fn fn, void *payload)
+{
+    return mf_store__list(s, ctx, &sql_telemetry_device, visit_telemetry, (void (*)(void))fn,
+                          payload, "tt", model, device_id);
 }
 
 static int rollout_put(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_rollout *r,
@@ -166,6 +178,7 @@ static int rollout_events_list(struct mf_store *s, struct mf_ctx *ctx, int64_t r
 /* clang-format off */
 const struct mf_store_rollout_ops mf_store__rollout_ops = {
     .telemetry_put = rollout_telemetry_put, .telemetry_list = rollout_telemetry_list,
+    .telemetry_device = rollout_telemetry_device,
     .rollout_put = rollout_put, .rollout_get = rollout_get, .rollouts_list = rollouts_list,
     .rollout_event_add = rollout_event_add, .rollout_events_list = rollout_events_list,
 };

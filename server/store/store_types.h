@@ -175,6 +175,7 @@ typedef int (*mf_store_version_fn)(void *payload, const struct mf_store_version 
 typedef int (*mf_store_device_fn)(void *payload, const struct mf_store_device *d);
 typedef int (*mf_store_status_fn)(void *payload, const struct mf_store_status *st);
 typedef int (*mf_store_envelope_fn)(void *payload, uint64_t version, const void *env, size_t len);
+typedef int (*mf_store_delta_fn)(void *payload, const struct mf_store_delta *d);
 typedef int (*mf_store_pin_fn)(void *payload, const struct mf_store_pin *p);
 typedef int (*mf_store_group_settings_fn)(void *payload, const struct mf_store_group_settings *g);
 typedef int (*mf_store_token_fn)(void *payload, const struct mf_store_token *t);

@@ -302,6 +302,14 @@ static void test_offload_server__checkin_policy_from_fleet_scores(void **state)
     assert_int_equal(http("GET", "/v1/admin/offload/rates", fx.s.admin, NULL), 200);
     assert_non_null(strstr(rep.body, "\"realised_rate\":0.12"));
     assert_non_null(strstr(rep.body, "\"target_rate\":0.1"));
+    /* The histogram itself (Model health's confidence plot), and one model's rows alone. */
+    assert_non_null(strstr(rep.body, "\"bins\":[10,10,10,"));
+    assert_int_equal(http("GET", "/v1/admin/offload/rates?model=digits", fx.s.admin, NULL), 200);
+    assert_non_null(strstr(rep.body, "\"model\":\"digits\""));
+    assert_int_equal(http("GET", "/v1/admin/offload/rates?model=other", fx.s.admin, NULL), 200);
+    assert_string_equal(rep.body, "{\"rates\":[]}");
+    assert_int_equal(http("GET", "/v1/admin/offload/rates?modle=digits", fx.s.admin, NULL), 400);
+    assert_int_equal(http("GET", "/v1/admin/offload/rates?model=b@d", fx.s.admin, NULL), 400);
     /* Malformed telemetry never fails the check-in; it is skipped. */
     assert_int_equal(http("POST", "/v1/checkin", fx.s.cred,
                           "{\"nonce\":\"0123456789abcdef0123456789abcdef\",\"models\":[],"

@@ -855,6 +855,72 @@ static void test_server_store__init_data_dir_idempotent(void **state)
     assert_non_null(strstr(admin2, "PUBLIC KEY"));
 }
 
+STORE_FIXTURE_COLLECTOR(delta_rows, struct mf_store_delta, 4, collect_delta)
+
+/* deltas_list: a model's deltas newest first, at most `max`, none of another model's. */
+static void test_server_store__deltas_list(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    struct mf_store_delta d = {.model = "det", .size = 5, .format = "mfdelta", .created_at = 10};
+    struct delta_rows got = {0};
+
+    memset(d.from_sha256, 'a', MF_SHA256_HEX_LEN);
+    memset(d.delta_sha256, 'd', MF_SHA256_HEX_LEN);
+    for (int i = 0; i < 3; i++) {
+        memset(d.to_sha256, 'b' + i, MF_SHA256_HEX_LEN);
+        d.size = 100 + (uint64_t)i;
+        d.created_at = 10 + i;
+        assert_int_equal(s->ops->registry->delta_insert(s, &f->ctx, &d), MF_OK);
+    }
+    (void)snprintf(d.model, sizeof(d.model), "cls");
+    memset(d.to_sha256, 'f', MF_SHA256_HEX_LEN);
+    assert_int_equal(s->ops->registry->delta_insert(s, &f->ctx, &d), MF_OK);
+    assert_int_equal(s->ops->registry->deltas_list(s, &f->ctx, "det", 2, collect_delta, &got),
+                     MF_OK);
+    assert_int_equal(got.n, 2);
+    assert_string_equal(got.v[0].model, "det");
+    assert_int_equal(got.v[0].created_at, 12);
+    assert_int_equal(got.v[0].size, 102);
+    assert_int_equal(got.v[0].to_sha256[0], 'd');
+    assert_int_equal(got.v[1].created_at, 11);
+    assert_string_equal(got.v[1].format, "mfdelta");
+    assert_int_equal(got.v[1].from_sha256[0], 'a');
+    got.n = 0;
+    assert_int_equal(s->ops->registry->deltas_list(s, &f->ctx, "none", 9, collect_delta, &got),
+                     MF_OK);
+    assert_int_equal(got.n, 0);
+}
+
+STORE_FIXTURE_COLLECTOR(tele_rows, struct mf_store_telemetry, 4, collect_tele)
+
+/* telemetry_device: one device's reports of a model by version, no other device's or
+ * model's. */
+static void test_server_store__telemetry_device(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    const struct mf_store_telemetry rows[] = {{"dev-1", "det", "v2", "{\"n\":2}", 20},
+                                              {"dev-1", "det", "v1", "{\"n\":1}", 10},
+                                              {"dev-2", "det", "v1", "{\"n\":3}", 30},
+                                              {"dev-1", "cls", "v1", "{\"n\":4}", 40}};
+    struct tele_rows got = {0};
+
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        assert_int_equal(s->ops->rollout->telemetry_put(s, &f->ctx, &rows[i]), MF_OK);
+    assert_int_equal(
+        s->ops->rollout->telemetry_device(s, &f->ctx, "det", "dev-1", collect_tele, &got), MF_OK);
+    assert_int_equal(got.n, 2);
+    assert_string_equal(got.v[0].version, "v1");
+    assert_int_equal(got.v[0].reported_at, 10);
+    assert_string_equal(got.v[1].version, "v2");
+    assert_string_equal(got.v[1].device_id, "dev-1");
+    got.n = 0;
+    assert_int_equal(
+        s->ops->rollout->telemetry_device(s, &f->ctx, "det", "dev-9", collect_tele, &got), MF_OK);
+    assert_int_equal(got.n, 0);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, store_setup, store_fixture_teardown)
@@ -863,6 +929,8 @@ int main(void)
         T(test_server_store__tokens_by_hash),
         T(test_server_store__device_reenroll_revokes),
         T(test_server_store__versions),
+        T(test_server_store__deltas_list),
+        T(test_server_store__telemetry_device),
         T(test_server_store__releases),
         T(test_server_store__trust_docs_and_sequence),
         T(test_server_store__statuses_show_what_runs),

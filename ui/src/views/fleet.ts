@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: Apache-2.0
+// Fleet: the server's aggregation (devices by state, per channel, installed versions per
+// model) and, for ops, the device list a page at a time with search and a state filter.
+// Device: one device whole (models and slots, pending and rolled-back versions, pins, groups).
+import { api, canOps } from '../api';
+import { ago, badge, h, iso, link, table, J, simpleView } from '../dom';
+import type { View } from '../main';
+import { DIMS } from './models';
+
+function card(label: string, value: number, testid: string, kind = ''): HTMLElement {
+  return h('div', { class: `card ${kind}`, 'data-testid': testid }, h('div', { class: 'num' }, value), h('div', {}, label));
+}
+
+function versionBars(models: J[]): HTMLElement {
+  if (!models.length) return h('p', { class: 'muted' }, 'No device has reported an installed version yet.');
+  return h(
+    'div',
+    { 'data-testid': 'versions' },
+    models.map((m: J) => {
+      const total = m.versions.reduce((a: number, v: J) => a + v.devices, 0) || 1;
+      return h(
+        'div',
+        { class: 'model-versions' },
+        h('h3', {}, m.model),
+        m.versions.map((v: J) =>
+          h(
+            'div',
+            { class: 'bar-row' },
+            h('span', { class: 'bar-label' }, v.version),
+            h('span', { class: 'bar' }, h('span', { class: 'fill', style: `width:${(100 * v.devices) / total}%` })),
+            h('span', {}, `${v.devices} (${Math.round((100 * v.devices) / total)} %)`),
+          ),
+        ),
+      );
+    }),
+  );
+}
+
+export function modelsCell(models: J[]): HTMLElement {
+  return h(
+    'span',
+    {},
+    models.map((m: J) =>
+      h(
+        'span',
+        { class: 'chip' },
+        `${m.name} ${m.running_version || m.version}`,
+        m.status !== 'installed' ? badge(m.status, 'bad') : null,
+        m.running_version && m.running_version !== m.version ? ` (offered ${m.version})` : null,
+      ),
+    ),
+  );
+}
+
+export const fleetView: View = async (el, ctx) => {
+  const summary = h('section', {});
+  const list = h('section', {});
+  el.append(h('h1', {}, 'Fleet'), summary, list);
+  let q = '';
+  let state = '';
+  const cursors: string[] = []; // the `after` of each page shown before this one
+  let after = '';
+
+  const search = h('input', { type: 'search', placeholder: 'device id contains…', 'data-testid': 'fleet-search' }) as HTMLInputElement;
+  const stateSel = h(
+    'select',
+    { 'data-testid': 'fleet-state' },
+    ['', 'online', 'offline', 'stale'].map((s) => h('option', { value: s }, s || 'any state')),
+  ) as HTMLSelectElement;
+  const rows = h('div', {});
+  const pager = h('div', { class: 'pager' });
+  if (canOps(ctx.me)) {
+    search.addEventListener('input', () => {
+      q = search.value.trim();
+      after = '';
+      cursors.length = 0;
+      void refresh();
+    });
+    stateSel.addEventListener('change', () => {
+      state = stateSel.value;
+      after = '';
+      cursors.length = 0;
+      void refresh();
+    });
+    list.append(h('h2', {}, 'Devices'), h('div', { class: 'controls' }, search, stateSel), rows, pager);
+  } else {
+    list.append(h('p', { class: 'muted' }, 'Device rows are for the ops role; this role sees the fleet aggregated.'));
+  }
+
+  const refresh = async () => {
+    const s: J = await api('/v1/admin/fleet/summary');
+    const d = s.devices;
+    summary.replaceChildren(
+      h(
+        'div',
+        { class: 'cards' },
+        card('devices', d.total, 'fleet-total'),
+        card(`online (seen < ${s.online_s} s)`, d.online, 'fleet-online', 'good'),
+        card('offline', d.offline, 'fleet-offline', 'warn'),
+        card(`stale (not seen ${Math.round(s.stale_s / 3600)} h)`, d.stale, 'fleet-stale', 'bad'),
+        card('revoked', d.revoked, 'fleet-revoked'),
+      ),
+      h('h2', {}, 'Versions per model'),
+      versionBars(s.models),
+      h('h2', {}, 'Channels'),
+      table(['channel', 'devices'], Object.entries(s.channels).map(([k, v]) => [k, v as number]), 'channels'),
+    );
+    if (!canOps(ctx.me)) return;
+    const qs = new URLSearchParams({ limit: '50' });
+    if (q) qs.set('q', q);
+    if (state) qs.set('state', state);
+    if (after) qs.set('after', after);
+    const page: J = await api(`/v1/admin/fleet/devices?${qs}`);
+    rows.replaceChildren(
+      table(
+        ['device', 'state', 'last seen', 'channel', 'models (running)'],
+        page.devices.map((x: J) => [
+          link(`#/devices/${encodeURIComponent(x.device_id)}`, x.device_id),
+          badge(x.state),
+          ago(x.last_seen, s.now),
+          x.channel,
+          modelsCell(x.models),
+        ]),
+        'devices',
+      ),
+    );
+    const first = cursors.length * 50 + 1;
+    pager.replaceChildren(
+      h('span', { 'data-testid': 'fleet-matched' }, `${page.devices.length ? first : 0}–${first + page.devices.length - 1} of ${page.matched}`),
+      h('button', { disabled: !cursors.length, onclick: () => { after = cursors.pop() ?? ''; void refresh(); } }, '‹ previous'),
+      h('button', { disabled: !page.next, 'data-testid': 'fleet-next', onclick: () => { cursors.push(after); after = page.next; void refresh(); } }, 'next ›'),
+    );
+  };
+  return refresh;
+};
+
+// Per device: every dimension but the fleet's count of devices running the version.
+const DEVICE_DIMS = DIMS.filter(([k]) => k !== 'devices_running');
+
+export const deviceView: View = simpleView(([id]) => ['Device ', h('code', {}, id)], async (body, [id]) => {
+    const d: J = await api(`/v1/admin/devices/${encodeURIComponent(id)}`);
+    body.replaceChildren(
+      h(
+        'dl',
+        { 'data-testid': 'device-facts' },
+        h('dt', {}, 'state'), h('dd', {}, badge(d.state)),
+        h('dt', {}, 'last seen'), h('dd', {}, `${ago(d.last_seen)} (${iso(d.last_seen)})`),
+        h('dt', {}, 'enrolled'), h('dd', {}, iso(d.enrolled_at)),
+        h('dt', {}, 'channel'), h('dd', {}, d.channel),
+        h('dt', {}, 'groups'), h('dd', {}, d.groups.length ? d.groups.join(', ') : 'none'),
+        h('dt', {}, 'credential'), h('dd', {}, d.revoked ? badge('revoked', 'bad') : 'valid'),
+      ),
+      h('h2', {}, 'Models'),
+      table(
+        ['model', 'runs', 'last offered', 'status', 'reason', 'reported', 'sha256'],
+        d.models.map((m: J) => [
+          m.name,
+          h('strong', {}, m.running_version || '-'),
+          m.version,
+          badge(m.status, m.status === 'installed' ? 'good' : 'bad'),
+          m.detail || '',
+          ago(m.reported_at),
+          h('code', {}, m.sha256.slice(0, 12)),
+        ]),
+        'device-models',
+      ),
+      h('h2', {}, 'Pins'),
+      d.pins.length
+        ? table(['model', 'held at', 'since'], d.pins.map((p: J) => [p.model, p.version, iso(p.created_at)]), 'device-pins')
+        : h('p', { class: 'muted' }, 'No pin on this device.'),
+      h('h2', {}, 'Scorecard'),
+      d.scorecard.length
+        ? table(
+            ['model', 'version', ...DEVICE_DIMS.map(([, label]) => label)],
+            d.scorecard.map((v: J) => [v.model, v.version, ...DEVICE_DIMS.map(([k, , f]) => (v[k] === undefined ? '-' : f(v[k])))]),
+            'device-scorecard',
+          )
+        : h('p', { class: 'muted' }, 'No runtime report from this device yet.'),
+    );
+});
+
