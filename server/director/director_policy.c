@@ -40,6 +40,7 @@ static void hold(struct mf_policy_decision *out, const struct mf_policy_input *i
     if (assignable(in)) {
         out->rule = why;
         out->target = &in->installed.v;
+        out->variant = in->installed.variant;
     }
 }
 
@@ -68,6 +69,7 @@ void mf_policy__decide(struct mf_policy_decision *out, const struct mf_policy_in
         }
         out->rule = policy_rules[i].rule;
         out->target = &c->v;
+        out->variant = c->variant;
         return;
     }
 }

@@ -37,7 +37,8 @@ enum mf_policy_rule {
 /* A candidate: `present` 0 when the rule offers nothing; otherwise a released version. */
 struct mf_policy_candidate {
     int present;
-    struct mf_store_version v;
+    struct mf_store_version v; /* a variant's sha256, size and release digest when it is one */
+    char variant[MF_STORE_NAME_SIZE]; /* "": the version's own blob (director_variant.h) */
 };
 
 #define MF_POLICY_MAX_ROLLED_BACK 8
@@ -55,6 +56,7 @@ struct mf_policy_input {
 struct mf_policy_decision {
     enum mf_policy_rule rule;
     const struct mf_store_version *target; /* borrowed from the input; NULL for NONE */
+    const char *variant;                   /* the target's variant ("": none), borrowed */
     int skipped_below_floor;               /* candidates refused by the security floor */
 };
 

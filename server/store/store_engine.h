@@ -242,6 +242,7 @@ extern const struct mf_store_distill_ops mf_store__distill_ops;
 extern const struct mf_store_blobs_ops mf_store__blobs_ops;
 extern const struct mf_store_audit_ops mf_store__audit_ops;
 extern const struct mf_store_webhooks_ops mf_store__webhooks_ops;
+extern const struct mf_store_variants_ops mf_store__variants_ops;
 
 /* blob_ref inside a transaction (samples_delete decides orphans in its own). */
 int mf_store__blob_ref_read(char who_out[MF_STORE_BLOB_REF_MAX], struct mf_store *s,

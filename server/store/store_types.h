@@ -35,6 +35,30 @@ struct mf_store_version {
     uint64_t promoted;
 };
 
+/* A variant of a model version (migration 12; docs/rollouts.md, "Model variants"): its own
+ * blob and its own signed release, and what a device class needs to run it. */
+#define MF_STORE_VARIANTS_MAX 8 /* variants of one version */
+
+struct mf_store_variant_needs {
+    uint64_t min_ram_mb, min_storage_mb;  /* 0: no bound */
+    char accelerator[MF_STORE_NAME_SIZE]; /* "": runs without one; else that accelerator */
+    int int8, fp16;                       /* needs int8 / fp16 kernels */
+    char class_tag[MF_STORE_NAME_SIZE];   /* "": any class; else only that class tag */
+};
+
+struct mf_store_variant {
+    char model[MF_STORE_NAME_SIZE];
+    char version[MF_STORE_NAME_SIZE];
+    char variant[MF_STORE_NAME_SIZE];
+    char sha256[MF_SHA256_HEX_LEN + 1];
+    uint64_t size;
+    int64_t created_at;
+    int64_t rank; /* 1 is the best: the director offers the lowest rank the class allows */
+    struct mf_store_variant_needs needs;
+    /* The variant's signed release: "" while staged (never assigned). */
+    char release_digest[MF_SHA256_HEX_LEN + 1];
+};
+
 /* Trust documents the server stores and hands to devices (kinds of trust_put/trust_latest). */
 enum mf_store_trust_kind { MF_STORE_TRUST_ROOT = 1, MF_STORE_TRUST_KEYS = 2 };
 
@@ -172,6 +196,7 @@ struct mf_store_status {
 
 /* Row visitors for the listings; a negative return stops the walk and is returned. */
 typedef int (*mf_store_version_fn)(void *payload, const struct mf_store_version *v);
+typedef int (*mf_store_variant_fn)(void *payload, const struct mf_store_variant *v);
 typedef int (*mf_store_device_fn)(void *payload, const struct mf_store_device *d);
 typedef int (*mf_store_status_fn)(void *payload, const struct mf_store_status *st);
 typedef int (*mf_store_envelope_fn)(void *payload, uint64_t version, const void *env, size_t len);

@@ -326,6 +326,7 @@ static int pg_schema_version(int *version_out, struct mf_store *base, struct mf_
         .offload = &mf_store__offload_ops, .rollout = &mf_store__rollout_ops,                      \
         .distill = &mf_store__distill_ops, .blobs = &mf_store__blobs_ops,                          \
         .audit = &mf_store__audit_ops, .webhooks = &mf_store__webhooks_ops,                        \
+        .variants = &mf_store__variants_ops,                                                       \
     }
 
 const struct mf_store_ops mf_store__pg_ops = PG_OPS("postgresql", pg_open);

@@ -382,4 +382,5 @@ const struct mf_store_ops mf_store__sqlite_ops = {
     .blobs = &mf_store__blobs_ops,
     .audit = &mf_store__audit_ops,
     .webhooks = &mf_store__webhooks_ops,
+    .variants = &mf_store__variants_ops,
 };
