@@ -286,9 +286,9 @@ static int gather(struct checkin_work *w, struct mf_httpd_req *r, const struct m
                   const struct mf_store_directives *dir)
 {
     struct mf_policy_input *in = &w->in;
-    struct mf_policy_candidate *const offered[] = {&in->device_pin,    &in->ops_device_pin,
-                                                   &in->ops_group_pin, &in->fleet_rollback,
-                                                   &in->wave,          &in->channel};
+    struct mf_policy_candidate *const offered[] = {
+        &in->device_pin,     &in->ops_device_pin, &in->ops_group_pin, &in->fleet_rollback,
+        &in->class_rollback, &in->wave,           &in->channel};
     int err;
 
     memset(in, 0, sizeof(*in));
@@ -312,6 +312,13 @@ static int gather(struct checkin_work *w, struct mf_httpd_req *r, const struct m
     if (err == MF_OK) {
         err = mf_director__wave_cached(&in->wave.v, v, r->device_id, m->name);
         in->wave.present = err == MF_OK;
+        if (err == MF_E_NOTFOUND)
+            err = MF_OK;
+    }
+    if (err == MF_OK && req->device_class.declared) {
+        err = mf_director__class_rollback_cached(&in->class_rollback.v, v, req->device_class.tag,
+                                                 m->name);
+        in->class_rollback.present = err == MF_OK;
         if (err == MF_E_NOTFOUND)
             err = MF_OK;
     }

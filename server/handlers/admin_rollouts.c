@@ -53,6 +53,7 @@ static cJSON *rollout_json(int *ok, const struct mf_store_rollout *r)
     add_time(ok, o, "created_at", r->created_at);
     add_time(ok, o, "updated_at", r->updated_at);
     add_str(ok, o, "breach", r->breach);
+    add_str(ok, o, "halted_classes", r->halted_classes); /* "a,b": back on the previous */
     return o;
 }
 

@@ -167,6 +167,9 @@ int mfctl__print_rollout(struct mfctl *c, const char *json, size_t len)
         mfctl__num(doc, "control_devices"));
     if (mfctl__str(doc, "breach")[0])
         (void)fprintf(c->out, "halted by: %s\n", mfctl__str(doc, "breach"));
+    if (mfctl__str(doc, "halted_classes")[0])
+        (void)fprintf(c->out, "classes halted (back on %s): %s\n", mfctl__str(doc, "previous"),
+                      mfctl__str(doc, "halted_classes"));
     print_waves(c, doc);
     print_lines(c, doc);
     print_plan(c, doc);

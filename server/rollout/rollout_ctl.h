@@ -91,6 +91,10 @@ int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct
  * done) that soaked for soak_s with no line breached or waiting. Other states: nothing. */
 int mf_rollout__step(struct mf_store *s, struct mf_ctx *ctx, int64_t id, int64_t now);
 
+/* 1 when rollout `r` halted device class `tag` on its own (docs/rollouts.md, "Per-class
+ * halts"): its devices get the previous release whatever the rollout's state ("" is never). */
+int mf_rollout__class_halted(const struct mf_store_rollout *r, const char *tag);
+
 /* 1 for the states whose red lines are evaluated (running, paused). */
 int mf_rollout__watched(const char *state);
 

@@ -81,9 +81,15 @@ int mf_rollout__ingest(int *stored_out, struct mf_store *s, struct mf_ctx *ctx,
     struct mf_store_telemetry t = {.reported_at = now};
     int err;
 
+    const char *tag = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(root, "device_class"), "tag"));
+
     *stored_out = 0;
     err = mf_rollout__ingest_check(ctx, root);
     (void)snprintf(t.device_id, sizeof(t.device_id), "%s", device_id);
+    /* The class the check-in declared (its parser checked the tag): red lines per class. */
+    (void)snprintf(t.device_class, sizeof(t.device_class), "%s",
+                   tag && strlen(tag) < sizeof(t.device_class) ? tag : "");
     cJSON_ArrayForEach(m, models)
     {
         const cJSON *tele = cJSON_GetObjectItemCaseSensitive(m, "telemetry"), *entry;

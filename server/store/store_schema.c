@@ -342,7 +342,8 @@ const struct mf_store_migration mf_store__schema_table = {
  * version is its own blob with its own signed release and what a device class needs to run
  * it; the director offers each device the best-ranked variant its declared class allows.
  * telemetry.device_class: the class tag of the check-in that carried the report, so red
- * lines and rollbacks apply per class. */
+ * lines and rollbacks apply per class; rollouts.halted_classes: the classes a rollout halted
+ * and rolled back while the others go on (comma-separated tags). */
 #define MIGRATION_12(T) \
     "CREATE TABLE model_variants (" \
     "  id " T(ID) "," \
@@ -364,7 +365,8 @@ const struct mf_store_migration mf_store__schema_table = {
     "  UNIQUE (model, version, variant));" \
     "CREATE INDEX model_variants_by_sha256 ON model_variants(sha256);" \
     T(GEN)(model_variants) \
-    "ALTER TABLE telemetry ADD COLUMN device_class TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE telemetry ADD COLUMN device_class TEXT NOT NULL DEFAULT '';" \
+    "ALTER TABLE rollouts ADD COLUMN halted_classes TEXT NOT NULL DEFAULT '';"
 /* clang-format on */
 
 const struct mf_store_migration mf_store__migrations[] = {

@@ -278,11 +278,15 @@ struct mf_store_telemetry {
     char version[MF_STORE_NAME_SIZE];
     const char *report;
     int64_t reported_at;
+    /* Appended with migration 12: the class tag the check-in declared ("": none). */
+    char device_class[MF_STORE_NAME_SIZE];
 };
 
 #define MF_STORE_PLAN_MAX (8u * 1024u) /* a rollout plan's JSON text */
 #define MF_STORE_BREACH_MAX 255        /* the breach record, one line */
 #define MF_STORE_CONTROL_MAX 1023      /* a control group's figures, JSON (migration 9) */
+#define MF_STORE_HALTED_CLASSES 8      /* classes one rollout halts on its own (migration 12) */
+#define MF_STORE_HALTED_CLASSES_MAX (MF_STORE_HALTED_CLASSES * MF_STORE_NAME_SIZE)
 
 /* A rollout of `version` of `model`, replacing `prev_version` (docs/rollouts.md). */
 struct mf_store_rollout {
@@ -303,6 +307,9 @@ struct mf_store_rollout {
      * first advance): what relative lines compare with once no device is left outside the
      * admitted waves (a last wave of 100 %). */
     char control[MF_STORE_CONTROL_MAX + 1];
+    /* Appended with migration 12: the device classes this rollout halted and rolled back
+     * while the others go on (docs/rollouts.md, "Per-class halts"): tags joined by ','. */
+    char halted_classes[MF_STORE_HALTED_CLASSES_MAX + 1];
 };
 
 struct mf_store_rollout_event {

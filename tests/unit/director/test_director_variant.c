@@ -164,6 +164,34 @@ static void test_director_variant__precedence_carries_the_variant(void **state)
     assert_string_equal(d.variant, "");
 }
 
+/* A class rollback (the rollout halted the device's class) outranks the wave and the
+ * channel, and is not an automatic rule: a device pending on the bad release goes back. */
+static void test_director_variant__class_rollback_precedence(void **state)
+{
+    struct mf_policy_input in;
+    struct mf_policy_decision d;
+
+    (void)state;
+    memset(&in, 0, sizeof(in));
+    in.channel.present = 1;
+    (void)snprintf(in.channel.v.version, sizeof(in.channel.v.version), "v2");
+    memset(in.channel.v.sha256, 'b', 64);
+    in.wave = in.channel;
+    in.installed = in.channel;
+    in.pending = 1;
+    in.class_rollback.present = 1;
+    (void)snprintf(in.class_rollback.v.version, sizeof(in.class_rollback.v.version), "v1");
+    memset(in.class_rollback.v.sha256, 'a', 64);
+    mf_policy__decide(&d, &in);
+    assert_int_equal(d.rule, MF_POLICY_CLASS_ROLLBACK);
+    assert_string_equal(d.target->version, "v1");
+    assert_string_equal(mf_policy__rule_name(d.rule), "class_rollback");
+    /* The fleet rollback and pins still outrank it. */
+    in.fleet_rollback = in.channel;
+    mf_policy__decide(&d, &in);
+    assert_int_equal(d.rule, MF_POLICY_FLEET_ROLLBACK);
+}
+
 int main(void)
 {
     return MF_TEST_RUN(
@@ -171,5 +199,6 @@ int main(void)
         cmocka_unit_test_setup(test_director_variant__rule_case_by_case, setup),
         cmocka_unit_test_setup(test_director_variant__missing_variants, setup),
         cmocka_unit_test_setup(test_director_variant__needs_at_their_bounds, setup),
-        cmocka_unit_test_setup(test_director_variant__precedence_carries_the_variant, setup));
+        cmocka_unit_test_setup(test_director_variant__precedence_carries_the_variant, setup),
+        cmocka_unit_test_setup(test_director_variant__class_rollback_precedence, setup));
 }

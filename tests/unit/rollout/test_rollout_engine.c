@@ -40,6 +40,7 @@ struct eng {
     struct mf_store *s;
     mf_telemetry *dev[DEVICES];
     char ids[DEVICES][16];
+    const char *cls[DEVICES]; /* the class tag each check-in declares (NULL: none) */
     uint32_t seed;
 };
 
@@ -104,13 +105,20 @@ static uint32_t rng(uint32_t *s)
 static int checkin(struct eng *f, int i, int64_t now)
 {
     static char json[MF_TELEMETRY_JSON_MAX];
-    char root[MF_TELEMETRY_JSON_MAX + 64];
+    char root[MF_TELEMETRY_JSON_MAX + 192];
     size_t len = 0;
     cJSON *body;
     int stored = 0, err;
 
     assert_int_equal(mf_telemetry_checkin_json(&len, json, sizeof(json), f->dev[i], "m"), MF_OK);
-    (void)snprintf(root, sizeof(root), "{\"models\":[{\"name\":\"m\",\"telemetry\":%s}]}", json);
+    if (f->cls[i])
+        (void)snprintf(root, sizeof(root),
+                       "{\"device_class\":{\"tag\":\"%s\",\"ram_mb\":256,\"storage_mb\":512},"
+                       "\"models\":[{\"name\":\"m\",\"telemetry\":%s}]}",
+                       f->cls[i], json);
+    else
+        (void)snprintf(root, sizeof(root), "{\"models\":[{\"name\":\"m\",\"telemetry\":%s}]}",
+                       json);
     body = cJSON_Parse(root);
     assert_non_null(body);
     err = mf_rollout__ingest(&stored, f->s, &f->ctx, f->ids[i], body, now);
@@ -321,6 +329,76 @@ static void test_rollout_engine__each_red_line_halts_the_first_wave(void **state
         }
         assert_int_equal(mf_director__wave(&v, f->s, &f->ctx, f->ids[0], "m"), MF_E_NOTFOUND);
     }
+}
+
+/* Per-class halts (docs/rollouts.md): v2 is twice as slow on the low-RAM class only. That
+ * class is halted and rolled back on its own (an event of its own, its devices offered v1
+ * by the director's class rollback whatever the rollout does next) while the other class
+ * advances through every wave, and the rollout ends done with v2 promoted for it. */
+static void test_rollout_engine__class_halt_leaves_other_classes_on_the_new_version(void **state)
+{
+    static const char *const plan2 =
+        "{\"soak_s\": 10, \"min_devices\": 2,"
+        " \"waves\": [{\"percent\": 25}, {\"percent\": 100}],"
+        " \"red_lines\": [{\"metric\": \"p99_latency_us\", \"relative\": 1.5}]}";
+    static const struct behaviour slow = {2000, 40u << 20, 0, 5, 0};
+    struct eng *f = *state;
+    struct mf_store_rollout r;
+    struct mf_rollout_plan plan;
+    struct mf_store_directives d;
+    struct mf_ccache_view view = {.s = f->s, .ctx = &f->ctx};
+    struct mf_store_version v;
+    int64_t id, now = 1000;
+    int lite_in_wave0 = 0, pro_in_wave0 = 0;
+
+    for (int i = 0; i < DEVICES; i++)
+        f->cls[i] = i % 2 ? "cam-pro" : "cam-lite";
+    id = create(f, plan2);
+    for (int i = 0; i < DEVICES; i++)
+        run(f, i, "v1", &baseline, now);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(mf_rollout__plan_load(&plan, &f->ctx, &r), MF_OK);
+    for (int i = 0; i < DEVICES; i++) {
+        int wave = -1;
+
+        assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &plan, f->ids[i]), MF_OK);
+        lite_in_wave0 += wave == 0 && i % 2 == 0;
+        pro_in_wave0 += wave == 0 && i % 2 == 1;
+    }
+    assert_true(lite_in_wave0 >= 2 && pro_in_wave0 >= 2); /* both classes in the canary */
+    for (int k = 0; k < 12 && strcmp(r.state, "running") == 0; k++) {
+        for (int i = 0; i < DEVICES; i++) {
+            int wave = -1, lite = i % 2 == 0;
+
+            assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &plan, f->ids[i]),
+                             MF_OK);
+            /* A halted class runs v1 again (what the class rollback gives its devices). */
+            if (wave >= 0 && wave <= r.wave && !mf_rollout__class_halted(&r, f->cls[i]))
+                run(f, i, "v2", lite ? &slow : &baseline, now);
+            else
+                run(f, i, "v1", &baseline, now);
+        }
+        now += 11;
+        step(f, id, now, &r);
+    }
+    assert_string_equal(r.state, "done");
+    assert_string_equal(r.halted_classes, "cam-lite");
+    assert_true(mf_rollout__class_halted(&r, "cam-lite"));
+    assert_false(mf_rollout__class_halted(&r, "cam-pro"));
+    assert_false(mf_rollout__class_halted(&r, ""));
+    assert_int_equal(events_of(f, id, "class_halted"), 1);
+    assert_int_equal(events_of(f, id, "halted"), 0);
+    assert_int_equal(events_of(f, id, "advanced"), 1);
+    expect_promoted(f, "v2");
+    /* No fleet rollback; the low-RAM class goes back to v1, the other keeps v2. */
+    assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[0], "m"), MF_OK);
+    assert_string_equal(d.fleet_rollback, "");
+    assert_int_equal(mf_director__class_rollback_cached(&v, &view, "cam-lite", "m"), MF_OK);
+    assert_string_equal(v.version, "v1");
+    assert_int_equal(mf_director__class_rollback_cached(&v, &view, "cam-pro", "m"), MF_E_NOTFOUND);
+    assert_int_equal(mf_director__class_rollback_cached(&v, &view, "", "m"), MF_E_NOTFOUND);
+    for (int i = 0; i < DEVICES; i++)
+        f->cls[i] = NULL;
 }
 
 static void test_rollout_engine__pause_resume_abort_rollback(void **state)
@@ -827,6 +905,9 @@ int main(void)
                                         eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_engine__each_red_line_halts_the_first_wave,
                                         eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_rollout_engine__class_halt_leaves_other_classes_on_the_new_version, eng_setup,
+            eng_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_engine__pause_resume_abort_rollback, eng_setup,
                                         eng_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_engine__paused_rollout_still_halts_on_a_breach,
