@@ -46,13 +46,37 @@ static int append_health(struct mf_dynbuf *b, const struct mf_agent_model_state 
     return err;
 }
 
+/* "device_class" (docs/protocol.md), when the app declared one; names checked at creation. */
+static int append_class(struct mf_agent *a, struct mf_dynbuf *b)
+{
+    int err;
+
+    if (!a->has_class)
+        return MF_OK;
+    err = mf_dynbuf__appendf(b,
+                             "\"device_class\":{\"ram_mb\":%llu,\"storage_mb\":%llu,"
+                             "\"int8\":%s,\"fp16\":%s",
+                             (unsigned long long)a->class_ram_mb,
+                             (unsigned long long)a->class_storage_mb,
+                             a->class_int8 ? "true" : "false", a->class_fp16 ? "true" : "false");
+    if (err >= 0 && a->class_tag[0])
+        err = mf_dynbuf__appendf(b, ",\"tag\":\"%s\"", a->class_tag);
+    if (err >= 0 && a->class_accel[0])
+        err = mf_dynbuf__appendf(b, ",\"accelerator\":\"%s\"", a->class_accel);
+    return err >= 0 ? mf_dynbuf__append(b, "},", 2) : err;
+}
+
 static int build_request(struct mf_agent *a, struct mf_dynbuf *b, const char *nonce)
 {
-    int err = mf_dynbuf__appendf(b,
-                                 "{\"nonce\":\"%s\",\"root_version\":%llu,\"keys_version\":%llu,"
-                                 "\"models\":[",
-                                 nonce, (unsigned long long)mf_trust_root_version(a->trust),
-                                 (unsigned long long)mf_trust_keys_version(a->trust));
+    int err =
+        mf_dynbuf__appendf(b, "{\"nonce\":\"%s\",\"root_version\":%llu,\"keys_version\":%llu,",
+                           nonce, (unsigned long long)mf_trust_root_version(a->trust),
+                           (unsigned long long)mf_trust_keys_version(a->trust));
+
+    if (err >= 0)
+        err = append_class(a, b);
+    if (err >= 0)
+        err = mf_dynbuf__append(b, "\"models\":[", 10);
 
     for (size_t i = 0; i < a->n_models && err >= 0; i++) {
         const struct mf_agent_slot *s = &a->models[i].state.active;

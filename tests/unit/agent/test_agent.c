@@ -143,6 +143,40 @@ static void test_agent__holds_no_descriptor_between_steps(void **state)
     mf_agent_free(agent);
 }
 
+/* Options version 6: the device class rides every check-in (docs/protocol.md, "Device
+ * class"); a bad one is refused at creation; without one nothing is sent, as before. */
+static void test_agent__device_class_rides_the_checkin(void **state)
+{
+    struct fixture *fx = *state;
+    mf_agent_device_class cls = {"cam-lite", "npu", 256, 512, 1, 0};
+    mf_agent *agent = NULL;
+    mf_agent_options o = fx->opts;
+
+    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_null(strstr(fx->srv.checkin_body, "device_class"));
+    mf_agent_free(agent);
+    o.device_class = &cls;
+    assert_int_equal(mf_agent_new(&agent, &o), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_non_null(strstr(fx->srv.checkin_body,
+                           "\"device_class\":{\"ram_mb\":256,\"storage_mb\":512,\"int8\":true,"
+                           "\"fp16\":false,\"tag\":\"cam-lite\",\"accelerator\":\"npu\"},"));
+    mf_agent_free(agent);
+    agent = (mf_agent *)1;
+    cls.tag = "lab/1";
+    assert_int_equal(mf_agent_new(&agent, &o), MF_E_INVALID);
+    assert_null(agent);
+    cls.tag = NULL;
+    cls.ram_mb = MF_AGENT_CLASS_MB_MAX + 1;
+    assert_int_equal(mf_agent_new(&agent, &o), MF_E_INVALID);
+    /* Version 5 options carry no class: whatever the field holds is not read. */
+    o.version = 5;
+    assert_int_equal(mf_agent_new(&agent, &o), MF_OK);
+    mf_agent_free(agent);
+}
+
 static void test_agent__state_file_records_active_and_previous(void **state)
 {
     struct fixture *fx = *state;
@@ -1393,6 +1427,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_agent__enroll_checkin_install_report),
         T(test_agent__holds_no_descriptor_between_steps),
+        T(test_agent__device_class_rides_the_checkin),
         T(test_agent__offload_rides_the_checkin),
         T(test_agent__owns_offload_with_its_credential),
         T(test_agent__runtime_reports_ride_the_checkin),
