@@ -158,6 +158,16 @@ static int attach(struct mf_httpd_req *r, mf_trust *t, struct mf_store_version *
     return err;
 }
 
+int mf_handlers__release_trust(mf_trust **out, struct mf_httpd_req *r)
+{
+    int err = mf_handlers__trust_load(out, r, 1);
+
+    if (err == MF_E_NOTFOUND)
+        return mf_httpd__reply_error(r, MHD_HTTP_CONFLICT,
+                                     "no trust configured: install root and keys documents first");
+    return err;
+}
+
 int mf_handlers__release_put(struct mf_httpd_req *r)
 {
     struct mf_store *s = r->env->store;
@@ -172,11 +182,8 @@ int mf_handlers__release_put(struct mf_httpd_req *r)
                                      r->params[1], r->params[0]);
     if (err < 0)
         return err;
-    err = mf_handlers__trust_load(&t, r, 1);
-    if (err == MF_E_NOTFOUND)
-        return mf_httpd__reply_error(r, MHD_HTTP_CONFLICT,
-                                     "no trust configured: install root and keys documents first");
-    if (err < 0)
+    err = mf_handlers__release_trust(&t, r);
+    if (err < 0 || r->resp)
         return err;
     err = attach(r, t, &v);
     mf_trust_free(t);

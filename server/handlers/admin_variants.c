@@ -188,13 +188,9 @@ static int variant_end(struct mf_httpd_req *r)
     memset(&have, 0, sizeof(have));
     if (err < 0 || r->resp)
         return err;
-    err = mf_blob__upload_finish(v.sha256, &v.size, r->upload, &r->ctx);
-    if (err < 0)
+    err = mf_handlers__upload_finish(v.sha256, &v.size, r);
+    if (err < 0 || r->resp)
         return err;
-    if (r->expect_sha256 && !mf_ct_memeq(r->expect_sha256, v.sha256, MF_SHA256_HEX_LEN))
-        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
-                                     "upload has sha256 %s, X-MF-Sha256 says %s", v.sha256,
-                                     r->expect_sha256);
     err = s->ops->registry->version_get(&base, s, &r->ctx, v.model, v.version);
     if (err == MF_E_NOTFOUND)
         return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "no version '%s' of model '%s'",
@@ -229,11 +225,7 @@ static int variant_end(struct mf_httpd_req *r)
 
 int mf_handlers__variant_end(struct mf_httpd_req *r)
 {
-    int err = variant_end(r);
-
-    mf_blob__upload_free(r->upload);
-    r->upload = NULL;
-    return err;
+    return mf_handlers__upload_end(r, variant_end(r));
 }
 
 int mf_handlers__variant_release_begin(struct mf_httpd_req *r)
@@ -322,11 +314,8 @@ int mf_handlers__variant_release_put(struct mf_httpd_req *r)
                                      "version '%s' of model '%s' is not released: release it "
                                      "before its variants",
                                      x.version, x.model);
-    err = mf_handlers__trust_load(&t, r, 1);
-    if (err == MF_E_NOTFOUND)
-        return mf_httpd__reply_error(r, MHD_HTTP_CONFLICT,
-                                     "no trust configured: install root and keys documents first");
-    if (err < 0)
+    err = mf_handlers__release_trust(&t, r);
+    if (err < 0 || r->resp)
         return err;
     err = attach(r, t, &x, &base);
     mf_trust_free(t);

@@ -126,6 +126,15 @@ static void test_director_variant__needs_at_their_bounds(void **state)
     assert_true(mf_variant__allows(&n, 1, &cls));
 }
 
+/* An input whose only candidate is the channel's v2 (its own blob). */
+static void channel_v2(struct mf_policy_input *in)
+{
+    memset(in, 0, sizeof(*in));
+    in->channel.present = 1;
+    (void)snprintf(in->channel.v.version, sizeof(in->channel.v.version), "v2");
+    memset(in->channel.v.sha256, 'b', 64);
+}
+
 /* The precedence carries the variant the rule chose: a pin names the version, the class its
  * variant; a device on a variant that the rule would pick again is not moved. */
 static void test_director_variant__precedence_carries_the_variant(void **state)
@@ -134,10 +143,7 @@ static void test_director_variant__precedence_carries_the_variant(void **state)
     struct mf_policy_decision d;
 
     (void)state;
-    memset(&in, 0, sizeof(in));
-    in.channel.present = 1;
-    (void)snprintf(in.channel.v.version, sizeof(in.channel.v.version), "v2");
-    memset(in.channel.v.sha256, 'b', 64);
+    channel_v2(&in);
     in.device_pin = in.channel;
     (void)snprintf(in.device_pin.v.version, sizeof(in.device_pin.v.version), "v1");
     memcpy(in.device_pin.v.sha256, vs[3].sha256, sizeof(vs[3].sha256));
@@ -172,10 +178,7 @@ static void test_director_variant__class_rollback_precedence(void **state)
     struct mf_policy_decision d;
 
     (void)state;
-    memset(&in, 0, sizeof(in));
-    in.channel.present = 1;
-    (void)snprintf(in.channel.v.version, sizeof(in.channel.v.version), "v2");
-    memset(in.channel.v.sha256, 'b', 64);
+    channel_v2(&in);
     in.wave = in.channel;
     in.installed = in.channel;
     in.pending = 1;
