@@ -1,30 +1,309 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Red lines (rollout_plan.h): fleet figures of one version over a set of devices, from
- * summed counters and the merged latency histogram (percentiles are read from merged
- * counts, never averaged), and the check of each line, absolute or relative to the previous
- * version on the same devices.
+ * Red lines and goals (rollout_plan.h): fleet figures of one version over a set of devices,
+ * from summed counters and merged histograms (percentiles are read from merged counts, never
+ * averaged), drawn by the metric table below, and the check of each line, absolute or
+ * relative to the previous version on the same devices.
  */
 #include "rollout/rollout_plan.h"
 
 #include <stdio.h>
 #include <string.h>
 
-const char *mf_rollout__metric_name(int metric)
+/* Sums a row of `n` counts. */
+static uint64_t total(const uint32_t *h, unsigned n)
 {
-    static const char *const names[MF_METRIC_COUNT] = {
-        "install_failure_rate", "health_rollback_rate", "p99_latency_us",
-        "peak_memory",          "offload_rate",         "teacher_agreement"};
+    uint64_t t = 0;
 
-    return metric >= 0 && metric < MF_METRIC_COUNT ? names[metric] : "?";
+    for (unsigned i = 0; i < n; i++)
+        t += h[i];
+    return t;
 }
 
-void mf_rollout__agg_add(struct mf_rollout_agg *agg, const mf_telemetry_version *v)
+/* num / den drawn on den samples; 0 (no figure) when den is 0. */
+static int ratio(double *v, uint64_t *samples, uint64_t num, uint64_t den)
 {
-    uint64_t lat = 0;
+    if (!den)
+        return 0;
+    *v = (double)num / (double)den;
+    *samples = den;
+    return 1;
+}
 
-    for (size_t b = 0; b < MF_TELEMETRY_LAT_BUCKETS; b++)
-        lat += v->latency[b];
+/* Attempts and inferences of a row or an aggregate: failed and timed-out attempts record
+ * no latency, cold ones are apart from the steady-state histogram. */
+#define RAN(x) ((x)->inferences + (x)->activations)
+#define TRIED(x) (RAN(x) + (x)->counters[MF_TELEMETRY_ERROR] + (x)->counters[MF_TELEMETRY_TIMEOUT])
+
+/* The sustained windows from minute `after` on, merged. */
+static uint64_t sustained_from(uint32_t out[MF_TELEMETRY_COARSE_BUCKETS], uint64_t *minutes,
+                               const uint32_t (*w)[MF_TELEMETRY_COARSE_BUCKETS],
+                               const uint64_t *mins, int after)
+{
+    memset(out, 0, sizeof(uint32_t) * MF_TELEMETRY_COARSE_BUCKETS);
+    *minutes = 0;
+    for (int m = after; m < MF_TELEMETRY_SUSTAINED_WINDOWS; m++) {
+        mf_telemetry_coarse_merge(out, w[m]);
+        *minutes += mins[m];
+    }
+    return total(out, MF_TELEMETRY_COARSE_BUCKETS);
+}
+
+/* ---- What one device's row gives evidence for (per metric; `after` for sustained) ---- */
+static int has_install(const struct mf_rollout_row *r, int after)
+{
+    (void)after;
+    return r->v.install_ok + r->v.install_failed > 0;
+}
+static int has_always(const struct mf_rollout_row *r, int after)
+{
+    (void)r;
+    (void)after;
+    return 1;
+}
+static int has_latency(const struct mf_rollout_row *r, int after)
+{
+    (void)after;
+    return total(r->v.latency, MF_TELEMETRY_LAT_BUCKETS) > 0;
+}
+static int has_peak(const struct mf_rollout_row *r, int after)
+{
+    (void)after;
+    return r->v.peak_memory > 0;
+}
+static int has_offload(const struct mf_rollout_row *r, int after)
+{
+    (void)after;
+    return r->v.offload.asked > 0;
+}
+static int has_teacher(const struct mf_rollout_row *r, int after)
+{
+    (void)after;
+    return r->v.teacher_compared > 0;
+}
+static int has_cold(const struct mf_rollout_row *r, int after)
+{
+    (void)after;
+    return total(r->sc.cold_latency, MF_TELEMETRY_LAT_BUCKETS) > 0;
+}
+static int has_steady(const struct mf_rollout_row *r, int after)
+{
+    (void)after;
+    return r->sc.steady_memory_samples > 0;
+}
+static int has_energy(const struct mf_rollout_row *r, int after)
+{
+    (void)after;
+    return r->sc.energy_inferences > 0;
+}
+static int has_ran(const struct mf_rollout_row *r, int after)
+{
+    (void)after;
+    return r->v.inferences + r->sc.activations > 0;
+}
+static int has_tried(const struct mf_rollout_row *r, int after)
+{
+    (void)after;
+    return r->v.inferences + r->sc.activations + r->sc.counters[MF_TELEMETRY_ERROR] +
+               r->sc.counters[MF_TELEMETRY_TIMEOUT] >
+           0;
+}
+static int has_sustained(const struct mf_rollout_row *r, int after)
+{
+    for (int m = after; m < MF_TELEMETRY_SUSTAINED_WINDOWS; m++) {
+        if (r->sc.sustained_minutes[m] && total(r->sc.sustained[m], MF_TELEMETRY_COARSE_BUCKETS))
+            return 1;
+    }
+    return 0;
+}
+
+/* ---- The figure of an aggregate: 1 with value and samples, 0 for no data ---- */
+static int draw_install(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
+{
+    (void)after;
+    return ratio(v, n, a->install_failed, a->install_ok + a->install_failed);
+}
+static int draw_health(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
+{
+    (void)after;
+    return ratio(v, n, a->unhealthy_devices, a->devices);
+}
+static int draw_p99(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
+{
+    (void)after;
+    *n = total(a->latency, MF_TELEMETRY_LAT_BUCKETS);
+    *v = (double)mf_telemetry_hist_quantile(a->latency, 0.99);
+    return *n > 0;
+}
+static int draw_peak(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
+{
+    (void)after;
+    *n = 0;
+    *v = (double)a->peak_memory;
+    return a->peak_memory > 0;
+}
+static int draw_offload(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
+{
+    (void)after;
+    return ratio(v, n, a->offload_uncertain, a->offload_asked);
+}
+static int draw_teacher(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
+{
+    (void)after;
+    return ratio(v, n, a->teacher_agreed, a->teacher_compared);
+}
+static int draw_cold(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
+{
+    (void)after;
+    *n = total(a->cold, MF_TELEMETRY_LAT_BUCKETS);
+    *v = (double)mf_telemetry_hist_quantile(a->cold, 0.99);
+    return *n > 0;
+}
+static int draw_steady(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
+{
+    (void)after;
+    *n = 0;
+    *v = (double)a->steady_memory;
+    return 1; /* present when a device had samples (with[] says) */
+}
+static int draw_energy(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
+{
+    (void)after;
+    return ratio(v, n, a->energy_uj, a->energy_inferences);
+}
+static int draw_fallback(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
+{
+    (void)after;
+    return ratio(v, n, a->counters[MF_TELEMETRY_FALLBACK], RAN(a));
+}
+static int draw_error(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
+{
+    (void)after;
+    return ratio(v, n, a->counters[MF_TELEMETRY_ERROR], TRIED(a));
+}
+static int draw_timeout(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
+{
+    (void)after;
+    return ratio(v, n, a->counters[MF_TELEMETRY_TIMEOUT], TRIED(a));
+}
+static int draw_mem_pressure(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
+{
+    (void)after;
+    return ratio(v, n, a->counters[MF_TELEMETRY_MEM_PRESSURE], RAN(a));
+}
+static int draw_thermal(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
+{
+    (void)after;
+    return ratio(v, n, a->counters[MF_TELEMETRY_HOT], RAN(a));
+}
+static int draw_sustained_p99(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
+{
+    uint32_t h[MF_TELEMETRY_COARSE_BUCKETS];
+    uint64_t minutes;
+
+    *n = sustained_from(h, &minutes, a->sustained, a->sustained_minutes, after);
+    *v = (double)mf_telemetry_coarse_quantile(h, 0.99);
+    return *n > 0;
+}
+static int draw_sustained_rate(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
+{
+    uint32_t h[MF_TELEMETRY_COARSE_BUCKETS];
+    uint64_t minutes;
+
+    *n = sustained_from(h, &minutes, a->sustained, a->sustained_minutes, after);
+    if (!minutes || !*n)
+        return 0;
+    *v = (double)*n / ((double)minutes * 60.0); /* per device-second */
+    return 1;
+}
+
+#define LOWER MF_METRIC_LOWER_IS_WORSE
+#define RATE MF_METRIC_RATE
+#define ONINF MF_METRIC_ON_INFERENCES
+#define SUST MF_METRIC_SUSTAINED
+
+/* The metric table: every scorecard dimension a plan may draw a red line or goal on. */
+static const struct metric_def {
+    const char *name;
+    unsigned kind;
+    int (*has)(const struct mf_rollout_row *r, int after);
+    int (*draw)(double *v, uint64_t *samples, const struct mf_rollout_agg *a, int after);
+} metrics[MF_METRIC_COUNT] = {
+    [MF_METRIC_INSTALL_FAILURE_RATE] = {"install_failure_rate", RATE, has_install, draw_install},
+    [MF_METRIC_HEALTH_ROLLBACK_RATE] = {"health_rollback_rate", RATE, has_always, draw_health},
+    [MF_METRIC_P99_LATENCY_US] = {"p99_latency_us", ONINF, has_latency, draw_p99},
+    [MF_METRIC_PEAK_MEMORY] = {"peak_memory", 0, has_peak, draw_peak},
+    [MF_METRIC_OFFLOAD_RATE] = {"offload_rate", RATE | ONINF, has_offload, draw_offload},
+    [MF_METRIC_TEACHER_AGREEMENT] = {"teacher_agreement", LOWER | RATE | ONINF, has_teacher,
+                                     draw_teacher},
+    [MF_METRIC_COLD_P99_US] = {"cold_p99_us", 0, has_cold, draw_cold},
+    [MF_METRIC_STEADY_MEMORY] = {"steady_memory", 0, has_steady, draw_steady},
+    [MF_METRIC_ENERGY_UJ] = {"energy_uj", ONINF, has_energy, draw_energy},
+    [MF_METRIC_FALLBACK_RATE] = {"fallback_rate", RATE | ONINF, has_ran, draw_fallback},
+    [MF_METRIC_ERROR_RATE] = {"error_rate", RATE | ONINF, has_tried, draw_error},
+    [MF_METRIC_TIMEOUT_RATE] = {"timeout_rate", RATE | ONINF, has_tried, draw_timeout},
+    [MF_METRIC_MEM_PRESSURE_RATE] = {"mem_pressure_rate", RATE | ONINF, has_ran, draw_mem_pressure},
+    [MF_METRIC_THERMAL_RATE] = {"thermal_rate", RATE | ONINF, has_ran, draw_thermal},
+    [MF_METRIC_SUSTAINED_P99_US] = {"sustained_p99_us", ONINF | SUST, has_sustained,
+                                    draw_sustained_p99},
+    [MF_METRIC_SUSTAINED_RATE] = {"sustained_rate", LOWER | ONINF | SUST, has_sustained,
+                                  draw_sustained_rate},
+};
+
+const char *mf_rollout__metric_name(int metric)
+{
+    return metric >= 0 && metric < MF_METRIC_COUNT ? metrics[metric].name : "?";
+}
+
+unsigned mf_rollout__metric_kind(int metric)
+{
+    return metric >= 0 && metric < MF_METRIC_COUNT ? metrics[metric].kind : 0;
+}
+
+int mf_rollout__figure_id(int metric, int after_min)
+{
+    if (metric < 0 || metric >= MF_METRIC_COUNT)
+        return -1;
+    if (!(metrics[metric].kind & SUST))
+        return metric;
+    if (after_min < 0 || after_min >= MF_TELEMETRY_SUSTAINED_WINDOWS)
+        return -1;
+    return MF_METRIC_SUSTAINED_P99_US +
+           (metric - MF_METRIC_SUSTAINED_P99_US) * MF_TELEMETRY_SUSTAINED_WINDOWS + after_min;
+}
+
+int mf_rollout__figure_metric(int figure, int *after_min)
+{
+    *after_min = -1;
+    if (figure < MF_METRIC_SUSTAINED_P99_US)
+        return figure;
+    *after_min = (figure - MF_METRIC_SUSTAINED_P99_US) % MF_TELEMETRY_SUSTAINED_WINDOWS;
+    return MF_METRIC_SUSTAINED_P99_US +
+           (figure - MF_METRIC_SUSTAINED_P99_US) / MF_TELEMETRY_SUSTAINED_WINDOWS;
+}
+
+void mf_rollout__figure_name(char *out, size_t size, int figure)
+{
+    int after;
+    int metric = mf_rollout__figure_metric(figure, &after);
+
+    if (after < 0)
+        (void)snprintf(out, size, "%s", mf_rollout__metric_name(metric));
+    else
+        (void)snprintf(out, size, "%s@%d", mf_rollout__metric_name(metric), after);
+}
+
+static void add_counts(uint64_t *dst, const uint64_t *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] += src[i];
+}
+
+void mf_rollout__agg_add(struct mf_rollout_agg *agg, const struct mf_rollout_row *row)
+{
+    const mf_telemetry_version *v = &row->v;
+    const mf_telemetry_scorecard *sc = &row->sc;
+
     agg->devices++;
     agg->install_ok += v->install_ok;
     agg->install_failed += v->install_failed;
@@ -37,64 +316,58 @@ void mf_rollout__agg_add(struct mf_rollout_agg *agg, const mf_telemetry_version 
     agg->offload_uncertain += v->offload.uncertain;
     agg->teacher_compared += v->teacher_compared;
     agg->teacher_agreed += v->teacher_agreed;
+    mf_telemetry_hist_merge(agg->cold, sc->cold_latency);
+    agg->inferences += v->inferences;
+    agg->activations += sc->activations;
+    /* A device's steady memory is the mean of its samples; the fleet's the largest. */
+    if (sc->steady_memory_samples &&
+        sc->steady_memory_sum / sc->steady_memory_samples > agg->steady_memory)
+        agg->steady_memory = sc->steady_memory_sum / sc->steady_memory_samples;
+    agg->energy_uj += sc->energy_uj;
+    agg->energy_inferences += sc->energy_inferences;
+    add_counts(agg->counters, sc->counters, MF_TELEMETRY_COUNTERS);
+    for (int m = 0; m < MF_TELEMETRY_SUSTAINED_WINDOWS; m++)
+        mf_telemetry_coarse_merge(agg->sustained[m], sc->sustained[m]);
+    add_counts(agg->sustained_minutes, sc->sustained_minutes, MF_TELEMETRY_SUSTAINED_WINDOWS);
     /* Which figures this device gives evidence for (a line counts clean only on enough). */
-    agg->with[MF_METRIC_INSTALL_FAILURE_RATE] += v->install_ok + v->install_failed > 0;
-    agg->with[MF_METRIC_HEALTH_ROLLBACK_RATE]++;
-    agg->with[MF_METRIC_P99_LATENCY_US] += lat > 0;
-    agg->with[MF_METRIC_PEAK_MEMORY] += v->peak_memory > 0;
-    agg->with[MF_METRIC_OFFLOAD_RATE] += v->offload.asked > 0;
-    agg->with[MF_METRIC_TEACHER_AGREEMENT] += v->teacher_compared > 0;
-}
+    for (int f = 0; f < MF_ROLLOUT_FIGURES; f++) {
+        int after;
+        int m = mf_rollout__figure_metric(f, &after);
 
-static void set(struct mf_rollout_figures *f, const struct mf_rollout_agg *a, int m, double v,
-                uint64_t samples)
-{
-    f->v[m] = v;
-    f->have[m] = 1;
-    f->devices[m] = a->with[m];
-    f->samples[m] = samples;
+        agg->with[f] += (uint64_t)metrics[m].has(row, after);
+    }
 }
 
 void mf_rollout__figures(struct mf_rollout_figures *out, const struct mf_rollout_agg *a)
 {
-    uint64_t installs = a->install_ok + a->install_failed;
-    uint64_t p99 = mf_telemetry_hist_quantile(a->latency, 0.99);
-    uint64_t lat = 0;
-
     memset(out, 0, sizeof(*out));
-    for (size_t b = 0; b < MF_TELEMETRY_LAT_BUCKETS; b++)
-        lat += a->latency[b];
-    if (installs)
-        set(out, a, MF_METRIC_INSTALL_FAILURE_RATE, (double)a->install_failed / (double)installs,
-            0);
-    if (a->devices)
-        set(out, a, MF_METRIC_HEALTH_ROLLBACK_RATE,
-            (double)a->unhealthy_devices / (double)a->devices, 0);
-    if (p99)
-        set(out, a, MF_METRIC_P99_LATENCY_US, (double)p99, lat);
-    if (a->peak_memory)
-        set(out, a, MF_METRIC_PEAK_MEMORY, (double)a->peak_memory, 0);
-    if (a->offload_asked)
-        set(out, a, MF_METRIC_OFFLOAD_RATE, (double)a->offload_uncertain / (double)a->offload_asked,
-            a->offload_asked);
-    if (a->teacher_compared)
-        set(out, a, MF_METRIC_TEACHER_AGREEMENT,
-            (double)a->teacher_agreed / (double)a->teacher_compared, a->teacher_compared);
+    for (int f = 0; f < MF_ROLLOUT_FIGURES; f++) {
+        int after;
+        int m = mf_rollout__figure_metric(f, &after);
+        uint64_t samples = 0;
+
+        /* No device with data: absent, never a 0 that would read as a measurement. */
+        if (!a->with[f] || !metrics[m].draw(&out->v[f], &samples, a, after))
+            continue;
+        out->have[f] = 1;
+        out->devices[f] = a->with[f];
+        out->samples[f] = metrics[m].kind & ONINF ? samples : 0;
+    }
 }
 
 /* 1 for the figures drawn on inferences, whose evidence also counts samples. */
 static int on_inferences(int metric)
 {
-    return metric == MF_METRIC_P99_LATENCY_US || metric == MF_METRIC_OFFLOAD_RATE ||
-           metric == MF_METRIC_TEACHER_AGREEMENT;
+    return (mf_rollout__metric_kind(metric) & ONINF) != 0;
 }
 
-/* 1 when `f` has enough evidence for `metric`; else writes what is missing into `why`. */
+/* 1 when `f` has enough evidence for line `l`; else writes what is missing into `why`. */
 static int enough(char *why, size_t size, const char *who, const struct mf_rollout_plan *p,
-                  const struct mf_rollout_figures *f, int metric)
+                  const struct mf_rollout_figures *f, const struct mf_rollout_line *l)
 {
-    uint64_t dev = f && f->have[metric] ? f->devices[metric] : 0;
-    uint64_t smp = f && f->have[metric] ? f->samples[metric] : 0;
+    int metric = l->metric;
+    uint64_t dev = f && f->have[l->figure] ? f->devices[l->figure] : 0;
+    uint64_t smp = f && f->have[l->figure] ? f->samples[l->figure] : 0;
 
     if (dev < p->line_min_devices) {
         (void)snprintf(why, size, "%s: %llu of %llu devices", who, (unsigned long long)dev,
@@ -109,37 +382,39 @@ static int enough(char *why, size_t size, const char *who, const struct mf_rollo
     return 1;
 }
 
-int mf_rollout__check(struct mf_rollout_verdict *out, const struct mf_rollout_plan *p,
-                      const struct mf_rollout_figures *cur,
-                      const struct mf_rollout_figures *control)
+/* Checks `n` lines (red lines or goals) into `out`; the index of the first breached, -1. */
+static int check_lines(struct mf_rollout_verdict *out, const struct mf_rollout_line *lines,
+                       size_t n, const struct mf_rollout_plan *p,
+                       const struct mf_rollout_figures *cur,
+                       const struct mf_rollout_figures *control)
 {
     int first = -1;
 
-    for (size_t i = 0; i < p->n_lines; i++) {
-        const struct mf_rollout_line *l = &p->lines[i];
+    for (size_t i = 0; i < n; i++) {
+        const struct mf_rollout_line *l = &lines[i];
         struct mf_rollout_verdict *v = &out[i];
-        int lower_is_worse = l->metric == MF_METRIC_TEACHER_AGREEMENT;
+        int f = l->figure;
+        int lower_is_worse = (mf_rollout__metric_kind(l->metric) & LOWER) != 0;
         int canary_enough;
 
         memset(v, 0, sizeof(*v));
-        if (cur->have[l->metric]) {
-            v->devices = cur->devices[l->metric];
-            v->samples = cur->samples[l->metric];
+        if (cur->have[f]) {
+            v->devices = cur->devices[f];
+            v->samples = cur->samples[f];
         }
-        if (l->relative && control && control->have[l->metric]) {
-            v->control_devices = control->devices[l->metric];
-            v->control_samples = control->samples[l->metric];
-            v->control = control->v[l->metric];
+        if (l->relative && control && control->have[f]) {
+            v->control_devices = control->devices[f];
+            v->control_samples = control->samples[f];
+            v->control = control->v[f];
         }
         /* A relative bound is only known on a control group with enough evidence. */
-        if (l->relative &&
-            !enough(v->waiting, sizeof(v->waiting), "control", p, control, l->metric))
+        if (l->relative && !enough(v->waiting, sizeof(v->waiting), "control", p, control, l))
             continue;
-        canary_enough = enough(v->waiting, sizeof(v->waiting), "canary", p, cur, l->metric);
-        if (!cur->have[l->metric])
+        canary_enough = enough(v->waiting, sizeof(v->waiting), "canary", p, cur, l);
+        if (!cur->have[f])
             continue;
-        v->value = cur->v[l->metric];
-        v->bound = l->relative ? l->limit * control->v[l->metric] : l->limit;
+        v->value = cur->v[f];
+        v->bound = l->relative ? l->limit * control->v[f] : l->limit;
         v->breached = lower_is_worse ? v->value < v->bound : v->value > v->bound;
         /* Any data may say breach (halting is safe); only enough data may say clean. */
         v->evaluated = v->breached || canary_enough;
@@ -149,6 +424,25 @@ int mf_rollout__check(struct mf_rollout_verdict *out, const struct mf_rollout_pl
             first = (int)i;
     }
     return first;
+}
+
+int mf_rollout__check(struct mf_rollout_verdict *out, const struct mf_rollout_plan *p,
+                      const struct mf_rollout_figures *cur,
+                      const struct mf_rollout_figures *control)
+{
+    return check_lines(out, p->lines, p->n_lines, p, cur, control);
+}
+
+size_t mf_rollout__check_goals(struct mf_rollout_verdict *out, const struct mf_rollout_plan *p,
+                               const struct mf_rollout_figures *cur,
+                               const struct mf_rollout_figures *control)
+{
+    size_t met = 0;
+
+    (void)check_lines(out, p->goals, p->n_goals, p, cur, control);
+    for (size_t i = 0; i < p->n_goals; i++)
+        met += out[i].evaluated && !out[i].breached;
+    return met;
 }
 
 size_t mf_rollout__waiting(const struct mf_rollout_verdict *v, size_t n)

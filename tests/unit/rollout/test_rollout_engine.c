@@ -425,9 +425,16 @@ static void test_rollout_engine__create_refuses_bad_requests(void **state)
     cJSON *typo = cJSON_Parse("{\"soak\": 30, \"waves\": [{\"percent\": 10}], \"red_lines\": []}");
     cJSON *no_lines =
         cJSON_Parse("{\"soak_s\": 30, \"waves\": [{\"percent\": 10}], \"red_lines\": []}");
+    cJSON *unknown = cJSON_Parse("{\"waves\": [{\"percent\": 10}], \"red_lines\":"
+                                 " [{\"metric\": \"p99_after_10_min\", \"max\": 5}]}");
     int n = 0;
 
     assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "", bad, 1), MF_E_INVALID);
+    /* A metric the scorecard does not have: refused, naming the line. */
+    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "", unknown, 1),
+                     MF_E_INVALID);
+    assert_non_null(strstr(mf_ctx__errmsg(&f->ctx), "red_lines[0].metric is not a known metric"));
+    cJSON_Delete(unknown);
     /* The issue's typo: refused, naming the key, instead of a default 3,600 s soak and no
      * red lines; and no red lines at all only when the plan says so. */
     assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "", typo, 1), MF_E_INVALID);
@@ -820,6 +827,110 @@ static void test_rollout_engine__fleet_percentiles_exact_after_server_merge(void
     free(fleet);
 }
 
+static uint64_t eng_clock_ms;
+
+static uint64_t eng_clock(void *payload)
+{
+    (void)payload;
+    return eng_clock_ms;
+}
+
+/* Device i runs `version` for one simulated minute: 30 inferences, the first of a new
+ * activation cold; from minute 5 after its activation a throttling device is 4x slower. */
+static void run_minute(struct eng *f, int i, const char *version, int since_activation,
+                       int throttles, int64_t now)
+{
+    mf_telemetry *t = f->dev[i];
+    uint64_t base = throttles && since_activation >= 5 ? 4000 : 1000;
+
+    if (since_activation == 0)
+        assert_int_equal(mf_telemetry_record_cold_latency(t, "m", version, 30000), MF_OK);
+    for (int k = 0; k < 30; k++) {
+        eng_clock_ms += 2000;
+        assert_int_equal(mf_telemetry_record_latency(t, "m", version, base + rng(&f->seed) % base),
+                         MF_OK);
+    }
+    assert_int_equal(mf_telemetry_record_health(t, "m", version, 1), MF_OK);
+    assert_int_equal(checkin(f, i, now), MF_OK);
+    eng_clock_ms -= 60000; /* every device runs the same minute */
+}
+
+/* Sustained performance on a simulated clock: v2 is fine for its first minutes and
+ * throttles from minute 5 after activation. The red line "P99 from minute 5 <= 2500 us"
+ * waits while the devices have run 2 minutes (no evidence: it blocks advancing and never
+ * counts clean), and halts the rollout once the throttling shows, although the whole-run
+ * P99 line is clean and every goal is met (goals never outrank a red line). */
+static void test_rollout_engine__sustained_p99_halts_a_throttling_version(void **state)
+{
+    static struct mf_rollout_status st;
+    struct eng *f = *state;
+    struct mf_store_rollout r;
+    struct mf_store_directives d;
+    mf_platform_ops ops;
+    int64_t now = 1000, id;
+    int halted_at = -1;
+
+    memset(&ops, 0, sizeof(ops));
+    ops.version = MF_PLATFORM_OPS_VERSION;
+    ops.monotonic_ms = eng_clock;
+    eng_clock_ms = 0;
+    for (int i = 0; i < DEVICES; i++) {
+        mf_telemetry_free(f->dev[i]);
+        assert_int_equal(mf_telemetry_new(&f->dev[i], NULL, &ops, "t"), MF_OK);
+        run_minute(f, i, "v1", 0, 0, now);
+    }
+    eng_clock_ms += 60000;
+    id = create(f, "{\"soak_s\": 10, \"min_devices\": 2,"
+                   " \"waves\": [{\"percent\": 50}, {\"percent\": 100}],"
+                   " \"red_lines\": [{\"metric\": \"sustained_p99_us\", \"after_min\": 5,"
+                   " \"max\": 2500}, {\"metric\": \"p99_latency_us\", \"relative\": 10}],"
+                   " \"goals\": [{\"metric\": \"cold_p99_us\", \"max\": 100000},"
+                   " {\"metric\": \"sustained_rate\", \"after_min\": 0, \"min\": 0.1}]}");
+    for (int m = 0; m < 8 && halted_at < 0; m++) {
+        struct mf_rollout_plan plan;
+
+        assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+        assert_int_equal(mf_rollout__plan_load(&plan, &f->ctx, &r), MF_OK);
+        for (int i = 0; i < DEVICES; i++) {
+            int wave = -1;
+
+            assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &plan, f->ids[i]),
+                             MF_OK);
+            if (wave == 0)
+                run_minute(f, i, "v2", m, 1, now);
+            else
+                run_minute(f, i, "v1", m + 1, 0, now);
+        }
+        eng_clock_ms += 60000;
+        now += 60;
+        step(f, id, now, &r);
+        if (m == 1) { /* two minutes in: fine, and the line waits for minute 5 */
+            assert_string_equal(r.state, "running");
+            assert_int_equal(r.wave, 0);
+            assert_int_equal(mf_rollout__status(&st, f->s, &f->ctx, id), MF_OK);
+            assert_int_equal(st.breached, -1);
+            assert_false(st.verdicts[0].evaluated);
+            assert_non_null(strstr(st.verdicts[0].waiting, "canary: 0 of 2 devices"));
+            assert_true(st.verdicts[1].evaluated); /* the whole-run P99 is clean */
+            assert_false(st.verdicts[1].breached);
+            assert_int_equal(st.goals_met, 2);
+        }
+        if (strcmp(r.state, "halted") == 0)
+            halted_at = m;
+    }
+    assert_int_equal(halted_at, 5); /* the first minute with data from minute 5 on */
+    assert_int_equal(r.wave, 0);
+    assert_non_null(strstr(r.breach, "sustained_p99_us@5 "));
+    assert_non_null(strstr(r.breach, "> bound 2500"));
+    assert_int_equal(mf_rollout__status(&st, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(st.breached, 0);
+    assert_false(st.verdicts[1].breached);
+    assert_int_equal(st.goals_met, 2);
+    assert_int_equal(events_of(f, id, "halted"), 1);
+    assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[0], "m"), MF_OK);
+    assert_string_equal(d.fleet_rollback, "v1");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -852,6 +963,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_rollout_engine__previous_is_never_a_halted_version_by_default, eng_setup,
             eng_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_rollout_engine__sustained_p99_halts_a_throttling_version, eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_engine__promote_by_hand, eng_setup,
                                         eng_teardown),
     };
