@@ -145,6 +145,7 @@ struct evaluated {
     const struct mf_rollout_plan *plan;
     const struct mf_rollout_members *members;
     uint64_t wave_reporting; /* canary rows of the current wave */
+    int samples;             /* 1: selecting labelled samples, which count no report */
 };
 
 static int keep_evaluated(void *payload, const struct mf_store_telemetry *t)
@@ -154,7 +155,7 @@ static int keep_evaluated(void *payload, const struct mf_store_telemetry *t)
     int admitted = wave >= 0 && wave <= e->r->wave;
 
     if (admitted && strcmp(t->version, e->r->version) == 0) {
-        e->wave_reporting += wave == e->r->wave;
+        e->wave_reporting += wave == e->r->wave && !e->samples;
         return 1;
     }
     /* Concurrent, not history: a device outside the waves that still reports the previous
@@ -266,6 +267,9 @@ int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct
         err = mf_rollout__members_load(&members, s, ctx, &out->plan);
     if (err == MF_OK)
         err = mf_rollout__fleet_collect(fleet, s, ctx, out->r.model, keep_evaluated, &e);
+    e.samples = 1; /* the labelled samples of the same two groups (accuracy) */
+    if (err == MF_OK)
+        err = mf_rollout__accuracy_collect(fleet, s, ctx, out->r.model, keep_evaluated, &e);
     if (err == MF_OK)
         err = s->ops->devices->devices_list(s, ctx, count_device, &c);
     if (err == MF_OK) {

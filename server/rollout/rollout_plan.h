@@ -38,7 +38,8 @@ struct mf_rollout_wave {
 /* The figures red lines and goals are drawn on (the scorecard, docs/rollouts.md), each a
  * row of the metric table in rollout_redlines.c (name, direction, kind, evidence, how it is
  * drawn from an aggregate): a new dimension is a row there, never a code path of its own.
- * Rates are fractions in [0, 1]. Appended only: stored plans and control figures name them. */
+ * Rates are fractions in [0, 1]. Stored plans and control figures name them, never number
+ * them; the sustained metrics stay last (their figures follow the plain ones). */
 enum mf_rollout_metric {
     MF_METRIC_INSTALL_FAILURE_RATE = 0,
     MF_METRIC_HEALTH_ROLLBACK_RATE, /* devices that reverted or failed a health check */
@@ -54,6 +55,7 @@ enum mf_rollout_metric {
     MF_METRIC_TIMEOUT_RATE,      /* attempts that missed their deadline */
     MF_METRIC_MEM_PRESSURE_RATE, /* inferences under memory pressure */
     MF_METRIC_THERMAL_RATE,      /* inferences under thermal pressure */
+    MF_METRIC_ACCURACY,          /* stratified agreement with the teacher; lower is worse */
     MF_METRIC_SUSTAINED_P99_US,  /* P99 over the minutes from after_min on (sustained) */
     MF_METRIC_SUSTAINED_RATE,    /* inferences per second per device then; lower is worse */
     MF_METRIC_COUNT
@@ -127,8 +129,24 @@ struct mf_rollout_agg {
     uint64_t counters[MF_TELEMETRY_COUNTERS];
     uint32_t sustained[MF_TELEMETRY_SUSTAINED_WINDOWS][MF_TELEMETRY_COARSE_BUCKETS];
     uint64_t sustained_minutes[MF_TELEMETRY_SUSTAINED_WINDOWS];
+    /* Labelled samples of the server's two strata, [0] hard and [1] audit, and how many of
+     * them the student's top class agreed with the teacher's (rollout_accuracy.c). */
+    uint64_t labelled[2], label_agreed[2];
     uint64_t with[MF_ROLLOUT_FIGURES]; /* devices that have data for each figure */
 };
+
+/* A stratified estimate with its 95 % confidence interval. */
+struct mf_rollout_estimate {
+    double value, lo, hi;
+    uint64_t samples; /* labelled samples behind it */
+};
+
+/* The stratified estimate of agreement: share_hard x (agreed_hard / n_hard) + (1 -
+ * share_hard) x (agreed_audit / n_audit), with the interval value +- 1.96 sqrt(sum of
+ * share^2 p (1 - p) / n), p = (agreed + 1) / (n + 2) per stratum, clamped to [0, 1].
+ * Returns 0 (no estimate) when a stratum with a share has no labelled sample. */
+int mf_rollout__stratified(struct mf_rollout_estimate *out, double share_hard, uint64_t n_hard,
+                           uint64_t agreed_hard, uint64_t n_audit, uint64_t agreed_audit);
 
 struct mf_rollout_figures {
     double v[MF_ROLLOUT_FIGURES];
@@ -137,6 +155,9 @@ struct mf_rollout_figures {
      * (latency samples, offload asks, teacher comparisons; 0 for the device-drawn ones). */
     uint64_t devices[MF_ROLLOUT_FIGURES];
     uint64_t samples[MF_ROLLOUT_FIGURES];
+    /* The 95 % interval of the figures that have one (MF_METRIC_INTERVAL); lo = hi = v for
+     * the others. */
+    double lo[MF_ROLLOUT_FIGURES], hi[MF_ROLLOUT_FIGURES];
 };
 
 /* One line's verdict, for the status view: clean (evaluated, not breached), breached, or
@@ -200,6 +221,7 @@ const char *mf_rollout__metric_name(int metric);
 #define MF_METRIC_RATE 2u           /* a fraction: an absolute bound is in 0..1 */
 #define MF_METRIC_ON_INFERENCES 4u  /* its evidence counts samples (line_min_inferences) */
 #define MF_METRIC_SUSTAINED 8u      /* drawn from the sustained windows: takes "after_min" */
+#define MF_METRIC_INTERVAL 16u      /* an estimate with an interval: the interval rule applies */
 unsigned mf_rollout__metric_kind(int metric);
 /* The figure of `metric` (from minute `after_min` on for the sustained ones, else ignored),
  * or -1 for a sustained metric with after_min out of range. */

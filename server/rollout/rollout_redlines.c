@@ -196,6 +196,36 @@ static int draw_thermal(double *v, uint64_t *n, const struct mf_rollout_agg *a, 
     (void)after;
     return ratio(v, n, a->counters[MF_TELEMETRY_HOT], RAN(a));
 }
+/* The stratified agreement: hard samples weighted by the uncertain share of the offload
+ * asks, the audit slice by the confident share (rollout_accuracy.c). */
+static int estimate(struct mf_rollout_estimate *e, const struct mf_rollout_agg *a)
+{
+    if (!a->offload_asked)
+        return 0;
+    return mf_rollout__stratified(e, (double)a->offload_uncertain / (double)a->offload_asked,
+                                  a->labelled[0], a->label_agreed[0], a->labelled[1],
+                                  a->label_agreed[1]);
+}
+static int draw_accuracy(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
+{
+    struct mf_rollout_estimate e;
+
+    (void)after;
+    if (!estimate(&e, a))
+        return 0;
+    *v = e.value;
+    *n = e.samples;
+    return 1;
+}
+static void interval_accuracy(double *lo, double *hi, const struct mf_rollout_agg *a)
+{
+    struct mf_rollout_estimate e;
+
+    if (estimate(&e, a)) {
+        *lo = e.lo;
+        *hi = e.hi;
+    }
+}
 static int draw_sustained_p99(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
 {
     uint32_t h[MF_TELEMETRY_COARSE_BUCKETS];
@@ -221,6 +251,7 @@ static int draw_sustained_rate(double *v, uint64_t *n, const struct mf_rollout_a
 #define RATE MF_METRIC_RATE
 #define ONINF MF_METRIC_ON_INFERENCES
 #define SUST MF_METRIC_SUSTAINED
+#define INTERVAL MF_METRIC_INTERVAL
 
 /* The metric table: every scorecard dimension a plan may draw a red line or goal on. */
 static const struct metric_def {
@@ -228,6 +259,8 @@ static const struct metric_def {
     unsigned kind;
     int (*has)(const struct mf_rollout_row *r, int after);
     int (*draw)(double *v, uint64_t *samples, const struct mf_rollout_agg *a, int after);
+    /* INTERVAL metrics: the figure's 95 % interval */
+    void (*interval)(double *lo, double *hi, const struct mf_rollout_agg *a);
 } metrics[MF_METRIC_COUNT] = {
     [MF_METRIC_INSTALL_FAILURE_RATE] = {"install_failure_rate", RATE, has_install, draw_install},
     [MF_METRIC_HEALTH_ROLLBACK_RATE] = {"health_rollback_rate", RATE, has_always, draw_health},
@@ -244,6 +277,8 @@ static const struct metric_def {
     [MF_METRIC_TIMEOUT_RATE] = {"timeout_rate", RATE | ONINF, has_tried, draw_timeout},
     [MF_METRIC_MEM_PRESSURE_RATE] = {"mem_pressure_rate", RATE | ONINF, has_ran, draw_mem_pressure},
     [MF_METRIC_THERMAL_RATE] = {"thermal_rate", RATE | ONINF, has_ran, draw_thermal},
+    [MF_METRIC_ACCURACY] = {"accuracy", LOWER | RATE | ONINF | INTERVAL, has_offload, draw_accuracy,
+                            interval_accuracy},
     [MF_METRIC_SUSTAINED_P99_US] = {"sustained_p99_us", ONINF | SUST, has_sustained,
                                     draw_sustained_p99},
     [MF_METRIC_SUSTAINED_RATE] = {"sustained_rate", LOWER | ONINF | SUST, has_sustained,
@@ -352,6 +387,9 @@ void mf_rollout__figures(struct mf_rollout_figures *out, const struct mf_rollout
         out->have[f] = 1;
         out->devices[f] = a->with[f];
         out->samples[f] = metrics[m].kind & ONINF ? samples : 0;
+        out->lo[f] = out->hi[f] = out->v[f];
+        if (metrics[m].interval)
+            metrics[m].interval(&out->lo[f], &out->hi[f], a);
     }
 }
 
@@ -418,6 +456,20 @@ static int check_lines(struct mf_rollout_verdict *out, const struct mf_rollout_l
         v->breached = lower_is_worse ? v->value < v->bound : v->value > v->bound;
         /* Any data may say breach (halting is safe); only enough data may say clean. */
         v->evaluated = v->breached || canary_enough;
+        /* An estimate acts only on an interval that excludes the bound: wholly on the bad
+         * side breaches, wholly on the good side is clean, straddling it waits. */
+        if (mf_rollout__metric_kind(l->metric) & INTERVAL) {
+            double bad = lower_is_worse ? cur->hi[f] : cur->lo[f];
+            double good = lower_is_worse ? cur->lo[f] : cur->hi[f];
+
+            v->breached = lower_is_worse ? bad < v->bound : bad > v->bound;
+            v->evaluated = v->breached || (canary_enough &&
+                                           (lower_is_worse ? good >= v->bound : good <= v->bound));
+            if (!v->evaluated && canary_enough)
+                (void)snprintf(v->waiting, sizeof(v->waiting),
+                               "interval %.4f..%.4f holds the bound %.4f", cur->lo[f], cur->hi[f],
+                               v->bound);
+        }
         if (v->evaluated)
             v->waiting[0] = '\0';
         if (v->breached && first < 0)

@@ -663,6 +663,90 @@ static void test_rollout__scorecard_merges_exactly(void **state)
     assert_true(f.have[MF_METRIC_P99_LATENCY_US]);
 }
 
+/* The stratified estimate against a hand computation: 20 % of the inferences are hard
+ * (uncertain), 30 of 50 labelled hard samples agree with the teacher, 38 of 40 audit
+ * samples do. By hand: 0.2 x 30/50 + 0.8 x 38/40 = 0.12 + 0.76 = 0.88; per stratum
+ * p = (x + 1)/(n + 2): 31/52 and 39/42, variance 0.2^2 x (31/52)(21/52)/50 + 0.8^2 x
+ * (39/42)(3/42)/40 = 0.00019260 + 0.00106122 = 0.00125383, half-width 1.96 x 0.035410 =
+ * 0.069401: [0.81060, 0.94940]. The hard samples alone (today's teacher_agreement) say 0.6. */
+static void test_rollout__stratified_estimate_by_hand(void **state)
+{
+    struct mf_rollout_estimate e;
+
+    (void)state;
+    assert_int_equal(mf_rollout__stratified(&e, 0.2, 50, 30, 40, 38), 1);
+    assert_float_equal(e.value, 0.88, 1e-12);
+    assert_float_equal(e.lo, 0.81060, 1e-5);
+    assert_float_equal(e.hi, 0.94940, 1e-5);
+    assert_int_equal(e.samples, 90);
+    /* Every sample agreeing still leaves a width; the interval stays inside [0, 1]. */
+    assert_int_equal(mf_rollout__stratified(&e, 0.5, 10, 10, 10, 10), 1);
+    assert_float_equal(e.value, 1.0, 1e-12);
+    assert_true(e.lo < 0.99);
+    assert_float_equal(e.hi, 1.0, 1e-12);
+    /* No hard inference: the audit slice alone, and the hard samples do not count. */
+    assert_int_equal(mf_rollout__stratified(&e, 0.0, 0, 0, 40, 38), 1);
+    assert_float_equal(e.value, 0.95, 1e-12);
+    assert_int_equal(e.samples, 40);
+    /* A stratum with a share but no labelled sample: no estimate, never a guess. */
+    assert_int_equal(mf_rollout__stratified(&e, 0.2, 0, 0, 40, 38), 0);
+    assert_int_equal(mf_rollout__stratified(&e, 0.2, 50, 30, 0, 0), 0);
+    assert_int_equal(mf_rollout__stratified(&e, 0.2, 5, 6, 40, 38), 0);
+}
+
+/* The accuracy red line acts only on an interval that excludes its bound: below it
+ * breaches, above it is clean, straddling it waits (and blocks advancing). */
+static void test_rollout__accuracy_line_acts_on_the_interval(void **state)
+{
+    static const struct {
+        double min;
+        int evaluated, breached;
+    } cases[] = {{0.97, 1, 1}, {0.88, 0, 0}, {0.80, 1, 0}};
+    static struct mf_rollout_agg a;
+    struct mf_rollout_figures f;
+    struct mf_rollout_verdict v[MF_ROLLOUT_MAX_LINES];
+    struct mf_rollout_plan p;
+    struct mf_ctx ctx;
+    char json[256];
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    memset(&a, 0, sizeof(a));
+    add_devices(&a, 4, 1000, 50, 1000); /* each: 10 of 100 asks uncertain */
+    a.labelled[0] = 100;                /* hard: 60 % agree */
+    a.label_agreed[0] = 60;
+    a.labelled[1] = 200; /* audit: 95 % agree */
+    a.label_agreed[1] = 190;
+    mf_rollout__figures(&f, &a);
+    assert_true(f.have[MF_METRIC_ACCURACY]);
+    assert_float_equal(f.v[MF_METRIC_ACCURACY], 0.1 * 0.6 + 0.9 * 0.95, 1e-12);
+    assert_true(f.lo[MF_METRIC_ACCURACY] < 0.915 && f.hi[MF_METRIC_ACCURACY] > 0.915);
+    assert_int_equal(f.samples[MF_METRIC_ACCURACY], 300);
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        double lo = f.lo[MF_METRIC_ACCURACY], hi = f.hi[MF_METRIC_ACCURACY];
+
+        /* The bounds sit where the case says: above the interval, inside it, below it. */
+        if (c == 1)
+            assert_true(lo < 0.915 - 0.02 && hi > 0.915 + 0.02);
+        (void)snprintf(json, sizeof(json),
+                       "{\"waves\":[{\"percent\":5}],\"red_lines\":[{\"metric\":\"accuracy\","
+                       "\"min\":%.6f}]}",
+                       c == 1 ? 0.915 : cases[c].min);
+        assert_int_equal(parse(&p, &ctx, json), MF_OK);
+        (void)mf_rollout__check(v, &p, &f, NULL);
+        assert_int_equal(v[0].evaluated, cases[c].evaluated);
+        assert_int_equal(v[0].breached, cases[c].breached);
+        if (!cases[c].evaluated)
+            assert_non_null(strstr(v[0].waiting, "holds the bound"));
+    }
+    /* Without labelled audit samples there is no estimate: the line waits. */
+    a.labelled[1] = a.label_agreed[1] = 0;
+    mf_rollout__figures(&f, &a);
+    assert_false(f.have[MF_METRIC_ACCURACY]);
+    (void)mf_rollout__check(v, &p, &f, NULL);
+    assert_false(v[0].evaluated);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -675,6 +759,8 @@ int main(void)
         cmocka_unit_test(test_rollout__report_round_trip),
         cmocka_unit_test(test_rollout__bad_reports_are_refused),
         cmocka_unit_test(test_rollout__scorecard_merges_exactly),
+        cmocka_unit_test(test_rollout__stratified_estimate_by_hand),
+        cmocka_unit_test(test_rollout__accuracy_line_acts_on_the_interval),
     };
     return cmocka_run_group_tests_name("rollout", tests, NULL, NULL);
 }
