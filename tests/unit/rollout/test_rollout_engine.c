@@ -931,6 +931,82 @@ static void test_rollout_engine__sustained_p99_halts_a_throttling_version(void *
     assert_string_equal(d.fleet_rollback, "v1");
 }
 
+/* Stores `n` labelled samples of device i's `version` of kind `kind`, the first `agree` of
+ * them with the teacher's top class equal to the student's. */
+static void labelled(struct eng *f, int i, const char *version, const char *kind, int n, int agree,
+                     int64_t at)
+{
+    static int serial;
+
+    for (int k = 0; k < n; k++) {
+        struct mf_store_sample smp;
+        int replayed = 0, accepted = 0, dups = 0;
+
+        memset(&smp, 0, sizeof(smp));
+        (void)snprintf(smp.id, sizeof(smp.id), "%032x", ++serial);
+        (void)snprintf(smp.device_id, sizeof(smp.device_id), "%s", f->ids[i]);
+        (void)snprintf(smp.model, sizeof(smp.model), "m");
+        (void)snprintf(smp.model_version, sizeof(smp.model_version), "%s", version);
+        (void)snprintf(smp.kind, sizeof(smp.kind), "%s", kind);
+        (void)snprintf(smp.method, sizeof(smp.method), "max_softmax");
+        (void)snprintf(smp.output_kind, sizeof(smp.output_kind), "probs");
+        memset(smp.input_sha256, 'a', MF_SHA256_HEX_LEN);
+        smp.input_size = 4;
+        smp.score = 0.5;
+        smp.received_at = at;
+        smp.output = "[0.1,0.9]";
+        assert_int_equal(f->s->ops->offload->sample_batch_put(&replayed, &accepted, &dups, f->s,
+                                                              &f->ctx, f->ids[i], NULL, &smp, 1),
+                         MF_OK);
+        assert_int_equal(f->s->ops->offload->sample_label(f->s, &f->ctx, smp.id, "t1",
+                                                          k < agree ? "[0.2,0.8]" : "[0.7,0.3]",
+                                                          0.8, at),
+                         MF_OK);
+    }
+}
+
+/* The accuracy red line on the server's labelled samples: the canary's hard samples agree
+ * half the time and its audit slice 60 %, so the stratified estimate (5 % hard) is about
+ * 0.6 with an interval wholly below 0.9: halted. The control group's samples (v1, devices
+ * outside the wave) are its own: all agree, and they do not lift the canary's figure. */
+static void test_rollout_engine__accuracy_line_on_labelled_samples(void **state)
+{
+    static struct mf_rollout_status st;
+    struct eng *f = *state;
+    struct mf_store_rollout r;
+    struct mf_rollout_plan plan;
+    int64_t now = 1000, id;
+
+    for (int i = 0; i < DEVICES; i++)
+        run(f, i, "v1", &baseline, now);
+    id = create(f, "{\"soak_s\": 10, \"waves\": [{\"percent\": 50}, {\"percent\": 100}],"
+                   " \"red_lines\": [{\"metric\": \"accuracy\", \"min\": 0.9}]}");
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    run_fleet(f, &r, &baseline, now + 5);
+    assert_int_equal(mf_rollout__plan_load(&plan, &f->ctx, &r), MF_OK);
+    for (int i = 0; i < DEVICES; i++) {
+        int wave = -1;
+
+        assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &plan, f->ids[i]), MF_OK);
+        if (wave == 0) {
+            labelled(f, i, "v2", "hard", 4, 2, now + 5);
+            labelled(f, i, "v2", "audit", 10, 6, now + 5);
+        } else { /* both strata: a share without a labelled sample gives no estimate */
+            labelled(f, i, "v1", "hard", 2, 2, now + 5);
+            labelled(f, i, "v1", "audit", 10, 10, now + 5);
+        }
+    }
+    assert_int_equal(mf_rollout__status(&st, f->s, &f->ctx, id), MF_OK);
+    assert_true(st.cur.have[MF_METRIC_ACCURACY]);
+    assert_float_equal(st.cur.v[MF_METRIC_ACCURACY], 0.05 * 0.5 + 0.95 * 0.6, 1e-9);
+    assert_true(st.cur.hi[MF_METRIC_ACCURACY] < 0.9);
+    assert_true(st.control.have[MF_METRIC_ACCURACY]);
+    assert_true(st.control.v[MF_METRIC_ACCURACY] > 0.99);
+    step(f, id, now + 20, &r);
+    assert_string_equal(r.state, "halted");
+    assert_non_null(strstr(r.breach, "accuracy "));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -965,6 +1041,8 @@ int main(void)
             eng_teardown),
         cmocka_unit_test_setup_teardown(
             test_rollout_engine__sustained_p99_halts_a_throttling_version, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_engine__accuracy_line_on_labelled_samples,
+                                        eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_engine__promote_by_hand, eng_setup,
                                         eng_teardown),
     };
