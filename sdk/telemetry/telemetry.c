@@ -226,38 +226,42 @@ static void energy_tick(struct mf_telemetry *t, int i)
     t->energy_pending = 0;
 }
 
-int mf_telemetry_record_latency(mf_telemetry *t, const char *model, const char *version,
-                                uint64_t microseconds)
+/* One latency into the version's steady-state histogram (and its sustained window) or, for
+ * the first inference after a load, the cold one (which starts the sustained windows). */
+static int record_latency(mf_telemetry *t, const char *model, const char *version, uint64_t us,
+                          int cold)
 {
     int i = take_index(t, model, version);
-    mf_telemetry_version *v;
+    struct telemetry_slot *s;
 
     if (i < 0)
         return i;
-    v = &t->slot[i].v;
-    bump32(&v->latency[mf_telemetry_bucket(microseconds)]);
-    v->inferences = inc(v->inferences);
-    sustained_add(t, i, microseconds);
+    s = &t->slot[i];
+    bump32(cold ? &s->sc.cold_latency[mf_telemetry_bucket(us)]
+                : &s->v.latency[mf_telemetry_bucket(us)]);
+    if (cold) {
+        s->sc.activations = inc(s->sc.activations);
+        t->run[i].active = 0; /* without a clock the next latency starts the windows */
+        if (t->has_platform && t->platform.monotonic_ms)
+            activate(t, i, t->platform.monotonic_ms(t->platform.payload));
+    } else {
+        s->v.inferences = inc(s->v.inferences);
+        sustained_add(t, i, us);
+    }
     energy_tick(t, i);
     return MF_OK;
+}
+
+int mf_telemetry_record_latency(mf_telemetry *t, const char *model, const char *version,
+                                uint64_t microseconds)
+{
+    return record_latency(t, model, version, microseconds, 0);
 }
 
 int mf_telemetry_record_cold_latency(mf_telemetry *t, const char *model, const char *version,
                                      uint64_t microseconds)
 {
-    int i = take_index(t, model, version);
-    mf_telemetry_scorecard *sc;
-
-    if (i < 0)
-        return i;
-    sc = &t->slot[i].sc;
-    bump32(&sc->cold_latency[mf_telemetry_bucket(microseconds)]);
-    sc->activations = inc(sc->activations);
-    t->run[i].active = 0; /* the next latency starts the windows, as if just loaded */
-    if (t->has_platform && t->platform.monotonic_ms)
-        activate(t, i, t->platform.monotonic_ms(t->platform.payload));
-    energy_tick(t, i);
-    return MF_OK;
+    return record_latency(t, model, version, microseconds, 1);
 }
 
 int mf_telemetry_record_steady_memory(mf_telemetry *t, const char *model, const char *version,

@@ -7,6 +7,7 @@
  */
 #include "rollout/rollout_plan.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,11 +31,6 @@ static int ratio(double *v, uint64_t *samples, uint64_t num, uint64_t den)
     return 1;
 }
 
-/* Attempts and inferences of a row or an aggregate: failed and timed-out attempts record
- * no latency, cold ones are apart from the steady-state histogram. */
-#define RAN(x) ((x)->inferences + (x)->activations)
-#define TRIED(x) (RAN(x) + (x)->counters[MF_TELEMETRY_ERROR] + (x)->counters[MF_TELEMETRY_TIMEOUT])
-
 /* The sustained windows from minute `after` on, merged. */
 static uint64_t sustained_from(uint32_t out[MF_TELEMETRY_COARSE_BUCKETS], uint64_t *minutes,
                                const uint32_t (*w)[MF_TELEMETRY_COARSE_BUCKETS],
@@ -49,64 +45,22 @@ static uint64_t sustained_from(uint32_t out[MF_TELEMETRY_COARSE_BUCKETS], uint64
     return total(out, MF_TELEMETRY_COARSE_BUCKETS);
 }
 
-/* ---- What one device's row gives evidence for (per metric; `after` for sustained) ---- */
-static int has_install(const struct mf_rollout_row *r, int after)
+/* ---- What one device's row gives evidence for: the sum of the table's evidence fields
+ * (below) above 0, or for the sustained metrics a window from `after` on with data ---- */
+/* Latency evidence is the histogram itself (a report may leave "inferences" out). */
+static int has_hist(const uint32_t *h)
 {
-    (void)after;
-    return r->v.install_ok + r->v.install_failed > 0;
-}
-static int has_always(const struct mf_rollout_row *r, int after)
-{
-    (void)r;
-    (void)after;
-    return 1;
+    return total(h, MF_TELEMETRY_LAT_BUCKETS) > 0;
 }
 static int has_latency(const struct mf_rollout_row *r, int after)
 {
     (void)after;
-    return total(r->v.latency, MF_TELEMETRY_LAT_BUCKETS) > 0;
-}
-static int has_peak(const struct mf_rollout_row *r, int after)
-{
-    (void)after;
-    return r->v.peak_memory > 0;
-}
-static int has_offload(const struct mf_rollout_row *r, int after)
-{
-    (void)after;
-    return r->v.offload.asked > 0;
-}
-static int has_teacher(const struct mf_rollout_row *r, int after)
-{
-    (void)after;
-    return r->v.teacher_compared > 0;
+    return has_hist(r->v.latency);
 }
 static int has_cold(const struct mf_rollout_row *r, int after)
 {
     (void)after;
-    return total(r->sc.cold_latency, MF_TELEMETRY_LAT_BUCKETS) > 0;
-}
-static int has_steady(const struct mf_rollout_row *r, int after)
-{
-    (void)after;
-    return r->sc.steady_memory_samples > 0;
-}
-static int has_energy(const struct mf_rollout_row *r, int after)
-{
-    (void)after;
-    return r->sc.energy_inferences > 0;
-}
-static int has_ran(const struct mf_rollout_row *r, int after)
-{
-    (void)after;
-    return r->v.inferences + r->sc.activations > 0;
-}
-static int has_tried(const struct mf_rollout_row *r, int after)
-{
-    (void)after;
-    return r->v.inferences + r->sc.activations + r->sc.counters[MF_TELEMETRY_ERROR] +
-               r->sc.counters[MF_TELEMETRY_TIMEOUT] >
-           0;
+    return has_hist(r->sc.cold_latency);
 }
 static int has_sustained(const struct mf_rollout_row *r, int after)
 {
@@ -118,84 +72,6 @@ static int has_sustained(const struct mf_rollout_row *r, int after)
 }
 
 /* ---- The figure of an aggregate: 1 with value and samples, 0 for no data ---- */
-static int draw_install(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
-{
-    (void)after;
-    return ratio(v, n, a->install_failed, a->install_ok + a->install_failed);
-}
-static int draw_health(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
-{
-    (void)after;
-    return ratio(v, n, a->unhealthy_devices, a->devices);
-}
-static int draw_p99(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
-{
-    (void)after;
-    *n = total(a->latency, MF_TELEMETRY_LAT_BUCKETS);
-    *v = (double)mf_telemetry_hist_quantile(a->latency, 0.99);
-    return *n > 0;
-}
-static int draw_peak(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
-{
-    (void)after;
-    *n = 0;
-    *v = (double)a->peak_memory;
-    return a->peak_memory > 0;
-}
-static int draw_offload(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
-{
-    (void)after;
-    return ratio(v, n, a->offload_uncertain, a->offload_asked);
-}
-static int draw_teacher(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
-{
-    (void)after;
-    return ratio(v, n, a->teacher_agreed, a->teacher_compared);
-}
-static int draw_cold(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
-{
-    (void)after;
-    *n = total(a->cold, MF_TELEMETRY_LAT_BUCKETS);
-    *v = (double)mf_telemetry_hist_quantile(a->cold, 0.99);
-    return *n > 0;
-}
-static int draw_steady(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
-{
-    (void)after;
-    *n = 0;
-    *v = (double)a->steady_memory;
-    return 1; /* present when a device had samples (with[] says) */
-}
-static int draw_energy(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
-{
-    (void)after;
-    return ratio(v, n, a->energy_uj, a->energy_inferences);
-}
-static int draw_fallback(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
-{
-    (void)after;
-    return ratio(v, n, a->counters[MF_TELEMETRY_FALLBACK], RAN(a));
-}
-static int draw_error(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
-{
-    (void)after;
-    return ratio(v, n, a->counters[MF_TELEMETRY_ERROR], TRIED(a));
-}
-static int draw_timeout(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
-{
-    (void)after;
-    return ratio(v, n, a->counters[MF_TELEMETRY_TIMEOUT], TRIED(a));
-}
-static int draw_mem_pressure(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
-{
-    (void)after;
-    return ratio(v, n, a->counters[MF_TELEMETRY_MEM_PRESSURE], RAN(a));
-}
-static int draw_thermal(double *v, uint64_t *n, const struct mf_rollout_agg *a, int after)
-{
-    (void)after;
-    return ratio(v, n, a->counters[MF_TELEMETRY_HOT], RAN(a));
-}
 /* The stratified agreement: hard samples weighted by the uncertain share of the offload
  * asks, the audit slice by the confident share (rollout_accuracy.c). */
 static int estimate(struct mf_rollout_estimate *e, const struct mf_rollout_agg *a)
@@ -253,37 +129,199 @@ static int draw_sustained_rate(double *v, uint64_t *n, const struct mf_rollout_a
 #define SUST MF_METRIC_SUSTAINED
 #define INTERVAL MF_METRIC_INTERVAL
 
-/* The metric table: every scorecard dimension a plan may draw a red line or goal on. */
+#define ROW(f) offsetof(struct mf_rollout_row, f)
+#define AGG(f) offsetof(struct mf_rollout_agg, f)
+/* Inferences (steady state and cold) and attempts (also the failed and timed-out ones,
+ * which record no latency): the denominators of the rates. */
+#define ROW_RAN ROW(v.inferences), ROW(sc.activations)
+#define ROW_TRIED                                                                                  \
+    ROW_RAN, ROW(sc.counters[MF_TELEMETRY_ERROR]), ROW(sc.counters[MF_TELEMETRY_TIMEOUT])
+#define AGG_RAN AGG(inferences), AGG(activations)
+#define AGG_TRIED AGG_RAN, AGG(counters[MF_TELEMETRY_ERROR]), AGG(counters[MF_TELEMETRY_TIMEOUT])
+
+/* How a figure is drawn from an aggregate: a ratio of summed fields (`num` over the sum of
+ * `den`), the P99 of the histogram at `num`, the value of the field at `num` (present above
+ * 0), or a function of its own. */
+enum draw { D_RATIO = 1, D_P99, D_VALUE, D_FN };
+
+/* The metric table: every scorecard dimension a plan may draw a red line or goal on. A
+ * device gives evidence for a metric when the row fields `ev` (n_ev of them; none: every
+ * reporting device) sum above 0, or when `has` says so. */
 static const struct metric_def {
     const char *name;
     unsigned kind;
+    unsigned n_ev;
+    size_t ev[4];
     int (*has)(const struct mf_rollout_row *r, int after);
-    int (*draw)(double *v, uint64_t *samples, const struct mf_rollout_agg *a, int after);
+    int draw; /* enum draw */
+    size_t num;
+    unsigned n_den;
+    size_t den[4];
+    int (*fn)(double *v, uint64_t *samples, const struct mf_rollout_agg *a, int after);
     /* INTERVAL metrics: the figure's 95 % interval */
     void (*interval)(double *lo, double *hi, const struct mf_rollout_agg *a);
 } metrics[MF_METRIC_COUNT] = {
-    [MF_METRIC_INSTALL_FAILURE_RATE] = {"install_failure_rate", RATE, has_install, draw_install},
-    [MF_METRIC_HEALTH_ROLLBACK_RATE] = {"health_rollback_rate", RATE, has_always, draw_health},
-    [MF_METRIC_P99_LATENCY_US] = {"p99_latency_us", ONINF, has_latency, draw_p99},
-    [MF_METRIC_PEAK_MEMORY] = {"peak_memory", 0, has_peak, draw_peak},
-    [MF_METRIC_OFFLOAD_RATE] = {"offload_rate", RATE | ONINF, has_offload, draw_offload},
-    [MF_METRIC_TEACHER_AGREEMENT] = {"teacher_agreement", LOWER | RATE | ONINF, has_teacher,
-                                     draw_teacher},
-    [MF_METRIC_COLD_P99_US] = {"cold_p99_us", 0, has_cold, draw_cold},
-    [MF_METRIC_STEADY_MEMORY] = {"steady_memory", 0, has_steady, draw_steady},
-    [MF_METRIC_ENERGY_UJ] = {"energy_uj", ONINF, has_energy, draw_energy},
-    [MF_METRIC_FALLBACK_RATE] = {"fallback_rate", RATE | ONINF, has_ran, draw_fallback},
-    [MF_METRIC_ERROR_RATE] = {"error_rate", RATE | ONINF, has_tried, draw_error},
-    [MF_METRIC_TIMEOUT_RATE] = {"timeout_rate", RATE | ONINF, has_tried, draw_timeout},
-    [MF_METRIC_MEM_PRESSURE_RATE] = {"mem_pressure_rate", RATE | ONINF, has_ran, draw_mem_pressure},
-    [MF_METRIC_THERMAL_RATE] = {"thermal_rate", RATE | ONINF, has_ran, draw_thermal},
-    [MF_METRIC_ACCURACY] = {"accuracy", LOWER | RATE | ONINF | INTERVAL, has_offload, draw_accuracy,
-                            interval_accuracy},
-    [MF_METRIC_SUSTAINED_P99_US] = {"sustained_p99_us", ONINF | SUST, has_sustained,
-                                    draw_sustained_p99},
-    [MF_METRIC_SUSTAINED_RATE] = {"sustained_rate", LOWER | ONINF | SUST, has_sustained,
-                                  draw_sustained_rate},
+    [MF_METRIC_INSTALL_FAILURE_RATE] = {.name = "install_failure_rate",
+                                        .kind = RATE,
+                                        .n_ev = 2,
+                                        .ev = {ROW(v.install_ok), ROW(v.install_failed)},
+                                        .draw = D_RATIO,
+                                        .num = AGG(install_failed),
+                                        .n_den = 2,
+                                        .den = {AGG(install_ok), AGG(install_failed)}},
+    [MF_METRIC_HEALTH_ROLLBACK_RATE] = {.name = "health_rollback_rate",
+                                        .kind = RATE,
+                                        .draw = D_RATIO,
+                                        .num = AGG(unhealthy_devices),
+                                        .n_den = 1,
+                                        .den = {AGG(devices)}},
+    [MF_METRIC_P99_LATENCY_US] = {.name = "p99_latency_us",
+                                  .kind = ONINF,
+                                  .has = has_latency,
+                                  .draw = D_P99,
+                                  .num = AGG(latency)},
+    [MF_METRIC_PEAK_MEMORY] = {.name = "peak_memory",
+                               .n_ev = 1,
+                               .ev = {ROW(v.peak_memory)},
+                               .draw = D_VALUE,
+                               .num = AGG(peak_memory)},
+    [MF_METRIC_OFFLOAD_RATE] = {.name = "offload_rate",
+                                .kind = RATE | ONINF,
+                                .n_ev = 1,
+                                .ev = {ROW(v.offload.asked)},
+                                .draw = D_RATIO,
+                                .num = AGG(offload_uncertain),
+                                .n_den = 1,
+                                .den = {AGG(offload_asked)}},
+    [MF_METRIC_TEACHER_AGREEMENT] = {.name = "teacher_agreement",
+                                     .kind = LOWER | RATE | ONINF,
+                                     .n_ev = 1,
+                                     .ev = {ROW(v.teacher_compared)},
+                                     .draw = D_RATIO,
+                                     .num = AGG(teacher_agreed),
+                                     .n_den = 1,
+                                     .den = {AGG(teacher_compared)}},
+    [MF_METRIC_COLD_P99_US] = {.name = "cold_p99_us",
+                               .has = has_cold,
+                               .draw = D_P99,
+                               .num = AGG(cold)},
+    [MF_METRIC_STEADY_MEMORY] = {.name = "steady_memory",
+                                 .n_ev = 1,
+                                 .ev = {ROW(sc.steady_memory_samples)},
+                                 .draw = D_VALUE,
+                                 .num = AGG(steady_memory)},
+    [MF_METRIC_ENERGY_UJ] = {.name = "energy_uj",
+                             .kind = ONINF,
+                             .n_ev = 1,
+                             .ev = {ROW(sc.energy_inferences)},
+                             .draw = D_RATIO,
+                             .num = AGG(energy_uj),
+                             .n_den = 1,
+                             .den = {AGG(energy_inferences)}},
+    [MF_METRIC_FALLBACK_RATE] = {.name = "fallback_rate",
+                                 .kind = RATE | ONINF,
+                                 .n_ev = 2,
+                                 .ev = {ROW_RAN},
+                                 .draw = D_RATIO,
+                                 .num = AGG(counters[MF_TELEMETRY_FALLBACK]),
+                                 .n_den = 2,
+                                 .den = {AGG_RAN}},
+    [MF_METRIC_ERROR_RATE] = {.name = "error_rate",
+                              .kind = RATE | ONINF,
+                              .n_ev = 4,
+                              .ev = {ROW_TRIED},
+                              .draw = D_RATIO,
+                              .num = AGG(counters[MF_TELEMETRY_ERROR]),
+                              .n_den = 4,
+                              .den = {AGG_TRIED}},
+    [MF_METRIC_TIMEOUT_RATE] = {.name = "timeout_rate",
+                                .kind = RATE | ONINF,
+                                .n_ev = 4,
+                                .ev = {ROW_TRIED},
+                                .draw = D_RATIO,
+                                .num = AGG(counters[MF_TELEMETRY_TIMEOUT]),
+                                .n_den = 4,
+                                .den = {AGG_TRIED}},
+    [MF_METRIC_MEM_PRESSURE_RATE] = {.name = "mem_pressure_rate",
+                                     .kind = RATE | ONINF,
+                                     .n_ev = 2,
+                                     .ev = {ROW_RAN},
+                                     .draw = D_RATIO,
+                                     .num = AGG(counters[MF_TELEMETRY_MEM_PRESSURE]),
+                                     .n_den = 2,
+                                     .den = {AGG_RAN}},
+    [MF_METRIC_THERMAL_RATE] = {.name = "thermal_rate",
+                                .kind = RATE | ONINF,
+                                .n_ev = 2,
+                                .ev = {ROW_RAN},
+                                .draw = D_RATIO,
+                                .num = AGG(counters[MF_TELEMETRY_HOT]),
+                                .n_den = 2,
+                                .den = {AGG_RAN}},
+    [MF_METRIC_ACCURACY] = {.name = "accuracy",
+                            .kind = LOWER | RATE | ONINF | INTERVAL,
+                            .n_ev = 1,
+                            .ev = {ROW(v.offload.asked)},
+                            .draw = D_FN,
+                            .fn = draw_accuracy,
+                            .interval = interval_accuracy},
+    [MF_METRIC_SUSTAINED_P99_US] = {.name = "sustained_p99_us",
+                                    .kind = ONINF | SUST,
+                                    .has = has_sustained,
+                                    .draw = D_FN,
+                                    .fn = draw_sustained_p99},
+    [MF_METRIC_SUSTAINED_RATE] = {.name = "sustained_rate",
+                                  .kind = LOWER | ONINF | SUST,
+                                  .has = has_sustained,
+                                  .draw = D_FN,
+                                  .fn = draw_sustained_rate},
 };
+
+/* The sum of the n uint64 fields of `base` at offsets `off`. */
+static uint64_t fields_sum(const void *base, const size_t *off, unsigned n)
+{
+    uint64_t sum = 0;
+
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t x;
+
+        memcpy(&x, (const char *)base + off[i], sizeof(x));
+        sum += x;
+    }
+    return sum;
+}
+
+/* Metric m's figure of `a` (from minute `after` on, sustained ones): 1 with *v and *n. */
+static int draw(double *v, uint64_t *n, const struct mf_rollout_agg *a, int m, int after)
+{
+    const struct metric_def *d = &metrics[m];
+    const uint32_t *h = (const uint32_t *)(const void *)((const char *)a + d->num);
+
+    *n = 0;
+    switch (d->draw) {
+    case D_RATIO:
+        return ratio(v, n, fields_sum(a, &d->num, 1), fields_sum(a, d->den, d->n_den));
+    case D_P99:
+        *n = total(h, MF_TELEMETRY_LAT_BUCKETS);
+        *v = (double)mf_telemetry_hist_quantile(h, 0.99);
+        return *n > 0;
+    case D_VALUE:
+        *v = (double)fields_sum(a, &d->num, 1);
+        return *v > 0;
+    default:
+        return d->fn(v, n, a, after);
+    }
+}
+
+/* 1 when `row` gives evidence for metric m (from minute `after` on, sustained ones). */
+static int evidence(const struct mf_rollout_row *row, int m, int after)
+{
+    const struct metric_def *d = &metrics[m];
+
+    if (d->has)
+        return d->has(row, after);
+    return d->n_ev == 0 || fields_sum(row, d->ev, d->n_ev) > 0;
+}
 
 const char *mf_rollout__metric_name(int metric)
 {
@@ -369,7 +407,7 @@ void mf_rollout__agg_add(struct mf_rollout_agg *agg, const struct mf_rollout_row
         int after;
         int m = mf_rollout__figure_metric(f, &after);
 
-        agg->with[f] += (uint64_t)metrics[m].has(row, after);
+        agg->with[f] += (uint64_t)evidence(row, m, after);
     }
 }
 
@@ -382,7 +420,7 @@ void mf_rollout__figures(struct mf_rollout_figures *out, const struct mf_rollout
         uint64_t samples = 0;
 
         /* No device with data: absent, never a 0 that would read as a measurement. */
-        if (!a->with[f] || !metrics[m].draw(&out->v[f], &samples, a, after))
+        if (!a->with[f] || !draw(&out->v[f], &samples, a, m, after))
             continue;
         out->have[f] = 1;
         out->devices[f] = a->with[f];

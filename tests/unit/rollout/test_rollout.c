@@ -355,21 +355,33 @@ static void test_rollout__lines_wait_for_evidence(void **state)
     assert_true(v[0].bound > v[0].control && v[0].value > v[0].bound);
 }
 
+/* `t`'s check-in JSON for model "det" read back by the server into got[0..*n-1]. */
+static void read_back(struct mf_rollout_row *got, size_t *n, const mf_telemetry *t)
+{
+    static char json[MF_TELEMETRY_JSON_MAX];
+    struct mf_ctx ctx;
+    size_t len = 0;
+    cJSON *root;
+
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    assert_int_equal(mf_telemetry_checkin_json(&len, json, sizeof(json), t, "det"), MF_OK);
+    root = cJSON_Parse(json);
+    assert_non_null(root);
+    assert_int_equal(mf_rollout__report_parse(got, n, &ctx, "det", root), MF_OK);
+    cJSON_Delete(root);
+}
+
 /* What a device writes (mf_telemetry_checkin_json) the server reads back bucket for bucket,
  * so fleet percentiles merge exactly what devices counted. */
 static void test_rollout__report_round_trip(void **state)
 {
-    static char json[MF_TELEMETRY_JSON_MAX];
     static struct mf_rollout_row got[MF_TELEMETRY_MAX_VERSIONS];
     const mf_telemetry_version *want;
     mf_offload_telemetry o;
     mf_telemetry *t = NULL;
-    struct mf_ctx ctx;
-    size_t len = 0, n = 0;
-    cJSON *root;
+    size_t n = 0;
 
     (void)state;
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
     memset(&o, 0, sizeof(o));
     o.asked = 50;
     o.uncertain = 7;
@@ -383,11 +395,7 @@ static void test_rollout__report_round_trip(void **state)
     assert_int_equal(mf_telemetry_record_teacher(t, "det", "v2", 1), MF_OK);
     assert_int_equal(mf_telemetry_add_offload(t, "det", "v2", &o), MF_OK);
     assert_int_equal(mf_telemetry_record_latency(t, "det", "v1", 40), MF_OK);
-    assert_int_equal(mf_telemetry_checkin_json(&len, json, sizeof(json), t, "det"), MF_OK);
-    root = cJSON_Parse(json);
-    assert_non_null(root);
-    assert_int_equal(mf_rollout__report_parse(got, &n, &ctx, "det", root), MF_OK);
-    cJSON_Delete(root);
+    read_back(got, &n, t);
     assert_int_equal(n, 2);
     for (size_t i = 0; i < n; i++) {
         const mf_telemetry_version *g = &got[i].v;
@@ -551,18 +559,10 @@ static void sc_device(mf_telemetry *t, struct sc_raw *raw, int d, uint32_t *seed
 /* The device's check-in JSON, read by the server, into the fleet aggregate. */
 static void sc_ingest(struct mf_rollout_agg *a, mf_telemetry *t)
 {
-    static char json[MF_TELEMETRY_JSON_MAX];
     static struct mf_rollout_row got[MF_TELEMETRY_MAX_VERSIONS];
-    struct mf_ctx ctx;
-    size_t len = 0, n = 0;
-    cJSON *root;
+    size_t n = 0;
 
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(mf_telemetry_checkin_json(&len, json, sizeof(json), t, "det"), MF_OK);
-    root = cJSON_Parse(json);
-    assert_non_null(root);
-    assert_int_equal(mf_rollout__report_parse(got, &n, &ctx, "det", root), MF_OK);
-    cJSON_Delete(root);
+    read_back(got, &n, t);
     assert_int_equal(n, 1);
     mf_rollout__agg_add(a, &got[0]);
 }
