@@ -41,15 +41,12 @@ const struct mf_httpd_route mf_handlers__routes[] = {
     ROUTE("GET", "/healthz", NONE, NONE, mf_handlers__healthz, 0),
     ROUTE("GET", "/metrics", ADMIN, NONE, mf_handlers__metrics, ALL_ROLES),
     ROUTE("POST", "/v1/enroll", NONE, JSON, mf_handlers__enroll, 0),
-    /* checkin_begin verifies the credential with its writes (handlers/checkin.c). Its body
-     * may reach MF_OFFLOAD_BODY_MAX: the runtime reports of 4 versions with every scorecard
-     * histogram full take up to MF_TELEMETRY_JSON_MAX (128 KiB). */
+    /* checkin_begin verifies the credential with its writes (handlers/checkin.c). */
     {.method = "POST",
      .pattern = "/v1/checkin",
      .auth = MF_HTTPD_AUTH_DEVICE,
      .body = MF_HTTPD_BODY_JSON,
      .handle = mf_handlers__checkin,
-     .max_body = MF_OFFLOAD_BODY_MAX,
      .verifies_credential = 1},
     ROUTE("POST", "/v1/report", DEVICE, JSON, mf_handlers__report, 0),
     /* "{*}": anything after /v1/blobs/ reaches the handler, whose name check answers 400
