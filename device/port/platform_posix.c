@@ -350,3 +350,34 @@ void mf_platform_posix_close(mf_platform_posix *posix)
         (void)close(posix->dirfd);
     posix->dirfd = -1;
 }
+
+int mf_platform_posix_energy(void *payload, uint64_t *out)
+{
+    const char *path = payload ? (const char *)payload : MF_PLATFORM_POSIX_ENERGY_PATH;
+    char text[32];
+    ssize_t n;
+    uint64_t v = 0;
+    int fd, digits = 0;
+
+    *out = 0;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == EPERM
+                   ? MF_E_NOTFOUND
+                   : MF_E_IO;
+    do {
+        n = read(fd, text, sizeof(text) - 1);
+    } while (n < 0 && errno == EINTR);
+    (void)close(fd);
+    if (n <= 0)
+        return MF_E_IO;
+    for (ssize_t i = 0; i < n && text[i] >= '0' && text[i] <= '9'; i++, digits++) {
+        if (v > (UINT64_MAX - 9u) / 10u)
+            return MF_E_IO;
+        v = v * 10u + (uint64_t)(text[i] - '0');
+    }
+    if (digits == 0)
+        return MF_E_IO;
+    *out = v;
+    return MF_OK;
+}

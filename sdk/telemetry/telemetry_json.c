@@ -12,11 +12,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static void put_sparse(struct mf_strbuf *w, const char *key, const uint32_t *h, unsigned n)
+/* [[index, count], ...] of the non-empty buckets. */
+static void put_pairs(struct mf_strbuf *w, const uint32_t *h, unsigned n)
 {
     int first = 1;
 
-    mf_strbuf__put(w, ",\"%s\":[", key);
+    mf_strbuf__put(w, "[");
     for (unsigned i = 0; i < n; i++) {
         if (!h[i])
             continue;
@@ -24,6 +25,54 @@ static void put_sparse(struct mf_strbuf *w, const char *key, const uint32_t *h, 
         first = 0;
     }
     mf_strbuf__put(w, "]");
+}
+
+static void put_sparse(struct mf_strbuf *w, const char *key, const uint32_t *h, unsigned n)
+{
+    mf_strbuf__put(w, ",\"%s\":", key);
+    put_pairs(w, h, n);
+}
+
+static void put_count(struct mf_strbuf *w, const char *key, uint64_t n)
+{
+    mf_strbuf__put(w, ",\"%s\":%llu", key, (unsigned long long)n);
+}
+
+/* The scorecard's fields, each only when it has data, so a version that records none costs
+ * nothing and an absent figure (no energy counter) is absent on the wire too. */
+static void put_scorecard(struct mf_strbuf *w, const mf_telemetry_scorecard *sc)
+{
+    static const char *const counters[MF_TELEMETRY_COUNTERS] = {"fallbacks", "errors", "timeouts",
+                                                                "mem_pressure", "hot"};
+    int first = 1;
+
+    if (sc->activations) {
+        put_count(w, "activations", sc->activations);
+        put_sparse(w, "cold_us", sc->cold_latency, MF_TELEMETRY_LAT_BUCKETS);
+    }
+    if (sc->steady_memory_samples) {
+        put_count(w, "steady_memory_sum", sc->steady_memory_sum);
+        put_count(w, "steady_memory_samples", sc->steady_memory_samples);
+    }
+    if (sc->energy_inferences) {
+        put_count(w, "energy_uj", sc->energy_uj);
+        put_count(w, "energy_inferences", sc->energy_inferences);
+    }
+    for (int c = 0; c < MF_TELEMETRY_COUNTERS; c++) {
+        if (sc->counters[c])
+            put_count(w, counters[c], sc->counters[c]);
+    }
+    for (int m = 0; m < MF_TELEMETRY_SUSTAINED_WINDOWS; m++) {
+        if (!sc->sustained_minutes[m])
+            continue;
+        mf_strbuf__put(w, "%s[%d,%llu,", first ? ",\"sustained\":[" : ",", m,
+                       (unsigned long long)sc->sustained_minutes[m]);
+        put_pairs(w, sc->sustained[m], MF_TELEMETRY_COARSE_BUCKETS);
+        mf_strbuf__put(w, "]");
+        first = 0;
+    }
+    if (!first)
+        mf_strbuf__put(w, "]");
 }
 
 /* A rollback reason is free text from the app: keep it inside the JSON string. */
@@ -43,8 +92,9 @@ static void put_reason(struct mf_strbuf *w, const char *s)
     mf_strbuf__put(w, "\"");
 }
 
-static void put_version(struct mf_strbuf *w, const mf_telemetry_version *v)
+static void put_version(struct mf_strbuf *w, const struct telemetry_slot *slot)
 {
+    const mf_telemetry_version *v = &slot->v;
     const mf_offload_telemetry *o = &v->offload;
 
     mf_strbuf__put(
@@ -62,6 +112,7 @@ static void put_version(struct mf_strbuf *w, const mf_telemetry_version *v)
     put_reason(w, v->last_rollback);
     put_sparse(w, "latency_us", v->latency, MF_TELEMETRY_LAT_BUCKETS);
     put_sparse(w, "confidence", o->hist, MF_OFFLOAD_HIST_BINS);
+    put_scorecard(w, &slot->sc);
     mf_strbuf__put(w, "}");
 }
 
@@ -81,7 +132,7 @@ int mf_telemetry_checkin_json(size_t *len_out, char *buf, size_t cap, const mf_t
             continue;
         if (n++)
             mf_strbuf__put(&w, ",");
-        put_version(&w, v);
+        put_version(&w, &t->slot[i]);
     }
     mf_strbuf__put(&w, "]}");
     if (n == 0)

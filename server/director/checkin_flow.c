@@ -174,8 +174,8 @@ static int quote_release(struct mf_dynbuf *text, void *payload)
 {
     const struct release_quote *q = payload;
 
-    return q->variant[0] ? mf_ccache__variant_release_json(text, q->cv, q->v->model,
-                                                           q->v->version, q->variant)
+    return q->variant[0] ? mf_ccache__variant_release_json(text, q->cv, q->v->model, q->v->version,
+                                                           q->variant)
                          : mf_ccache__release_json(text, q->cv, q->v->model, q->v->version);
 }
 

@@ -37,6 +37,9 @@ struct mf_rollout_status {
      * of the previous version is from the rollout's window (at or after its creation). */
     struct mf_rollout_figures cur, control;
     struct mf_rollout_verdict verdicts[MF_ROLLOUT_MAX_LINES];
+    /* The ranked goals, checked like lines (`breached`: missed); they never halt. */
+    struct mf_rollout_verdict goal_verdicts[MF_ROLLOUT_MAX_GOALS];
+    size_t goals_met;
     int breached;   /* index of the first breached line, or -1 */
     size_t waiting; /* lines still waiting for evidence (they block advancing) */
     /* 1: fewer than line_min_devices in the control group now (the admitted waves cover the

@@ -183,6 +183,7 @@ struct evaluated {
     uint64_t wave_reporting; /* canary rows of the current wave */
     const char *cls;
     struct seen_classes *seen; /* the fleet's evaluation: classes of the canary, or NULL */
+    int samples;               /* 1: selecting labelled samples, which count no report */
 };
 
 static int keep_evaluated(void *payload, const struct mf_store_telemetry *t)
@@ -191,11 +192,13 @@ static int keep_evaluated(void *payload, const struct mf_store_telemetry *t)
     int wave = mf_rollout__members_wave(e->plan, e->members, t->device_id);
     int admitted = wave >= 0 && wave <= e->r->wave;
 
-    if (e->cls ? strcmp(t->device_class, e->cls) != 0
-               : mf_rollout__class_halted(e->r, t->device_class))
+    /* Labelled samples name no class: they count in the fleet's evaluation only. */
+    if (e->samples ? e->cls != NULL
+        : e->cls   ? strcmp(t->device_class, e->cls) != 0
+                   : mf_rollout__class_halted(e->r, t->device_class))
         return 0;
     if (admitted && strcmp(t->version, e->r->version) == 0) {
-        e->wave_reporting += wave == e->r->wave;
+        e->wave_reporting += wave == e->r->wave && !e->samples;
         if (e->seen && t->device_class[0])
             see_class(e->seen, t->device_class);
         return 1;
@@ -206,23 +209,43 @@ static int keep_evaluated(void *payload, const struct mf_store_telemetry *t)
            t->reported_at >= e->r->created_at;
 }
 
+/* 1 when a red line or goal of `p` is drawn on figure `f`. */
+static int plan_uses(const struct mf_rollout_plan *p, int f)
+{
+    for (size_t i = 0; i < p->n_lines; i++) {
+        if (p->lines[i].figure == f)
+            return 1;
+    }
+    for (size_t i = 0; i < p->n_goals; i++) {
+        if (p->goals[i].figure == f)
+            return 1;
+    }
+    return 0;
+}
+
 /* The control group's figures as stored with the rollout when its wave was admitted:
- * {"p99_latency_us": [value, devices, samples], ...} for the figures it had. */
-static void control_save(char *out, size_t size, const struct mf_rollout_figures *f)
+ * {"p99_latency_us": [value, devices, samples], "sustained_p99_us@5": [...], ...} for the
+ * figures it had that the plan's lines and goals use (what fits MF_STORE_CONTROL_MAX). */
+static void control_save(char *out, size_t size, const struct mf_rollout_figures *f,
+                         const struct mf_rollout_plan *p)
 {
     size_t n = 0;
+    char name[64];
 
     n += (size_t)snprintf(out, size, "{");
-    for (int m = 0; m < MF_METRIC_COUNT && n < size; m++) {
-        if (f->have[m])
-            n += (size_t)snprintf(out + n, size - n, "%s\"%s\":[%.17g,%llu,%llu]", n > 1 ? "," : "",
-                                  mf_rollout__metric_name(m), f->v[m],
-                                  (unsigned long long)f->devices[m],
-                                  (unsigned long long)f->samples[m]);
+    for (int m = 0; m < MF_ROLLOUT_FIGURES && n < size; m++) {
+        if (!f->have[m] || !plan_uses(p, m))
+            continue;
+        mf_rollout__figure_name(name, sizeof(name), m);
+        n += (size_t)snprintf(out + n, size - n, "%s\"%s\":[%.17g,%llu,%llu]", n > 1 ? "," : "",
+                              name, f->v[m], (unsigned long long)f->devices[m],
+                              (unsigned long long)f->samples[m]);
     }
     if (n < size)
         (void)snprintf(out + n, size - n, "}");
-    if (n + 1 >= size) /* cannot happen at 6 figures; never store half a record */
+    /* About 14 figures fit; a plan drawing on more stores none (never half a record), and
+     * its relative lines then wait on a last wave: the safe side. */
+    if (n + 1 >= size)
         out[0] = '\0';
 }
 
@@ -231,14 +254,17 @@ static int control_load(struct mf_rollout_figures *out, struct mf_ctx *ctx, cons
 {
     size_t len = strlen(text);
     cJSON *doc = NULL;
+    char name[64];
 
     memset(out, 0, sizeof(*out));
     if (!len || mf_json__parse(&doc, ctx, text, len, len, MF_JSON_DEPTH_DEFAULT,
                                "stored control figures") < 0)
         return 0;
-    for (int m = 0; m < MF_METRIC_COUNT; m++) {
-        const cJSON *x = cJSON_GetObjectItemCaseSensitive(doc, mf_rollout__metric_name(m));
+    for (int m = 0; m < MF_ROLLOUT_FIGURES; m++) {
+        const cJSON *x;
 
+        mf_rollout__figure_name(name, sizeof(name), m);
+        x = cJSON_GetObjectItemCaseSensitive(doc, name);
         if (cJSON_GetArraySize(x) != 3)
             continue;
         out->have[m] = 1;
@@ -289,6 +315,9 @@ static int status_of(struct mf_rollout_status *out, struct mf_store *s, struct m
         err = mf_rollout__members_load(&members, s, ctx, &out->plan);
     if (err == MF_OK)
         err = mf_rollout__fleet_collect(fleet, s, ctx, out->r.model, keep_evaluated, &e);
+    e.samples = 1; /* the labelled samples of the same two groups (accuracy) */
+    if (err == MF_OK)
+        err = mf_rollout__accuracy_collect(fleet, s, ctx, out->r.model, keep_evaluated, &e);
     if (err == MF_OK)
         err = s->ops->devices->devices_list(s, ctx, count_device, &c);
     if (err == MF_OK) {
@@ -310,6 +339,8 @@ static int status_of(struct mf_rollout_status *out, struct mf_store *s, struct m
         out->wave_reporting = e.wave_reporting;
         out->breached = mf_rollout__check(out->verdicts, &out->plan, &out->cur, &out->control);
         out->waiting = mf_rollout__waiting(out->verdicts, out->plan.n_lines);
+        out->goals_met =
+            mf_rollout__check_goals(out->goal_verdicts, &out->plan, &out->cur, &out->control);
     }
     mf_rollout__members_free(&members);
     mf_free(NULL, fleet);
@@ -328,19 +359,20 @@ static void breach_text(char *out, size_t size, const struct mf_rollout_status *
 {
     const struct mf_rollout_line *l = &st->plan.lines[st->breached];
     const struct mf_rollout_verdict *v = &st->verdicts[st->breached];
-    char how[64];
+    char how[64], name[64];
 
+    mf_rollout__figure_name(name, sizeof(name), l->figure);
     if (l->relative)
         (void)snprintf(how, sizeof(how), "relative %.6g x control %.6g", l->limit, v->control);
     else
         (void)snprintf(how, sizeof(how), "absolute %.6g", l->limit);
-    (void)snprintf(out, size,
-                   "%s %.6g %s bound %.6g (%s) in waves 0..%d: canary %llu devices %llu samples, "
-                   "control %llu devices %llu samples",
-                   mf_rollout__metric_name(l->metric), v->value,
-                   l->metric == MF_METRIC_TEACHER_AGREEMENT ? "<" : ">", v->bound, how, st->r.wave,
-                   (unsigned long long)v->devices, (unsigned long long)v->samples,
-                   (unsigned long long)v->control_devices, (unsigned long long)v->control_samples);
+    (void)snprintf(
+        out, size,
+        "%s %.6g %s bound %.6g (%s) in waves 0..%d: canary %llu devices %llu samples, "
+        "control %llu devices %llu samples",
+        name, v->value, mf_rollout__metric_kind(l->metric) & MF_METRIC_LOWER_IS_WORSE ? "<" : ">",
+        v->bound, how, st->r.wave, (unsigned long long)v->devices, (unsigned long long)v->samples,
+        (unsigned long long)v->control_devices, (unsigned long long)v->control_samples);
 }
 
 /* The rollout's events, one function per kind (each goes through mf_rollout__transition,
@@ -374,7 +406,7 @@ static int event_advanced(struct mf_store *s, struct mf_ctx *ctx, struct mf_roll
     char detail[MF_STORE_BREACH_MAX + 1];
 
     if (!st->control_frozen) /* keep the live control group's figures for a later wave */
-        control_save(st->r.control, sizeof(st->r.control), &st->control);
+        control_save(st->r.control, sizeof(st->r.control), &st->control, &st->plan);
     st->r.wave++;
     st->r.wave_started_at = now;
     st->r.soak_started_at = 0; /* the new wave's devices must report before it soaks */

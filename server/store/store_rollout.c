@@ -30,11 +30,11 @@ static const struct mf_sql sql_rollout_insert =
            " wave_started_at, created_at, updated_at, plan, breach, soak_started_at, control,"
            " halted_classes) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
            "creating a rollout");
-static const struct mf_sql sql_rollout_update =
-    MF_SQL("UPDATE rollouts SET state = ?1, wave = ?2, wave_started_at = ?3, updated_at = ?4,"
-           " breach = ?5, soak_started_at = ?8, control = ?9, halted_classes = ?10"
-           MF_SQL_STATE_GUARD("?6", "?7"),
-           "updating a rollout");
+static const struct mf_sql sql_rollout_update = MF_SQL(
+    "UPDATE rollouts SET state = ?1, wave = ?2, wave_started_at = ?3, updated_at = ?4,"
+    " breach = ?5, soak_started_at = ?8, control = ?9, halted_classes = ?10" MF_SQL_STATE_GUARD(
+        "?6", "?7"),
+    "updating a rollout");
 static const struct mf_sql sql_rollout_get =
     MF_SQL_LIST("SELECT " ROLLOUT_COLUMNS " FROM rollouts WHERE id = ?", "reading a rollout");
 static const struct mf_sql sql_rollouts_list =

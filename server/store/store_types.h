@@ -270,7 +270,7 @@ typedef int (*mf_store_hist_fn)(void *payload, const struct mf_store_hist *h);
 /* One device's newest cumulative report of one (model, version): the JSON object of one
  * entry of the check-in's telemetry "versions" array (docs/protocol.md), as text, bounded
  * by MF_STORE_TELEMETRY_MAX. Borrowed in visits. */
-#define MF_STORE_TELEMETRY_MAX (16u * 1024u)
+#define MF_STORE_TELEMETRY_MAX (48u * 1024u) /* one version's widest scorecard fits */
 
 struct mf_store_telemetry {
     char device_id[MF_STORE_NAME_SIZE];

@@ -36,6 +36,20 @@ mf_platform_posix_init(mf_platform_ops *ops_out, mf_platform_posix *posix, const
 /** @brief Closes the state directory; calling it again is a no-op. */
 MF_EXTERN void mf_platform_posix_close(mf_platform_posix *posix);
 
+/** The Linux powercap counter mf_platform_posix_energy() reads when given no path. */
+#define MF_PLATFORM_POSIX_ENERGY_PATH "/sys/class/powercap/intel-rapl:0/energy_uj"
+
+/**
+ * @brief An mf_telemetry_energy_fn (mf/telemetry.h) on a Linux powercap `energy_uj` file:
+ * reads the cumulative microjoules it holds.
+ * @param payload the file's path (const char *), or NULL for MF_PLATFORM_POSIX_ENERGY_PATH.
+ * @param out receives the counter.
+ * @return MF_OK; MF_E_NOTFOUND when the platform has no such counter or it is not readable
+ * by this process (powercap files are root-only on recent kernels): the energy figure is
+ * then absent; MF_E_IO when it holds no number.
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_platform_posix_energy(void *payload, uint64_t *out);
+
 MF_END_DECLS
 
 #endif /* MF_SYS_PLATFORM_POSIX_H */
