@@ -426,10 +426,13 @@ int mf_agent__checkin(struct mf_agent *a, size_t *n_out)
     trust = mf_ctx__alloc(&a->ctx, sizeof(*trust));
     if (!trust)
         return mf_fail(&a->ctx, MF_E_NOMEM, "no memory for the check-in");
-    /* 64 KiB of model entries plus, per model, the offload telemetry (8 KiB at most) and the
-     * runtime reports (MF_TELEMETRY_JSON_MAX). */
+    /* 64 KiB of model entries plus, per model, the offload telemetry (8 KiB at most), and the
+     * runtime reports of every model within MF_TELEMETRY_CHECKIN_BUDGET: versions that do not
+     * fit ride the next check-ins, changed ones first, the least recently sent first. */
     mf_dynbuf__init(&body, &a->ctx.alloc,
-                    64 * 1024 + MF_AGENT_MAX_MODELS * (8 * 1024 + MF_TELEMETRY_JSON_MAX));
+                    64 * 1024 + MF_AGENT_MAX_MODELS * 8 * 1024 + MF_TELEMETRY_CHECKIN_BUDGET);
+    if (a->telemetry)
+        (void)mf_telemetry_checkin_plan(a->telemetry, MF_TELEMETRY_CHECKIN_BUDGET);
     mf_http__response_init(&resp, &a->http);
     err = build_request(a, &body, nonce);
     if (err < 0)

@@ -43,6 +43,12 @@ struct mf_telemetry {
     uint64_t last_use[MF_TELEMETRY_MAX_VERSIONS]; /* tick of the last record per slot */
     uint64_t tick;
     struct telemetry_run run[MF_TELEMETRY_MAX_VERSIONS];
+    /* The check-in plan (mf_telemetry_checkin_plan), in memory only. */
+    uint64_t sent_seq[MF_TELEMETRY_MAX_VERSIONS];    /* ack order of the last send, 0: never */
+    uint64_t planned_use[MF_TELEMETRY_MAX_VERSIONS]; /* last_use when chosen */
+    uint64_t seq;
+    unsigned char planned[MF_TELEMETRY_MAX_VERSIONS];
+    int plan_active; /* 1: checkin_json writes only the planned slots */
     mf_telemetry_energy_fn energy;
     void *energy_payload;
     int energy_slot;         /* slot the pending inferences belong to, -1: none */

@@ -111,6 +111,8 @@ static int slot_for(struct mf_telemetry *t, const char *model, const char *versi
     t->last_use[spare] = 0;
     memset(&t->slot[spare], 0, sizeof(t->slot[spare]));
     memset(&t->run[spare], 0, sizeof(t->run[spare]));
+    t->sent_seq[spare] = 0;
+    t->planned[spare] = 0;
     if (t->energy_slot == spare)
         t->energy_slot = -1;
     v = &t->slot[spare].v;
@@ -428,6 +430,15 @@ int mf_telemetry_scorecard_get(mf_telemetry_scorecard *out, const mf_telemetry *
 
 void mf_telemetry_ack(mf_telemetry *t)
 {
-    for (int i = 0; i < MF_TELEMETRY_MAX_VERSIONS; i++)
-        t->slot[i].dirty = 0;
+    for (int i = 0; i < MF_TELEMETRY_MAX_VERSIONS; i++) {
+        if (!t->plan_active) {
+            t->slot[i].dirty = 0;
+        } else if (t->planned[i]) {
+            t->sent_seq[i] = ++t->seq;
+            if (t->last_use[i] == t->planned_use[i])
+                t->slot[i].dirty = 0; /* nothing recorded since the plan */
+        }
+        t->planned[i] = 0;
+    }
+    t->plan_active = 0;
 }

@@ -116,6 +116,71 @@ static void put_version(struct mf_strbuf *w, const struct telemetry_slot *slot)
     mf_strbuf__put(w, "}");
 }
 
+/* The check-in member a model's versions ride in, without the versions. */
+#define MEMBER_HEAD ",\"telemetry\":{\"buckets\":\"log2x8\",\"versions\":["
+#define MEMBER_TAIL "]}"
+
+static size_t version_len(const struct telemetry_slot *slot)
+{
+    struct mf_strbuf w;
+
+    mf_strbuf__init_count(&w);
+    put_version(&w, slot);
+    return w.len;
+}
+
+/* The slot of the pass (changed ones, then unchanged ones) not yet looked at and sent least
+ * recently, -1 when none is left. */
+static int next_candidate(const mf_telemetry *t, const unsigned char *seen, int dirty)
+{
+    int best = -1;
+
+    for (int i = 0; i < MF_TELEMETRY_MAX_VERSIONS; i++) {
+        if (!t->slot[i].v.model[0] || seen[i] || !t->slot[i].dirty != !dirty)
+            continue;
+        if (best < 0 || t->sent_seq[i] < t->sent_seq[best])
+            best = i;
+    }
+    return best;
+}
+
+static int model_planned(const mf_telemetry *t, const char *model)
+{
+    for (int i = 0; i < MF_TELEMETRY_MAX_VERSIONS; i++) {
+        if (t->planned[i] && strcmp(t->slot[i].v.model, model) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+size_t mf_telemetry_checkin_plan(mf_telemetry *t, size_t budget)
+{
+    unsigned char seen[MF_TELEMETRY_MAX_VERSIONS] = {0};
+    size_t used = 0;
+
+    _Static_assert(MF_TELEMETRY_CHECKIN_BUDGET >= MF_TELEMETRY_VERSION_JSON_MAX + 64,
+                   "the check-in budget carries the worst-case version");
+    memset(t->planned, 0, sizeof(t->planned));
+    t->plan_active = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        int i;
+
+        while ((i = next_candidate(t, seen, pass == 0)) >= 0) {
+            size_t need = version_len(&t->slot[i]) + (model_planned(t, t->slot[i].v.model)
+                                                          ? 1 /* comma */
+                                                          : sizeof(MEMBER_HEAD MEMBER_TAIL) - 1);
+
+            seen[i] = 1;
+            if (used + need > budget)
+                continue; /* a smaller one may still fit; this one goes first next time */
+            used += need;
+            t->planned[i] = 1;
+            t->planned_use[i] = t->last_use[i];
+        }
+    }
+    return used;
+}
+
 int mf_telemetry_checkin_json(size_t *len_out, char *buf, size_t cap, const mf_telemetry *t,
                               const char *model)
 {
@@ -124,17 +189,17 @@ int mf_telemetry_checkin_json(size_t *len_out, char *buf, size_t cap, const mf_t
 
     *len_out = 0;
     mf_strbuf__init(&w, buf, cap);
-    mf_strbuf__put(&w, "{\"buckets\":\"log2x8\",\"versions\":[");
+    mf_strbuf__put(&w, "%s", MEMBER_HEAD + sizeof(",\"telemetry\":") - 1);
     for (int i = 0; i < MF_TELEMETRY_MAX_VERSIONS; i++) {
         const mf_telemetry_version *v = &t->slot[i].v;
 
-        if (!v->model[0] || strcmp(v->model, model) != 0)
+        if (!v->model[0] || strcmp(v->model, model) != 0 || (t->plan_active && !t->planned[i]))
             continue;
         if (n++)
             mf_strbuf__put(&w, ",");
         put_version(&w, &t->slot[i]);
     }
-    mf_strbuf__put(&w, "]}");
+    mf_strbuf__put(&w, MEMBER_TAIL);
     if (n == 0)
         return MF_E_NOTFOUND;
     if (w.overflow)

@@ -50,6 +50,12 @@ MF_BEGIN_DECLS
 #define MF_TELEMETRY_REASON_MAX 95
 /** Largest JSON mf_telemetry_checkin_json() writes for one model (every slot full). */
 #define MF_TELEMETRY_JSON_MAX (128u * 1024u)
+/** Largest JSON of one version in it (every bucket used, widest numbers): about 33 KiB. */
+#define MF_TELEMETRY_VERSION_JSON_MAX (36u * 1024u)
+/** What one check-in spends on runtime reports across all its models (the `"telemetry"`
+ *  members, mf_telemetry_checkin_plan()): room for the worst-case version, inside the
+ *  server's 64 KiB check-in body cap with the rest of a check-in. */
+#define MF_TELEMETRY_CHECKIN_BUDGET (40u * 1024u)
 
 /** Totals of one model version. */
 typedef struct mf_telemetry_version {
@@ -271,8 +277,20 @@ MF_EXTERN const mf_telemetry_version *mf_telemetry_get(const mf_telemetry *t, co
 MF_EXTERN MF_WARN_UNUSED_RESULT int mf_telemetry_checkin_json(size_t *len_out, char *buf,
                                                               size_t cap, const mf_telemetry *t,
                                                               const char *model);
+/**
+ * @brief Chooses the versions the next check-in carries within `budget` bytes of
+ * `"telemetry"` members (MF_TELEMETRY_CHECKIN_BUDGET), so a check-in never outgrows the
+ * server's body cap: versions changed since their last acknowledged check-in first, the one
+ * sent least recently first (a version left out goes first next time: none starves), then
+ * unchanged ones while room is left. Until mf_telemetry_ack(), mf_telemetry_checkin_json()
+ * writes only the chosen versions. A budget of at least MF_TELEMETRY_VERSION_JSON_MAX + 64
+ * always carries one version.
+ * @return the bytes the chosen members take (each model's `,"telemetry":` included).
+ */
+MF_EXTERN size_t mf_telemetry_checkin_plan(mf_telemetry *t, size_t budget);
 /** @brief The server answered the check-in that carried the totals: slots of versions no
- *  longer recorded may now be recycled. */
+ *  longer recorded may now be recycled. After mf_telemetry_checkin_plan(), only the chosen
+ *  versions count as acknowledged (and not one recorded into after the plan). */
 MF_EXTERN void mf_telemetry_ack(mf_telemetry *t);
 
 /* ---- Histogram arithmetic, shared with the server's fleet views ---- */

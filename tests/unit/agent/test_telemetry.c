@@ -11,6 +11,7 @@
 #include "mf/telemetry.h"
 #include "mf_telemetry_int.h"
 #include "mf_sha256.h"
+#include "telemetry_widest.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,55 +211,108 @@ static void test_telemetry__checkin_json(void **state)
 }
 
 /* Every slot of one model full in every bucket, counters and reason at their widest: the
- * documented bound holds. */
+ * documented bounds hold, for the model and for each version. */
 static void test_telemetry__json_worst_case_fits(void **state)
 {
     static char buf[MF_TELEMETRY_JSON_MAX];
     static const char *const vs[] = {"v1", "v2", "v3", "v4"};
-    char name[MF_OFFLOAD_NAME_MAX + 1], reason[200];
-    mf_offload_telemetry o;
+    char name[MF_OFFLOAD_NAME_MAX + 1], ver[MF_OFFLOAD_NAME_MAX + 1];
     mf_telemetry *t = NULL;
-    size_t len = 0;
+    size_t len = 0, one = 0;
 
     (void)state;
     memset(name, 'm', MF_OFFLOAD_NAME_MAX);
     name[MF_OFFLOAD_NAME_MAX] = '\0';
-    memset(reason, '"', sizeof(reason) - 1);
-    reason[sizeof(reason) - 1] = '\0';
-    memset(&o, 0xff, sizeof(o));
     assert_int_equal(mf_telemetry_new(&t, NULL, NULL, "t"), MF_OK);
     for (int i = 0; i < 4; i++) {
-        char ver[MF_OFFLOAD_NAME_MAX + 1];
-
-        (void)snprintf(ver, sizeof(ver), "%s%060d", vs[i], 0);
-        for (unsigned b = 0; b < MF_TELEMETRY_LAT_BUCKETS; b++)
-            assert_int_equal(mf_telemetry_record_latency(t, name, ver, mf_telemetry_bucket_low(b)),
-                             MF_OK);
-        assert_int_equal(mf_telemetry_add_offload(t, name, ver, &o), MF_OK);
-        assert_int_equal(mf_telemetry_add_offload(t, name, ver, &o), MF_OK);
-        assert_int_equal(mf_telemetry_record_rollback(t, name, ver, reason), MF_OK);
-        /* Force every counter and bucket to its widest printed value. */
-        {
-            mf_telemetry_version *v = (mf_telemetry_version *)mf_telemetry_get(t, name, ver);
-
-            memset(v->latency, 0xff, sizeof(v->latency));
-            v->inferences = v->peak_memory = v->health_ok = v->health_failed = UINT64_MAX;
-            v->install_ok = v->install_failed = v->rollbacks = UINT64_MAX;
-            v->teacher_compared = v->teacher_agreed = UINT64_MAX;
-        }
-        for (int k = 0; k < MF_TELEMETRY_MAX_VERSIONS; k++) {
-            mf_telemetry_scorecard *sc = &t->slot[k].sc;
-
-            memset(sc->cold_latency, 0xff, sizeof(sc->cold_latency));
-            memset(sc->sustained, 0xff, sizeof(sc->sustained));
-            memset(sc->sustained_minutes, 0xff, sizeof(sc->sustained_minutes));
-            memset(sc->counters, 0xff, sizeof(sc->counters));
-            sc->activations = sc->steady_memory_sum = sc->steady_memory_samples = UINT64_MAX;
-            sc->energy_uj = sc->energy_inferences = UINT64_MAX;
-        }
+        telemetry_long_name(ver, vs[i]);
+        telemetry_fill_widest(t, name, ver);
     }
     assert_int_equal(mf_telemetry_checkin_json(&len, buf, sizeof(buf), t, name), MF_OK);
     assert_true(len < sizeof(buf));
+    /* One version alone: under MF_TELEMETRY_VERSION_JSON_MAX, the check-in budget's floor. */
+    one = mf_telemetry_checkin_plan(t, MF_TELEMETRY_VERSION_JSON_MAX + 64);
+    assert_int_equal(mf_telemetry_checkin_json(&len, buf, sizeof(buf), t, name), MF_OK);
+    assert_int_equal(one, len + strlen(",\"telemetry\":"));
+    assert_true(len > 30 * 1024 && len < MF_TELEMETRY_VERSION_JSON_MAX);
+    mf_telemetry_free(t);
+}
+
+/* The check-in's budget at the worst case: four versions of two models, all at their widest
+ * and recorded into again after every check-in (always changed). Each check-in's members stay
+ * within MF_TELEMETRY_CHECKIN_BUDGET (so under the server's 64 KiB body cap), carry at least
+ * one version, and every version goes out within four check-ins: none starves. A version
+ * recorded into after the plan, or left out of it, stays unacknowledged. */
+static void test_telemetry__checkin_budget_at_worst_case(void **state)
+{
+    static char buf[MF_TELEMETRY_CHECKIN_BUDGET];
+    static const char *const models[] = {"a", "b"};
+    char ver[4][MF_OFFLOAD_NAME_MAX + 1];
+    unsigned sent[4] = {0};
+    mf_telemetry *t = NULL;
+
+    (void)state;
+    assert_int_equal(mf_telemetry_new(&t, NULL, NULL, "t"), MF_OK);
+    for (int i = 0; i < 4; i++) {
+        char prefix[8];
+
+        (void)snprintf(prefix, sizeof(prefix), "v%d", i);
+        telemetry_long_name(ver[i], prefix);
+        telemetry_fill_widest(t, models[i / 2], ver[i]);
+    }
+    for (int round = 0; round < 8; round++) {
+        size_t planned = mf_telemetry_checkin_plan(t, MF_TELEMETRY_CHECKIN_BUDGET), total = 0;
+        unsigned carried = 0;
+
+        assert_true(planned > 0 && planned <= MF_TELEMETRY_CHECKIN_BUDGET);
+        for (int m = 0; m < 2; m++) {
+            size_t len = 0;
+            int err = mf_telemetry_checkin_json(&len, buf, sizeof(buf), t, models[m]);
+
+            if (err == MF_E_NOTFOUND)
+                continue;
+            assert_int_equal(err, MF_OK);
+            total += strlen(",\"telemetry\":") + len;
+            for (int i = 0; i < 4; i++) {
+                if (strstr(buf, ver[i])) {
+                    assert_int_equal(i / 2, m);
+                    sent[i]++;
+                    carried++;
+                }
+            }
+        }
+        assert_int_equal(total, planned);
+        assert_true(carried >= 1);
+        if (round == 3) {
+            for (int i = 0; i < 4; i++)
+                assert_true(sent[i] >= 1);
+        }
+        /* Recorded into after the plan: still unacknowledged after the ack. */
+        for (int i = 0; i < 4; i++)
+            assert_int_equal(mf_telemetry_record_health(t, models[i / 2], ver[i], 1), MF_OK);
+        mf_telemetry_ack(t);
+        for (int i = 0; i < 4; i++)
+            assert_true(t->slot[i].dirty);
+    }
+    /* Every version went out about equally often (round robin by the last send). */
+    for (int i = 0; i < 4; i++)
+        assert_true(sent[i] >= 2);
+    /* Nothing recorded after the plan: the carried ones are acknowledged, the others are not. */
+    {
+        size_t len = 0;
+        int acked = 0;
+
+        (void)mf_telemetry_checkin_plan(t, MF_TELEMETRY_CHECKIN_BUDGET);
+        for (int m = 0; m < 2; m++) {
+            int err = mf_telemetry_checkin_json(&len, buf, sizeof(buf), t, models[m]);
+
+            assert_true(err == MF_OK || err == MF_E_NOTFOUND);
+        }
+        mf_telemetry_ack(t);
+        for (int i = 0; i < 4; i++)
+            acked += !t->slot[i].dirty;
+        assert_true(acked >= 1 && acked < 4);
+    }
     mf_telemetry_free(t);
 }
 
@@ -552,6 +606,7 @@ int main(void)
         cmocka_unit_test(test_telemetry__slots_recycle_only_after_ack),
         cmocka_unit_test(test_telemetry__checkin_json),
         cmocka_unit_test(test_telemetry__json_worst_case_fits),
+        cmocka_unit_test(test_telemetry__checkin_budget_at_worst_case),
         cmocka_unit_test(test_telemetry__persists_crash_safely),
         cmocka_unit_test(test_telemetry__scorecard_records),
         cmocka_unit_test(test_telemetry__energy_absent_without_a_counter),
