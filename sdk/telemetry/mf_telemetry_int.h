@@ -63,4 +63,12 @@ struct mf_telemetry {
     char tmp_name[MF_TELEMETRY_NAME_MAX + 5]; /* name + ".tmp" */
 };
 
+/* Storage shared by the totals and the degrade state (telemetry_store.c): `parts` written in
+ * order to `tmp_name`, synced and renamed over `name` (a power cut leaves the old or the new
+ * object); and exactly `len` bytes at `off` (a short object is MF_E_INVALID). */
+int mf_telemetry__write_object(const mf_platform_ops *p, const char *tmp_name, const char *name,
+                               const void *const *parts, const size_t *lens, size_t n);
+int mf_telemetry__read_exact(const mf_platform_ops *p, mf_platform_file *f, uint64_t off, void *buf,
+                             size_t len);
+
 #endif /* MF_TELEMETRY_INT_H */

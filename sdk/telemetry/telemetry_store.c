@@ -49,32 +49,39 @@ int mf_telemetry_save(mf_telemetry *t)
     const mf_platform_ops *p = &t->platform;
     struct store_header h;
     uint8_t sum[MF_SHA256_DIGEST_LEN];
-    mf_platform_file *f = NULL;
-    int err;
 
     if (!t->has_platform)
         return MF_E_INVALID;
     header(&h, STORE_FORMAT);
     digest(sum, &h, t);
-    err = p->open(p->payload, &f, t->tmp_name, MF_PLATFORM_OPEN_WRITE);
+    {
+        const void *parts[] = {&h, t->slot, sum};
+        const size_t lens[] = {sizeof(h), sizeof(t->slot), sizeof(sum)};
+
+        return mf_telemetry__write_object(p, t->tmp_name, t->name, parts, lens, 3);
+    }
+}
+
+int mf_telemetry__write_object(const mf_platform_ops *p, const char *tmp_name, const char *name,
+                               const void *const *parts, const size_t *lens, size_t n)
+{
+    mf_platform_file *f = NULL;
+    int err = p->open(p->payload, &f, tmp_name, MF_PLATFORM_OPEN_WRITE);
+
     if (err < 0)
         return err;
-    err = p->write(p->payload, f, &h, sizeof(h));
-    if (err == MF_OK)
-        err = p->write(p->payload, f, t->slot, sizeof(t->slot));
-    if (err == MF_OK)
-        err = p->write(p->payload, f, sum, sizeof(sum));
+    for (size_t i = 0; err == MF_OK && i < n; i++)
+        err = p->write(p->payload, f, parts[i], lens[i]);
     if (err == MF_OK)
         err = p->sync(p->payload, f);
     p->close(p->payload, f);
     if (err == MF_OK)
-        err = p->rename(p->payload, t->tmp_name, t->name);
+        err = p->rename(p->payload, tmp_name, name);
     return err;
 }
 
-/* Reads exactly `len` bytes at `off`; a short object is damaged (MF_E_INVALID). */
-static int read_exact(const mf_platform_ops *p, mf_platform_file *f, uint64_t off, void *buf,
-                      size_t len)
+int mf_telemetry__read_exact(const mf_platform_ops *p, mf_platform_file *f, uint64_t off, void *buf,
+                             size_t len)
 {
     size_t got = 0;
 
@@ -108,16 +115,16 @@ int mf_telemetry_load(mf_telemetry *t)
     if (err < 0)
         return err;
     memset(t->slot, 0, sizeof(t->slot));
-    err = read_exact(p, f, 0, &h, sizeof(h));
+    err = mf_telemetry__read_exact(p, f, 0, &h, sizeof(h));
     header(&want, err == MF_OK && h.format == 1u ? 1u : STORE_FORMAT);
     if (err == MF_OK && memcmp(&h, &want, sizeof(h)) != 0)
         err = MF_E_INVALID;
     for (int i = 0; err == MF_OK && i < MF_TELEMETRY_MAX_VERSIONS; i++) {
-        err = read_exact(p, f, off, &t->slot[i], h.slot_size);
+        err = mf_telemetry__read_exact(p, f, off, &t->slot[i], h.slot_size);
         off += h.slot_size;
     }
     if (err == MF_OK)
-        err = read_exact(p, f, off, sum, sizeof(sum));
+        err = mf_telemetry__read_exact(p, f, off, sum, sizeof(sum));
     p->close(p->payload, f);
     if (err == MF_OK) {
         digest(calc, &h, t);
