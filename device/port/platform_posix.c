@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -349,4 +350,90 @@ void mf_platform_posix_close(mf_platform_posix *posix)
     if (posix->dirfd >= 0)
         (void)close(posix->dirfd);
     posix->dirfd = -1;
+}
+
+/* The start of a small sysfs/procfs file, NUL-terminated: its length; MF_E_NOTFOUND when it is
+ * absent or not readable by this process, MF_E_IO when it reads nothing. */
+static ssize_t read_small(const char *path, char *text, size_t cap)
+{
+    ssize_t n;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == EPERM
+                   ? MF_E_NOTFOUND
+                   : MF_E_IO;
+    do {
+        n = read(fd, text, cap - 1);
+    } while (n < 0 && errno == EINTR);
+    (void)close(fd);
+    if (n <= 0)
+        return MF_E_IO;
+    text[n] = '\0';
+    return n;
+}
+
+int mf_platform_posix_energy(void *payload, uint64_t *out)
+{
+    const char *path = payload ? (const char *)payload : MF_PLATFORM_POSIX_ENERGY_PATH;
+    char text[32];
+    ssize_t n;
+    uint64_t v = 0;
+    int digits = 0;
+
+    *out = 0;
+    n = read_small(path, text, sizeof(text));
+    if (n < 0)
+        return (int)n;
+    for (ssize_t i = 0; i < n && text[i] >= '0' && text[i] <= '9'; i++, digits++) {
+        if (v > (UINT64_MAX - 9u) / 10u)
+            return MF_E_IO;
+        v = v * 10u + (uint64_t)(text[i] - '0');
+    }
+    if (digits == 0)
+        return MF_E_IO;
+    *out = v;
+    return MF_OK;
+}
+
+/* The integer at the start of `<root><rel>`, or -1 when absent or not a number. */
+static long read_level(const char *root, const char *rel)
+{
+    char path[MF_PLATFORM_POSIX_ROOT_MAX + 48], text[24], *end = NULL;
+    long v;
+
+    if ((size_t)snprintf(path, sizeof(path), "%s%s", root, rel) >= sizeof(path) ||
+        read_small(path, text, sizeof(text)) < 0)
+        return -1;
+    errno = 0;
+    v = strtol(text, &end, 10);
+    return end == text || errno || v < 0 ? -1 : v;
+}
+
+int mf_platform_posix_squeeze(mf_degrade_signals *out, const char *root)
+{
+    char path[MF_PLATFORM_POSIX_ROOT_MAX + 48], text[128]; /* the first line is enough */
+    const char *r = root ? root : "";
+    long temp, cap;
+
+    if (!out || strlen(r) > MF_PLATFORM_POSIX_ROOT_MAX)
+        return MF_E_INVALID;
+    out->memory_pressure = out->thermal = out->battery_pct = -1;
+    /* "some avg10=12.34 avg60=... total=...": share of the last 10 s some task stalled. */
+    if ((size_t)snprintf(path, sizeof(path), "%s/proc/pressure/memory", r) < sizeof(path) &&
+        read_small(path, text, sizeof(text)) > 0) {
+        const char *at = strncmp(text, "some ", 5) == 0 ? strstr(text, "avg10=") : NULL;
+        char *end = NULL;
+        double share = at ? strtod(at + 6, &end) : 0.0;
+
+        if (at && end != at + 6)
+            out->memory_pressure = share >= MF_PLATFORM_POSIX_PSI_PRESSURE;
+    }
+    temp = read_level(r, "/sys/class/thermal/thermal_zone0/temp"); /* millidegrees */
+    if (temp >= 0)
+        out->thermal = temp < 70000 ? 0 : temp < 80000 ? 1 : temp < 90000 ? 2 : 3;
+    cap = read_level(r, "/sys/class/power_supply/BAT0/capacity");
+    if (cap >= 0 && cap <= 100)
+        out->battery_pct = (int)cap;
+    return MF_OK;
 }

@@ -16,16 +16,25 @@
 #include <stdint.h>
 
 #define SIM_MAX_BEHAVIOURS 8
+#define SIM_MAX_CLASSES 4
 #define SIM_MAX_DEVICES 20000
 #define SIM_MAX_THREADS 64
 
-/* What a model version does on every device that runs it. */
+/* What a model version does on every device that runs it ("v2"), or only on the devices of
+ * one class ("v2@cam-lite", which wins over "v2" there): the variant that class runs. */
 struct sim_behaviour {
-    char version[MF_AGENT_NAME_MAX + 1];
+    char version[2 * MF_AGENT_NAME_MAX + 2];
     uint64_t latency_us;  /* samples spread over [l, 2l) */
     uint64_t memory;      /* peak bytes */
     int health_fail;      /* 1: its health checks fail */
     unsigned offload_pct; /* uncertain share of asked samples */
+};
+
+/* Devices [from, to) declare this class in their check-ins (docs/protocol.md, "Device class"). */
+struct sim_class {
+    unsigned from, to;
+    char tag[MF_AGENT_NAME_MAX + 1], accel[MF_AGENT_NAME_MAX + 1];
+    mf_agent_device_class cls; /* tag and accelerator point into the two above */
 };
 
 struct sim_config {
@@ -46,6 +55,8 @@ struct sim_config {
     struct sim_behaviour behave[SIM_MAX_BEHAVIOURS];
     size_t n_behave;
     const char *report_path; /* final "<device> <version>" lines; NULL: none */
+    struct sim_class classes[SIM_MAX_CLASSES];
+    size_t n_classes;
 };
 
 /* The man-page-style usage (--help). */
@@ -58,7 +69,12 @@ int sim__parse_args(struct sim_config *c, int argc, char **argv, char **token, c
  * '-', '_' or '.'. 0, or -1 when it does not fit `cap`. */
 int sim__device_name(char *out, size_t cap, const char *prefix, unsigned index);
 
-/* Parses "VERSION:lat=N,mem=N,health=ok|fail,offload=PCT" into `b`. 0 or -1. */
+/* Parses "FROM-TO:TAG,ram=MB,storage=MB[,accel=NAME][,int8][,fp16]" into `c`. 0 or -1. */
+int sim__parse_class(struct sim_class *c, const char *spec);
+/* The class device `index` declares, or NULL. */
+const struct sim_class *sim__class_of(const struct sim_config *cfg, unsigned index);
+
+/* Parses "VERSION[@TAG]:lat=N,mem=N,health=ok|fail,offload=PCT" into `b`. 0 or -1. */
 int sim__parse_behaviour(struct sim_behaviour *b, const char *spec);
 
 /* One simulated device. */

@@ -36,8 +36,11 @@ const char sim__usage[] =
     "    --threads T          devices stepped in parallel, 1..64 (default 4)\n"
     "    --prefix P           device ids are P-00000, P-00001, ... (default \"sim\"); a P\n"
     "                         ending in '-', '_' or '.' is joined without another '-'\n"
-    "    --behave SPEC        VERSION:lat=US,mem=BYTES|NM,health=ok|fail,offload=PCT\n"
-    "                         (up to 8; a version without one: 1 ms, 32 MiB, healthy, 5%)\n"
+    "    --behave SPEC        VERSION[@CLASS]:lat=US,mem=BYTES|NM,health=ok|fail,offload=PCT\n"
+    "                         (up to 8; a version without one: 1 ms, 32 MiB, healthy, 5%;\n"
+    "                         @CLASS: only on that class's devices, over a plain one)\n"
+    "    --class FROM-TO:TAG,ram=MB,storage=MB[,accel=NAME][,int8][,fp16]\n"
+    "                         devices FROM..TO-1 declare that class (up to 4)\n"
     "    --offline FROM-TO:C0-C1  devices FROM..TO-1 skip cycles C0..C1-1\n"
     "    --report FILE        write \"<device> <version>\" per device at the end\n"
     "EXIT STATUS\n"
@@ -161,6 +164,12 @@ static int parse_one(struct sim_config *c, const char *k, const char *v, char **
         if (sim__parse_behaviour(&c->behave[c->n_behave], v) < 0)
             return bad(k, v, "not VERSION:lat=US,mem=BYTES|NM,health=ok|fail,offload=PCT");
         c->n_behave++;
+    } else if (strcmp(k, "--class") == 0) {
+        if (c->n_classes == SIM_MAX_CLASSES)
+            return bad(k, v, "more than 4 classes");
+        if (sim__parse_class(&c->classes[c->n_classes], v) < 0)
+            return bad(k, v, "not FROM-TO:TAG,ram=MB,storage=MB[,accel=NAME][,int8][,fp16]");
+        c->n_classes++;
     } else if (strcmp(k, "--offline") == 0) {
         if (!strchr(v, ':') || parse_range(&c->offline_from, &c->offline_to, v, ':') < 0 ||
             parse_range(&c->offline_c0, &c->offline_c1, strchr(v, ':') + 1, '\0') < 0)

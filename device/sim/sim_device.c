@@ -29,7 +29,8 @@ struct sim_device {
     mf_telemetry *tele;
     char version[MF_AGENT_NAME_MAX + 1]; /* installed */
     uint32_t seed;
-    uint64_t offload_carry; /* asked x percent not yet counted as uncertain */
+    uint64_t offload_carry;      /* asked x percent not yet counted as uncertain */
+    const struct sim_class *cls; /* the class it declares, or NULL */
 };
 
 /* Takes the installed version from the agent. */
@@ -53,6 +54,7 @@ struct sim_device *sim__device_new(const struct sim_config *cfg, unsigned index)
     d->cfg = cfg;
     d->index = index;
     d->seed = 2654435761u * (index + 1);
+    d->cls = sim__class_of(cfg, index);
     (void)sim__device_name(d->id, sizeof(d->id), cfg->prefix, index); /* checked: sim_args.c */
     (void)snprintf(d->dir, sizeof(d->dir), "%s/%s", cfg->state_root, d->id);
     /* The port stores into an existing directory; the first run makes it. */
@@ -79,6 +81,7 @@ struct sim_device *sim__device_new(const struct sim_config *cfg, unsigned index)
         o.trust_root_len = cfg->trust_root_len;
         o.retry_base_ms = 0; /* the simulator paces devices itself */
         o.telemetry = d->tele;
+        o.device_class = d->cls ? &d->cls->cls : NULL;
         err = mf_agent_new(&d->agent, &o);
     }
     if (err == MF_OK)
@@ -102,8 +105,17 @@ void sim__device_free(struct sim_device *d)
     mf_free(NULL, d);
 }
 
-static const struct sim_behaviour *behaviour_of(const struct sim_config *cfg, const char *version)
+/* "v2@TAG" on a device of class TAG, else "v2". */
+static const struct sim_behaviour *behaviour_of(const struct sim_config *cfg,
+                                                const struct sim_class *cls, const char *version)
 {
+    char mine[sizeof(cfg->behave[0].version)];
+
+    (void)snprintf(mine, sizeof(mine), "%s@%s", version, cls ? cls->tag : "");
+    for (size_t i = 0; cls && i < cfg->n_behave; i++) {
+        if (strcmp(cfg->behave[i].version, mine) == 0)
+            return &cfg->behave[i];
+    }
     for (size_t i = 0; i < cfg->n_behave; i++) {
         if (strcmp(cfg->behave[i].version, version) == 0)
             return &cfg->behave[i];
@@ -123,7 +135,7 @@ static uint32_t next(uint32_t *s)
 static int simulate(struct sim_device *d)
 {
     static const struct sim_behaviour plain = {"", 1000, 32u << 20, 0, 5};
-    const struct sim_behaviour *b = behaviour_of(d->cfg, d->version);
+    const struct sim_behaviour *b = behaviour_of(d->cfg, d->cls, d->version);
     const char *m = d->cfg->model, *v = d->version;
     mf_offload_telemetry off;
     int err = MF_OK;

@@ -22,6 +22,8 @@ static size_t options_size(unsigned int version)
         return offsetof(mf_agent_options, errbuf);
     if (version == 4)
         return offsetof(mf_agent_options, poll_interval_s);
+    if (version == 5)
+        return offsetof(mf_agent_options, device_class);
     return sizeof(mf_agent_options);
 }
 
@@ -67,6 +69,16 @@ static int check_options(struct mf_ctx *ctx, const mf_agent_options *o)
     if (o->version >= 5 && (o->poll_interval_s < 0 || o->poll_interval_s > 7L * 24 * 3600))
         return mf_fail(ctx, MF_E_INVALID, "poll_interval_s %ld is not in 0..604800",
                        o->poll_interval_s);
+    if (o->version >= 6 && o->device_class) {
+        const mf_agent_device_class *c = o->device_class;
+
+        if ((c->tag && !mf_agent__name_ok(c->tag)) ||
+            (c->accelerator && !mf_agent__name_ok(c->accelerator)))
+            return mf_fail(ctx, MF_E_INVALID,
+                           "device class tag and accelerator must be [A-Za-z0-9._-]{1,64}");
+        if (c->ram_mb > MF_AGENT_CLASS_MB_MAX || c->storage_mb > MF_AGENT_CLASS_MB_MAX)
+            return mf_fail(ctx, MF_E_INVALID, "device class RAM and storage are at most 2^40 MiB");
+    }
     if (o->n_models < 1 || o->n_models > MF_AGENT_MAX_MODELS || !o->models)
         return mf_fail(ctx, MF_E_INVALID, "%zu models tracked, expected 1..%d", o->n_models,
                        MF_AGENT_MAX_MODELS);
@@ -200,6 +212,18 @@ static int setup(mf_agent *a, const mf_agent_options *o)
     a->own_poll_interval_s = o->version >= 5 ? o->poll_interval_s : 0;
     a->idle_fn = o->version >= 5 ? o->idle_fn : NULL;
     a->idle_payload = o->version >= 5 ? o->idle_payload : NULL;
+    if (o->version >= 6 && o->device_class) {
+        const mf_agent_device_class *c = o->device_class;
+
+        a->has_class = 1;
+        (void)snprintf(a->class_tag, sizeof(a->class_tag), "%s", c->tag ? c->tag : "");
+        (void)snprintf(a->class_accel, sizeof(a->class_accel), "%s",
+                       c->accelerator ? c->accelerator : "");
+        a->class_ram_mb = c->ram_mb;
+        a->class_storage_mb = c->storage_mb;
+        a->class_int8 = c->int8 != 0;
+        a->class_fp16 = c->fp16 != 0;
+    }
     a->window_start_min = a->window_end_min = -1;
     err = copy_strings(a, o);
     if (err >= 0) {

@@ -49,13 +49,37 @@ static int append_health(struct mf_dynbuf *b, const struct mf_agent_model_state 
     return err;
 }
 
+/* "device_class" (docs/protocol.md), when the app declared one; names checked at creation. */
+static int append_class(struct mf_agent *a, struct mf_dynbuf *b)
+{
+    int err;
+
+    if (!a->has_class)
+        return MF_OK;
+    err = mf_dynbuf__appendf(b,
+                             "\"device_class\":{\"ram_mb\":%llu,\"storage_mb\":%llu,"
+                             "\"int8\":%s,\"fp16\":%s",
+                             (unsigned long long)a->class_ram_mb,
+                             (unsigned long long)a->class_storage_mb,
+                             a->class_int8 ? "true" : "false", a->class_fp16 ? "true" : "false");
+    if (err >= 0 && a->class_tag[0])
+        err = mf_dynbuf__appendf(b, ",\"tag\":\"%s\"", a->class_tag);
+    if (err >= 0 && a->class_accel[0])
+        err = mf_dynbuf__appendf(b, ",\"accelerator\":\"%s\"", a->class_accel);
+    return err >= 0 ? mf_dynbuf__append(b, "},", 2) : err;
+}
+
 static int build_request(struct mf_agent *a, struct mf_dynbuf *b, const char *nonce)
 {
-    int err = mf_dynbuf__appendf(b,
-                                 "{\"nonce\":\"%s\",\"root_version\":%llu,\"keys_version\":%llu,"
-                                 "\"models\":[",
-                                 nonce, (unsigned long long)mf_trust_root_version(a->trust),
-                                 (unsigned long long)mf_trust_keys_version(a->trust));
+    int err =
+        mf_dynbuf__appendf(b, "{\"nonce\":\"%s\",\"root_version\":%llu,\"keys_version\":%llu,",
+                           nonce, (unsigned long long)mf_trust_root_version(a->trust),
+                           (unsigned long long)mf_trust_keys_version(a->trust));
+
+    if (err >= 0)
+        err = append_class(a, b);
+    if (err >= 0)
+        err = mf_dynbuf__append(b, "\"models\":[", 10);
 
     for (size_t i = 0; i < a->n_models && err >= 0; i++) {
         const struct mf_agent_slot *s = &a->models[i].state.active;
@@ -402,10 +426,13 @@ int mf_agent__checkin(struct mf_agent *a, size_t *n_out)
     trust = mf_ctx__alloc(&a->ctx, sizeof(*trust));
     if (!trust)
         return mf_fail(&a->ctx, MF_E_NOMEM, "no memory for the check-in");
-    /* 64 KiB of model entries plus, per model, the offload telemetry (8 KiB at most) and the
-     * runtime reports (MF_TELEMETRY_JSON_MAX). */
+    /* 64 KiB of model entries plus, per model, the offload telemetry (8 KiB at most), and the
+     * runtime reports of every model within MF_TELEMETRY_CHECKIN_BUDGET: versions that do not
+     * fit ride the next check-ins, changed ones first, the least recently sent first. */
     mf_dynbuf__init(&body, &a->ctx.alloc,
-                    64 * 1024 + MF_AGENT_MAX_MODELS * (8 * 1024 + MF_TELEMETRY_JSON_MAX));
+                    64 * 1024 + MF_AGENT_MAX_MODELS * 8 * 1024 + MF_TELEMETRY_CHECKIN_BUDGET);
+    if (a->telemetry)
+        (void)mf_telemetry_checkin_plan(a->telemetry, MF_TELEMETRY_CHECKIN_BUDGET);
     mf_http__response_init(&resp, &a->http);
     err = build_request(a, &body, nonce);
     if (err < 0)

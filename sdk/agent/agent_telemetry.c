@@ -15,10 +15,11 @@ int mf_agent__telemetry_member(struct mf_agent *a, struct mf_dynbuf *b, const ch
 
     if (!a->telemetry)
         return MF_OK;
-    json = mf_ctx__alloc(&a->ctx, MF_TELEMETRY_JSON_MAX);
+    /* The check-in's plan (mf_agent__checkin) keeps every model's member within the budget. */
+    json = mf_ctx__alloc(&a->ctx, MF_TELEMETRY_CHECKIN_BUDGET);
     if (!json)
         return MF_E_NOMEM;
-    err = mf_telemetry_checkin_json(&len, json, MF_TELEMETRY_JSON_MAX, a->telemetry, model);
+    err = mf_telemetry_checkin_json(&len, json, MF_TELEMETRY_CHECKIN_BUDGET, a->telemetry, model);
     if (err == MF_OK) {
         err = mf_dynbuf__append(b, ",\"telemetry\":", 13);
         if (err >= 0)

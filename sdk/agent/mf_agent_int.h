@@ -222,9 +222,13 @@ struct mf_agent {
     struct cJSON *checkin_doc;          /* the last check-in answer; assignments borrow from it */
     char nonce[MF_AGENT_NONCE_LEN + 1]; /* sent with the last check-in */
     mf_trust *trust;
-    mf_telemetry *telemetry;              /* the app's runtime reports, or NULL */
-    long poll_interval_s;                 /* the next wait, jitter applied (mf_agent__poll_pick) */
-    long own_poll_interval_s;             /* options' poll_interval_s: 0 = the server's */
+    mf_telemetry *telemetry;  /* the app's runtime reports, or NULL */
+    long poll_interval_s;     /* the next wait, jitter applied (mf_agent__poll_pick) */
+    long own_poll_interval_s; /* options' poll_interval_s: 0 = the server's */
+    /* The device class every check-in declares (options version 6), copied. */
+    int has_class, class_int8, class_fp16;
+    char class_tag[MF_AGENT_NAME_MAX + 1], class_accel[MF_AGENT_NAME_MAX + 1];
+    uint64_t class_ram_mb, class_storage_mb;
     int window_start_min, window_end_min; /* the last answer's install window; -1: none */
     mf_agent_idle_fn idle_fn;             /* may install outside the window when it says so */
     void *idle_payload;

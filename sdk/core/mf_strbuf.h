@@ -19,6 +19,8 @@ struct mf_strbuf {
 
 /* Starts writing at buf[0]; `cap` 0 is an overflow from the start. */
 void mf_strbuf__init(struct mf_strbuf *w, char *buf, size_t cap);
+/* Counts only: `len` grows by what each piece would take; nothing is written. */
+void mf_strbuf__init_count(struct mf_strbuf *w);
 /* Appends a formatted piece (always NUL-terminated while it fits). */
 void mf_strbuf__put(struct mf_strbuf *w, const char *fmt, ...) MF_PRINTF(2, 3);
 

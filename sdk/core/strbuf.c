@@ -13,6 +13,14 @@ void mf_strbuf__init(struct mf_strbuf *w, char *buf, size_t cap)
     w->overflow = cap == 0;
 }
 
+void mf_strbuf__init_count(struct mf_strbuf *w)
+{
+    w->buf = NULL;
+    w->cap = 0;
+    w->len = 0;
+    w->overflow = 0;
+}
+
 void mf_strbuf__put(struct mf_strbuf *w, const char *fmt, ...)
 {
     va_list ap;
@@ -21,8 +29,13 @@ void mf_strbuf__put(struct mf_strbuf *w, const char *fmt, ...)
     if (w->overflow)
         return;
     va_start(ap, fmt);
-    n = vsnprintf(w->buf + w->len, w->cap - w->len, fmt, ap);
+    n = w->buf ? vsnprintf(w->buf + w->len, w->cap - w->len, fmt, ap) : vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
+    if (!w->buf) {
+        w->overflow = n < 0;
+        w->len += n < 0 ? 0 : (size_t)n;
+        return;
+    }
     if (n < 0 || (size_t)n >= w->cap - w->len) {
         w->overflow = 1;
         return;

@@ -20,5 +20,6 @@
 #include "mf/agent.h"
 #include "mf/offload.h"
 #include "mf/telemetry.h"
+#include "mf/degrade.h"
 
 #endif /* MF_H */

@@ -45,18 +45,26 @@ uint64_t mf_telemetry_bucket_high(unsigned i)
     return mf_telemetry_bucket_low(i + 1) - 1;
 }
 
-void mf_telemetry_hist_merge(uint32_t dst[MF_TELEMETRY_LAT_BUCKETS],
-                             const uint32_t src[MF_TELEMETRY_LAT_BUCKETS])
+/* Exact merging of `n` buckets: add, saturating. */
+static void merge(uint32_t *dst, const uint32_t *src, unsigned n)
 {
-    for (unsigned i = 0; i < MF_TELEMETRY_LAT_BUCKETS; i++)
+    for (unsigned i = 0; i < n; i++)
         dst[i] = dst[i] > UINT32_MAX - src[i] ? UINT32_MAX : dst[i] + src[i];
 }
 
-uint64_t mf_telemetry_hist_quantile(const uint32_t hist[MF_TELEMETRY_LAT_BUCKETS], double q)
+void mf_telemetry_hist_merge(uint32_t dst[MF_TELEMETRY_LAT_BUCKETS],
+                             const uint32_t src[MF_TELEMETRY_LAT_BUCKETS])
+{
+    merge(dst, src, MF_TELEMETRY_LAT_BUCKETS);
+}
+
+/* Nearest-rank quantile of `n` buckets: the upper bound (high(i)) of the bucket holding the
+ * sample of rank ceil(q * total), at least 1; 0 for an empty histogram. */
+static uint64_t quantile(const uint32_t *hist, unsigned n, double q, uint64_t (*high)(unsigned))
 {
     uint64_t total = 0, rank, cum = 0;
 
-    for (unsigned i = 0; i < MF_TELEMETRY_LAT_BUCKETS; i++)
+    for (unsigned i = 0; i < n; i++)
         total += hist[i];
     if (total == 0)
         return 0;
@@ -64,16 +72,37 @@ uint64_t mf_telemetry_hist_quantile(const uint32_t hist[MF_TELEMETRY_LAT_BUCKETS
         q = 0.0;
     if (q > 1.0)
         q = 1.0;
-    /* Nearest rank: the smallest rank r with r >= q * n (at least 1). */
     rank = (uint64_t)(q * (double)total);
     if ((double)rank < q * (double)total)
         rank++;
     if (rank == 0)
         rank = 1;
-    for (unsigned i = 0; i < MF_TELEMETRY_LAT_BUCKETS; i++) {
+    for (unsigned i = 0; i < n; i++) {
         cum += hist[i];
         if (cum >= rank)
-            return mf_telemetry_bucket_high(i);
+            return high(i);
     }
-    return mf_telemetry_bucket_high(MF_TELEMETRY_LAT_BUCKETS - 1);
+    return high(n - 1);
+}
+
+uint64_t mf_telemetry_hist_quantile(const uint32_t hist[MF_TELEMETRY_LAT_BUCKETS], double q)
+{
+    return quantile(hist, MF_TELEMETRY_LAT_BUCKETS, q, mf_telemetry_bucket_high);
+}
+
+/* Coarse bucket c holds latency buckets 2c and 2c + 1. */
+static uint64_t coarse_high(unsigned c)
+{
+    return mf_telemetry_bucket_high(2u * c + 1u);
+}
+
+void mf_telemetry_coarse_merge(uint32_t dst[MF_TELEMETRY_COARSE_BUCKETS],
+                               const uint32_t src[MF_TELEMETRY_COARSE_BUCKETS])
+{
+    merge(dst, src, MF_TELEMETRY_COARSE_BUCKETS);
+}
+
+uint64_t mf_telemetry_coarse_quantile(const uint32_t hist[MF_TELEMETRY_COARSE_BUCKETS], double q)
+{
+    return quantile(hist, MF_TELEMETRY_COARSE_BUCKETS, q, coarse_high);
 }

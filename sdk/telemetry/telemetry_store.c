@@ -4,7 +4,8 @@
  * slots, and a SHA-256 of both, written to "<name>.tmp", synced and renamed over "<name>",
  * so a power cut leaves either the old or the new totals, never a torn mix (FIELD-NOTES 1).
  * The layout is the in-memory one: the file never leaves the device that wrote it, and a
- * build with another layout reads it as foreign (the slot size is in the header).
+ * build with another layout reads it as foreign (the slot size is in the header). A file of
+ * format 1 (slots without the scorecard, which is their prefix) loads with empty scorecards.
  */
 #include "mf_telemetry_int.h"
 
@@ -14,12 +15,23 @@
 #include <string.h>
 
 #define STORE_MAGIC 0x4d46544cu /* "MFTL" */
-#define STORE_FORMAT 1u
+#define STORE_FORMAT 2u         /* 2: slots with a scorecard; 1 (before it) still loads */
 
 struct store_header {
     uint32_t magic, format, slot_size, slots;
 };
 
+static void header(struct store_header *h, uint32_t format)
+{
+    h->magic = STORE_MAGIC;
+    h->format = format;
+    h->slot_size =
+        (uint32_t)(format == 1u ? sizeof(struct telemetry_slot_v1) : sizeof(struct telemetry_slot));
+    h->slots = MF_TELEMETRY_MAX_VERSIONS;
+}
+
+/* The digest of the header and the first `slot_size` bytes of every slot (a format-1 file
+ * holds only that prefix of each). */
 static void digest(uint8_t out[MF_SHA256_DIGEST_LEN], const struct store_header *h,
                    const struct mf_telemetry *t)
 {
@@ -27,16 +39,9 @@ static void digest(uint8_t out[MF_SHA256_DIGEST_LEN], const struct store_header 
 
     mf_sha256__init(&c);
     mf_sha256__update(&c, h, sizeof(*h));
-    mf_sha256__update(&c, t->slot, sizeof(t->slot));
+    for (int i = 0; i < MF_TELEMETRY_MAX_VERSIONS; i++)
+        mf_sha256__update(&c, &t->slot[i], h->slot_size);
     mf_sha256__final(&c, out);
-}
-
-static void header(struct store_header *h)
-{
-    h->magic = STORE_MAGIC;
-    h->format = STORE_FORMAT;
-    h->slot_size = (uint32_t)sizeof(struct telemetry_slot);
-    h->slots = MF_TELEMETRY_MAX_VERSIONS;
 }
 
 int mf_telemetry_save(mf_telemetry *t)
@@ -44,32 +49,39 @@ int mf_telemetry_save(mf_telemetry *t)
     const mf_platform_ops *p = &t->platform;
     struct store_header h;
     uint8_t sum[MF_SHA256_DIGEST_LEN];
-    mf_platform_file *f = NULL;
-    int err;
 
     if (!t->has_platform)
         return MF_E_INVALID;
-    header(&h);
+    header(&h, STORE_FORMAT);
     digest(sum, &h, t);
-    err = p->open(p->payload, &f, t->tmp_name, MF_PLATFORM_OPEN_WRITE);
+    {
+        const void *parts[] = {&h, t->slot, sum};
+        const size_t lens[] = {sizeof(h), sizeof(t->slot), sizeof(sum)};
+
+        return mf_telemetry__write_object(p, t->tmp_name, t->name, parts, lens, 3);
+    }
+}
+
+int mf_telemetry__write_object(const mf_platform_ops *p, const char *tmp_name, const char *name,
+                               const void *const *parts, const size_t *lens, size_t n)
+{
+    mf_platform_file *f = NULL;
+    int err = p->open(p->payload, &f, tmp_name, MF_PLATFORM_OPEN_WRITE);
+
     if (err < 0)
         return err;
-    err = p->write(p->payload, f, &h, sizeof(h));
-    if (err == MF_OK)
-        err = p->write(p->payload, f, t->slot, sizeof(t->slot));
-    if (err == MF_OK)
-        err = p->write(p->payload, f, sum, sizeof(sum));
+    for (size_t i = 0; err == MF_OK && i < n; i++)
+        err = p->write(p->payload, f, parts[i], lens[i]);
     if (err == MF_OK)
         err = p->sync(p->payload, f);
     p->close(p->payload, f);
     if (err == MF_OK)
-        err = p->rename(p->payload, t->tmp_name, t->name);
+        err = p->rename(p->payload, tmp_name, name);
     return err;
 }
 
-/* Reads exactly `len` bytes at `off`; a short object is damaged (MF_E_INVALID). */
-static int read_exact(const mf_platform_ops *p, mf_platform_file *f, uint64_t off, void *buf,
-                      size_t len)
+int mf_telemetry__read_exact(const mf_platform_ops *p, mf_platform_file *f, uint64_t off, void *buf,
+                             size_t len)
 {
     size_t got = 0;
 
@@ -92,6 +104,7 @@ int mf_telemetry_load(mf_telemetry *t)
     struct store_header h, want;
     uint8_t sum[MF_SHA256_DIGEST_LEN], calc[MF_SHA256_DIGEST_LEN];
     mf_platform_file *f = NULL;
+    uint64_t off = sizeof(h);
     int err;
 
     if (!t->has_platform)
@@ -101,14 +114,17 @@ int mf_telemetry_load(mf_telemetry *t)
         return MF_OK; /* nothing saved yet */
     if (err < 0)
         return err;
-    header(&want);
-    err = read_exact(p, f, 0, &h, sizeof(h));
+    memset(t->slot, 0, sizeof(t->slot));
+    err = mf_telemetry__read_exact(p, f, 0, &h, sizeof(h));
+    header(&want, err == MF_OK && h.format == 1u ? 1u : STORE_FORMAT);
     if (err == MF_OK && memcmp(&h, &want, sizeof(h)) != 0)
         err = MF_E_INVALID;
+    for (int i = 0; err == MF_OK && i < MF_TELEMETRY_MAX_VERSIONS; i++) {
+        err = mf_telemetry__read_exact(p, f, off, &t->slot[i], h.slot_size);
+        off += h.slot_size;
+    }
     if (err == MF_OK)
-        err = read_exact(p, f, sizeof(h), t->slot, sizeof(t->slot));
-    if (err == MF_OK)
-        err = read_exact(p, f, sizeof(h) + sizeof(t->slot), sum, sizeof(sum));
+        err = mf_telemetry__read_exact(p, f, off, sum, sizeof(sum));
     p->close(p->payload, f);
     if (err == MF_OK) {
         digest(calc, &h, t);
@@ -117,7 +133,10 @@ int mf_telemetry_load(mf_telemetry *t)
     }
     if (err < 0)
         memset(t->slot, 0, sizeof(t->slot)); /* never half-loaded totals */
-    for (int i = 0; i < MF_TELEMETRY_MAX_VERSIONS; i++)
+    for (int i = 0; i < MF_TELEMETRY_MAX_VERSIONS; i++) {
         t->last_use[i] = 0;
+        t->run[i].active = 0; /* a restart is a new activation */
+    }
+    t->energy_slot = -1;
     return err;
 }

@@ -133,6 +133,82 @@ static int get_version(uint64_t *out, struct mf_ctx *ctx, const cJSON *root, con
     return MF_OK;
 }
 
+/* A MiB count of "device_class": a required integer in 0..MF_DEVICE_CLASS_MB_MAX. */
+static int class_mb(uint64_t *out, struct mf_ctx *ctx, const cJSON *cls, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cls, key);
+
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) ||
+        v->valuedouble > (double)MF_DEVICE_CLASS_MB_MAX ||
+        v->valuedouble != (double)(uint64_t)v->valuedouble)
+        return mf_fail(ctx, MF_E_INVALID, "device_class.%s must be an integer in 0..2^40 (MiB)",
+                       key);
+    *out = (uint64_t)v->valuedouble;
+    return MF_OK;
+}
+
+/* An optional name of "device_class" (absent or null: ""). */
+static int class_name(const char **out, struct mf_ctx *ctx, const cJSON *cls, const char *key)
+{
+    int err = get_nullable(out, ctx, cls, key);
+
+    if (err < 0)
+        return mf_fail(ctx, MF_E_INVALID, "device_class.%s must be a string or null", key);
+    if (*out && !mf_names__valid_id(*out))
+        return mf_fail(ctx, MF_E_INVALID, "device_class.%s must match [A-Za-z0-9._-]{1,64}", key);
+    if (!*out)
+        *out = "";
+    return MF_OK;
+}
+
+static int class_flag(int *out, struct mf_ctx *ctx, const cJSON *cls, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cls, key);
+
+    if (v && !cJSON_IsBool(v))
+        return mf_fail(ctx, MF_E_INVALID, "device_class.%s must be a boolean", key);
+    *out = cJSON_IsTrue(v);
+    return MF_OK;
+}
+
+/* "device_class" (optional): every member checked, an unknown one refused. */
+static int parse_device_class(struct mf_device_class *out, struct mf_ctx *ctx, const cJSON *root)
+{
+    static const char *const keys[] = {"tag",  "ram_mb", "storage_mb", "accelerator",
+                                       "int8", "fp16",   NULL};
+    const cJSON *cls = cJSON_GetObjectItemCaseSensitive(root, "device_class"), *it;
+    int err;
+
+    memset(out, 0, sizeof(*out));
+    out->tag = out->accelerator = "";
+    if (!cls || cJSON_IsNull(cls))
+        return MF_OK;
+    if (!cJSON_IsObject(cls))
+        return mf_fail(ctx, MF_E_INVALID, "field 'device_class' must be an object");
+    cJSON_ArrayForEach(it, cls)
+    {
+        size_t k = 0;
+
+        while (keys[k] && strcmp(keys[k], it->string) != 0)
+            k++;
+        if (!keys[k])
+            return mf_fail(ctx, MF_E_INVALID, "device_class: unknown key '%s'", it->string);
+    }
+    err = class_mb(&out->ram_mb, ctx, cls, "ram_mb");
+    if (err == MF_OK)
+        err = class_mb(&out->storage_mb, ctx, cls, "storage_mb");
+    if (err == MF_OK)
+        err = class_name(&out->tag, ctx, cls, "tag");
+    if (err == MF_OK)
+        err = class_name(&out->accelerator, ctx, cls, "accelerator");
+    if (err == MF_OK)
+        err = class_flag(&out->int8, ctx, cls, "int8");
+    if (err == MF_OK)
+        err = class_flag(&out->fp16, ctx, cls, "fp16");
+    out->declared = err == MF_OK;
+    return err;
+}
+
 int mf_reqparse__checkin(struct mf_checkin_req *out, struct mf_ctx *ctx, const cJSON *root)
 {
     const cJSON *models, *it;
@@ -145,6 +221,8 @@ int mf_reqparse__checkin(struct mf_checkin_req *out, struct mf_ctx *ctx, const c
     err = get_version(&out->root_version, ctx, root, "root_version");
     if (err == MF_OK)
         err = get_version(&out->keys_version, ctx, root, "keys_version");
+    if (err == MF_OK)
+        err = parse_device_class(&out->device_class, ctx, root);
     if (err < 0)
         return err;
     models = cJSON_GetObjectItemCaseSensitive(root, "models");

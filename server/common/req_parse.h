@@ -38,8 +38,22 @@ struct mf_checkin_model {
     size_t n_rolled_back;
 };
 
+/* The device class a check-in declares (docs/protocol.md, "Device class"): what the
+ * director's variant rule (director/director_variant.h) weighs. `declared` 0: the check-in
+ * carried none, and the device gets each version's own blob, as before variants. */
+#define MF_DEVICE_CLASS_MB_MAX (1ull << 40) /* RAM and storage in MiB: an exbibyte */
+
+struct mf_device_class {
+    int declared;
+    const char *tag;         /* free-form class name ([A-Za-z0-9._-]{1,64}); "" when absent */
+    const char *accelerator; /* its name, "" when the device has none */
+    uint64_t ram_mb, storage_mb;
+    int int8, fp16; /* the runtime runs int8 / fp16 kernels */
+};
+
 struct mf_checkin_req {
     const char *nonce;
+    struct mf_device_class device_class;
     uint64_t root_version; /* the device's trusted root (0: absent) */
     uint64_t keys_version; /* the device's trusted keys document (0: none) */
     size_t n_models;

@@ -42,6 +42,15 @@ int mf_delta__enqueue(struct mf_store *s, struct mf_ctx *ctx, const char *model,
     return s->ops->jobs->job_enqueue(s, ctx, MF_DELTA_JOB_KIND, arg, (int64_t)time(NULL));
 }
 
+int mf_delta__enqueue_variant(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                              const char *version, const char *variant)
+{
+    char arg[MF_STORE_JOB_ARG_MAX + 1];
+
+    (void)snprintf(arg, sizeof(arg), "%s/%s/%s", model, version, variant);
+    return s->ops->jobs->job_enqueue(s, ctx, MF_DELTA_JOB_KIND, arg, (int64_t)time(NULL));
+}
+
 static void add_source(struct delta_sources *src, const char *sha, uint64_t seq)
 {
     if (strcmp(sha, src->target->sha256) == 0)
@@ -143,11 +152,87 @@ static int make_delta(int *made, struct mf_store *s, struct mf_ctx *ctx, const c
     return err;
 }
 
+/* The released variants named like the target's (delta_sources.variant), of any version. */
+struct variant_walk {
+    const char *variant;
+    struct mf_store_variant *found;
+    size_t n, cap;
+};
+
+static int visit_variant(void *payload, const struct mf_store_variant *x)
+{
+    struct variant_walk *w = payload;
+
+    if (strcmp(x->variant, w->variant) == 0 && w->n < w->cap)
+        w->found[w->n++] = *x;
+    return MF_OK;
+}
+
+/* The same variant of the model's earlier releases, as visit_release takes versions: each
+ * with its version's sequence, the variant's bytes. */
+static int variant_sources(struct delta_sources *src, struct mf_store *s, struct mf_ctx *ctx,
+                           const char *variant)
+{
+    struct variant_walk w = {variant, NULL, 0, DELTA_MAX_SOURCES};
+    int err;
+
+    w.found = mf_calloc(&ctx->alloc, w.cap, sizeof(*w.found));
+    if (!w.found)
+        return mf_fail(ctx, MF_E_NOMEM, "out of memory planning deltas");
+    err = s->ops->variants->variants_list(s, ctx, src->target->model, NULL, 1, visit_variant, &w);
+    for (size_t i = 0; err == MF_OK && i < w.n; i++) {
+        struct mf_store_version v;
+
+        err = s->ops->registry->version_get(&v, s, ctx, w.found[i].model, w.found[i].version);
+        memcpy(v.sha256, w.found[i].sha256, sizeof(v.sha256));
+        if (err == MF_OK)
+            err = visit_release(src, &v);
+    }
+    mf_free(&ctx->alloc, w.found);
+    return err;
+}
+
+/* The job's target: MODEL/VERSION (the version's blob) or MODEL/VERSION/VARIANT. */
+static int job_target(struct mf_store_version *out, char variant[MF_STORE_NAME_SIZE],
+                      struct mf_store *s, struct mf_ctx *ctx, const char *arg)
+{
+    char parts[3][MF_STORE_NAME_SIZE];
+    const char *p = arg;
+    size_t n = 0;
+    struct mf_store_variant x;
+    int err;
+
+    for (;;) {
+        const char *slash = strchr(p, '/');
+        size_t len = slash ? (size_t)(slash - p) : strlen(p);
+
+        if (n == 3 || len == 0 || len >= MF_STORE_NAME_SIZE)
+            return mf_fail(ctx, MF_E_INVALID,
+                           "delta job argument '%s' is not MODEL/VERSION[/VARIANT]", arg);
+        (void)snprintf(parts[n++], MF_STORE_NAME_SIZE, "%.*s", (int)len, p);
+        if (!slash)
+            break;
+        p = slash + 1;
+    }
+    if (n < 2)
+        return mf_fail(ctx, MF_E_INVALID, "delta job argument '%s' is not MODEL/VERSION[/VARIANT]",
+                       arg);
+    variant[0] = '\0';
+    err = s->ops->registry->version_get(out, s, ctx, parts[0], parts[1]);
+    if (err == MF_OK && n == 3)
+        err = s->ops->variants->variant_get(&x, s, ctx, parts[0], parts[1], parts[2]);
+    if (err == MF_OK && n == 3) {
+        memcpy(out->sha256, x.sha256, sizeof(out->sha256));
+        out->size = x.size;
+        memcpy(variant, x.variant, MF_STORE_NAME_SIZE);
+    }
+    return err;
+}
+
 int mf_delta__run(int *made_out, struct mf_store *s, struct mf_ctx *ctx, const char *blob_root,
                   const struct mf_delta_options *o, const char *arg)
 {
-    char model[MF_STORE_NAME_SIZE], version[MF_STORE_NAME_SIZE];
-    const char *slash = strchr(arg, '/');
+    char model[MF_STORE_NAME_SIZE], variant[MF_STORE_NAME_SIZE];
     struct mf_store_version target;
     struct delta_sources *src;
     uint8_t *new_img = NULL;
@@ -155,19 +240,17 @@ int mf_delta__run(int *made_out, struct mf_store *s, struct mf_ctx *ctx, const c
     int err;
 
     *made_out = 0;
-    if (!slash || (size_t)(slash - arg) >= sizeof(model) || strlen(slash + 1) >= sizeof(version))
-        return mf_fail(ctx, MF_E_INVALID, "delta job argument '%s' is not MODEL/VERSION", arg);
-    (void)snprintf(model, sizeof(model), "%.*s", (int)(slash - arg), arg);
-    (void)snprintf(version, sizeof(version), "%s", slash + 1);
-    err = s->ops->registry->version_get(&target, s, ctx, model, version);
+    err = job_target(&target, variant, s, ctx, arg);
     if (err < 0)
         return err;
+    memcpy(model, target.model, sizeof(model));
     src = mf_calloc(&ctx->alloc, 1, sizeof(*src));
     if (!src)
         return mf_fail(ctx, MF_E_NOMEM, "out of memory planning deltas");
     src->target = &target;
     src->k = o->k;
-    err = s->ops->registry->versions_list(s, ctx, visit_release, src);
+    err = variant[0] ? variant_sources(src, s, ctx, variant)
+                     : s->ops->registry->versions_list(s, ctx, visit_release, src);
     if (err == MF_OK)
         err = s->ops->devices->fleet_sha256s(s, ctx, model, visit_fleet, src);
     if (err == MF_OK && src->n)

@@ -53,6 +53,10 @@ void mf_delta__options_init(struct mf_delta_options *o);
 /* Queues the delta job of a new release (idempotent). */
 int mf_delta__enqueue(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                       const char *version);
+/* The same for a released variant (migration 12): its deltas come from the same variant of
+ * the model's previous K released versions and from what devices report installed. */
+int mf_delta__enqueue_variant(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                              const char *version, const char *variant);
 
 /*
  * Runs one claimed job's work; the caller completes or fails the job. *made_out counts the

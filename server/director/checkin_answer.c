@@ -107,6 +107,8 @@ int mf_answer__release(int *held_out, struct mf_answer *a, const struct mf_answe
     err = mf_answer__str(a, "sha256", r->sha256);
     if (err == MF_OK)
         err = mf_answer__count(a, "size", r->size);
+    if (err == MF_OK && r->variant && r->variant[0])
+        err = mf_answer__str(a, "variant", r->variant);
     if (err == MF_OK)
         err = mf_answer__str(a, "blob", blob);
     if (err == MF_OK)

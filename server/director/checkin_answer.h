@@ -47,8 +47,9 @@ int mf_answer__hole(struct mf_answer *a, const char *key);
 struct mf_answer_release {
     const char *model, *version, *sha256; /* the hints beside the envelope */
     uint64_t size;
-    const char *digest; /* the release digest, 64 hex */
-    const char *held;   /* the release digest the device holds (and runs), or NULL */
+    const char *variant; /* a hint for logs, as version is ("" or NULL: none) */
+    const char *digest;  /* the release digest, 64 hex */
+    const char *held;    /* the release digest the device holds (and runs), or NULL */
     /* Appends the release envelope to `text` as a quoted JSON string. */
     int (*quoted_fn)(struct mf_dynbuf *text, void *payload);
     void *quoted_payload;

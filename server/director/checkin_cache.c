@@ -241,7 +241,7 @@ static int append_struct(struct mf_dynbuf *val, struct mf_ctx *ctx, const void *
 /* ---- The store ops through the cache: each a key and a fill ---- */
 
 struct names {
-    const char *a, *b;
+    const char *a, *b, *c; /* c: a variant, when the value is one's */
 };
 
 static int fill_trust(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
@@ -352,7 +352,7 @@ static int fill_version(struct mf_dynbuf *val, const struct mf_ccache_view *v, c
 int mf_ccache__version_get(struct mf_store_version *out, const struct mf_ccache_view *v,
                            const char *model, const char *version)
 {
-    struct names n = {model, version};
+    struct names n = {model, version, NULL};
     char key[CCACHE_KEY_MAX];
 
     (void)snprintf(key, sizeof(key), "version\x1f%s\x1f%s", model, version);
@@ -391,7 +391,7 @@ static int fill_release(struct mf_dynbuf *val, const struct mf_ccache_view *v, c
 int mf_ccache__release_get(struct mf_dynbuf *out, const struct mf_ccache_view *v, const char *model,
                            const char *version)
 {
-    struct names n = {model, version};
+    struct names n = {model, version, NULL};
     char key[CCACHE_KEY_MAX];
 
     (void)snprintf(key, sizeof(key), "release\x1f%s\x1f%s", model, version);
@@ -415,11 +415,78 @@ static int fill_release_json(struct mf_dynbuf *val, const struct mf_ccache_view 
 int mf_ccache__release_json(struct mf_dynbuf *out, const struct mf_ccache_view *v,
                             const char *model, const char *version)
 {
-    struct names n = {model, version};
+    struct names n = {model, version, NULL};
     char key[CCACHE_KEY_MAX];
 
     (void)snprintf(key, sizeof(key), "release-json\x1f%s\x1f%s", model, version);
     return cached_append(out, v, key, fill_release_json, &n);
+}
+
+static int add_variant(void *payload, const struct mf_store_variant *x)
+{
+    struct mf_dynbuf *val = payload;
+
+    if (val->len >= MF_STORE_VARIANTS_MAX * sizeof(*x))
+        return MF_E_STATE;
+    return mf_dynbuf__append(val, x, sizeof(*x)) < 0 ? MF_E_NOMEM : MF_OK;
+}
+
+static int fill_variants(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
+{
+    const struct names *n = arg;
+    int err = v->s->ops->variants->variants_list(v->s, v->ctx, n->a, n->b, 1, add_variant, val);
+
+    if (err == MF_E_STATE)
+        err = mf_fail(v->ctx, MF_E_STATE, "%s/%s has more than %d released variants", n->a, n->b,
+                      MF_STORE_VARIANTS_MAX);
+    else if (err == MF_E_NOMEM)
+        err = mf_fail(v->ctx, MF_E_NOMEM, "out of memory keeping variants");
+    return err;
+}
+
+int mf_ccache__variants(struct mf_store_variant out[MF_STORE_VARIANTS_MAX], size_t *n_out,
+                        const struct mf_ccache_view *v, const char *model, const char *version)
+{
+    struct names n = {model, version, NULL};
+    char key[CCACHE_KEY_MAX];
+    struct mf_dynbuf buf;
+    int err;
+
+    *n_out = 0;
+    (void)snprintf(key, sizeof(key), "variants\x1f%s\x1f%s", model, version);
+    err = cached(&buf, v, key, fill_variants, &n);
+    if (err == MF_OK &&
+        (buf.len % sizeof(*out) != 0 || buf.len > MF_STORE_VARIANTS_MAX * sizeof(*out)))
+        err = mf_fail(v->ctx, MF_E_STATE, "check-in cache: %zu bytes of variants", buf.len);
+    if (err == MF_OK && buf.len) {
+        memcpy(out, buf.data, buf.len);
+        *n_out = buf.len / sizeof(*out);
+    }
+    mf_dynbuf__free(&buf);
+    return err;
+}
+
+static int fill_variant_release_json(struct mf_dynbuf *val, const struct mf_ccache_view *v,
+                                     const void *arg)
+{
+    const struct names *n = arg;
+    struct mf_dynbuf env;
+    int err = v->s->ops->variants->variant_release_get(&env, v->s, v->ctx, n->a, n->b, n->c);
+
+    if (err == MF_OK && mf_dynbuf__append_json_str(val, (const char *)env.data, env.len) < 0)
+        err = mf_fail(v->ctx, MF_E_NOMEM, "out of memory quoting a release envelope");
+    mf_dynbuf__free(&env);
+    return err;
+}
+
+int mf_ccache__variant_release_json(struct mf_dynbuf *out, const struct mf_ccache_view *v,
+                                    const char *model, const char *version, const char *variant)
+{
+    struct names n = {model, version, variant};
+    char key[CCACHE_KEY_MAX];
+
+    (void)snprintf(key, sizeof(key), "variant-json\x1f%s\x1f%s\x1f%s", model, version, variant);
+    return cached_append(out, v, key, fill_variant_release_json, &n);
 }
 
 static int fill_delta(struct mf_dynbuf *val, const struct mf_ccache_view *v, const void *arg)
@@ -434,7 +501,7 @@ static int fill_delta(struct mf_dynbuf *val, const struct mf_ccache_view *v, con
 int mf_ccache__delta_find(struct mf_store_delta *out, const struct mf_ccache_view *v,
                           const char *from_sha256, const char *to_sha256)
 {
-    struct names n = {from_sha256, to_sha256};
+    struct names n = {from_sha256, to_sha256, NULL};
     char key[CCACHE_KEY_MAX];
 
     (void)snprintf(key, sizeof(key), "delta\x1f%s\x1f%s", from_sha256, to_sha256);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What check-ins read of the store that changes rarely, kept per node: trust documents,
- * versions and releases, deltas, the newest rollout of each model and whether it has pins.
- * Everything kept is tagged with the store generation (store.h, checkin_touch) it was read
+ * versions and releases, variants, deltas, the newest rollout of each model and whether it has
+ * pins. Everything kept is tagged with the store generation (store.h, checkin_touch) it was read
  * under, and a check-in only uses what carries the generation it read itself from the store,
  * in the same round trip as its last_seen write. Every change to those tables raises the
  * generation in its own transaction (triggers of migrations 6 and 8), whichever node made it,
@@ -46,10 +46,17 @@ int mf_ccache__promoted_latest(struct mf_store_version *out, const struct mf_cca
                                const char *model);
 int mf_ccache__release_get(struct mf_dynbuf *out, const struct mf_ccache_view *v, const char *model,
                            const char *version);
+/* The released variants of `model` `version` (variants_list, at most MF_STORE_VARIANTS_MAX:
+ * more is MF_E_STATE), into `out`; *n_out 0 when it has none. */
+int mf_ccache__variants(struct mf_store_variant out[MF_STORE_VARIANTS_MAX], size_t *n_out,
+                        const struct mf_ccache_view *v, const char *model, const char *version);
 /* release_get's envelope as a JSON string literal (quoted, escaped), appended to `out`
  * (which the caller initialised: a check-in answer being written). */
 int mf_ccache__release_json(struct mf_dynbuf *out, const struct mf_ccache_view *v,
                             const char *model, const char *version);
+/* The same for the release of variant `variant` of the version (variant_release_get). */
+int mf_ccache__variant_release_json(struct mf_dynbuf *out, const struct mf_ccache_view *v,
+                                    const char *model, const char *version, const char *variant);
 int mf_ccache__delta_find(struct mf_store_delta *out, const struct mf_ccache_view *v,
                           const char *from_sha256, const char *to_sha256);
 /* The newest rollout of `model` (rollouts_list's first row); MF_E_NOTFOUND when none. */

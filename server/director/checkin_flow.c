@@ -18,6 +18,7 @@
 #include "director/checkin_cache.h"
 #include "director/checkin_settings.h"
 #include "director/director_policy.h"
+#include "director/director_variant.h"
 #include "director/director_wave.h"
 #include "http/http_metrics.h"
 #include "mf_hex.h"
@@ -45,9 +46,11 @@ struct checkin_work {
     uint64_t first;
     struct mf_store_directives *dirs;
     /* The decisions: n targets, each with the request's model entry (what the device runs
-     * and holds: deltas, the release it need not be sent). */
+     * and holds: deltas, the release it need not be sent) and the variant of the target ("":
+     * the version's own blob). */
     struct mf_store_version *v;
     const struct mf_checkin_model **from;
+    char (*variant)[MF_STORE_NAME_SIZE];
     size_t n;
 };
 
@@ -72,8 +75,9 @@ struct mf_checkin_job {
 static struct checkin_work *work_new(struct mf_httpd_req *r, size_t n_models)
 {
     size_t n = n_models ? n_models : 1;
-    struct checkin_work *w = mf_calloc(
-        &r->ctx.alloc, 1, sizeof(*w) + n * (sizeof(*w->v) + sizeof(*w->from) + sizeof(*w->dirs)));
+    struct checkin_work *w = mf_calloc(&r->ctx.alloc, 1,
+                                       sizeof(*w) + n * (sizeof(*w->v) + sizeof(*w->from) +
+                                                         sizeof(*w->dirs) + sizeof(*w->variant)));
 
     if (!w)
         return NULL;
@@ -84,6 +88,7 @@ static struct checkin_work *work_new(struct mf_httpd_req *r, size_t n_models)
     w->v = (struct mf_store_version *)(void *)(w + 1);
     w->from = (const struct mf_checkin_model **)(void *)(w->v + n);
     w->dirs = (struct mf_store_directives *)(void *)(w->from + n);
+    w->variant = (char(*)[MF_STORE_NAME_SIZE])(void *)(w->dirs + n); /* chars: any alignment */
     return w;
 }
 
@@ -162,13 +167,16 @@ static int add_deltas(struct mf_answer *ans, const struct mf_ccache_view *cv,
 struct release_quote {
     const struct mf_ccache_view *cv;
     const struct mf_store_version *v;
+    const char *variant; /* "": the version's own release */
 };
 
 static int quote_release(struct mf_dynbuf *text, void *payload)
 {
     const struct release_quote *q = payload;
 
-    return mf_ccache__release_json(text, q->cv, q->v->model, q->v->version);
+    return q->variant[0] ? mf_ccache__variant_release_json(text, q->cv, q->v->model, q->v->version,
+                                                           q->variant)
+                         : mf_ccache__release_json(text, q->cv, q->v->model, q->v->version);
 }
 
 /* One assignment object: the release (left out when the device holds it), the assignment
@@ -176,14 +184,15 @@ static int quote_release(struct mf_dynbuf *text, void *payload)
  * if any. */
 static int add_assignment(struct mf_answer *ans, struct mf_httpd_req *r,
                           const struct mf_ccache_view *cv, const struct mf_checkin_req *req,
-                          const struct mf_store_version *v, uint64_t sequence,
+                          const struct mf_store_version *v, const char *variant, uint64_t sequence,
                           const struct mf_checkin_model *m, struct mf_checkin_job *defer)
 {
-    struct release_quote q = {cv, v};
+    struct release_quote q = {cv, v, variant};
     struct mf_answer_release rel = {.model = v->model,
                                     .version = v->version,
                                     .sha256 = v->sha256,
                                     .size = v->size,
+                                    .variant = variant,
                                     .digest = v->release_digest,
                                     .held = m->release_sha256,
                                     .quoted_fn = quote_release,
@@ -233,11 +242,65 @@ static int resolve(struct mf_policy_candidate *c, const struct mf_ccache_view *v
     return MF_OK;
 }
 
+/* Makes candidate `c` variant x of its version: its bytes and release, the version's place. */
+static void take_variant(struct mf_policy_candidate *c, const struct mf_store_variant *x)
+{
+    memcpy(c->v.sha256, x->sha256, sizeof(c->v.sha256));
+    c->v.size = x->size;
+    memcpy(c->v.release_digest, x->release_digest, sizeof(c->v.release_digest));
+    (void)snprintf(c->variant, sizeof(c->variant), "%s", x->variant);
+}
+
+/* The variant of candidate `c`'s version that class `cls` gets (director_variant.h), or the
+ * version's own blob. */
+static int classify(struct mf_policy_candidate *c, const struct mf_ccache_view *v,
+                    const struct mf_device_class *cls)
+{
+    struct mf_store_variant xs[MF_STORE_VARIANTS_MAX];
+    size_t n = 0;
+    int err, pick;
+
+    if (!c->present || !cls->declared)
+        return MF_OK;
+    err = mf_ccache__variants(xs, &n, v, c->v.model, c->v.version);
+    pick = err == MF_OK ? mf_variant__pick(xs, n, cls) : -1;
+    if (pick >= 0)
+        take_variant(c, &xs[pick]);
+    return err;
+}
+
+/* The device's installed release: the version it names when it runs that version's own
+ * bytes, or the released variant of it whose bytes it runs (whatever its class says now). */
+static int resolve_installed(struct mf_policy_candidate *c, const struct mf_ccache_view *v,
+                             const struct mf_checkin_model *m)
+{
+    struct mf_store_variant xs[MF_STORE_VARIANTS_MAX];
+    size_t n = 0;
+    int err = resolve(c, v, m->name, m->version);
+
+    if (err < 0 || !c->present || strcmp(c->v.sha256, m->sha256) == 0)
+        return err;
+    c->present = 0; /* the device runs other bytes under that name... */
+    err = mf_ccache__variants(xs, &n, v, m->name, m->version);
+    for (size_t i = 0; err == MF_OK && i < n; i++) {
+        if (strcmp(xs[i].sha256, m->sha256) == 0) { /* ... unless they are a variant's */
+            take_variant(c, &xs[i]);
+            c->present = 1;
+            break;
+        }
+    }
+    return err;
+}
+
 /* Gathers every rule's candidate for one model (director_policy.h) from the store. */
 static int gather(struct checkin_work *w, struct mf_httpd_req *r, const struct mf_ccache_view *v,
-                  const struct mf_checkin_model *m, const struct mf_store_directives *dir)
+                  const struct mf_checkin_req *req, const struct mf_checkin_model *m,
+                  const struct mf_store_directives *dir)
 {
     struct mf_policy_input *in = &w->in;
+    struct mf_policy_candidate *const offered[] = {
+        &in->device_pin,     &in->ops_device_pin, &in->ops_group_pin, &in->fleet_rollback,
+        &in->class_rollback, &in->wave,           &in->channel};
     int err;
 
     memset(in, 0, sizeof(*in));
@@ -247,9 +310,7 @@ static int gather(struct checkin_work *w, struct mf_httpd_req *r, const struct m
     in->channel.present = 1;
     in->floor = in->channel.v.security_floor;
     if (m->sha256)
-        err = resolve(&in->installed, v, m->name, m->version);
-    if (in->installed.present && strcmp(in->installed.v.sha256, m->sha256) != 0)
-        in->installed.present = 0; /* the device runs other bytes under that name */
+        err = resolve_installed(&in->installed, v, m);
     if (err == MF_OK)
         err = resolve(&in->device_pin, v, m->name, m->pin);
     if (err == MF_OK)
@@ -266,6 +327,16 @@ static int gather(struct checkin_work *w, struct mf_httpd_req *r, const struct m
         if (err == MF_E_NOTFOUND)
             err = MF_OK;
     }
+    if (err == MF_OK && req->device_class.declared) {
+        err = mf_director__class_rollback_cached(&in->class_rollback.v, v, req->device_class.tag,
+                                                 m->name);
+        in->class_rollback.present = err == MF_OK;
+        if (err == MF_E_NOTFOUND)
+            err = MF_OK;
+    }
+    /* Every rule chooses a version; the device's class chooses among its variants. */
+    for (size_t i = 0; err == MF_OK && i < sizeof(offered) / sizeof(offered[0]); i++)
+        err = classify(offered[i], v, &req->device_class);
     in->pending = m->pending;
     in->n_rolled_back = m->n_rolled_back;
     for (size_t i = 0; i < m->n_rolled_back; i++)
@@ -281,7 +352,7 @@ static int collect(struct checkin_work *w, struct mf_httpd_req *r, const struct 
     for (size_t i = 0; i < req->n_models; i++) {
         const struct mf_checkin_model *m = &req->models[i];
         struct mf_policy_decision d;
-        int err = gather(w, r, v, m, &w->dirs[i]);
+        int err = gather(w, r, v, req, m, &w->dirs[i]);
 
         if (err == MF_E_NOTFOUND)
             continue; /* nothing released: no assignment */
@@ -295,6 +366,7 @@ static int collect(struct checkin_work *w, struct mf_httpd_req *r, const struct 
             continue;
         w->v[w->n] = *d.target;
         w->from[w->n] = m;
+        (void)snprintf(w->variant[w->n], sizeof(w->variant[w->n]), "%s", d.variant);
         w->n++;
     }
     return MF_OK;
@@ -312,7 +384,8 @@ static int add_assignments(struct mf_answer *ans, struct checkin_work *w, struct
      * the request), numbered in list order, which is the order the device verifies them
      * in; numbers of models that get no assignment stay unused. */
     for (size_t i = 0; err == MF_OK && i < w->n; i++)
-        err = add_assignment(ans, r, v, req, &w->v[i], w->first + i, w->from[i], defer);
+        err = add_assignment(ans, r, v, req, &w->v[i], w->variant[i], w->first + i, w->from[i],
+                             defer);
     return err == MF_OK ? mf_answer__close(ans, ']') : err;
 }
 

@@ -15,6 +15,7 @@ static const struct {
     {MF_POLICY_OPS_DEVICE_PIN, offsetof(struct mf_policy_input, ops_device_pin), 0},
     {MF_POLICY_OPS_GROUP_PIN, offsetof(struct mf_policy_input, ops_group_pin), 0},
     {MF_POLICY_FLEET_ROLLBACK, offsetof(struct mf_policy_input, fleet_rollback), 0},
+    {MF_POLICY_CLASS_ROLLBACK, offsetof(struct mf_policy_input, class_rollback), 0},
     {MF_POLICY_WAVE, offsetof(struct mf_policy_input, wave), 1},
     {MF_POLICY_CHANNEL, offsetof(struct mf_policy_input, channel), 1},
 };
@@ -40,6 +41,7 @@ static void hold(struct mf_policy_decision *out, const struct mf_policy_input *i
     if (assignable(in)) {
         out->rule = why;
         out->target = &in->installed.v;
+        out->variant = in->installed.variant;
     }
 }
 
@@ -68,6 +70,7 @@ void mf_policy__decide(struct mf_policy_decision *out, const struct mf_policy_in
         }
         out->rule = policy_rules[i].rule;
         out->target = &c->v;
+        out->variant = c->variant;
         return;
     }
 }
@@ -93,6 +96,8 @@ const char *mf_policy__rule_name(enum mf_policy_rule rule)
         return "hold_pending";
     case MF_POLICY_HOLD_ROLLED_BACK:
         return "hold_rolled_back";
+    case MF_POLICY_CLASS_ROLLBACK:
+        return "class_rollback";
     }
     return "?";
 }

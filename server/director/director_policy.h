@@ -5,7 +5,10 @@
  * store first, so the rules are tested case by case without a server (test_director.c).
  *
  *   security floor > device pin > ops pin (device, then group) > active fleet rollback
- *                  > rollout wave > channel default
+ *                  > class rollback > rollout wave > channel default
+ *
+ * (a class rollback: the newest rollout of the model halted the device's class on its own,
+ * docs/rollouts.md "Per-class halts", and offers that class the previous release).
  *
  * Each rule offers a candidate release or nothing; the first candidate at or above the
  * model's security floor wins. Two device signals temper the automatic rules (wave and
@@ -30,14 +33,16 @@ enum mf_policy_rule {
     MF_POLICY_FLEET_ROLLBACK,
     MF_POLICY_WAVE,
     MF_POLICY_CHANNEL,
-    MF_POLICY_HOLD_PENDING,    /* kept on the installed release: it awaits confirmation */
-    MF_POLICY_HOLD_ROLLED_BACK /* kept on the installed release: the device reverted the other */
+    MF_POLICY_HOLD_PENDING,     /* kept on the installed release: it awaits confirmation */
+    MF_POLICY_HOLD_ROLLED_BACK, /* kept on the installed release: the device reverted the other */
+    MF_POLICY_CLASS_ROLLBACK    /* appended: the rollout halted the device's class */
 };
 
 /* A candidate: `present` 0 when the rule offers nothing; otherwise a released version. */
 struct mf_policy_candidate {
     int present;
-    struct mf_store_version v;
+    struct mf_store_version v; /* a variant's sha256, size and release digest when it is one */
+    char variant[MF_STORE_NAME_SIZE]; /* "": the version's own blob (director_variant.h) */
 };
 
 #define MF_POLICY_MAX_ROLLED_BACK 8
@@ -50,11 +55,13 @@ struct mf_policy_input {
     size_t n_rolled_back;
     struct mf_policy_candidate device_pin, ops_device_pin, ops_group_pin, fleet_rollback, wave,
         channel;
+    struct mf_policy_candidate class_rollback; /* appended: after fleet_rollback in precedence */
 };
 
 struct mf_policy_decision {
     enum mf_policy_rule rule;
     const struct mf_store_version *target; /* borrowed from the input; NULL for NONE */
+    const char *variant;                   /* the target's variant ("": none), borrowed */
     int skipped_below_floor;               /* candidates refused by the security floor */
 };
 

@@ -30,6 +30,27 @@ int mf_director__wave_cached(struct mf_store_version *out, const struct mf_ccach
     return err;
 }
 
+int mf_director__class_rollback_cached(struct mf_store_version *out, const struct mf_ccache_view *v,
+                                       const char *device_class, const char *model)
+{
+    struct mf_store_rollout *r;
+    int err;
+
+    if (!device_class[0])
+        return MF_E_NOTFOUND; /* no message: a device without a class is never halted alone */
+    r = mf_alloc(NULL, sizeof(*r));
+    err = r ? mf_ccache__rollout_newest(r, v, model)
+            : mf_fail(v->ctx, MF_E_NOMEM, "out of memory reading rollouts");
+    if (err == MF_OK && !mf_rollout__class_halted(r, device_class))
+        err = MF_E_NOTFOUND;
+    if (err == MF_OK)
+        err = mf_ccache__version_get(out, v, model, r->prev_version);
+    if (err == MF_OK && out->sequence == 0)
+        err = MF_E_NOTFOUND;
+    mf_free(NULL, r);
+    return err;
+}
+
 int mf_director__wave(struct mf_store_version *out, struct mf_store *s, struct mf_ctx *ctx,
                       const char *device_id, const char *model)
 {

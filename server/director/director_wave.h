@@ -17,5 +17,10 @@ int mf_director__wave(struct mf_store_version *out, struct mf_store *s, struct m
 /* The same through a check-in's cache view (the newest rollout and versions come from it). */
 int mf_director__wave_cached(struct mf_store_version *out, const struct mf_ccache_view *v,
                              const char *device_id, const char *model);
+/* MF_OK with the previous release in *out when the newest rollout of `model` halted class
+ * `device_class` on its own (docs/rollouts.md, "Per-class halts"), whatever its state;
+ * MF_E_NOTFOUND otherwise (also for the class "": a device that declares none). */
+int mf_director__class_rollback_cached(struct mf_store_version *out, const struct mf_ccache_view *v,
+                                       const char *device_class, const char *model);
 
 #endif /* MF_SERVER_DIRECTOR_WAVE_H */

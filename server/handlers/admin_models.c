@@ -210,6 +210,19 @@ static int reply_existing(struct mf_httpd_req *r, const struct mf_store_version 
                                  got->version, got->model);
 }
 
+int mf_handlers__upload_finish(char sha256[MF_SHA256_HEX_LEN + 1], uint64_t *size,
+                               struct mf_httpd_req *r)
+{
+    int err = mf_blob__upload_finish(sha256, size, r->upload, &r->ctx);
+
+    if (err == MF_OK && r->expect_sha256 &&
+        !mf_ct_memeq(r->expect_sha256, sha256, MF_SHA256_HEX_LEN))
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
+                                     "upload has sha256 %s, X-MF-Sha256 says %s", sha256,
+                                     r->expect_sha256);
+    return err;
+}
+
 static int publish_end(struct mf_httpd_req *r)
 {
     struct mf_store *s = r->env->store;
@@ -219,13 +232,9 @@ static int publish_end(struct mf_httpd_req *r)
     memset(&v, 0, sizeof(v));
     (void)snprintf(v.model, sizeof(v.model), "%s", r->params[0]);
     (void)snprintf(v.version, sizeof(v.version), "%s", r->params[1]);
-    err = mf_blob__upload_finish(v.sha256, &v.size, r->upload, &r->ctx);
-    if (err < 0)
+    err = mf_handlers__upload_finish(v.sha256, &v.size, r);
+    if (err < 0 || r->resp)
         return err;
-    if (r->expect_sha256 && !mf_ct_memeq(r->expect_sha256, v.sha256, MF_SHA256_HEX_LEN))
-        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
-                                     "upload has sha256 %s, X-MF-Sha256 says %s", v.sha256,
-                                     r->expect_sha256);
     err = s->ops->registry->version_get(&have, s, &r->ctx, v.model, v.version);
     if (err == MF_OK)
         return reply_existing(r, &have, &v);
@@ -250,13 +259,16 @@ static int publish_end(struct mf_httpd_req *r)
     return mf_handlers__reply_version(r, MHD_HTTP_CREATED, &v, 0);
 }
 
-int mf_handlers__publish_end(struct mf_httpd_req *r)
+int mf_handlers__upload_end(struct mf_httpd_req *r, int err)
 {
-    int err = publish_end(r);
-
     /* Drop the temp file (if it was not renamed into place) before the reply goes out, so
      * a client that sees the answer never sees a leftover in blobs/tmp. */
     mf_blob__upload_free(r->upload);
     r->upload = NULL;
     return err;
+}
+
+int mf_handlers__publish_end(struct mf_httpd_req *r)
+{
+    return mf_handlers__upload_end(r, publish_end(r));
 }

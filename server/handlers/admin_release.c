@@ -78,20 +78,30 @@ static int check_matches(struct mf_httpd_req *r, const mf_manifest_release *rel,
     return MF_OK;
 }
 
+int mf_handlers__release_verify(mf_manifest_release **out, char digest[MF_SHA256_HEX_LEN + 1],
+                                struct mf_httpd_req *r, mf_trust *t,
+                                const struct mf_store_version *v)
+{
+    int err =
+        mf_trust_verify_release(out, t, r->body.data, r->body.len, (uint64_t)mf_handlers__now());
+
+    if (err < 0)
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "release refused: %s (%s)",
+                                     mf_trust_errmsg(t),
+                                     mf_trust_reason_name(mf_trust_last_reason(t)));
+    mf_hex__encode(digest, (*out)->digest, sizeof((*out)->digest));
+    return check_matches(r, *out, v);
+}
+
 static int attach(struct mf_httpd_req *r, mf_trust *t, struct mf_store_version *v)
 {
     struct mf_store *s = r->env->store;
     mf_manifest_release *rel = NULL;
     char digest[MF_SHA256_HEX_LEN + 1];
-    int err;
+    int err = mf_handlers__release_verify(&rel, digest, r, t, v);
 
-    err = mf_trust_verify_release(&rel, t, r->body.data, r->body.len, (uint64_t)mf_handlers__now());
-    if (err < 0)
-        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "release refused: %s (%s)",
-                                     mf_trust_errmsg(t),
-                                     mf_trust_reason_name(mf_trust_last_reason(t)));
-    err = check_matches(r, rel, v);
-    mf_hex__encode(digest, rel->digest, sizeof(rel->digest));
+    if (!rel)
+        return err;
     if (err == MF_OK && !r->resp && v->sequence) {
         /* Released already: the same envelope again is idempotent, another one is not. */
         if (mf_ct_memeq(digest, v->release_digest, MF_SHA256_HEX_LEN))
@@ -130,6 +140,16 @@ static int attach(struct mf_httpd_req *r, mf_trust *t, struct mf_store_version *
     return err;
 }
 
+int mf_handlers__release_trust(mf_trust **out, struct mf_httpd_req *r)
+{
+    int err = mf_handlers__trust_load(out, r, 1);
+
+    if (err == MF_E_NOTFOUND)
+        return mf_httpd__reply_error(r, MHD_HTTP_CONFLICT,
+                                     "no trust configured: install root and keys documents first");
+    return err;
+}
+
 int mf_handlers__release_put(struct mf_httpd_req *r)
 {
     struct mf_store *s = r->env->store;
@@ -144,11 +164,8 @@ int mf_handlers__release_put(struct mf_httpd_req *r)
                                      r->params[1], r->params[0]);
     if (err < 0)
         return err;
-    err = mf_handlers__trust_load(&t, r, 1);
-    if (err == MF_E_NOTFOUND)
-        return mf_httpd__reply_error(r, MHD_HTTP_CONFLICT,
-                                     "no trust configured: install root and keys documents first");
-    if (err < 0)
+    err = mf_handlers__release_trust(&t, r);
+    if (err < 0 || r->resp)
         return err;
     err = attach(r, t, &v);
     mf_trust_free(t);

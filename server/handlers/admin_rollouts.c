@@ -53,6 +53,7 @@ static cJSON *rollout_json(int *ok, const struct mf_store_rollout *r)
     add_time(ok, o, "created_at", r->created_at);
     add_time(ok, o, "updated_at", r->updated_at);
     add_str(ok, o, "breach", r->breach);
+    add_str(ok, o, "halted_classes", r->halted_classes); /* "a,b": back on the previous */
     return o;
 }
 
@@ -83,13 +84,25 @@ static void add_waves(int *ok, cJSON *o, const struct mf_rollout_status *st)
         *ok = 0;
 }
 
-static void add_lines(int *ok, cJSON *o, const struct mf_rollout_status *st)
+/* A red line is breached, clean or waiting; a goal missed, met or waiting. */
+static const char *line_state(const struct mf_rollout_verdict *v, int goal)
 {
-    cJSON *list = cJSON_AddArrayToObject(o, "red_lines");
+    if (!v->evaluated)
+        return "waiting";
+    if (v->breached)
+        return goal ? "missed" : "breached";
+    return goal ? "met" : "clean";
+}
 
-    for (size_t i = 0; list && i < st->plan.n_lines; i++) {
-        const struct mf_rollout_line *l = &st->plan.lines[i];
-        const struct mf_rollout_verdict *v = &st->verdicts[i];
+/* Red lines or goals (`rank`: goals, numbered from 1 in the plan's order) with verdicts. */
+static void add_lines(int *ok, cJSON *o, const char *key, const struct mf_rollout_line *lines,
+                      const struct mf_rollout_verdict *verdicts, size_t n, int rank)
+{
+    cJSON *list = cJSON_AddArrayToObject(o, key);
+
+    for (size_t i = 0; list && i < n; i++) {
+        const struct mf_rollout_line *l = &lines[i];
+        const struct mf_rollout_verdict *v = &verdicts[i];
         cJSON *x = cJSON_CreateObject();
 
         if (!x || !cJSON_AddItemToArray(list, x)) {
@@ -97,10 +110,14 @@ static void add_lines(int *ok, cJSON *o, const struct mf_rollout_status *st)
             *ok = 0;
             return;
         }
+        if (rank)
+            add_num(ok, x, "rank", (double)(i + 1));
         add_str(ok, x, "metric", mf_rollout__metric_name(l->metric));
+        if (l->after_min >= 0)
+            add_num(ok, x, "after_min", l->after_min);
         add_str(ok, x, "kind", l->relative ? "relative" : "absolute");
         add_num(ok, x, "limit", l->limit);
-        add_str(ok, x, "state", v->breached ? "breached" : v->evaluated ? "clean" : "waiting");
+        add_str(ok, x, "state", line_state(v, rank));
         if (!cJSON_AddBoolToObject(x, "evaluated", v->evaluated) ||
             !cJSON_AddBoolToObject(x, "breached", v->breached))
             *ok = 0;
@@ -117,6 +134,47 @@ static void add_lines(int *ok, cJSON *o, const struct mf_rollout_status *st)
             add_num(ok, x, "control_devices", (double)v->control_devices);
             add_num(ok, x, "control_samples", (double)v->control_samples);
         }
+    }
+    if (!list)
+        *ok = 0;
+}
+
+/* A figure of one group, or null when the group has no data for it (absent, never 0). */
+static void add_figure(int *ok, cJSON *x, const char *key, const struct mf_rollout_figures *f,
+                       int m)
+{
+    if (f->have[m])
+        add_num(ok, x, key, f->v[m]);
+    else if (!cJSON_AddNullToObject(x, key))
+        *ok = 0;
+}
+
+/* Every dimension of the scorecard, the new version beside the previous one (the control
+ * group): one entry per figure either group has, the sustained ones per starting minute. */
+static void add_scorecard(int *ok, cJSON *o, const struct mf_rollout_status *st)
+{
+    cJSON *list = cJSON_AddArrayToObject(o, "scorecard");
+
+    for (int m = 0; list && m < MF_ROLLOUT_FIGURES; m++) {
+        int after;
+        int metric = mf_rollout__figure_metric(m, &after);
+        cJSON *x;
+
+        if (!st->cur.have[m] && !st->control.have[m])
+            continue;
+        x = cJSON_CreateObject();
+        if (!x || !cJSON_AddItemToArray(list, x)) {
+            cJSON_Delete(x);
+            *ok = 0;
+            return;
+        }
+        add_str(ok, x, "metric", mf_rollout__metric_name(metric));
+        if (after >= 0)
+            add_num(ok, x, "after_min", after);
+        add_figure(ok, x, "version", &st->cur, m);
+        add_figure(ok, x, "previous", &st->control, m);
+        add_num(ok, x, "devices", (double)st->cur.devices[m]);
+        add_num(ok, x, "previous_devices", (double)st->control.devices[m]);
     }
     if (!list)
         *ok = 0;
@@ -163,7 +221,10 @@ static int reply_status(struct mf_httpd_req *r, unsigned status, int64_t id)
             add_num(&ok, body, "line_min_inferences", (double)st->plan.line_min_inferences);
             add_num(&ok, body, "lines_waiting", (double)st->waiting);
             add_waves(&ok, body, st);
-            add_lines(&ok, body, st);
+            add_lines(&ok, body, "red_lines", st->plan.lines, st->verdicts, st->plan.n_lines, 0);
+            add_lines(&ok, body, "goals", st->plan.goals, st->goal_verdicts, st->plan.n_goals, 1);
+            add_num(&ok, body, "goals_met", (double)st->goals_met);
+            add_scorecard(&ok, body, st);
         }
         events = body ? cJSON_AddArrayToObject(body, "events") : NULL;
         err = ok && events ? s->ops->rollout->rollout_events_list(s, &r->ctx, id, add_event, events)

@@ -5,6 +5,7 @@
 
 #include "http/http_req.h"
 #include "mf/trust.h"
+#include "mf_hex.h"
 
 #include <stdint.h>
 
@@ -29,6 +30,27 @@ int mf_handlers__release_begin(struct mf_httpd_req *r);
 int mf_handlers__release_data(struct mf_httpd_req *r, const char *data, size_t len);
 int mf_handlers__release_put(struct mf_httpd_req *r);
 int mf_handlers__release_promote(struct mf_httpd_req *r);
+/* The release envelope in r->body, verified with `t` as a device would, and describing blob
+ * `v` (its model, version, sha256 and size): MF_OK with *out (free with
+ * mf_manifest_release_free, also when a 400 was built: check r->resp) and its payload digest
+ * in hex, or a 400 built on `r` with *out NULL. */
+int mf_handlers__release_verify(mf_manifest_release **out, char digest[MF_SHA256_HEX_LEN + 1],
+                                struct mf_httpd_req *r, mf_trust *t,
+                                const struct mf_store_version *v);
+/* The server's trust for judging a release: a 409 built on `r` when none is configured
+ * (check r->resp), else mf_handlers__trust_load's result. */
+int mf_handlers__release_trust(mf_trust **out, struct mf_httpd_req *r);
+/* The upload's digest and size once its body is complete: a 400 built on `r` when they differ
+ * from X-MF-Sha256 (check r->resp). */
+int mf_handlers__upload_finish(char sha256[MF_SHA256_HEX_LEN + 1], uint64_t *size,
+                               struct mf_httpd_req *r);
+/* Ends a STREAM upload route with `err`: the temp blob dropped before the reply. */
+int mf_handlers__upload_end(struct mf_httpd_req *r, int err);
+/* Model variants (admin_variants.c; docs/protocol.md, "Variants"). */
+int mf_handlers__variant_begin(struct mf_httpd_req *r);
+int mf_handlers__variant_end(struct mf_httpd_req *r);
+int mf_handlers__variant_release_begin(struct mf_httpd_req *r);
+int mf_handlers__variant_release_put(struct mf_httpd_req *r);
 int mf_handlers__trust_root_put(struct mf_httpd_req *r);
 int mf_handlers__trust_keys_put(struct mf_httpd_req *r);
 int mf_handlers__trust_get(struct mf_httpd_req *r);

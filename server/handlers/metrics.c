@@ -13,7 +13,7 @@
 
 #define METRICS_BODY_MAX (1024u * 1024u) /* 256 rollouts' states are some 120 KiB of it */
 
-_Static_assert(MF_METRICS_RULES == MF_POLICY_HOLD_ROLLED_BACK + 1, "one counter per rule");
+_Static_assert(MF_METRICS_RULES == MF_POLICY_CLASS_ROLLBACK + 1, "one counter per rule");
 _Static_assert(MF_METRICS_CONN_RULES == MF_CONN_RULES, "one counter per connection rule");
 
 int mf_handlers__metrics(struct mf_httpd_req *r)

@@ -72,6 +72,13 @@ const struct mf_httpd_route mf_handlers__routes[] = {
            mf_handlers__publish_data, mf_handlers__publish_end, DATA),
     STREAM("PUT", "/v1/admin/models/{}/versions/{}/release", mf_handlers__release_begin,
            mf_handlers__release_data, mf_handlers__release_put, DATA),
+    /* Variants of a version (admin_variants.c): bytes with the needs of the device classes
+     * that may run them, then each variant's own signed release. */
+    STREAM("PUT", "/v1/admin/models/{}/versions/{}/variants/{}", mf_handlers__variant_begin,
+           mf_handlers__publish_data, mf_handlers__variant_end, DATA),
+    STREAM("PUT", "/v1/admin/models/{}/versions/{}/variants/{}/release",
+           mf_handlers__variant_release_begin, mf_handlers__release_data,
+           mf_handlers__variant_release_put, DATA),
     /* Promote by hand (`mfctl promote --force`): deploys a release to every device with no
      * canary, so it is an ops action, and one the audit log must record (who, when, what). */
     ADMIN_POST("/v1/admin/models/{}/versions/{}/promote", mf_handlers__release_promote, OPS),

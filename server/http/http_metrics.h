@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define MF_METRICS_STATUS_SLOTS 17
-#define MF_METRICS_RULES 9      /* enum mf_policy_rule */
+#define MF_METRICS_RULES 10     /* enum mf_policy_rule */
 #define MF_METRICS_CONN_RULES 3 /* enum mf_conn_rule (http_conns.h) */
 
 struct mf_metrics {

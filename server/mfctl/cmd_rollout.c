@@ -80,33 +80,80 @@ static void print_waves(struct mfctl *c, const cJSON *doc)
     }
 }
 
-/* A red line's figure in its metric's unit: bytes for memory, microseconds as an integer,
- * rates and agreement as fractions; never an exponent. */
+/* A figure in its metric's unit: bytes for memory, microseconds as an integer, microjoules,
+ * inferences per second, rates and agreement as fractions; never an exponent. */
 static const char *fmt_figure(char *buf, size_t cap, const char *metric, double v)
 {
     size_t n = strlen(metric);
 
-    if (strcmp(metric, "peak_memory") == 0)
+    if (n > 7 && strcmp(metric + n - 7, "_memory") == 0)
         return mfctl__fmt_bytes(buf, cap, v);
     if (n > 3 && strcmp(metric + n - 3, "_us") == 0)
         (void)snprintf(buf, cap, v == (double)(long long)v ? "%.0f us" : "%.1f us", v);
+    else if (n > 3 && strcmp(metric + n - 3, "_uj") == 0)
+        (void)snprintf(buf, cap, "%.1f uJ", v);
+    else if (strcmp(metric, "sustained_rate") == 0)
+        (void)snprintf(buf, cap, "%.2f /s", v);
     else
         (void)snprintf(buf, cap, "%.4f", v);
     return buf;
 }
 
-static void print_lines(struct mfctl *c, const cJSON *doc)
+/* "p99_latency_us", or "sustained_p99_us@5" (from minute 5 after activation on). */
+static const char *metric_label(char *buf, size_t cap, const cJSON *l)
+{
+    const cJSON *after = cJSON_GetObjectItemCaseSensitive(l, "after_min");
+
+    if (cJSON_IsNumber(after))
+        (void)snprintf(buf, cap, "%s@%.0f", mfctl__str(l, "metric"), after->valuedouble);
+    else
+        (void)snprintf(buf, cap, "%s", mfctl__str(l, "metric"));
+    return buf;
+}
+
+/* Every dimension per version: the new one beside the previous (the control group); "-"
+ * where a group has no data (an absent figure, e.g. energy without a counter). */
+static void print_scorecard(struct mfctl *c, const cJSON *doc)
 {
     const cJSON *l;
-    char limit[32], value[32], bound[32];
+    char label[64], cur[32], prev[32];
 
-    (void)fprintf(c->out, "red lines:\n  %-22s %-9s %10s %14s %14s  %s\n", "METRIC", "KIND",
+    (void)fprintf(c->out, "scorecard (%s vs %s):\n  %-26s %14s %14s %8s %8s\n",
+                  mfctl__str(doc, "version"), mfctl__str(doc, "previous"), "METRIC", "VERSION",
+                  "PREVIOUS", "DEVICES", "PREV");
+    cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(doc, "scorecard"))
+    {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(l, "version");
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(l, "previous");
+        const char *metric = mfctl__str(l, "metric");
+
+        (void)fprintf(
+            c->out, "  %-26s %14s %14s %8.0f %8.0f\n", metric_label(label, sizeof(label), l),
+            cJSON_IsNumber(v) ? fmt_figure(cur, sizeof(cur), metric, v->valuedouble) : "-",
+            cJSON_IsNumber(p) ? fmt_figure(prev, sizeof(prev), metric, p->valuedouble) : "-",
+            mfctl__num(l, "devices"), mfctl__num(l, "previous_devices"));
+    }
+}
+
+/* The red lines ("red_lines") or the ranked goals ("goals") with their verdicts. */
+static void print_lines(struct mfctl *c, const cJSON *doc, const char *key, const char *title)
+{
+    const cJSON *l;
+    char limit[32], value[32], bound[32], label[64];
+    int goals = strcmp(key, "goals") == 0;
+
+    if (goals && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, key)) == 0)
+        return;
+    (void)fprintf(c->out, "%s:\n  %-26s %-9s %10s %14s %14s  %s\n", title, "METRIC", "KIND",
                   "LIMIT", "VALUE", "BOUND", "STATUS");
-    cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(doc, "red_lines"))
+    cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(doc, key))
     {
         int evaluated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(l, "evaluated"));
         int breached = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(l, "breached"));
         const char *metric = mfctl__str(l, "metric");
+        const char *missed = goals ? "missed" : "BREACHED", *met = goals ? "met" : "ok";
+
+        (void)metric_label(label, sizeof(label), l);
 
         /* A relative line's limit is a factor of the baseline, the others are in its unit. */
         if (strcmp(mfctl__str(l, "kind"), "relative") == 0)
@@ -114,13 +161,12 @@ static void print_lines(struct mfctl *c, const cJSON *doc)
         else
             (void)fmt_figure(limit, sizeof(limit), metric, mfctl__num(l, "limit"));
         if (evaluated)
-            (void)fprintf(c->out, "  %-22s %-9s %10s %14s %14s  %s\n", metric,
-                          mfctl__str(l, "kind"), limit,
-                          fmt_figure(value, sizeof(value), metric, mfctl__num(l, "value")),
+            (void)fprintf(c->out, "  %-26s %-9s %10s %14s %14s  %s\n", label, mfctl__str(l, "kind"),
+                          limit, fmt_figure(value, sizeof(value), metric, mfctl__num(l, "value")),
                           fmt_figure(bound, sizeof(bound), metric, mfctl__num(l, "bound")),
-                          breached ? "BREACHED" : "ok");
-        else /* not enough evidence yet: it blocks advancing, it does not count clean */
-            (void)fprintf(c->out, "  %-22s %-9s %10s %14s %14s  waiting (%s)\n", metric,
+                          breached ? missed : met);
+        else /* not enough evidence yet: a red line blocks advancing, never counts clean */
+            (void)fprintf(c->out, "  %-26s %-9s %10s %14s %14s  waiting (%s)\n", label,
                           mfctl__str(l, "kind"), limit, "-", "-", mfctl__str(l, "waiting_for"));
     }
 }
@@ -167,8 +213,13 @@ int mfctl__print_rollout(struct mfctl *c, const char *json, size_t len)
         mfctl__num(doc, "control_devices"));
     if (mfctl__str(doc, "breach")[0])
         (void)fprintf(c->out, "halted by: %s\n", mfctl__str(doc, "breach"));
+    if (mfctl__str(doc, "halted_classes")[0])
+        (void)fprintf(c->out, "classes halted (back on %s): %s\n", mfctl__str(doc, "previous"),
+                      mfctl__str(doc, "halted_classes"));
     print_waves(c, doc);
-    print_lines(c, doc);
+    print_lines(c, doc, "red_lines", "red lines");
+    print_lines(c, doc, "goals", "goals (ranked; they never halt)");
+    print_scorecard(c, doc);
     print_plan(c, doc);
     (void)fprintf(c->out, "events (UTC):\n");
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "events"))

@@ -37,6 +37,9 @@ struct mf_rollout_status {
      * of the previous version is from the rollout's window (at or after its creation). */
     struct mf_rollout_figures cur, control;
     struct mf_rollout_verdict verdicts[MF_ROLLOUT_MAX_LINES];
+    /* The ranked goals, checked like lines (`breached`: missed); they never halt. */
+    struct mf_rollout_verdict goal_verdicts[MF_ROLLOUT_MAX_GOALS];
+    size_t goals_met;
     int breached;   /* index of the first breached line, or -1 */
     size_t waiting; /* lines still waiting for evidence (they block advancing) */
     /* 1: fewer than line_min_devices in the control group now (the admitted waves cover the
@@ -90,6 +93,10 @@ int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct
  * the new version, and advances a wave (or, after the last, promotes the version and ends
  * done) that soaked for soak_s with no line breached or waiting. Other states: nothing. */
 int mf_rollout__step(struct mf_store *s, struct mf_ctx *ctx, int64_t id, int64_t now);
+
+/* 1 when rollout `r` halted device class `tag` on its own (docs/rollouts.md, "Per-class
+ * halts"): its devices get the previous release whatever the rollout's state ("" is never). */
+int mf_rollout__class_halted(const struct mf_store_rollout *r, const char *tag);
 
 /* 1 for the states whose red lines are evaluated (running, paused). */
 int mf_rollout__watched(const char *state);

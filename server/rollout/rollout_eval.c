@@ -137,14 +137,53 @@ int mf_rollout__offer(const char **version_out, struct mf_store *s, struct mf_ct
     return err;
 }
 
+int mf_rollout__class_halted(const struct mf_store_rollout *r, const char *tag)
+{
+    size_t n = strlen(tag);
+
+    for (const char *p = r->halted_classes; n && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+
+        if (len == n && memcmp(p, tag, n) == 0)
+            return 1;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return 0;
+}
+
+/* The classes whose devices report the new version in the admitted waves (class tags the
+ * check-ins declared), for their own evaluation. */
+struct seen_classes {
+    char tag[MF_STORE_HALTED_CLASSES][MF_STORE_NAME_SIZE];
+    size_t n;
+};
+
+static void see_class(struct seen_classes *c, const char *tag)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        if (strcmp(c->tag[i], tag) == 0)
+            return;
+    }
+    if (c->n < MF_STORE_HALTED_CLASSES)
+        (void)snprintf(c->tag[c->n++], MF_STORE_NAME_SIZE, "%s", tag);
+}
+
 /* The rows one evaluation reads (memberships read before the walk): the new version on
  * the admitted devices (the canary), and the previous version on the devices outside the
- * admitted waves from the rollout's window (the concurrent control group). */
+ * admitted waves from the rollout's window (the concurrent control group). The evaluation of
+ * one class (`cls`) reads that class's rows only; the fleet's (`cls` NULL) leaves out the
+ * classes the rollout halted already, which are back on the previous release. */
 struct evaluated {
     const struct mf_store_rollout *r;
     const struct mf_rollout_plan *plan;
     const struct mf_rollout_members *members;
     uint64_t wave_reporting; /* canary rows of the current wave */
+    const char *cls;
+    struct seen_classes *seen; /* the fleet's evaluation: classes of the canary, or NULL */
+    int samples;               /* 1: selecting labelled samples, which count no report */
 };
 
 static int keep_evaluated(void *payload, const struct mf_store_telemetry *t)
@@ -153,8 +192,15 @@ static int keep_evaluated(void *payload, const struct mf_store_telemetry *t)
     int wave = mf_rollout__members_wave(e->plan, e->members, t->device_id);
     int admitted = wave >= 0 && wave <= e->r->wave;
 
+    /* Labelled samples name no class: they count in the fleet's evaluation only. */
+    if (e->samples ? e->cls != NULL
+        : e->cls   ? strcmp(t->device_class, e->cls) != 0
+                   : mf_rollout__class_halted(e->r, t->device_class))
+        return 0;
     if (admitted && strcmp(t->version, e->r->version) == 0) {
-        e->wave_reporting += wave == e->r->wave;
+        e->wave_reporting += wave == e->r->wave && !e->samples;
+        if (e->seen && t->device_class[0])
+            see_class(e->seen, t->device_class);
         return 1;
     }
     /* Concurrent, not history: a device outside the waves that still reports the previous
@@ -163,23 +209,43 @@ static int keep_evaluated(void *payload, const struct mf_store_telemetry *t)
            t->reported_at >= e->r->created_at;
 }
 
+/* 1 when a red line or goal of `p` is drawn on figure `f`. */
+static int plan_uses(const struct mf_rollout_plan *p, int f)
+{
+    for (size_t i = 0; i < p->n_lines; i++) {
+        if (p->lines[i].figure == f)
+            return 1;
+    }
+    for (size_t i = 0; i < p->n_goals; i++) {
+        if (p->goals[i].figure == f)
+            return 1;
+    }
+    return 0;
+}
+
 /* The control group's figures as stored with the rollout when its wave was admitted:
- * {"p99_latency_us": [value, devices, samples], ...} for the figures it had. */
-static void control_save(char *out, size_t size, const struct mf_rollout_figures *f)
+ * {"p99_latency_us": [value, devices, samples], "sustained_p99_us@5": [...], ...} for the
+ * figures it had that the plan's lines and goals use (what fits MF_STORE_CONTROL_MAX). */
+static void control_save(char *out, size_t size, const struct mf_rollout_figures *f,
+                         const struct mf_rollout_plan *p)
 {
     size_t n = 0;
+    char name[64];
 
     n += (size_t)snprintf(out, size, "{");
-    for (int m = 0; m < MF_METRIC_COUNT && n < size; m++) {
-        if (f->have[m])
-            n += (size_t)snprintf(out + n, size - n, "%s\"%s\":[%.17g,%llu,%llu]", n > 1 ? "," : "",
-                                  mf_rollout__metric_name(m), f->v[m],
-                                  (unsigned long long)f->devices[m],
-                                  (unsigned long long)f->samples[m]);
+    for (int m = 0; m < MF_ROLLOUT_FIGURES && n < size; m++) {
+        if (!f->have[m] || !plan_uses(p, m))
+            continue;
+        mf_rollout__figure_name(name, sizeof(name), m);
+        n += (size_t)snprintf(out + n, size - n, "%s\"%s\":[%.17g,%llu,%llu]", n > 1 ? "," : "",
+                              name, f->v[m], (unsigned long long)f->devices[m],
+                              (unsigned long long)f->samples[m]);
     }
     if (n < size)
         (void)snprintf(out + n, size - n, "}");
-    if (n + 1 >= size) /* cannot happen at 6 figures; never store half a record */
+    /* About 14 figures fit; a plan drawing on more stores none (never half a record), and
+     * its relative lines then wait on a last wave: the safe side. */
+    if (n + 1 >= size)
         out[0] = '\0';
 }
 
@@ -188,14 +254,17 @@ static int control_load(struct mf_rollout_figures *out, struct mf_ctx *ctx, cons
 {
     size_t len = strlen(text);
     cJSON *doc = NULL;
+    char name[64];
 
     memset(out, 0, sizeof(*out));
     if (!len || mf_json__parse(&doc, ctx, text, len, len, MF_JSON_DEPTH_DEFAULT,
                                "stored control figures") < 0)
         return 0;
-    for (int m = 0; m < MF_METRIC_COUNT; m++) {
-        const cJSON *x = cJSON_GetObjectItemCaseSensitive(doc, mf_rollout__metric_name(m));
+    for (int m = 0; m < MF_ROLLOUT_FIGURES; m++) {
+        const cJSON *x;
 
+        mf_rollout__figure_name(name, sizeof(name), m);
+        x = cJSON_GetObjectItemCaseSensitive(doc, name);
         if (cJSON_GetArraySize(x) != 3)
             continue;
         out->have[m] = 1;
@@ -222,12 +291,15 @@ static int count_device(void *payload, const struct mf_store_device *d)
     return MF_OK;
 }
 
-int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct mf_ctx *ctx,
-                       int64_t id)
+/* The status of the rollout over class `cls` (NULL: the fleet but its halted classes), and
+ * the canary's classes into `seen` when not NULL. */
+static int status_of(struct mf_rollout_status *out, struct mf_store *s, struct mf_ctx *ctx,
+                     int64_t id, const char *cls, struct seen_classes *seen)
 {
     struct mf_rollout_fleet *fleet = mf_calloc(NULL, 1, sizeof(*fleet));
     struct mf_rollout_members members = {0};
-    struct evaluated e = {.r = &out->r, .plan = &out->plan, .members = &members};
+    struct evaluated e = {
+        .r = &out->r, .plan = &out->plan, .members = &members, .cls = cls, .seen = seen};
     struct count_waves c = {.st = out, .members = &members};
     const struct mf_rollout_agg *cur, *ctl;
     int err;
@@ -243,6 +315,9 @@ int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct
         err = mf_rollout__members_load(&members, s, ctx, &out->plan);
     if (err == MF_OK)
         err = mf_rollout__fleet_collect(fleet, s, ctx, out->r.model, keep_evaluated, &e);
+    e.samples = 1; /* the labelled samples of the same two groups (accuracy) */
+    if (err == MF_OK)
+        err = mf_rollout__accuracy_collect(fleet, s, ctx, out->r.model, keep_evaluated, &e);
     if (err == MF_OK)
         err = s->ops->devices->devices_list(s, ctx, count_device, &c);
     if (err == MF_OK) {
@@ -264,10 +339,18 @@ int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct
         out->wave_reporting = e.wave_reporting;
         out->breached = mf_rollout__check(out->verdicts, &out->plan, &out->cur, &out->control);
         out->waiting = mf_rollout__waiting(out->verdicts, out->plan.n_lines);
+        out->goals_met =
+            mf_rollout__check_goals(out->goal_verdicts, &out->plan, &out->cur, &out->control);
     }
     mf_rollout__members_free(&members);
     mf_free(NULL, fleet);
     return err;
+}
+
+int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct mf_ctx *ctx,
+                       int64_t id)
+{
+    return status_of(out, s, ctx, id, NULL, NULL);
 }
 
 /* "p99_latency_us 2047 > bound 1535 (relative 1.5 x control 1023) in waves 0..0: canary 4
@@ -276,19 +359,20 @@ static void breach_text(char *out, size_t size, const struct mf_rollout_status *
 {
     const struct mf_rollout_line *l = &st->plan.lines[st->breached];
     const struct mf_rollout_verdict *v = &st->verdicts[st->breached];
-    char how[64];
+    char how[64], name[64];
 
+    mf_rollout__figure_name(name, sizeof(name), l->figure);
     if (l->relative)
         (void)snprintf(how, sizeof(how), "relative %.6g x control %.6g", l->limit, v->control);
     else
         (void)snprintf(how, sizeof(how), "absolute %.6g", l->limit);
-    (void)snprintf(out, size,
-                   "%s %.6g %s bound %.6g (%s) in waves 0..%d: canary %llu devices %llu samples, "
-                   "control %llu devices %llu samples",
-                   mf_rollout__metric_name(l->metric), v->value,
-                   l->metric == MF_METRIC_TEACHER_AGREEMENT ? "<" : ">", v->bound, how, st->r.wave,
-                   (unsigned long long)v->devices, (unsigned long long)v->samples,
-                   (unsigned long long)v->control_devices, (unsigned long long)v->control_samples);
+    (void)snprintf(
+        out, size,
+        "%s %.6g %s bound %.6g (%s) in waves 0..%d: canary %llu devices %llu samples, "
+        "control %llu devices %llu samples",
+        name, v->value, mf_rollout__metric_kind(l->metric) & MF_METRIC_LOWER_IS_WORSE ? "<" : ">",
+        v->bound, how, st->r.wave, (unsigned long long)v->devices, (unsigned long long)v->samples,
+        (unsigned long long)v->control_devices, (unsigned long long)v->control_samples);
 }
 
 /* The rollout's events, one function per kind (each goes through mf_rollout__transition,
@@ -322,7 +406,7 @@ static int event_advanced(struct mf_store *s, struct mf_ctx *ctx, struct mf_roll
     char detail[MF_STORE_BREACH_MAX + 1];
 
     if (!st->control_frozen) /* keep the live control group's figures for a later wave */
-        control_save(st->r.control, sizeof(st->r.control), &st->control);
+        control_save(st->r.control, sizeof(st->r.control), &st->control, &st->plan);
     st->r.wave++;
     st->r.wave_started_at = now;
     st->r.soak_started_at = 0; /* the new wave's devices must report before it soaks */
@@ -353,17 +437,63 @@ static int event_done(struct mf_store *s, struct mf_ctx *ctx, struct mf_rollout_
     return err;
 }
 
+/* A class whose own figures breach a red line is halted on its own: its devices go back to
+ * the previous release (the director's class rollback) while the other classes go on. */
+static int event_class_halted(struct mf_store *s, struct mf_ctx *ctx, struct mf_rollout_status *cst,
+                              const char *tag, int64_t now)
+{
+    char detail[MF_STORE_BREACH_MAX + 1], state[sizeof(cst->r.state)];
+    struct mf_store_rollout *r = &cst->r;
+    size_t len = strlen(r->halted_classes);
+
+    size_t n;
+
+    n = (size_t)snprintf(detail, sizeof(detail), "class %s back to %s: ", tag, r->prev_version);
+    if (n < sizeof(detail)) /* the breach's line after it, cut to the record's bound */
+        breach_text(detail + n, sizeof(detail) - n, cst);
+    (void)snprintf(r->halted_classes + len, sizeof(r->halted_classes) - len, "%s%s", len ? "," : "",
+                   tag);
+    (void)snprintf(state, sizeof(state), "%s", r->state); /* stays: the other classes go on */
+    return mf_rollout__transition(s, ctx, r, state, "class_halted", detail, now);
+}
+
+/* Each class of the canary on its own first (at most MF_STORE_HALTED_CLASSES halted): 1 in
+ * *halted_out when one was halted (the fleet is evaluated without it next time). */
+static int step_classes(int *halted_out, struct mf_store *s, struct mf_ctx *ctx, int64_t id,
+                        const struct seen_classes *seen, int64_t now)
+{
+    struct mf_rollout_status *cst = mf_calloc(NULL, 1, sizeof(*cst));
+    int err = cst ? MF_OK : mf_fail(ctx, MF_E_NOMEM, "out of memory evaluating rollout classes");
+
+    *halted_out = 0;
+    for (size_t i = 0; err == MF_OK && !*halted_out && i < seen->n; i++) {
+        err = status_of(cst, s, ctx, id, seen->tag[i], NULL);
+        if (err == MF_OK && cst->breached >= 0 &&
+            strlen(cst->r.halted_classes) + MF_STORE_NAME_SIZE < sizeof(cst->r.halted_classes)) {
+            err = event_class_halted(s, ctx, cst, seen->tag[i], now);
+            *halted_out = err == MF_OK;
+        }
+    }
+    mf_free(NULL, cst);
+    return err;
+}
+
 int mf_rollout__step(struct mf_store *s, struct mf_ctx *ctx, int64_t id, int64_t now)
 {
     struct mf_rollout_status *st = mf_calloc(NULL, 1, sizeof(*st));
+    struct seen_classes seen = {.n = 0};
+    int class_halted = 0;
     int err;
 
     if (!st)
         return mf_fail(ctx, MF_E_NOMEM, "out of memory evaluating rollout %lld", (long long)id);
-    err = mf_rollout__status(st, s, ctx, id);
+    err = status_of(st, s, ctx, id, NULL, &seen);
+    /* Classes first: a red line one class breaches halts that class only. */
+    if (err == MF_OK && mf_rollout__watched(st->r.state) && seen.n)
+        err = step_classes(&class_halted, s, ctx, id, &seen, now);
     /* Pausing stops advancing, not watching: the admitted waves still run the new release,
      * so a breach while paused halts and rolls back like one while running. */
-    if (err == MF_OK && mf_rollout__watched(st->r.state)) {
+    if (err == MF_OK && !class_halted && mf_rollout__watched(st->r.state)) {
         const struct mf_store_rollout *r = &st->r;
         int running = strcmp(r->state, "running") == 0;
         int evidence = st->wave_reporting >= st->plan.min_devices;

@@ -13,7 +13,8 @@
 
 /* What the engine does by itself: an ops request never causes these. */
 static const char *const automatic_kinds[] = {
-    "soaking", "advanced", "halted", "done", "promoted", "rollback_started", "rollback_ended",
+    "soaking",  "advanced",         "halted",         "done",
+    "promoted", "rollback_started", "rollback_ended", "class_halted",
 };
 
 int mf_rollout__event_automatic(const char *kind)

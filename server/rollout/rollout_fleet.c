@@ -13,7 +13,7 @@ struct collect {
     struct mf_ctx *ctx;
     mf_rollout_keep_fn keep;
     void *payload;
-    mf_telemetry_version row; /* one parsed report; ~1.5 KiB, kept off the visit's stack */
+    struct mf_rollout_row row; /* one parsed report; ~9 KiB, kept off the visit's stack */
 };
 
 static struct mf_rollout_agg *slot(struct mf_rollout_fleet *f, const char *version)
@@ -46,7 +46,7 @@ static int add_report(void *payload, const struct mf_store_telemetry *t)
      * server's field, a damaged row) is counted rather than failing the whole view. */
     err = entry ? mf_rollout__report_parse_one(&c->row, c->ctx, t->model, entry) : MF_E_INVALID;
     cJSON_Delete(entry);
-    if (err < 0 || strcmp(c->row.version, t->version) != 0) {
+    if (err < 0 || strcmp(c->row.v.version, t->version) != 0) {
         c->out->skipped++;
         return MF_OK;
     }

@@ -39,6 +39,16 @@ int mf_rollout__fleet_collect(struct mf_rollout_fleet *out, struct mf_store *s, 
 int mf_rollout__device_collect(struct mf_rollout_fleet *out, struct mf_store *s, struct mf_ctx *ctx,
                                const char *model, const char *device_id);
 
+/*
+ * Adds the labelled samples of `model` (hard and audit, server/offload) that `keep` selects
+ * (called with the sample's device, version and received_at as a report's) into the
+ * aggregates of their versions in `fleet` (those with reports only: the strata's shares
+ * come from them). A sample whose outputs do not parse is skipped.
+ */
+int mf_rollout__accuracy_collect(struct mf_rollout_fleet *fleet, struct mf_store *s,
+                                 struct mf_ctx *ctx, const char *model, mf_rollout_keep_fn keep,
+                                 void *payload);
+
 /* The aggregate of `version` in `f`, or NULL. Borrowed from f. */
 const struct mf_rollout_agg *mf_rollout__fleet_find(const struct mf_rollout_fleet *f,
                                                     const char *version);

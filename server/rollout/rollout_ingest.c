@@ -13,7 +13,7 @@
 
 /* Pass 1: every model's telemetry parses, and all of them hold at most the versions one
  * device keeps. `scratch` holds MF_TELEMETRY_MAX_VERSIONS parsed versions. */
-static int validate(struct mf_ctx *ctx, const cJSON *models, mf_telemetry_version *scratch)
+static int validate(struct mf_ctx *ctx, const cJSON *models, struct mf_rollout_row *scratch)
 {
     const cJSON *m;
     size_t total = 0;
@@ -57,7 +57,7 @@ static int store_entry(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_t
 int mf_rollout__ingest_check(struct mf_ctx *ctx, const cJSON *root)
 {
     const cJSON *models = cJSON_GetObjectItemCaseSensitive(root, "models"), *m;
-    mf_telemetry_version *scratch;
+    struct mf_rollout_row *scratch;
     int any = 0, err;
 
     cJSON_ArrayForEach(m, models)
@@ -81,9 +81,15 @@ int mf_rollout__ingest(int *stored_out, struct mf_store *s, struct mf_ctx *ctx,
     struct mf_store_telemetry t = {.reported_at = now};
     int err;
 
+    const char *tag = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(root, "device_class"), "tag"));
+
     *stored_out = 0;
     err = mf_rollout__ingest_check(ctx, root);
     (void)snprintf(t.device_id, sizeof(t.device_id), "%s", device_id);
+    /* The class the check-in declared (its parser checked the tag): red lines per class. */
+    (void)snprintf(t.device_class, sizeof(t.device_class), "%s",
+                   tag && strlen(tag) < sizeof(t.device_class) ? tag : "");
     cJSON_ArrayForEach(m, models)
     {
         const cJSON *tele = cJSON_GetObjectItemCaseSensitive(m, "telemetry"), *entry;

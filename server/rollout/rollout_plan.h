@@ -22,6 +22,7 @@
 #define MF_ROLLOUT_MAX_WAVES 8
 #define MF_ROLLOUT_MAX_LIST 64 /* devices of one explicit-list wave */
 #define MF_ROLLOUT_MAX_LINES 12
+#define MF_ROLLOUT_MAX_GOALS 8
 #define MF_ROLLOUT_NAME_SIZE 65
 
 enum mf_rollout_wave_kind { MF_WAVE_PERCENT = 1, MF_WAVE_GROUP = 2, MF_WAVE_LIST = 3 };
@@ -34,21 +35,50 @@ struct mf_rollout_wave {
     size_t n_devices;
 };
 
-/* The figures red lines are drawn on. Rates are fractions in [0, 1]. */
+/* The figures red lines and goals are drawn on (the scorecard, docs/rollouts.md), each a
+ * row of the metric table in rollout_redlines.c (name, direction, kind, evidence, how it is
+ * drawn from an aggregate): a new dimension is a row there, never a code path of its own.
+ * Rates are fractions in [0, 1]. Stored plans and control figures name them, never number
+ * them; the sustained metrics stay last (their figures follow the plain ones). */
 enum mf_rollout_metric {
     MF_METRIC_INSTALL_FAILURE_RATE = 0,
     MF_METRIC_HEALTH_ROLLBACK_RATE, /* devices that reverted or failed a health check */
-    MF_METRIC_P99_LATENCY_US,
+    MF_METRIC_P99_LATENCY_US,       /* steady state: first inferences are apart (cold) */
     MF_METRIC_PEAK_MEMORY,
     MF_METRIC_OFFLOAD_RATE,
-    MF_METRIC_TEACHER_AGREEMENT, /* the only one where lower is worse */
+    MF_METRIC_TEACHER_AGREEMENT, /* lower is worse */
+    MF_METRIC_COLD_P99_US,       /* P99 of the first inference after each activation */
+    MF_METRIC_STEADY_MEMORY,     /* the largest device mean of steady-state samples */
+    MF_METRIC_ENERGY_UJ,         /* energy per inference, microjoules (absent: no counter) */
+    MF_METRIC_FALLBACK_RATE,     /* inferences that ran partly off the accelerator */
+    MF_METRIC_ERROR_RATE,        /* failed inference attempts */
+    MF_METRIC_TIMEOUT_RATE,      /* attempts that missed their deadline */
+    MF_METRIC_MEM_PRESSURE_RATE, /* inferences under memory pressure */
+    MF_METRIC_THERMAL_RATE,      /* inferences under thermal pressure */
+    MF_METRIC_ACCURACY,          /* stratified agreement with the teacher; lower is worse */
+    MF_METRIC_SUSTAINED_P99_US,  /* P99 over the minutes from after_min on (sustained) */
+    MF_METRIC_SUSTAINED_RATE,    /* inferences per second per device then; lower is worse */
     MF_METRIC_COUNT
 };
 
+/* Figures: one per plain metric, and one per sustained metric and starting minute
+ * ("after_min" 0..MF_TELEMETRY_SUSTAINED_WINDOWS - 1), numbered by mf_rollout__figure_id. */
+#define MF_ROLLOUT_SUSTAINED_METRICS 2
+#define MF_ROLLOUT_FIGURES                                                                         \
+    (MF_METRIC_SUSTAINED_P99_US + MF_ROLLOUT_SUSTAINED_METRICS * MF_TELEMETRY_SUSTAINED_WINDOWS)
+
 struct mf_rollout_line {
-    int metric;   /* enum mf_rollout_metric */
-    int relative; /* 1: bound = factor x the previous version's value on the same devices */
-    double limit; /* absolute bound, or the factor */
+    int metric;    /* enum mf_rollout_metric */
+    int after_min; /* sustained metrics: the first minute counted; -1 for the others */
+    int figure;    /* mf_rollout__figure_id(metric, after_min) */
+    int relative;  /* 1: bound = factor x the previous version's value on the same devices */
+    double limit;  /* absolute bound, or the factor */
+};
+
+/* One device's stored report: its totals and its scorecard (mf/telemetry.h). */
+struct mf_rollout_row {
+    mf_telemetry_version v;
+    mf_telemetry_scorecard sc;
 };
 
 #define MF_ROLLOUT_DEFAULT_SOAK_S 3600
@@ -74,6 +104,10 @@ struct mf_rollout_plan {
     size_t n_waves;
     struct mf_rollout_line lines[MF_ROLLOUT_MAX_LINES];
     size_t n_lines;
+    /* Ranked goals ("goals", best first): what ops want of the version, shown in the status
+     * and never halting or blocking: any red line halts whatever the goals say. */
+    struct mf_rollout_line goals[MF_ROLLOUT_MAX_GOALS];
+    size_t n_goals;
     uint64_t line_min_devices, line_min_inferences; /* a line's evidence to count clean */
 };
 
@@ -86,16 +120,44 @@ struct mf_rollout_agg {
     uint64_t peak_memory; /* the largest device peak */
     uint64_t offload_asked, offload_uncertain;
     uint64_t teacher_compared, teacher_agreed;
-    uint64_t with[MF_METRIC_COUNT]; /* devices that have data for each figure */
+    /* The scorecard: cold histogram, the largest device mean of steady-state memory,
+     * energy over the inferences it covers, the counters, and the sustained windows. */
+    uint32_t cold[MF_TELEMETRY_LAT_BUCKETS];
+    uint64_t inferences, activations; /* steady-state and cold inferences */
+    uint64_t steady_memory;
+    uint64_t energy_uj, energy_inferences;
+    uint64_t counters[MF_TELEMETRY_COUNTERS];
+    uint32_t sustained[MF_TELEMETRY_SUSTAINED_WINDOWS][MF_TELEMETRY_COARSE_BUCKETS];
+    uint64_t sustained_minutes[MF_TELEMETRY_SUSTAINED_WINDOWS];
+    /* Labelled samples of the server's two strata, [0] hard and [1] audit, and how many of
+     * them the student's top class agreed with the teacher's (rollout_accuracy.c). */
+    uint64_t labelled[2], label_agreed[2];
+    uint64_t with[MF_ROLLOUT_FIGURES]; /* devices that have data for each figure */
 };
 
+/* A stratified estimate with its 95 % confidence interval. */
+struct mf_rollout_estimate {
+    double value, lo, hi;
+    uint64_t samples; /* labelled samples behind it */
+};
+
+/* The stratified estimate of agreement: share_hard x (agreed_hard / n_hard) + (1 -
+ * share_hard) x (agreed_audit / n_audit), with the interval value +- 1.96 sqrt(sum of
+ * share^2 p (1 - p) / n), p = (agreed + 1) / (n + 2) per stratum, clamped to [0, 1].
+ * Returns 0 (no estimate) when a stratum with a share has no labelled sample. */
+int mf_rollout__stratified(struct mf_rollout_estimate *out, double share_hard, uint64_t n_hard,
+                           uint64_t agreed_hard, uint64_t n_audit, uint64_t agreed_audit);
+
 struct mf_rollout_figures {
-    double v[MF_METRIC_COUNT];
-    int have[MF_METRIC_COUNT]; /* 0: no data for that figure */
+    double v[MF_ROLLOUT_FIGURES];
+    int have[MF_ROLLOUT_FIGURES]; /* 0: no data for that figure (absent, never 0) */
     /* The evidence behind each figure: devices with data, and the samples it is drawn on
      * (latency samples, offload asks, teacher comparisons; 0 for the device-drawn ones). */
-    uint64_t devices[MF_METRIC_COUNT];
-    uint64_t samples[MF_METRIC_COUNT];
+    uint64_t devices[MF_ROLLOUT_FIGURES];
+    uint64_t samples[MF_ROLLOUT_FIGURES];
+    /* The 95 % interval of the figures that have one (MF_METRIC_INTERVAL); lo = hi = v for
+     * the others. */
+    double lo[MF_ROLLOUT_FIGURES], hi[MF_ROLLOUT_FIGURES];
 };
 
 /* One line's verdict, for the status view: clean (evaluated, not breached), breached, or
@@ -129,7 +191,7 @@ int mf_rollout__wave_of(const struct mf_rollout_plan *p, const char *device_id,
                         const char *const *groups, size_t n_groups);
 
 /* Adds one device's telemetry row into `agg`. */
-void mf_rollout__agg_add(struct mf_rollout_agg *agg, const mf_telemetry_version *v);
+void mf_rollout__agg_add(struct mf_rollout_agg *agg, const struct mf_rollout_row *row);
 /* Figures of an aggregate (P99 from the merged histogram). */
 void mf_rollout__figures(struct mf_rollout_figures *out, const struct mf_rollout_agg *agg);
 
@@ -143,10 +205,31 @@ int mf_rollout__check(struct mf_rollout_verdict *out, const struct mf_rollout_pl
                       const struct mf_rollout_figures *cur,
                       const struct mf_rollout_figures *control);
 
+/* The goals of `p` checked as mf_rollout__check checks lines, into `out` (p->n_goals
+ * entries; `breached` there means missed). Returns the number of goals met. */
+size_t mf_rollout__check_goals(struct mf_rollout_verdict *out, const struct mf_rollout_plan *p,
+                               const struct mf_rollout_figures *cur,
+                               const struct mf_rollout_figures *control);
+
 /* The number of lines in `v` (n of them) still waiting for evidence. */
 size_t mf_rollout__waiting(const struct mf_rollout_verdict *v, size_t n);
 
 /* "p99_latency_us", ...: the metric's name in JSON and in the status view. Static. */
 const char *mf_rollout__metric_name(int metric);
+/* What the metric table says of a metric (0 for an unknown one): */
+#define MF_METRIC_LOWER_IS_WORSE 1u /* its bound is a "min" */
+#define MF_METRIC_RATE 2u           /* a fraction: an absolute bound is in 0..1 */
+#define MF_METRIC_ON_INFERENCES 4u  /* its evidence counts samples (line_min_inferences) */
+#define MF_METRIC_SUSTAINED 8u      /* drawn from the sustained windows: takes "after_min" */
+#define MF_METRIC_INTERVAL 16u      /* an estimate with an interval: the interval rule applies */
+unsigned mf_rollout__metric_kind(int metric);
+/* The figure of `metric` (from minute `after_min` on for the sustained ones, else ignored),
+ * or -1 for a sustained metric with after_min out of range. */
+int mf_rollout__figure_id(int metric, int after_min);
+/* The figure's metric and starting minute (-1 for plain metrics). */
+int mf_rollout__figure_metric(int figure, int *after_min);
+/* "p99_latency_us", or "sustained_p99_us@5" for a sustained figure: the figure's name in the
+ * status view and in stored control figures. */
+void mf_rollout__figure_name(char *out, size_t size, int figure);
 
 #endif /* MF_SERVER_ROLLOUT_PLAN_H */

@@ -124,52 +124,98 @@ static int parse_wave(struct mf_rollout_wave *w, struct mf_ctx *ctx, const cJSON
     return parse_list(w, ctx, list, i);
 }
 
-/* {"metric": "p99_latency_us", "max": 250000} or {"metric": ..., "relative": 1.5}; for
- * teacher_agreement "min" instead of "max". A rate's absolute bound is a fraction in [0, 1]
- * and a relative factor is above 0 (a factor of 0 would halt on any data). */
-static int parse_line(struct mf_rollout_line *l, struct mf_ctx *ctx, const cJSON *it, size_t i,
-                      int mode)
+/* "after_min" of a sustained metric: required there (an integer minute in
+ * 0..MF_TELEMETRY_SUSTAINED_WINDOWS - 1), refused on every other metric. */
+static int parse_after(struct mf_rollout_line *l, struct mf_ctx *ctx, const cJSON *it,
+                       const char *where, size_t i)
 {
-    static const char *const keys[] = {"metric", "max", "min", "relative", NULL};
+    const cJSON *after = cJSON_GetObjectItemCaseSensitive(it, "after_min");
+    int sustained = (mf_rollout__metric_kind(l->metric) & MF_METRIC_SUSTAINED) != 0;
+
+    l->after_min = -1;
+    if (!sustained && after)
+        return mf_fail(ctx, MF_E_INVALID, "%s[%zu].after_min applies to sustained metrics only",
+                       where, i);
+    if (sustained) {
+        if (!cJSON_IsNumber(after) || !(after->valuedouble >= 0) ||
+            after->valuedouble > MF_TELEMETRY_SUSTAINED_WINDOWS - 1 ||
+            after->valuedouble != (double)(int)after->valuedouble)
+            return mf_fail(ctx, MF_E_INVALID, "%s[%zu].after_min must be a minute in 0..%d", where,
+                           i, MF_TELEMETRY_SUSTAINED_WINDOWS - 1);
+        l->after_min = (int)after->valuedouble;
+    }
+    l->figure = mf_rollout__figure_id(l->metric, l->after_min);
+    return MF_OK;
+}
+
+/* {"metric": "p99_latency_us", "max": 250000} or {"metric": ..., "relative": 1.5}; for the
+ * metrics where lower is worse (teacher_agreement, sustained_rate) "min" instead of "max";
+ * sustained metrics add "after_min". Any metric of the table (rollout_redlines.c); an
+ * unknown name is refused. A rate's absolute bound is a fraction in [0, 1] and a relative
+ * factor is above 0 (a factor of 0 would halt on any data). `where`: "red_lines" or "goals". */
+static int parse_line(struct mf_rollout_line *l, struct mf_ctx *ctx, const cJSON *it,
+                      const char *where, size_t i, int mode)
+{
+    static const char *const keys[] = {"metric", "max", "min", "relative", "after_min", NULL};
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(it, "metric");
     const cJSON *rel = cJSON_GetObjectItemCaseSensitive(it, "relative");
     const cJSON *abs, *bound;
-    const char *absname;
-    int rate;
+    const char *absname, *other;
+    unsigned kind;
 
     l->metric = -1;
     if (!cJSON_IsObject(it))
-        return mf_fail(ctx, MF_E_INVALID, "red_lines[%zu] must be an object", i);
-    if (mode == MF_PLAN_STRICT && known_keys(ctx, it, keys, "red_lines", i) < 0)
+        return mf_fail(ctx, MF_E_INVALID, "%s[%zu] must be an object", where, i);
+    if (mode == MF_PLAN_STRICT && known_keys(ctx, it, keys, where, i) < 0)
         return MF_E_INVALID;
     for (int k = 0; cJSON_IsString(m) && k < MF_METRIC_COUNT; k++) {
         if (strcmp(m->valuestring, mf_rollout__metric_name(k)) == 0)
             l->metric = k;
     }
     if (l->metric < 0)
-        return mf_fail(ctx, MF_E_INVALID, "red_lines[%zu].metric is not a known metric", i);
-    absname = l->metric == MF_METRIC_TEACHER_AGREEMENT ? "min" : "max";
+        return mf_fail(ctx, MF_E_INVALID, "%s[%zu].metric is not a known metric", where, i);
+    if (parse_after(l, ctx, it, where, i) < 0)
+        return MF_E_INVALID;
+    kind = mf_rollout__metric_kind(l->metric);
+    absname = kind & MF_METRIC_LOWER_IS_WORSE ? "min" : "max";
+    other = kind & MF_METRIC_LOWER_IS_WORSE ? "max" : "min";
     abs = cJSON_GetObjectItemCaseSensitive(it, absname);
     if (!!abs + !!rel != 1)
-        return mf_fail(ctx, MF_E_INVALID, "red_lines[%zu] needs exactly one of %s, relative", i,
+        return mf_fail(ctx, MF_E_INVALID, "%s[%zu] needs exactly one of %s, relative", where, i,
                        absname);
-    if (mode == MF_PLAN_STRICT && cJSON_GetObjectItemCaseSensitive(
-                                      it, l->metric == MF_METRIC_TEACHER_AGREEMENT ? "max" : "min"))
-        return mf_fail(ctx, MF_E_INVALID, "red_lines[%zu].%s does not apply to %s (use '%s')", i,
-                       l->metric == MF_METRIC_TEACHER_AGREEMENT ? "max" : "min", m->valuestring,
-                       absname);
+    if (mode == MF_PLAN_STRICT && cJSON_GetObjectItemCaseSensitive(it, other))
+        return mf_fail(ctx, MF_E_INVALID, "%s[%zu].%s does not apply to %s (use '%s')", where, i,
+                       other, m->valuestring, absname);
     l->relative = rel != NULL;
     bound = l->relative ? rel : abs;
     if (!cJSON_IsNumber(bound) || !(bound->valuedouble >= 0))
-        return mf_fail(ctx, MF_E_INVALID, "red_lines[%zu] bound must be a number >= 0", i);
-    rate = l->metric != MF_METRIC_P99_LATENCY_US && l->metric != MF_METRIC_PEAK_MEMORY;
+        return mf_fail(ctx, MF_E_INVALID, "%s[%zu] bound must be a number >= 0", where, i);
     if (mode == MF_PLAN_STRICT && l->relative && !(bound->valuedouble > 0))
-        return mf_fail(ctx, MF_E_INVALID, "red_lines[%zu].relative must be above 0", i);
-    if (mode == MF_PLAN_STRICT && !l->relative && rate && bound->valuedouble > 1)
-        return mf_fail(ctx, MF_E_INVALID, "red_lines[%zu].%s of %s is a fraction in 0..1", i,
+        return mf_fail(ctx, MF_E_INVALID, "%s[%zu].relative must be above 0", where, i);
+    if (mode == MF_PLAN_STRICT && !l->relative && (kind & MF_METRIC_RATE) && bound->valuedouble > 1)
+        return mf_fail(ctx, MF_E_INVALID, "%s[%zu].%s of %s is a fraction in 0..1", where, i,
                        absname, m->valuestring);
     l->limit = bound->valuedouble;
     return MF_OK;
+}
+
+/* "red_lines" or "goals": an optional array of at most `max` lines into `out`. */
+static int parse_lines(struct mf_rollout_line *out, size_t *n_out, size_t max, struct mf_ctx *ctx,
+                       const cJSON *body, const char *key, int mode)
+{
+    const cJSON *lines = cJSON_GetObjectItemCaseSensitive(body, key), *it;
+    int err = MF_OK;
+
+    *n_out = 0;
+    if (lines && (!cJSON_IsArray(lines) || cJSON_GetArraySize(lines) > (int)max))
+        return mf_fail(ctx, MF_E_INVALID, "field '%s' must be an array of at most %zu", key, max);
+    cJSON_ArrayForEach(it, lines)
+    {
+        if (err == MF_OK)
+            err = parse_line(&out[*n_out], ctx, it, key, *n_out, mode);
+        (*n_out)++;
+    }
+    return err;
 }
 
 /* An optional integer count in lo..MF_ROLLOUT_MAX_COUNT under `key`, else `def`. */
@@ -221,6 +267,7 @@ static int strict_keys(struct mf_ctx *ctx, const cJSON *body)
                                        "line_min_inferences",
                                        "waves",
                                        "red_lines",
+                                       "goals",
                                        "allow_no_red_lines",
                                        NULL};
     const cJSON *allow = cJSON_GetObjectItemCaseSensitive(body, "allow_no_red_lines");
@@ -261,9 +308,6 @@ int mf_rollout__plan_parse(struct mf_rollout_plan *out, struct mf_ctx *ctx, cons
         cJSON_GetArraySize(waves) > MF_ROLLOUT_MAX_WAVES)
         return mf_fail(ctx, MF_E_INVALID, "field 'waves' must be an array of 1..%d waves",
                        MF_ROLLOUT_MAX_WAVES);
-    if (lines && (!cJSON_IsArray(lines) || cJSON_GetArraySize(lines) > MF_ROLLOUT_MAX_LINES))
-        return mf_fail(ctx, MF_E_INVALID, "field 'red_lines' must be an array of at most %d",
-                       MF_ROLLOUT_MAX_LINES);
     err = parse_pace(out, ctx, body);
     cJSON_ArrayForEach(it, waves)
     {
@@ -271,12 +315,12 @@ int mf_rollout__plan_parse(struct mf_rollout_plan *out, struct mf_ctx *ctx, cons
             err = parse_wave(&out->waves[out->n_waves], ctx, it, out->n_waves, mode);
         out->n_waves++;
     }
-    cJSON_ArrayForEach(it, lines)
-    {
-        if (err == MF_OK)
-            err = parse_line(&out->lines[out->n_lines], ctx, it, out->n_lines, mode);
-        out->n_lines++;
-    }
+    if (err == MF_OK)
+        err = parse_lines(out->lines, &out->n_lines, MF_ROLLOUT_MAX_LINES, ctx, body, "red_lines",
+                          mode);
+    if (err == MF_OK)
+        err =
+            parse_lines(out->goals, &out->n_goals, MF_ROLLOUT_MAX_GOALS, ctx, body, "goals", mode);
     if (err == MF_OK && mode == MF_PLAN_STRICT)
         err = strict_lines(ctx, body, lines);
     return err;

@@ -6,7 +6,8 @@
  * device credentials, admin tokens), ->registry (versions, releases, trust documents,
  * deltas), ->devices (device listings and reports), ->checkin (the check-in fast path),
  * ->director (groups, channels, pins, directives), ->jobs, ->offload, ->rollout, ->distill,
- * ->blobs (who refers to a blob), ->audit (the audit log), ->webhooks (URLs and outbox).
+ * ->blobs (who refers to a blob), ->audit (the audit log), ->webhooks (URLs and outbox),
+ * ->variants (model variants per device class).
  * Backends are picked from a static table by URL scheme (store.c): "sqlite:<path>" (or a
  * bare path) and "postgresql://..." / "postgres://...".
  *
@@ -390,6 +391,27 @@ struct mf_store_webhooks_ops {
                           int64_t next_at, int max_attempts, const char *error);
 };
 
+/* Variants of model versions (migration 12; docs/rollouts.md, "Model variants"). */
+struct mf_store_variants_ops {
+    /* insert: a staged variant of an existing version (MF_E_NOTFOUND without the version,
+     * MF_E_STATE when the variant exists already). get: MF_E_NOTFOUND when there is none.
+     * list: the variants of `model` (of `version` only, unless it is NULL), by version
+     * upload order, then rank, then name; `released_only` leaves staged ones out. */
+    int (*variant_insert)(struct mf_store *s, struct mf_ctx *ctx, const struct mf_store_variant *v);
+    int (*variant_get)(struct mf_store_variant *out, struct mf_store *s, struct mf_ctx *ctx,
+                       const char *model, const char *version, const char *variant);
+    int (*variants_list)(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                         const char *version, int released_only, mf_store_variant_fn fn,
+                         void *payload);
+    /* release_set: attaches a verified release envelope (digest in v->release_digest) to a
+     * staged variant: MF_E_NOTFOUND without it, MF_E_STATE when it has a release already.
+     * release_get: the envelope into `out` (MF_E_NOTFOUND when none). */
+    int (*variant_release_set)(struct mf_store *s, struct mf_ctx *ctx,
+                               const struct mf_store_variant *v, const void *env, size_t len);
+    int (*variant_release_get)(struct mf_dynbuf *out, struct mf_store *s, struct mf_ctx *ctx,
+                               const char *model, const char *version, const char *variant);
+};
+
 /*
  * A backend: its lifecycle and schema ops, and a table per domain. Every backend fills every
  * slot (test_store_pg and test_server_store check). The domain tables other than `checkin`
@@ -421,6 +443,7 @@ struct mf_store_ops {
     const struct mf_store_blobs_ops *blobs;
     const struct mf_store_audit_ops *audit;       /* appended with migration 9 */
     const struct mf_store_webhooks_ops *webhooks; /* appended with migration 9 */
+    const struct mf_store_variants_ops *variants; /* appended with migration 12 */
 };
 
 struct mf_store_engine; /* store_engine.h: how the backend-neutral ops reach this backend */

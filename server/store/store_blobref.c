@@ -14,6 +14,7 @@
  */
 #define BLOB_COLUMNS(X)                                                                            \
     X("model_versions", "sha256")                                                                  \
+    X("model_variants", "sha256")                                                                  \
     X("deltas", "delta_sha256")                                                                    \
     X("deltas", "from_sha256")                                                                     \
     X("deltas", "to_sha256")                                                                       \
@@ -27,13 +28,18 @@ const size_t mf_store__n_blob_cols = sizeof(mf_store__blob_cols) / sizeof(mf_sto
 
 /* The catalogue of this domain, the same text on both. UNION ALL under LIMIT 1: both engines
  * stop at the first row found, so a blob named by a version never reaches the sample index.
+ * A released variant (migration 12) is released bytes like a released version.
  * The last arm only closes the chain. */
 static const struct mf_sql sql_blob_ref =
     MF_SQL(BLOB_COLUMNS(AS_SELECT) "SELECT '' WHERE 1 = 0 LIMIT 1", "checking blob references");
 static const struct mf_sql sql_blob_released =
     MF_SQL("SELECT 1 FROM model_versions WHERE sha256 = ?1 AND sequence > 0"
            " UNION ALL SELECT 1 FROM deltas d JOIN model_versions v"
-           " ON v.sha256 = d.to_sha256 AND v.sequence > 0 WHERE d.delta_sha256 = ?1 LIMIT 1",
+           " ON v.sha256 = d.to_sha256 AND v.sequence > 0 WHERE d.delta_sha256 = ?1"
+           " UNION ALL SELECT 1 FROM model_variants WHERE sha256 = ?1 AND release_digest <> ''"
+           " UNION ALL SELECT 1 FROM deltas d JOIN model_variants x"
+           " ON x.sha256 = d.to_sha256 AND x.release_digest <> '' WHERE d.delta_sha256 = ?1"
+           " LIMIT 1",
            "checking a blob's release");
 
 static int take_who(void *payload, const struct mf_store_cursor *row)

@@ -267,6 +267,7 @@ extern const struct mf_store_distill_ops mf_store__distill_ops;
 extern const struct mf_store_blobs_ops mf_store__blobs_ops;
 extern const struct mf_store_audit_ops mf_store__audit_ops;
 extern const struct mf_store_webhooks_ops mf_store__webhooks_ops;
+extern const struct mf_store_variants_ops mf_store__variants_ops;
 /* The members of a backend's struct mf_store_ops that name these tables: every domain but
  * check-in, which each backend writes its own way (one batched transaction each). */
 #define MF_STORE_NEUTRAL_DOMAINS                                                                   \
@@ -275,7 +276,7 @@ extern const struct mf_store_webhooks_ops mf_store__webhooks_ops;
     .jobs = &mf_store__jobs_ops, .offload = &mf_store__offload_ops,                                \
     .rollout = &mf_store__rollout_ops, .distill = &mf_store__distill_ops,                          \
     .blobs = &mf_store__blobs_ops, .audit = &mf_store__audit_ops,                                  \
-    .webhooks = &mf_store__webhooks_ops
+    .webhooks = &mf_store__webhooks_ops, .variants = &mf_store__variants_ops
 
 /* rollout_event_add in `tx` (NULL: on its own); the audit domain writes an event, its audit row
  * and its webhook deliveries in one transaction. */

@@ -11,33 +11,35 @@
 
 #define ROLLOUT_COLUMNS                                                                            \
     "id, model, version, prev_version, state, wave, wave_started_at, created_at, updated_at,"      \
-    " plan, breach, soak_started_at, control"
+    " plan, breach, soak_started_at, control, halted_classes"
 #define TELEMETRY_LIST(C)                                                                          \
-    "SELECT device_id, model, version, report, reported_at FROM telemetry"                         \
+    "SELECT device_id, model, version, report, reported_at, device_class FROM telemetry"           \
     " WHERE model = ? ORDER BY device_id" C ", version" C
 
 /* The catalogue of this domain. Replace, never add: a report is the device's cumulative
  * total. */
 static const struct mf_sql sql_telemetry_put =
-    MF_SQL("INSERT INTO telemetry(device_id, model, version, report, reported_at)"
-           " VALUES(?, ?, ?, ?, ?) ON CONFLICT(model, device_id, version) DO UPDATE"
-           " SET report = excluded.report, reported_at = excluded.reported_at",
+    MF_SQL("INSERT INTO telemetry(device_id, model, version, report, reported_at, device_class)"
+           " VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT(model, device_id, version) DO UPDATE"
+           " SET report = excluded.report, reported_at = excluded.reported_at,"
+           " device_class = excluded.device_class",
            "storing telemetry");
 static const struct mf_sql sql_telemetry_list = MF_SQL_ORDERED(TELEMETRY_LIST, "listing telemetry");
 #define TELEMETRY_DEVICE(C)                                                                        \
-    "SELECT device_id, model, version, report, reported_at FROM telemetry"                         \
+    "SELECT device_id, model, version, report, reported_at, device_class FROM telemetry"           \
     " WHERE model = ? AND device_id = ? ORDER BY version" C
 static const struct mf_sql sql_telemetry_device =
     MF_SQL_ORDERED(TELEMETRY_DEVICE, "listing a device's telemetry");
 static const struct mf_sql sql_rollout_insert =
     MF_SQL("INSERT INTO rollouts(model, version, prev_version, state, wave,"
-           " wave_started_at, created_at, updated_at, plan, breach, soak_started_at, control)"
-           " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+           " wave_started_at, created_at, updated_at, plan, breach, soak_started_at, control,"
+           " halted_classes) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
            "creating a rollout");
-static const struct mf_sql sql_rollout_update =
-    MF_SQL("UPDATE rollouts SET state = ?1, wave = ?2, wave_started_at = ?3, updated_at = ?4,"
-           " breach = ?5, soak_started_at = ?8, control = ?9" MF_SQL_STATE_GUARD("?6", "?7"),
-           "updating a rollout");
+static const struct mf_sql sql_rollout_update = MF_SQL(
+    "UPDATE rollouts SET state = ?1, wave = ?2, wave_started_at = ?3, updated_at = ?4,"
+    " breach = ?5, soak_started_at = ?8, control = ?9, halted_classes = ?10" MF_SQL_STATE_GUARD(
+        "?6", "?7"),
+    "updating a rollout");
 static const struct mf_sql sql_rollout_get =
     MF_SQL_LIST("SELECT " ROLLOUT_COLUMNS " FROM rollouts WHERE id = ?", "reading a rollout");
 static const struct mf_sql sql_rollouts_list =
@@ -58,8 +60,8 @@ static int rollout_telemetry_put(struct mf_store *s, struct mf_ctx *ctx,
     if (strlen(t->report) > MF_STORE_TELEMETRY_MAX)
         return mf_fail(ctx, MF_E_LIMIT, "telemetry report of '%s' is over %u bytes", t->device_id,
                        MF_STORE_TELEMETRY_MAX);
-    return mf_store__run(NULL, s, NULL, ctx, &sql_telemetry_put, NULL, NULL, "tttti", t->device_id,
-                         t->model, t->version, t->report, t->reported_at);
+    return mf_store__run(NULL, s, NULL, ctx, &sql_telemetry_put, NULL, NULL, "ttttit", t->device_id,
+                         t->model, t->version, t->report, t->reported_at, t->device_class);
 }
 
 static int visit_telemetry(void *payload, const struct mf_store_cursor *row)
@@ -67,8 +69,9 @@ static int visit_telemetry(void *payload, const struct mf_store_cursor *row)
     const struct mf_store_visit *w = payload;
     struct mf_store_telemetry t;
 
-    mf_store__cols(row, 0, "tttsi", MF_STORE_TEXT(t.device_id), MF_STORE_TEXT(t.model),
-                   MF_STORE_TEXT(t.version), &t.report, &t.reported_at);
+    mf_store__cols(row, 0, "tttsit", MF_STORE_TEXT(t.device_id), MF_STORE_TEXT(t.model),
+                   MF_STORE_TEXT(t.version), &t.report, &t.reported_at,
+                   MF_STORE_TEXT(t.device_class));
     return ((mf_store_telemetry_fn)w->fn)(w->payload, &t);
 }
 
@@ -93,22 +96,23 @@ static int rollout_put(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_r
 
     if (r->id == 0)
         return mf_store__first(&found, s, NULL, ctx, &sql_rollout_insert, mf_store__take_i64,
-                               &r->id, "ttttiiiittit", r->model, r->version, r->prev_version,
+                               &r->id, "ttttiiiittitt", r->model, r->version, r->prev_version,
                                r->state, (int64_t)r->wave, r->wave_started_at, r->created_at,
-                               r->updated_at, r->plan, r->breach, r->soak_started_at, r->control);
+                               r->updated_at, r->plan, r->breach, r->soak_started_at, r->control,
+                               r->halted_classes);
     return mf_store__change_state(s, ctx, "rollout", r->id, expect_state, &sql_rollout_update,
-                                  "tiiititit", r->state, (int64_t)r->wave, r->wave_started_at,
+                                  "tiiitititt", r->state, (int64_t)r->wave, r->wave_started_at,
                                   r->updated_at, r->breach, r->id, expect_state, r->soak_started_at,
-                                  r->control);
+                                  r->control, r->halted_classes);
 }
 
 static void read_rollout(struct mf_store_rollout *r, const struct mf_store_cursor *row)
 {
-    mf_store__cols(row, 0, "ittttniiittit", &r->id, MF_STORE_TEXT(r->model),
-                   MF_STORE_TEXT(r->version), MF_STORE_TEXT(r->prev_version),
-                   MF_STORE_TEXT(r->state), &r->wave, &r->wave_started_at, &r->created_at,
-                   &r->updated_at, MF_STORE_TEXT(r->plan), MF_STORE_TEXT(r->breach),
-                   &r->soak_started_at, MF_STORE_TEXT(r->control));
+    mf_store__cols(
+        row, 0, "ittttniiittitt", &r->id, MF_STORE_TEXT(r->model), MF_STORE_TEXT(r->version),
+        MF_STORE_TEXT(r->prev_version), MF_STORE_TEXT(r->state), &r->wave, &r->wave_started_at,
+        &r->created_at, &r->updated_at, MF_STORE_TEXT(r->plan), MF_STORE_TEXT(r->breach),
+        &r->soak_started_at, MF_STORE_TEXT(r->control), MF_STORE_TEXT(r->halted_classes));
 }
 
 static int copy_rollout(void *payload, const struct mf_store_cursor *row)

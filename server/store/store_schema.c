@@ -337,11 +337,41 @@ const struct mf_store_migration mf_store__schema_table = {
     "UPDATE model_versions SET promoted = sequence WHERE sequence > 0;" \
     "ALTER TABLE rollouts ADD COLUMN soak_started_at " T(INT) " NOT NULL DEFAULT 0;" \
     "ALTER TABLE rollouts ADD COLUMN control TEXT NOT NULL DEFAULT '';"
+
+/* 12: model variants per device class (docs/rollouts.md, "Model variants"). A variant of a
+ * version is its own blob with its own signed release and what a device class needs to run
+ * it; the director offers each device the best-ranked variant its declared class allows.
+ * telemetry.device_class: the class tag of the check-in that carried the report, so red
+ * lines and rollbacks apply per class; rollouts.halted_classes: the classes a rollout halted
+ * and rolled back while the others go on (comma-separated tags). */
+#define MIGRATION_12(T) \
+    "CREATE TABLE model_variants (" \
+    "  id " T(ID) "," \
+    "  model TEXT NOT NULL," \
+    "  version TEXT NOT NULL," \
+    "  variant TEXT NOT NULL," \
+    "  sha256 TEXT NOT NULL," \
+    "  size " T(INT) " NOT NULL," \
+    "  created_at " T(INT) " NOT NULL," \
+    "  variant_rank " T(INT) " NOT NULL," \
+    "  min_ram_mb " T(INT) " NOT NULL," \
+    "  min_storage_mb " T(INT) " NOT NULL," \
+    "  accelerator TEXT NOT NULL," \
+    "  int8 " T(INT) " NOT NULL," \
+    "  fp16 " T(INT) " NOT NULL," \
+    "  class_tag TEXT NOT NULL," \
+    "  release_digest TEXT NOT NULL DEFAULT ''," \
+    "  release " T(BLOB) "," \
+    "  UNIQUE (model, version, variant));" \
+    "CREATE INDEX model_variants_by_sha256 ON model_variants(sha256);" \
+    T(GEN)(model_variants) \
+    "ALTER TABLE telemetry ADD COLUMN device_class TEXT NOT NULL DEFAULT '';" \
+    "ALTER TABLE rollouts ADD COLUMN halted_classes TEXT NOT NULL DEFAULT '';"
 /* clang-format on */
 
 const struct mf_store_migration mf_store__migrations[] = {
     {.n = 1, BOTH(MIGRATION_1)},   {.n = 2, BOTH(MIGRATION_2)},   {.n = 3, BOTH(MIGRATION_3)},
     {.n = 4, BOTH(MIGRATION_4)},   {.n = 5, BOTH(MIGRATION_5)},   {.n = 6, BOTH(MIGRATION_6)},
     {.n = 7, BOTH(MIGRATION_7)},   {.n = 8, BOTH(MIGRATION_8)},   {.n = 9, BOTH(MIGRATION_9)},
-    {.n = 10, BOTH(MIGRATION_10)}, {.n = 11, BOTH(MIGRATION_11)},
+    {.n = 10, BOTH(MIGRATION_10)}, {.n = 11, BOTH(MIGRATION_11)}, {.n = 12, BOTH(MIGRATION_12)},
 };

@@ -35,6 +35,30 @@ struct mf_store_version {
     uint64_t promoted;
 };
 
+/* A variant of a model version (migration 12; docs/rollouts.md, "Model variants"): its own
+ * blob and its own signed release, and what a device class needs to run it. */
+#define MF_STORE_VARIANTS_MAX 8 /* variants of one version */
+
+struct mf_store_variant_needs {
+    uint64_t min_ram_mb, min_storage_mb;  /* 0: no bound */
+    char accelerator[MF_STORE_NAME_SIZE]; /* "": runs without one; else that accelerator */
+    int int8, fp16;                       /* needs int8 / fp16 kernels */
+    char class_tag[MF_STORE_NAME_SIZE];   /* "": any class; else only that class tag */
+};
+
+struct mf_store_variant {
+    char model[MF_STORE_NAME_SIZE];
+    char version[MF_STORE_NAME_SIZE];
+    char variant[MF_STORE_NAME_SIZE];
+    char sha256[MF_SHA256_HEX_LEN + 1];
+    uint64_t size;
+    int64_t created_at;
+    int64_t rank; /* 1 is the best: the director offers the lowest rank the class allows */
+    struct mf_store_variant_needs needs;
+    /* The variant's signed release: "" while staged (never assigned). */
+    char release_digest[MF_SHA256_HEX_LEN + 1];
+};
+
 /* Trust documents the server stores and hands to devices (kinds of trust_put/trust_latest). */
 enum mf_store_trust_kind { MF_STORE_TRUST_ROOT = 1, MF_STORE_TRUST_KEYS = 2 };
 
@@ -172,6 +196,7 @@ struct mf_store_status {
 
 /* Row visitors for the listings; a negative return stops the walk and is returned. */
 typedef int (*mf_store_version_fn)(void *payload, const struct mf_store_version *v);
+typedef int (*mf_store_variant_fn)(void *payload, const struct mf_store_variant *v);
 typedef int (*mf_store_device_fn)(void *payload, const struct mf_store_device *d);
 typedef int (*mf_store_status_fn)(void *payload, const struct mf_store_status *st);
 typedef int (*mf_store_envelope_fn)(void *payload, uint64_t version, const void *env, size_t len);
@@ -246,7 +271,7 @@ typedef int (*mf_store_hist_fn)(void *payload, const struct mf_store_hist *h);
 /* One device's newest cumulative report of one (model, version): the JSON object of one
  * entry of the check-in's telemetry "versions" array (docs/protocol.md), as text, bounded
  * by MF_STORE_TELEMETRY_MAX. Borrowed in visits. */
-#define MF_STORE_TELEMETRY_MAX (16u * 1024u)
+#define MF_STORE_TELEMETRY_MAX (48u * 1024u) /* one version's widest scorecard fits */
 
 struct mf_store_telemetry {
     char device_id[MF_STORE_NAME_SIZE];
@@ -254,11 +279,15 @@ struct mf_store_telemetry {
     char version[MF_STORE_NAME_SIZE];
     const char *report;
     int64_t reported_at;
+    /* Appended with migration 12: the class tag the check-in declared ("": none). */
+    char device_class[MF_STORE_NAME_SIZE];
 };
 
 #define MF_STORE_PLAN_MAX (8u * 1024u) /* a rollout plan's JSON text */
 #define MF_STORE_BREACH_MAX 255        /* the breach record, one line */
 #define MF_STORE_CONTROL_MAX 1023      /* a control group's figures, JSON (migration 9) */
+#define MF_STORE_HALTED_CLASSES 8      /* classes one rollout halts on its own (migration 12) */
+#define MF_STORE_HALTED_CLASSES_MAX (MF_STORE_HALTED_CLASSES * MF_STORE_NAME_SIZE)
 
 /* A rollout of `version` of `model`, replacing `prev_version` (docs/rollouts.md). */
 struct mf_store_rollout {
@@ -279,6 +308,9 @@ struct mf_store_rollout {
      * first advance): what relative lines compare with once no device is left outside the
      * admitted waves (a last wave of 100 %). */
     char control[MF_STORE_CONTROL_MAX + 1];
+    /* Appended with migration 12: the device classes this rollout halted and rolled back
+     * while the others go on (docs/rollouts.md, "Per-class halts"): tags joined by ','. */
+    char halted_classes[MF_STORE_HALTED_CLASSES_MAX + 1];
 };
 
 struct mf_store_rollout_event {

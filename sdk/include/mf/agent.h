@@ -47,8 +47,9 @@ MF_BEGIN_DECLS
 /** Version of mf_agent_options described by this header; fields are only appended.
  *  Version 1 ends at `trust_root_len`; version 2 adds health, pins, resume and deltas;
  *  version 3 offload and telemetry handles; version 4 the error buffer of mf_agent_new() and
- *  offload handles the agent owns. */
-#define MF_AGENT_OPTIONS_VERSION 5
+ *  offload handles the agent owns; version 5 the device's poll interval and idle callback;
+ *  version 6 the device class. */
+#define MF_AGENT_OPTIONS_VERSION 6
 /** Longest model name, version string or device id, in bytes. */
 #define MF_AGENT_NAME_MAX 64
 /** Most models one agent tracks. */
@@ -56,6 +57,23 @@ MF_BEGIN_DECLS
 /** Default cap on JSON response bodies (check-in, enrollment). A check-in carries one
  * release envelope per assignment (about 90 bytes per chunk hash). */
 #define MF_AGENT_DEFAULT_MAX_JSON (1024u * 1024u)
+
+/** Largest RAM or storage a device class declares, in MiB (2^40: an exbibyte). */
+#define MF_AGENT_CLASS_MB_MAX (1ull << 40)
+
+/**
+ * The device class the check-in declares (docs/protocol.md, "Device class"), by which the
+ * server picks the variant of each release this device gets (docs/rollouts.md, "Model
+ * variants") and judges red lines per class. Strings are copied by mf_agent_new().
+ */
+typedef struct mf_agent_device_class {
+    const char *tag;         /**< class name [A-Za-z0-9._-]{1,64}, or NULL */
+    const char *accelerator; /**< accelerator name, same syntax, or NULL for none */
+    uint64_t ram_mb;         /**< RAM, MiB (at most MF_AGENT_CLASS_MB_MAX) */
+    uint64_t storage_mb;     /**< storage a model slot may take, MiB (same bound) */
+    int int8;                /**< 1: the runtime runs int8 kernels */
+    int fp16;                /**< 1: the runtime runs fp16 kernels */
+} mf_agent_device_class;
 
 /** The agent handle (opaque). */
 typedef struct mf_agent mf_agent;
@@ -194,6 +212,9 @@ typedef struct mf_agent_options {
     /** NULL: outside an install window, installs wait for it; else asked (see the type). */
     mf_agent_idle_fn idle_fn;
     void *idle_payload; /**< passed to idle_fn */
+    /* ---- version 6 ---- */
+    /** The class every check-in declares; NULL: none (each version's own blob, as before). */
+    const mf_agent_device_class *device_class;
 } mf_agent_options;
 
 /** A size of mf_agent_options.errbuf that holds every message untruncated. */

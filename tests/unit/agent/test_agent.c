@@ -12,6 +12,7 @@
 #include "kit_fs.h"
 #include "kit_log.h"
 #include "mf_offload_int.h" /* the handle's credential */
+#include "telemetry_widest.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -140,6 +141,40 @@ static void test_agent__holds_no_descriptor_between_steps(void **state)
     step_expect(agent, MF_OK);
     assert_int_equal(open_fds_settled(before), before);
     assert_int_equal(fx->srv.n_checkin, 2);
+    mf_agent_free(agent);
+}
+
+/* Options version 6: the device class rides every check-in (docs/protocol.md, "Device
+ * class"); a bad one is refused at creation; without one nothing is sent, as before. */
+static void test_agent__device_class_rides_the_checkin(void **state)
+{
+    struct fixture *fx = *state;
+    mf_agent_device_class cls = {"cam-lite", "npu", 256, 512, 1, 0};
+    mf_agent *agent = NULL;
+    mf_agent_options o = fx->opts;
+
+    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_null(strstr(fx->srv.checkin_body, "device_class"));
+    mf_agent_free(agent);
+    o.device_class = &cls;
+    assert_int_equal(mf_agent_new(&agent, &o), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_non_null(strstr(fx->srv.checkin_body,
+                           "\"device_class\":{\"ram_mb\":256,\"storage_mb\":512,\"int8\":true,"
+                           "\"fp16\":false,\"tag\":\"cam-lite\",\"accelerator\":\"npu\"},"));
+    mf_agent_free(agent);
+    agent = (mf_agent *)1;
+    cls.tag = "lab/1";
+    assert_int_equal(mf_agent_new(&agent, &o), MF_E_INVALID);
+    assert_null(agent);
+    cls.tag = NULL;
+    cls.ram_mb = MF_AGENT_CLASS_MB_MAX + 1;
+    assert_int_equal(mf_agent_new(&agent, &o), MF_E_INVALID);
+    /* Version 5 options carry no class: whatever the field holds is not read. */
+    o.version = 5;
+    assert_int_equal(mf_agent_new(&agent, &o), MF_OK);
     mf_agent_free(agent);
 }
 
@@ -1382,15 +1417,72 @@ static void test_agent__runtime_reports_ride_the_checkin(void **state)
     mf_telemetry_free(t);
 }
 
+/* The last check-in request the fake server read. */
+static const struct mf_kit_http_request *last_checkin(struct fixture *fx)
+{
+    int n = mf_kit_http_requests(&fx->srv.http);
+
+    for (int i = n - 1; i >= 0 && i >= n - MF_KIT_HTTP_MAX_CAPTURE; i--) {
+        const struct mf_kit_http_request *r = mf_kit_http_request(&fx->srv.http, i);
+
+        if (strcmp(r->target, "/v1/checkin") == 0)
+            return r;
+    }
+    fail_msg("no check-in among the last requests");
+    return NULL;
+}
+
+/* Runtime reports at their worst case (four versions of the model, every bucket used, the
+ * widest numbers: about 128 KiB of JSON, and recorded into again at every step) never make
+ * a check-in the server's 64 KiB body cap refuses: each carries at least one version within
+ * MF_TELEMETRY_CHECKIN_BUDGET, and every version goes up within four check-ins. */
+static void test_agent__worst_case_reports_fit_the_checkin(void **state)
+{
+    struct fixture *fx = *state;
+    char ver[4][MF_OFFLOAD_NAME_MAX + 1];
+    mf_telemetry *t = NULL;
+    mf_agent *agent = NULL;
+
+    assert_int_equal(mf_telemetry_new(&t, NULL, &fx->ops, "telemetry"), MF_OK);
+    fx->opts.telemetry = t;
+    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
+    (void)snprintf(ver[0], sizeof(ver[0]), "v1"); /* the installed one, as the agent counts it */
+    for (int i = 1; i < 4; i++) {
+        char prefix[8];
+
+        (void)snprintf(prefix, sizeof(prefix), "w%d", i);
+        telemetry_long_name(ver[i], prefix);
+    }
+    for (int i = 0; i < 4; i++)
+        telemetry_fill_widest(t, "detector", ver[i]);
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    for (int round = 0; round < 4; round++) {
+        const struct mf_kit_http_request *r;
+
+        for (int i = 0; i < 4; i++)
+            assert_int_equal(mf_telemetry_record_health(t, "detector", ver[i], 1), MF_OK);
+        step_expect(agent, MF_OK);
+        r = last_checkin(fx);
+        assert_true(r->body_len <= 64 * 1024);
+        assert_non_null(strstr(r->body, "\"telemetry\":"));
+    }
+    for (int i = 0; i < 4; i++)
+        assert_true(t->sent_seq[i] > 0); /* carried by a check-in the server answered */
+    mf_agent_free(agent);
+    mf_telemetry_free(t);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_agent__enroll_checkin_install_report),
         T(test_agent__holds_no_descriptor_between_steps),
+        T(test_agent__device_class_rides_the_checkin),
         T(test_agent__offload_rides_the_checkin),
         T(test_agent__owns_offload_with_its_credential),
         T(test_agent__runtime_reports_ride_the_checkin),
+        T(test_agent__worst_case_reports_fit_the_checkin),
         T(test_agent__state_file_records_active_and_previous),
         T(test_agent__wrong_enrollment_token_is_auth_error),
         T(test_agent__no_token_no_credential_is_auth_error),

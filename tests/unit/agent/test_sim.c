@@ -108,6 +108,32 @@ static void test_sim__args_accepted(void **state)
     assert_string_equal(c.prefix, "sim-");
 }
 
+/* Device classes (--class) and per-class behaviours ("v2@TAG"): the low-RAM and the
+ * accelerator class of docs/rollouts.md, and which device declares which. */
+static void test_sim__classes_accepted(void **state)
+{
+    const char *extra[] = {"--class",  "0-2:cam-lite,ram=256,storage=512,int8",
+                           "--class",  "2-3:cam-pro,ram=2048,storage=8192,accel=npu,int8,fp16",
+                           "--behave", "v2@cam-lite:lat=4000"};
+    struct sim_config c;
+
+    assert_int_equal(parse_with(&c, *state, 6, extra), 0);
+    assert_int_equal(c.n_classes, 2);
+    assert_string_equal(c.classes[0].cls.tag, "cam-lite");
+    assert_int_equal(c.classes[0].cls.ram_mb, 256);
+    assert_int_equal(c.classes[0].cls.storage_mb, 512);
+    assert_true(c.classes[0].cls.int8);
+    assert_false(c.classes[0].cls.fp16);
+    assert_null(c.classes[0].cls.accelerator);
+    assert_string_equal(c.classes[1].cls.accelerator, "npu");
+    assert_true(c.classes[1].cls.fp16);
+    assert_ptr_equal(sim__class_of(&c, 1), &c.classes[0]);
+    assert_ptr_equal(sim__class_of(&c, 2), &c.classes[1]);
+    assert_null(sim__class_of(&c, 3));
+    assert_string_equal(c.behave[0].version, "v2@cam-lite");
+    assert_int_equal(c.behave[0].latency_us, 4000);
+}
+
 static void test_sim__bad_args_refused(void **state)
 {
     static const char *const cases[][2] = {
@@ -124,6 +150,11 @@ static void test_sim__bad_args_refused(void **state)
         {"--behave", "v2:lat=x"},
         {"--offline", "2-1:0-1"},
         {"--offline", "0-2"},
+        {"--class", "0-2:cam,ram=256"},                     /* no storage */
+        {"--class", "2-1:cam,ram=1,storage=1"},             /* empty range */
+        {"--class", "0-2:bad/tag,ram=1,storage=1"},         /* not a name */
+        {"--class", "0-2:cam,ram=1,storage=1,gpu"},         /* unknown */
+        {"--class", "0-2:cam,ram=1099511627777,storage=1"}, /* over 2^40 MiB */
         {"--trust-root", "/nonexistent/root.json"},
     };
     struct sim_config c;
@@ -169,6 +200,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sim__device_name_joins_the_prefix_once),
         cmocka_unit_test(test_sim__args_accepted),
+        cmocka_unit_test(test_sim__classes_accepted),
         cmocka_unit_test(test_sim__bad_args_refused),
         cmocka_unit_test(test_sim__missing_required_flag_refused),
         cmocka_unit_test(test_sim__help_and_version_answered),

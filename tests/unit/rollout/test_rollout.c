@@ -2,7 +2,8 @@
 /*
  * The pure half of rollouts (server/rollout/rollout_plan.h): stable, cumulative wave
  * membership by percentage, group and list; plan parsing with a clear error per bad field;
- * red lines absolute and relative to the previous version, computed from merged histograms.
+ * red lines absolute and relative to the previous version, computed from merged histograms;
+ * every scorecard figure merged exactly across devices against the raw values.
  */
 #include "mf_test.h"
 #include "kit_case.h"
@@ -11,6 +12,7 @@
 #include "rollout/rollout_report.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int parse(struct mf_rollout_plan *p, struct mf_ctx *ctx, const char *json)
@@ -140,6 +142,31 @@ static void test_rollout__bad_plans_are_refused(void **state)
          "\"allow_no_red_lines\":true}",
          "field 'line_min_inferences'"},
         {"{\"waves\":[{\"percent\":5}],\"red_lines\":[\"p99\"]}", "red_lines[0] must be"},
+        /* The scorecard: unknown names anywhere, sustained lines need their minute. */
+        {"{\"waves\":[{\"percent\":5}],\"red_lines\":[{\"metric\":\"p99_after_10\","
+         "\"max\":1}]}",
+         "red_lines[0].metric is not a known metric"},
+        {"{\"waves\":[{\"percent\":5}],\"red_lines\":[{\"metric\":\"energy_uj\",\"max\":9}],"
+         "\"goals\":[{\"metric\":\"joules\",\"max\":1}]}",
+         "goals[0].metric is not a known metric"},
+        {"{\"waves\":[{\"percent\":5}],\"red_lines\":[{\"metric\":\"sustained_p99_us\","
+         "\"max\":1}]}",
+         "red_lines[0].after_min must be a minute in 0..10"},
+        {"{\"waves\":[{\"percent\":5}],\"red_lines\":[{\"metric\":\"sustained_p99_us\","
+         "\"after_min\":11,\"max\":1}]}",
+         "red_lines[0].after_min must be"},
+        {"{\"waves\":[{\"percent\":5}],\"red_lines\":[{\"metric\":\"cold_p99_us\","
+         "\"after_min\":3,\"max\":1}]}",
+         "red_lines[0].after_min applies to sustained metrics only"},
+        {"{\"waves\":[{\"percent\":5}],\"red_lines\":[{\"metric\":\"sustained_rate\","
+         "\"after_min\":3,\"max\":1}]}",
+         "red_lines[0] needs exactly one of min"},
+        {"{\"waves\":[{\"percent\":5}],\"red_lines\":[{\"metric\":\"error_rate\","
+         "\"max\":2}]}",
+         "fraction in 0..1"},
+        {"{\"waves\":[{\"percent\":5}],\"allow_no_red_lines\":true,"
+         "\"goals\":[{\"metric\":\"error_rate\",\"max\":0.1,\"maxx\":1}]}",
+         "unknown key 'goals[0].maxx'"},
     };
     struct mf_rollout_plan p;
     struct mf_ctx ctx;
@@ -155,6 +182,36 @@ static void test_rollout__bad_plans_are_refused(void **state)
     assert_int_equal(p.soak_s, MF_ROLLOUT_DEFAULT_SOAK_S);
     assert_int_equal(p.line_min_devices, MF_ROLLOUT_DEFAULT_LINE_DEVICES);
     assert_int_equal(p.line_min_inferences, MF_ROLLOUT_DEFAULT_LINE_INFERENCES);
+    /* Every metric of the table may carry a red line and a goal. */
+    assert_int_equal(parse(&p, &ctx,
+                           "{\"waves\":[{\"percent\":5}],\"red_lines\":["
+                           "{\"metric\":\"sustained_p99_us\",\"after_min\":10,\"max\":2000},"
+                           "{\"metric\":\"sustained_rate\",\"after_min\":0,\"relative\":0.8},"
+                           "{\"metric\":\"energy_uj\",\"relative\":1.1}],"
+                           "\"goals\":[{\"metric\":\"cold_p99_us\",\"max\":50000},"
+                           "{\"metric\":\"steady_memory\",\"max\":1000000}]}"),
+                     MF_OK);
+    assert_int_equal(p.n_lines, 3);
+    assert_int_equal(p.lines[0].metric, MF_METRIC_SUSTAINED_P99_US);
+    assert_int_equal(p.lines[0].after_min, 10);
+    assert_int_equal(p.lines[0].figure, mf_rollout__figure_id(MF_METRIC_SUSTAINED_P99_US, 10));
+    assert_int_equal(p.lines[1].figure, mf_rollout__figure_id(MF_METRIC_SUSTAINED_RATE, 0));
+    assert_int_equal(p.lines[2].after_min, -1);
+    assert_int_equal(p.n_goals, 2);
+    assert_int_equal(p.goals[1].metric, MF_METRIC_STEADY_MEMORY);
+    for (int m = 0; m < MF_METRIC_COUNT; m++) {
+        char json[256];
+        unsigned kind = mf_rollout__metric_kind(m);
+
+        (void)snprintf(json, sizeof(json),
+                       "{\"waves\":[{\"percent\":5}],\"red_lines\":[{\"metric\":\"%s\",%s"
+                       "\"%s\":0.5}]}",
+                       mf_rollout__metric_name(m),
+                       kind & MF_METRIC_SUSTAINED ? "\"after_min\":2," : "",
+                       kind & MF_METRIC_LOWER_IS_WORSE ? "min" : "max");
+        if (parse(&p, &ctx, json) != MF_OK)
+            fail_msg("%s: %s", json, mf_ctx__errmsg(&ctx));
+    }
 }
 
 /* A plan stored before keys were strict still loads: unknown keys are ignored there. */
@@ -176,19 +233,19 @@ static void test_rollout__stored_plans_load_leniently(void **state)
 /* `count` devices, each with a latency sample `us` repeated `n` times and `mem` peak. */
 static void add_devices(struct mf_rollout_agg *a, int count, uint64_t us, unsigned n, uint64_t mem)
 {
-    mf_telemetry_version v;
+    static struct mf_rollout_row row;
 
-    memset(&v, 0, sizeof(v));
+    memset(&row, 0, sizeof(row));
     for (unsigned i = 0; i < n; i++)
-        v.latency[mf_telemetry_bucket(us + i)]++;
-    v.peak_memory = mem;
-    v.install_ok = 1;
-    v.offload.asked = 100;
-    v.offload.uncertain = 10;
-    v.teacher_compared = 100;
-    v.teacher_agreed = 95;
+        row.v.latency[mf_telemetry_bucket(us + i)]++;
+    row.v.peak_memory = mem;
+    row.v.install_ok = 1;
+    row.v.offload.asked = 100;
+    row.v.offload.uncertain = 10;
+    row.v.teacher_compared = 100;
+    row.v.teacher_agreed = 95;
     for (int d = 0; d < count; d++)
-        mf_rollout__agg_add(a, &v);
+        mf_rollout__agg_add(a, &row);
 }
 
 static void test_rollout__red_lines(void **state)
@@ -298,21 +355,33 @@ static void test_rollout__lines_wait_for_evidence(void **state)
     assert_true(v[0].bound > v[0].control && v[0].value > v[0].bound);
 }
 
+/* `t`'s check-in JSON for model "det" read back by the server into got[0..*n-1]. */
+static void read_back(struct mf_rollout_row *got, size_t *n, const mf_telemetry *t)
+{
+    static char json[MF_TELEMETRY_JSON_MAX];
+    struct mf_ctx ctx;
+    size_t len = 0;
+    cJSON *root;
+
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    assert_int_equal(mf_telemetry_checkin_json(&len, json, sizeof(json), t, "det"), MF_OK);
+    root = cJSON_Parse(json);
+    assert_non_null(root);
+    assert_int_equal(mf_rollout__report_parse(got, n, &ctx, "det", root), MF_OK);
+    cJSON_Delete(root);
+}
+
 /* What a device writes (mf_telemetry_checkin_json) the server reads back bucket for bucket,
  * so fleet percentiles merge exactly what devices counted. */
 static void test_rollout__report_round_trip(void **state)
 {
-    static char json[MF_TELEMETRY_JSON_MAX];
-    mf_telemetry_version got[MF_TELEMETRY_MAX_VERSIONS];
+    static struct mf_rollout_row got[MF_TELEMETRY_MAX_VERSIONS];
     const mf_telemetry_version *want;
     mf_offload_telemetry o;
     mf_telemetry *t = NULL;
-    struct mf_ctx ctx;
-    size_t len = 0, n = 0;
-    cJSON *root;
+    size_t n = 0;
 
     (void)state;
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
     memset(&o, 0, sizeof(o));
     o.asked = 50;
     o.uncertain = 7;
@@ -326,22 +395,20 @@ static void test_rollout__report_round_trip(void **state)
     assert_int_equal(mf_telemetry_record_teacher(t, "det", "v2", 1), MF_OK);
     assert_int_equal(mf_telemetry_add_offload(t, "det", "v2", &o), MF_OK);
     assert_int_equal(mf_telemetry_record_latency(t, "det", "v1", 40), MF_OK);
-    assert_int_equal(mf_telemetry_checkin_json(&len, json, sizeof(json), t, "det"), MF_OK);
-    root = cJSON_Parse(json);
-    assert_non_null(root);
-    assert_int_equal(mf_rollout__report_parse(got, &n, &ctx, "det", root), MF_OK);
-    cJSON_Delete(root);
+    read_back(got, &n, t);
     assert_int_equal(n, 2);
     for (size_t i = 0; i < n; i++) {
-        want = mf_telemetry_get(t, "det", got[i].version);
+        const mf_telemetry_version *g = &got[i].v;
+
+        want = mf_telemetry_get(t, "det", g->version);
         assert_non_null(want);
-        assert_memory_equal(got[i].latency, want->latency, sizeof(want->latency));
-        assert_memory_equal(got[i].offload.hist, want->offload.hist, sizeof(want->offload.hist));
-        assert_int_equal(got[i].inferences, want->inferences);
-        assert_int_equal(got[i].peak_memory, want->peak_memory);
-        assert_int_equal(got[i].offload.uncertain, want->offload.uncertain);
-        assert_int_equal(got[i].teacher_agreed, want->teacher_agreed);
-        assert_string_equal(got[i].last_rollback, want->last_rollback);
+        assert_memory_equal(g->latency, want->latency, sizeof(want->latency));
+        assert_memory_equal(g->offload.hist, want->offload.hist, sizeof(want->offload.hist));
+        assert_int_equal(g->inferences, want->inferences);
+        assert_int_equal(g->peak_memory, want->peak_memory);
+        assert_int_equal(g->offload.uncertain, want->offload.uncertain);
+        assert_int_equal(g->teacher_agreed, want->teacher_agreed);
+        assert_string_equal(g->last_rollback, want->last_rollback);
     }
     mf_telemetry_free(t);
 }
@@ -365,8 +432,21 @@ static void test_rollout__bad_reports_are_refused(void **state)
         "{\"buckets\":\"log2x8\",\"versions\":[{\"version\":\"v1\",\"last_rollback\":3}]}",
         "{\"buckets\":\"log2x8\",\"versions\":[{\"version\":\"a\"},{\"version\":\"b\"},"
         "{\"version\":\"c\"},{\"version\":\"d\"},{\"version\":\"e\"}]}",
+        /* The scorecard's fields. */
+        "{\"buckets\":\"log2x8\",\"versions\":[{\"version\":\"v1\",\"cold_us\":[[240,1]]}]}",
+        "{\"buckets\":\"log2x8\",\"versions\":[{\"version\":\"v1\",\"errors\":-2}]}",
+        "{\"buckets\":\"log2x8\",\"versions\":[{\"version\":\"v1\",\"energy_uj\":5}]}",
+        "{\"buckets\":\"log2x8\",\"versions\":[{\"version\":\"v1\",\"sustained\":{}}]}",
+        "{\"buckets\":\"log2x8\",\"versions\":[{\"version\":\"v1\",\"sustained\":"
+        "[[11,1,[]]]}]}",
+        "{\"buckets\":\"log2x8\",\"versions\":[{\"version\":\"v1\",\"sustained\":"
+        "[[1,1,[]],[1,2,[]]]}]}",
+        "{\"buckets\":\"log2x8\",\"versions\":[{\"version\":\"v1\",\"sustained\":"
+        "[[1,1,[[120,1]]]]}]}",
+        "{\"buckets\":\"log2x8\",\"versions\":[{\"version\":\"v1\",\"sustained\":"
+        "[[1,1]]}]}",
     };
-    mf_telemetry_version got[MF_TELEMETRY_MAX_VERSIONS];
+    static struct mf_rollout_row got[MF_TELEMETRY_MAX_VERSIONS];
     struct mf_ctx ctx;
     size_t n;
 
@@ -383,6 +463,290 @@ static void test_rollout__bad_reports_are_refused(void **state)
     }
 }
 
+#define SC_DEVICES 24
+#define SC_MINUTES 13 /* minutes 0..12 after the activation: windows 0..9, then 10 for 10..12 */
+#define SC_PER_MINUTE 20
+
+static uint64_t sc_clock_ms;
+
+static uint64_t sc_clock(void *payload)
+{
+    (void)payload;
+    return sc_clock_ms;
+}
+
+static uint32_t sc_rng(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return *s >> 8;
+}
+
+static int sc_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* The nearest-rank P99 of raw samples (sorted in place). */
+static uint64_t sc_p99(uint64_t *raw, size_t n)
+{
+    size_t rank = (size_t)(0.99 * (double)n);
+
+    if ((double)rank < 0.99 * (double)n)
+        rank++;
+    qsort(raw, n, sizeof(raw[0]), sc_cmp);
+    return raw[rank - 1];
+}
+
+struct sc_raw {
+    uint64_t cold[SC_DEVICES];
+    uint64_t steady[SC_DEVICES * SC_MINUTES * SC_PER_MINUTE];
+    int minute_of[SC_DEVICES * SC_MINUTES * SC_PER_MINUTE];
+    size_t n_steady;
+    uint64_t energy_uj, energy_n, steady_max;
+    uint64_t counters[MF_TELEMETRY_COUNTERS];
+    uint64_t energy_devices;
+};
+
+/* One device: an activation (cold inference), SC_PER_MINUTE inferences a minute for
+ * SC_MINUTES simulated minutes that slow down after minute 4, steady-memory samples, and
+ * (on two devices in three) energy and counters; the raw values are kept in `raw`. */
+static void sc_device(mf_telemetry *t, struct sc_raw *raw, int d, uint32_t *seed)
+{
+    uint64_t mem_sum = 0;
+
+    sc_clock_ms = 1000000u * (uint64_t)(d + 1);
+    raw->cold[d] = 20000 + sc_rng(seed) % 30000;
+    assert_int_equal(mf_telemetry_record_cold_latency(t, "det", "v2", raw->cold[d]), MF_OK);
+    for (int m = 0; m < SC_MINUTES; m++) {
+        for (int k = 0; k < SC_PER_MINUTE; k++) {
+            uint64_t us = (m < 5 ? 1000 : 3000) + sc_rng(seed) % 2000;
+
+            sc_clock_ms = 1000000u * (uint64_t)(d + 1) + (uint64_t)m * 60000u +
+                          (uint64_t)k * (60000u / SC_PER_MINUTE);
+            raw->steady[raw->n_steady] = us;
+            raw->minute_of[raw->n_steady++] = m;
+            assert_int_equal(mf_telemetry_record_latency(t, "det", "v2", us), MF_OK);
+        }
+    }
+    for (int k = 0; k < 5; k++) {
+        uint64_t b = (30u << 20) + sc_rng(seed) % (8u << 20);
+
+        mem_sum += b;
+        assert_int_equal(mf_telemetry_record_steady_memory(t, "det", "v2", b), MF_OK);
+    }
+    if (mem_sum / 5 > raw->steady_max)
+        raw->steady_max = mem_sum / 5;
+    if (d % 3 != 0) {
+        uint64_t uj = 1000 + sc_rng(seed) % 100000, n = 1 + sc_rng(seed) % 300;
+
+        assert_int_equal(mf_telemetry_record_energy(t, "det", "v2", uj, n), MF_OK);
+        raw->energy_uj += uj;
+        raw->energy_n += n;
+        raw->energy_devices++;
+        for (int c = 0; c < MF_TELEMETRY_COUNTERS; c++) {
+            unsigned times = sc_rng(seed) % 7;
+
+            for (unsigned k = 0; k < times; k++)
+                assert_int_equal(mf_telemetry_count(t, "det", "v2", (mf_telemetry_counter)c),
+                                 MF_OK);
+            raw->counters[c] += times;
+        }
+    }
+}
+
+/* The device's check-in JSON, read by the server, into the fleet aggregate. */
+static void sc_ingest(struct mf_rollout_agg *a, mf_telemetry *t)
+{
+    static struct mf_rollout_row got[MF_TELEMETRY_MAX_VERSIONS];
+    size_t n = 0;
+
+    read_back(got, &n, t);
+    assert_int_equal(n, 1);
+    mf_rollout__agg_add(a, &got[0]);
+}
+
+/* Every scorecard figure of a fleet, merged by the server from what devices sent, against
+ * the raw values: percentiles in the bucket of the raw nearest-rank sample (never below),
+ * sums and ratios exact, the sustained windows by minute after the activation. */
+static void test_rollout__scorecard_merges_exactly(void **state)
+{
+    static struct sc_raw raw;
+    static struct mf_rollout_agg a;
+    static struct mf_rollout_figures f;
+    static uint64_t tail[SC_DEVICES * SC_MINUTES * SC_PER_MINUTE];
+    mf_platform_ops ops;
+    uint32_t seed = 5;
+    uint64_t ran, tried, want;
+
+    (void)state;
+    memset(&raw, 0, sizeof(raw));
+    memset(&a, 0, sizeof(a));
+    memset(&ops, 0, sizeof(ops));
+    ops.version = MF_PLATFORM_OPS_VERSION;
+    ops.monotonic_ms = sc_clock;
+    for (int d = 0; d < SC_DEVICES; d++) {
+        mf_telemetry *t = NULL;
+
+        assert_int_equal(mf_telemetry_new(&t, NULL, &ops, "t"), MF_OK);
+        sc_device(t, &raw, d, &seed);
+        sc_ingest(&a, t);
+        mf_telemetry_free(t);
+    }
+    mf_rollout__figures(&f, &a);
+    /* Cold: one first inference per device, P99 from the merged cold histogram. */
+    want = sc_p99(raw.cold, SC_DEVICES);
+    assert_true(f.have[MF_METRIC_COLD_P99_US]);
+    assert_true(f.v[MF_METRIC_COLD_P99_US] >= (double)want);
+    assert_true(f.v[MF_METRIC_COLD_P99_US] ==
+                (double)mf_telemetry_bucket_high(mf_telemetry_bucket(want)));
+    assert_int_equal(f.devices[MF_METRIC_COLD_P99_US], SC_DEVICES);
+    /* Sustained: P99 and rate from every starting minute, against the raw samples. */
+    for (int after = 0; after < MF_TELEMETRY_SUSTAINED_WINDOWS; after++) {
+        int p = mf_rollout__figure_id(MF_METRIC_SUSTAINED_P99_US, after);
+        int r = mf_rollout__figure_id(MF_METRIC_SUSTAINED_RATE, after);
+        size_t n = 0;
+        /* Windows 0..9 are one minute each, window 10 holds minutes 10..12. */
+        uint64_t minutes = (uint64_t)(SC_MINUTES - after) * SC_DEVICES;
+        unsigned b;
+
+        for (size_t i = 0; i < raw.n_steady; i++) {
+            if (raw.minute_of[i] >= after)
+                tail[n++] = raw.steady[i];
+        }
+        want = sc_p99(tail, n);
+        b = mf_telemetry_bucket(want) / 2u;
+        assert_true(f.have[p]);
+        assert_true(f.v[p] >= (double)want);
+        assert_true(f.v[p] == (double)mf_telemetry_bucket_high(2u * b + 1u));
+        assert_int_equal(f.samples[p], n);
+        assert_int_equal(f.devices[p], SC_DEVICES);
+        assert_true(f.v[r] == (double)n / ((double)minutes * 60.0));
+    }
+    /* The throttling shows: from minute 5 on the P99 is the slow one. */
+    assert_true(f.v[mf_rollout__figure_id(MF_METRIC_SUSTAINED_P99_US, 5)] >= 4000.0);
+    assert_true(f.v[MF_METRIC_P99_LATENCY_US] >= 4000.0);
+    /* Steady memory: the largest device mean; energy: the fleet's microjoules over the
+     * inferences they cover, on the devices that measured it only. */
+    assert_true(f.v[MF_METRIC_STEADY_MEMORY] == (double)raw.steady_max);
+    assert_true(f.v[MF_METRIC_ENERGY_UJ] == (double)raw.energy_uj / (double)raw.energy_n);
+    assert_int_equal(f.devices[MF_METRIC_ENERGY_UJ], raw.energy_devices);
+    assert_int_equal(f.samples[MF_METRIC_ENERGY_UJ], raw.energy_n);
+    /* Counters: summed, over inferences (steady + cold) or attempts (+ errors, timeouts). */
+    ran = raw.n_steady + SC_DEVICES;
+    tried = ran + raw.counters[MF_TELEMETRY_ERROR] + raw.counters[MF_TELEMETRY_TIMEOUT];
+    assert_true(f.v[MF_METRIC_FALLBACK_RATE] ==
+                (double)raw.counters[MF_TELEMETRY_FALLBACK] / (double)ran);
+    assert_true(f.v[MF_METRIC_MEM_PRESSURE_RATE] ==
+                (double)raw.counters[MF_TELEMETRY_MEM_PRESSURE] / (double)ran);
+    assert_true(f.v[MF_METRIC_THERMAL_RATE] ==
+                (double)raw.counters[MF_TELEMETRY_HOT] / (double)ran);
+    assert_true(f.v[MF_METRIC_ERROR_RATE] ==
+                (double)raw.counters[MF_TELEMETRY_ERROR] / (double)tried);
+    assert_true(f.v[MF_METRIC_TIMEOUT_RATE] ==
+                (double)raw.counters[MF_TELEMETRY_TIMEOUT] / (double)tried);
+    /* A fleet with no energy counter anywhere has no energy figure: absent, not 0. */
+    memset(&a, 0, sizeof(a));
+    for (int d = 0; d < 3; d++) {
+        mf_telemetry *t = NULL;
+
+        assert_int_equal(mf_telemetry_new(&t, NULL, &ops, "t"), MF_OK);
+        assert_int_equal(mf_telemetry_record_latency(t, "det", "v2", 100), MF_OK);
+        sc_ingest(&a, t);
+        mf_telemetry_free(t);
+    }
+    mf_rollout__figures(&f, &a);
+    assert_false(f.have[MF_METRIC_ENERGY_UJ]);
+    assert_false(f.have[MF_METRIC_COLD_P99_US]);
+    assert_false(f.have[MF_METRIC_STEADY_MEMORY]);
+    assert_true(f.have[MF_METRIC_P99_LATENCY_US]);
+}
+
+/* The stratified estimate against a hand computation: 20 % of the inferences are hard
+ * (uncertain), 30 of 50 labelled hard samples agree with the teacher, 38 of 40 audit
+ * samples do. By hand: 0.2 x 30/50 + 0.8 x 38/40 = 0.12 + 0.76 = 0.88; per stratum
+ * p = (x + 1)/(n + 2): 31/52 and 39/42, variance 0.2^2 x (31/52)(21/52)/50 + 0.8^2 x
+ * (39/42)(3/42)/40 = 0.00019260 + 0.00106122 = 0.00125383, half-width 1.96 x 0.035410 =
+ * 0.069401: [0.81060, 0.94940]. The hard samples alone (today's teacher_agreement) say 0.6. */
+static void test_rollout__stratified_estimate_by_hand(void **state)
+{
+    struct mf_rollout_estimate e;
+
+    (void)state;
+    assert_int_equal(mf_rollout__stratified(&e, 0.2, 50, 30, 40, 38), 1);
+    assert_float_equal(e.value, 0.88, 1e-12);
+    assert_float_equal(e.lo, 0.81060, 1e-5);
+    assert_float_equal(e.hi, 0.94940, 1e-5);
+    assert_int_equal(e.samples, 90);
+    /* Every sample agreeing still leaves a width; the interval stays inside [0, 1]. */
+    assert_int_equal(mf_rollout__stratified(&e, 0.5, 10, 10, 10, 10), 1);
+    assert_float_equal(e.value, 1.0, 1e-12);
+    assert_true(e.lo < 0.99);
+    assert_float_equal(e.hi, 1.0, 1e-12);
+    /* No hard inference: the audit slice alone, and the hard samples do not count. */
+    assert_int_equal(mf_rollout__stratified(&e, 0.0, 0, 0, 40, 38), 1);
+    assert_float_equal(e.value, 0.95, 1e-12);
+    assert_int_equal(e.samples, 40);
+    /* A stratum with a share but no labelled sample: no estimate, never a guess. */
+    assert_int_equal(mf_rollout__stratified(&e, 0.2, 0, 0, 40, 38), 0);
+    assert_int_equal(mf_rollout__stratified(&e, 0.2, 50, 30, 0, 0), 0);
+    assert_int_equal(mf_rollout__stratified(&e, 0.2, 5, 6, 40, 38), 0);
+}
+
+/* The accuracy red line acts only on an interval that excludes its bound: below it
+ * breaches, above it is clean, straddling it waits (and blocks advancing). */
+static void test_rollout__accuracy_line_acts_on_the_interval(void **state)
+{
+    static const struct {
+        double min;
+        int evaluated, breached;
+    } cases[] = {{0.97, 1, 1}, {0.88, 0, 0}, {0.80, 1, 0}};
+    static struct mf_rollout_agg a;
+    struct mf_rollout_figures f;
+    struct mf_rollout_verdict v[MF_ROLLOUT_MAX_LINES];
+    struct mf_rollout_plan p;
+    struct mf_ctx ctx;
+    char json[256];
+
+    (void)state;
+    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
+    memset(&a, 0, sizeof(a));
+    add_devices(&a, 4, 1000, 50, 1000); /* each: 10 of 100 asks uncertain */
+    a.labelled[0] = 100;                /* hard: 60 % agree */
+    a.label_agreed[0] = 60;
+    a.labelled[1] = 200; /* audit: 95 % agree */
+    a.label_agreed[1] = 190;
+    mf_rollout__figures(&f, &a);
+    assert_true(f.have[MF_METRIC_ACCURACY]);
+    assert_float_equal(f.v[MF_METRIC_ACCURACY], 0.1 * 0.6 + 0.9 * 0.95, 1e-12);
+    assert_true(f.lo[MF_METRIC_ACCURACY] < 0.915 && f.hi[MF_METRIC_ACCURACY] > 0.915);
+    assert_int_equal(f.samples[MF_METRIC_ACCURACY], 300);
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        double lo = f.lo[MF_METRIC_ACCURACY], hi = f.hi[MF_METRIC_ACCURACY];
+
+        /* The bounds sit where the case says: above the interval, inside it, below it. */
+        if (c == 1)
+            assert_true(lo < 0.915 - 0.02 && hi > 0.915 + 0.02);
+        (void)snprintf(json, sizeof(json),
+                       "{\"waves\":[{\"percent\":5}],\"red_lines\":[{\"metric\":\"accuracy\","
+                       "\"min\":%.6f}]}",
+                       c == 1 ? 0.915 : cases[c].min);
+        assert_int_equal(parse(&p, &ctx, json), MF_OK);
+        (void)mf_rollout__check(v, &p, &f, NULL);
+        assert_int_equal(v[0].evaluated, cases[c].evaluated);
+        assert_int_equal(v[0].breached, cases[c].breached);
+        if (!cases[c].evaluated)
+            assert_non_null(strstr(v[0].waiting, "holds the bound"));
+    }
+    /* Without labelled audit samples there is no estimate: the line waits. */
+    a.labelled[1] = a.label_agreed[1] = 0;
+    mf_rollout__figures(&f, &a);
+    assert_false(f.have[MF_METRIC_ACCURACY]);
+    (void)mf_rollout__check(v, &p, &f, NULL);
+    assert_false(v[0].evaluated);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -394,6 +758,9 @@ int main(void)
         cmocka_unit_test(test_rollout__red_lines),
         cmocka_unit_test(test_rollout__report_round_trip),
         cmocka_unit_test(test_rollout__bad_reports_are_refused),
+        cmocka_unit_test(test_rollout__scorecard_merges_exactly),
+        cmocka_unit_test(test_rollout__stratified_estimate_by_hand),
+        cmocka_unit_test(test_rollout__accuracy_line_acts_on_the_interval),
     };
     return cmocka_run_group_tests_name("rollout", tests, NULL, NULL);
 }

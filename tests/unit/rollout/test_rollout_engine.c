@@ -40,6 +40,7 @@ struct eng {
     struct mf_store *s;
     mf_telemetry *dev[DEVICES];
     char ids[DEVICES][16];
+    const char *cls[DEVICES]; /* the class tag each check-in declares (NULL: none) */
     uint32_t seed;
 };
 
@@ -104,13 +105,20 @@ static uint32_t rng(uint32_t *s)
 static int checkin(struct eng *f, int i, int64_t now)
 {
     static char json[MF_TELEMETRY_JSON_MAX];
-    char root[MF_TELEMETRY_JSON_MAX + 64];
+    char root[MF_TELEMETRY_JSON_MAX + 192];
     size_t len = 0;
     cJSON *body;
     int stored = 0, err;
 
     assert_int_equal(mf_telemetry_checkin_json(&len, json, sizeof(json), f->dev[i], "m"), MF_OK);
-    (void)snprintf(root, sizeof(root), "{\"models\":[{\"name\":\"m\",\"telemetry\":%s}]}", json);
+    if (f->cls[i])
+        (void)snprintf(root, sizeof(root),
+                       "{\"device_class\":{\"tag\":\"%s\",\"ram_mb\":256,\"storage_mb\":512},"
+                       "\"models\":[{\"name\":\"m\",\"telemetry\":%s}]}",
+                       f->cls[i], json);
+    else
+        (void)snprintf(root, sizeof(root), "{\"models\":[{\"name\":\"m\",\"telemetry\":%s}]}",
+                       json);
     body = cJSON_Parse(root);
     assert_non_null(body);
     err = mf_rollout__ingest(&stored, f->s, &f->ctx, f->ids[i], body, now);
@@ -323,6 +331,76 @@ static void test_rollout_engine__each_red_line_halts_the_first_wave(void **state
     }
 }
 
+/* Per-class halts (docs/rollouts.md): v2 is twice as slow on the low-RAM class only. That
+ * class is halted and rolled back on its own (an event of its own, its devices offered v1
+ * by the director's class rollback whatever the rollout does next) while the other class
+ * advances through every wave, and the rollout ends done with v2 promoted for it. */
+static void test_rollout_engine__class_halt_leaves_other_classes_on_the_new_version(void **state)
+{
+    static const char *const plan2 =
+        "{\"soak_s\": 10, \"min_devices\": 2,"
+        " \"waves\": [{\"percent\": 25}, {\"percent\": 100}],"
+        " \"red_lines\": [{\"metric\": \"p99_latency_us\", \"relative\": 1.5}]}";
+    static const struct behaviour slow = {2000, 40u << 20, 0, 5, 0};
+    struct eng *f = *state;
+    struct mf_store_rollout r;
+    struct mf_rollout_plan plan;
+    struct mf_store_directives d;
+    struct mf_ccache_view view = {.s = f->s, .ctx = &f->ctx};
+    struct mf_store_version v;
+    int64_t id, now = 1000;
+    int lite_in_wave0 = 0, pro_in_wave0 = 0;
+
+    for (int i = 0; i < DEVICES; i++)
+        f->cls[i] = i % 2 ? "cam-pro" : "cam-lite";
+    id = create(f, plan2);
+    for (int i = 0; i < DEVICES; i++)
+        run(f, i, "v1", &baseline, now);
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(mf_rollout__plan_load(&plan, &f->ctx, &r), MF_OK);
+    for (int i = 0; i < DEVICES; i++) {
+        int wave = -1;
+
+        assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &plan, f->ids[i]), MF_OK);
+        lite_in_wave0 += wave == 0 && i % 2 == 0;
+        pro_in_wave0 += wave == 0 && i % 2 == 1;
+    }
+    assert_true(lite_in_wave0 >= 2 && pro_in_wave0 >= 2); /* both classes in the canary */
+    for (int k = 0; k < 12 && strcmp(r.state, "running") == 0; k++) {
+        for (int i = 0; i < DEVICES; i++) {
+            int wave = -1, lite = i % 2 == 0;
+
+            assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &plan, f->ids[i]),
+                             MF_OK);
+            /* A halted class runs v1 again (what the class rollback gives its devices). */
+            if (wave >= 0 && wave <= r.wave && !mf_rollout__class_halted(&r, f->cls[i]))
+                run(f, i, "v2", lite ? &slow : &baseline, now);
+            else
+                run(f, i, "v1", &baseline, now);
+        }
+        now += 11;
+        step(f, id, now, &r);
+    }
+    assert_string_equal(r.state, "done");
+    assert_string_equal(r.halted_classes, "cam-lite");
+    assert_true(mf_rollout__class_halted(&r, "cam-lite"));
+    assert_false(mf_rollout__class_halted(&r, "cam-pro"));
+    assert_false(mf_rollout__class_halted(&r, ""));
+    assert_int_equal(events_of(f, id, "class_halted"), 1);
+    assert_int_equal(events_of(f, id, "halted"), 0);
+    assert_int_equal(events_of(f, id, "advanced"), 1);
+    expect_promoted(f, "v2");
+    /* No fleet rollback; the low-RAM class goes back to v1, the other keeps v2. */
+    assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[0], "m"), MF_OK);
+    assert_string_equal(d.fleet_rollback, "");
+    assert_int_equal(mf_director__class_rollback_cached(&v, &view, "cam-lite", "m"), MF_OK);
+    assert_string_equal(v.version, "v1");
+    assert_int_equal(mf_director__class_rollback_cached(&v, &view, "cam-pro", "m"), MF_E_NOTFOUND);
+    assert_int_equal(mf_director__class_rollback_cached(&v, &view, "", "m"), MF_E_NOTFOUND);
+    for (int i = 0; i < DEVICES; i++)
+        f->cls[i] = NULL;
+}
+
 static void test_rollout_engine__pause_resume_abort_rollback(void **state)
 {
     struct eng *f = *state;
@@ -425,9 +503,16 @@ static void test_rollout_engine__create_refuses_bad_requests(void **state)
     cJSON *typo = cJSON_Parse("{\"soak\": 30, \"waves\": [{\"percent\": 10}], \"red_lines\": []}");
     cJSON *no_lines =
         cJSON_Parse("{\"soak_s\": 30, \"waves\": [{\"percent\": 10}], \"red_lines\": []}");
+    cJSON *unknown = cJSON_Parse("{\"waves\": [{\"percent\": 10}], \"red_lines\":"
+                                 " [{\"metric\": \"p99_after_10_min\", \"max\": 5}]}");
     int n = 0;
 
     assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "", bad, 1), MF_E_INVALID);
+    /* A metric the scorecard does not have: refused, naming the line. */
+    assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "", unknown, 1),
+                     MF_E_INVALID);
+    assert_non_null(strstr(mf_ctx__errmsg(&f->ctx), "red_lines[0].metric is not a known metric"));
+    cJSON_Delete(unknown);
     /* The issue's typo: refused, naming the key, instead of a default 3,600 s soak and no
      * red lines; and no red lines at all only when the plan says so. */
     assert_int_equal(mf_rollout__create(&r, f->s, &f->ctx, "m", "v2", "", typo, 1), MF_E_INVALID);
@@ -820,6 +905,186 @@ static void test_rollout_engine__fleet_percentiles_exact_after_server_merge(void
     free(fleet);
 }
 
+static uint64_t eng_clock_ms;
+
+static uint64_t eng_clock(void *payload)
+{
+    (void)payload;
+    return eng_clock_ms;
+}
+
+/* Device i runs `version` for one simulated minute: 30 inferences, the first of a new
+ * activation cold; from minute 5 after its activation a throttling device is 4x slower. */
+static void run_minute(struct eng *f, int i, const char *version, int since_activation,
+                       int throttles, int64_t now)
+{
+    mf_telemetry *t = f->dev[i];
+    uint64_t base = throttles && since_activation >= 5 ? 4000 : 1000;
+
+    if (since_activation == 0)
+        assert_int_equal(mf_telemetry_record_cold_latency(t, "m", version, 30000), MF_OK);
+    for (int k = 0; k < 30; k++) {
+        eng_clock_ms += 2000;
+        assert_int_equal(mf_telemetry_record_latency(t, "m", version, base + rng(&f->seed) % base),
+                         MF_OK);
+    }
+    assert_int_equal(mf_telemetry_record_health(t, "m", version, 1), MF_OK);
+    assert_int_equal(checkin(f, i, now), MF_OK);
+    eng_clock_ms -= 60000; /* every device runs the same minute */
+}
+
+/* Sustained performance on a simulated clock: v2 is fine for its first minutes and
+ * throttles from minute 5 after activation. The red line "P99 from minute 5 <= 2500 us"
+ * waits while the devices have run 2 minutes (no evidence: it blocks advancing and never
+ * counts clean), and halts the rollout once the throttling shows, although the whole-run
+ * P99 line is clean and every goal is met (goals never outrank a red line). */
+static void test_rollout_engine__sustained_p99_halts_a_throttling_version(void **state)
+{
+    static struct mf_rollout_status st;
+    struct eng *f = *state;
+    struct mf_store_rollout r;
+    struct mf_store_directives d;
+    mf_platform_ops ops;
+    int64_t now = 1000, id;
+    int halted_at = -1;
+
+    memset(&ops, 0, sizeof(ops));
+    ops.version = MF_PLATFORM_OPS_VERSION;
+    ops.monotonic_ms = eng_clock;
+    eng_clock_ms = 0;
+    for (int i = 0; i < DEVICES; i++) {
+        mf_telemetry_free(f->dev[i]);
+        assert_int_equal(mf_telemetry_new(&f->dev[i], NULL, &ops, "t"), MF_OK);
+        run_minute(f, i, "v1", 0, 0, now);
+    }
+    eng_clock_ms += 60000;
+    id = create(f, "{\"soak_s\": 10, \"min_devices\": 2,"
+                   " \"waves\": [{\"percent\": 50}, {\"percent\": 100}],"
+                   " \"red_lines\": [{\"metric\": \"sustained_p99_us\", \"after_min\": 5,"
+                   " \"max\": 2500}, {\"metric\": \"p99_latency_us\", \"relative\": 10}],"
+                   " \"goals\": [{\"metric\": \"cold_p99_us\", \"max\": 100000},"
+                   " {\"metric\": \"sustained_rate\", \"after_min\": 0, \"min\": 0.1}]}");
+    for (int m = 0; m < 8 && halted_at < 0; m++) {
+        struct mf_rollout_plan plan;
+
+        assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+        assert_int_equal(mf_rollout__plan_load(&plan, &f->ctx, &r), MF_OK);
+        for (int i = 0; i < DEVICES; i++) {
+            int wave = -1;
+
+            assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &plan, f->ids[i]),
+                             MF_OK);
+            if (wave == 0)
+                run_minute(f, i, "v2", m, 1, now);
+            else
+                run_minute(f, i, "v1", m + 1, 0, now);
+        }
+        eng_clock_ms += 60000;
+        now += 60;
+        step(f, id, now, &r);
+        if (m == 1) { /* two minutes in: fine, and the line waits for minute 5 */
+            assert_string_equal(r.state, "running");
+            assert_int_equal(r.wave, 0);
+            assert_int_equal(mf_rollout__status(&st, f->s, &f->ctx, id), MF_OK);
+            assert_int_equal(st.breached, -1);
+            assert_false(st.verdicts[0].evaluated);
+            assert_non_null(strstr(st.verdicts[0].waiting, "canary: 0 of 2 devices"));
+            assert_true(st.verdicts[1].evaluated); /* the whole-run P99 is clean */
+            assert_false(st.verdicts[1].breached);
+            assert_int_equal(st.goals_met, 2);
+        }
+        if (strcmp(r.state, "halted") == 0)
+            halted_at = m;
+    }
+    assert_int_equal(halted_at, 5); /* the first minute with data from minute 5 on */
+    assert_int_equal(r.wave, 0);
+    assert_non_null(strstr(r.breach, "sustained_p99_us@5 "));
+    assert_non_null(strstr(r.breach, "> bound 2500"));
+    assert_int_equal(mf_rollout__status(&st, f->s, &f->ctx, id), MF_OK);
+    assert_int_equal(st.breached, 0);
+    assert_false(st.verdicts[1].breached);
+    assert_int_equal(st.goals_met, 2);
+    assert_int_equal(events_of(f, id, "halted"), 1);
+    assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[0], "m"), MF_OK);
+    assert_string_equal(d.fleet_rollback, "v1");
+}
+
+/* Stores `n` labelled samples of device i's `version` of kind `kind`, the first `agree` of
+ * them with the teacher's top class equal to the student's. */
+static void labelled(struct eng *f, int i, const char *version, const char *kind, int n, int agree,
+                     int64_t at)
+{
+    static int serial;
+
+    for (int k = 0; k < n; k++) {
+        struct mf_store_sample smp;
+        int replayed = 0, accepted = 0, dups = 0;
+
+        memset(&smp, 0, sizeof(smp));
+        (void)snprintf(smp.id, sizeof(smp.id), "%032x", ++serial);
+        (void)snprintf(smp.device_id, sizeof(smp.device_id), "%s", f->ids[i]);
+        (void)snprintf(smp.model, sizeof(smp.model), "m");
+        (void)snprintf(smp.model_version, sizeof(smp.model_version), "%s", version);
+        (void)snprintf(smp.kind, sizeof(smp.kind), "%s", kind);
+        (void)snprintf(smp.method, sizeof(smp.method), "max_softmax");
+        (void)snprintf(smp.output_kind, sizeof(smp.output_kind), "probs");
+        memset(smp.input_sha256, 'a', MF_SHA256_HEX_LEN);
+        smp.input_size = 4;
+        smp.score = 0.5;
+        smp.received_at = at;
+        smp.output = "[0.1,0.9]";
+        assert_int_equal(f->s->ops->offload->sample_batch_put(&replayed, &accepted, &dups, f->s,
+                                                              &f->ctx, f->ids[i], NULL, &smp, 1),
+                         MF_OK);
+        assert_int_equal(f->s->ops->offload->sample_label(f->s, &f->ctx, smp.id, "t1",
+                                                          k < agree ? "[0.2,0.8]" : "[0.7,0.3]",
+                                                          0.8, at),
+                         MF_OK);
+    }
+}
+
+/* The accuracy red line on the server's labelled samples: the canary's hard samples agree
+ * half the time and its audit slice 60 %, so the stratified estimate (5 % hard) is about
+ * 0.6 with an interval wholly below 0.9: halted. The control group's samples (v1, devices
+ * outside the wave) are its own: all agree, and they do not lift the canary's figure. */
+static void test_rollout_engine__accuracy_line_on_labelled_samples(void **state)
+{
+    static struct mf_rollout_status st;
+    struct eng *f = *state;
+    struct mf_store_rollout r;
+    struct mf_rollout_plan plan;
+    int64_t now = 1000, id;
+
+    for (int i = 0; i < DEVICES; i++)
+        run(f, i, "v1", &baseline, now);
+    id = create(f, "{\"soak_s\": 10, \"waves\": [{\"percent\": 50}, {\"percent\": 100}],"
+                   " \"red_lines\": [{\"metric\": \"accuracy\", \"min\": 0.9}]}");
+    assert_int_equal(f->s->ops->rollout->rollout_get(&r, f->s, &f->ctx, id), MF_OK);
+    run_fleet(f, &r, &baseline, now + 5);
+    assert_int_equal(mf_rollout__plan_load(&plan, &f->ctx, &r), MF_OK);
+    for (int i = 0; i < DEVICES; i++) {
+        int wave = -1;
+
+        assert_int_equal(mf_rollout__device_wave(&wave, f->s, &f->ctx, &plan, f->ids[i]), MF_OK);
+        if (wave == 0) {
+            labelled(f, i, "v2", "hard", 4, 2, now + 5);
+            labelled(f, i, "v2", "audit", 10, 6, now + 5);
+        } else { /* both strata: a share without a labelled sample gives no estimate */
+            labelled(f, i, "v1", "hard", 2, 2, now + 5);
+            labelled(f, i, "v1", "audit", 10, 10, now + 5);
+        }
+    }
+    assert_int_equal(mf_rollout__status(&st, f->s, &f->ctx, id), MF_OK);
+    assert_true(st.cur.have[MF_METRIC_ACCURACY]);
+    assert_float_equal(st.cur.v[MF_METRIC_ACCURACY], 0.05 * 0.5 + 0.95 * 0.6, 1e-9);
+    assert_true(st.cur.hi[MF_METRIC_ACCURACY] < 0.9);
+    assert_true(st.control.have[MF_METRIC_ACCURACY]);
+    assert_true(st.control.v[MF_METRIC_ACCURACY] > 0.99);
+    step(f, id, now + 20, &r);
+    assert_string_equal(r.state, "halted");
+    assert_non_null(strstr(r.breach, "accuracy "));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -827,6 +1092,9 @@ int main(void)
                                         eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_engine__each_red_line_halts_the_first_wave,
                                         eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_rollout_engine__class_halt_leaves_other_classes_on_the_new_version, eng_setup,
+            eng_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_engine__pause_resume_abort_rollback, eng_setup,
                                         eng_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_engine__paused_rollout_still_halts_on_a_breach,
@@ -852,6 +1120,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_rollout_engine__previous_is_never_a_halted_version_by_default, eng_setup,
             eng_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_rollout_engine__sustained_p99_halts_a_throttling_version, eng_setup, eng_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_engine__accuracy_line_on_labelled_samples,
+                                        eng_setup, eng_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_engine__promote_by_hand, eng_setup,
                                         eng_teardown),
     };

@@ -135,6 +135,54 @@ static void test_rollout_store__telemetry_is_replaced_never_added(void **state)
     free(huge);
 }
 
+static int collect_class(void *payload, const struct mf_store_telemetry *t)
+{
+    struct seen *w = payload;
+
+    assert_true(w->n < 8);
+    (void)snprintf(w->rows[w->n++], sizeof(w->rows[0]), "%s %s [%s]", t->device_id, t->version,
+                   t->device_class);
+    return MF_OK;
+}
+
+static void new_rollout(struct mf_store_rollout *r, const char *model, const char *ver);
+
+/* Migration 12: a report keeps the class tag of the check-in that carried it (replaced with
+ * the report), and a rollout the classes it halted on its own. */
+static void test_rollout_store__classes_of_reports_and_rollouts(void **state)
+{
+    struct rs_fixture *f = *state;
+    struct mf_store *s = f->s;
+    struct mf_store_telemetry t = {.report = "{}", .reported_at = 1};
+    struct mf_store_rollout r, got;
+    struct seen w = {0};
+
+    (void)snprintf(t.device_id, sizeof(t.device_id), "dev-a");
+    (void)snprintf(t.model, sizeof(t.model), "m");
+    (void)snprintf(t.version, sizeof(t.version), "v1");
+    (void)snprintf(t.device_class, sizeof(t.device_class), "cam-lite");
+    assert_int_equal(s->ops->rollout->telemetry_put(s, &f->ctx, &t), MF_OK);
+    (void)snprintf(t.device_id, sizeof(t.device_id), "dev-b");
+    t.device_class[0] = '\0';
+    assert_int_equal(s->ops->rollout->telemetry_put(s, &f->ctx, &t), MF_OK);
+    (void)snprintf(t.device_id, sizeof(t.device_id), "dev-a");
+    (void)snprintf(t.device_class, sizeof(t.device_class), "cam-pro"); /* the device moved */
+    assert_int_equal(s->ops->rollout->telemetry_put(s, &f->ctx, &t), MF_OK);
+    assert_int_equal(s->ops->rollout->telemetry_list(s, &f->ctx, "m", collect_class, &w), MF_OK);
+    assert_int_equal(w.n, 2);
+    assert_string_equal(w.rows[0], "dev-a v1 [cam-pro]");
+    assert_string_equal(w.rows[1], "dev-b v1 []");
+    new_rollout(&r, "m", "v2");
+    assert_int_equal(s->ops->rollout->rollout_put(s, &f->ctx, &r, ""), MF_OK);
+    assert_int_equal(s->ops->rollout->rollout_get(&got, s, &f->ctx, r.id), MF_OK);
+    assert_string_equal(got.halted_classes, "");
+    (void)snprintf(r.halted_classes, sizeof(r.halted_classes), "cam-lite,cam-x");
+    assert_int_equal(s->ops->rollout->rollout_put(s, &f->ctx, &r, "running"), MF_OK);
+    assert_int_equal(s->ops->rollout->rollout_get(&got, s, &f->ctx, r.id), MF_OK);
+    assert_string_equal(got.halted_classes, "cam-lite,cam-x");
+    assert_string_equal(got.state, "running");
+}
+
 static void new_rollout(struct mf_store_rollout *r, const char *model, const char *ver)
 {
     memset(r, 0, sizeof(*r));
@@ -373,6 +421,8 @@ int main(void)
                                         rs_setup, rs_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_store__rollout_state_and_events, rs_setup,
                                         rs_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_store__classes_of_reports_and_rollouts,
+                                        rs_setup, rs_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_store__distill_runs, rs_setup, rs_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_store__releases_are_promoted_explicitly,
                                         rs_setup, rs_teardown),

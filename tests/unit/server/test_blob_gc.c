@@ -445,6 +445,43 @@ static void test_blob_gc__released_blobs(void **state)
     assert_int_equal(yes, 0);
 }
 
+/* A variant's blob (migration 12) is a reference like a version's, and devices may fetch it,
+ * and the deltas towards it, once the variant's own release is attached. */
+static void test_blob_gc__variant_blobs(void **state)
+{
+    struct fixture *f = *state;
+    struct mf_store_variant x;
+    char base[65], int8[65], d_int8[65], who[MF_STORE_BLOB_REF_MAX];
+    int yes = -1;
+
+    sha_of(base, '1');
+    sha_of(int8, '2');
+    sha_of(d_int8, '3');
+    add_version(f, "det", "v1", base);
+    memset(&x, 0, sizeof(x));
+    (void)snprintf(x.model, sizeof(x.model), "det");
+    (void)snprintf(x.version, sizeof(x.version), "v1");
+    (void)snprintf(x.variant, sizeof(x.variant), "int8");
+    memcpy(x.sha256, int8, sizeof(x.sha256));
+    x.size = 16;
+    x.rank = 1;
+    x.needs.int8 = 1;
+    assert_int_equal(f->s->ops->variants->variant_insert(f->s, &f->ctx, &x), MF_OK);
+    assert_int_equal(f->s->ops->blobs->blob_ref(who, f->s, &f->ctx, int8), MF_OK);
+    assert_string_equal(who, "model_variants.sha256");
+    add_delta(f, base, int8, d_int8);
+    assert_int_equal(f->s->ops->blobs->blob_released(&yes, f->s, &f->ctx, int8), MF_OK);
+    assert_int_equal(yes, 0); /* staged until its release */
+    assert_int_equal(f->s->ops->blobs->blob_released(&yes, f->s, &f->ctx, d_int8), MF_OK);
+    assert_int_equal(yes, 0);
+    memset(x.release_digest, 'e', MF_SHA256_HEX_LEN);
+    assert_int_equal(f->s->ops->variants->variant_release_set(f->s, &f->ctx, &x, "env", 3), MF_OK);
+    assert_int_equal(f->s->ops->blobs->blob_released(&yes, f->s, &f->ctx, int8), MF_OK);
+    assert_int_equal(yes, 1);
+    assert_int_equal(f->s->ops->blobs->blob_released(&yes, f->s, &f->ctx, d_int8), MF_OK);
+    assert_int_equal(yes, 1);
+}
+
 /*
  * Columns whose name marks a digest but that name no file of the blob store, each for a
  * reason; every other such column must be in mf_store__blob_cols.
@@ -452,6 +489,8 @@ static void test_blob_gc__released_blobs(void **state)
 static const struct mf_store_blob_col not_blobs[] = {
     /* the SHA-256 of the release payload, whose envelope lives in model_versions.release */
     {"model_versions", "release_digest"},
+    /* the same for a variant's release (migration 12), inline in model_variants.release */
+    {"model_variants", "release_digest"},
     /* what a device reported it runs: device-supplied, names no blob the server keeps (and
      * counting it would let any device keep any blob alive) */
     {"device_models", "sha256"},
@@ -561,6 +600,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_blob_gc__removal_keeps_a_blob_claimed_meanwhile, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_blob_gc__released_blobs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_blob_gc__variant_blobs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_blob_gc__schema_walk_finds_every_blob_column, setup,
                                         teardown),
     };

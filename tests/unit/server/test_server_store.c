@@ -150,6 +150,92 @@ static void test_server_store__versions(void **state)
     assert_int_equal(n, 3);
 }
 
+/* Variants listed in order: "name@rank" joined by spaces. */
+static int list_variants(void *payload, const struct mf_store_variant *x)
+{
+    char *out = payload;
+    size_t len = strlen(out);
+
+    (void)snprintf(out + len, 256 - len, "%s%s/%s@%lld", len ? " " : "", x->version, x->variant,
+                   (long long)x->rank);
+    return MF_OK;
+}
+
+/* Migration 12: variants of a version, staged then released; listings by version upload
+ * order, then rank, then name; both backends. */
+static void test_server_store__variants(void **state)
+{
+    struct store_fixture *f = *state;
+    struct mf_store *s = open_migrated(f);
+    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, "", 0};
+    struct mf_store_variant x, got;
+    struct mf_dynbuf env;
+    char list[256] = "";
+
+    memset(v.sha256, 'a', MF_SHA256_HEX_LEN);
+    memset(&x, 0, sizeof(x));
+    (void)snprintf(x.model, sizeof(x.model), "det");
+    (void)snprintf(x.version, sizeof(x.version), "v1");
+    (void)snprintf(x.variant, sizeof(x.variant), "int8");
+    memset(x.sha256, 'b', MF_SHA256_HEX_LEN);
+    x.size = 7;
+    x.rank = 2;
+    x.needs.min_ram_mb = 256;
+    x.needs.int8 = 1;
+    (void)snprintf(x.needs.accelerator, sizeof(x.needs.accelerator), "npu");
+    (void)snprintf(x.needs.class_tag, sizeof(x.needs.class_tag), "cam-lite");
+    /* No version yet: nothing to hang it on. */
+    assert_int_equal(s->ops->variants->variant_insert(s, &f->ctx, &x), MF_E_NOTFOUND);
+    assert_int_equal(s->ops->registry->version_insert(s, &f->ctx, &v), MF_OK);
+    (void)snprintf(v.version, sizeof(v.version), "v2");
+    assert_int_equal(s->ops->registry->version_insert(s, &f->ctx, &v), MF_OK);
+    assert_int_equal(s->ops->variants->variant_insert(s, &f->ctx, &x), MF_OK);
+    assert_int_equal(s->ops->variants->variant_insert(s, &f->ctx, &x), MF_E_STATE);
+    assert_int_equal(s->ops->variants->variant_get(&got, s, &f->ctx, "det", "v1", "int8"), MF_OK);
+    assert_memory_equal(&got.needs, &x.needs, sizeof(x.needs));
+    assert_string_equal(got.sha256, x.sha256);
+    assert_int_equal(got.size, 7);
+    assert_int_equal(got.rank, 2);
+    assert_string_equal(got.release_digest, "");
+    assert_int_equal(s->ops->variants->variant_get(&got, s, &f->ctx, "det", "v1", "fp16"),
+                     MF_E_NOTFOUND);
+    (void)snprintf(x.variant, sizeof(x.variant), "fp16");
+    x.rank = 1;
+    assert_int_equal(s->ops->variants->variant_insert(s, &f->ctx, &x), MF_OK);
+    (void)snprintf(x.version, sizeof(x.version), "v2");
+    (void)snprintf(x.variant, sizeof(x.variant), "a");
+    x.rank = 1;
+    assert_int_equal(s->ops->variants->variant_insert(s, &f->ctx, &x), MF_OK);
+    (void)snprintf(x.variant, sizeof(x.variant), "B");
+    assert_int_equal(s->ops->variants->variant_insert(s, &f->ctx, &x), MF_OK);
+    assert_int_equal(
+        s->ops->variants->variants_list(s, &f->ctx, "det", NULL, 0, list_variants, list), MF_OK);
+    assert_string_equal(list, "v1/fp16@1 v1/int8@2 v2/B@1 v2/a@1");
+    list[0] = '\0';
+    assert_int_equal(
+        s->ops->variants->variants_list(s, &f->ctx, "det", "v1", 1, list_variants, list), MF_OK);
+    assert_string_equal(list, ""); /* none released */
+    /* Its release: once, then refused; listed as released. */
+    (void)snprintf(x.version, sizeof(x.version), "v1");
+    (void)snprintf(x.variant, sizeof(x.variant), "int8");
+    memset(x.release_digest, 'e', MF_SHA256_HEX_LEN);
+    assert_int_equal(s->ops->variants->variant_release_get(&env, s, &f->ctx, "det", "v1", "int8"),
+                     MF_E_NOTFOUND);
+    mf_dynbuf__free(&env);
+    assert_int_equal(s->ops->variants->variant_release_set(s, &f->ctx, &x, "ENV", 3), MF_OK);
+    assert_int_equal(s->ops->variants->variant_release_set(s, &f->ctx, &x, "ENV2", 4), MF_E_STATE);
+    assert_int_equal(s->ops->variants->variant_release_get(&env, s, &f->ctx, "det", "v1", "int8"),
+                     MF_OK);
+    assert_int_equal(env.len, 3);
+    assert_memory_equal(env.data, "ENV", 3);
+    mf_dynbuf__free(&env);
+    assert_int_equal(
+        s->ops->variants->variants_list(s, &f->ctx, "det", "v1", 1, list_variants, list), MF_OK);
+    assert_string_equal(list, "v1/int8@2");
+    assert_int_equal(s->ops->variants->variant_get(&got, s, &f->ctx, "det", "v1", "int8"), MF_OK);
+    assert_string_equal(got.release_digest, x.release_digest);
+}
+
 static void test_server_store__releases(void **state)
 {
     struct store_fixture *f = *state;
@@ -900,10 +986,10 @@ static void test_server_store__telemetry_device(void **state)
 {
     struct store_fixture *f = *state;
     struct mf_store *s = open_migrated(f);
-    const struct mf_store_telemetry rows[] = {{"dev-1", "det", "v2", "{\"n\":2}", 20},
-                                              {"dev-1", "det", "v1", "{\"n\":1}", 10},
-                                              {"dev-2", "det", "v1", "{\"n\":3}", 30},
-                                              {"dev-1", "cls", "v1", "{\"n\":4}", 40}};
+    const struct mf_store_telemetry rows[] = {{"dev-1", "det", "v2", "{\"n\":2}", 20, ""},
+                                              {"dev-1", "det", "v1", "{\"n\":1}", 10, ""},
+                                              {"dev-2", "det", "v1", "{\"n\":3}", 30, ""},
+                                              {"dev-1", "cls", "v1", "{\"n\":4}", 40, ""}};
     struct tele_rows got = {0};
 
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
@@ -932,6 +1018,7 @@ int main(void)
         T(test_server_store__deltas_list),
         T(test_server_store__telemetry_device),
         T(test_server_store__releases),
+        T(test_server_store__variants),
         T(test_server_store__trust_docs_and_sequence),
         T(test_server_store__statuses_show_what_runs),
         T(test_server_store__report_unknown_device),
