@@ -22,6 +22,8 @@ static size_t options_size(unsigned int version)
         return offsetof(mf_agent_options, errbuf);
     if (version == 4)
         return offsetof(mf_agent_options, poll_interval_s);
+    if (version == 5)
+        return offsetof(mf_agent_options, download_buffer);
     return sizeof(mf_agent_options);
 }
 
@@ -67,6 +69,9 @@ static int check_options(struct mf_ctx *ctx, const mf_agent_options *o)
     if (o->version >= 5 && (o->poll_interval_s < 0 || o->poll_interval_s > 7L * 24 * 3600))
         return mf_fail(ctx, MF_E_INVALID, "poll_interval_s %ld is not in 0..604800",
                        o->poll_interval_s);
+    if (o->version >= 6 && o->download_buffer > MF_AGENT_DOWNLOAD_BUFFER_MAX)
+        return mf_fail(ctx, MF_E_INVALID, "download_buffer %zu is not in 0..%u", o->download_buffer,
+                       MF_AGENT_DOWNLOAD_BUFFER_MAX);
     if (o->n_models < 1 || o->n_models > MF_AGENT_MAX_MODELS || !o->models)
         return mf_fail(ctx, MF_E_INVALID, "%zu models tracked, expected 1..%d", o->n_models,
                        MF_AGENT_MAX_MODELS);
@@ -200,6 +205,7 @@ static int setup(mf_agent *a, const mf_agent_options *o)
     a->own_poll_interval_s = o->version >= 5 ? o->poll_interval_s : 0;
     a->idle_fn = o->version >= 5 ? o->idle_fn : NULL;
     a->idle_payload = o->version >= 5 ? o->idle_payload : NULL;
+    a->download_buffer = o->version >= 6 ? o->download_buffer : 0;
     a->window_start_min = a->window_end_min = -1;
     err = copy_strings(a, o);
     if (err >= 0) {

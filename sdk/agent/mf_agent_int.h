@@ -166,10 +166,10 @@ struct mf_agent_vfy {
     const mf_manifest_release *rel; /* signed chunk hashes, or NULL (delta blobs) */
     uint64_t size;
     uint8_t sha256[MF_SHA256_LEN];
-    struct mf_sha256 whole, chunk;
-    struct mf_sha256 whole_ck; /* whole digest at `verified` */
-    uint64_t got;              /* bytes hashed */
-    uint64_t verified;         /* bytes whose chunks matched their signed hashes */
+    struct mf_sha256 whole; /* without chunk hashes only */
+    struct mf_sha256 chunk; /* with: the running chunk */
+    uint64_t got;           /* bytes hashed */
+    uint64_t verified;      /* bytes whose chunks matched their signed hashes */
     uint32_t in_chunk;
     size_t chunk_index;
 };
@@ -231,6 +231,7 @@ struct mf_agent {
     long long max_recv_bytes_per_s;
     long retry_base_ms, retry_max_ms;
     size_t max_patch_window;
+    size_t download_buffer; /* options' download_buffer: write-behind and libcurl buffer */
     int control_only;
     struct agent_counters stats;
 };

@@ -592,9 +592,53 @@ static void test_agent_delivery__delta_heap_is_bounded(void **state)
     test_free(v2);
 }
 
+/* The same cases with a write-behind buffer (mf-agent's setting, smaller): bytes wait in it
+ * across cuts, bad chunks, restarts and 200-to-a-range, and must all reach the .part in
+ * order before anything syncs or cuts it. 64 KiB: larger than libcurl's pieces, smaller than
+ * a chunk. */
+static int setup_buffered(void **state)
+{
+    int rc = setup(state);
+
+    if (rc == 0)
+        ((struct fixture *)*state)->opts.download_buffer = 64 * 1024;
+    return rc;
+}
+
+static void test_agent_delivery__download_buffer_costs_its_size_in_heap(void **state)
+{
+    struct fixture *fx = *state;
+    struct mf_kit_alloc pa;
+    mf_allocator alloc = mf_kit_alloc_init(&pa, -1, MF_KIT_ALLOC_FAIL_ONE);
+    uint8_t *big = make_model(8 * MIB, 4);
+    mf_agent *agent = NULL;
+
+    fake_assign(&fx->srv, "v1", big, 8 * MIB, big, 8 * MIB);
+    fx->opts.allocator = &alloc;
+    fx->opts.download_buffer = 256 * 1024;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_file_equals(fx, "models/detector/slot-a", big, 8 * MIB);
+    mf_agent_free(agent);
+    assert_int_equal(pa.live, 0);
+    print_message("peak agent heap for an 8 MiB install, 256 KiB buffer: %zu bytes\n", pa.peak);
+    /* test_agent__install_heap_is_bounded's 32 KiB without a buffer, plus the buffer. */
+    assert_true(pa.peak >= 256 * 1024);
+    assert_true(pa.peak < 256 * 1024 + 32 * 1024);
+    /* Above MF_AGENT_DOWNLOAD_BUFFER_MAX: refused. */
+    fx->opts.download_buffer = MF_AGENT_DOWNLOAD_BUFFER_MAX + 1;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_E_INVALID);
+    assert_null(agent);
+    test_free(big);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define TB(fn)                                                                                     \
+    {                                                                                              \
+#fn "__buffered", fn, setup_buffered, teardown, NULL                                       \
+    }
     const struct CMUnitTest tests[] = {
         T(test_agent_delivery__cut_resumes_and_refetches_at_most_one_chunk),
         T(test_agent_delivery__last_attempt_with_progress_keeps_its_reason),
@@ -612,7 +656,17 @@ int main(void)
         T(test_agent_delivery__delta_apply_resumes_from_its_checkpoint),
         T(test_agent_delivery__large_update_heap_is_bounded),
         T(test_agent_delivery__delta_heap_is_bounded),
+        T(test_agent_delivery__download_buffer_costs_its_size_in_heap),
+        TB(test_agent_delivery__cut_resumes_and_refetches_at_most_one_chunk),
+        TB(test_agent_delivery__progress_survives_a_restart),
+        TB(test_agent_delivery__resume_reverifies_what_storage_holds),
+        TB(test_agent_delivery__200_to_a_range_restarts_from_zero),
+        TB(test_agent_delivery__new_etag_on_206_starts_over),
+        TB(test_agent_delivery__corrupt_chunk_is_fetched_again_alone),
+        TB(test_agent_delivery__stall_is_cut_and_resumed),
+        TB(test_agent_delivery__oversized_206_is_refused),
     };
+#undef TB
 #undef T
 
     return cmocka_run_group_tests_name("agent_delivery", tests, world_setup, world_teardown);
