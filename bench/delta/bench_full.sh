@@ -82,5 +82,5 @@ for i in "${!files[@]}"; do
         -v m="$(stat -c %s "$work/p")" -v e="$(cat "$work/et")" -v d="$(cpu "$work/dt")" \
         -v dk="$(cut -d' ' -f3 "$work/dt")" -v zd="$(cpu "$work/zt")" 'BEGIN {
         printf "%-44s %-11s %10d %10d %10d %7.3f %7.2f %7.2f %7.0f %7.1f %7.2f\n", l, k, r, z, m,
-            z / m, e, d, d > 0 ? r / d / 1e6 : 0, dk / 1024, zd }'
+            z / m, e, d, (d > 0 ? r / d / 1e6 : 0), dk / 1024, zd }'
 done
