@@ -5,17 +5,21 @@
 # `zstd -19 --long=31` on every new file of the corpus of ../shared/bench, plus bf16 copies
 # of its fp32 weight files (the high half of each fp32 word: what a bf16 export stores).
 #
-# usage: bench/delta/bench_full.sh BUILD_DIR [CORPUS_DIR]
+# usage: bench/delta/bench_full.sh BUILD_DIR [CORPUS_DIR] [PAIR...]
 #   BUILD_DIR  a build of this tree (bin/mf-delta is used)
 #   CORPUS_DIR default /work/corpus; built by /work/shared/bench/fetch-corpus.sh if missing
+#   PAIR...    the pairs whose new file is measured (default: all); the fp32 rows of
+#              facemesh's old export and the bf16 copies are always measured
 # env: BENCH_THREADS (default 2) encoder threads for mf.
 # Columns: file, kind, raw bytes, zstd bytes, mf bytes, zstd/mf (above 1 = mf smaller), mf
 # encode wall s, mf decode CPU s (user+sys of `mf-delta patch`, which includes the SHA-256
 # check of the output) and MB/s of output per CPU second, decode peak RSS, zstd decode CPU s.
 set -euo pipefail
 
-build=${1:?usage: bench_full.sh BUILD_DIR [CORPUS_DIR]}
+build=${1:?usage: bench_full.sh BUILD_DIR [CORPUS_DIR] [PAIR...]}
 corpus=${2:-/work/corpus}
+shift $(( $# >= 2 ? 2 : 1 ))
+pairs=("$@")
 mf=$build/bin/mf-delta
 threads=${BENCH_THREADS:-2}
 [ -x "$mf" ] || { echo "no $mf (build the tree first)" >&2; exit 1; }
@@ -30,7 +34,8 @@ trap 'rm -rf "$work"' EXIT
 # The files: every pair's new file, and bf16 copies of the fp32 weight files.
 files=()
 kinds=()
-for pair in $(cd "$corpus" && ls -d */ | tr -d / | sort); do
+[ ${#pairs[@]} -gt 0 ] || mapfile -t pairs < <(cd "$corpus" && ls -d */ | tr -d / | sort)
+for pair in "${pairs[@]}"; do
     new=$(ls "$corpus/$pair"/new.*)
     case $pair in
     silero-vad-v4-to-v5) kind=fp32-onnx ;;
