@@ -213,19 +213,25 @@ static void test_diff_apply__failing_source_read_every_call(void **state)
     fixture_free(&f);
 }
 
+/* Feeds f's patch cut at every byte of its first 200, then every `step`: never completes. */
+static void truncations_never_complete(struct fixture *f, size_t step)
+{
+    for (size_t cut = 0; cut < f->patch_len; cut += (cut < 200 ? 1 : step)) {
+        struct run a;
+
+        run_init(&a, f, SMALL_WINDOW);
+        assert_int_equal(run_apply(&a, f->out, f->new_len, f->patch, cut), MF_AGAIN);
+        assert_true(a.got < f->new_len);
+        mf_patch_free(a.p);
+    }
+}
+
 static void test_diff_apply__truncated_never_completes(void **state)
 {
     struct fixture f = make_fixture(2000, SMALL_WINDOW);
 
     (void)state;
-    for (size_t cut = 0; cut < f.patch_len; cut += (cut < 200 ? 1 : 97)) {
-        struct run a;
-
-        run_init(&a, &f, SMALL_WINDOW);
-        assert_int_equal(run_apply(&a, f.out, f.new_len, f.patch, cut), MF_AGAIN);
-        assert_true(a.got < f.new_len);
-        mf_patch_free(a.p);
-    }
+    truncations_never_complete(&f, 97);
     fixture_free(&f);
 }
 
@@ -551,14 +557,7 @@ static void test_diff_apply__full_blob_truncated_and_flipped(void **state)
     for (int k = FULL_FP32; k <= FULL_FP16; k++) {
         struct fixture f = make_full_fixture((enum full_kind)k, 3000, SMALL_WINDOW);
 
-        for (size_t cut = 0; cut < f.patch_len; cut += (cut < 200 ? 1 : 61)) {
-            struct run a;
-
-            run_init(&a, &f, SMALL_WINDOW);
-            assert_int_equal(run_apply(&a, f.out, f.new_len, f.patch, cut), MF_AGAIN);
-            assert_true(a.got < f.new_len);
-            mf_patch_free(a.p);
-        }
+        truncations_never_complete(&f, 61);
         flip_bits(&f, SMALL_WINDOW);
         fixture_free(&f);
     }
