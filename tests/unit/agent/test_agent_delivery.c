@@ -473,12 +473,15 @@ static void cut_close(void *payload, mf_platform_file *f)
     c->inner.close(c->inner.payload, f);
 }
 
-static void test_agent_delivery__delta_apply_resumes_from_its_checkpoint(void **state)
+/* Installs v2 (n bytes) from a delta made from v1 (a compressed full blob when v1 is NULL:
+ * nothing installed, the delta from the empty image) with storage dying after the delta and
+ * 2 MiB of output, then "reboots": the apply resumes from its checkpoint, nothing is
+ * downloaded twice past the delta, and the image is exact. */
+static void cut_then_resume(struct fixture *fx, const uint8_t *v1, const uint8_t *v2, size_t n)
 {
-    struct fixture *fx = *state;
-    uint8_t *v1 = make_model(3 * MIB, 1), *v2 = make_model(3 * MIB, 2);
-    size_t dlen = 0;
-    uint8_t *delta = make_delta(&dlen, v1, 3 * MIB, v2, 3 * MIB);
+    size_t dlen = 0, old_len = v1 ? n : 0;
+    const uint8_t *old = v1 ? v1 : (const uint8_t *)"";
+    uint8_t *delta = make_delta(&dlen, old, old_len, v2, n);
     struct cut_port cut = {fx->ops, -1};
     const mf_platform_ops ops = {
         .version = MF_PLATFORM_OPS_VERSION,
@@ -497,39 +500,128 @@ static void test_agent_delivery__delta_apply_resumes_from_its_checkpoint(void **
         .mkdir = cut_mkdir,
         .truncate = cut_truncate,
     };
-    mf_agent *agent = agent_with(fx, v1, 3 * MIB);
+    mf_agent *agent = v1 ? agent_with(fx, v1, n) : NULL;
     mf_agent_counters c;
 
     mf_agent_free(agent);
     fx->opts.platform = &ops;
     agent = NULL;
     assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
-    fake_assign(&fx->srv, "v2", v2, 3 * MIB, v2, 3 * MIB);
-    fake_offer_delta(&fx->srv, delta, dlen, v1, 3 * MIB);
-    /* Storage dies after the delta and 2 MiB of output: the apply stops with MF_E_IO. */
+    fake_assign(&fx->srv, "v2", v2, n, v2, n);
+    fake_offer_delta(&fx->srv, delta, dlen, old, old_len);
     cut.budget = (long long)dlen + 2 * MIB;
     assert_true(mf_agent_step(agent) < 0);
     mf_agent_free(agent);
-    /* the old model is intact */
-    assert_file_equals(fx, "models/detector/slot-a", v1, 3 * MIB);
-    assert_true(exists(fx, "models/detector/slot-b.part.ckpt"));
-
-    /* After the "reboot" storage works again: the apply resumes, nothing is downloaded
-     * twice past the delta, and the image is exact. */
+    if (v1) /* the old model is intact */
+        assert_file_equals(fx, "models/detector/slot-a", v1, n);
+    assert_true(
+        exists(fx, v1 ? "models/detector/slot-b.part.ckpt" : "models/detector/slot-a.part.ckpt"));
     cut.budget = -1;
     agent = NULL;
     assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
     step_expect(agent, MF_OK);
-    assert_active(agent, "v2", 'b');
-    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    assert_active(agent, "v2", v1 ? 'b' : 'a');
+    assert_file_equals(fx, v1 ? "models/detector/slot-b" : "models/detector/slot-a", v2, n);
     c = stats_of(agent);
     assert_int_equal(c.resumes, 1);
     assert_int_equal(c.delta_installs, 1);
+    assert_int_equal(c.full_installs, 0);
     assert_int_equal(c.blob_bytes, 0); /* the complete delta on storage was reused */
     mf_agent_free(agent);
     test_free(delta);
+}
+
+static void test_agent_delivery__delta_apply_resumes_from_its_checkpoint(void **state)
+{
+    uint8_t *v1 = make_model(3 * MIB, 1), *v2 = make_model(3 * MIB, 2);
+
+    cut_then_resume(*state, v1, v2, 3 * MIB);
     test_free(v1);
     test_free(v2);
+}
+
+/* ---- compressed full blobs (deltas from the empty image) ---- */
+
+static void test_agent_delivery__compressed_first_install(void **state)
+{
+    struct fixture *fx = *state;
+    struct mf_kit_alloc pa;
+    mf_allocator alloc = mf_kit_alloc_init(&pa, -1, MF_KIT_ALLOC_FAIL_ONE);
+    uint8_t *v1 = make_model(3 * MIB, 1);
+    size_t dlen = 0;
+    uint8_t *full = make_delta(&dlen, (const uint8_t *)"", 0, v1, 3 * MIB);
+    mf_agent *agent = NULL;
+    mf_agent_counters c;
+
+    fx->opts.allocator = &alloc;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    fake_assign(&fx->srv, "v1", v1, 3 * MIB, v1, 3 * MIB);
+    fake_offer_delta(&fx->srv, full, dlen, (const uint8_t *)"", 0);
+    step_expect(agent, MF_OK);
+    /* the agent said it decodes them */
+    assert_non_null(strstr(fx->srv.checkin_body, "\"compressed_full\":true"));
+    assert_active(agent, "v1", 'a');
+    assert_file_equals(fx, "models/detector/slot-a", v1, 3 * MIB);
+    assert_int_equal(fx->srv.n_blob, 0); /* the raw blob was never fetched */
+    assert_int_equal(fx->srv.n_delta_blob, 1);
+    c = stats_of(agent);
+    assert_int_equal(c.delta_installs, 1);
+    assert_int_equal(c.full_installs, 0);
+    assert_int_equal(c.blob_bytes, dlen);
+    assert_false(exists(fx, "models/detector/slot-a.delta"));
+    assert_false(exists(fx, "models/detector/slot-a.part.ckpt"));
+    mf_agent_free(agent);
+    print_message("3 MiB first install by a %zu-byte compressed full blob, peak heap %zu\n", dlen,
+                  pa.peak);
+    assert_true(pa.peak < 1024 * 1024); /* the delta decoder's one workspace, as for deltas */
+    test_free(full);
+    test_free(v1);
+}
+
+static void test_agent_delivery__corrupt_compressed_full_is_refused(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v1 = make_model(MIB, 1), *other = make_model(MIB, 9);
+    size_t dlen = 0, olen = 0;
+    uint8_t *full = make_delta(&dlen, (const uint8_t *)"", 0, v1, MIB);
+    /* Well-formed, but of other bytes: decodes, fails the signed chunk hashes. */
+    uint8_t *wrong = make_delta(&olen, (const uint8_t *)"", 0, other, MIB);
+    mf_agent *agent = NULL;
+
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    fake_assign(&fx->srv, "v1", v1, MIB, v1, MIB);
+    /* A flipped bit in the middle of the payload: refused, nothing installed on a metered link. */
+    full[dlen / 2] ^= 0x10;
+    fake_offer_delta(&fx->srv, full, dlen, (const uint8_t *)"", 0);
+    mf_agent_set_metered(agent, 1);
+    assert_true(mf_agent_step(agent) < 0);
+    assert_non_null(strstr(mf_agent_errmsg(agent), "metered"));
+    assert_int_equal(fx->srv.n_blob, 0);
+    assert_false(exists(fx, "models/detector/slot-a"));
+    assert_false(exists(fx, "models/detector/slot-a.part"));
+    /* The wrong image: refused as well, then the raw blob once the link is not metered. */
+    fake_offer_delta(&fx->srv, wrong, olen, (const uint8_t *)"", 0);
+    step_expect(agent, MF_E_SIGNATURE);
+    assert_false(exists(fx, "models/detector/slot-a"));
+    mf_agent_set_metered(agent, 0);
+    step_expect(agent, MF_OK);
+    assert_int_equal(fx->srv.n_blob, 1);
+    assert_int_equal(stats_of(agent).delta_fallbacks, 1);
+    assert_active(agent, "v1", 'a');
+    assert_file_equals(fx, "models/detector/slot-a", v1, MIB);
+    mf_agent_free(agent);
+    test_free(full);
+    test_free(wrong);
+    test_free(v1);
+    test_free(other);
+}
+
+static void test_agent_delivery__compressed_full_resumes_after_a_power_cut(void **state)
+{
+    uint8_t *v1 = make_model(3 * MIB, 4);
+
+    cut_then_resume(*state, NULL, v1, 3 * MIB);
+    test_free(v1);
 }
 
 /* ---- memory ---- */
@@ -654,6 +746,9 @@ int main(void)
         T(test_agent_delivery__delta_is_applied_into_the_inactive_slot),
         T(test_agent_delivery__bad_delta_falls_back_unless_metered),
         T(test_agent_delivery__delta_apply_resumes_from_its_checkpoint),
+        T(test_agent_delivery__compressed_first_install),
+        T(test_agent_delivery__corrupt_compressed_full_is_refused),
+        T(test_agent_delivery__compressed_full_resumes_after_a_power_cut),
         T(test_agent_delivery__large_update_heap_is_bounded),
         T(test_agent_delivery__delta_heap_is_bounded),
         T(test_agent_delivery__download_buffer_costs_its_size_in_heap),
