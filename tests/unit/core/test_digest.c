@@ -4,10 +4,13 @@
  * function init picks (SHA-NI where the CPU has it) and on the portable fallback alike; every
  * length 0..200 against mbedTLS as an independent reference; every way of splitting a message
  * into three updates; both block functions agreeing on a large random input; a copied
- * context going on as the original.
+ * context going on as the original. The RFC 9162 Merkle tree (mf_merkle.h) against the
+ * Certificate Transparency test vectors and, for every size to 300, against the recursive
+ * definition computed here with mbedTLS.
  */
 #include "mf_test.h"
 #include "mf_hex.h"
+#include "mf_merkle.h"
 #include "mf_sha256.h"
 
 #include <mbedtls/sha256.h>
@@ -210,6 +213,125 @@ static void test_digest__cpu_instructions_used_when_present(void **state)
     assert_true(fn == mf_sha256__blocks_portable);
 }
 
+/* The eight leaves of the Certificate Transparency reference tests (RFC 6962 / 9162 trees). */
+static const char *const ct_leaves[] = {"",
+                                        "00",
+                                        "10",
+                                        "2021",
+                                        "3031",
+                                        "40414243",
+                                        "5051525354555657",
+                                        "606162636465666768696a6b6c6d6e6f"};
+static const char *const ct_roots[] = {
+    "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
+    "fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125",
+    "aeb6bcfe274b70a14fb067a5e5578264db0fa9b51af5e0ba159158f329e06e77",
+    "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
+    "4e3bbb1f7b478dcfe71fb631631519a3bca12c9aefca1612bfce4c13a86264d4",
+    "76e67dadbcdf1e10e1b74ddc608abd2f98dfb16fbce75277b5232a127f2087ef",
+    "ddb89be403809e325750d3d263cd78929c2942b7942a34b77e122c9594a74c8c",
+    "5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328"};
+
+static void test_digest__merkle_known_vectors(void **state)
+{
+    uint8_t root[32], want[32], leaf[16], h[8][32];
+
+    (void)state;
+    for (size_t n = 0; n < 8; n++) {
+        size_t len = strlen(ct_leaves[n]) / 2;
+
+        assert_int_equal(mf_hex__decode(leaf, len, ct_leaves[n], len * 2), MF_OK);
+        /* One leaf: its hash is the root; the leaf hash of the data is mf_merkle__leaf's. */
+        mf_merkle__leaf(h[n], leaf, len, NULL, 0);
+    }
+    /* The CT vectors hash arbitrary leaf data; a chunk tree's leaves are 32-byte hashes,
+     * so n leaves of the reference are checked through the node function on their hashes. */
+    assert_int_equal(mf_hex__decode(want, sizeof(want), ct_roots[0], 64), MF_OK);
+    assert_memory_equal(h[0], want, 32);
+    mf_merkle__node(root, h[0], h[1]);
+    assert_int_equal(mf_hex__decode(want, sizeof(want), ct_roots[1], 64), MF_OK);
+    assert_memory_equal(root, want, 32);
+    mf_merkle__node(root, root, h[2]); /* 3 leaves: node(node(0,1), 2) */
+    assert_int_equal(mf_hex__decode(want, sizeof(want), ct_roots[2], 64), MF_OK);
+    assert_memory_equal(root, want, 32);
+}
+
+/* Chunk trees (docs/formats/manifest.md §3): the chunks are the eight CT leaves above, the
+ * tree's leaves their SHA-256 (the chunk hashes); roots of the first n, from an independent
+ * implementation (Python hashlib, the recursion of RFC 9162 §2.1.1). */
+static const char *const chunk_roots[] = {
+    "4e59bf27372b1304bc0b137d1be9d566ad58b154b6a6b5778af7f414b1d4b84c",
+    "95ea2d406f2975d40fda869ef2f166c8a85e8a7a82b4a2b11b1bb49d146806a0",
+    "ea904a0b001f578785da21e25c60a46d2e8b1d0b2dc51281cc15df91c1418dca",
+    "b34782c1b63b1e393588795bc2a5e39196ddfc5222293407e6b6d521bcb81810",
+    "4bee540115a9d016dc590f6f33688dbe5f688793e93923c0ae8875c8d51bd857",
+    "1db7b7b0c4d889eaf59b5eb7117dfc5833eb4dcfed661d09389b8d95a0a558c4",
+    "65d11c29a6e4c63016715f8089fbb886206a6a93181d1884625f6a9b3a19e031",
+    "6c0337e5f6ceea8a7dc89c1257f17a8db81e139d8d5329388365d0b008352ef6"};
+
+static void test_digest__chunk_tree_known_vectors(void **state)
+{
+    uint8_t chunks[8][32], root[32], want[32], data[16];
+
+    (void)state;
+    for (size_t n = 0; n < 8; n++) {
+        size_t len = strlen(ct_leaves[n]) / 2;
+
+        assert_int_equal(mf_hex__decode(data, len, ct_leaves[n], len * 2), MF_OK);
+        mf_sha256__digest(chunks[n], data, len);
+    }
+    for (size_t n = 1; n <= 8; n++) {
+        assert_int_equal(mf_merkle__root_of(root, (const uint8_t(*)[32])chunks, n), 0);
+        assert_int_equal(mf_hex__decode(want, sizeof(want), chunk_roots[n - 1], 64), MF_OK);
+        assert_memory_equal(root, want, 32);
+    }
+}
+
+/* RFC 9162 §2.1.1 as written: split at the largest power of two below n (the oracle). */
+static void reference_root(uint8_t out[32], const uint8_t (*h)[32], size_t n)
+{
+    uint8_t buf[65], l[32], r[32];
+    size_t k = 1;
+
+    if (n == 1) {
+        buf[0] = 0;
+        memcpy(buf + 1, h[0], 32);
+        assert_int_equal(mbedtls_sha256(buf, 33, out, 0), 0);
+        return;
+    }
+    while (k * 2 < n)
+        k *= 2;
+    reference_root(l, h, k);
+    reference_root(r, h + k, n - k);
+    buf[0] = 1;
+    memcpy(buf + 1, l, 32);
+    memcpy(buf + 33, r, 32);
+    assert_int_equal(mbedtls_sha256(buf, 65, out, 0), 0);
+}
+
+static void test_digest__merkle_root_of_every_size_matches_the_definition(void **state)
+{
+    static uint8_t h[300][32];
+    uint8_t got[32], want[32];
+
+    (void)state;
+    for (size_t i = 0; i < 300; i++)
+        for (size_t j = 0; j < 32; j++)
+            h[i][j] = (uint8_t)(i * 31 + j * 7 + 1);
+    assert_int_equal(mf_merkle__root_of(got, (const uint8_t(*)[32])h, 0), -1);
+    for (size_t n = 1; n <= 300; n++) {
+        assert_int_equal(mf_merkle__root_of(got, (const uint8_t(*)[32])h, n), 0);
+        reference_root(want, (const uint8_t(*)[32])h, n);
+        assert_memory_equal(got, want, 32);
+    }
+    /* One flipped bit anywhere in the list moves the root. */
+    h[123][5] ^= 0x10;
+    assert_int_equal(mf_merkle__root_of(got, (const uint8_t(*)[32])h, 300), 0);
+    h[123][5] ^= 0x10;
+    reference_root(want, (const uint8_t(*)[32])h, 300);
+    assert_memory_not_equal(got, want, 32);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -219,6 +341,9 @@ int main(void)
         cmocka_unit_test(test_digest__backends_agree_on_large_input),
         cmocka_unit_test(test_digest__copied_context_continues),
         cmocka_unit_test(test_digest__cpu_instructions_used_when_present),
+        cmocka_unit_test(test_digest__merkle_known_vectors),
+        cmocka_unit_test(test_digest__chunk_tree_known_vectors),
+        cmocka_unit_test(test_digest__merkle_root_of_every_size_matches_the_definition),
     };
     return cmocka_run_group_tests_name("digest", tests, NULL, NULL);
 }
