@@ -102,7 +102,7 @@ static void fetch_of(struct install_work *w, struct agent_model *m, const char *
                                        .part = part,
                                        .size = size,
                                        .sha256 = sha256,
-                                       .rel = rel};
+                                       .rel = mf_agent__rel_chunks(rel)};
 }
 
 /* Step 1 from a delta: resumable download of the patch, then the checkpointed apply. */

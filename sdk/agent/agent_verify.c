@@ -10,6 +10,10 @@
  *     download, bench/agent/README.md);
  *   - anything else (a delta blob, unsigned: it carries only its sha256): a running
  *     SHA-256 of the whole object, compared at the end.
+ * A chunk-tree release (docs/formats/manifest.md §3) carries no flat list: its bytes are held
+ * to the release's signed sha256 as a whole (mf_agent__rel_chunks() gives NULL), so nothing
+ * unproven is ever installed, and a resume keeps only the prefix the progress record says
+ * was synced.
  * It also re-reads a prefix already on storage (mf_agent__vfy_replay): that is how a resume
  * rebuilds the running digests without trusting anything but the signed hashes, so no
  * digest state ever has to be persisted.
@@ -19,13 +23,18 @@
 #include <assert.h>
 #include <string.h>
 
+const mf_manifest_release *mf_agent__rel_chunks(const mf_manifest_release *rel)
+{
+    return rel && rel->chunks ? rel : NULL;
+}
+
 void mf_agent__vfy_init(struct mf_agent_vfy *v, struct mf_ctx *ctx, const char *what,
                         const mf_manifest_release *rel, uint64_t size, const uint8_t *sha256)
 {
     memset(v, 0, sizeof(*v));
     v->ctx = ctx;
     v->what = what;
-    v->rel = rel;
+    v->rel = mf_agent__rel_chunks(rel);
     v->size = size;
     memcpy(v->sha256, sha256, MF_SHA256_LEN);
     mf_sha256__init(&v->whole);

@@ -167,6 +167,10 @@ struct agent_counters {
     uint64_t delta_installs, full_installs, delta_fallbacks, resumes;
 };
 
+/* `rel` when it carries the flat list of signed chunk hashes, else NULL: a chunk-tree
+ * release's bytes are checked against its signed sha256 as a whole (agent_verify.c). */
+const mf_manifest_release *mf_agent__rel_chunks(const mf_manifest_release *rel);
+
 /* Verifier of one object's bytes (agent_verify.c). */
 struct mf_agent_vfy {
     struct mf_ctx *ctx;

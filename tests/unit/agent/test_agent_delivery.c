@@ -278,6 +278,81 @@ static void test_agent_delivery__corrupt_chunk_is_fetched_again_alone(void **sta
     test_free(v2);
 }
 
+/* A chunk-tree release (no flat list in the signed release): the download is held to the
+ * signed sha256 as a whole, survives a cut and a restart, and a corrupt byte is refused
+ * with v1 left running. */
+static void test_agent_delivery__chunk_tree_release_installs_and_resumes(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(3 * MIB, 2);
+    mf_agent *agent = agent_with(fx, model_v1, sizeof(model_v1));
+
+    size_t flat_len;
+    mf_agent_counters before = stats_of(agent), after;
+
+    fake_assign(&fx->srv, "v2", v2, 3 * MIB, v2, 3 * MIB);
+    flat_len = fx->srv.release_len;
+    fx->srv.chunk_tree_only = 1;
+    fake_assign(&fx->srv, "v2", v2, 3 * MIB, v2, 3 * MIB);
+    /* Three 64-digit hashes fewer (base64 makes 4 of every 3 bytes). */
+    assert_true(fx->srv.release_len + 3 * 64 <= flat_len);
+    fx->srv.cut_at = 3 * MIB / 2 + 100;
+    fx->srv.cuts_left = 1;
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    assert_false(exists(fx, "models/detector/slot-b.part.prog"));
+    /* Resumed where the cut fell (the whole digest goes on): no byte came twice. */
+    after = stats_of(agent);
+    assert_int_equal(fx->srv.n_ranged, 1);
+    assert_int_equal(fx->srv.last_range_from, 3 * MIB / 2 + 100);
+    assert_int_equal(after.blob_bytes - before.blob_bytes, 3 * MIB);
+    /* Served bytes that differ from the signed ones: refused, nothing installed. */
+    fake_assign(&fx->srv, "v3", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    fx->srv.corrupt_at = 20;
+    fx->srv.corrupt_left = 100;
+    step_expect(agent, MF_E_SIGNATURE);
+    assert_non_null(strstr(mf_agent_errmsg(agent), "sha256 mismatch"));
+    assert_active(agent, "v2", 'b');
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
+/* A power cut in the download of a chunk-tree release: the new process keeps the synced
+ * prefix its progress record names and fetches only the rest. */
+static void test_agent_delivery__chunk_tree_release_survives_a_restart(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(3 * MIB, 2);
+    mf_agent *agent = agent_with(fx, model_v1, sizeof(model_v1));
+    mf_agent_counters c;
+
+    fx->srv.chunk_tree_only = 1;
+    fake_assign(&fx->srv, "v2", v2, 3 * MIB, v2, 3 * MIB);
+    /* Every attempt is cut a quarter MiB further on: the step ends on its last failure. */
+    fx->srv.cut_at = MIB;
+    fx->srv.cut_step = MIB / 4;
+    fx->srv.cuts_left = 100;
+    step_expect(agent, MF_E_NET);
+    assert_active(agent, "v1", 'a');
+    mf_agent_free(agent);
+    assert_true(exists(fx, "models/detector/slot-b.part.prog"));
+    fx->srv.cuts_left = 0;
+    agent = NULL;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    c = stats_of(agent);
+    /* Four attempts were cut at 1, 1.25, 1.5 and 1.75 MiB, each byte synced before the cut
+     * kept: the new process asks from 1.75 MiB and receives only the rest. */
+    assert_int_equal(fx->srv.last_range_from, 7 * MIB / 4);
+    assert_int_equal(c.blob_bytes, 3 * MIB - 7 * MIB / 4);
+    assert_int_equal(c.resumes, 1);
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
 static void test_agent_delivery__stall_is_cut_and_resumed(void **state)
 {
     struct fixture *fx = *state;
@@ -740,6 +815,8 @@ int main(void)
         T(test_agent_delivery__wrong_content_range_is_refused),
         T(test_agent_delivery__new_etag_on_206_starts_over),
         T(test_agent_delivery__corrupt_chunk_is_fetched_again_alone),
+        T(test_agent_delivery__chunk_tree_release_installs_and_resumes),
+        T(test_agent_delivery__chunk_tree_release_survives_a_restart),
         T(test_agent_delivery__stall_is_cut_and_resumed),
         T(test_agent_delivery__oversized_206_is_refused),
         T(test_agent_delivery__bandwidth_cap_slows_the_download),
