@@ -250,6 +250,18 @@ static void test_agent_delivery__new_etag_on_206_starts_over(void **state)
     test_free(v2);
 }
 
+/* v3 served corrupt on every request: refused with `why` in the message, v2 left running
+ * in slot b. */
+static void assert_corrupt_v3_refused(struct fixture *fx, mf_agent *agent, const char *why)
+{
+    fake_assign(&fx->srv, "v3", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    fx->srv.corrupt_at = 20;
+    fx->srv.corrupt_left = 100;
+    step_expect(agent, MF_E_SIGNATURE);
+    assert_non_null(strstr(mf_agent_errmsg(agent), why));
+    assert_active(agent, "v2", 'b');
+}
+
 static void test_agent_delivery__corrupt_chunk_is_fetched_again_alone(void **state)
 {
     struct fixture *fx = *state;
@@ -267,26 +279,20 @@ static void test_agent_delivery__corrupt_chunk_is_fetched_again_alone(void **sta
     assert_true(stats_of(agent).blob_bytes - before.blob_bytes >= 4 * MIB);
     assert_true(stats_of(agent).blob_bytes - before.blob_bytes <= 4 * MIB + 256 * 1024);
     /* Corrupt every time: a clear refusal naming the chunk, v1 untouched. */
-    fake_assign(&fx->srv, "v3", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
-    fx->srv.corrupt_at = 20;
-    fx->srv.corrupt_left = 100;
-    step_expect(agent, MF_E_SIGNATURE);
-    assert_non_null(strstr(mf_agent_errmsg(agent), "chunk 1 (bytes from 16)"));
+    assert_corrupt_v3_refused(fx, agent, "chunk 1 (bytes from 16)");
     assert_non_null(strstr(mf_agent_errmsg(agent), "download aborted"));
-    assert_active(agent, "v2", 'b');
     mf_agent_free(agent);
     test_free(v2);
 }
 
 /* A chunk-tree release (no flat list in the signed release): the download is held to the
- * signed sha256 as a whole, survives a cut and a restart, and a corrupt byte is refused
- * with v1 left running. */
+ * signed sha256 as a whole, resumes after a cut, and a corrupt byte is refused with v2 left
+ * running. */
 static void test_agent_delivery__chunk_tree_release_installs_and_resumes(void **state)
 {
     struct fixture *fx = *state;
     uint8_t *v2 = make_model(3 * MIB, 2);
     mf_agent *agent = agent_with(fx, model_v1, sizeof(model_v1));
-
     size_t flat_len;
     mf_agent_counters before = stats_of(agent), after;
 
@@ -308,12 +314,7 @@ static void test_agent_delivery__chunk_tree_release_installs_and_resumes(void **
     assert_int_equal(fx->srv.last_range_from, 3 * MIB / 2 + 100);
     assert_int_equal(after.blob_bytes - before.blob_bytes, 3 * MIB);
     /* Served bytes that differ from the signed ones: refused, nothing installed. */
-    fake_assign(&fx->srv, "v3", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
-    fx->srv.corrupt_at = 20;
-    fx->srv.corrupt_left = 100;
-    step_expect(agent, MF_E_SIGNATURE);
-    assert_non_null(strstr(mf_agent_errmsg(agent), "sha256 mismatch"));
-    assert_active(agent, "v2", 'b');
+    assert_corrupt_v3_refused(fx, agent, "sha256 mismatch");
     mf_agent_free(agent);
     test_free(v2);
 }

@@ -38,6 +38,13 @@ static void big_spec(mf_manifest_release_spec *spec, const uint8_t (*chunks)[32]
     spec->chunk_tree_only = tree_only;
 }
 
+/* A release and the envelope it came from, done with. */
+static void release_done(mf_manifest_release *r, uint8_t *env)
+{
+    mf_manifest_release_free(r);
+    mf_free(NULL, env);
+}
+
 static mf_manifest_release *verified(mf_trust *t, const uint8_t *env, size_t len)
 {
     mf_manifest_release *r = NULL;
@@ -129,8 +136,7 @@ static void test_manifest_chunks__wrong_truncated_or_foreign_list_refused(void *
     assert_int_equal(mf_trust_last_reason(t), MF_TRUST_R_MISMATCH);
     /* And the right one still passes after all of that. */
     assert_int_equal(mf_trust_check_chunk_list(t, r, h, BIG_COUNT * 32), MF_OK);
-    mf_manifest_release_free(r);
-    mf_free(NULL, env);
+    release_done(r, env);
     test_free(h);
     test_free(other);
     mf_trust_free(t);
@@ -173,8 +179,7 @@ static void test_manifest_chunks__both_forms_must_agree(void **state)
     assert_non_null(r->chunks);
     assert_true(r->has_chunks_root);
     assert_int_equal(mf_trust_check_chunk_list(t, r, c, sizeof(c)), MF_OK);
-    mf_manifest_release_free(r);
-    mf_free(NULL, env);
+    release_done(r, env);
     /* The list of another order under the same root: refused before anything is trusted. */
     (void)snprintf(members, sizeof(members),
                    "\"chunks_root\":\"%s\",\"chunks\":[\"%s\",\"%s\",\"%s\"],", rhex, hex[1],
@@ -199,8 +204,7 @@ static void test_manifest_chunks__both_forms_must_agree(void **state)
     assert_false(r->has_chunks_root);
     assert_int_equal(mf_trust_check_chunk_list(t, r, c, sizeof(c)), MF_E_INVALID);
     assert_non_null(strstr(mf_trust_errmsg(t), "names no chunks_root"));
-    mf_manifest_release_free(r);
-    mf_free(NULL, env);
+    release_done(r, env);
     mf_trust_free(t);
 }
 
