@@ -156,6 +156,20 @@ static uint8_t *raw_release(size_t *len, const char *members)
     return fx_sign_raw(len, &world, MF_MANIFEST_TYPE_RELEASE, p, BY(K_REL0));
 }
 
+/* The release of `members` is refused as malformed, `why` in the message. */
+static void expect_malformed(mf_trust *t, const char *members, const char *why)
+{
+    mf_manifest_release *r = NULL;
+    size_t len;
+    uint8_t *env = raw_release(&len, members);
+
+    assert_int_equal(mf_trust_verify_release(&r, t, env, len, FX_NOW), MF_E_INVALID);
+    assert_int_equal(mf_trust_last_reason(t), MF_TRUST_R_MALFORMED);
+    assert_non_null(strstr(mf_trust_errmsg(t), why));
+    assert_null(r);
+    mf_free(NULL, env);
+}
+
 static void test_manifest_chunks__both_forms_must_agree(void **state)
 {
     static const uint8_t c[3][32] = {{1}, {2}, {3}};
@@ -180,22 +194,14 @@ static void test_manifest_chunks__both_forms_must_agree(void **state)
     assert_true(r->has_chunks_root);
     assert_int_equal(mf_trust_check_chunk_list(t, r, c, sizeof(c)), MF_OK);
     release_done(r, env);
-    /* The list of another order under the same root: refused before anything is trusted. */
+    /* The list of another order under the same root: refused before anything is trusted;
+     * so are a root that is not 64 hex digits and a release with neither form. */
     (void)snprintf(members, sizeof(members),
                    "\"chunks_root\":\"%s\",\"chunks\":[\"%s\",\"%s\",\"%s\"],", rhex, hex[1],
                    hex[0], hex[2]);
-    env = raw_release(&len, members);
-    assert_int_equal(mf_trust_verify_release(&r, t, env, len, FX_NOW), MF_E_INVALID);
-    assert_non_null(strstr(mf_trust_errmsg(t), "chunks do not hash to chunks_root"));
-    mf_free(NULL, env);
-    /* A root that is not 64 hex digits. */
-    env = raw_release(&len, "\"chunks_root\":\"abc\",");
-    assert_int_equal(mf_trust_verify_release(&r, t, env, len, FX_NOW), MF_E_INVALID);
-    mf_free(NULL, env);
-    /* Neither form. */
-    env = raw_release(&len, "");
-    assert_int_equal(mf_trust_verify_release(&r, t, env, len, FX_NOW), MF_E_INVALID);
-    mf_free(NULL, env);
+    expect_malformed(t, members, "chunks do not hash to chunks_root");
+    expect_malformed(t, "\"chunks_root\":\"abc\",", "chunks_root");
+    expect_malformed(t, "", "chunks");
     /* Format 1 (the flat list alone) still verifies; it has no root to check a list by. */
     (void)snprintf(members, sizeof(members), "\"chunks\":[\"%s\",\"%s\",\"%s\"],", hex[0], hex[1],
                    hex[2]);
