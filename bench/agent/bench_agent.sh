@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # libmf / mf-agent benchmarks (issue 5; figures in docs/agent.md):
 #   1. download throughput over loopback: `mf-agent run --once` installing a SIZE_MIB model
-#      (check-in, trust chain, per-chunk and whole SHA-256, write, fsync, atomic switch)
-#      against `curl` fetching the same blob from the same mf-server into a file, as a ratio;
+#      (check-in, trust chain, the signed chunk hashes: each byte hashed once, write, fsync,
+#      atomic switch) against `curl` fetching the same blob from the same mf-server into a
+#      file, as a ratio, with the agent's CPU time; before it the device SHA-256 alone
+#      (bench_sha256: SHA-NI or portable, the portable fallback, mbedTLS);
 #   2. resume overhead: tests/soak/agent_crash.sh with KILLS random kill -9s (bytes received
 #      but unverified at each kill, which the resume fetches again; target <= one chunk);
 #   3. size of libmf: the stripped static libraries an app links (mf_agent and its in-tree
@@ -29,13 +31,15 @@ mf_publish detector v1 "$work/model.bin" >/dev/null || exit 1
 sha=$(sha256sum <"$work/model.bin" | cut -c1-64)
 
 echo "== 1. download throughput, $SIZE_MIB MiB over loopback, best of $RUNS"
+[ -x "$BIN/bench_sha256" ] && "$BIN/bench_sha256" "$SIZE_MIB"
 best_agent=999999 best_curl=999999
 for i in $(seq 1 "$RUNS"); do
     rm -rf "$work/dev$i"
     mkdir -p "$work/dev$i"
     mf_agent_config "$work/dev$i.json" "bench$i" "$work/dev$i" "$MF_ENROLL_TOKEN_FILE" detector
     t0=$(now)
-    "$BIN/mf-agent" --config "$work/dev$i.json" run --once >"$work/agent$i.log" 2>&1 ||
+    /usr/bin/time -f "%U %S" -o "$work/cpu$i" \
+        "$BIN/mf-agent" --config "$work/dev$i.json" run --once >"$work/agent$i.log" 2>&1 ||
         { echo "agent run failed"; tail "$work/agent$i.log"; exit 1; }
     t1=$(now)
     cmp -s "$(mf_active_path "$work/dev$i" detector)" "$work/model.bin" || { echo "bad install"; exit 1; }
@@ -46,8 +50,9 @@ for i in $(seq 1 "$RUNS"); do
     t3=$(now)
     a=$(echo "$t1 - $t0" | bc -l)
     c=$(echo "$t3 - $t2" | bc -l)
-    printf "run %d: mf-agent %.3f s (%.0f MiB/s), curl %.3f s (%.0f MiB/s)\n" "$i" "$a" \
-        "$(echo "$SIZE_MIB / $a" | bc -l)" "$c" "$(echo "$SIZE_MIB / $c" | bc -l)"
+    read -r cu cs <"$work/cpu$i"
+    printf "run %d: mf-agent %.3f s (%.0f MiB/s; cpu user %s s sys %s s), curl %.3f s (%.0f MiB/s)\n" \
+        "$i" "$a" "$(echo "$SIZE_MIB / $a" | bc -l)" "$cu" "$cs" "$c" "$(echo "$SIZE_MIB / $c" | bc -l)"
     [ "$(echo "$a < $best_agent" | bc)" = 1 ] && best_agent=$a
     [ "$(echo "$c < $best_curl" | bc)" = 1 ] && best_curl=$c
     rm -rf "$work/dev$i" "$work/curl.bin"

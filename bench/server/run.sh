@@ -125,7 +125,8 @@ print(hashlib.sha256(base64.b64decode(json.loads(a["release"])["payload"])).hexd
 
 # bench_bytes: bytes per check-in answer by model size (the release's chunk count), on
 # SQLite: an older agent (no release_sha256) and a device naming the release it holds, each
-# with nothing to do and with a new release to fetch. 4 MiB, 512 MiB and 3.5 GiB models at
+# with nothing to do and with a new release to fetch (and that release as a chunk tree,
+# mfctl publish --chunk-tree). 4 MiB, 512 MiB and 3.5 GiB models at
 # 1 MiB chunks have 4, 512 and 3584 chunk hashes; the benchmark makes releases of exactly
 # those counts from 4 MiB / 4 MiB / 3.5 MiB files at 1 MiB / 8 KiB / 1 KiB chunks (a release
 # names only size, chunk size and the hashes). Then wrk with the held release of the
@@ -138,7 +139,7 @@ bench_bytes() {
         --data "{\"enrollment_token\":\"$(cat "$MF_ENROLL_TOKEN_FILE")\",\"device_id\":\"dev-bytes\"}" \
         "$MF_URL/v1/enroll" | python3 -c 'import json,sys; print(json.load(sys.stdin)["credential"])')
     echo "$cred" >"$work/bytes.creds"
-    printf '\n%-10s %7s | %-28s | %-28s\n' "model" "chunks" "older agent: same / new rel." "naming its release: same / new"
+    printf '\n%-10s %7s | %-28s | %-28s | %s\n' "model" "chunks" "older agent: same / new rel." "naming its release: same / new" "chunk tree: new rel."
     for row in "4MiB:4194304:1048576" "512MiB:4194304:8192" "3.5GiB:3670016:1024"; do
         IFS=: read -r label bytes cs <<<"$row"
         m="m-${label/./_}"
@@ -161,12 +162,20 @@ bench_bytes() {
         read -r held_new _ < <(answer_bytes "$work/$m-heldnew.json" "$cred" \
             "{\"name\":\"$m\",\"version\":\"v1\",\"sha256\":\"$s1\",\"release_sha256\":\"$d1\"}")
         grep -q '"release"' "$work/$m-heldnew.json" || { echo "$m: the new release was not sent" >&2; return 1; }
-        printf '%-10s %7s | %12s / %-13s | %12s / %-13s\n' "$label" \
-            "$(( (bytes + cs - 1) / cs ))" "$old_same" "$old_new" "$held_same" "$held_new"
+        # v3 as a chunk tree (mfctl publish --chunk-tree: the release carries the root alone).
+        mf_make_model "$work/$m-v3.bin" "$bytes" "$m-3"
+        mf_publish "$m" v3 "$work/$m-v3.bin" --chunk-size "$cs" --chunk-tree >/dev/null
+        mfctl_admin promote "$m" v3 --force >/dev/null
+        read -r tree_new _ < <(answer_bytes "$work/$m-treenew.json" "$cred" \
+            "{\"name\":\"$m\",\"version\":\"v1\",\"sha256\":\"$s1\",\"release_sha256\":\"$d1\"}")
+        grep -q '"release"' "$work/$m-treenew.json" || { echo "$m: the tree release was not sent" >&2; return 1; }
+        printf '%-10s %7s | %12s / %-13s | %12s / %-13s | %s\n' "$label" \
+            "$(( (bytes + cs - 1) / cs ))" "$old_same" "$old_new" "$held_same" "$held_new" "$tree_new"
     done
-    # Under load: the largest model's device with nothing to do (its release is v2 now).
-    d1=$(release_digest "$work/$m-heldnew.json")
-    b=$(MF_CREDS="$work/bytes.creds" MF_MODEL=$m MF_VERSION=v2 MF_SHA256=$s2 MF_RELEASE=$d1 \
+    # Under load: the largest model's device with nothing to do (its release is v3 now).
+    s2=$(sha256sum "$work/$m-v3.bin" | cut -c1-64)
+    d1=$(release_digest "$work/$m-treenew.json")
+    b=$(MF_CREDS="$work/bytes.creds" MF_MODEL=$m MF_VERSION=v3 MF_SHA256=$s2 MF_RELEASE=$d1 \
         run_wrk bytes-checkin "$here/checkin.lua" "$MF_URL")
     echo "answer bytes: the JSON body (HTTP headers add $hdr); under load, wrk -d${secs}s," \
         "$label naming its release:" \

@@ -184,6 +184,8 @@ static int fill_options(mf_agent_options *o, struct agent_cli *c, const mf_platf
     o->stall_timeout_s = c->cfg.stall_timeout_s;
     /* The config's interval over the server's default; a group's setting wins over both. */
     o->poll_interval_s = c->cfg.poll_interval_s;
+    /* A Linux host has the memory: fewer system calls per download (docs/agent.md). */
+    o->download_buffer = 256u * 1024u;
     o->control_only = control;
     o->telemetry = control ? NULL : c->tele; /* commands change the file, not a step */
     agent_daemon_progress(o);

@@ -268,6 +268,8 @@ static int payload_end(struct mf_patch *p)
             0)
         return mf_fail(&p->ctx, MF_E_INVALID, "block %u: malformed sparse residuals",
                        (unsigned)p->block_index);
+    if (b->kind == MF_DELTA_NUMERIC && (b->flags & MF_DELTA_NUM_FLOAT))
+        mf_delta__float_begin(&p->fl, p->dbuf, b->new_len / b->word, b->word);
     return MF_OK;
 }
 
@@ -375,6 +377,12 @@ static int gen_chunk(struct mf_patch *p)
         p->emit = p->stage;
         break;
     case MF_DELTA_NUMERIC:
+        if (b->flags & MF_DELTA_NUM_FLOAT) {
+            mf_delta__float_merge(p->stage, &p->fl, p->dbuf, b->new_len / b->word, done / b->word,
+                                  n / b->word, b->word);
+            p->emit = p->stage;
+            break;
+        }
         if (b->flags & MF_DELTA_NUM_RAW)
             memset(p->stage, 0, n); /* raw planes: the base words are zero */
         else

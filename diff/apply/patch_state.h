@@ -53,6 +53,7 @@ struct mf_patch {
     size_t zout;                   /* decoded payload bytes in dbuf so far */
     size_t zhint;                  /* last ZSTD_decompressStream result: 0 at a frame end */
     struct mf_delta_sparse sparse; /* NUMERIC sparse residuals: cursor into dbuf */
+    struct mf_delta_float fl;      /* NUMERIC float planes: cursors into dbuf */
     const uint8_t *emit;
     size_t emit_len, emit_pos;
     mbedtls_sha256_context sha;

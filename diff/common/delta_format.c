@@ -100,7 +100,10 @@ static int block_check_kind(struct mf_ctx *ctx, const struct mf_delta_block *b,
         return MF_OK;
     case MF_DELTA_NUMERIC:
         if ((b->word != 1 && b->word != 2 && b->word != 4) || b->new_len % b->word ||
-            (b->flags & ~(MF_DELTA_NUM_ZIGZAG | MF_DELTA_NUM_SPARSE | MF_DELTA_NUM_RAW)) ||
+            (b->flags & ~(MF_DELTA_NUM_ZIGZAG | MF_DELTA_NUM_SPARSE | MF_DELTA_NUM_RAW |
+                          MF_DELTA_NUM_FLOAT)) ||
+            ((b->flags & MF_DELTA_NUM_FLOAT) &&
+             (b->flags != (MF_DELTA_NUM_RAW | MF_DELTA_NUM_FLOAT) || b->word == 1)) ||
             ((b->flags & MF_DELTA_NUM_RAW) && b->old_off) || b->ctrl_len || b->diff_len ||
             !b->payload_len ||
             ((b->flags & MF_DELTA_NUM_SPARSE) ? b->decoded_len == 0 || b->new_len > h->window

@@ -35,6 +35,10 @@ enum mf_delta_kind {
 #define MF_DELTA_NUM_SPARSE 0x2u
 /* NUMERIC flag: no old image; the planes hold the new words themselves (old_off is 0). */
 #define MF_DELTA_NUM_RAW 0x4u
+/* NUMERIC flag, with RAW only (dense, no zigzag, word 2 or 4): each word is rotated left by
+ * one bit (the float's sign to bit 0, its exponent to the top byte) and the lower planes
+ * hold their bytes ordered by the top byte's value (delta_planes.h, "float planes"). */
+#define MF_DELTA_NUM_FLOAT 0x8u
 
 struct mf_delta_header {
     uint16_t version;

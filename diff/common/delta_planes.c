@@ -88,6 +88,95 @@ void mf_delta__planes_merge(uint8_t *buf, const uint8_t *planes, size_t nwords, 
     }
 }
 
+static uint32_t rotl(uint32_t v, unsigned int word)
+{
+    unsigned int bits = 8 * word;
+    uint32_t mask = bits == 32 ? UINT32_MAX : ((uint32_t)1 << bits) - 1;
+
+    return ((v << 1) | (v >> (bits - 1))) & mask;
+}
+
+static uint32_t rotr(uint32_t u, unsigned int word)
+{
+    unsigned int bits = 8 * word;
+
+    return (u >> 1) | ((u & 1u) << (bits - 1));
+}
+
+void mf_delta__float_counts(uint32_t counts[256], const uint8_t *top, size_t nwords)
+{
+    memset(counts, 0, 256 * sizeof(counts[0]));
+    for (size_t i = 0; i < nwords; i++)
+        counts[top[i]]++;
+}
+
+/* Start of each top byte value's run in the lower planes. */
+static void float_starts(struct mf_delta_float *c, const uint8_t *top, size_t nwords)
+{
+    uint32_t at = 0;
+
+    mf_delta__float_counts(c->pos, top, nwords);
+    for (unsigned int t = 0; t < 256; t++) {
+        uint32_t n = c->pos[t];
+
+        c->pos[t] = at;
+        at += n;
+    }
+}
+
+void mf_delta__float_split(uint8_t *planes, struct mf_delta_float *c, const uint8_t *new_words,
+                           size_t nwords, unsigned int word)
+{
+    uint8_t *top = planes + (size_t)(word - 1) * nwords;
+
+    for (size_t i = 0; i < nwords; i++)
+        top[i] = (uint8_t)(rotl((uint32_t)load_word(new_words + i * word, word), word) >>
+                           (8 * (word - 1)));
+    float_starts(c, top, nwords);
+    for (size_t i = 0; i < nwords; i++) {
+        uint32_t u = rotl((uint32_t)load_word(new_words + i * word, word), word);
+        uint32_t j = c->pos[top[i]]++;
+
+        for (unsigned int k = 0; k + 1 < word; k++)
+            planes[k * nwords + j] = (uint8_t)(u >> (8 * k));
+    }
+}
+
+void mf_delta__float_begin(struct mf_delta_float *c, const uint8_t *planes, size_t nwords,
+                           unsigned int word)
+{
+    float_starts(c, planes + (size_t)(word - 1) * nwords, nwords);
+}
+
+void mf_delta__float_merge(uint8_t *buf, struct mf_delta_float *c, const uint8_t *planes,
+                           size_t nwords, size_t first, size_t count, unsigned int word)
+{
+    const uint8_t *p0 = planes, *p1 = planes + nwords, *p2 = planes + 2 * nwords;
+    const uint8_t *top = planes + (size_t)(word - 1) * nwords + first;
+
+    if (word == 4) { /* the hot loop for fp32 */
+        for (size_t i = 0; i < count; i++) {
+            uint32_t j = c->pos[top[i]]++;
+            uint32_t u = (uint32_t)p0[j] | (uint32_t)p1[j] << 8 | (uint32_t)p2[j] << 16 |
+                         (uint32_t)top[i] << 24;
+            uint32_t v = (u >> 1) | (u << 31);
+
+            buf[4 * i] = (uint8_t)v;
+            buf[4 * i + 1] = (uint8_t)(v >> 8);
+            buf[4 * i + 2] = (uint8_t)(v >> 16);
+            buf[4 * i + 3] = (uint8_t)(v >> 24);
+        }
+        return;
+    }
+    for (size_t i = 0; i < count; i++) { /* word 2: fp16, bf16 */
+        uint32_t j = c->pos[top[i]]++;
+        uint32_t v = rotr((uint32_t)p0[j] | (uint32_t)top[i] << 8, word);
+
+        buf[2 * i] = (uint8_t)v;
+        buf[2 * i + 1] = (uint8_t)(v >> 8);
+    }
+}
+
 /*
  * Gaps are one byte below 255, else 255 and a varint of the rest: unlike a plain varint,
  * the common short gaps then map one-to-one onto byte values zstd's Huffman stage models.

@@ -55,4 +55,30 @@ void mf_delta__sparse_merge(uint8_t *buf, struct mf_delta_sparse *c, const uint8
                             size_t nwords, size_t first, size_t count, unsigned int word,
                             unsigned int flags);
 
+/*
+ * Float planes (flag MF_DELTA_NUM_FLOAT, raw blocks of words of 2 or 4 bytes): each word u
+ * is rotated left by one bit, so a float's sign goes to bit 0 and its exponent fills the top
+ * byte (fp32, bf16; fp16 puts 5 exponent and 3 mantissa bits there). The top plane holds the
+ * top bytes in word order; every lower plane holds its bytes of the words in the order of a
+ * stable sort by top byte (all words whose top byte is 0 first, then 1, ...). The mantissa
+ * bytes of one exponent then sit together, and the encoder gives each such run its own zstd
+ * frame (own Huffman table): an order-1 model of mantissa given exponent, decoded by the
+ * plain zstd frames the decoder already reads. Same length as the plain planes.
+ */
+/* Decoder cursor: the next position in the lower planes of each top byte value. */
+struct mf_delta_float {
+    uint32_t pos[256];
+};
+/* Encoder: fills `planes` (nwords * word bytes); `scratch` holds the cursors meanwhile. */
+void mf_delta__float_split(uint8_t *planes, struct mf_delta_float *scratch,
+                           const uint8_t *new_words, size_t nwords, unsigned int word);
+/* Histogram of the top plane (the run lengths of the lower planes). */
+void mf_delta__float_counts(uint32_t counts[256], const uint8_t *top, size_t nwords);
+void mf_delta__float_begin(struct mf_delta_float *c, const uint8_t *planes, size_t nwords,
+                           unsigned int word);
+/* Writes words [first, first + count) of the block into `buf`; calls must cover the block in
+ * increasing order (each word moves its top byte's cursor). */
+void mf_delta__float_merge(uint8_t *buf, struct mf_delta_float *c, const uint8_t *planes,
+                           size_t nwords, size_t first, size_t count, unsigned int word);
+
 #endif /* MF_DIFF_DELTA_PLANES_H */

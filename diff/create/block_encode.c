@@ -30,6 +30,7 @@ struct candidate {
     uint8_t word;
     uint8_t sparse; /* NUMERIC: list only the non-zero residual words */
     uint8_t raw;    /* NUMERIC: no old words (planes of the new values) */
+    uint8_t flt;    /* NUMERIC raw: float planes (sign rotated, sorted by top byte) */
     int64_t delta;  /* old_off - new_off */
 };
 
@@ -204,6 +205,13 @@ static size_t build(const uint8_t **src, struct mf_delta_block *b, const struct 
     case MF_DELTA_NUMERIC:
         b->word = c->word;
         b->flags = MF_DELTA_NUM_ZIGZAG;
+        if (c->flt) {
+            /* Floats with no counterpart: exponent plane, mantissa bytes by exponent. */
+            b->flags = MF_DELTA_NUM_RAW | MF_DELTA_NUM_FLOAT;
+            mf_delta__float_split(w->decoded, &w->fl, in->new_img + job->start, job->len / c->word,
+                                  c->word);
+            return job->len;
+        }
         if (c->raw) {
             /* New data with no counterpart in old: byte planes of the values themselves. */
             b->flags = MF_DELTA_NUM_RAW;
@@ -236,6 +244,36 @@ static size_t build(const uint8_t **src, struct mf_delta_block *b, const struct 
     return job->len;
 }
 
+/* Float planes: a run of the top mantissa plane gets a frame of its own once it holds at
+ * least this many bytes (runs of rare exponents are pooled until they do). */
+#define FLOAT_MIN_FRAME 4096u
+/* The parts of one block: the lower planes of float planes are cut at runs of top bytes. */
+#define MAX_PARTS (4 + 256)
+
+/* Float planes: the top mantissa plane (below the exponent) in runs of one exponent each,
+ * pooled up to FLOAT_MIN_FRAME; the other planes whole. */
+static size_t float_parts(size_t *parts, const struct mf_delta_block *b, const uint8_t *src,
+                          size_t len)
+{
+    size_t nwords = len / b->word, n = 0, run = 0;
+    uint32_t counts[256];
+
+    mf_delta__float_counts(counts, src + (b->word - 1) * nwords, nwords);
+    for (unsigned int k = 0; k + 2 < b->word; k++)
+        parts[n++] = nwords;
+    for (unsigned int t = 0; t < 256; t++) {
+        run += counts[t];
+        if (run >= FLOAT_MIN_FRAME) {
+            parts[n++] = run;
+            run = 0;
+        }
+    }
+    if (run)
+        parts[n++] = run;
+    parts[n++] = nwords; /* the top plane */
+    return n;
+}
+
 /*
  * Streams of different statistics (byte planes; sparse gaps and values; bsdiff control, diff
  * and extra) get a zstd frame each, so each gets its own entropy tables; the decoder
@@ -247,6 +285,8 @@ static size_t split_parts(size_t *parts, const struct mf_delta_block *b, const u
     uint64_t count = 0;
     size_t n = 0;
 
+    if (b->kind == MF_DELTA_NUMERIC && (b->flags & MF_DELTA_NUM_FLOAT))
+        return float_parts(parts, b, src, len);
     if (b->kind == MF_DELTA_BSDIFF) {
         parts[0] = b->ctrl_len;
         parts[1] = b->diff_len;
@@ -272,7 +312,7 @@ static size_t split_parts(size_t *parts, const struct mf_delta_block *b, const u
 static size_t compress(struct mf_block_worker *w, const uint8_t *src, size_t len, int level,
                        const struct mf_delta_block *b)
 {
-    size_t parts[1 + 4], np = split_parts(parts, b, src, len), out = 0;
+    size_t parts[MAX_PARTS], np = split_parts(parts, b, src, len), out = 0;
 
     ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_and_parameters);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
@@ -328,7 +368,7 @@ struct choice {
 static void choose(struct choice *out, struct mf_block_worker *w, const struct mf_block_job *r,
                    const struct mf_block_inputs *in)
 {
-    struct candidate cands[6 + 6 * MAX_ALIGN];
+    struct candidate cands[8 + 6 * MAX_ALIGN];
     int64_t deltas[MAX_ALIGN];
     size_t nd = align_candidates(deltas, r, in), nc = 0;
     struct mf_delta_block b;
@@ -346,13 +386,15 @@ static void choose(struct choice *out, struct mf_block_worker *w, const struct m
             return;
         }
     }
-    cands[nc++] = (struct candidate){MF_DELTA_ZSTD, 0, 0, 0, 0};
-    if (r->len % 4 == 0)
-        cands[nc++] = (struct candidate){MF_DELTA_NUMERIC, 4, 0, 1, 0};
-    if (r->len % 2 == 0)
-        cands[nc++] = (struct candidate){MF_DELTA_NUMERIC, 2, 0, 1, 0};
+    cands[nc++] = (struct candidate){MF_DELTA_ZSTD, 0, 0, 0, 0, 0};
+    for (uint8_t word = 4; word >= 2; word /= 2) {
+        if (r->len % word)
+            continue;
+        cands[nc++] = (struct candidate){MF_DELTA_NUMERIC, word, 0, 1, 0, 0};
+        cands[nc++] = (struct candidate){MF_DELTA_NUMERIC, word, 0, 1, 1, 0};
+    }
     if (in->old_len)
-        cands[nc++] = (struct candidate){MF_DELTA_BSDIFF, 0, 0, 0, 0};
+        cands[nc++] = (struct candidate){MF_DELTA_BSDIFF, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < nd; i++) {
         static const uint8_t words[3] = {4, 2, 1};
 
@@ -362,8 +404,8 @@ static void choose(struct choice *out, struct mf_block_worker *w, const struct m
             if (r->len % words[k] != 0 ||
                 (r->hint && r->hint->word && i == 0 && words[k] != r->hint->word))
                 continue;
-            cands[nc++] = (struct candidate){MF_DELTA_NUMERIC, words[k], 0, 0, deltas[i]};
-            cands[nc++] = (struct candidate){MF_DELTA_NUMERIC, words[k], 1, 0, deltas[i]};
+            cands[nc++] = (struct candidate){MF_DELTA_NUMERIC, words[k], 0, 0, 0, deltas[i]};
+            cands[nc++] = (struct candidate){MF_DELTA_NUMERIC, words[k], 1, 0, 0, deltas[i]};
         }
     }
     for (size_t i = 0; i < nc; i++) {

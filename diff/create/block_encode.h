@@ -4,6 +4,7 @@
 #define MF_DIFF_BLOCK_ENCODE_H
 
 #include "create_internal.h"
+#include "delta_planes.h"
 
 struct ZSTD_CCtx_s;
 
@@ -25,6 +26,7 @@ struct mf_block_worker {
     uint8_t *sparse;  /* sparse form of a NUMERIC candidate (window bytes) */
     uint8_t *trial;   /* compressBound(window) */
     size_t trial_cap;
+    struct mf_delta_float fl; /* float planes: the sort's cursors */
 };
 
 /* A block to encode: new[start, +len), with an optional container alignment. */

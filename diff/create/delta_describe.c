@@ -48,7 +48,8 @@ int mf_diff_describe(mf_diff_header_info *out, mf_diff *d, const uint8_t *patch,
                                     b.payload_len,
                                     b.old_off,
                                     (b.flags & MF_DELTA_NUM_SPARSE) != 0,
-                                    (b.flags & MF_DELTA_NUM_RAW) != 0};
+                                    (b.flags & MF_DELTA_NUM_RAW) != 0,
+                                    (b.flags & MF_DELTA_NUM_FLOAT) != 0};
         if (fn) {
             err = fn(payload, &info);
             if (err < 0)

@@ -404,9 +404,9 @@ static int print_block(void *payload, const mf_diff_block_info *b)
 {
     (void)payload;
     printf("block %5u  %-7s%s w%u  new %12llu +%-8u payload %-8u old %llu\n", (unsigned)b->index,
-           b->kind, b->sparse ? "/sparse" : (b->raw ? "/raw" : ""), b->word,
-           (unsigned long long)b->new_offset, (unsigned)b->new_len, (unsigned)b->payload_len,
-           (unsigned long long)b->old_offset);
+           b->kind, b->sparse ? "/sparse" : (b->float_planes ? "/float" : (b->raw ? "/raw" : "")),
+           b->word, (unsigned long long)b->new_offset, (unsigned)b->new_len,
+           (unsigned)b->payload_len, (unsigned long long)b->old_offset);
     return 0;
 }
 

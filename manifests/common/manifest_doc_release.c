@@ -4,10 +4,17 @@
  * allocation that carries the allocator it came from, so the public free functions need no
  * handle. Counts come from the parsed tree (never from a length field) and are bounded
  * before anything is sized from them.
+ *
+ * The chunk hashes come either as the flat `chunks` list (format 1) or as the RFC 9162 root
+ * `chunks_root` over them (the chunk tree, §3): the release is then a few hundred bytes for
+ * any model size and the list travels as a blob of its own, checked against the root by
+ * mf_trust_check_chunk_list(). A release carrying both (the transition: agents of format 1
+ * read the list, newer ones the root) is refused unless the list hashes to the root.
  */
 #include "manifest_json.h"
 #include "mf/ct.h"
 #include "mf_hex.h"
+#include "mf_merkle.h"
 
 #include <string.h>
 
@@ -147,15 +154,27 @@ static int release_fill(struct release_block *b, struct mf_ctx *ctx, const cJSON
     err = parse_deltas(d, ctx, deltas);
     if (err < 0)
         return err;
-    err = parse_chunks(c, ctx, chunks);
-    if (err < 0)
-        return err;
+    if (chunks) {
+        err = parse_chunks(c, ctx, chunks);
+        if (err < 0)
+            return err;
+    }
+    if (r->has_chunks_root) {
+        uint8_t got[MF_MANIFEST_DIGEST_LEN];
+
+        err = mf_manifest__json_hex32(r->chunks_root, ctx, doc, "chunks_root");
+        if (err < 0)
+            return err;
+        if (chunks && (mf_merkle__root_of(got, (const uint8_t(*)[32])c, r->chunk_count) != 0 ||
+                       !mf_ct_memeq(got, r->chunks_root, sizeof(got))))
+            return mf_fail(ctx, MF_E_INVALID, "release: chunks do not hash to chunks_root");
+    }
     r->name = b->name;
     r->version = b->version;
     r->sequence = s->sequence;
     r->size = s->size;
     r->chunk_size = (uint32_t)s->chunk_size;
-    r->chunks = (const uint8_t(*)[MF_MANIFEST_DIGEST_LEN])c;
+    r->chunks = chunks ? (const uint8_t(*)[MF_MANIFEST_DIGEST_LEN])c : NULL;
     r->deltas = d;
     r->security_floor = s->security_floor;
     r->created = s->created;
@@ -170,8 +189,9 @@ int mf_manifest__parse_release(mf_manifest_release **out, struct mf_ctx *ctx,
     struct release_block *b = NULL;
     const cJSON *chunks, *deltas;
     size_t nchunks, ndeltas, size;
+    uint64_t count;
     cJSON *doc = NULL;
-    int err;
+    int has_root, err;
 
     *out = NULL;
     err = mf_manifest__json_doc(&doc, ctx, payload, len, "release");
@@ -180,12 +200,23 @@ int mf_manifest__parse_release(mf_manifest_release **out, struct mf_ctx *ctx,
     err = parse_scalars(&s, ctx, doc);
     if (err < 0)
         goto fail;
-    err = mf_manifest__json_array(&chunks, &nchunks, ctx, doc, "chunks", max_chunks);
-    if (err < 0)
-        goto fail;
-    if (nchunks != (s.size - 1) / s.chunk_size + 1) {
-        err = mf_fail(ctx, MF_E_INVALID, "release: %zu chunk hashes for size %llu / chunk %llu",
-                      nchunks, (unsigned long long)s.size, (unsigned long long)s.chunk_size);
+    count = (s.size - 1) / s.chunk_size + 1;
+    has_root = cJSON_GetObjectItemCaseSensitive(doc, "chunks_root") != NULL;
+    chunks = NULL;
+    nchunks = 0;
+    if (!has_root || cJSON_GetObjectItemCaseSensitive(doc, "chunks")) {
+        err = mf_manifest__json_array(&chunks, &nchunks, ctx, doc, "chunks", max_chunks);
+        if (err < 0)
+            goto fail;
+        if (nchunks != count) {
+            err = mf_fail(ctx, MF_E_INVALID,
+                          "release: %zu chunk hashes for size %llu / chunk %llu", nchunks,
+                          (unsigned long long)s.size, (unsigned long long)s.chunk_size);
+            goto fail;
+        }
+    } else if (count > SIZE_MAX / MF_MANIFEST_DIGEST_LEN) {
+        err = mf_fail(ctx, MF_E_INVALID, "release: %llu chunks do not fit this device",
+                      (unsigned long long)count);
         goto fail;
     }
     err = mf_manifest__json_array(&deltas, &ndeltas, ctx, doc, "deltas", MF_MANIFEST_MAX_DELTAS);
@@ -200,7 +231,8 @@ int mf_manifest__parse_release(mf_manifest_release **out, struct mf_ctx *ctx,
     }
     memset(b, 0, size);
     b->alloc = ctx->alloc;
-    b->pub.chunk_count = nchunks;
+    b->pub.chunk_count = (size_t)count;
+    b->pub.has_chunks_root = has_root;
     b->pub.delta_count = ndeltas;
     err = release_fill(b, ctx, doc, &s, chunks, deltas);
 fail:

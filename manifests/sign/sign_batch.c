@@ -12,6 +12,7 @@
  */
 #include "sign_internal.h"
 #include "mf_hex.h"
+#include "mf_merkle.h"
 
 #include <assert.h>
 #include <cjson/cJSON.h>
@@ -21,21 +22,7 @@ struct batch_tree {
     uint8_t (*leaf)[MF_MANIFEST_DIGEST_LEN];
     uint8_t (*path)[MF_MANIFEST_BATCH_DEPTH][MF_MANIFEST_DIGEST_LEN];
     size_t *path_len;
-    EVP_MD_CTX *md;       /* reused for every hash of the batch */
-    const EVP_MD *sha256; /* mf_sign__md_sha256() */
 };
-
-/* SHA-256 of tag || a || b (b may be NULL with bn 0). 0 on success. */
-static int tagged_sha256(uint8_t *out, const struct batch_tree *t, uint8_t tag, const void *a,
-                         size_t an, const void *b, size_t bn)
-{
-    EVP_MD_CTX *md = t->md;
-    int ok = EVP_DigestInit_ex(md, t->sha256, NULL) == 1 && EVP_DigestUpdate(md, &tag, 1) == 1 &&
-             EVP_DigestUpdate(md, a, an) == 1 && (bn == 0 || EVP_DigestUpdate(md, b, bn) == 1) &&
-             EVP_DigestFinal_ex(md, out, NULL) == 1;
-
-    return ok ? 0 : -1;
-}
 
 static void path_push(struct batch_tree *t, size_t from, size_t to, const uint8_t *h)
 {
@@ -45,7 +32,8 @@ static void path_push(struct batch_tree *t, size_t from, size_t to, const uint8_
     }
 }
 
-/* Merkle Tree Hash of leaves [lo, hi) into out (RFC 9162 §2.1.1), recording audit paths. */
+/* Merkle Tree Hash of leaves [lo, hi) into out (RFC 9162 §2.1.1, the hashes of mf_merkle.h),
+ * recording audit paths. */
 static int tree_hash(uint8_t *out, struct batch_tree *t, size_t lo, size_t hi)
 {
     uint8_t left[MF_MANIFEST_DIGEST_LEN], right[MF_MANIFEST_DIGEST_LEN];
@@ -61,11 +49,12 @@ static int tree_hash(uint8_t *out, struct batch_tree *t, size_t lo, size_t hi)
         return -1;
     path_push(t, lo, lo + k, right);
     path_push(t, lo + k, hi, left);
-    return tagged_sha256(out, t, 0x01, left, sizeof(left), right, sizeof(right));
+    mf_merkle__node(out, left, right);
+    return 0;
 }
 
 /* Leaf i = SHA-256(0x00 || PAE(assignment type, payload i)). */
-static int leaf_hash(uint8_t *out, struct batch_tree *t, const char *payload)
+static int leaf_hash(uint8_t *out, const char *payload)
 {
     char prefix[MF_MANIFEST_PAE_PREFIX_MAX + 1];
     size_t len = strlen(payload);
@@ -73,7 +62,8 @@ static int leaf_hash(uint8_t *out, struct batch_tree *t, const char *payload)
 
     if (n == 0)
         return -1;
-    return tagged_sha256(out, t, 0x00, prefix, n, payload, len);
+    mf_merkle__leaf(out, prefix, n, payload, len);
+    return 0;
 }
 
 /* The `batch` member's JSON for leaf i: {"index":i,"size":n,"path":["b64",...]}. */
@@ -168,8 +158,6 @@ static struct batch_work *work_new(struct mf_manifest_signer *s, size_t n)
     w->tree.path = mf_ctx__alloc(&s->ctx, n * sizeof(*w->tree.path));
     w->tree.path_len = mf_ctx__alloc(&s->ctx, n * sizeof(*w->tree.path_len));
     w->payloads = mf_ctx__alloc(&s->ctx, n * sizeof(*w->payloads));
-    w->tree.md = EVP_MD_CTX_new();
-    w->tree.sha256 = mf_sign__md_sha256();
     if (w->tree.path_len)
         memset(w->tree.path_len, 0, n * sizeof(*w->tree.path_len));
     if (w->payloads)
@@ -187,7 +175,6 @@ static void work_free(struct mf_manifest_signer *s, struct batch_work *w, size_t
     mf_ctx__free(&s->ctx, w->tree.leaf);
     mf_ctx__free(&s->ctx, w->tree.path);
     mf_ctx__free(&s->ctx, w->tree.path_len);
-    EVP_MD_CTX_free(w->tree.md);
     mf_ctx__free(&s->ctx, w);
 }
 
@@ -197,14 +184,13 @@ static int sign_batch(uint8_t **envs_out, size_t *lens_out, struct mf_manifest_s
     uint8_t root[MF_MANIFEST_DIGEST_LEN];
     int err;
 
-    if (!w->tree.leaf || !w->tree.path || !w->tree.path_len || !w->payloads || !w->tree.md ||
-        !w->tree.sha256)
+    if (!w->tree.leaf || !w->tree.path || !w->tree.path_len || !w->payloads)
         return mf_fail(&s->ctx, MF_E_NOMEM, "no memory for a batch of %zu assignments", n);
     for (size_t i = 0; i < n; i++) {
         err = mf_sign__assignment_payload(&w->payloads[i], s, &specs[i]);
         if (err < 0)
             return err;
-        if (leaf_hash(w->tree.leaf[i], &w->tree, w->payloads[i]) != 0)
+        if (leaf_hash(w->tree.leaf[i], w->payloads[i]) != 0)
             return mf_fail(&s->ctx, MF_E_GENERIC, "hashing assignment %zu failed", i);
     }
     if (tree_hash(root, &w->tree, 0, n) != 0)

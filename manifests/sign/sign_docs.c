@@ -8,6 +8,7 @@
 #include "sign_internal.h"
 #include "manifest_json.h"
 #include "mf_hex.h"
+#include "mf_merkle.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -192,14 +193,22 @@ static int check_release(struct mf_ctx *ctx, const uint8_t *p, size_t n)
     return err;
 }
 
+/* "chunks_root" always (the RFC 9162 root over the chunk hashes, mf_merkle.h), the flat
+ * "chunks" unless the spec asks for the chunk tree alone, and "deltas". */
 static int add_release_lists(cJSON *doc, const mf_manifest_release_spec *spec)
 {
-    cJSON *chunks = cJSON_AddArrayToObject(doc, "chunks");
-    cJSON *deltas = cJSON_AddArrayToObject(doc, "deltas");
+    uint8_t root[MF_MANIFEST_DIGEST_LEN];
+    cJSON *chunks = spec->chunk_tree_only ? NULL : cJSON_AddArrayToObject(doc, "chunks");
+    cJSON *deltas;
 
-    if (!chunks || !deltas)
+    if (!spec->chunks || mf_merkle__root_of(root, spec->chunks, spec->chunk_count) != 0)
+        return MF_E_INVALID;
+    if (!add_hex(doc, "chunks_root", root) || (!chunks && !spec->chunk_tree_only))
         return MF_E_NOMEM;
-    for (size_t i = 0; i < spec->chunk_count; i++) {
+    deltas = cJSON_AddArrayToObject(doc, "deltas");
+    if (!deltas)
+        return MF_E_NOMEM;
+    for (size_t i = 0; chunks && i < spec->chunk_count; i++) {
         char hex[MF_SHA256_HEX_LEN + 1];
 
         mf_hex__encode(hex, spec->chunks[i], MF_MANIFEST_DIGEST_LEN);
@@ -222,6 +231,7 @@ int mf_manifest_sign_release(uint8_t **env_out, size_t *env_len, mf_manifest_sig
                              const mf_manifest_release_spec *spec)
 {
     cJSON *doc;
+    int err;
 
     mf_ctx__clear(&s->ctx);
     *env_out = NULL;
@@ -238,10 +248,17 @@ int mf_manifest_sign_release(uint8_t **env_out, size_t *env_len, mf_manifest_sig
         !cJSON_AddNumberToObject(doc, "chunk_size", spec->chunk_size) ||
         !cJSON_AddNumberToObject(doc, "security_floor", (double)spec->security_floor) ||
         !cJSON_AddNumberToObject(doc, "created", (double)spec->created) ||
-        !cJSON_AddNumberToObject(doc, "expires", (double)spec->expires) ||
-        add_release_lists(doc, spec) < 0) {
+        !cJSON_AddNumberToObject(doc, "expires", (double)spec->expires)) {
         cJSON_Delete(doc);
         return mf_fail(&s->ctx, MF_E_NOMEM, "no memory to build a release");
+    }
+    err = add_release_lists(doc, spec);
+    if (err < 0) {
+        cJSON_Delete(doc);
+        return err == MF_E_INVALID
+                   ? mf_fail(&s->ctx, err, "release spec of %s %s without chunk hashes",
+                             spec->name, spec->version)
+                   : mf_fail(&s->ctx, MF_E_NOMEM, "no memory to build a release");
     }
     return finish(env_out, env_len, s, doc, MF_MANIFEST_TYPE_RELEASE, check_release);
 }

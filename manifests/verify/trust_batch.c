@@ -8,39 +8,14 @@
  *   signed digest = SHA-256(PAE(assignment-batch type, root || uint64_be(size)))
  * The walk is RFC 9162 §2.1.3.2 verbatim; it consumes exactly as many path hashes as the
  * tree of `size` leaves has above leaf `index`, and refuses a path with one more or one
- * fewer. Memory is a few fixed buffers; no comparison needs to be constant-time because
+ * fewer. The leaf and node hashes are sdk/digest/mf_merkle.h's. Memory is a few fixed buffers; no comparison needs to be constant-time because
  * nothing secret is compared (the root is public and the signature check decides).
  */
 #include "trust_internal.h"
+#include "mf_merkle.h"
 #include "mf_sha256.h"
 
 #include <string.h>
-
-static void leaf_hash(uint8_t *out, const struct mf_menvelope *env, const char *prefix,
-                      size_t prefix_len)
-{
-    static const uint8_t leaf_tag = 0x00;
-    struct mf_sha256 sha;
-
-    mf_sha256__init(&sha);
-    mf_sha256__update(&sha, &leaf_tag, 1);
-    mf_sha256__update(&sha, prefix, prefix_len);
-    mf_sha256__update(&sha, env->payload, env->payload_len);
-    mf_sha256__final(&sha, out);
-}
-
-/* r = SHA-256(0x01 || left || right), r may alias either input. */
-static void node_hash(uint8_t *r, const uint8_t *left, const uint8_t *right)
-{
-    static const uint8_t node_tag = 0x01;
-    struct mf_sha256 sha;
-
-    mf_sha256__init(&sha);
-    mf_sha256__update(&sha, &node_tag, 1);
-    mf_sha256__update(&sha, left, MF_MANIFEST_DIGEST_LEN);
-    mf_sha256__update(&sha, right, MF_MANIFEST_DIGEST_LEN);
-    mf_sha256__final(&sha, r);
-}
 
 /* RFC 9162 §2.1.3.2 from leaf hash r to the root (in r); 0 when the path fits exactly. */
 static int walk(uint8_t *r, const struct mf_mbatch *b)
@@ -55,13 +30,13 @@ static int walk(uint8_t *r, const struct mf_mbatch *b)
         if (sn == 0)
             return -1; /* path longer than the tree is deep here */
         if ((fn & 1u) || fn == sn) {
-            node_hash(r, b->path[i], r);
+            mf_merkle__node(r, b->path[i], r);
             while (!(fn & 1u) && fn != 0) {
                 fn >>= 1;
                 sn >>= 1;
             }
         } else {
-            node_hash(r, r, b->path[i]);
+            mf_merkle__node(r, r, b->path[i]);
         }
         fn >>= 1;
         sn >>= 1;
@@ -84,7 +59,7 @@ int mf_trust__batch_digest(uint8_t *out, const struct mf_menvelope *env, const s
     n = mf_manifest__pae_prefix(prefix, env->type, env->payload_len);
     if (n == 0)
         return -1;
-    leaf_hash(r, env, prefix, n);
+    mf_merkle__leaf(r, prefix, n, env->payload, env->payload_len);
     if (walk(r, b) != 0)
         return -1;
     mf_manifest__batch_body(body, r, b->size);

@@ -7,6 +7,8 @@
  * (not the version) decides how far back a fleet rollback may go.
  */
 #include "trust_internal.h"
+#include "mf/ct.h"
+#include "mf_merkle.h"
 #include "mf_sha256.h"
 
 #include <assert.h>
@@ -202,5 +204,26 @@ int mf_trust_commit_release(mf_trust *t, const mf_manifest_release *r)
     }
     if (r->security_floor > f->floor)
         f->floor = r->security_floor;
+    return MF_OK;
+}
+
+int mf_trust_check_chunk_list(mf_trust *t, const mf_manifest_release *r, const void *list,
+                              size_t len)
+{
+    uint8_t root[MF_MANIFEST_DIGEST_LEN];
+
+    mf_trust__begin(t);
+    if (!r->has_chunks_root)
+        return mf_trust__fail(t, MF_TRUST_R_MALFORMED, MF_E_INVALID,
+                              "release %s %s names no chunks_root", r->name, r->version);
+    if (len / MF_MANIFEST_DIGEST_LEN != r->chunk_count || len % MF_MANIFEST_DIGEST_LEN != 0)
+        return mf_trust__fail(t, MF_TRUST_R_MALFORMED, MF_E_INVALID,
+                              "chunk list of %s %s: %zu bytes, not %zu hashes of 32", r->name,
+                              r->version, len, r->chunk_count);
+    if (mf_merkle__root_of(root, (const uint8_t(*)[MF_MANIFEST_DIGEST_LEN])list, r->chunk_count) !=
+            0 || !mf_ct_memeq(root, r->chunks_root, sizeof(root)))
+        return mf_trust__fail(t, MF_TRUST_R_MISMATCH, MF_E_SIGNATURE,
+                              "chunk list of %s %s does not hash to the signed chunks_root",
+                              r->name, r->version);
     return MF_OK;
 }

@@ -24,6 +24,8 @@ static size_t options_size(unsigned int version)
         return offsetof(mf_agent_options, poll_interval_s);
     if (version == 5)
         return offsetof(mf_agent_options, device_class);
+    if (version == 6)
+        return offsetof(mf_agent_options, download_buffer);
     return sizeof(mf_agent_options);
 }
 
@@ -79,6 +81,9 @@ static int check_options(struct mf_ctx *ctx, const mf_agent_options *o)
         if (c->ram_mb > MF_AGENT_CLASS_MB_MAX || c->storage_mb > MF_AGENT_CLASS_MB_MAX)
             return mf_fail(ctx, MF_E_INVALID, "device class RAM and storage are at most 2^40 MiB");
     }
+    if (o->version >= 7 && o->download_buffer > MF_AGENT_DOWNLOAD_BUFFER_MAX)
+        return mf_fail(ctx, MF_E_INVALID, "download_buffer %zu is not in 0..%u", o->download_buffer,
+                       MF_AGENT_DOWNLOAD_BUFFER_MAX);
     if (o->n_models < 1 || o->n_models > MF_AGENT_MAX_MODELS || !o->models)
         return mf_fail(ctx, MF_E_INVALID, "%zu models tracked, expected 1..%d", o->n_models,
                        MF_AGENT_MAX_MODELS);
@@ -224,6 +229,7 @@ static int setup(mf_agent *a, const mf_agent_options *o)
         a->class_int8 = c->int8 != 0;
         a->class_fp16 = c->fp16 != 0;
     }
+    a->download_buffer = o->version >= 7 ? o->download_buffer : 0;
     a->window_start_min = a->window_end_min = -1;
     err = copy_strings(a, o);
     if (err >= 0) {

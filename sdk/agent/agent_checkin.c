@@ -99,8 +99,9 @@ static int build_request(struct mf_agent *a, struct mf_dynbuf *b, const char *no
         if (err >= 0)
             err = append_health(b, &a->models[i].state);
     }
+    /* This agent decodes compressed full blobs (deltas from the empty image). */
     if (err >= 0)
-        err = mf_dynbuf__append(b, "]", 1);
+        err = mf_dynbuf__append(b, "],\"compressed_full\":true", 24);
     if (err >= 0)
         err = mf_agent__offload_request(a, b);
     if (err >= 0)

@@ -14,6 +14,10 @@
  * the .part back to new_offset, replays that prefix through the verifier (chunk hashes) and feeds
  * the patch from patch_offset. A checkpoint for another release or delta, or one the decoder
  * refuses, means starting over.
+ *
+ * A compressed full blob is a delta from the empty image (from_sha256 MF_PATCH_EMPTY_SHA256_HEX,
+ * docs/protocol.md): the same decoder, workspace, verifier and checkpoints, with no old image
+ * (nothing is opened, the source is 0 bytes long and the decoder refuses any reference to it).
  */
 #include "mf_agent_int.h"
 #include "mf/patch.h"
@@ -53,6 +57,8 @@ static int read_old(void *payload, uint64_t offset, void *buf, size_t len)
     const mf_platform_ops *p = &w->a->plat;
     size_t done = 0;
 
+    if (!w->old)
+        return MF_E_IO; /* compressed full blob: unreachable (source_size 0) */
     while (done < len) {
         size_t got = 0;
         int err =
@@ -203,7 +209,7 @@ static int open_all(struct apply *w, const char *old_name, const char *delta_par
     mf_patch_options o;
     int err;
 
-    err = p->open(p->payload, &w->old, old_name, MF_PLATFORM_OPEN_READ);
+    err = old_name ? p->open(p->payload, &w->old, old_name, MF_PLATFORM_OPEN_READ) : MF_OK;
     if (err >= 0)
         err = p->open(p->payload, &w->delta, delta_part, MF_PLATFORM_OPEN_READ);
     if (err < 0)
@@ -263,9 +269,12 @@ int mf_agent__delta_apply(struct mf_agent *a, const char *part, const char *old_
     (void)mf_hex__decode(w->delta_sha, sizeof(w->delta_sha), dr->sha256, MF_SHA256_HEX_LEN);
     n = snprintf(w->ck_name, sizeof(w->ck_name), "%s.ckpt", part);
     mf_agent__vfy_init(&w->vfy, &a->ctx, as->model, rel, rel->size, rel->sha256);
-    err = n > 0 && (size_t)n < sizeof(w->ck_name)
-              ? p->size(p->payload, &w->old_size, old_name)
-              : mf_fail(&a->ctx, MF_E_LIMIT, "storage name %s.ckpt too long", part);
+    if (strcmp(dr->from_sha256, MF_PATCH_EMPTY_SHA256_HEX) == 0)
+        old_name = NULL; /* a compressed full blob: no old image */
+    if (n <= 0 || (size_t)n >= sizeof(w->ck_name))
+        err = mf_fail(&a->ctx, MF_E_LIMIT, "storage name %s.ckpt too long", part);
+    else
+        err = old_name ? p->size(p->payload, &w->old_size, old_name) : MF_OK;
     if (err >= 0)
         err = open_all(w, old_name, delta_part);
     if (err >= 0)

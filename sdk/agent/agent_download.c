@@ -43,6 +43,16 @@ struct fetch {
     int bad_chunk;         /* the running attempt failed on a chunk hash */
     int restart;           /* a 206 with another ETag: start from 0 next attempt */
     uint64_t persisted_ms; /* when the record was last written */
+    /* Write-behind (options' download_buffer; none when 0): libcurl hands the sink 16 KiB
+     * at a time whatever its receive buffer, so received bytes are gathered here and
+     * written wcap at a time (a write per 16 KiB cost more system time than the hashing
+     * took, bench/agent/README.md). Bytes enter it
+     * after the verifier took them, as they went to write() before; it is written out
+     * before anything that syncs or cuts the .part (flush()) and at the end of each
+     * attempt, so between attempts the .part holds every byte taken. */
+    uint8_t *wbuf;
+    size_t wlen, wcap;
+    uint64_t wat; /* offset of wbuf[0] in the .part */
 };
 
 static uint64_t now_ms(const struct mf_agent *a)
@@ -55,12 +65,31 @@ static int can_truncate(const struct mf_agent *a)
     return a->plat.version >= 2 && a->plat.truncate;
 }
 
+/* Writes out what the write-behind buffer holds. */
+static int flush(struct fetch *d)
+{
+    const mf_platform_ops *p = &d->a->plat;
+    size_t n = d->wlen;
+    int err;
+
+    if (n == 0)
+        return MF_OK;
+    d->wlen = 0;
+    err = p->write(p->payload, d->file, d->wbuf, n);
+    if (err < 0)
+        return mf_fail(&d->a->ctx, err, "cannot write %s at offset %llu", d->f->part,
+                       (unsigned long long)d->wat);
+    return MF_OK;
+}
+
 /* Cuts the .part back to `size` bytes (writes then append from there). */
 static int part_cut(struct fetch *d, uint64_t size)
 {
     const mf_platform_ops *p = &d->a->plat;
-    int err;
+    int err = flush(d);
 
+    if (err < 0)
+        return err;
     if (can_truncate(d->a))
         err = p->truncate(p->payload, d->file, size);
     else if (size == 0) {
@@ -83,7 +112,9 @@ static int persist(struct fetch *d)
 
     if (d->vfy.verified == d->prog.verified)
         return MF_OK;
-    err = p->sync(p->payload, d->file);
+    err = flush(d);
+    if (err >= 0)
+        err = p->sync(p->payload, d->file);
     if (err < 0)
         return mf_fail(&d->a->ctx, err, "cannot sync %s", d->f->part);
     d->prog.verified = d->vfy.verified;
@@ -133,12 +164,37 @@ static int on_first_byte(struct fetch *d)
     return MF_OK;
 }
 
+/* Hands `len` bytes taken by the verifier at offset `at` to the .part, through the
+ * write-behind buffer (pieces as large as the buffer go straight to storage). */
+static int put(struct fetch *d, const void *data, size_t len, uint64_t at)
+{
+    const mf_platform_ops *p = &d->a->plat;
+    int err = MF_OK;
+
+    if (d->wlen + len > d->wcap)
+        err = flush(d);
+    if (err < 0 || len == 0)
+        return err;
+    if (len >= d->wcap) {
+        err = p->write(p->payload, d->file, data, len);
+        if (err < 0)
+            return mf_fail(&d->a->ctx, err, "cannot write %s at offset %llu", d->f->part,
+                           (unsigned long long)at);
+        return MF_OK;
+    }
+    if (d->wlen == 0)
+        d->wat = at;
+    memcpy(d->wbuf + d->wlen, data, len);
+    d->wlen += len;
+    return MF_OK;
+}
+
 static int sink(void *payload, const void *data, size_t len)
 {
     struct fetch *d = payload;
-    const mf_platform_ops *p = &d->a->plat;
     uint64_t at;
-    int err = MF_OK;
+    size_t took;
+    int err = MF_OK, werr;
 
     d->a->stats.bytes_received += len; /* counted as received, verified or not */
     if (!d->body_started)
@@ -148,13 +204,16 @@ static int sink(void *payload, const void *data, size_t len)
         err = mf_agent__vfy_update(&d->vfy, data, len);
     if (err == MF_E_SIGNATURE)
         d->bad_chunk = 1;
+    /* Bytes of a chunk still being checked are written; a resume cuts them off. When a
+     * chunk fails, the chunks this piece completed before it are written all the same: the
+     * .part is cut back to the verified length next, and a cut beyond its end would fill
+     * it with zeros the verifier never saw. */
+    took = err >= 0 ? len : d->vfy.verified > at ? (size_t)(d->vfy.verified - at) : 0;
+    werr = put(d, data, took, at);
     if (err < 0)
         return err;
-    /* Bytes of a chunk still being checked are written; a resume cuts them off. */
-    err = p->write(p->payload, d->file, data, len);
-    if (err < 0)
-        return mf_fail(&d->a->ctx, err, "cannot write %s at offset %llu", d->f->part,
-                       (unsigned long long)at);
+    if (werr < 0)
+        return werr;
     if (d->f->m) {
         d->f->m->dl_done = d->vfy.got;
         d->f->m->dl_total = d->f->size;
@@ -235,6 +294,7 @@ static int attempt(struct fetch *d, const char *url)
         .max_download = d->f->size,
         .no_timeout = 1, /* big blobs on slow links: the stall limit applies instead */
         .max_recv_bytes_per_s = a->max_recv_bytes_per_s,
+        .recv_buffer = (long)a->download_buffer,
     };
     int err;
 
@@ -245,6 +305,11 @@ static int attempt(struct fetch *d, const char *url)
     req.if_range = d->prog.etag[0] ? d->prog.etag : NULL;
     a->stats.requests++;
     err = mf_http__perform(&a->http, d->resp, &req);
+    if (d->file) {
+        int ferr = flush(d); /* whatever ended the attempt, the .part holds what was taken */
+
+        err = err < 0 ? err : ferr;
+    }
     if (err >= 0 && d->resp->status != 200 && d->resp->status != 206)
         return mf_http__fail_status(&a->http, d->resp, url);
     if (err >= 0 && !d->body_started && d->f->size > 0)
@@ -310,8 +375,10 @@ static int finish(struct fetch *d, int err)
 
 int mf_agent__fetch(struct mf_agent *a, const struct mf_agent_fetch *f)
 {
-    /* On the heap: two SHA-256 contexts would push this frame past the stack ceiling. */
-    struct fetch *d = mf_ctx__alloc(&a->ctx, sizeof(*d) + sizeof(struct mf_http_response));
+    /* On the heap: two SHA-256 contexts would push this frame past the stack ceiling; the
+     * write-behind buffer follows the response. */
+    struct fetch *d =
+        mf_ctx__alloc(&a->ctx, sizeof(*d) + sizeof(struct mf_http_response) + a->download_buffer);
     uint64_t before = 0;
     int bad_retries = 0;
     struct mf_dynbuf url;
@@ -323,6 +390,8 @@ int mf_agent__fetch(struct mf_agent *a, const struct mf_agent_fetch *f)
     d->a = a;
     d->f = f;
     d->resp = (struct mf_http_response *)(d + 1);
+    d->wbuf = (uint8_t *)(d->resp + 1);
+    d->wcap = a->download_buffer;
     mf_agent__vfy_init(&d->vfy, &a->ctx, f->what, f->rel, f->size, f->sha256);
     mf_http__response_init(d->resp, &a->http);
     err = mf_agent__url(a, &url, f->blob);

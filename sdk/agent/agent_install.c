@@ -23,6 +23,7 @@
  * downloads and applies resume from their progress record / checkpoint (1).
  */
 #include "mf_agent_int.h"
+#include "mf/patch.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -73,14 +74,17 @@ static int name_work(struct mf_agent *a, struct install_work *w, const struct ag
     return err;
 }
 
-/* The check-in's delta from the active version, if any. */
+/* The check-in's delta from the active version, else its compressed full blob (a delta from
+ * the empty image), if any. */
 static const struct mf_agent_delta_ref *pick_delta(const struct agent_model *m,
                                                    const struct mf_agent_assignment *as)
 {
-    if (!m->state.active.slot)
-        return NULL;
-    for (size_t i = 0; i < as->n_deltas; i++) {
+    for (size_t i = 0; m->state.active.slot && i < as->n_deltas; i++) {
         if (strcmp(as->deltas[i].from_sha256, m->state.active.sha256) == 0)
+            return &as->deltas[i];
+    }
+    for (size_t i = 0; i < as->n_deltas; i++) {
+        if (strcmp(as->deltas[i].from_sha256, MF_PATCH_EMPTY_SHA256_HEX) == 0)
             return &as->deltas[i];
     }
     return NULL;
@@ -98,7 +102,7 @@ static void fetch_of(struct install_work *w, struct agent_model *m, const char *
                                        .part = part,
                                        .size = size,
                                        .sha256 = sha256,
-                                       .rel = rel};
+                                       .rel = mf_agent__rel_chunks(rel)};
 }
 
 /* Step 1 from a delta: resumable download of the patch, then the checkpointed apply. */
@@ -142,8 +146,11 @@ static int build(struct mf_agent *a, struct install_work *w, struct agent_model 
         err = build_from_delta(a, w, m, as, dr);
         if (err >= 0) {
             a->stats.delta_installs++;
-            MF_LOG_INFO(&a->ctx, "model %s: %s built from a %llu-byte delta", m->name, as->version,
-                        (unsigned long long)dr->size);
+            MF_LOG_INFO(&a->ctx, "model %s: %s built from a %llu-byte %s", m->name, as->version,
+                        (unsigned long long)dr->size,
+                        strcmp(dr->from_sha256, MF_PATCH_EMPTY_SHA256_HEX) == 0
+                            ? "compressed full blob"
+                            : "delta");
             return MF_OK;
         }
         if (err == MF_E_NET || err == MF_E_IO)

@@ -1,15 +1,32 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The byte verifier every download and every delta apply feeds: a running SHA-256 of the
- * whole object and, when the object is a signed release, one SHA-256 per chunk compared in
- * constant time with the release's signed chunk hash as soon as the chunk is complete.
+ * The byte verifier every download and every delta apply feeds. Each byte is hashed once:
+ *   - a signed release: one SHA-256 per chunk, compared in constant time with the release's
+ *     signed chunk hash as soon as the chunk is complete, and the total held to the signed
+ *     size. That proves the whole object: the signed list names every chunk and the size
+ *     fixes where the last one ends, so bytes that pass are exactly the bytes the signer
+ *     hashed, and the release's signed sha256 (the object's identity: state file, delta
+ *     bases) is theirs without a second pass over them (it used to cost half the speed of a
+ *     download, bench/agent/README.md);
+ *   - anything else (a delta blob, unsigned: it carries only its sha256): a running
+ *     SHA-256 of the whole object, compared at the end.
+ * A chunk-tree release (docs/formats/manifest.md §3) carries no flat list: its bytes are held
+ * to the release's signed sha256 as a whole (mf_agent__rel_chunks() gives NULL), so nothing
+ * unproven is ever installed, and a resume keeps only the prefix the progress record says
+ * was synced.
  * It also re-reads a prefix already on storage (mf_agent__vfy_replay): that is how a resume
  * rebuilds the running digests without trusting anything but the signed hashes, so no
  * digest state ever has to be persisted.
  */
 #include "mf_agent_int.h"
 
+#include <assert.h>
 #include <string.h>
+
+const mf_manifest_release *mf_agent__rel_chunks(const mf_manifest_release *rel)
+{
+    return rel && rel->chunks ? rel : NULL;
+}
 
 void mf_agent__vfy_init(struct mf_agent_vfy *v, struct mf_ctx *ctx, const char *what,
                         const mf_manifest_release *rel, uint64_t size, const uint8_t *sha256)
@@ -17,12 +34,11 @@ void mf_agent__vfy_init(struct mf_agent_vfy *v, struct mf_ctx *ctx, const char *
     memset(v, 0, sizeof(*v));
     v->ctx = ctx;
     v->what = what;
-    v->rel = rel;
+    v->rel = mf_agent__rel_chunks(rel);
     v->size = size;
     memcpy(v->sha256, sha256, MF_SHA256_LEN);
     mf_sha256__init(&v->whole);
     mf_sha256__init(&v->chunk);
-    v->whole_ck = v->whole;
 }
 
 void mf_agent__vfy_reset(struct mf_agent_vfy *v)
@@ -35,12 +51,11 @@ void mf_agent__vfy_reset(struct mf_agent_vfy *v)
     v->in_chunk = 0;
     v->chunk_index = 0;
     v->verified = 0;
-    v->whole_ck = v->whole;
 }
 
 void mf_agent__vfy_rewind(struct mf_agent_vfy *v)
 {
-    v->whole = v->whole_ck;
+    /* Without chunk hashes nothing is held back (verified == got): the whole digest stays. */
     mf_sha256__abort(&v->chunk);
     mf_sha256__init(&v->chunk);
     v->got = v->verified;
@@ -70,9 +85,6 @@ static int chunk_done(struct mf_agent_vfy *v)
     v->chunk_index++;
     v->in_chunk = 0;
     v->verified = v->got;
-    /* Snapshot of the whole digest at this boundary, so a bad chunk can be re-fetched
-     * without re-reading the prefix (mf_sha256 holds a plain mbedTLS context: copyable). */
-    v->whole_ck = v->whole;
     return MF_OK;
 }
 
@@ -87,7 +99,6 @@ int mf_agent__vfy_update(struct mf_agent_vfy *v, const void *data, size_t len)
         mf_sha256__update(&v->whole, p, len);
         v->got += len;
         v->verified = v->got; /* no chunk hashes: only the final digest decides */
-        v->whole_ck = v->whole;
         return MF_OK;
     }
     while (len > 0) {
@@ -95,8 +106,6 @@ int mf_agent__vfy_update(struct mf_agent_vfy *v, const void *data, size_t len)
         size_t take = len < room ? len : room;
         int err;
 
-        /* Chunk by chunk, so whole_ck snapshots exactly the verified prefix. */
-        mf_sha256__update(&v->whole, p, take);
         mf_sha256__update(&v->chunk, p, take);
         v->in_chunk += (uint32_t)take;
         v->got += take;
@@ -119,6 +128,12 @@ int mf_agent__vfy_finish(struct mf_agent_vfy *v)
     if (v->got != v->size)
         return mf_fail(v->ctx, MF_E_NET, "%s: ended after %llu of %llu bytes", v->what,
                        (unsigned long long)v->got, (unsigned long long)v->size);
+    if (v->rel) {
+        /* Every chunk was checked as it completed; the parser made the signed list exactly
+         * as long as the signed size needs, so all of them were. */
+        assert(v->chunk_index == v->rel->chunk_count && v->verified == v->size);
+        return MF_OK;
+    }
     mf_sha256__final(&v->whole, got);
     mf_sha256__init(&v->whole);
     if (!mf_ct_memeq(v->sha256, got, sizeof(got))) {

@@ -167,6 +167,10 @@ struct agent_counters {
     uint64_t delta_installs, full_installs, delta_fallbacks, resumes;
 };
 
+/* `rel` when it carries the flat list of signed chunk hashes, else NULL: a chunk-tree
+ * release's bytes are checked against its signed sha256 as a whole (agent_verify.c). */
+const mf_manifest_release *mf_agent__rel_chunks(const mf_manifest_release *rel);
+
 /* Verifier of one object's bytes (agent_verify.c). */
 struct mf_agent_vfy {
     struct mf_ctx *ctx;
@@ -174,10 +178,10 @@ struct mf_agent_vfy {
     const mf_manifest_release *rel; /* signed chunk hashes, or NULL (delta blobs) */
     uint64_t size;
     uint8_t sha256[MF_SHA256_LEN];
-    struct mf_sha256 whole, chunk;
-    struct mf_sha256 whole_ck; /* whole digest at `verified` */
-    uint64_t got;              /* bytes hashed */
-    uint64_t verified;         /* bytes whose chunks matched their signed hashes */
+    struct mf_sha256 whole; /* without chunk hashes only */
+    struct mf_sha256 chunk; /* with: the running chunk */
+    uint64_t got;           /* bytes hashed */
+    uint64_t verified;      /* bytes whose chunks matched their signed hashes */
     uint32_t in_chunk;
     size_t chunk_index;
 };
@@ -243,6 +247,7 @@ struct mf_agent {
     long long max_recv_bytes_per_s;
     long retry_base_ms, retry_max_ms;
     size_t max_patch_window;
+    size_t download_buffer; /* options' download_buffer: write-behind and libcurl buffer */
     int control_only;
     struct agent_counters stats;
 };

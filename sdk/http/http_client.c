@@ -300,6 +300,8 @@ static void set_options(struct mf_http *h, struct xfer *x, struct curl_slist *he
         (void)snprintf(x->range, sizeof(x->range), "%llu-", (unsigned long long)req->range_from);
         (void)curl_easy_setopt(c, CURLOPT_RANGE, x->range);
     }
+    if (req->recv_buffer > 0)
+        (void)curl_easy_setopt(c, CURLOPT_BUFFERSIZE, req->recv_buffer);
     if (req->max_recv_bytes_per_s > 0)
         (void)curl_easy_setopt(c, CURLOPT_MAX_RECV_SPEED_LARGE,
                                (curl_off_t)req->max_recv_bytes_per_s);

@@ -49,6 +49,10 @@ struct mf_http_request {
     uint64_t range_from;
     const char *if_range;
     long long max_recv_bytes_per_s; /* bandwidth cap of this transfer; 0: none */
+    /* libcurl's receive buffer (CURLOPT_BUFFERSIZE) for this transfer, so a bulk download
+     * reaches the sink in pieces this large (one recv and one sink call each); 0: libcurl's
+     * 16 KiB. A fixed allocation of libcurl's, made once per transfer. */
+    long recv_buffer;
 };
 
 /* Response headers the caller may need, captured while the response arrives. */

@@ -225,6 +225,10 @@ int mf_reqparse__checkin(struct mf_checkin_req *out, struct mf_ctx *ctx, const c
         err = parse_device_class(&out->device_class, ctx, root);
     if (err < 0)
         return err;
+    it = cJSON_GetObjectItemCaseSensitive(root, "compressed_full");
+    if (it && !cJSON_IsNull(it) && !cJSON_IsBool(it))
+        return mf_fail(ctx, MF_E_INVALID, "field 'compressed_full' must be a boolean");
+    out->compressed_full = cJSON_IsTrue(it);
     models = cJSON_GetObjectItemCaseSensitive(root, "models");
     if (!cJSON_IsArray(models))
         return mf_fail(ctx, MF_E_INVALID, "field 'models' must be an array");

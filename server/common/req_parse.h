@@ -56,6 +56,7 @@ struct mf_checkin_req {
     struct mf_device_class device_class;
     uint64_t root_version; /* the device's trusted root (0: absent) */
     uint64_t keys_version; /* the device's trusted keys document (0: none) */
+    int compressed_full;   /* the device applies deltas from the empty image */
     size_t n_models;
     struct mf_checkin_model models[MF_CHECKIN_MAX_MODELS];
 };

@@ -7,6 +7,7 @@
 
 #include "blob/blob_store.h"
 #include "mf/diff.h"
+#include "mf/patch.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +32,7 @@ void mf_delta__options_init(struct mf_delta_options *o)
     o->lease_s = 900;
     o->threads = 2;
     o->run_deltas = 1;
+    o->compressed_full = 1;
 }
 
 int mf_delta__enqueue(struct mf_store *s, struct mf_ctx *ctx, const char *model,
@@ -112,7 +114,10 @@ static int make_delta(int *made, struct mf_store *s, struct mf_ctx *ctx, const c
     if (err != MF_E_NOTFOUND)
         return err;                     /* MF_OK: made already (by this node or another) */
     d.created_at = (int64_t)time(NULL); /* after the lookup, which clears `d` */
-    err = mf_blob__read_alloc(&old, &old_len, ctx, root, from, o->max_bytes);
+    if (strcmp(from, MF_PATCH_EMPTY_SHA256_HEX) != 0)
+        err = mf_blob__read_alloc(&old, &old_len, ctx, root, from, o->max_bytes);
+    else
+        err = MF_OK; /* the compressed full blob: a delta from nothing */
     if (err == MF_E_NOTFOUND || err == MF_E_LIMIT)
         return MF_OK; /* a fleet version we never had, or too big: full download then */
     if (err == MF_OK)
@@ -122,7 +127,8 @@ static int make_delta(int *made, struct mf_store *s, struct mf_ctx *ctx, const c
         err = mf_diff_new(&diff, &opts, &ctx->alloc);
     }
     if (err == MF_OK) {
-        err = mf_diff_create(&patch, &patch_len, diff, old, old_len, new_img, new_len);
+        err = mf_diff_create(&patch, &patch_len, diff, old ? old : (const uint8_t *)"", old_len,
+                             new_img, new_len);
         if (err < 0)
             err = mf_fail(ctx, err, "encoding %.12s -> %.12s: %s", from, target->sha256,
                           mf_diff_errmsg(diff));
@@ -249,6 +255,10 @@ int mf_delta__run(int *made_out, struct mf_store *s, struct mf_ctx *ctx, const c
         return mf_fail(ctx, MF_E_NOMEM, "out of memory planning deltas");
     src->target = &target;
     src->k = o->k;
+    /* Every release also gets its compressed full blob (kept when smaller than the raw one),
+     * offered to devices that say they decode it (docs/protocol.md, "compressed_full"). */
+    if (o->compressed_full)
+        add_source(src, MF_PATCH_EMPTY_SHA256_HEX, 0);
     err = variant[0] ? variant_sources(src, s, ctx, variant)
                      : s->ops->registry->versions_list(s, ctx, visit_release, src);
     if (err == MF_OK)

@@ -46,6 +46,7 @@ struct mf_delta_options {
     /* Appended: 0 makes a worker of the other kinds only (a second thread for long jobs,
      * so a distillation run does not hold up deltas and rollout evaluation). Default 1. */
     int run_deltas;
+    int compressed_full; /* also encode each release from the empty image (default 1) */
 };
 
 void mf_delta__options_init(struct mf_delta_options *o);

@@ -22,6 +22,7 @@
 #include "director/director_wave.h"
 #include "http/http_metrics.h"
 #include "mf_hex.h"
+#include "mf/patch.h"
 #include "offload/offload_srv.h"
 #include "rollout/rollout_fleet.h"
 
@@ -129,17 +130,22 @@ static int add_trust(struct mf_answer *ans, const struct mf_ccache_view *v,
     return err == MF_OK ? mf_answer__close(ans, '}') : err;
 }
 
-/* "deltas": the precomputed patch from the device's installed bytes, when there is one. */
+/* "deltas": the precomputed patch from the device's installed bytes, when there is one, else
+ * the compressed full blob (the delta from the empty image) to a device that asked for it. */
 static int add_deltas(struct mf_answer *ans, const struct mf_ccache_view *cv,
-                      const char *from_sha256, const struct mf_store_version *v)
+                      const char *from_sha256, int compressed_full,
+                      const struct mf_store_version *v)
 {
     char blob[sizeof("/v1/blobs/") + MF_SHA256_HEX_LEN];
     struct mf_store_delta d;
-    int err;
+    int err = MF_E_NOTFOUND;
 
-    if (!from_sha256 || strcmp(from_sha256, v->sha256) == 0)
-        return MF_OK;
-    err = mf_ccache__delta_find(&d, cv, from_sha256, v->sha256);
+    if (from_sha256 && strcmp(from_sha256, v->sha256) == 0)
+        return MF_OK; /* runs it already */
+    if (from_sha256)
+        err = mf_ccache__delta_find(&d, cv, from_sha256, v->sha256);
+    if (err == MF_E_NOTFOUND && compressed_full)
+        err = mf_ccache__delta_find(&d, cv, MF_PATCH_EMPTY_SHA256_HEX, v->sha256);
     if (err == MF_E_NOTFOUND)
         return MF_OK;
     if (err < 0)
@@ -217,7 +223,7 @@ static int add_assignment(struct mf_answer *ans, struct mf_httpd_req *r,
     if (err == MF_OK && defer) /* signed with the group's others (mf_checkin_flow__group) */
         defer->specs[defer->n_unsigned++] = spec;
     if (err == MF_OK && !held)
-        err = add_deltas(ans, cv, m->sha256, v);
+        err = add_deltas(ans, cv, m->sha256, req->compressed_full, v);
     if (err == MF_OK)
         err = mf_answer__close(ans, '}');
     mf_free(NULL, env);

@@ -24,6 +24,7 @@ struct publish_args {
     size_t nkeys;
     uint64_t floor, chunk_size, sequence, expires;
     int json;
+    int chunk_tree; /* --chunk-tree: the release carries the chunk root alone */
 };
 
 /* -1 to continue, else an exit code (usage printed). */
@@ -49,8 +50,8 @@ static int parse(struct publish_args *a, struct mfctl *c, int argc, char **argv)
             (void)fputs(c->cmd->usage, c->out);
             return 0;
         }
-        if (strcmp(k, "--json") == 0) {
-            a->json = 1;
+        if (strcmp(k, "--json") == 0 || strcmp(k, "--chunk-tree") == 0) {
+            *(k[2] == 'j' ? &a->json : &a->chunk_tree) = 1;
             continue;
         }
         if (k[0] != '-') {
@@ -136,6 +137,7 @@ static int publish(struct mfctl *c, const struct publish_args *a, FILE *f, uint6
                                      .sequence = a->sequence,
                                      .security_floor = a->floor,
                                      .chunk_size = (uint32_t)a->chunk_size,
+                                     .chunk_tree_only = a->chunk_tree,
                                      .expires = a->expires};
     struct mf_http_response resp;
     mf_manifest_signer *s = NULL;
@@ -166,12 +168,13 @@ static int publish(struct mfctl *c, const struct publish_args *a, FILE *f, uint6
     else if (err >= 0)
         (void)fprintf(c->out,
                       "published %s %s (%llu bytes, sha256 %s)%s\n"
-                      "  release sequence %llu, security floor %llu, %zu chunk(s) of %u bytes, "
-                      "signed by key %s\n",
+                      "  release sequence %llu, security floor %llu, %zu chunk(s) of %u bytes%s, "
+                      "%zu-byte release signed by key %s\n",
                       spec.name, spec.version, (unsigned long long)size, sha_hex,
                       resp.status == 200 ? ", already released" : "",
                       (unsigned long long)spec.sequence, (unsigned long long)spec.security_floor,
-                      spec.chunk_count, spec.chunk_size, keyid);
+                      spec.chunk_count, spec.chunk_size,
+                      spec.chunk_tree_only ? " (chunk tree: root only)" : "", len, keyid);
     mf_http__response_free(&resp);
     mf_free(&c->ctx.alloc, env);
     mf_manifest_signer_free(s);

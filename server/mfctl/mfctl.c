@@ -21,14 +21,16 @@ static const struct mfctl_command commands[] = {
     {"publish", "sign a release locally, upload the model and release it",
      "usage: mfctl [global options] publish NAME VERSION FILE --release-key KEY.pem...\n"
      "                 [--security-floor N] [--chunk-size BYTES] [--sequence N]\n"
-     "                 [--expires UNIX] [--json]\n"
+     "                 [--expires UNIX] [--chunk-tree] [--json]\n"
      "Signs the release document of FILE (per-chunk SHA-256s, default chunk 1 MiB) with the\n"
      "release key(s), uploads FILE and attaches the release; the server verifies it against\n"
      "its keys document. Published is not deployed: the fleet stays on the promoted release\n"
      "until a rollout of the new one finishes (mfctl rollout) or ops promote it (mfctl\n"
      "promote --force); a model's first release is promoted at once. The sequence defaults\n"
      "to one above the model's highest released sequence. NAME and VERSION match\n"
-     "[A-Za-z0-9._-]{1,64}.\n",
+     "[A-Za-z0-9._-]{1,64}. The release names the chunks by their Merkle root and, for agents\n"
+     "older than the chunk tree, lists them too; --chunk-tree leaves the list out (the\n"
+     "release is then a few hundred bytes for any model size; docs/formats/manifest.md).\n",
      mfctl__cmd_publish},
     {"upload", "upload a model file as a staged (unreleased) version",
      "usage: mfctl [global options] upload NAME VERSION FILE [--json]\n"

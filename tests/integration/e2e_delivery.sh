@@ -245,6 +245,13 @@ check "after the rotation the device installs v6" agent devA
 check "  ... bytes are v6's" cmp -s "$(mf_active_path "$work/devA" detector)" "$work/v6.bin"
 check "  ... on keys v2, sequence space of the new key" bash -c "'$BIN/mf-agent' --config '$work/devA.json' status | grep -q 'keys v2' && ! '$BIN/mf-agent' --config '$work/devA.json' status | grep -q 'sequence 9007199254740992'"
 
+# --- chunk tree (issue 19): a release naming its chunks by their Merkle root alone ----------
+mf_make_model "$work/v7.bin" 3145728 e2e-v7
+check "publish v7 as a chunk tree (the release lists no chunk hashes)" bash -c \
+    "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' publish detector v7 '$work/v7.bin' --release-key '$MF_RELEASE_KEY' --security-floor 5 --chunk-tree | grep -q 'chunk tree: root only' && '$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' promote detector v7 --force >/dev/null"
+check "the device installs the chunk-tree v7" agent devA
+check "  ... bytes are v7's" cmp -s "$(mf_active_path "$work/devA" detector)" "$work/v7.bin"
+
 # --- delta, rollback and pin on a second device (issue 5) -----------------------------------
 agentB() { "$BIN/mf-agent" --config "$work/devB.json" "$@" >>"$work/devB.log" 2>&1; }
 mf_make_model "$work/c1.bin" 4194304 e2e-c1

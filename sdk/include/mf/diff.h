@@ -81,6 +81,7 @@ typedef struct {
     uint64_t old_offset;  /**< copy/numeric source, bsdiff start position */
     int sparse;           /**< numeric: only the non-zero residual words are listed */
     int raw;              /**< numeric: byte planes of the new values, no old image */
+    int float_planes;     /**< numeric raw: sign rotated, mantissa bytes by exponent */
 } mf_diff_block_info;
 
 /** Summary of an mf patch header, for mf_diff_describe(). */

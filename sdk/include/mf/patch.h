@@ -31,6 +31,9 @@ typedef int (*mf_source_read_fn)(void *payload, uint64_t offset, void *buf, size
 #define MF_PATCH_DEFAULT_WINDOW (512u * 1024u)
 /** Smallest window a patch may declare and an apply accepts. */
 #define MF_PATCH_MIN_WINDOW 4096u
+/** SHA-256 of the empty image: a patch from it is a compressed full blob (docs/protocol.md,
+ *  "compressed_full"), applied with `source_size` 0 and no `source_read`. */
+#define MF_PATCH_EMPTY_SHA256_HEX "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 typedef struct {
     unsigned int version;          /**< MF_PATCH_OPTIONS_VERSION; fields are only appended */

@@ -43,7 +43,10 @@ typedef struct mf_manifest_release_spec {
     uint64_t size;
     uint32_t chunk_size;
     size_t chunk_count; /**< MUST be ceil(size / chunk_size) */
-    const uint8_t (*chunks)[MF_MANIFEST_DIGEST_LEN];
+    const uint8_t (*chunks)[MF_MANIFEST_DIGEST_LEN]; /**< always given: the root is over them */
+    /** 1: the release carries only `chunks_root` (the chunk tree, the same few hundred bytes
+     *  for any model size); 0: also the flat `chunks` list that agents of format 1 read. */
+    int chunk_tree_only;
     size_t delta_count;
     const mf_manifest_delta *deltas;
     uint64_t security_floor;

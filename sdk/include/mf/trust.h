@@ -56,7 +56,11 @@ typedef struct mf_manifest_release {
     uint64_t size;                          /**< byte size of the model blob */
     uint32_t chunk_size;                    /**< bytes per chunk; the last may be shorter */
     size_t chunk_count;                     /**< ceil(size / chunk_size) */
-    const uint8_t (*chunks)[MF_MANIFEST_DIGEST_LEN]; /**< SHA-256 of each chunk, in order */
+    /** SHA-256 of each chunk, in order, when the release carries the flat list; NULL for a
+     *  chunk-tree release (the list is a blob checked by mf_trust_check_chunk_list()). */
+    const uint8_t (*chunks)[MF_MANIFEST_DIGEST_LEN];
+    int has_chunks_root; /**< 1: chunks_root is the signed RFC 9162 root over the hashes */
+    uint8_t chunks_root[MF_MANIFEST_DIGEST_LEN];
     size_t delta_count;
     const mf_manifest_delta *deltas;
     uint64_t security_floor; /**< security counter; devices refuse releases below their floor */
@@ -202,6 +206,19 @@ MF_EXTERN MF_WARN_UNUSED_RESULT int mf_trust_update_keys(mf_trust *t, const void
 MF_EXTERN MF_WARN_UNUSED_RESULT int mf_trust_verify_release(mf_manifest_release **out, mf_trust *t,
                                                             const void *release_env, size_t len,
                                                             uint64_t now);
+
+/**
+ * @brief Checks a chunk list (docs/formats/manifest.md §3 "chunk tree": `chunk_count`
+ * 32-byte chunk hashes, in order, as served by GET /v1/blobs/<its sha256>) against the
+ * signed `chunks_root` of verified release `r`, before any chunk is trusted. Memory: none
+ * beyond the stack (log2(chunk_count) small frames).
+ * @return MF_OK; MF_E_INVALID (reason MALFORMED) when `len` is not 32 * chunk_count (a
+ * truncated or padded list) or `r` has no chunks_root; MF_E_SIGNATURE (reason MISMATCH)
+ * when the hashes do not lead to the root (a flipped hash, another release's list).
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_trust_check_chunk_list(mf_trust *t,
+                                                              const mf_manifest_release *r,
+                                                              const void *list, size_t len);
 
 /**
  * @brief Verifies a director assignment and the release it names, as received in answer

@@ -35,10 +35,12 @@ uint32_t chunk_size_for(size_t len)
 void sign_release(struct fake_server *s, const char *version, const uint8_t *data, size_t len)
 {
     mf_free(NULL, s->release_env);
+    world.chunk_tree_only = s->chunk_tree_only;
     s->release_env =
         fx_release_of(&s->release_len, &world, "detector", version, ++s->release_seq, s->floor,
                       data, len, s->chunk_size ? s->chunk_size : chunk_size_for(len),
                       s->release_by_director ? BY(K_DIR) : BY(K_REL0));
+    world.chunk_tree_only = 0;
     fx_digest(s->release_digest, s->release_env, s->release_len);
 }
 

@@ -73,6 +73,7 @@ struct fake_server {
     uint64_t assign_seq;  /* the director's sequence for the device */
     uint64_t floor;       /* security_floor of the next release */
     uint32_t chunk_size;  /* chunk size of the next release; 0: chunk_size_for() */
+    int chunk_tree_only;  /* 1: the next release carries the chunk root, no flat list */
     uint8_t *root_env;    /* a newer root (NULL: none), sent to devices behind it ... */
     size_t root_len;
     uint64_t root_version;   /* ... with this version */

@@ -300,6 +300,26 @@ static void test_agent__sha256_mismatch_is_refused(void **state)
     mf_agent_free(agent);
 }
 
+static void test_agent__chunks_before_a_bad_one_in_the_same_piece_are_kept(void **state)
+{
+    struct fixture *fx = *state;
+    mf_agent *agent = agent_with_v1(fx);
+
+    /* 16-byte chunks: the first piece of the body holds chunks 0 and 1 (good) and chunk 2,
+     * whose byte 40 the server flips once. The agent fetches again from byte 32, and the
+     * bytes 0..31 it verified in the failed piece must be in the slot: the .part used to
+     * be cut "back" to 32 bytes it never had, filling them with zeros, and the image
+     * installed was wrong although every chunk the agent hashed had matched. */
+    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    fx->srv.corrupt_at = 40;
+    fx->srv.corrupt_left = 1;
+    step_expect(agent, MF_OK);
+    assert_int_equal(fx->srv.last_range_from, 32);
+    assert_active(agent, "v2", 'b');
+    assert_file_equals(fx, "models/detector/slot-b", model_v2, sizeof(model_v2));
+    mf_agent_free(agent);
+}
+
 static void test_agent__more_bytes_than_assigned_are_refused(void **state)
 {
     struct fixture *fx = *state;
@@ -1487,6 +1507,7 @@ int main(void)
         T(test_agent__wrong_enrollment_token_is_auth_error),
         T(test_agent__no_token_no_credential_is_auth_error),
         T(test_agent__sha256_mismatch_is_refused),
+        T(test_agent__chunks_before_a_bad_one_in_the_same_piece_are_kept),
         T(test_agent__more_bytes_than_assigned_are_refused),
         T(test_agent__cut_connection_keeps_previous),
         T(test_agent__short_blob_keeps_previous),

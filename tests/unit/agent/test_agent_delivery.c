@@ -250,6 +250,18 @@ static void test_agent_delivery__new_etag_on_206_starts_over(void **state)
     test_free(v2);
 }
 
+/* v3 served corrupt on every request: refused with `why` in the message, v2 left running
+ * in slot b. */
+static void assert_corrupt_v3_refused(struct fixture *fx, mf_agent *agent, const char *why)
+{
+    fake_assign(&fx->srv, "v3", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    fx->srv.corrupt_at = 20;
+    fx->srv.corrupt_left = 100;
+    step_expect(agent, MF_E_SIGNATURE);
+    assert_non_null(strstr(mf_agent_errmsg(agent), why));
+    assert_active(agent, "v2", 'b');
+}
+
 static void test_agent_delivery__corrupt_chunk_is_fetched_again_alone(void **state)
 {
     struct fixture *fx = *state;
@@ -267,13 +279,87 @@ static void test_agent_delivery__corrupt_chunk_is_fetched_again_alone(void **sta
     assert_true(stats_of(agent).blob_bytes - before.blob_bytes >= 4 * MIB);
     assert_true(stats_of(agent).blob_bytes - before.blob_bytes <= 4 * MIB + 256 * 1024);
     /* Corrupt every time: a clear refusal naming the chunk, v1 untouched. */
-    fake_assign(&fx->srv, "v3", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
-    fx->srv.corrupt_at = 20;
-    fx->srv.corrupt_left = 100;
-    step_expect(agent, MF_E_SIGNATURE);
-    assert_non_null(strstr(mf_agent_errmsg(agent), "chunk 1 (bytes from 16)"));
+    assert_corrupt_v3_refused(fx, agent, "chunk 1 (bytes from 16)");
     assert_non_null(strstr(mf_agent_errmsg(agent), "download aborted"));
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
+/* An agent running v1 and assigned v2 (3 MiB) as a chunk-tree release. */
+static mf_agent *agent_with_tree_v2(struct fixture *fx, const uint8_t *v2)
+{
+    mf_agent *agent = agent_with(fx, model_v1, sizeof(model_v1));
+
+    fx->srv.chunk_tree_only = 1;
+    fake_assign(&fx->srv, "v2", v2, 3 * MIB, v2, 3 * MIB);
+    return agent;
+}
+
+/* A chunk-tree release (no flat list in the signed release): the download is held to the
+ * signed sha256 as a whole, resumes after a cut, and a corrupt byte is refused with v2 left
+ * running. */
+static void test_agent_delivery__chunk_tree_release_installs_and_resumes(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(3 * MIB, 2);
+    mf_agent *agent = agent_with_tree_v2(fx, v2);
+    mf_agent_counters before = stats_of(agent), after;
+    mf_manifest_release *r = NULL;
+    mf_trust *t = fx_trust(&world, NULL);
+
+    /* What the device is sent names its chunks by the root alone. */
+    assert_int_equal(mf_trust_verify_release(&r, t, fx->srv.release_env, fx->srv.release_len, 0),
+                     MF_OK);
+    assert_null(r->chunks);
+    assert_true(r->has_chunks_root);
+    mf_manifest_release_free(r);
+    mf_trust_free(t);
+    fx->srv.cut_at = 3 * MIB / 2 + 100;
+    fx->srv.cuts_left = 1;
+    step_expect(agent, MF_OK);
     assert_active(agent, "v2", 'b');
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    assert_false(exists(fx, "models/detector/slot-b.part.prog"));
+    /* Resumed where the cut fell (the whole digest goes on): no byte came twice. */
+    after = stats_of(agent);
+    assert_int_equal(fx->srv.n_ranged, 1);
+    assert_int_equal(fx->srv.last_range_from, 3 * MIB / 2 + 100);
+    assert_int_equal(after.blob_bytes - before.blob_bytes, 3 * MIB);
+    /* Served bytes that differ from the signed ones: refused, nothing installed. */
+    assert_corrupt_v3_refused(fx, agent, "sha256 mismatch");
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
+/* A power cut in the download of a chunk-tree release: the new process keeps the synced
+ * prefix its progress record names and fetches only the rest. */
+static void test_agent_delivery__chunk_tree_release_survives_a_restart(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(3 * MIB, 2);
+    mf_agent *agent = agent_with_tree_v2(fx, v2);
+    mf_agent_counters c;
+
+    /* Every attempt is cut a quarter MiB further on: the step ends on its last failure. */
+    fx->srv.cut_at = MIB;
+    fx->srv.cut_step = MIB / 4;
+    fx->srv.cuts_left = 100;
+    step_expect(agent, MF_E_NET);
+    assert_active(agent, "v1", 'a');
+    mf_agent_free(agent);
+    assert_true(exists(fx, "models/detector/slot-b.part.prog"));
+    fx->srv.cuts_left = 0;
+    agent = NULL;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    c = stats_of(agent);
+    /* Four attempts were cut at 1, 1.25, 1.5 and 1.75 MiB, each byte synced before the cut
+     * kept: the new process asks from 1.75 MiB and receives only the rest. */
+    assert_int_equal(fx->srv.last_range_from, 7 * MIB / 4);
+    assert_int_equal(c.blob_bytes, 3 * MIB - 7 * MIB / 4);
+    assert_int_equal(c.resumes, 1);
     mf_agent_free(agent);
     test_free(v2);
 }
@@ -473,12 +559,15 @@ static void cut_close(void *payload, mf_platform_file *f)
     c->inner.close(c->inner.payload, f);
 }
 
-static void test_agent_delivery__delta_apply_resumes_from_its_checkpoint(void **state)
+/* Installs v2 (n bytes) from a delta made from v1 (a compressed full blob when v1 is NULL:
+ * nothing installed, the delta from the empty image) with storage dying after the delta and
+ * 2 MiB of output, then "reboots": the apply resumes from its checkpoint, nothing is
+ * downloaded twice past the delta, and the image is exact. */
+static void cut_then_resume(struct fixture *fx, const uint8_t *v1, const uint8_t *v2, size_t n)
 {
-    struct fixture *fx = *state;
-    uint8_t *v1 = make_model(3 * MIB, 1), *v2 = make_model(3 * MIB, 2);
-    size_t dlen = 0;
-    uint8_t *delta = make_delta(&dlen, v1, 3 * MIB, v2, 3 * MIB);
+    size_t dlen = 0, old_len = v1 ? n : 0;
+    const uint8_t *old = v1 ? v1 : (const uint8_t *)"";
+    uint8_t *delta = make_delta(&dlen, old, old_len, v2, n);
     struct cut_port cut = {fx->ops, -1};
     const mf_platform_ops ops = {
         .version = MF_PLATFORM_OPS_VERSION,
@@ -497,39 +586,128 @@ static void test_agent_delivery__delta_apply_resumes_from_its_checkpoint(void **
         .mkdir = cut_mkdir,
         .truncate = cut_truncate,
     };
-    mf_agent *agent = agent_with(fx, v1, 3 * MIB);
+    mf_agent *agent = v1 ? agent_with(fx, v1, n) : NULL;
     mf_agent_counters c;
 
     mf_agent_free(agent);
     fx->opts.platform = &ops;
     agent = NULL;
     assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
-    fake_assign(&fx->srv, "v2", v2, 3 * MIB, v2, 3 * MIB);
-    fake_offer_delta(&fx->srv, delta, dlen, v1, 3 * MIB);
-    /* Storage dies after the delta and 2 MiB of output: the apply stops with MF_E_IO. */
+    fake_assign(&fx->srv, "v2", v2, n, v2, n);
+    fake_offer_delta(&fx->srv, delta, dlen, old, old_len);
     cut.budget = (long long)dlen + 2 * MIB;
     assert_true(mf_agent_step(agent) < 0);
     mf_agent_free(agent);
-    /* the old model is intact */
-    assert_file_equals(fx, "models/detector/slot-a", v1, 3 * MIB);
-    assert_true(exists(fx, "models/detector/slot-b.part.ckpt"));
-
-    /* After the "reboot" storage works again: the apply resumes, nothing is downloaded
-     * twice past the delta, and the image is exact. */
+    if (v1) /* the old model is intact */
+        assert_file_equals(fx, "models/detector/slot-a", v1, n);
+    assert_true(
+        exists(fx, v1 ? "models/detector/slot-b.part.ckpt" : "models/detector/slot-a.part.ckpt"));
     cut.budget = -1;
     agent = NULL;
     assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
     step_expect(agent, MF_OK);
-    assert_active(agent, "v2", 'b');
-    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    assert_active(agent, "v2", v1 ? 'b' : 'a');
+    assert_file_equals(fx, v1 ? "models/detector/slot-b" : "models/detector/slot-a", v2, n);
     c = stats_of(agent);
     assert_int_equal(c.resumes, 1);
     assert_int_equal(c.delta_installs, 1);
+    assert_int_equal(c.full_installs, 0);
     assert_int_equal(c.blob_bytes, 0); /* the complete delta on storage was reused */
     mf_agent_free(agent);
     test_free(delta);
+}
+
+static void test_agent_delivery__delta_apply_resumes_from_its_checkpoint(void **state)
+{
+    uint8_t *v1 = make_model(3 * MIB, 1), *v2 = make_model(3 * MIB, 2);
+
+    cut_then_resume(*state, v1, v2, 3 * MIB);
     test_free(v1);
     test_free(v2);
+}
+
+/* ---- compressed full blobs (deltas from the empty image) ---- */
+
+static void test_agent_delivery__compressed_first_install(void **state)
+{
+    struct fixture *fx = *state;
+    struct mf_kit_alloc pa;
+    mf_allocator alloc = mf_kit_alloc_init(&pa, -1, MF_KIT_ALLOC_FAIL_ONE);
+    uint8_t *v1 = make_model(3 * MIB, 1);
+    size_t dlen = 0;
+    uint8_t *full = make_delta(&dlen, (const uint8_t *)"", 0, v1, 3 * MIB);
+    mf_agent *agent = NULL;
+    mf_agent_counters c;
+
+    fx->opts.allocator = &alloc;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    fake_assign(&fx->srv, "v1", v1, 3 * MIB, v1, 3 * MIB);
+    fake_offer_delta(&fx->srv, full, dlen, (const uint8_t *)"", 0);
+    step_expect(agent, MF_OK);
+    /* the agent said it decodes them */
+    assert_non_null(strstr(fx->srv.checkin_body, "\"compressed_full\":true"));
+    assert_active(agent, "v1", 'a');
+    assert_file_equals(fx, "models/detector/slot-a", v1, 3 * MIB);
+    assert_int_equal(fx->srv.n_blob, 0); /* the raw blob was never fetched */
+    assert_int_equal(fx->srv.n_delta_blob, 1);
+    c = stats_of(agent);
+    assert_int_equal(c.delta_installs, 1);
+    assert_int_equal(c.full_installs, 0);
+    assert_int_equal(c.blob_bytes, dlen);
+    assert_false(exists(fx, "models/detector/slot-a.delta"));
+    assert_false(exists(fx, "models/detector/slot-a.part.ckpt"));
+    mf_agent_free(agent);
+    print_message("3 MiB first install by a %zu-byte compressed full blob, peak heap %zu\n", dlen,
+                  pa.peak);
+    assert_true(pa.peak < 1024 * 1024); /* the delta decoder's one workspace, as for deltas */
+    test_free(full);
+    test_free(v1);
+}
+
+static void test_agent_delivery__corrupt_compressed_full_is_refused(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v1 = make_model(MIB, 1), *other = make_model(MIB, 9);
+    size_t dlen = 0, olen = 0;
+    uint8_t *full = make_delta(&dlen, (const uint8_t *)"", 0, v1, MIB);
+    /* Well-formed, but of other bytes: decodes, fails the signed chunk hashes. */
+    uint8_t *wrong = make_delta(&olen, (const uint8_t *)"", 0, other, MIB);
+    mf_agent *agent = NULL;
+
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    fake_assign(&fx->srv, "v1", v1, MIB, v1, MIB);
+    /* A flipped bit in the middle of the payload: refused, nothing installed on a metered link. */
+    full[dlen / 2] ^= 0x10;
+    fake_offer_delta(&fx->srv, full, dlen, (const uint8_t *)"", 0);
+    mf_agent_set_metered(agent, 1);
+    assert_true(mf_agent_step(agent) < 0);
+    assert_non_null(strstr(mf_agent_errmsg(agent), "metered"));
+    assert_int_equal(fx->srv.n_blob, 0);
+    assert_false(exists(fx, "models/detector/slot-a"));
+    assert_false(exists(fx, "models/detector/slot-a.part"));
+    /* The wrong image: refused as well, then the raw blob once the link is not metered. */
+    fake_offer_delta(&fx->srv, wrong, olen, (const uint8_t *)"", 0);
+    step_expect(agent, MF_E_SIGNATURE);
+    assert_false(exists(fx, "models/detector/slot-a"));
+    mf_agent_set_metered(agent, 0);
+    step_expect(agent, MF_OK);
+    assert_int_equal(fx->srv.n_blob, 1);
+    assert_int_equal(stats_of(agent).delta_fallbacks, 1);
+    assert_active(agent, "v1", 'a');
+    assert_file_equals(fx, "models/detector/slot-a", v1, MIB);
+    mf_agent_free(agent);
+    test_free(full);
+    test_free(wrong);
+    test_free(v1);
+    test_free(other);
+}
+
+static void test_agent_delivery__compressed_full_resumes_after_a_power_cut(void **state)
+{
+    uint8_t *v1 = make_model(3 * MIB, 4);
+
+    cut_then_resume(*state, NULL, v1, 3 * MIB);
+    test_free(v1);
 }
 
 /* ---- memory ---- */
@@ -592,9 +770,53 @@ static void test_agent_delivery__delta_heap_is_bounded(void **state)
     test_free(v2);
 }
 
+/* The same cases with a write-behind buffer (mf-agent's setting, smaller): bytes wait in it
+ * across cuts, bad chunks, restarts and 200-to-a-range, and must all reach the .part in
+ * order before anything syncs or cuts it. 64 KiB: larger than libcurl's pieces, smaller than
+ * a chunk. */
+static int setup_buffered(void **state)
+{
+    int rc = setup(state);
+
+    if (rc == 0)
+        ((struct fixture *)*state)->opts.download_buffer = 64 * 1024;
+    return rc;
+}
+
+static void test_agent_delivery__download_buffer_costs_its_size_in_heap(void **state)
+{
+    struct fixture *fx = *state;
+    struct mf_kit_alloc pa;
+    mf_allocator alloc = mf_kit_alloc_init(&pa, -1, MF_KIT_ALLOC_FAIL_ONE);
+    uint8_t *big = make_model(8 * MIB, 4);
+    mf_agent *agent = NULL;
+
+    fake_assign(&fx->srv, "v1", big, 8 * MIB, big, 8 * MIB);
+    fx->opts.allocator = &alloc;
+    fx->opts.download_buffer = 256 * 1024;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_file_equals(fx, "models/detector/slot-a", big, 8 * MIB);
+    mf_agent_free(agent);
+    assert_int_equal(pa.live, 0);
+    print_message("peak agent heap for an 8 MiB install, 256 KiB buffer: %zu bytes\n", pa.peak);
+    /* test_agent__install_heap_is_bounded's 32 KiB without a buffer, plus the buffer. */
+    assert_true(pa.peak >= 256 * 1024);
+    assert_true(pa.peak < 256 * 1024 + 32 * 1024);
+    /* Above MF_AGENT_DOWNLOAD_BUFFER_MAX: refused. */
+    fx->opts.download_buffer = MF_AGENT_DOWNLOAD_BUFFER_MAX + 1;
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_E_INVALID);
+    assert_null(agent);
+    test_free(big);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define TB(fn)                                                                                     \
+    {                                                                                              \
+#fn "__buffered", fn, setup_buffered, teardown, NULL                                       \
+    }
     const struct CMUnitTest tests[] = {
         T(test_agent_delivery__cut_resumes_and_refetches_at_most_one_chunk),
         T(test_agent_delivery__last_attempt_with_progress_keeps_its_reason),
@@ -604,15 +826,30 @@ int main(void)
         T(test_agent_delivery__wrong_content_range_is_refused),
         T(test_agent_delivery__new_etag_on_206_starts_over),
         T(test_agent_delivery__corrupt_chunk_is_fetched_again_alone),
+        T(test_agent_delivery__chunk_tree_release_installs_and_resumes),
+        T(test_agent_delivery__chunk_tree_release_survives_a_restart),
         T(test_agent_delivery__stall_is_cut_and_resumed),
         T(test_agent_delivery__oversized_206_is_refused),
         T(test_agent_delivery__bandwidth_cap_slows_the_download),
         T(test_agent_delivery__delta_is_applied_into_the_inactive_slot),
         T(test_agent_delivery__bad_delta_falls_back_unless_metered),
         T(test_agent_delivery__delta_apply_resumes_from_its_checkpoint),
+        T(test_agent_delivery__compressed_first_install),
+        T(test_agent_delivery__corrupt_compressed_full_is_refused),
+        T(test_agent_delivery__compressed_full_resumes_after_a_power_cut),
         T(test_agent_delivery__large_update_heap_is_bounded),
         T(test_agent_delivery__delta_heap_is_bounded),
+        T(test_agent_delivery__download_buffer_costs_its_size_in_heap),
+        TB(test_agent_delivery__cut_resumes_and_refetches_at_most_one_chunk),
+        TB(test_agent_delivery__progress_survives_a_restart),
+        TB(test_agent_delivery__resume_reverifies_what_storage_holds),
+        TB(test_agent_delivery__200_to_a_range_restarts_from_zero),
+        TB(test_agent_delivery__new_etag_on_206_starts_over),
+        TB(test_agent_delivery__corrupt_chunk_is_fetched_again_alone),
+        TB(test_agent_delivery__stall_is_cut_and_resumed),
+        TB(test_agent_delivery__oversized_206_is_refused),
     };
+#undef TB
 #undef T
 
     return cmocka_run_group_tests_name("agent_delivery", tests, world_setup, world_teardown);

@@ -219,19 +219,25 @@ static void test_diff_apply__failing_source_read_every_call(void **state)
     fixture_free(&f);
 }
 
+/* Feeds f's patch cut at every byte of its first 200, then every `step`: never completes. */
+static void truncations_never_complete(struct fixture *f, size_t step)
+{
+    for (size_t cut = 0; cut < f->patch_len; cut += (cut < 200 ? 1 : step)) {
+        struct run a;
+
+        run_init(&a, f, SMALL_WINDOW);
+        assert_int_equal(run_apply(&a, f->out, f->new_len, f->patch, cut), MF_AGAIN);
+        assert_true(a.got < f->new_len);
+        mf_patch_free(a.p);
+    }
+}
+
 static void test_diff_apply__truncated_never_completes(void **state)
 {
     struct fixture f = make_fixture(2000, SMALL_WINDOW);
 
     (void)state;
-    for (size_t cut = 0; cut < f.patch_len; cut += (cut < 200 ? 1 : 97)) {
-        struct run a;
-
-        run_init(&a, &f, SMALL_WINDOW);
-        assert_int_equal(run_apply(&a, f.out, f.new_len, f.patch, cut), MF_AGAIN);
-        assert_true(a.got < f.new_len);
-        mf_patch_free(a.p);
-    }
+    truncations_never_complete(&f, 97);
     fixture_free(&f);
 }
 
@@ -433,6 +439,127 @@ static void test_diff_apply__checkpoint_every_block(void **state)
     fixture_free(&f);
 }
 
+/* Compressed full blobs: patches from the empty image (docs/formats/delta.md, "float planes"). */
+enum full_kind { FULL_FP32, FULL_BF16, FULL_FP16, FULL_RANDOM, FULL_INT8, FULL_KINDS };
+
+/* fp16 bits of a float in the normal range of dt_weights (|x| < 0.1, no rounding needed). */
+static uint16_t to_fp16(float v)
+{
+    uint32_t b;
+    int e;
+
+    memcpy(&b, &v, 4);
+    e = (int)((b >> 23) & 0xff) - 127 + 15;
+    if (e <= 0)
+        return (uint16_t)((b >> 16) & 0x8000u); /* below fp16's normal range: signed zero */
+    return (uint16_t)(((b >> 16) & 0x8000u) | (uint32_t)e << 10 | ((b >> 13) & 0x3ffu));
+}
+
+/* A new image of `n` elements of `kind` (an "old" of 0 bytes), and its patch from nothing. */
+static struct fixture make_full_fixture(enum full_kind kind, size_t n, size_t window)
+{
+    static const size_t elem[FULL_KINDS] = {4, 2, 2, 1, 1};
+    struct fixture f;
+    uint8_t *w = malloc(4 * n);
+
+    assert_non_null(w);
+    fixture_alloc(&f, 1, n * elem[kind]);
+    f.old_len = 0;
+    dt_weights(w, n, 40 + (uint64_t)kind);
+    for (size_t i = 0; i < n; i++) {
+        float v;
+        uint16_t h;
+
+        memcpy(&v, w + 4 * i, 4);
+        switch (kind) {
+        case FULL_FP32:
+            memcpy(f.nw + 4 * i, w + 4 * i, 4);
+            break;
+        case FULL_BF16: /* the high half of the fp32 word */
+            memcpy(f.nw + 2 * i, w + 4 * i + 2, 2);
+            break;
+        case FULL_FP16:
+            h = to_fp16(v);
+            f.nw[2 * i] = (uint8_t)h;
+            f.nw[2 * i + 1] = (uint8_t)(h >> 8);
+            break;
+        case FULL_INT8:
+            f.nw[i] = (uint8_t)(int8_t)(v * 1000.0f);
+            break;
+        case FULL_RANDOM:
+        case FULL_KINDS:
+            break;
+        }
+    }
+    if (kind == FULL_RANDOM)
+        dt_random(f.nw, f.new_len, 41);
+    free(w);
+    f.patch_len = dt_make_patch(&f.patch, f.old, 0, f.nw, f.new_len, window, MF_DIFF_FORMAT_MF);
+    return f;
+}
+
+/* mf_diff_describe callback: counts float-plane blocks. */
+static int count_float(void *payload, const mf_diff_block_info *b)
+{
+    size_t *n = payload;
+
+    *n += b->float_planes != 0;
+    return 0;
+}
+
+static void test_diff_apply__full_blob_roundtrip(void **state)
+{
+    /* Ceilings of patch / image per kind: floats well below zstd's ~0.92 on the same bytes. */
+    static const unsigned pct[FULL_KINDS] = {88, 75, 87, 101, 90};
+    static const char *const names[FULL_KINDS] = {"fp32", "bf16", "fp16", "random", "int8"};
+
+    (void)state;
+    for (int k = 0; k < FULL_KINDS; k++) {
+        struct fixture f = make_full_fixture((enum full_kind)k, 300000, MF_PATCH_DEFAULT_WINDOW);
+        struct dt_source src;
+        mf_patch_options o = opts_for(&src, &f, MF_PATCH_DEFAULT_WINDOW);
+        struct mf_kit_alloc ca;
+        mf_allocator a = mf_kit_alloc_init(&ca, -1, MF_KIT_ALLOC_FAIL_FROM);
+        mf_diff_header_info h;
+        mf_diff *d = NULL;
+        mf_patch *p = NULL;
+        size_t got = 0, floats = 0;
+
+        print_message("%s: %zu -> %zu bytes\n", names[k], f.new_len, f.patch_len);
+        assert_int_equal(mf_patch_new(&p, &o, &a), MF_OK);
+        assert_int_equal(dt_apply(f.out, f.new_len, &got, p, f.patch, f.patch_len, 4096, 65536),
+                         MF_OK);
+        assert_int_equal(got, f.new_len);
+        assert_memory_equal(f.out, f.nw, f.new_len);
+        assert_int_equal(src.calls, 0); /* nothing is read from the (empty) old image */
+        mf_patch_free(p);
+        /* The same single workspace as a delta: under 1 MiB, asserted through the hook. */
+        assert_int_equal(ca.calls, 1);
+        assert_true(ca.peak <= (size_t)7 << 17);
+        assert_true(f.patch_len * 100 <= f.new_len * pct[k] + 200);
+        assert_int_equal(mf_diff_new(&d, NULL, NULL), MF_OK);
+        assert_int_equal(mf_diff_describe(&h, d, f.patch, f.patch_len, count_float, &floats),
+                         MF_OK);
+        assert_int_equal(h.old_size, 0);
+        if (k <= FULL_FP16)
+            assert_true(floats > 0);
+        mf_diff_free(d);
+        fixture_free(&f);
+    }
+}
+
+static void test_diff_apply__full_blob_truncated_and_flipped(void **state)
+{
+    (void)state;
+    for (int k = FULL_FP32; k <= FULL_FP16; k++) {
+        struct fixture f = make_full_fixture((enum full_kind)k, 3000, SMALL_WINDOW);
+
+        truncations_never_complete(&f, 61);
+        flip_bits(&f, SMALL_WINDOW);
+        fixture_free(&f);
+    }
+}
+
 static void test_diff_apply__options_version(void **state)
 {
     mf_patch_options o;
@@ -459,6 +586,8 @@ int main(void)
         cmocka_unit_test(test_diff_apply__window_limit),
         cmocka_unit_test(test_diff_apply__wrong_old_image),
         cmocka_unit_test(test_diff_apply__checkpoint_every_block),
+        cmocka_unit_test(test_diff_apply__full_blob_roundtrip),
+        cmocka_unit_test(test_diff_apply__full_blob_truncated_and_flipped),
         cmocka_unit_test(test_diff_apply__options_version),
     };
     return cmocka_run_group_tests_name("diff_apply", tests, NULL, NULL);

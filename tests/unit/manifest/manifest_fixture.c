@@ -191,6 +191,7 @@ uint8_t *fx_release_of(size_t *len, struct fx *f, const char *name, const char *
     spec.chunk_size = chunk_size;
     spec.chunk_count = count;
     spec.chunks = (const uint8_t(*)[32])chunks;
+    spec.chunk_tree_only = f->chunk_tree_only;
     spec.security_floor = floor;
     spec.created = 1;
     spec.expires = FX_EXPIRES;

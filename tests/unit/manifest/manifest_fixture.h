@@ -37,6 +37,7 @@ struct fx {
     size_t priv_len[FX_NKEYS];
     char *pub[FX_NKEYS];
     char id[FX_NKEYS][65];
+    int chunk_tree_only; /* releases of fx_release_of carry the chunk root alone */
 };
 
 /* Generates every key; asserts on failure. */

@@ -275,9 +275,24 @@ void srvfx_put_env(const char *path, uint8_t *env, size_t len, const char *token
 
 /* Trust, then v1 and v2 of "det" published and released by the data team, and v2 promoted
  * by hand (published is not deployed: the fixture's fleet is meant to run v2). */
+void srvfx_release(const char *model, const char *ver, uint64_t seq, const uint8_t *data, size_t n)
+{
+    char path[160];
+    struct srvfx_resp r;
+    size_t len = 0;
+    uint8_t *env;
+
+    (void)snprintf(path, sizeof(path), "/v1/admin/models/%s/versions/%s", model, ver);
+    srvfx_call_port(&r, srvfx.port, "PUT", path, srvfx.datat, (const char *)data, n, NULL);
+    assert_int_equal(r.status, 201);
+    free(r.body);
+    (void)snprintf(path, sizeof(path), "/v1/admin/models/%s/versions/%s/release", model, ver);
+    env = fx_release_of(&len, &srvfx_world, model, ver, seq, 0, data, n, 64 * 1024, BY(K_REL0));
+    srvfx_put_env(path, env, len, srvfx.datat, 201);
+}
+
 void srvfx_publish_det(void)
 {
-    const uint8_t *data[2] = {srvfx.v1, srvfx.v2};
     size_t len = 0;
 
     if (srvfx.released)
@@ -288,21 +303,8 @@ void srvfx_publish_det(void)
     srvfx_put_env("/v1/admin/trust/root", env, len, srvfx.admin, 201);
     env = fx_keys_v1(&len, &srvfx_world);
     srvfx_put_env("/v1/admin/trust/keys", env, len, srvfx.admin, 201);
-    for (int i = 0; i < 2; i++) {
-        char path[128], ver[8];
-        struct srvfx_resp r;
-
-        (void)snprintf(ver, sizeof(ver), "v%d", i + 1);
-        (void)snprintf(path, sizeof(path), "/v1/admin/models/det/versions/%s", ver);
-        srvfx_call_port(&r, srvfx.port, "PUT", path, srvfx.datat, (const char *)data[i], MODEL_SIZE,
-                        NULL);
-        assert_int_equal(r.status, 201);
-        free(r.body);
-        (void)snprintf(path, sizeof(path), "/v1/admin/models/det/versions/%s/release", ver);
-        env = fx_release_of(&len, &srvfx_world, "det", ver, (uint64_t)i + 1, 0, data[i], MODEL_SIZE,
-                            64 * 1024, BY(K_REL0));
-        srvfx_put_env(path, env, len, srvfx.datat, 201);
-    }
+    srvfx_release("det", "v1", 1, srvfx.v1, MODEL_SIZE);
+    srvfx_release("det", "v2", 2, srvfx.v2, MODEL_SIZE);
     assert_int_equal(srvfx_status_of("POST", "/v1/admin/models/det/versions/v2/promote",
                                      srvfx.admin, "{\"force\": true}"),
                      200);

@@ -91,6 +91,8 @@ void srvfx_start_server(struct mf_server **out, const char *cert, const char *ke
 
 /* PUTs the signed envelope `env` (freed) to `path`; fails unless the status is `want`. */
 void srvfx_put_env(const char *path, uint8_t *env, size_t len, const char *token, long want);
+/* Uploads `data` (n bytes) as `model`/`ver` and releases it with sequence `seq` (data team). */
+void srvfx_release(const char *model, const char *ver, uint64_t seq, const uint8_t *data, size_t n);
 /* Trust, then v1 and v2 of "det" published and released by the data team (once). */
 void srvfx_publish_det(void);
 /* Checks in as cam-a running `installed` with `extra` model fields; the assigned version in

@@ -421,6 +421,90 @@ static void test_server_directives__held_release_is_left_out(void **state)
     }
 }
 
+/* A check-in of cam-a with nothing of model "wts" installed; `flag` is the request's
+ * "compressed_full" member (NULL: absent). Returns the first listed delta, or NULL. */
+static cJSON *first_time_checkin(cJSON **root, const char *flag)
+{
+    char body[512];
+    struct srvfx_resp r;
+
+    (void)snprintf(body, sizeof(body),
+                   "{\"nonce\":\"%s\",\"root_version\":1,\"keys_version\":1,%s%s%s"
+                   "\"models\":[{\"name\":\"wts\",\"version\":null,\"sha256\":null}]}",
+                   "00112233445566778899aabbccddeeff", flag ? "\"compressed_full\":" : "",
+                   flag ? flag : "", flag ? "," : "");
+    assert_int_equal(srvfx_call(&r, "POST", "/v1/checkin", srvfx.device, body), 200);
+    *root = cJSON_Parse(r.body);
+    free(r.body);
+    assert_non_null(*root);
+    return cJSON_GetArrayItem(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(*root, "assignments"), 0),
+                            "deltas"),
+        0);
+}
+
+static void test_server_directives__compressed_full_blob_for_first_installs(void **state)
+{
+    /* fp32-like weights (exponents of a few values): the worker's encoding from nothing is
+     * smaller than the raw blob, so it is kept and offered to a device that asks for it. */
+    static uint8_t w[MODEL_SIZE];
+    char blob[160] = "";
+    struct srvfx_resp r;
+    uint32_t x = 7;
+    cJSON *root = NULL, *d;
+
+    (void)state;
+    srvfx_publish_det(); /* trust documents */
+    for (size_t i = 0; i < MODEL_SIZE; i += 4) {
+        uint32_t v;
+
+        x = x * 1103515245u + 12345u;
+        v = (x >> 9) | (uint32_t)(0x3c + (x >> 30)) << 23; /* |v| in [2^-67, 2^-63) */
+        memcpy(w + i, &v, 4);
+    }
+    srvfx_release("wts", "v1", 1, w, MODEL_SIZE);
+    assert_int_equal(srvfx_status_of("POST", "/v1/admin/models/wts/versions/v1/promote",
+                                     srvfx.admin, "{\"force\": true}"),
+                     200);
+    for (int i = 0; i < 200 && !blob[0]; i++) { /* the worker runs in the background */
+        d = first_time_checkin(&root, "true");
+        if (d) {
+            assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(d, "from_sha256")),
+                                MF_PATCH_EMPTY_SHA256_HEX);
+            assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(d, "format")), "mfdelta");
+            assert_true(cJSON_GetNumberValue(cJSON_GetObjectItem(d, "size")) < MODEL_SIZE);
+            (void)snprintf(blob, sizeof(blob), "%s",
+                           cJSON_GetStringValue(cJSON_GetObjectItem(d, "blob")));
+        }
+        cJSON_Delete(root);
+        if (!blob[0])
+            (void)nanosleep(&(struct timespec){0, 50000000L}, NULL);
+    }
+    if (!blob[0])
+        fail_msg("no compressed full blob listed after 10 s");
+    /* The device downloads it like a delta and decodes it from nothing into the image. */
+    assert_int_equal(srvfx_call(&r, "GET", blob, srvfx.device, NULL), 200);
+    {
+        size_t n = 0;
+        uint8_t *img = apply_delta(&n, NULL, 0, (const uint8_t *)r.body, r.len);
+
+        assert_int_equal(n, MODEL_SIZE);
+        assert_memory_equal(img, w, MODEL_SIZE);
+        free(img);
+    }
+    free(r.body);
+    /* An agent that does not say it decodes them (an old one) keeps getting raw bytes only. */
+    assert_null(first_time_checkin(&root, NULL));
+    cJSON_Delete(root);
+    assert_null(first_time_checkin(&root, "false"));
+    cJSON_Delete(root);
+    /* Not a boolean: refused. */
+    assert_int_equal(srvfx_status_of("POST", "/v1/checkin", srvfx.device,
+                                     "{\"nonce\":\"00112233445566778899aabbccddeeff\","
+                                     "\"compressed_full\":1,\"models\":[]}"),
+                     400);
+}
+
 int main(void)
 {
     return MF_TEST_RUN(
@@ -428,5 +512,6 @@ int main(void)
         cmocka_unit_test(test_server_directives__directives_reach_the_checkin),
         cmocka_unit_test(test_server_directives__group_settings_reach_the_checkin),
         cmocka_unit_test(test_server_directives__delta_precompute_serves_the_old_version),
-        cmocka_unit_test(test_server_directives__held_release_is_left_out));
+        cmocka_unit_test(test_server_directives__held_release_is_left_out),
+        cmocka_unit_test(test_server_directives__compressed_full_blob_for_first_installs));
 }
