@@ -54,6 +54,19 @@ static void print_evaluator(struct mfctl *c, const cJSON *ev)
                   "outputs_sha256");
 }
 
+/* The paired comparison of the two cascades on the same held-out items. */
+static void print_paired(struct mfctl *c, const cJSON *p)
+{
+    if (!cJSON_IsObject(p))
+        return;
+    (void)fprintf(c->out,
+                  "  paired    cascade gain %+.2f pt, %.0f %% bounds [%+.2f, %+.2f] pt "
+                  "(%.0f items only the candidate gets right, %.0f only the parent)\n",
+                  100 * mfctl__num(p, "difference"), 100 * mfctl__num(p, "confidence"),
+                  100 * mfctl__num(p, "lower"), 100 * mfctl__num(p, "upper"),
+                  mfctl__num(p, "candidate_only"), mfctl__num(p, "parent_only"));
+}
+
 /* The provenance record of a run (docs/distill.md). */
 static void print_record(struct mfctl *c, const cJSON *rec)
 {
@@ -91,6 +104,7 @@ static void print_record(struct mfctl *c, const cJSON *rec)
                       mfctl__num(m, "heldout_items"), 100 * mfctl__num(m, "teacher_accuracy"));
         print_eval(c, "parent", cJSON_GetObjectItemCaseSensitive(m, "parent"));
         print_eval(c, "candidate", cJSON_GetObjectItemCaseSensitive(m, "candidate"));
+        print_paired(c, cJSON_GetObjectItemCaseSensitive(m, "paired"));
     }
     if (mfctl__str(rec, "gate")[0])
         (void)fprintf(c->out, "gate: %s\n", mfctl__str(rec, "gate"));

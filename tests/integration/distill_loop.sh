@@ -76,7 +76,7 @@ JSON
 foreign_cfg() { # foreign_cfg EVAL_MODE OUTPUTS
     model_cfg '{"command": ["python3", "'"$root"'/tests/integration/distill_foreign.py", "train"]}' |
         sed 's/"heldout_range": \[5000, 7000\]/"heldout_range": [5000, 5500]/; s/"calibration": 2000/"calibration": 500/' |
-        sed 's#^{#{"evaluator": {"command": ["python3", "'"$root"'/tests/integration/distill_foreign.py", "'"$1"'"], "timeout_s": 120, "outputs": "'"$2"'"}, #'
+        sed 's#^{#{"gate_test": "paired", "evaluator": {"command": ["python3", "'"$root"'/tests/integration/distill_foreign.py", "'"$1"'"], "timeout_s": 120, "outputs": "'"$2"'"}, #'
 }
 cat >"$work/distill.json" <<JSON
 {"models": {
@@ -135,6 +135,8 @@ used=$(sed -n 's/^samples: 3000 seed, \([0-9]*\) hard, 0 audit (dropped: \([0-9]
 check "run 2 accounts for the 400 samples ($used)" test "$((${used:-0}))" = 400
 check "run 2 trained on most of them" test "${used%%+*}" -ge 300
 check "run 2 was judged against parent d1" grep -q "  parent .*cascade" "$work/wait2.out"
+check "run 2 records the paired comparison of the two cascades" \
+    grep -q "  paired    cascade gain [-+][0-9.]* pt, 95 % bounds" "$work/wait2.out"
 check "run 2 records teacher version t1" grep -q "teacher versions: t1" "$work/wait2.out"
 if grep -q "published d2" "$work/wait2.out"; then
     # a patch is kept only when smaller than the file (0: none kept)
@@ -224,6 +226,8 @@ ps=$(sed -n 's/^evaluator (parent) output sha256 //p' "$work/foreign2.out")
 cs=$(sed -n 's/^evaluator (candidate) output sha256 //p' "$work/foreign2.out")
 check "the same model (same data, deterministic trainer) gives the same outputs" \
     sh -c "[ -n '$ps' ] && [ '$ps' = '$cs' ]"
+check "the paired gate: no item differs, the bounds are 0, and it passes" sh -c \
+    "grep -q 'paired    cascade gain +0.00 pt, 95 % bounds \[+0.00, +0.00\] pt (0 items' $work/foreign2.out && grep -q 'gate: passed: the paired lower bound' $work/foreign2.out"
 check "... passes the gate and goes out as a canary of d1" sh -c \
     "grep -q 'foreign published (manual), parent d1, version d2' $work/foreign2.out && \
      $BIN/mfctl --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE rollout status --json | grep -q '\"model\":\"foreign\".*\"version\":\"d2\",\"previous\":\"d1\"'"

@@ -240,6 +240,7 @@ static void model_defaults(struct mf_distill_model_cfg *m, const char *name)
     m->min_teacher_confidence = 0.5;
     m->max_samples = 50000;
     m->target_rate = 0.1;
+    m->gate_confidence = 0.95;
     (void)snprintf(m->version_prefix, sizeof(m->version_prefix), "d");
     m->expires_s = 365ull * 86400;
     m->chunk_size = 65536;
@@ -262,11 +263,25 @@ static int check_plan(struct mf_ctx *ctx, const char *model, const cJSON *rollou
     return mf_fail(ctx, err, "distill config: models.%s: 'rollout': %s", model, why);
 }
 
+/* "gate_test": "raw" (the point estimates) or "paired" (a confidence bound). */
+static int parse_gate_test(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const cJSON *t)
+{
+    if (!t)
+        return MF_OK;
+    if (cJSON_IsString(t) && strcmp(t->valuestring, "raw") == 0)
+        m->gate_paired = 0;
+    else if (cJSON_IsString(t) && strcmp(t->valuestring, "paired") == 0)
+        m->gate_paired = 1;
+    else
+        return bad(ctx, m->model, "gate_test", "must be \"raw\" or \"paired\"");
+    return MF_OK;
+}
+
 static int parse_model(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const cJSON *obj)
 {
-    static const char *const keys[] = {"data",         "trainer",     "evaluator",      "samples",
-                                       "auto_samples", "target_rate", "gate_tolerance", "release",
-                                       "rollout",      NULL};
+    static const char *const keys[] = {
+        "data",           "trainer",   "evaluator",       "samples", "auto_samples", "target_rate",
+        "gate_tolerance", "gate_test", "gate_confidence", "release", "rollout",      NULL};
     static const char *const sample_keys[] = {"min_teacher_confidence", "max", NULL};
     const cJSON *samples = cJSON_GetObjectItemCaseSensitive(obj, "samples");
     const cJSON *trainer = cJSON_GetObjectItemCaseSensitive(obj, "trainer");
@@ -296,6 +311,10 @@ static int parse_model(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const
         err = get_num(&m->target_rate, ctx, m->model, obj, "target_rate", 0.001, 0.999);
     if (err == MF_OK)
         err = get_num(&m->gate_tolerance, ctx, m->model, obj, "gate_tolerance", 0, 1);
+    if (err == MF_OK)
+        err = get_num(&m->gate_confidence, ctx, m->model, obj, "gate_confidence", 0.5, 0.9999);
+    if (err == MF_OK)
+        err = parse_gate_test(m, ctx, cJSON_GetObjectItemCaseSensitive(obj, "gate_test"));
     if (err == MF_OK && rollout && !cJSON_IsObject(rollout))
         err = bad(ctx, m->model, "rollout", "must be a rollout plan object (docs/rollouts.md)");
     if (err == MF_OK && rollout)

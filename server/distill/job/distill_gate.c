@@ -12,6 +12,7 @@
 #include "offload/teacher.h"
 
 #include <assert.h>
+#include <math.h>
 #include <string.h>
 
 int mf_distill__teacher_preds(uint8_t *pred_out, struct mf_ctx *ctx, struct mf_teacher *t,
@@ -67,6 +68,58 @@ int mf_distill__evaluate(struct mf_distill_eval *out, struct mf_ctx *ctx,
     mf_eval_cascade(&out->cascade_acc, &out->offload_rate, &in, thr);
     out->threshold = thr;
     return MF_OK;
+}
+
+double mf_distill__z_one_sided(double confidence)
+{
+    double lo = 0, hi = 10;
+
+    assert(confidence >= 0.5 && confidence <= 0.9999);
+    /* bisection on the upper tail 0.5 * erfc(z / sqrt 2): monotone, 60 steps are exact */
+    for (int i = 0; i < 60; i++) {
+        const double mid = (lo + hi) / 2;
+
+        if (0.5 * erfc(mid / sqrt(2.0)) > 1 - confidence)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return (lo + hi) / 2;
+}
+
+static int cascade_right(const struct mf_distill_outputs *o, double thr, const uint8_t *teacher,
+                         const uint8_t *label, size_t i)
+{
+    return ((double)o->score[i] < thr ? teacher[i] : o->pred[i]) == label[i];
+}
+
+void mf_distill__paired(struct mf_distill_paired *out, const struct mf_distill_outputs *cand,
+                        double cand_thr, const struct mf_distill_outputs *par, double par_thr,
+                        const uint8_t *teacher_pred, const uint8_t *label, double confidence)
+{
+    const size_t n = cand->n_heldout;
+    double b, c, se;
+
+    assert(par->n_heldout == n);
+    memset(out, 0, sizeof(*out));
+    out->n = n;
+    for (size_t i = 0; i < n; i++) {
+        const int x = cascade_right(cand, cand_thr, teacher_pred, label, i);
+        const int y = cascade_right(par, par_thr, teacher_pred, label, i);
+
+        out->candidate_only += (size_t)(x && !y);
+        out->parent_only += (size_t)(y && !x);
+    }
+    out->z = mf_distill__z_one_sided(confidence);
+    if (!n)
+        return;
+    b = (double)out->candidate_only;
+    c = (double)out->parent_only;
+    out->difference = (b - c) / (double)n;
+    /* the variance of the mean of the per-item differences (each -1, 0 or +1) */
+    se = sqrt(fmax((b + c) / (double)n - out->difference * out->difference, 0) / (double)n);
+    out->lower = out->difference - out->z * se;
+    out->upper = out->difference + out->z * se;
 }
 
 void mf_distill__calibration_hist(uint64_t *bins, const struct mf_distill_outputs *o)

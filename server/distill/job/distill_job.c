@@ -162,6 +162,22 @@ static cJSON *eval_json(const struct mf_distill_eval *e)
     return o;
 }
 
+static cJSON *paired_json(const struct mf_distill_paired *p, double confidence)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    if (o && (!cJSON_AddNumberToObject(o, "candidate_only", (double)p->candidate_only) ||
+              !cJSON_AddNumberToObject(o, "parent_only", (double)p->parent_only) ||
+              !cJSON_AddNumberToObject(o, "difference", p->difference) ||
+              !cJSON_AddNumberToObject(o, "lower", p->lower) ||
+              !cJSON_AddNumberToObject(o, "upper", p->upper) ||
+              !cJSON_AddNumberToObject(o, "confidence", confidence))) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    return o;
+}
+
 /* A model's outputs on the gate's items: in process for the example family, else by the
  * evaluator command in its own work dir (the note, NULL for none, gets its record). */
 static int outputs(struct mf_distill_outputs *o, struct run *r, struct mf_ctx *ctx,
@@ -193,6 +209,7 @@ static int gate(int *pass_out, struct run *r, struct mf_ctx *ctx, struct mf_dist
     struct mf_teacher *t = mf_offsrv__teacher(j->offload, c->model);
     struct mf_distill_eval pe = {0}, ce = {0};
     struct mf_distill_outputs po = {0};
+    struct mf_distill_paired pr = {0};
     cJSON *metrics = cJSON_AddObjectToObject(r->record, "metrics");
     cJSON *ev = c->eval_command ? cJSON_AddObjectToObject(r->record, "evaluator") : NULL;
     int err = MF_OK;
@@ -221,6 +238,9 @@ static int gate(int *pass_out, struct run *r, struct mf_ctx *ctx, struct mf_dist
                       ev ? cJSON_AddObjectToObject(ev, "parent") : NULL);
     if (err == MF_OK && r->parent_file)
         err = mf_distill__evaluate(&pe, ctx, &po, &r->data, r->teacher_pred, c->target_rate);
+    if (err == MF_OK && r->parent_file)
+        mf_distill__paired(&pr, &r->cand_out, ce.threshold, &po, pe.threshold, r->teacher_pred,
+                           r->data.heldout->y, c->gate_confidence);
     mf_distill__outputs_free(&po, ctx);
     if (err < 0)
         return err;
@@ -231,12 +251,24 @@ static int gate(int *pass_out, struct run *r, struct mf_ctx *ctx, struct mf_dist
     (void)cJSON_AddItemToObject(metrics, "candidate", eval_json(&ce));
     if (r->parent_file)
         (void)cJSON_AddItemToObject(metrics, "parent", eval_json(&pe));
-    /* Not worse where it counts: the deployed cascade's accuracy on held-out items. */
-    *pass_out = !r->parent_file || ce.cascade_acc >= pe.cascade_acc - c->gate_tolerance;
-    (void)cJSON_AddStringToObject(r->record, "gate",
-                                  !r->parent_file ? "passed: first version"
-                                  : *pass_out ? "passed: cascade accuracy not below the parent's"
-                                              : "rejected: cascade accuracy below the parent's");
+    if (r->parent_file)
+        (void)cJSON_AddItemToObject(metrics, "paired", paired_json(&pr, c->gate_confidence));
+    /* Not worse where it counts: the deployed cascade's accuracy on held-out items; with
+     * the paired test, not worse with the configured confidence. */
+    *pass_out =
+        !r->parent_file || (c->gate_paired ? pr.lower >= -c->gate_tolerance
+                                           : ce.cascade_acc >= pe.cascade_acc - c->gate_tolerance);
+    (void)cJSON_AddStringToObject(r->record, "gate_test", c->gate_paired ? "paired" : "raw");
+    (void)cJSON_AddStringToObject(
+        r->record, "gate",
+        !r->parent_file ? "passed: first version"
+        : c->gate_paired
+            ? (*pass_out ? "passed: the paired lower bound of the cascade gain is not below "
+                           "-gate_tolerance"
+                         : "rejected: the paired lower bound of the cascade gain is below "
+                           "-gate_tolerance")
+            : (*pass_out ? "passed: cascade accuracy not below the parent's"
+                         : "rejected: cascade accuracy below the parent's"));
     return MF_OK;
 }
 

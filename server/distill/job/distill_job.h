@@ -67,8 +67,10 @@ struct mf_distill_model_cfg {
     size_t max_samples;            /* newest first (50000) */
     size_t auto_samples;           /* run by itself after this many new samples; 0: manual */
     /* offload target and gate */
-    double target_rate;    /* offload rate the threshold is fitted for (0.1) */
-    double gate_tolerance; /* candidate cascade >= parent cascade - this (0) */
+    double target_rate;     /* offload rate the threshold is fitted for (0.1) */
+    double gate_tolerance;  /* candidate cascade >= parent cascade - this (0) */
+    int gate_paired;        /* "gate_test": 0 "raw" (default), 1 "paired" (a confidence bound) */
+    double gate_confidence; /* of the paired bound (0.95) */
     /* release */
     char release_key[MF_DISTILL_PATH_MAX]; /* PEM of a release key of the keys document */
     char version_prefix[16];               /* version = prefix + sequence ("d") */
@@ -184,6 +186,22 @@ int mf_distill__outputs_command(struct mf_distill_outputs *o, struct mf_ctx *ctx
 struct mf_distill_eval {
     double student_acc, cascade_acc, offload_rate, threshold;
 };
+
+/* The paired comparison of two cascades on the same held-out items: b items only the
+ * candidate's cascade gets right, c only the parent's; the difference (b - c) / n of
+ * their accuracies and its one-sided bounds at `confidence` (normal approximation of the
+ * paired difference, McNemar's setting). */
+struct mf_distill_paired {
+    size_t n, candidate_only, parent_only;
+    double difference, lower, upper, z;
+};
+
+/* Cascade i's answer: the teacher's below the threshold, else the model's. */
+void mf_distill__paired(struct mf_distill_paired *out, const struct mf_distill_outputs *cand,
+                        double cand_thr, const struct mf_distill_outputs *par, double par_thr,
+                        const uint8_t *teacher_pred, const uint8_t *label, double confidence);
+/* z with P(Z > z) = 1 - confidence for a standard normal Z; confidence in [0.5, 0.9999]. */
+double mf_distill__z_one_sided(double confidence);
 
 /* Teacher predictions on the held-out set (argmax of its answers). */
 struct mf_teacher;
