@@ -56,11 +56,7 @@ cat >"$work/offload.json" <<JSON
 JSON
 cat >"$work/distill.json" <<JSON
 {"models": {"fashion": {
-  "data": {"train_images": "$FM/train-images-idx3-ubyte.gz",
-           "train_labels": "$FM/train-labels-idx1-ubyte.gz",
-           "heldout_images": "$FM/t10k-images-idx3-ubyte.gz",
-           "heldout_labels": "$FM/t10k-labels-idx1-ubyte.gz",
-           "heldout_range": [9000, 9300], "seed_fraction": 0.02, "calibration": 300},
+  "data": $(mf_fashion_data 9000 9300 0.02 300),
   "trainer": {"epochs": 1},
   "release": {"key": "$work/keys/release.pem"}}}}
 JSON

@@ -37,6 +37,18 @@ int mf_distill__dir_put(struct mf_ctx *ctx, const char *dir, const char *name, c
     return mf_file_write_atomic(ctx, path, p, n);
 }
 
+int mf_distill__dir_put_json(struct mf_ctx *ctx, const char *dir, const char *name, cJSON *o,
+                             int ok)
+{
+    char *text = o && ok ? cJSON_PrintUnformatted(o) : NULL;
+    int err = text ? mf_distill__dir_put(ctx, dir, name, text, strlen(text))
+                   : mf_fail(ctx, MF_E_NOMEM, "out of memory writing %s", name);
+
+    cJSON_free(text);
+    cJSON_Delete(o);
+    return err;
+}
+
 int mf_distill__dir_make(struct mf_ctx *ctx, const char *dir)
 {
     char out[PATH_ROOM];

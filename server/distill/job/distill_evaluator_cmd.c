@@ -310,8 +310,7 @@ static int write_job(struct mf_ctx *ctx, const char *dir, const struct mf_distil
                      size_t classes, int logits)
 {
     cJSON *o = cJSON_CreateObject();
-    char *text = NULL;
-    int err;
+    int ok = 0;
 
     if (o && cJSON_AddNumberToObject(o, "n", (double)(d->heldout->n + d->n_calib)) &&
         cJSON_AddNumberToObject(o, "dim", d->heldout->dim) &&
@@ -322,12 +321,8 @@ static int write_job(struct mf_ctx *ctx, const char *dir, const struct mf_distil
         cJSON_AddStringToObject(o, "inputs", "inputs.npy") &&
         cJSON_AddStringToObject(o, "outputs", "out/outputs.npy") &&
         cJSON_AddStringToObject(o, "kind", logits ? "logits" : "probabilities"))
-        text = cJSON_PrintUnformatted(o);
-    err = text ? mf_distill__dir_put(ctx, dir, "job.json", text, strlen(text))
-               : mf_fail(ctx, MF_E_NOMEM, "out of memory");
-    cJSON_free(text);
-    cJSON_Delete(o);
-    return err;
+        ok = 1;
+    return mf_distill__dir_put_json(ctx, dir, "job.json", o, ok);
 }
 
 int mf_distill__outputs_command(struct mf_distill_outputs *o, struct mf_ctx *ctx,

@@ -126,6 +126,10 @@ struct mf_distill_cmd {
 /* Writes dir/name atomically. */
 int mf_distill__dir_put(struct mf_ctx *ctx, const char *dir, const char *name, const void *p,
                         size_t n);
+/* Writes `o` as JSON text to dir/name and deletes it; a NULL `o` or `ok` 0 (an add that
+ * failed) is out of memory. */
+int mf_distill__dir_put_json(struct mf_ctx *ctx, const char *dir, const char *name, cJSON *o,
+                             int ok);
 /* Creates dir and dir/out (either may exist). */
 int mf_distill__dir_make(struct mf_ctx *ctx, const char *dir);
 /* Removes dir/names[i] (NULL-terminated), dir/stderr.txt, dir/out and dir. */

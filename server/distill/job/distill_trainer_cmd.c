@@ -36,8 +36,7 @@ static int write_job(struct mf_ctx *ctx, const char *dir, const struct mf_distil
                      const struct mf_distill_data *d, int has_parent)
 {
     cJSON *o = cJSON_CreateObject();
-    char *text = NULL;
-    int err;
+    int ok = 0;
 
     if (o && cJSON_AddNumberToObject(o, "n", (double)d->n) &&
         cJSON_AddNumberToObject(o, "dim", d->train->dim) &&
@@ -49,12 +48,8 @@ static int write_job(struct mf_ctx *ctx, const char *dir, const struct mf_distil
         cJSON_AddNumberToObject(o, "seed", (double)c->train_seed) &&
         (has_parent ? cJSON_AddStringToObject(o, "parent", "parent.safetensors")
                     : cJSON_AddNullToObject(o, "parent")))
-        text = cJSON_PrintUnformatted(o);
-    err = text ? mf_distill__dir_put(ctx, dir, "job.json", text, strlen(text))
-               : mf_fail(ctx, MF_E_NOMEM, "out of memory");
-    cJSON_free(text);
-    cJSON_Delete(o);
-    return err;
+        ok = 1;
+    return mf_distill__dir_put_json(ctx, dir, "job.json", o, ok);
 }
 
 static int write_inputs(struct mf_ctx *ctx, const char *dir, const struct mf_distill_model_cfg *c,
