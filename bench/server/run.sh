@@ -5,12 +5,15 @@
 #      with random 1 MiB Range requests (range.lua);
 #   2. check-ins: authenticated POST /v1/checkin (credential lookup, last-seen and sequence
 #      writes, a signed assignment) vs nginx serving a static JSON file of the same size;
+#   0. first, bytes per check-in answer by model size: an older agent and one naming the
+#      release it holds, with nothing to do and with a new release (bench_bytes);
 # each on the SQLite store and on PostgreSQL (a private, durable cluster from tests/pg/),
 # printed as ratios to nginx. Not a test: it takes about 6 x SECONDS plus set-up.
 # Usage: bench/server/run.sh BIN_DIR [SECONDS]   (BIN_DIR holds mf-server, mfctl, mf_pg_seed)
 # Tunables (environment): MF_BENCH_CONNS (16), MF_BENCH_WRK_THREADS (2), MF_BENCH_BLOB_MB (64),
 # MF_BENCH_DEVICES (64), MF_BENCH_SERVER_THREADS (unset: mf-server's default for the store),
-# MF_BENCH_SERVE_ARGS (more mf-server serve options, e.g. "--sign-batch 1").
+# MF_BENCH_SERVE_ARGS (more mf-server serve options, e.g. "--sign-batch 1"), MF_BENCH_ONLY=bytes
+# (only the first phase: bytes per check-in answer by model size).
 set -euo pipefail
 BIN=$(cd "$1" && pwd)
 secs=${2:-10}
@@ -104,8 +107,79 @@ bench_store() {
     mf_stack_stop
 }
 
+# answer_bytes FILE CRED MODEL_ENTRY: one check-in answer into FILE (a fixed nonce, the
+# device's trust current); prints "<body bytes> <header bytes>".
+answer_bytes() {
+    curl -s -o "$1" -w '%{size_download} %{size_header}\n' -H "Authorization: Bearer $2" \
+        -H 'Content-Type: application/json' \
+        --data "{\"nonce\":\"00112233445566778899aabbccddeeff\",\"root_version\":1,\"keys_version\":1,\"models\":[$3]}" \
+        "$MF_URL/v1/checkin"
+}
+
+# release_digest FILE: the digest of the release envelope the answer in FILE carries.
+release_digest() {
+    python3 -c 'import base64, hashlib, json, sys
+a = json.load(open(sys.argv[1]))["assignments"][0]
+print(hashlib.sha256(base64.b64decode(json.loads(a["release"])["payload"])).hexdigest())' "$1"
+}
+
+# bench_bytes: bytes per check-in answer by model size (the release's chunk count), on
+# SQLite: an older agent (no release_sha256) and a device naming the release it holds, each
+# with nothing to do and with a new release to fetch. 4 MiB, 512 MiB and 3.5 GiB models at
+# 1 MiB chunks have 4, 512 and 3584 chunk hashes; the benchmark makes releases of exactly
+# those counts from 4 MiB / 4 MiB / 3.5 MiB files at 1 MiB / 8 KiB / 1 KiB chunks (a release
+# names only size, chunk size and the hashes). Then wrk with the held release of the
+# largest: answers per second and bytes per answer under load (batch signatures).
+bench_bytes() {
+    local data="$work/bytes" cred row label bytes cs m f1 f2 s1 s2 d1 b hdr=0
+    mf_stack_start "$data" "$work/bytes-server.log" || return 1
+    mf_trust_setup "$work/bytes-keys" >/dev/null
+    cred=$(curl -s -X POST -H 'Content-Type: application/json' \
+        --data "{\"enrollment_token\":\"$(cat "$MF_ENROLL_TOKEN_FILE")\",\"device_id\":\"dev-bytes\"}" \
+        "$MF_URL/v1/enroll" | python3 -c 'import json,sys; print(json.load(sys.stdin)["credential"])')
+    echo "$cred" >"$work/bytes.creds"
+    printf '\n%-10s %7s | %-28s | %-28s\n' "model" "chunks" "older agent: same / new rel." "naming its release: same / new"
+    for row in "4MiB:4194304:1048576" "512MiB:4194304:8192" "3.5GiB:3670016:1024"; do
+        IFS=: read -r label bytes cs <<<"$row"
+        m="m-${label/./_}"
+        f1="$work/$m-v1.bin" f2="$work/$m-v2.bin"
+        mf_make_model "$f1" "$bytes" "$m-1"
+        mf_make_model "$f2" "$bytes" "$m-2"
+        s1=$(sha256sum "$f1" | cut -c1-64)
+        s2=$(sha256sum "$f2" | cut -c1-64)
+        mf_publish "$m" v1 "$f1" --chunk-size "$cs" >/dev/null
+        read -r old_same _ < <(answer_bytes "$work/$m-old.json" "$cred" \
+            "{\"name\":\"$m\",\"version\":\"v1\",\"sha256\":\"$s1\"}")
+        d1=$(release_digest "$work/$m-old.json")
+        read -r held_same hdr < <(answer_bytes "$work/$m-held.json" "$cred" \
+            "{\"name\":\"$m\",\"version\":\"v1\",\"sha256\":\"$s1\",\"release_sha256\":\"$d1\"}")
+        grep -q '"release"' "$work/$m-held.json" && { echo "$m: the held release was sent" >&2; return 1; }
+        mf_publish "$m" v2 "$f2" --chunk-size "$cs" >/dev/null
+        mfctl_admin promote "$m" v2 --force >/dev/null
+        read -r old_new _ < <(answer_bytes "$work/$m-oldnew.json" "$cred" \
+            "{\"name\":\"$m\",\"version\":\"v1\",\"sha256\":\"$s1\"}")
+        read -r held_new _ < <(answer_bytes "$work/$m-heldnew.json" "$cred" \
+            "{\"name\":\"$m\",\"version\":\"v1\",\"sha256\":\"$s1\",\"release_sha256\":\"$d1\"}")
+        grep -q '"release"' "$work/$m-heldnew.json" || { echo "$m: the new release was not sent" >&2; return 1; }
+        printf '%-10s %7s | %12s / %-13s | %12s / %-13s\n' "$label" \
+            "$(( (bytes + cs - 1) / cs ))" "$old_same" "$old_new" "$held_same" "$held_new"
+    done
+    # Under load: the largest model's device with nothing to do (its release is v2 now).
+    d1=$(release_digest "$work/$m-heldnew.json")
+    b=$(MF_CREDS="$work/bytes.creds" MF_MODEL=$m MF_VERSION=v2 MF_SHA256=$s2 MF_RELEASE=$d1 \
+        run_wrk bytes-checkin "$here/checkin.lua" "$MF_URL")
+    echo "answer bytes: the JSON body (HTTP headers add $hdr); under load, wrk -d${secs}s," \
+        "$label naming its release:" \
+        "$(echo "$b" | awk -v h="$hdr" '{ printf "%s check-ins/s, %.0f bytes per answer with headers (%.0f body)", $1, $2 * 1048576 / $1, $2 * 1048576 / $1 - h }')"
+    echo "director signatures $(mf_metric mf_director_signatures_total) for" \
+        "$(mf_metric mf_director_assignments_signed_total) assignments"
+    mf_stack_stop
+}
+
 echo "bench: $(nproc) cores, wrk -t$wrk_threads -c$conns -d${secs}s, ${blob_mb} MiB blob, $devices devices, mf-server --threads ${srv_threads:-default}"
 unset MF_TEST_STORE_URL
+bench_bytes
+[ "${MF_BENCH_ONLY:-}" = bytes ] && exit 0
 bench_store sqlite
 
 MF_PG_DURABLE=1 bash "$root/tests/pg/start.sh" "$work/pg" >/dev/null

@@ -413,6 +413,30 @@ static int send_rollback_report(mf_agent *a, struct agent_model *m)
     return MF_OK;
 }
 
+/* Keeps the envelope of the release the active slot runs when the state does not name it
+ * yet (a state file of an older agent), so later check-ins can leave it out. Best effort:
+ * without it the device is only sent the envelope again. */
+static void keep_release(mf_agent *a, struct agent_model *m, const struct mf_agent_assignment *as)
+{
+    struct mf_agent_model_state *next;
+    char digest[MF_SHA256_HEX_LEN + 1];
+
+    if (as->release_held)
+        return;
+    mf_hex__encode(digest, as->verified->release_sha256, MF_SHA256_LEN);
+    if (strcmp(m->state.active.release, digest) == 0)
+        return;
+    next = mf_agent__state_copy(a, m);
+    if (next && mf_agent__release_keep(next->active.release, a, m, next->active.slot, as) >= 0 &&
+        mf_agent__state_save(a, m, next) >= 0) {
+        mf_ctx__free(&a->ctx, next);
+        return;
+    }
+    mf_ctx__free(&a->ctx, next);
+    MF_LOG_WARN(&a->ctx, "model %s: %s (its release is sent again)", m->name, a->ctx.errmsg);
+    mf_ctx__clear(&a->ctx);
+}
+
 static int step_assignments(mf_agent *a, size_t n)
 {
     int first = MF_OK;
@@ -423,9 +447,13 @@ static int step_assignments(mf_agent *a, size_t n)
         struct mf_agent_assignment *as = &a->assignments[i];
         struct agent_model *m = find_model(a, as->model);
         /* Nothing is downloaded before the chain verifies, in the order the director
-         * numbered the assignments. */
-        int err = mf_agent__trust_verify(a, as);
+         * numbered the assignments; a release left out is the one kept for the active slot. */
+        int err = as->release_held ? mf_agent__release_load(a, m, as) : MF_OK;
 
+        if (err >= 0)
+            err = mf_agent__trust_verify(a, as);
+        if (err < 0 && as->release_held)
+            m->state.active.release[0] = '\0'; /* the kept one failed: ask for it again */
         if (err < 0) {
             m->report_pending = 0;
             err = fail_assignment(a, m, as, err);
@@ -451,6 +479,8 @@ static int step_assignments(mf_agent *a, size_t n)
              * between install and commit) is recorded now. */
             m->release_sequence = as->verified->release->sequence;
             err = mf_agent__trust_commit(a, as->verified->release);
+            if (err >= 0)
+                keep_release(a, m, as);
         }
         if (err >= 0)
             err = send_pending_report(a, m, as);

@@ -5,7 +5,11 @@
  * assignment per tracked model. Each assignment carries the release envelope and the
  * director's assignment envelope as JSON strings holding their exact bytes; the signed
  * assignment echoes the nonce, which is what makes a replayed answer useless. The plain
- * fields beside them are hints for messages only (agent_trust.c replaces them).
+ * fields beside them are hints for messages only (agent_trust.c replaces them). The device
+ * names the release it runs (its digest, "release_sha256") when it keeps that release's
+ * envelope, and a server that assigns that same release leaves the envelope out: the
+ * assignment is then verified against the kept one (docs/protocol.md, "Check-ins that send
+ * only what changed").
  */
 #include "mf_agent_int.h"
 #include "mf_json.h"
@@ -17,7 +21,6 @@
 #define MAX_POLL_INTERVAL_S (7L * 24 * 3600)
 /* Envelope caps before mf_trust's own (root/keys 32 KiB, release 1 MiB, assignment 8 KiB). */
 #define MAX_TRUST_DOC (32u * 1024u)
-#define MAX_RELEASE_DOC (1024u * 1024u)
 #define MAX_ASSIGNMENT_DOC (8u * 1024u)
 
 /* The optional pin / pending / rolled_back members (docs/protocol.md), closing the object. */
@@ -65,6 +68,8 @@ static int build_request(struct mf_agent *a, struct mf_dynbuf *b, const char *no
                                      s->sha256);
         else if (err >= 0)
             err = mf_dynbuf__appendf(b, "%s", ",\"version\":null,\"sha256\":null");
+        if (err >= 0 && s->slot && s->release[0])
+            err = mf_dynbuf__appendf(b, ",\"release_sha256\":\"%s\"", s->release);
         if (err >= 0)
             err = mf_agent__telemetry_member(a, b, a->models[i].name);
         if (err >= 0)
@@ -184,6 +189,10 @@ static int parse_deltas(struct mf_ctx *ctx, struct mf_agent_assignment *as, cons
     return MF_OK;
 }
 
+/*
+ * An assignment without "release" names the release the device said it holds: only model,
+ * version and the assignment envelope come (mf_agent__release_load supplies the rest).
+ */
 static int parse_assignment(struct mf_ctx *ctx, struct mf_agent_assignment *as, const cJSON *obj)
 {
     const cJSON *blob = cJSON_GetObjectItemCaseSensitive(obj, "blob");
@@ -195,6 +204,13 @@ static int parse_assignment(struct mf_ctx *ctx, struct mf_agent_assignment *as, 
     err = mf_agent__json_name(ctx, as->model, obj, "model", "assignment");
     if (err >= 0)
         err = mf_agent__json_name(ctx, as->version, obj, "version", "assignment");
+    /* Without the download hints too; with them it is a download whose release is missing
+     * (refused below). */
+    as->release_held = err >= 0 && !cJSON_GetObjectItemCaseSensitive(obj, "release") && !blob &&
+                       !cJSON_GetObjectItemCaseSensitive(obj, "sha256");
+    if (as->release_held)
+        return get_envelope(ctx, &as->assignment_env, &as->assignment_len, obj, "assignment",
+                            MAX_ASSIGNMENT_DOC, "assignment");
     if (err >= 0)
         err = mf_agent__json_sha256(ctx, as->sha256, obj, "sha256", "assignment");
     if (err >= 0)
@@ -205,8 +221,8 @@ static int parse_assignment(struct mf_ctx *ctx, struct mf_agent_assignment *as, 
         return mf_fail(ctx, MF_E_INVALID, "assignment.blob of model %s is not a server path",
                        as->model);
     memcpy(as->blob, blob->valuestring, strlen(blob->valuestring) + 1);
-    err = get_envelope(ctx, &as->release_env, &as->release_len, obj, "release", MAX_RELEASE_DOC,
-                       "assignment");
+    err = get_envelope(ctx, &as->release_env, &as->release_len, obj, "release",
+                       MF_AGENT_RELEASE_MAX, "assignment");
     if (err >= 0)
         err = get_envelope(ctx, &as->assignment_env, &as->assignment_len, obj, "assignment",
                            MAX_ASSIGNMENT_DOC, "assignment");
@@ -359,6 +375,7 @@ void mf_agent__checkin_drop(struct mf_agent *a)
     for (size_t i = 0; i < a->n_assignments; i++) {
         mf_manifest_assignment_free(a->assignments[i].verified);
         a->assignments[i].verified = NULL;
+        mf_dynbuf__free(&a->assignments[i].release_kept);
     }
     a->n_assignments = 0;
     cJSON_Delete(a->checkin_doc);

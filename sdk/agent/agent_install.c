@@ -260,6 +260,14 @@ int mf_agent__install(int *deferred_out, struct mf_agent *a, struct agent_model 
         w->next.active.sequence = as->verified->release->sequence;
         w->next.pending = a->health_fn != NULL;
         w->next.starts = 0;
+        /* Its release envelope first, so a state file never names one that is not kept;
+         * without it check-ins are only sent the envelope again. */
+        if (mf_agent__release_keep(w->next.active.release, a, m, slot, as) < 0) {
+            MF_LOG_WARN(&a->ctx, "model %s: %s (its release is sent again)", m->name,
+                        a->ctx.errmsg);
+            mf_ctx__clear(&a->ctx);
+            w->next.active.release[0] = '\0';
+        }
         err = mf_agent__state_save(a, m, &w->next);
     }
     if (err >= 0 && !*deferred_out) {

@@ -5,13 +5,14 @@
  * so it switches atomically; read back and validated field by field at start-up.
  *
  *   {"format":1,
- *    "active":{"slot":"a","version":"v2","sha256":"<hex>","size":123,"sequence":2},
+ *    "active":{"slot":"a","version":"v2","sha256":"<hex>","size":123,"sequence":2,
+ *              "release":"<release digest, hex>"},
  *    "previous":{"slot":"b",...} or null,
  *    "pending":false, "starts":0, "pin":"v1" or null,
  *    "rolled_back":[{"version":"v3","sha256":"<hex>","sequence":3,"reason":"...",
  *                    "reported":true}]}
  *
- * The members after "previous" (and "sequence") are optional, so a state file written by
+ * The members after "previous" (and "sequence", "release") are optional, so a state file written by
  * an older agent still loads; an older agent ignores them.
  */
 #include "mf_agent_int.h"
@@ -43,6 +44,8 @@ static int parse_slot(struct mf_ctx *ctx, struct mf_agent_slot *out, const cJSON
         err = mf_agent__json_u64(ctx, &out->size, obj, "size", UINT64_MAX, what);
     if (err >= 0 && cJSON_GetObjectItemCaseSensitive(obj, "sequence"))
         err = mf_agent__json_u64(ctx, &out->sequence, obj, "sequence", UINT64_MAX, what);
+    if (err >= 0 && cJSON_GetObjectItemCaseSensitive(obj, "release"))
+        err = mf_agent__json_sha256(ctx, out->release, obj, "release", what);
     if (err < 0)
         return err;
     out->slot = slot->valuestring[0];
@@ -143,9 +146,11 @@ static int format_slot(struct mf_dynbuf *b, const char *key, const struct mf_age
     /* version and sha256 were validated ([A-Za-z0-9._-], hex): nothing to escape. */
     return mf_dynbuf__appendf(b,
                               "\"%s\":{\"slot\":\"%c\",\"version\":\"%s\",\"sha256\":\"%s\","
-                              "\"size\":%llu,\"sequence\":%llu}",
+                              "\"size\":%llu,\"sequence\":%llu%s%s%s}",
                               key, s->slot, s->version, s->sha256, (unsigned long long)s->size,
-                              (unsigned long long)s->sequence);
+                              (unsigned long long)s->sequence,
+                              s->release[0] ? ",\"release\":\"" : "", s->release,
+                              s->release[0] ? "\"" : "");
 }
 
 static int format_health(struct mf_dynbuf *b, const struct mf_agent_model_state *st)

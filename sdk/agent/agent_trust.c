@@ -146,3 +146,53 @@ int mf_agent__trust_commit(struct mf_agent *a, const mf_manifest_release *r)
                        mf_trust_errmsg(a->trust));
     return trust_save(a);
 }
+
+/* models/<m>/slot-<x>.release: the envelope of the release slot x holds. */
+static int release_name(struct mf_agent *a, char *out, const struct agent_model *m, char slot)
+{
+    char leaf[24];
+
+    (void)snprintf(leaf, sizeof(leaf), "slot-%c.release", slot);
+    return mf_agent__store_name(a, out, m->name, leaf);
+}
+
+int mf_agent__release_load(struct mf_agent *a, struct agent_model *m,
+                           struct mf_agent_assignment *as)
+{
+    const struct mf_agent_slot *s = &m->state.active;
+    char name[MF_AGENT_STORE_NAME_MAX];
+    int err;
+
+    /* The hints name what runs until the kept envelope verifies (a failure report). */
+    if (s->slot) {
+        memcpy(as->sha256, s->sha256, sizeof(as->sha256));
+        as->size = s->size;
+        (void)snprintf(as->blob, sizeof(as->blob), "/v1/blobs/%s", s->sha256);
+    }
+    if (!s->slot || !s->release[0])
+        return mf_fail(&a->ctx, MF_E_INVALID,
+                       "assignment of model %s carries no signed \"release\" envelope and "
+                       "none is kept",
+                       m->name);
+    err = release_name(a, name, m, s->slot);
+    if (err >= 0)
+        err = mf_agent__store_read(a, &as->release_kept, name, MF_AGENT_RELEASE_MAX);
+    if (err < 0)
+        return err; /* the caller forgets the digest: the next check-in asks for it */
+    as->release_env = (const char *)as->release_kept.data;
+    as->release_len = as->release_kept.len;
+    return MF_OK;
+}
+
+int mf_agent__release_keep(char *out, struct mf_agent *a, const struct agent_model *m, char slot,
+                           const struct mf_agent_assignment *as)
+{
+    char name[MF_AGENT_STORE_NAME_MAX];
+    int err = release_name(a, name, m, slot);
+
+    if (err >= 0)
+        err = mf_agent__store_write(a, name, as->release_env, as->release_len, 0);
+    if (err >= 0)
+        mf_hex__encode(out, as->verified->release_sha256, MF_SHA256_LEN);
+    return err;
+}

@@ -36,6 +36,8 @@
 #define MF_AGENT_BLOB_PATH_MAX 160
 /* Longest state file or credential file read back. */
 #define MF_AGENT_SMALL_FILE_MAX 8192
+/* A release envelope, in a check-in answer or kept for a slot (mf_trust's own cap). */
+#define MF_AGENT_RELEASE_MAX (1024u * 1024u)
 /* Longest storage name the agent builds ("models/<64>/slot-a.part" and such). */
 #define MF_AGENT_STORE_NAME_MAX 112
 /* Read buffer for replaying a prefix or reading a delta from storage. */
@@ -66,6 +68,9 @@ struct mf_agent_slot {
     char sha256[MF_SHA256_HEX_LEN + 1];
     uint64_t size;
     uint64_t sequence; /* release sequence, 0 when unknown (older state files) */
+    /* The release digest of the slot's release, whose envelope is kept in slot-<x>.release
+     * (agent_trust.c); "" when unknown (older state files): check-ins then ask for it. */
+    char release[MF_SHA256_HEX_LEN + 1];
 };
 
 /* A version this device reverted; not retried until a release with a higher sequence. */
@@ -107,9 +112,12 @@ struct mf_agent_assignment {
     char sha256[MF_SHA256_HEX_LEN + 1];
     uint64_t size;
     char blob[MF_AGENT_BLOB_PATH_MAX + 1];
-    const char *release_env; /* borrowed from the check-in answer's tree */
+    const char *release_env; /* borrowed from the check-in answer's tree, or release_kept */
     size_t release_len;
-    const char *assignment_env; /* borrowed from the check-in answer's tree */
+    /* The answer left the release out: the device holds it (its active slot's). */
+    int release_held;
+    struct mf_dynbuf release_kept; /* that envelope, read from storage when release_held */
+    const char *assignment_env;    /* borrowed from the check-in answer's tree */
     size_t assignment_len;
     mf_manifest_assignment *verified; /* owned; NULL until mf_agent__trust_verify() */
     struct mf_agent_delta_ref deltas[MF_AGENT_MAX_DELTAS]; /* unsigned offers, check-in */
@@ -325,6 +333,15 @@ int mf_agent__trust_update(struct mf_agent *a, const struct mf_agent_trust_docs 
 int mf_agent__trust_verify(struct mf_agent *a, struct mf_agent_assignment *as);
 /* Raises the model's floor to the installed release's and saves the state (idempotent). */
 int mf_agent__trust_commit(struct mf_agent *a, const mf_manifest_release *r);
+/* Reads the release envelope kept for `m`'s active slot into as->release_kept and points
+ * as->release_env at it (an answer that left the release out). MF_E_INVALID when none is
+ * kept, the storage's error when it cannot be read. */
+int mf_agent__release_load(struct mf_agent *a, struct agent_model *m,
+                           struct mf_agent_assignment *as);
+/* Keeps verified `as`'s release envelope for slot `slot` of `m` (slot-<x>.release, written
+ * durably) and its digest in `out` (64 hex and NUL), before a state file names it. */
+int mf_agent__release_keep(char *out, struct mf_agent *a, const struct agent_model *m, char slot,
+                           const struct mf_agent_assignment *as);
 
 /* agent_verify.c */
 void mf_agent__vfy_init(struct mf_agent_vfy *v, struct mf_ctx *ctx, const char *what,

@@ -27,6 +27,10 @@ struct mf_checkin_model {
     const char *name;
     const char *version; /* NULL: nothing installed */
     const char *sha256;  /* NULL: nothing installed */
+    /* The release digest of what the device runs and holds the verified release envelope
+     * of (docs/protocol.md, "Check-ins that send only what changed"); NULL: not said (an
+     * older agent), every assignment then carries its release. */
+    const char *release_sha256;
     /* "Check-in fields for deltas, pins and rollback" (docs/protocol.md), all optional. */
     const char *pin; /* NULL: not pinned locally */
     int pending;     /* installed version not confirmed healthy yet */

@@ -91,6 +91,31 @@ int mf_answer__raw_begin(struct mf_answer *a, const char *key)
     return key_of(a, key);
 }
 
+int mf_answer__release(int *held_out, struct mf_answer *a, const struct mf_answer_release *r)
+{
+    char blob[sizeof("/v1/blobs/") + 64];
+    int err = mf_answer__open(a, NULL, '{');
+
+    *held_out = r->held && strcmp(r->held, r->digest) == 0;
+    if (err == MF_OK)
+        err = mf_answer__str(a, "model", r->model);
+    if (err == MF_OK)
+        err = mf_answer__str(a, "version", r->version);
+    if (err != MF_OK || *held_out)
+        return err; /* the device verifies the assignment against the envelope it holds */
+    (void)snprintf(blob, sizeof(blob), "/v1/blobs/%s", r->sha256);
+    err = mf_answer__str(a, "sha256", r->sha256);
+    if (err == MF_OK)
+        err = mf_answer__count(a, "size", r->size);
+    if (err == MF_OK)
+        err = mf_answer__str(a, "blob", blob);
+    if (err == MF_OK)
+        err = mf_answer__raw_begin(a, "release");
+    if (err == MF_OK)
+        err = r->quoted_fn(&a->text, r->quoted_payload);
+    return err == MF_OK ? mf_answer__end(a) : err;
+}
+
 int mf_answer__hole(struct mf_answer *a, const char *key)
 {
     int err;

@@ -42,6 +42,25 @@ int mf_answer__end(struct mf_answer *a);
 /* A string member whose value comes later: envs[i] of mf_answer__finish for the i-th hole. */
 int mf_answer__hole(struct mf_answer *a, const char *key);
 
+/* The release of one assignment (docs/protocol.md, "Check-ins that send only what
+ * changed"). */
+struct mf_answer_release {
+    const char *model, *version, *sha256; /* the hints beside the envelope */
+    uint64_t size;
+    const char *digest; /* the release digest, 64 hex */
+    const char *held;   /* the release digest the device holds (and runs), or NULL */
+    /* Appends the release envelope to `text` as a quoted JSON string. */
+    int (*quoted_fn)(struct mf_dynbuf *text, void *payload);
+    void *quoted_payload;
+};
+
+/* Opens an assignment object (an array element) with its release: model, the hints, the
+ * blob path and the envelope, or only model and version when the device holds this very
+ * release (`held` equals `digest`): then *held_out = 1 and the caller leaves out what only a
+ * download needs (the deltas). The caller writes the assignment envelope and closes it.
+ * MF_OK, the dynbuf's error or quoted_fn's. */
+int mf_answer__release(int *held_out, struct mf_answer *a, const struct mf_answer_release *r);
+
 /* The answer's text with hole i holding envs[i] (lens[i] bytes) as a JSON string (envs may
  * be NULL without holes); NULL when out of memory. a->text is taken or left as it was; free
  * `a` either way. Release the text with mf_free(NULL, p). */

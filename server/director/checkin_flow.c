@@ -44,9 +44,10 @@ struct checkin_work {
      * the directives of each model of the request (in its order). */
     uint64_t first;
     struct mf_store_directives *dirs;
-    /* The decisions: n targets, each with the installed sha256 (deltas) or NULL. */
+    /* The decisions: n targets, each with the request's model entry (what the device runs
+     * and holds: deltas, the release it need not be sent). */
     struct mf_store_version *v;
-    const char **from_sha256;
+    const struct mf_checkin_model **from;
     size_t n;
 };
 
@@ -71,9 +72,8 @@ struct mf_checkin_job {
 static struct checkin_work *work_new(struct mf_httpd_req *r, size_t n_models)
 {
     size_t n = n_models ? n_models : 1;
-    struct checkin_work *w =
-        mf_calloc(&r->ctx.alloc, 1,
-                  sizeof(*w) + n * (sizeof(*w->v) + sizeof(*w->from_sha256) + sizeof(*w->dirs)));
+    struct checkin_work *w = mf_calloc(
+        &r->ctx.alloc, 1, sizeof(*w) + n * (sizeof(*w->v) + sizeof(*w->from) + sizeof(*w->dirs)));
 
     if (!w)
         return NULL;
@@ -82,8 +82,8 @@ static struct checkin_work *work_new(struct mf_httpd_req *r, size_t n_models)
                        sizeof(struct mf_store_version) % _Alignof(const char *) == 0,
                    "checkin_work's arrays stay aligned");
     w->v = (struct mf_store_version *)(void *)(w + 1);
-    w->from_sha256 = (const char **)(void *)(w->v + n);
-    w->dirs = (struct mf_store_directives *)(void *)(w->from_sha256 + n);
+    w->from = (const struct mf_checkin_model **)(void *)(w->v + n);
+    w->dirs = (struct mf_store_directives *)(void *)(w->from + n);
     return w;
 }
 
@@ -94,27 +94,33 @@ static int add_root(void *payload, uint64_t version, const void *env, size_t len
     return mf_answer__str_n(payload, NULL, env, len);
 }
 
-/* "trust": root rotations after the device's root, and the keys document. */
+/* "trust": root rotations after the device's root, and the keys document; left out when
+ * the device holds both already (docs/protocol.md, "Check-ins that send only what
+ * changed"). */
 static int add_trust(struct mf_answer *ans, const struct mf_ccache_view *v,
                      const struct mf_checkin_req *req, const struct mf_dynbuf *keys,
                      uint64_t keys_version)
 {
-    size_t roots_at;
+    size_t trust_at = ans->text.len, roots_at;
     int err = mf_answer__open(ans, "trust", '{');
+    int rotated;
 
     if (err == MF_OK)
         err = mf_answer__open(ans, "roots", '[');
     roots_at = ans->text.len;
     if (err == MF_OK)
         err = mf_ccache__trust_roots_after(v, req->root_version, CHECKIN_MAX_ROOTS, add_root, ans);
+    if (err != MF_OK)
+        return err;
     /* After a rotation the device may drop its keys document, so send it along then too. */
-    if (err == MF_OK) {
-        int rotated = ans->text.len > roots_at;
-
-        err = mf_answer__close(ans, ']');
-        if (err == MF_OK && (req->keys_version != keys_version || rotated))
-            err = mf_answer__str_n(ans, "keys", (const char *)keys->data, keys->len);
+    rotated = ans->text.len > roots_at;
+    if (!rotated && req->keys_version == keys_version) {
+        ans->text.len = trust_at; /* nothing the device lacks */
+        return MF_OK;
     }
+    err = mf_answer__close(ans, ']');
+    if (err == MF_OK && (req->keys_version != keys_version || rotated))
+        err = mf_answer__str_n(ans, "keys", (const char *)keys->data, keys->len);
     return err == MF_OK ? mf_answer__close(ans, '}') : err;
 }
 
@@ -152,19 +158,41 @@ static int add_deltas(struct mf_answer *ans, const struct mf_ccache_view *cv,
     return err == MF_OK ? mf_answer__close(ans, ']') : err;
 }
 
-/* One assignment object: the release's data, its envelope, the assignment envelope signed
- * now (inline) or a hole the group's signature fills (defer), and the delta if any. */
+/* The release envelope, quoted once per release by the cache, appended as it is. */
+struct release_quote {
+    const struct mf_ccache_view *cv;
+    const struct mf_store_version *v;
+};
+
+static int quote_release(struct mf_dynbuf *text, void *payload)
+{
+    const struct release_quote *q = payload;
+
+    return mf_ccache__release_json(text, q->cv, q->v->model, q->v->version);
+}
+
+/* One assignment object: the release (left out when the device holds it), the assignment
+ * envelope signed now (inline) or a hole the group's signature fills (defer), and the delta
+ * if any. */
 static int add_assignment(struct mf_answer *ans, struct mf_httpd_req *r,
                           const struct mf_ccache_view *cv, const struct mf_checkin_req *req,
                           const struct mf_store_version *v, uint64_t sequence,
-                          const char *from_sha256, struct mf_checkin_job *defer)
+                          const struct mf_checkin_model *m, struct mf_checkin_job *defer)
 {
-    char blob[sizeof("/v1/blobs/") + MF_SHA256_HEX_LEN];
+    struct release_quote q = {cv, v};
+    struct mf_answer_release rel = {.model = v->model,
+                                    .version = v->version,
+                                    .sha256 = v->sha256,
+                                    .size = v->size,
+                                    .digest = v->release_digest,
+                                    .held = m->release_sha256,
+                                    .quoted_fn = quote_release,
+                                    .quoted_payload = &q};
     mf_manifest_assignment_spec spec = {
         .device_id = r->device_id, .model = v->model, .nonce = req->nonce, .sequence = sequence};
     uint8_t *env = NULL;
     size_t env_len = 0;
-    int err = MF_OK;
+    int held = 0, err = MF_OK;
 
     if (mf_hex__decode(spec.release_sha256, sizeof(spec.release_sha256), v->release_digest,
                        MF_SHA256_HEX_LEN) < 0)
@@ -172,32 +200,15 @@ static int add_assignment(struct mf_answer *ans, struct mf_httpd_req *r,
                        v->version);
     if (!defer)
         err = mf_director__sign(&env, &env_len, r->env->director, &r->ctx, &spec);
-    (void)snprintf(blob, sizeof(blob), "/v1/blobs/%s", v->sha256);
     if (err == MF_OK)
-        err = mf_answer__open(ans, NULL, '{');
-    if (err == MF_OK)
-        err = mf_answer__str(ans, "model", v->model);
-    if (err == MF_OK)
-        err = mf_answer__str(ans, "version", v->version);
-    if (err == MF_OK)
-        err = mf_answer__str(ans, "sha256", v->sha256);
-    if (err == MF_OK)
-        err = mf_answer__count(ans, "size", v->size);
-    if (err == MF_OK)
-        err = mf_answer__str(ans, "blob", blob);
-    if (err == MF_OK)
-        err = mf_answer__raw_begin(ans, "release");
-    if (err == MF_OK) /* quoted once per release by the cache, appended as it is */
-        err = mf_ccache__release_json(&ans->text, cv, v->model, v->version);
-    if (err == MF_OK)
-        err = mf_answer__end(ans);
+        err = mf_answer__release(&held, ans, &rel);
     if (err == MF_OK)
         err = defer ? mf_answer__hole(ans, "assignment")
                     : mf_answer__str_n(ans, "assignment", (const char *)env, env_len);
     if (err == MF_OK && defer) /* signed with the group's others (mf_checkin_flow__group) */
         defer->specs[defer->n_unsigned++] = spec;
-    if (err == MF_OK)
-        err = add_deltas(ans, cv, from_sha256, v);
+    if (err == MF_OK && !held)
+        err = add_deltas(ans, cv, m->sha256, v);
     if (err == MF_OK)
         err = mf_answer__close(ans, '}');
     mf_free(NULL, env);
@@ -283,7 +294,7 @@ static int collect(struct checkin_work *w, struct mf_httpd_req *r, const struct 
         if (!d.target)
             continue;
         w->v[w->n] = *d.target;
-        w->from_sha256[w->n] = m->sha256;
+        w->from[w->n] = m;
         w->n++;
     }
     return MF_OK;
@@ -301,7 +312,7 @@ static int add_assignments(struct mf_answer *ans, struct checkin_work *w, struct
      * the request), numbered in list order, which is the order the device verifies them
      * in; numbers of models that get no assignment stay unused. */
     for (size_t i = 0; err == MF_OK && i < w->n; i++)
-        err = add_assignment(ans, r, v, req, &w->v[i], w->first + i, w->from_sha256[i], defer);
+        err = add_assignment(ans, r, v, req, &w->v[i], w->first + i, w->from[i], defer);
     return err == MF_OK ? mf_answer__close(ans, ']') : err;
 }
 

@@ -58,26 +58,16 @@ static int add_status(void *payload, const struct mf_store_status *st)
     return MF_OK;
 }
 
-int mf_handlers__devices_list(struct mf_httpd_req *r)
+static int walk_devices(struct mf_httpd_req *r, cJSON *list)
 {
     struct mf_store *s = r->env->store;
-    struct devices_walk w = {NULL, NULL, NULL};
-    cJSON *body = cJSON_CreateObject();
-    int err;
+    struct devices_walk w = {list, NULL, NULL};
+    int err = s->ops->devices->devices_list(s, &r->ctx, add_device, &w);
 
-    w.list = body ? cJSON_AddArrayToObject(body, "devices") : NULL;
-    if (!w.list) {
-        cJSON_Delete(body);
-        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory listing devices");
-    }
-    err = s->ops->devices->devices_list(s, &r->ctx, add_device, &w);
-    if (err == MF_OK)
-        err = s->ops->devices->statuses_list(s, &r->ctx, add_status, &w);
-    if (err == MF_E_NOMEM)
-        err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory listing devices");
-    if (err < 0) {
-        cJSON_Delete(body);
-        return err;
-    }
-    return mf_httpd__reply_json(r, MHD_HTTP_OK, body);
+    return err == MF_OK ? s->ops->devices->statuses_list(s, &r->ctx, add_status, &w) : err;
+}
+
+int mf_handlers__devices_list(struct mf_httpd_req *r)
+{
+    return mf_handlers__reply_list(r, "devices", walk_devices);
 }

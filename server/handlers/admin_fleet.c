@@ -151,12 +151,4 @@ static int add_member(void *payload, const char *device_id, const char *group)
     return MF_OK;
 }
 
-static int walk_groups(struct mf_httpd_req *r, cJSON *list)
-{
-    return r->env->store->ops->director->groups_list(r->env->store, &r->ctx, add_member, list);
-}
-
-int mf_handlers__groups_list(struct mf_httpd_req *r)
-{
-    return mf_handlers__reply_list(r, "groups", walk_groups);
-}
+MF_HANDLERS_LISTING(mf_handlers__groups_list, "groups", director, groups_list, add_member)

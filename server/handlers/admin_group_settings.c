@@ -64,12 +64,10 @@ static int time_field(int64_t *out, struct mf_httpd_req *r, const char *key)
 /* 404 with the store's message ("unknown group", "has no ... set"), else 204. */
 static int settings_result(struct mf_httpd_req *r, int err, const char *what)
 {
-    if (err == MF_E_NOTFOUND)
-        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
-    if (err < 0)
-        return err;
-    MF_LOG_INFO(&r->ctx, "group %s: %s", r->params[0], what);
-    return mf_httpd__reply_empty(r, MHD_HTTP_NO_CONTENT);
+    char done[192];
+
+    (void)snprintf(done, sizeof(done), "group %s: %s", r->params[0], what);
+    return mf_handlers__reply_changed(r, err, done);
 }
 
 int mf_handlers__group_poll_put(struct mf_httpd_req *r)
@@ -181,13 +179,5 @@ static int add_settings(void *payload, const struct mf_store_group_settings *g)
     return ok ? MF_OK : MF_E_NOMEM;
 }
 
-static int walk_settings(struct mf_httpd_req *r, cJSON *list)
-{
-    return r->env->store->ops->director->group_settings_list(r->env->store, &r->ctx, add_settings,
-                                                             list);
-}
-
-int mf_handlers__group_settings_list(struct mf_httpd_req *r)
-{
-    return mf_handlers__reply_list(r, "group_settings", walk_settings);
-}
+MF_HANDLERS_LISTING(mf_handlers__group_settings_list, "group_settings", director,
+                    group_settings_list, add_settings)

@@ -141,14 +141,21 @@ int mf_handlers__publish_data(struct mf_httpd_req *r, const char *data, size_t l
     return err;
 }
 
-static int reply_version(struct mf_httpd_req *r, unsigned status, const struct mf_store_version *v)
+int mf_handlers__reply_version(struct mf_httpd_req *r, unsigned status,
+                               const struct mf_store_version *v, int with_release)
 {
     cJSON *body = cJSON_CreateObject();
+    int ok = body && cJSON_AddStringToObject(body, "model", v->model) &&
+             cJSON_AddStringToObject(body, "version", v->version) &&
+             cJSON_AddStringToObject(body, "sha256", v->sha256) &&
+             cJSON_AddNumberToObject(body, "size", (double)v->size);
 
-    if (body && (!cJSON_AddStringToObject(body, "model", v->model) ||
-                 !cJSON_AddStringToObject(body, "version", v->version) ||
-                 !cJSON_AddStringToObject(body, "sha256", v->sha256) ||
-                 !cJSON_AddNumberToObject(body, "size", (double)v->size))) {
+    if (ok && with_release)
+        ok = cJSON_AddNumberToObject(body, "sequence", (double)v->sequence) &&
+             cJSON_AddNumberToObject(body, "security_floor", (double)v->security_floor) &&
+             cJSON_AddStringToObject(body, "release_sha256", v->release_digest) &&
+             cJSON_AddBoolToObject(body, "promoted", v->promoted > 0);
+    if (!ok) {
         cJSON_Delete(body);
         body = NULL;
     }
@@ -160,7 +167,7 @@ static int reply_existing(struct mf_httpd_req *r, const struct mf_store_version 
                           const struct mf_store_version *got)
 {
     if (mf_ct_memeq(have->sha256, got->sha256, MF_SHA256_HEX_LEN) && have->size == got->size)
-        return reply_version(r, MHD_HTTP_OK, have);
+        return mf_handlers__reply_version(r, MHD_HTTP_OK, have, 0);
     return mf_httpd__reply_error(r, MHD_HTTP_CONFLICT,
                                  "version '%s' of model '%s' exists with different content",
                                  got->version, got->model);
@@ -203,7 +210,7 @@ static int publish_end(struct mf_httpd_req *r)
         return err;
     MF_LOG_INFO(&r->ctx, "published %s/%s sha256=%s size=%llu", v.model, v.version, v.sha256,
                 (unsigned long long)v.size);
-    return reply_version(r, MHD_HTTP_CREATED, &v);
+    return mf_handlers__reply_version(r, MHD_HTTP_CREATED, &v, 0);
 }
 
 int mf_handlers__publish_end(struct mf_httpd_req *r)

@@ -36,15 +36,7 @@ static int add_pin(void *payload, const struct mf_store_pin *p)
     return MF_OK;
 }
 
-static int walk_pins(struct mf_httpd_req *r, cJSON *list)
-{
-    return r->env->store->ops->director->pins_list(r->env->store, &r->ctx, add_pin, list);
-}
-
-int mf_handlers__pins_list(struct mf_httpd_req *r)
-{
-    return mf_handlers__reply_list(r, "pins", walk_pins);
-}
+MF_HANDLERS_LISTING(mf_handlers__pins_list, "pins", director, pins_list, add_pin)
 
 /* Stores scope/target/model -> the body's "version" once it names a released version. */
 static int set_directive(struct mf_httpd_req *r, int scope, const char *target, const char *model)
@@ -54,6 +46,7 @@ static int set_directive(struct mf_httpd_req *r, int scope, const char *target, 
         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r->json, "version"));
     struct mf_store_pin p = {.scope = scope, .created_at = mf_handlers__now()};
     struct mf_store_version v;
+    cJSON *list;
     int err;
 
     if (!version || strlen(version) >= sizeof(p.version))
@@ -86,31 +79,20 @@ static int set_directive(struct mf_httpd_req *r, int scope, const char *target, 
     if (err < 0)
         return err;
     MF_LOG_INFO(&r->ctx, "directive %s %s %s -> %s", scope_names[scope], target, model, version);
-    {
-        cJSON *list = cJSON_CreateArray();
-        cJSON *body;
-
-        if (!list || add_pin(list, &p) < 0) {
-            cJSON_Delete(list);
-            return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory answering a pin");
-        }
-        body = cJSON_DetachItemFromArray(list, 0);
-        cJSON_Delete(list);
-        return mf_httpd__reply_json(r, MHD_HTTP_OK, body);
-    }
+    list = cJSON_CreateArray();
+    return mf_handlers__reply_row(r, MHD_HTTP_OK, list, list ? add_pin(list, &p) : MF_E_NOMEM,
+                                  "a pin");
 }
 
 static int clear_directive(struct mf_httpd_req *r, int scope, const char *target, const char *model)
 {
     struct mf_store *s = r->env->store;
     int err = s->ops->director->pin_clear(s, &r->ctx, scope, target, model);
+    char done[256];
 
-    if (err == MF_E_NOTFOUND)
-        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
-    if (err < 0)
-        return err;
-    MF_LOG_INFO(&r->ctx, "directive %s %s %s cleared", scope_names[scope], target, model);
-    return mf_httpd__reply_empty(r, MHD_HTTP_NO_CONTENT);
+    (void)snprintf(done, sizeof(done), "directive %s %s %s cleared", scope_names[scope], target,
+                   model);
+    return mf_handlers__reply_changed(r, err, done);
 }
 
 /* /v1/admin/pins/{scope}/{target}/{model}: the scope must be device, group or channel. */

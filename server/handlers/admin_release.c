@@ -59,24 +59,6 @@ int mf_handlers__release_data(struct mf_httpd_req *r, const char *data, size_t l
     return MF_OK;
 }
 
-static int reply_release(struct mf_httpd_req *r, unsigned status, const struct mf_store_version *v)
-{
-    cJSON *body = cJSON_CreateObject();
-
-    if (body && (!cJSON_AddStringToObject(body, "model", v->model) ||
-                 !cJSON_AddStringToObject(body, "version", v->version) ||
-                 !cJSON_AddStringToObject(body, "sha256", v->sha256) ||
-                 !cJSON_AddNumberToObject(body, "size", (double)v->size) ||
-                 !cJSON_AddNumberToObject(body, "sequence", (double)v->sequence) ||
-                 !cJSON_AddNumberToObject(body, "security_floor", (double)v->security_floor) ||
-                 !cJSON_AddStringToObject(body, "release_sha256", v->release_digest) ||
-                 !cJSON_AddBoolToObject(body, "promoted", v->promoted > 0))) {
-        cJSON_Delete(body);
-        body = NULL;
-    }
-    return mf_httpd__reply_json(r, status, body);
-}
-
 /* The verified release must describe the stored version byte for byte. */
 static int check_matches(struct mf_httpd_req *r, const mf_manifest_release *rel,
                          const struct mf_store_version *v)
@@ -113,7 +95,7 @@ static int attach(struct mf_httpd_req *r, mf_trust *t, struct mf_store_version *
     if (err == MF_OK && !r->resp && v->sequence) {
         /* Released already: the same envelope again is idempotent, another one is not. */
         if (mf_ct_memeq(digest, v->release_digest, MF_SHA256_HEX_LEN))
-            err = reply_release(r, MHD_HTTP_OK, v);
+            err = mf_handlers__reply_version(r, MHD_HTTP_OK, v, 1);
         else
             err = mf_httpd__reply_error(r, MHD_HTTP_CONFLICT,
                                         "version '%s' of model '%s' has another release already",
@@ -128,7 +110,7 @@ static int attach(struct mf_httpd_req *r, mf_trust *t, struct mf_store_version *
         if (err == MF_E_STATE)
             err = mf_httpd__reply_error(r, MHD_HTTP_CONFLICT, "%s", mf_ctx__errmsg(&r->ctx));
         else if (err == MF_OK)
-            err = reply_release(r, MHD_HTTP_CREATED, v);
+            err = mf_handlers__reply_version(r, MHD_HTTP_CREATED, v, 1);
         if (err == MF_OK && r->status == MHD_HTTP_CREATED) {
             MF_LOG_INFO(&r->ctx, "released %s/%s sequence %llu floor %llu (%s)", v->model,
                         v->version, (unsigned long long)v->sequence,
@@ -210,5 +192,5 @@ int mf_handlers__release_promote(struct mf_httpd_req *r)
         return mf_handlers__reply_failure(r, err);
     MF_LOG_WARN(&r->ctx, "promoted %s/%s by hand (--force): the channel default, no canary",
                 v.model, v.version);
-    return reply_release(r, MHD_HTTP_OK, &v);
+    return mf_handlers__reply_version(r, MHD_HTTP_OK, &v, 1);
 }

@@ -13,20 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static const struct {
-    const char *name;
-    int role;
-} token_roles[] = {{"ops", MF_ROLE_OPS}, {"data", MF_ROLE_DATA}, {"admin", MF_ROLE_ADMIN}};
-
-static const char *role_name(int role)
-{
-    for (size_t i = 0; i < sizeof(token_roles) / sizeof(token_roles[0]); i++) {
-        if (token_roles[i].role == role)
-            return token_roles[i].name;
-    }
-    return "unknown";
-}
-
 static int add_token(void *payload, const struct mf_store_token *t)
 {
     cJSON *o = mf_handlers__add_row(payload);
@@ -34,22 +20,14 @@ static int add_token(void *payload, const struct mf_store_token *t)
     if (!o)
         return MF_E_NOMEM;
     if (!cJSON_AddStringToObject(o, "id", t->id) || !cJSON_AddStringToObject(o, "name", t->name) ||
-        !cJSON_AddStringToObject(o, "role", role_name(t->role)) ||
+        !cJSON_AddStringToObject(o, "role", mf_store__role_name(t->role)) ||
         !cJSON_AddNumberToObject(o, "created_at", (double)t->created_at) ||
         !cJSON_AddBoolToObject(o, "revoked", t->revoked))
         return MF_E_NOMEM;
     return MF_OK;
 }
 
-static int walk_tokens(struct mf_httpd_req *r, cJSON *list)
-{
-    return r->env->store->ops->auth->admin_tokens_list(r->env->store, &r->ctx, add_token, list);
-}
-
-int mf_handlers__tokens_list(struct mf_httpd_req *r)
-{
-    return mf_handlers__reply_list(r, "tokens", walk_tokens);
-}
+MF_HANDLERS_LISTING(mf_handlers__tokens_list, "tokens", auth, admin_tokens_list, add_token)
 
 int mf_handlers__token_create(struct mf_httpd_req *r)
 {
@@ -62,10 +40,7 @@ int mf_handlers__token_create(struct mf_httpd_req *r)
     cJSON *body;
     int err;
 
-    for (size_t i = 0; role && i < sizeof(token_roles) / sizeof(token_roles[0]); i++) {
-        if (strcmp(role, token_roles[i].name) == 0)
-            t.role = token_roles[i].role;
-    }
+    t.role = mf_store__role_of(role);
     if (!t.role)
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
                                      "field 'role' must be \"ops\", \"data\" or \"admin\"");
@@ -89,30 +64,22 @@ int mf_handlers__token_create(struct mf_httpd_req *r)
         cJSON_Delete(body);
         return err;
     }
-    MF_LOG_INFO(&r->ctx, "created %s token %s (%s)", role_name(t.role), t.id, t.name);
-    {
-        cJSON *one = cJSON_DetachItemFromArray(body, 0);
-
-        cJSON_Delete(body);
-        /* cJSON keeps its own copy of the token text; it is freed with the reply. */
-        return mf_httpd__reply_json(r, MHD_HTTP_CREATED, one);
-    }
+    MF_LOG_INFO(&r->ctx, "created %s token %s (%s)", mf_store__role_name(t.role), t.id, t.name);
+    /* cJSON keeps its own copy of the token text; it is freed with the reply. */
+    return mf_handlers__reply_row(r, MHD_HTTP_CREATED, body, MF_OK, "a new token");
 }
 
 int mf_handlers__token_revoke(struct mf_httpd_req *r)
 {
     struct mf_store *s = r->env->store;
     const char *id = r->params[0];
+    char done[64];
     int err;
 
     if (strlen(id) != MF_STORE_TOKEN_ID_LEN || strspn(id, "0123456789abcdef") != strlen(id))
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
                                      "token id '%.20s' is not 16 lower-case hex digits", id);
     err = s->ops->auth->admin_token_revoke(s, &r->ctx, id);
-    if (err == MF_E_NOTFOUND)
-        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
-    if (err < 0)
-        return err;
-    MF_LOG_INFO(&r->ctx, "revoked admin token %s", id);
-    return mf_httpd__reply_empty(r, MHD_HTTP_NO_CONTENT);
+    (void)snprintf(done, sizeof(done), "revoked admin token %s", id);
+    return mf_handlers__reply_changed(r, err, done);
 }

@@ -33,15 +33,7 @@ static int add_webhook(void *payload, const struct mf_store_webhook *w)
     return MF_OK;
 }
 
-static int walk_webhooks(struct mf_httpd_req *r, cJSON *list)
-{
-    return r->env->store->ops->webhooks->webhooks_list(r->env->store, &r->ctx, add_webhook, list);
-}
-
-int mf_handlers__webhooks_list(struct mf_httpd_req *r)
-{
-    return mf_handlers__reply_list(r, "webhooks", walk_webhooks);
-}
+MF_HANDLERS_LISTING(mf_handlers__webhooks_list, "webhooks", webhooks, webhooks_list, add_webhook)
 
 /* The body {"url": ..., "secret": ...}: 400 naming the key that is unknown, missing or bad. */
 static int read_body(const char **url, const char **secret, struct mf_httpd_req *r)
@@ -85,23 +77,15 @@ int mf_handlers__webhook_add(struct mf_httpd_req *r)
     (void)snprintf(w.url, sizeof(w.url), "%s", url);
     MF_LOG_INFO(&r->ctx, "webhook %lld registered: %s", (long long)w.id, w.url);
     list = cJSON_CreateArray();
-    if (!list || add_webhook(list, &w) < 0) {
-        cJSON_Delete(list);
-        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory answering a new webhook");
-    }
-    {
-        cJSON *one = cJSON_DetachItemFromArray(list, 0);
-
-        cJSON_Delete(list);
-        return mf_httpd__reply_json(r, MHD_HTTP_CREATED, one);
-    }
+    return mf_handlers__reply_row(r, MHD_HTTP_CREATED, list,
+                                  list ? add_webhook(list, &w) : MF_E_NOMEM, "a new webhook");
 }
 
 int mf_handlers__webhook_remove(struct mf_httpd_req *r)
 {
     struct mf_store *s = r->env->store;
     const char *id = r->params[0];
-    char *end = NULL;
+    char *end = NULL, done[64];
     long long n = strtoll(id, &end, 10);
     int err;
 
@@ -109,10 +93,6 @@ int mf_handlers__webhook_remove(struct mf_httpd_req *r)
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST, "webhook id '%.20s' is not a number",
                                      id);
     err = s->ops->webhooks->webhook_remove(s, &r->ctx, (int64_t)n);
-    if (err == MF_E_NOTFOUND)
-        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
-    if (err < 0)
-        return err;
-    MF_LOG_INFO(&r->ctx, "webhook %lld removed", n);
-    return mf_httpd__reply_empty(r, MHD_HTTP_NO_CONTENT);
+    (void)snprintf(done, sizeof(done), "webhook %lld removed", n);
+    return mf_handlers__reply_changed(r, err, done);
 }

@@ -85,6 +85,31 @@ int mf_handlers__version_get(struct mf_httpd_req *r);
  * a walk's MF_E_NOMEM gets its message here. */
 typedef int (*mf_handlers_walk_fn)(struct mf_httpd_req *r, cJSON *list);
 int mf_handlers__reply_list(struct mf_httpd_req *r, const char *key, mf_handlers_walk_fn walk);
+/* Defines `name`, the handler of a listing route that takes nothing: 200 {"<key>": [...]} with
+ * a row per call of `add` (the row visitor, handed the array as its payload) from the store's
+ * ops->`domain`->`op`. */
+#define MF_HANDLERS_LISTING(name, key, domain, op, add)                                            \
+    static int name##_walk(struct mf_httpd_req *r, cJSON *list)                                    \
+    {                                                                                              \
+        return r->env->store->ops->domain->op(r->env->store, &r->ctx, add, list);                  \
+    }                                                                                              \
+    int name(struct mf_httpd_req *r)                                                               \
+    {                                                                                              \
+        return mf_handlers__reply_list(r, key, name##_walk);                                       \
+    }
+
+/* Replies `code` with the one row of `list`, which a listing's row adder wrote (so a row a
+ * request creates or changes reads as it does in its listing), and frees the array. `add_err`
+ * is the adder's result: a failure, or no `list`, is MF_E_NOMEM "out of memory answering
+ * <what>". */
+int mf_handlers__reply_row(struct mf_httpd_req *r, unsigned code, cJSON *list, int add_err,
+                           const char *what);
+
+/* Replies `status` with version `v` (model, version, sha256, size), and with `with_release`
+ * its release (sequence, security floor, release digest, promoted): the answer of a publish,
+ * a release and a version read (admin_models.c). */
+int mf_handlers__reply_version(struct mf_httpd_req *r, unsigned status,
+                               const struct mf_store_version *v, int with_release);
 
 /* A new object appended to the array `list` (a listing's row), NULL when out of memory (the
  * object is then freed, the array unchanged). */
@@ -95,6 +120,10 @@ cJSON *mf_handlers__add_row(cJSON *list);
  * its own 400 message. */
 const char *mf_handlers__unknown_member(const cJSON *body, const char *const *known);
 
+/* The answer of a change without a body (a removal, a setting): the store's `err` 404 with
+ * its message when it found nothing to change, any other error as it is, else 204 and the
+ * INFO line `done`. */
+int mf_handlers__reply_changed(struct mf_httpd_req *r, int err, const char *done);
 /* An error the client caused becomes its 4xx with the context's message (MF_E_INVALID and
  * MF_E_LIMIT 400, MF_E_NOTFOUND 404, MF_E_STATE 409); any other error is returned as the
  * server's. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The shapes admin answers share: {"<key>": [ ...rows the store walk adds... ]}, and the 4xx
- * of an error the client caused. */
+/* The shapes admin answers share: {"<key>": [ ...rows the store walk adds... ]}, one such row
+ * on its own, and the 4xx of an error the client caused. */
 #include "handlers/handlers.h"
 
 #include <string.h>
@@ -18,6 +18,20 @@ int mf_handlers__reply_list(struct mf_httpd_req *r, const char *key, mf_handlers
         return err;
     }
     return mf_httpd__reply_json(r, MHD_HTTP_OK, body);
+}
+
+int mf_handlers__reply_row(struct mf_httpd_req *r, unsigned code, cJSON *list, int add_err,
+                           const char *what)
+{
+    cJSON *row;
+
+    if (!list || add_err < 0) {
+        cJSON_Delete(list);
+        return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory answering %s", what);
+    }
+    row = cJSON_DetachItemFromArray(list, 0);
+    cJSON_Delete(list);
+    return mf_httpd__reply_json(r, code, row);
 }
 
 cJSON *mf_handlers__add_row(cJSON *list)
@@ -45,6 +59,16 @@ const char *mf_handlers__unknown_member(const cJSON *body, const char *const *kn
             return m->string;
     }
     return NULL;
+}
+
+int mf_handlers__reply_changed(struct mf_httpd_req *r, int err, const char *done)
+{
+    if (err == MF_E_NOTFOUND)
+        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
+    if (err < 0)
+        return err;
+    MF_LOG_INFO(&r->ctx, "%s", done);
+    return mf_httpd__reply_empty(r, MHD_HTTP_NO_CONTENT);
 }
 
 int mf_handlers__reply_failure(struct mf_httpd_req *r, int err)

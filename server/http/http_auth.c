@@ -44,19 +44,6 @@ static int deny(struct mf_httpd_req *r, const char *why)
     return MF_E_AUTH;
 }
 
-static const char *role_name(int role)
-{
-    switch (role) {
-    case MF_ROLE_OPS:
-        return "ops";
-    case MF_ROLE_DATA:
-        return "data";
-    case MF_ROLE_ADMIN:
-        return "admin";
-    }
-    return "unknown";
-}
-
 /* After a valid credential: the role must be one the route allows (403 otherwise). */
 static int check_role(struct mf_httpd_req *r)
 {
@@ -65,7 +52,7 @@ static int check_role(struct mf_httpd_req *r)
     if (r->route->roles & (unsigned)r->role)
         return MF_OK;
     err = mf_httpd__reply_error(r, MHD_HTTP_FORBIDDEN, "a token of role %s may not use %s %s",
-                                role_name(r->role), r->route->method, r->route->pattern);
+                                mf_store__role_name(r->role), r->route->method, r->route->pattern);
     return err < 0 ? err : MF_E_AUTH;
 }
 

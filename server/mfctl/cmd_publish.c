@@ -124,6 +124,23 @@ FILE *mfctl__open_model(struct mfctl *c, const char *path, uint64_t *size)
     return f;
 }
 
+/* The arguments of upload and release: the common flags, then NAME VERSION and a file, named
+ * `file` in the usage line. -1 when they are good (*json set), else the exit code. */
+static int name_version_file(int *json, struct mfctl *c, int argc, char **argv, const char *file)
+{
+    int nargs, rc = mfctl__common_flags(c, argc, argv, json, &nargs);
+
+    if (rc >= 0)
+        return rc;
+    if (nargs != 3) {
+        (void)fprintf(c->err, "mfctl %s: expected NAME VERSION %s\n%s", c->cmd->name, file,
+                      c->cmd->usage);
+        return 2;
+    }
+    rc = mfctl__check_names(c, argv[1], argv[2]);
+    return rc ? rc : -1;
+}
+
 int mfctl__cmd_upload(struct mfctl *c, int argc, char **argv)
 {
     mf_manifest_release_spec spec = {.chunk_size = MFCTL_DEFAULT_CHUNK};
@@ -131,18 +148,11 @@ int mfctl__cmd_upload(struct mfctl *c, int argc, char **argv)
     uint8_t(*chunks)[32] = NULL;
     char sha_hex[65];
     uint64_t size = 0;
-    int json, nargs, rc, err;
+    int json, rc, err;
     FILE *f;
 
-    rc = mfctl__common_flags(c, argc, argv, &json, &nargs);
+    rc = name_version_file(&json, c, argc, argv, "FILE");
     if (rc >= 0)
-        return rc;
-    if (nargs != 3) {
-        (void)fprintf(c->err, "mfctl upload: expected NAME VERSION FILE\n%s", c->cmd->usage);
-        return 2;
-    }
-    rc = mfctl__check_names(c, argv[1], argv[2]);
-    if (rc)
         return rc;
     f = mfctl__open_model(c, argv[3], &size);
     if (!f)
@@ -173,17 +183,10 @@ int mfctl__cmd_release(struct mfctl *c, int argc, char **argv)
     struct mf_http_response resp;
     char *env = NULL;
     size_t len = 0;
-    int json, nargs, rc, err;
+    int json, rc, err;
 
-    rc = mfctl__common_flags(c, argc, argv, &json, &nargs);
+    rc = name_version_file(&json, c, argc, argv, "ENVELOPE");
     if (rc >= 0)
-        return rc;
-    if (nargs != 3) {
-        (void)fprintf(c->err, "mfctl release: expected NAME VERSION ENVELOPE\n%s", c->cmd->usage);
-        return 2;
-    }
-    rc = mfctl__check_names(c, argv[1], argv[2]);
-    if (rc)
         return rc;
     if (mfctl__connect(c) != 0)
         return 1;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Store backend selection by URL scheme, from an explicit static table (STYLE rule 5), and
- * the trust state built from the stored documents. */
+/* Store backend selection by URL scheme, from an explicit static table (STYLE rule 5), the
+ * names of the admin token roles, and the trust state built from the stored documents. */
 #include "store/store.h"
 
 #include "mf/trust.h"
@@ -12,6 +12,29 @@ static const struct mf_store_ops *const store_backends[] = {
     &mf_store__pg_ops,
     &mf_store__postgres_ops,
 };
+
+static const struct {
+    const char *name;
+    int role;
+} store_roles[] = {{"ops", MF_ROLE_OPS}, {"data", MF_ROLE_DATA}, {"admin", MF_ROLE_ADMIN}};
+
+const char *mf_store__role_name(int role)
+{
+    for (size_t i = 0; i < sizeof(store_roles) / sizeof(store_roles[0]); i++) {
+        if (store_roles[i].role == role)
+            return store_roles[i].name;
+    }
+    return "unknown";
+}
+
+int mf_store__role_of(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof(store_roles) / sizeof(store_roles[0]); i++) {
+        if (strcmp(name, store_roles[i].name) == 0)
+            return store_roles[i].role;
+    }
+    return 0;
+}
 
 int mf_store__open(struct mf_store **out, struct mf_ctx *ctx, const char *url, int create)
 {

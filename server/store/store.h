@@ -442,6 +442,12 @@ int mf_store__epoch_floor(uint64_t *floor_out, struct mf_ctx *ctx, int64_t epoch
 int mf_store__open(struct mf_store **out, struct mf_ctx *ctx, const char *url, int create);
 void mf_store__close(struct mf_store *s);
 
+/* The name of admin token role `role` ("ops", "data", "admin"; "unknown" for any other
+ * value), and the role a name spells (0 for none): one table for the router's log lines, the
+ * token routes' bodies and their answers. */
+const char *mf_store__role_name(int role);
+int mf_store__role_of(const char *name);
+
 /* A trust state (manifests/verify) holding the store's newest root and, when `need_keys`,
  * its newest keys document: what the server judges incoming documents with. MF_E_NOTFOUND
  * when the store has none yet. Ownership: release with mf_trust_free(). */

@@ -36,9 +36,6 @@ static const struct mf_sql sql_audit_prune =
     MF_SQL("DELETE FROM audit_log WHERE at < ?1"
            " OR seq <= (SELECT coalesce(max(seq), 0) FROM audit_log) - ?2",
            "pruning the audit log");
-static const struct mf_sql sql_event_add =
-    MF_SQL("INSERT INTO rollout_events(rollout_id, at, kind, detail) VALUES(?, ?, ?, ?)",
-           "recording a rollout event");
 /* One delivery per registered webhook, due at once. */
 static const struct mf_sql sql_outbox_add =
     MF_SQL("INSERT INTO webhook_outbox(webhook_id, event_id, body, next_at, created_at)"
@@ -104,8 +101,7 @@ struct event_args {
 static int event_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx, void *arg)
 {
     const struct event_args *x = arg;
-    int err = mf_store__run(NULL, s, tx, ctx, &sql_event_add, NULL, NULL, "iitt", x->e->rollout_id,
-                            x->e->at, x->e->kind, x->e->detail);
+    int err = mf_store__event_insert(s, tx, ctx, x->e);
 
     if (err == MF_OK && x->a)
         err = audit_insert(s, tx, ctx, x->a);

@@ -39,19 +39,20 @@ static const struct mf_sql sql_admin_insert =
 static const struct mf_sql sql_admin_auth =
     MF_SQL("SELECT hash, role, name FROM tokens WHERE hash = ? AND kind = 0 AND revoked = 0",
            "token lookup");
-/* A token's id is the hex of its hash's first 8 bytes. */
-static const struct mf_sql sql_admin_revoke =
-    MF_SQL_PAIR("UPDATE tokens SET revoked = 1 WHERE kind = 0 AND revoked = 0"
-                " AND lower(hex(substr(hash, 1, 8))) = lower(?)",
-                "UPDATE tokens SET revoked = 1 WHERE kind = 0 AND revoked = 0"
-                " AND encode(substring(hash FROM 1 FOR 8), 'hex') = lower(?)",
-                "revoking an admin token");
+/* A token's id is the hex of its hash's first 8 bytes, in each dialect. */
+#define TOKEN_ID_SQLITE "lower(hex(substr(hash, 1, 8)))"
+#define TOKEN_ID_PG "encode(substring(hash FROM 1 FOR 8), 'hex')"
+#define ADMIN_REVOKE(id)                                                                           \
+    "UPDATE tokens SET revoked = 1 WHERE kind = 0 AND revoked = 0 AND " id " = lower(?)"
+static const struct mf_sql sql_admin_revoke = MF_SQL_PAIR(
+    ADMIN_REVOKE(TOKEN_ID_SQLITE), ADMIN_REVOKE(TOKEN_ID_PG), "revoking an admin token");
 /* Creation order: SQLite's rowid, PostgreSQL's seq column (migration 3). */
+#define ADMIN_LIST(id, order)                                                                      \
+    "SELECT " id                                                                                   \
+    ", name, role, created_at, revoked FROM tokens WHERE kind = 0 ORDER BY created_at, " order
 static const struct mf_sql sql_admin_list = {
-    .sqlite = "SELECT lower(hex(substr(hash, 1, 8))), name, role, created_at, revoked"
-              " FROM tokens WHERE kind = 0 ORDER BY created_at, rowid",
-    .pg = "SELECT encode(substring(hash FROM 1 FOR 8), 'hex'), name, role,"
-          " created_at, revoked FROM tokens WHERE kind = 0 ORDER BY created_at, seq",
+    .sqlite = ADMIN_LIST(TOKEN_ID_SQLITE, "rowid"),
+    .pg = ADMIN_LIST(TOKEN_ID_PG, "seq"),
     .what = "listing admin tokens",
     .stream = 1,
 };
@@ -202,11 +203,7 @@ static int visit_token(void *payload, const struct mf_store_cursor *row)
     return ((mf_store_token_fn)w->fn)(w->payload, &t);
 }
 
-static int auth_admin_tokens_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_token_fn fn,
-                                  void *payload)
-{
-    return mf_store__list(s, ctx, &sql_admin_list, visit_token, (void (*)(void))fn, payload, "");
-}
+MF_STORE_LISTING(auth_admin_tokens_list, mf_store_token_fn, &sql_admin_list, visit_token)
 
 /* clang-format off */
 const struct mf_store_auth_ops mf_store__auth_ops = {

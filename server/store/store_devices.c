@@ -118,11 +118,7 @@ static int visit_sha(void *payload, const struct mf_store_cursor *row)
     return ((mf_store_pair_fn)w->fn)(w->payload, "", sha);
 }
 
-static int devices_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_device_fn fn,
-                        void *payload)
-{
-    return mf_store__list(s, ctx, &sql_devices_list, visit_device, (void (*)(void))fn, payload, "");
-}
+MF_STORE_LISTING(devices_list, mf_store_device_fn, &sql_devices_list, visit_device)
 
 static int devices_fleet_sha256s(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                                  mf_store_pair_fn fn, void *payload)
@@ -131,12 +127,7 @@ static int devices_fleet_sha256s(struct mf_store *s, struct mf_ctx *ctx, const c
                           model);
 }
 
-static int devices_statuses_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_status_fn fn,
-                                 void *payload)
-{
-    return mf_store__list(s, ctx, &sql_statuses_list, visit_status, (void (*)(void))fn, payload,
-                          "");
-}
+MF_STORE_LISTING(devices_statuses_list, mf_store_status_fn, &sql_statuses_list, visit_status)
 
 /* clang-format off */
 static int visit_count(void *payload, const struct mf_store_cursor *row)
@@ -147,12 +138,7 @@ static int visit_count(void *payload, const struct mf_store_cursor *row)
                                       mf_store__col_str(row, 1), mf_store__col_i64(row, 2));
 }
 
-static int devices_version_counts(struct mf_store *s, struct mf_ctx *ctx, mf_store_count_fn fn,
-                                  void *payload)
-{
-    return mf_store__list(s, ctx, &sql_version_counts, visit_count, (void (*)(void))fn, payload,
-                          "");
-}
+MF_STORE_LISTING(devices_version_counts, mf_store_count_fn, &sql_version_counts, visit_count)
 
 const struct mf_store_devices_ops mf_store__devices_ops = {
     .device_touch = devices_touch, .report_insert = devices_report_insert,

@@ -101,11 +101,7 @@ static int visit_pair(void *payload, const struct mf_store_cursor *row)
     return ((mf_store_pair_fn)w->fn)(w->payload, a, b);
 }
 
-static int director_groups_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_pair_fn fn,
-                                void *payload)
-{
-    return mf_store__list(s, ctx, &sql_groups_list, visit_pair, (void (*)(void))fn, payload, "");
-}
+MF_STORE_LISTING(director_groups_list, mf_store_pair_fn, &sql_groups_list, visit_pair)
 
 static int director_device_groups_get(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
                                       mf_store_pair_fn fn, void *payload)
@@ -140,11 +136,7 @@ static int visit_pin(void *payload, const struct mf_store_cursor *row)
     return ((mf_store_pin_fn)w->fn)(w->payload, &p);
 }
 
-static int director_pins_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_pin_fn fn,
-                              void *payload)
-{
-    return mf_store__list(s, ctx, &sql_pins_list, visit_pin, (void (*)(void))fn, payload, "");
-}
+MF_STORE_LISTING(director_pins_list, mf_store_pin_fn, &sql_pins_list, visit_pin)
 
 void mf_store__directives_row(struct mf_store_directives *out, const struct mf_store_cursor *c,
                               int col)
@@ -319,12 +311,8 @@ static int visit_settings(void *payload, const struct mf_store_cursor *row)
     return ((mf_store_group_settings_fn)w->fn)(w->payload, &g);
 }
 
-static int director_group_settings_list(struct mf_store *s, struct mf_ctx *ctx,
-                                        mf_store_group_settings_fn fn, void *payload)
-{
-    return mf_store__list(s, ctx, &sql_group_settings_list, visit_settings, (void (*)(void))fn,
-                          payload, "");
-}
+MF_STORE_LISTING(director_group_settings_list, mf_store_group_settings_fn, &sql_group_settings_list,
+                 visit_settings)
 
 /* The first group (rows by name) with each setting gives that setting. */
 static int take_settings(void *payload, const struct mf_store_cursor *row)

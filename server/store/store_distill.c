@@ -6,7 +6,6 @@
  */
 #include "store/store_engine.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #define RUN_COLUMNS                                                                                \
@@ -22,8 +21,8 @@ static const struct mf_sql sql_run_insert =
            "creating a distillation run");
 static const struct mf_sql sql_run_update =
     MF_SQL("UPDATE distill_runs SET state = ?1, parent_version = ?2, version = ?3,"
-           " rollout_id = ?4, samples_until = ?5, record = ?6, error = ?7, updated_at = ?8"
-           " WHERE id = ?9 AND (?10 = '' OR state = ?10)",
+           " rollout_id = ?4, samples_until = ?5, record = ?6, error = ?7,"
+           " updated_at = ?8" MF_SQL_STATE_GUARD("?9", "?10"),
            "updating a distillation run");
 static const struct mf_sql sql_run_get =
     MF_SQL_LIST("SELECT " RUN_COLUMNS " FROM distill_runs WHERE id = ?", "reading a run");
@@ -41,7 +40,6 @@ static int distill_run_put(struct mf_store *s, struct mf_ctx *ctx, struct mf_sto
                            const char *expect_state)
 {
     const char *record = r->record ? r->record : "";
-    char missing[96];
     int found = 0;
 
     if (strlen(record) > MF_STORE_DISTILL_RECORD_MAX)
@@ -52,12 +50,10 @@ static int distill_run_put(struct mf_store *s, struct mf_ctx *ctx, struct mf_sto
                                "tttiittitti", r->state, r->parent_version, r->version,
                                r->rollout_id, r->samples_until, record, r->error, r->updated_at,
                                r->model, r->trigger, r->created_at);
-    (void)snprintf(missing, sizeof(missing), "distillation run %lld is unknown or no longer %s",
-                   (long long)r->id, expect_state[0] ? expect_state : "there");
-    return mf_store__change(s, NULL, ctx, expect_state[0] ? MF_E_STATE : MF_E_NOTFOUND, missing,
-                            &sql_run_update, "tttiittiit", r->state, r->parent_version, r->version,
-                            r->rollout_id, r->samples_until, record, r->error, r->updated_at, r->id,
-                            expect_state);
+    return mf_store__change_state(s, ctx, "distillation run", r->id, expect_state, &sql_run_update,
+                                  "tttiittiit", r->state, r->parent_version, r->version,
+                                  r->rollout_id, r->samples_until, record, r->error, r->updated_at,
+                                  r->id, expect_state);
 }
 
 static int visit_run(void *payload, const struct mf_store_cursor *row)

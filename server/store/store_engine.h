@@ -69,6 +69,15 @@ struct mf_sql {
                 MF_SQL_LEASE_CLAIM_(table, taken, eligible, returning, " FOR UPDATE SKIP LOCKED"), \
                 what_)
 
+/* The end of a lease (done, failed, retried): the WHERE of an UPDATE that changes row ?1 only
+ * while owner ?2 still holds it in state `taken`, so a holder whose lease another node took
+ * over changes nothing. */
+#define MF_SQL_LEASE_HELD(taken) " WHERE id = ?1 AND owner = ?2 AND state = '" taken "'"
+/* A failed attempt's SET: the lease released, the row failed for good once it has had `max`
+ * attempts, else back to state `again` for the next claim. */
+#define MF_SQL_LEASE_RETRY(max, again)                                                             \
+    "lease_until = 0, state = CASE WHEN attempts >= " max " THEN 'failed' ELSE '" again "' END"
+
 /* Statement parameters, neutral: each backend binds them its own way. */
 #define MF_STORE_PARAMS_MAX 16
 
@@ -151,6 +160,15 @@ int mf_store__first(int *found_out, struct mf_store *s, struct mf_store_tx *tx, 
 int mf_store__change(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
                      int missing_err, const char *missing, const struct mf_sql *q,
                      const char *types, ...);
+/* The update of a row that has a state (a rollout, a distillation run), its WHERE written
+ * with MF_SQL_STATE_GUARD: it changes row `id` only while the row's state is `expect_state`
+ * ("" for any), on its own. Changing none is MF_E_STATE "<noun> <id> is unknown or no longer
+ * <expect_state>", or MF_E_NOTFOUND ("... no longer there") when no state was expected. */
+#define MF_SQL_STATE_GUARD(id, expect)                                                             \
+    " WHERE id = " id " AND (" expect " = '' OR state = " expect ")"
+int mf_store__change_state(struct mf_store *s, struct mf_ctx *ctx, const char *noun, int64_t id,
+                           const char *expect_state, const struct mf_sql *q, const char *types,
+                           ...);
 int mf_store__in_tx(struct mf_store *s, struct mf_ctx *ctx, mf_store_tx_fn fn, void *arg);
 /* A row visitor for a statement answering one integer (a RETURNING id, a count): column 0 to
  * *(int64_t *)payload. */
@@ -166,6 +184,13 @@ struct mf_store_visit {
 
 int mf_store__list(struct mf_store *s, struct mf_ctx *ctx, const struct mf_sql *q,
                    mf_store_row_fn visit, void (*fn)(void), void *payload, const char *types, ...);
+/* Defines the op `name` that lists every row of `q` (no parameters): `visit` decodes a row and
+ * hands it to the caller's `fn` (of type `fn_type`) with its payload. */
+#define MF_STORE_LISTING(name, fn_type, q, visit)                                                  \
+    static int name(struct mf_store *s, struct mf_ctx *ctx, fn_type fn, void *payload)             \
+    {                                                                                              \
+        return mf_store__list(s, ctx, q, visit, (void (*)(void))fn, payload, "");                  \
+    }
 
 /* Reads the columns from `col` on into the places that follow, one letter a column: 't' text
  * into (char *dst, size_t size), truncating (MF_STORE_TEXT(field) spells both); 'i' int64_t *;
@@ -242,6 +267,20 @@ extern const struct mf_store_distill_ops mf_store__distill_ops;
 extern const struct mf_store_blobs_ops mf_store__blobs_ops;
 extern const struct mf_store_audit_ops mf_store__audit_ops;
 extern const struct mf_store_webhooks_ops mf_store__webhooks_ops;
+/* The members of a backend's struct mf_store_ops that name these tables: every domain but
+ * check-in, which each backend writes its own way (one batched transaction each). */
+#define MF_STORE_NEUTRAL_DOMAINS                                                                   \
+    .auth = &mf_store__auth_ops, .registry = &mf_store__registry_ops,                              \
+    .devices = &mf_store__devices_ops, .director = &mf_store__director_ops,                        \
+    .jobs = &mf_store__jobs_ops, .offload = &mf_store__offload_ops,                                \
+    .rollout = &mf_store__rollout_ops, .distill = &mf_store__distill_ops,                          \
+    .blobs = &mf_store__blobs_ops, .audit = &mf_store__audit_ops,                                  \
+    .webhooks = &mf_store__webhooks_ops
+
+/* rollout_event_add in `tx` (NULL: on its own); the audit domain writes an event, its audit row
+ * and its webhook deliveries in one transaction. */
+int mf_store__event_insert(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
+                           const struct mf_store_rollout_event *e);
 
 /* blob_ref inside a transaction (samples_delete decides orphans in its own). */
 int mf_store__blob_ref_read(char who_out[MF_STORE_BLOB_REF_MAX], struct mf_store *s,

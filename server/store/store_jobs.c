@@ -29,14 +29,11 @@ static const struct mf_sql sql_claim = MF_SQL_LEASE_CLAIM(
     "jobs", "running",
     "(state = 'queued' OR (state = 'running' AND lease_until <= ?2)) AND (?4 = '' OR kind = ?4)",
     "id, kind, arg, attempts", "claiming a job");
-static const struct mf_sql sql_complete =
-    MF_SQL("UPDATE jobs SET state = 'done', lease_until = 0 WHERE id = ? AND owner = ?"
-           " AND state = 'running'",
-           "ending a job");
-static const struct mf_sql sql_fail =
-    MF_SQL("UPDATE jobs SET error = ?3, lease_until = 0, state = CASE WHEN attempts >= 3"
-           " THEN 'failed' ELSE 'queued' END WHERE id = ?1 AND owner = ?2 AND state = 'running'",
-           "ending a job");
+static const struct mf_sql sql_complete = MF_SQL(
+    "UPDATE jobs SET state = 'done', lease_until = 0" MF_SQL_LEASE_HELD("running"), "ending a job");
+static const struct mf_sql sql_fail = MF_SQL(
+    "UPDATE jobs SET error = ?3, " MF_SQL_LEASE_RETRY("3", "queued") MF_SQL_LEASE_HELD("running"),
+    "ending a job");
 static const struct mf_sql sql_counts =
     MF_SQL_PAIR("SELECT coalesce(sum(state = 'queued' OR (state = 'running' AND"
                 " lease_until <= ?1)), 0), coalesce(sum(state = 'running' AND"

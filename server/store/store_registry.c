@@ -165,12 +165,7 @@ static int visit_version(void *payload, const struct mf_store_cursor *row)
     return ((mf_store_version_fn)w->fn)(w->payload, &v);
 }
 
-static int registry_versions_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_version_fn fn,
-                                  void *payload)
-{
-    return mf_store__list(s, ctx, &sql_versions_list, visit_version, (void (*)(void))fn, payload,
-                          "");
-}
+MF_STORE_LISTING(registry_versions_list, mf_store_version_fn, &sql_versions_list, visit_version)
 
 struct release_args {
     const struct mf_store_version *v;

@@ -7,7 +7,6 @@
  */
 #include "store/store_engine.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #define ROLLOUT_COLUMNS                                                                            \
@@ -32,8 +31,7 @@ static const struct mf_sql sql_rollout_insert =
            "creating a rollout");
 static const struct mf_sql sql_rollout_update =
     MF_SQL("UPDATE rollouts SET state = ?1, wave = ?2, wave_started_at = ?3, updated_at = ?4,"
-           " breach = ?5, soak_started_at = ?8, control = ?9 WHERE id = ?6"
-           " AND (?7 = '' OR state = ?7)",
+           " breach = ?5, soak_started_at = ?8, control = ?9" MF_SQL_STATE_GUARD("?6", "?7"),
            "updating a rollout");
 static const struct mf_sql sql_rollout_get =
     MF_SQL_LIST("SELECT " ROLLOUT_COLUMNS " FROM rollouts WHERE id = ?", "reading a rollout");
@@ -79,7 +77,6 @@ static int rollout_telemetry_list(struct mf_store *s, struct mf_ctx *ctx, const 
 static int rollout_put(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_rollout *r,
                        const char *expect_state)
 {
-    char missing[96];
     int found = 0;
 
     if (r->id == 0)
@@ -87,12 +84,10 @@ static int rollout_put(struct mf_store *s, struct mf_ctx *ctx, struct mf_store_r
                                &r->id, "ttttiiiittit", r->model, r->version, r->prev_version,
                                r->state, (int64_t)r->wave, r->wave_started_at, r->created_at,
                                r->updated_at, r->plan, r->breach, r->soak_started_at, r->control);
-    (void)snprintf(missing, sizeof(missing), "rollout %lld is unknown or no longer %s",
-                   (long long)r->id, expect_state[0] ? expect_state : "there");
-    return mf_store__change(s, NULL, ctx, expect_state[0] ? MF_E_STATE : MF_E_NOTFOUND, missing,
-                            &sql_rollout_update, "tiiititit", r->state, (int64_t)r->wave,
-                            r->wave_started_at, r->updated_at, r->breach, r->id, expect_state,
-                            r->soak_started_at, r->control);
+    return mf_store__change_state(s, ctx, "rollout", r->id, expect_state, &sql_rollout_update,
+                                  "tiiititit", r->state, (int64_t)r->wave, r->wave_started_at,
+                                  r->updated_at, r->breach, r->id, expect_state, r->soak_started_at,
+                                  r->control);
 }
 
 static void read_rollout(struct mf_store_rollout *r, const struct mf_store_cursor *row)
@@ -138,11 +133,17 @@ static int rollouts_list(struct mf_store *s, struct mf_ctx *ctx, const char *mod
                           "t", model);
 }
 
+int mf_store__event_insert(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
+                           const struct mf_store_rollout_event *e)
+{
+    return mf_store__run(NULL, s, tx, ctx, &sql_event_add, NULL, NULL, "iitt", e->rollout_id, e->at,
+                         e->kind, e->detail);
+}
+
 static int rollout_event_add(struct mf_store *s, struct mf_ctx *ctx,
                              const struct mf_store_rollout_event *e)
 {
-    return mf_store__run(NULL, s, NULL, ctx, &sql_event_add, NULL, NULL, "iitt", e->rollout_id,
-                         e->at, e->kind, e->detail);
+    return mf_store__event_insert(s, NULL, ctx, e);
 }
 
 static int visit_event(void *payload, const struct mf_store_cursor *row)

@@ -45,13 +45,19 @@ static void params_va(struct mf_store_params *p, const char *types, va_list ap)
     }
 }
 
+/* The statement helpers' parameters: the arguments that follow `types`. */
+#define PARAMS_FROM_ARGS(p, types)                                                                 \
+    do {                                                                                           \
+        va_list ap;                                                                                \
+                                                                                                   \
+        va_start(ap, types);                                                                       \
+        params_va(p, types, ap);                                                                   \
+        va_end(ap);                                                                                \
+    } while (0)
+
 void mf_store__params(struct mf_store_params *p, const char *types, ...)
 {
-    va_list ap;
-
-    va_start(ap, types);
-    params_va(p, types, ap);
-    va_end(ap);
+    PARAMS_FROM_ARGS(p, types);
 }
 
 int mf_store__run(int64_t *changes_out, struct mf_store *s, struct mf_store_tx *tx,
@@ -59,11 +65,8 @@ int mf_store__run(int64_t *changes_out, struct mf_store *s, struct mf_store_tx *
                   const char *types, ...)
 {
     struct mf_store_params p;
-    va_list ap;
 
-    va_start(ap, types);
-    params_va(&p, types, ap);
-    va_end(ap);
+    PARAMS_FROM_ARGS(&p, types);
     return s->engine->run(changes_out, s, tx, ctx, q, &p, fn, payload);
 }
 
@@ -72,11 +75,8 @@ int mf_store__list(struct mf_store *s, struct mf_ctx *ctx, const struct mf_sql *
 {
     struct mf_store_visit v = {fn, payload, ctx};
     struct mf_store_params p;
-    va_list ap;
 
-    va_start(ap, types);
-    params_va(&p, types, ap);
-    va_end(ap);
+    PARAMS_FROM_ARGS(&p, types);
     return s->engine->run(NULL, s, NULL, ctx, q, &p, visit, &v);
 }
 
@@ -107,14 +107,21 @@ int mf_store__first(int *found_out, struct mf_store *s, struct mf_store_tx *tx, 
 {
     struct first_row f = {fn, payload, 0};
     struct mf_store_params p;
-    va_list ap;
     int err;
 
-    va_start(ap, types);
-    params_va(&p, types, ap);
-    va_end(ap);
+    PARAMS_FROM_ARGS(&p, types);
     err = s->engine->run(NULL, s, tx, ctx, q, &p, take_first, &f);
     *found_out = err == MF_OK && f.found > 0;
+    return err;
+}
+
+static int change_params(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
+                         const struct mf_sql *q, const struct mf_store_params *p, int *none_out)
+{
+    int64_t changes = 0;
+    int err = s->engine->run(&changes, s, tx, ctx, q, p, NULL, NULL);
+
+    *none_out = err == MF_OK && changes == 0;
     return err;
 }
 
@@ -123,17 +130,28 @@ int mf_store__change(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *
                      const char *types, ...)
 {
     struct mf_store_params p;
-    int64_t changes = 0;
-    va_list ap;
+    int none;
     int err;
 
-    va_start(ap, types);
-    params_va(&p, types, ap);
-    va_end(ap);
-    err = s->engine->run(&changes, s, tx, ctx, q, &p, NULL, NULL);
-    if (err == MF_OK && changes == 0)
-        err = mf_fail(ctx, missing_err, "%s", missing);
-    return err;
+    PARAMS_FROM_ARGS(&p, types);
+    err = change_params(s, tx, ctx, q, &p, &none);
+    return none ? mf_fail(ctx, missing_err, "%s", missing) : err;
+}
+
+int mf_store__change_state(struct mf_store *s, struct mf_ctx *ctx, const char *noun, int64_t id,
+                           const char *expect_state, const struct mf_sql *q, const char *types, ...)
+{
+    struct mf_store_params p;
+    int none;
+    int err;
+
+    PARAMS_FROM_ARGS(&p, types);
+    err = change_params(s, NULL, ctx, q, &p, &none);
+    if (!none)
+        return err;
+    return mf_fail(ctx, expect_state[0] ? MF_E_STATE : MF_E_NOTFOUND,
+                   "%s %lld is unknown or no longer %s", noun, (long long)id,
+                   expect_state[0] ? expect_state : "there");
 }
 
 int mf_store__in_tx(struct mf_store *s, struct mf_ctx *ctx, mf_store_tx_fn fn, void *arg)

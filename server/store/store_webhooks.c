@@ -36,13 +36,12 @@ static const struct mf_sql sql_target =
     MF_SQL("SELECT url, secret FROM webhooks WHERE id = ?", "reading a webhook");
 static const struct mf_sql sql_done =
     MF_SQL("UPDATE webhook_outbox SET state = 'delivered', delivered_at = ?3, lease_until = 0,"
-           " last_error = '' WHERE id = ?1 AND owner = ?2 AND state = 'sending'",
+           " last_error = ''" MF_SQL_LEASE_HELD("sending"),
            "ending a webhook delivery");
-static const struct mf_sql sql_retry =
-    MF_SQL("UPDATE webhook_outbox SET state = CASE WHEN attempts >= ?4 THEN 'failed'"
-           " ELSE 'pending' END, next_at = ?3, last_error = ?5, lease_until = 0"
-           " WHERE id = ?1 AND owner = ?2 AND state = 'sending'",
-           "rescheduling a webhook delivery");
+static const struct mf_sql sql_retry = MF_SQL(
+    "UPDATE webhook_outbox SET next_at = ?3, last_error = ?5, " MF_SQL_LEASE_RETRY("?4", "pending")
+        MF_SQL_LEASE_HELD("sending"),
+    "rescheduling a webhook delivery");
 
 static int webhooks_add(int64_t *id_out, struct mf_store *s, struct mf_ctx *ctx, const char *url,
                         const char *secret, int64_t now)
@@ -91,12 +90,7 @@ static int visit_webhook(void *payload, const struct mf_store_cursor *row)
     return ((mf_store_webhook_fn)w->fn)(w->payload, &h);
 }
 
-static int webhooks_list(struct mf_store *s, struct mf_ctx *ctx, mf_store_webhook_fn fn,
-                         void *payload)
-{
-    return mf_store__list(s, ctx, &sql_webhooks_list, visit_webhook, (void (*)(void))fn, payload,
-                          "");
-}
+MF_STORE_LISTING(webhooks_list, mf_store_webhook_fn, &sql_webhooks_list, visit_webhook)
 
 struct claim_args {
     struct mf_store_delivery *out;

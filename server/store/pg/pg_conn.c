@@ -320,12 +320,7 @@ static int pg_schema_version(int *version_out, struct mf_store *base, struct mf_
     {                                                                                              \
         .scheme = scheme_name, .default_threads = MF_PG_POOL_MAX, .open = open_fn,                 \
         .close = pg_close, .migrate = pg_migrate, .schema_version = pg_schema_version,             \
-        .auth = &mf_store__auth_ops, .registry = &mf_store__registry_ops,                          \
-        .devices = &mf_store__devices_ops, .checkin = &mf_store__pg_checkin_ops,                   \
-        .director = &mf_store__director_ops, .jobs = &mf_store__jobs_ops,                          \
-        .offload = &mf_store__offload_ops, .rollout = &mf_store__rollout_ops,                      \
-        .distill = &mf_store__distill_ops, .blobs = &mf_store__blobs_ops,                          \
-        .audit = &mf_store__audit_ops, .webhooks = &mf_store__webhooks_ops,                        \
+        .checkin = &mf_store__pg_checkin_ops, MF_STORE_NEUTRAL_DOMAINS,                            \
     }
 
 const struct mf_store_ops mf_store__pg_ops = PG_OPS("postgresql", pg_open);

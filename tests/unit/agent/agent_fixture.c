@@ -12,8 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-struct fx world;
-
 void sha256_hex(char *out, const uint8_t *p, size_t n)
 {
     static const char digits[] = "0123456789abcdef";
@@ -77,8 +75,28 @@ static void handle_enroll(struct fake_server *s, struct mf_kit_http_conn *c, con
     cJSON_Delete(doc);
 }
 
-/* The detector assignment: plain hints plus the release and a director-signed assignment. */
-static void add_detector(struct fake_server *s, cJSON *list, const char *nonce)
+/* Whether the check-in names the current release of "detector" as held (release_sha256). */
+static int release_held(const struct fake_server *s, const cJSON *doc)
+{
+    const cJSON *m;
+    char digest[65];
+
+    mf_hex__encode(digest, s->release_digest, sizeof(s->release_digest));
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(doc, "models"))
+    {
+        const char *held =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "release_sha256"));
+
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "name")), "detector") ==
+            0)
+            return held && strcmp(held, digest) == 0 && !s->always_release;
+    }
+    return 0;
+}
+
+/* The detector assignment: plain hints plus the release and a director-signed assignment;
+ * only model, version and the assignment when the device holds the release. */
+static void add_detector(struct fake_server *s, cJSON *list, const char *nonce, int held)
 {
     char blob[80];
     cJSON *a = cJSON_CreateObject();
@@ -88,11 +106,17 @@ static void add_detector(struct fake_server *s, cJSON *list, const char *nonce)
     (void)snprintf(blob, sizeof(blob), "/v1/blobs/%s", s->sha256);
     cJSON_AddStringToObject(a, "model", "detector");
     cJSON_AddStringToObject(a, "version", s->version);
-    cJSON_AddStringToObject(a, "sha256", s->sha256);
-    cJSON_AddNumberToObject(a, "size", (double)s->size);
-    cJSON_AddStringToObject(a, "blob", blob);
-    if (s->checkin_mode != CHECKIN_NO_RELEASE)
+    if (held) {
+        s->n_release_held++;
+    } else {
+        cJSON_AddStringToObject(a, "sha256", s->sha256);
+        cJSON_AddNumberToObject(a, "size", (double)s->size);
+        cJSON_AddStringToObject(a, "blob", blob);
+    }
+    if (s->checkin_mode != CHECKIN_NO_RELEASE && !held) {
         cJSON_AddStringToObject(a, "release", (const char *)s->release_env);
+        s->n_release_sent++;
+    }
     env = fx_assignment(&len, &world, "cam-1", "detector", s->release_digest,
                         s->checkin_mode == CHECKIN_REPLAY ? FX_NONCE : nonce, ++s->assign_seq,
                         BY(s->director));
@@ -163,7 +187,8 @@ static void handle_checkin(struct fake_server *s, struct mf_kit_http_conn *c, co
         other = cJSON_CreateObject();
         cJSON_AddStringToObject(other, "model", "other");
         cJSON_AddItemToArray(list, other);
-        add_detector(s, list, nonce->valuestring);
+        add_detector(s, list, nonce->valuestring,
+                     s->checkin_mode == CHECKIN_HELD_OTHER || release_held(s, doc));
     }
     text = cJSON_PrintUnformatted(out);
     mf_kit_http_json(c, 200, text);
@@ -425,20 +450,6 @@ uint8_t *slurp(const struct fixture *fx, const char *name, size_t *len)
     return mf_kit_fs_slurp(fx->dir, name, len);
 }
 
-int world_setup(void **state)
-{
-    (void)state;
-    fx_init(&world);
-    return 0;
-}
-
-int world_teardown(void **state)
-{
-    (void)state;
-    fx_free(&world);
-    return 0;
-}
-
 int exists(const struct fixture *fx, const char *name)
 {
     return mf_kit_fs_exists(fx->dir, name);
@@ -500,6 +511,17 @@ mf_agent *agent_with_v1(struct fixture *fx)
     step_expect(agent, MF_OK);
     assert_active(agent, "v1", 'a');
     return agent;
+}
+
+void assert_v2_refused_in_mode(struct fixture *fx, mf_agent *agent, enum checkin_mode mode,
+                               int code, const char *why)
+{
+    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
+    fx->srv.checkin_mode = mode;
+    step_expect(agent, code);
+    assert_non_null(strstr(mf_agent_errmsg(agent), why));
+    assert_int_equal(fx->srv.n_blob, 1);
+    assert_active(agent, "v1", 'a');
 }
 
 void fake_offer_delta(struct fake_server *s, const uint8_t *delta, size_t delta_len,

@@ -16,7 +16,7 @@
 #include "mf_test.h"
 #include "kit_alloc.h"
 #include "kit_http.h"
-#include "manifest_fixture.h"
+#include "manifest_world.h"
 #include "mf/sys/platform_posix.h"
 #include "mf_agent_int.h"
 
@@ -42,6 +42,7 @@ enum checkin_mode {
     CHECKIN_BAD_NONCE,  /* echoes another nonce */
     CHECKIN_REPLAY,     /* echoes the nonce, but the signed assignment holds an old one */
     CHECKIN_NO_RELEASE, /* an assignment without its release envelope */
+    CHECKIN_HELD_OTHER, /* leaves the release out as if the device held it, whatever it holds */
 };
 
 struct fake_server {
@@ -76,6 +77,9 @@ struct fake_server {
     size_t root_len;
     uint64_t root_version;   /* ... with this version */
     int release_by_director; /* 1: sign releases with the director key (a forgery) */
+    /* 1: an older server, which sends the release envelope to a device that holds it too
+     * (by default the envelope is left out when the device names it, docs/protocol.md) */
+    int always_release;
     /* a delta offered in the check-in (from delta_from to the assigned version) */
     const uint8_t *delta;
     size_t delta_len;
@@ -95,6 +99,7 @@ struct fake_server {
     uint64_t stall_len;
     /* what was seen */
     int n_enroll, n_checkin, n_blob, n_report, n_delta_blob, n_ranged;
+    int n_release_sent, n_release_held; /* assignments with / without their envelope */
     uint64_t last_range_from;
     uint64_t bytes_served; /* blob body bytes sent (model and delta) */
     char report_status[32];
@@ -117,8 +122,8 @@ struct fixture {
     size_t root_len;
 };
 
-/* The signing side of the trust chain, shared by every test (key generation is slow). */
-extern struct fx world;
+/* The signing side of the trust chain, shared by every test (key generation is slow), is
+ * manifest_world.h's `world`. */
 extern const uint8_t model_v1[31];
 extern const uint8_t model_v2[57];
 
@@ -149,9 +154,8 @@ void on_ready(void *payload, const char *model, const char *version, const char 
 void fresh_state_dir(struct fixture *fx);
 int setup(void **state);
 int teardown(void **state);
-/* Group set-up and teardown of every agent suite: `world`'s keys made once, freed at the end. */
-int world_setup(void **state);
-int world_teardown(void **state);
+/* Every agent suite's group set-up and teardown are world_setup and world_teardown
+ * (manifest_world.h). */
 /* Reads a file of the state dir into a test_malloc'd buffer (NULL if missing). */
 uint8_t *slurp(const struct fixture *fx, const char *name, size_t *len);
 int exists(const struct fixture *fx, const char *name);
@@ -162,5 +166,9 @@ void step_expect(mf_agent *agent, int expect);
 void assert_active(mf_agent *agent, const char *version, char slot);
 /* Installs v1 through one step; used as the starting point of failure tests. */
 mf_agent *agent_with_v1(struct fixture *fx);
+/* v2 assigned with the check-in answered in `mode`: the step fails with `code` and a message
+ * holding `why`, v2 is never downloaded and v1 keeps running in slot a. */
+void assert_v2_refused_in_mode(struct fixture *fx, mf_agent *agent, enum checkin_mode mode,
+                               int code, const char *why);
 
 #endif /* MF_AGENT_FIXTURE_H */

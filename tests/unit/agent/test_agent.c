@@ -441,12 +441,7 @@ static void test_agent__missing_release_is_refused(void **state)
     struct fixture *fx = *state;
     mf_agent *agent = agent_with_v1(fx);
 
-    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
-    fx->srv.checkin_mode = CHECKIN_NO_RELEASE;
-    step_expect(agent, MF_E_INVALID);
-    assert_non_null(strstr(mf_agent_errmsg(agent), "no signed \"release\""));
-    assert_int_equal(fx->srv.n_blob, 1);
-    assert_active(agent, "v1", 'a');
+    assert_v2_refused_in_mode(fx, agent, CHECKIN_NO_RELEASE, MF_E_INVALID, "no signed \"release\"");
     mf_agent_free(agent);
 }
 

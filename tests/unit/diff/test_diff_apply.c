@@ -81,6 +81,18 @@ static int apply_once(const struct fixture *f, size_t in_chunk, size_t out_chunk
     return r;
 }
 
+/* The fixture's patch applied in `in_chunk` / `out_chunk` pieces into a scrubbed output must
+ * give exactly the new image. */
+static void assert_rebuilds(struct fixture *f, size_t in_chunk, size_t out_chunk)
+{
+    size_t got = 0;
+
+    memset(f->out, 0xAA, f->new_len);
+    assert_int_equal(apply_once(f, in_chunk, out_chunk, &got), MF_OK);
+    assert_int_equal(got, f->new_len);
+    assert_memory_equal(f->out, f->nw, f->new_len);
+}
+
 /* One applier over a fixture: its old-image source, options, handle and output count. */
 struct run {
     struct dt_source src;
@@ -112,14 +124,8 @@ static void test_diff_apply__chunking_invariant(void **state)
 
     (void)state;
     for (size_t i = 0; i < 4; i++) {
-        for (size_t j = 0; j < 4; j++) {
-            size_t got = 0;
-
-            memset(f.out, 0xAA, f.new_len);
-            assert_int_equal(apply_once(&f, chunks[i], chunks[j], &got), MF_OK);
-            assert_int_equal(got, f.new_len);
-            assert_memory_equal(f.out, f.nw, f.new_len);
-        }
+        for (size_t j = 0; j < 4; j++)
+            assert_rebuilds(&f, chunks[i], chunks[j]);
     }
     fixture_free(&f);
 }
@@ -306,13 +312,10 @@ static void test_diff_apply__sparse_residuals_bit_flips(void **state)
 {
     uint32_t largest;
     struct fixture f = make_sparse_fixture(30000, SMALL_WINDOW, &largest);
-    size_t got = 0;
 
     (void)state;
     assert_true(largest > 0);
-    assert_int_equal(apply_once(&f, 4096, 4096, &got), MF_OK);
-    assert_int_equal(got, f.new_len);
-    assert_memory_equal(f.out, f.nw, f.new_len);
+    assert_rebuilds(&f, 4096, 4096);
     flip_bits(&f, SMALL_WINDOW);
     fixture_free(&f);
 }
@@ -327,14 +330,8 @@ static void test_diff_apply__sparse_block_larger_than_the_stage(void **state)
 
     (void)state;
     assert_true(largest > 2 * mf_patch_out_size());
-    for (size_t i = 0; i < 3; i++) {
-        size_t got = 0;
-
-        memset(f.out, 0xAA, f.new_len);
-        assert_int_equal(apply_once(&f, chunks[i], chunks[2 - i], &got), MF_OK);
-        assert_int_equal(got, f.new_len);
-        assert_memory_equal(f.out, f.nw, f.new_len);
-    }
+    for (size_t i = 0; i < 3; i++)
+        assert_rebuilds(&f, chunks[i], chunks[2 - i]);
     fixture_free(&f);
 }
 

@@ -39,7 +39,6 @@ struct worker {
 
 static int setup(void **state)
 {
-    mf_manifest_release_spec spec;
     struct mf_ctx ctx;
     char key[128];
     int changed = 0;
@@ -56,9 +55,7 @@ static int setup(void **state)
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
     assert_int_equal(mf_director__init_key(&changed, &ctx, dir, key), MF_OK);
     assert_int_equal(mf_director__open(&director, &ctx, dir), MF_OK);
-    fx_release_spec(&spec, "v1", 1, 0);
-    rel = fx_release(&rel_len, &world, &spec, BY(K_REL0));
-    fx_digest(rel_digest, rel, rel_len);
+    rel = fx_release_v1(&rel_len, rel_digest, &world);
     return 0;
 }
 

@@ -5,6 +5,7 @@
  * rule with the key named in the message.
  */
 #include "mf_test.h"
+#include "kit_case.h"
 #include "distill/job/distill_job.h"
 
 #include <stdlib.h>
@@ -20,6 +21,17 @@ static struct mf_distill_config cfg;
 static int parse(struct mf_ctx *ctx, const char *json)
 {
     return mf_distill__config_parse(&cfg, ctx, json, strlen(json));
+}
+
+/* parse as a table's parser (kit_case.h): a refused config leaves nothing half-parsed. */
+static int parse_leaving_nothing(void *payload, struct mf_ctx *ctx, const char *json)
+{
+    int err = parse(ctx, json);
+
+    (void)payload;
+    if (err < 0)
+        assert_int_equal(cfg.n, 0);
+    return err;
 }
 
 static void test_distill_config__defaults(void **state)
@@ -98,9 +110,7 @@ static void test_distill_config__every_key(void **state)
 
 static void test_distill_config__rejects(void **state)
 {
-    static const struct {
-        const char *json, *msg;
-    } cases[] = {
+    static const struct mf_kit_case cases[] = {
         {"not json", "distill config: line 1: not valid JSON at byte 0: unexpected byte (0x6e)"},
         {"{\"models\": {}, \"x\": 1}", "expected {\"models\""},
         {"{\"models\": [1]}", "expected {\"models\""},
@@ -164,17 +174,8 @@ static void test_distill_config__rejects(void **state)
         {"{\"models\": {\"m\": {" DATA ", " RELEASE ", \"evaluator\": {\"command\": [\"\"]}}}}",
          "'evaluator.command' has an empty or too long argument"},
     };
-    struct mf_ctx ctx;
-
     (void)state;
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-        if (parse(&ctx, cases[i].json) != MF_E_INVALID)
-            fail_msg("case %zu accepted: %s", i, cases[i].json);
-        if (!strstr(mf_ctx__errmsg(&ctx), cases[i].msg))
-            fail_msg("case %zu: message '%s' lacks '%s'", i, mf_ctx__errmsg(&ctx), cases[i].msg);
-        assert_int_equal(cfg.n, 0); /* nothing half-parsed is left behind */
-    }
+    mf_kit_case_refused(cases, MF_TEST_COUNT(cases), parse_leaving_nothing, NULL);
 }
 
 int main(void)

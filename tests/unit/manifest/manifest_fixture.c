@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The manifest test fixture (see manifest_fixture.h). */
-#include "manifest_fixture.h"
+#include "manifest_world.h"
 
 #include <mbedtls/sha256.h>
 
@@ -57,6 +57,16 @@ uint8_t *fx_sign_raw(size_t *len, struct fx *f, const char *type, const char *pa
     return env;
 }
 
+/* The envelope a signing call (`what`) of signer `s` returned `err` for, the signer freed; a
+ * failure fails the test with the signer's message. */
+static uint8_t *signed_by(uint8_t *const *env, int err, mf_manifest_signer *s, const char *what)
+{
+    if (err < 0)
+        fail_msg("%s: %s", what, mf_manifest_signer_errmsg(s));
+    mf_manifest_signer_free(s);
+    return *env;
+}
+
 /* Fills a role spec from a -1-terminated key list; pems has room for FX_NKEYS. */
 static void role_of(mf_manifest_role_spec *r, const char **pems, struct fx *f, const int *keys,
                     unsigned int thr)
@@ -70,23 +80,37 @@ static void role_of(mf_manifest_role_spec *r, const char **pems, struct fx *f, c
     r->threshold = thr;
 }
 
+/* The root and the keys document both name two roles, each a key list and a threshold. */
+struct two_roles {
+    const int *keys[2];
+    unsigned int thr[2];
+};
+
+static uint8_t *two_role_doc(size_t *len, struct fx *f, int is_root, uint64_t version,
+                             uint64_t expires, struct two_roles r, const int *by)
+{
+    const char *pems[2][FX_NKEYS];
+    mf_manifest_root_spec root = {.version = version, .expires = expires};
+    mf_manifest_keys_spec keys = {.version = version, .expires = expires};
+    mf_manifest_role_spec *roles[2] = {is_root ? &root.root : &keys.release,
+                                       is_root ? &root.keys : &keys.director};
+    mf_manifest_signer *s = signer_of(f, by);
+    uint8_t *env = NULL;
+
+    for (int i = 0; i < 2; i++)
+        role_of(roles[i], pems[i], f, r.keys[i], r.thr[i]);
+    if (is_root)
+        return signed_by(&env, mf_manifest_sign_root(&env, len, s, &root), s, "sign_root");
+    return signed_by(&env, mf_manifest_sign_keys(&env, len, s, &keys), s, "sign_keys");
+}
+
 uint8_t *fx_root(size_t *len, struct fx *f, uint64_t version, uint64_t expires,
                  const int *root_keys, unsigned int root_thr, const int *keys_keys,
                  unsigned int keys_thr, const int *by)
 {
-    const char *a[FX_NKEYS], *b[FX_NKEYS];
-    mf_manifest_root_spec spec = {.version = version, .expires = expires};
-    mf_manifest_signer *s = signer_of(f, by);
-    uint8_t *env = NULL;
-    int err;
+    struct two_roles r = {{root_keys, keys_keys}, {root_thr, keys_thr}};
 
-    role_of(&spec.root, a, f, root_keys, root_thr);
-    role_of(&spec.keys, b, f, keys_keys, keys_thr);
-    err = mf_manifest_sign_root(&env, len, s, &spec);
-    if (err < 0)
-        fail_msg("sign_root: %s", mf_manifest_signer_errmsg(s));
-    mf_manifest_signer_free(s);
-    return env;
+    return two_role_doc(len, f, 1, version, expires, r, by);
 }
 
 uint8_t *fx_root_v1(size_t *len, struct fx *f)
@@ -98,19 +122,9 @@ uint8_t *fx_root_v1(size_t *len, struct fx *f)
 uint8_t *fx_keys(size_t *len, struct fx *f, uint64_t version, uint64_t expires, const int *rel_keys,
                  unsigned int rel_thr, const int *dir_keys, unsigned int dir_thr, const int *by)
 {
-    const char *a[FX_NKEYS], *b[FX_NKEYS];
-    mf_manifest_keys_spec spec = {.version = version, .expires = expires};
-    mf_manifest_signer *s = signer_of(f, by);
-    uint8_t *env = NULL;
-    int err;
+    struct two_roles r = {{rel_keys, dir_keys}, {rel_thr, dir_thr}};
 
-    role_of(&spec.release, a, f, rel_keys, rel_thr);
-    role_of(&spec.director, b, f, dir_keys, dir_thr);
-    err = mf_manifest_sign_keys(&env, len, s, &spec);
-    if (err < 0)
-        fail_msg("sign_keys: %s", mf_manifest_signer_errmsg(s));
-    mf_manifest_signer_free(s);
-    return env;
+    return two_role_doc(len, f, 0, version, expires, r, by);
 }
 
 uint8_t *fx_keys_v1(size_t *len, struct fx *f)
@@ -140,11 +154,18 @@ uint8_t *fx_release(size_t *len, struct fx *f, const mf_manifest_release_spec *s
 {
     mf_manifest_signer *s = signer_of(f, by);
     uint8_t *env = NULL;
-    int err = mf_manifest_sign_release(&env, len, s, spec);
 
-    if (err < 0)
-        fail_msg("sign_release: %s", mf_manifest_signer_errmsg(s));
-    mf_manifest_signer_free(s);
+    return signed_by(&env, mf_manifest_sign_release(&env, len, s, spec), s, "sign_release");
+}
+
+uint8_t *fx_release_v1(size_t *len, uint8_t digest[MF_MANIFEST_DIGEST_LEN], struct fx *f)
+{
+    mf_manifest_release_spec spec;
+    uint8_t *env;
+
+    fx_release_spec(&spec, "v1", 1, 0);
+    env = fx_release(len, f, &spec, BY(K_REL0));
+    fx_digest(digest, env, *len);
     return env;
 }
 
@@ -186,14 +207,9 @@ uint8_t *fx_assignment(size_t *len, struct fx *f, const char *device, const char
         .device_id = device, .model = model, .nonce = nonce, .sequence = sequence};
     mf_manifest_signer *s = signer_of(f, by);
     uint8_t *env = NULL;
-    int err;
 
     memcpy(spec.release_sha256, release_digest, 32);
-    err = mf_manifest_sign_assignment(&env, len, s, &spec);
-    if (err < 0)
-        fail_msg("sign_assignment: %s", mf_manifest_signer_errmsg(s));
-    mf_manifest_signer_free(s);
-    return env;
+    return signed_by(&env, mf_manifest_sign_assignment(&env, len, s, &spec), s, "sign_assignment");
 }
 
 void fx_digest(uint8_t *out, const uint8_t *env, size_t len)
@@ -244,4 +260,20 @@ uint8_t *fx_read_file(size_t *len, const char *path)
         buf[n] = 0;
     *len = (size_t)n;
     return buf;
+}
+
+struct fx world;
+
+int world_setup(void **state)
+{
+    (void)state;
+    fx_init(&world);
+    return 0;
+}
+
+int world_teardown(void **state)
+{
+    (void)state;
+    fx_free(&world);
+    return 0;
 }

@@ -60,6 +60,9 @@ uint8_t *fx_keys_v1(size_t *len, struct fx *f);
 void fx_release_spec(mf_manifest_release_spec *spec, const char *version, uint64_t sequence,
                      uint64_t security_floor);
 uint8_t *fx_release(size_t *len, struct fx *f, const mf_manifest_release_spec *spec, const int *by);
+/* Release v1 of FX_MODEL (sequence 1, no floor) signed by REL0; its payload digest (what an
+ * assignment names) into `digest`. */
+uint8_t *fx_release_v1(size_t *len, uint8_t digest[MF_MANIFEST_DIGEST_LEN], struct fx *f);
 /* A release of the bytes `data` (name, version, sequence, floor as given; chunk_size bytes
  * per chunk; created 1, expires FX_EXPIRES) signed by `by`. */
 uint8_t *fx_release_of(size_t *len, struct fx *f, const char *name, const char *version,

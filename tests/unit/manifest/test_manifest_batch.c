@@ -23,13 +23,9 @@ static uint8_t rel_digest[MF_MANIFEST_DIGEST_LEN];
 
 static int setup(void **state)
 {
-    mf_manifest_release_spec spec;
-
     (void)state;
     fx_init(&fx);
-    fx_release_spec(&spec, "v1", 1, 0);
-    rel = fx_release(&rel_len, &fx, &spec, BY(K_REL0));
-    fx_digest(rel_digest, rel, rel_len);
+    rel = fx_release_v1(&rel_len, rel_digest, &fx);
     return 0;
 }
 

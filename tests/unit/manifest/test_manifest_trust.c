@@ -4,28 +4,12 @@
  * rule, each checking the mf_err and the mf_trust_reason so a row fails if its rule is
  * removed. Also: root rotation, keys updates, saved state, and allocation failure at every N.
  */
-#include "manifest_fixture.h"
+#include "manifest_world.h"
 #include "kit_alloc.h"
 #include "manifest_common.h"
 
 #include <cjson/cJSON.h>
 #include <string.h>
-
-static struct fx fx;
-
-static int setup(void **state)
-{
-    (void)state;
-    fx_init(&fx);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fx_free(&fx);
-    return 0;
-}
 
 /* ---- envelope surgery ------------------------------------------------------------------ */
 
@@ -85,7 +69,7 @@ static uint8_t *rel_ok(size_t *len, mf_trust *t)
 
     (void)t;
     fx_release_spec(&spec, "v2", 2, 1);
-    return fx_release(len, &fx, &spec, BY(K_REL0));
+    return fx_release(len, &world, &spec, BY(K_REL0));
 }
 
 static uint8_t *rel_by(size_t *len, const int *by)
@@ -93,7 +77,7 @@ static uint8_t *rel_by(size_t *len, const int *by)
     mf_manifest_release_spec spec;
 
     fx_release_spec(&spec, "v2", 2, 1);
-    return fx_release(len, &fx, &spec, by);
+    return fx_release(len, &world, &spec, by);
 }
 
 static uint8_t *rel_unsigned(size_t *len, mf_trust *t)
@@ -110,7 +94,7 @@ static uint8_t *rel_sig_of_other_doc(size_t *len, mf_trust *t)
     uint8_t *a = rel_ok(len, t), *b, *out;
 
     fx_release_spec(&spec, "v3", 3, 1);
-    b = fx_release(len, &fx, &spec, BY(K_REL0));
+    b = fx_release(len, &world, &spec, BY(K_REL0));
     out = splice(len, a, b);
     mf_free(NULL, a);
     mf_free(NULL, b);
@@ -147,7 +131,7 @@ static uint8_t *rel_revoked_key(size_t *len, mf_trust *t)
     size_t kl;
 
     /* keys v2 drops REL1 */
-    set_keys(t, fx_keys(&kl, &fx, 2, FX_EXPIRES, BY(K_REL0), 1, BY(K_DIR), 1, BY(K_KEYS)), &kl,
+    set_keys(t, fx_keys(&kl, &world, 2, FX_EXPIRES, BY(K_REL0), 1, BY(K_DIR), 1, BY(K_KEYS)), &kl,
              FX_NOW);
     return rel_by(len, BY(K_REL1));
 }
@@ -156,7 +140,8 @@ static void threshold_two(mf_trust *t)
 {
     size_t kl;
 
-    set_keys(t, fx_keys(&kl, &fx, 2, FX_EXPIRES, BY(K_REL0, K_REL1), 2, BY(K_DIR), 1, BY(K_KEYS)),
+    set_keys(t,
+             fx_keys(&kl, &world, 2, FX_EXPIRES, BY(K_REL0, K_REL1), 2, BY(K_DIR), 1, BY(K_KEYS)),
              &kl, FX_NOW);
 }
 
@@ -186,7 +171,7 @@ static uint8_t *rel_expired(size_t *len, mf_trust *t)
     fx_release_spec(&spec, "v2", 2, 1);
     spec.created = FX_NOW - 100;
     spec.expires = FX_NOW - 1;
-    return fx_release(len, &fx, &spec, BY(K_REL0));
+    return fx_release(len, &world, &spec, BY(K_REL0));
 }
 
 static uint8_t *rel_keys_expired(size_t *len, mf_trust *t)
@@ -194,7 +179,7 @@ static uint8_t *rel_keys_expired(size_t *len, mf_trust *t)
     size_t kl;
 
     /* Accepted without trustworthy time, so only the release check can catch it. */
-    set_keys(t, fx_keys(&kl, &fx, 2, FX_NOW - 1, BY(K_REL0), 1, BY(K_DIR), 1, BY(K_KEYS)), &kl,
+    set_keys(t, fx_keys(&kl, &world, 2, FX_NOW - 1, BY(K_REL0), 1, BY(K_DIR), 1, BY(K_KEYS)), &kl,
              MF_TRUST_TIME_UNKNOWN);
     return rel_ok(len, t);
 }
@@ -207,7 +192,7 @@ static void commit_floor(mf_trust *t, uint64_t floor)
     size_t len;
 
     fx_release_spec(&spec, "v9", 9, floor);
-    env = fx_release(&len, &fx, &spec, BY(K_REL0));
+    env = fx_release(&len, &world, &spec, BY(K_REL0));
     assert_int_equal(mf_trust_verify_release(&r, t, env, len, FX_NOW), MF_OK);
     assert_int_equal(mf_trust_commit_release(t, r), MF_OK);
     mf_manifest_release_free(r);
@@ -229,7 +214,7 @@ static uint8_t *rel_older_at_floor(size_t *len, mf_trust *t)
 static uint8_t *rel_wrong_type(size_t *len, mf_trust *t)
 {
     (void)t;
-    return fx_keys_v1(len, &fx);
+    return fx_keys_v1(len, &world);
 }
 
 static uint8_t *rel_wrong_inner_type(size_t *len, mf_trust *t)
@@ -239,7 +224,7 @@ static uint8_t *rel_wrong_inner_type(size_t *len, mf_trust *t)
 
     /* Signed correctly, labelled as a release, but the document says assignment. */
     replace_all(p, "\"_type\":\"release\"", "\"_type\":\"relexse\"");
-    out = fx_sign_raw(len, &fx, MF_MANIFEST_TYPE_RELEASE, p, BY(K_REL0));
+    out = fx_sign_raw(len, &world, MF_MANIFEST_TYPE_RELEASE, p, BY(K_REL0));
     mf_free(NULL, p);
     mf_free(NULL, env);
     return out;
@@ -280,7 +265,7 @@ static void test_manifest_trust__release_rules(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(release_cases) / sizeof(release_cases[0]); i++) {
         const struct rule_case *c = &release_cases[i];
-        mf_trust *t = fx_trust(&fx, NULL);
+        mf_trust *t = fx_trust(&world, NULL);
         mf_manifest_release *r = NULL;
         size_t len;
         uint8_t *env = c->make(&len, t);
@@ -298,7 +283,7 @@ static void test_manifest_trust__release_rules(void **state)
 
 static void test_manifest_trust__release_fields(void **state)
 {
-    mf_trust *t = fx_trust(&fx, NULL);
+    mf_trust *t = fx_trust(&world, NULL);
     mf_manifest_release_spec spec;
     mf_manifest_release *r = NULL;
     mf_manifest_delta delta = {{7}, {8}, 12345};
@@ -310,7 +295,7 @@ static void test_manifest_trust__release_fields(void **state)
     fx_release_spec(&spec, "v2.1-rc1", 42, 3);
     spec.deltas = &delta;
     spec.delta_count = 1;
-    env = fx_release(&len, &fx, &spec, BY(K_REL1));
+    env = fx_release(&len, &world, &spec, BY(K_REL1));
     assert_int_equal(mf_trust_verify_release(&r, t, env, len, FX_NOW), MF_OK);
     assert_string_equal(r->name, FX_MODEL);
     assert_string_equal(r->version, "v2.1-rc1");
@@ -345,8 +330,8 @@ static void test_manifest_trust__size_limits(void **state)
     size_t rl, kl, ll;
 
     (void)state;
-    root = fx_root_v1(&rl, &fx);
-    keys = fx_keys_v1(&kl, &fx);
+    root = fx_root_v1(&rl, &world);
+    keys = fx_keys_v1(&kl, &world);
     rel = rel_ok(&ll, NULL);
     assert_int_equal(mf_trust_options_init(&o, MF_TRUST_OPTIONS_VERSION), MF_OK);
     assert_int_equal(mf_trust_options_init(&o, MF_TRUST_OPTIONS_VERSION + 1), MF_E_INVALID);
@@ -386,8 +371,8 @@ static void test_manifest_trust__needs_root_and_keys(void **state)
     uint8_t buf[16];
 
     (void)state;
-    root = fx_root_v1(&rl, &fx);
-    keys = fx_keys_v1(&kl, &fx);
+    root = fx_root_v1(&rl, &world);
+    keys = fx_keys_v1(&kl, &world);
     rel = rel_ok(&ll, NULL);
     assert_int_equal(mf_trust_new(&t, NULL, NULL), MF_OK);
     assert_int_equal(mf_trust_update_keys(t, keys, kl, FX_NOW), MF_E_STATE);
@@ -445,7 +430,7 @@ static const struct asg_case asg_cases[] = {
 
 static void run_asg_case(const struct asg_case *c)
 {
-    mf_trust *t = fx_trust(&fx, NULL);
+    mf_trust *t = fx_trust(&world, NULL);
     mf_manifest_assignment *a = NULL;
     mf_manifest_release_spec spec;
     uint8_t digest[32], *rel, *other, *asg;
@@ -455,11 +440,11 @@ static void run_asg_case(const struct asg_case *c)
     if (c->floor)
         commit_floor(t, c->floor);
     fx_release_spec(&spec, "v1", 1, 1);
-    rel = fx_release(&ll, &fx, &spec, c->release_by);
+    rel = fx_release(&ll, &world, &spec, c->release_by);
     fx_release_spec(&spec, "v0", 1, 1); /* same everything but the version string */
-    other = fx_release(&ol, &fx, &spec, BY(K_REL0));
+    other = fx_release(&ol, &world, &spec, BY(K_REL0));
     fx_digest(digest, c->other_release ? other : rel, c->other_release ? ol : ll);
-    asg = fx_assignment(&al, &fx, c->signed_device, c->signed_model, digest, FX_NONCE, c->seq,
+    asg = fx_assignment(&al, &world, c->signed_device, c->signed_model, digest, FX_NONCE, c->seq,
                         c->assignment_by);
     rc = mf_trust_verify_assignment(&a, t, c->device, c->nonce, asg, al, rel, ll, FX_NOW);
     if (rc != c->rc || mf_trust_last_reason(t) != c->reason)
@@ -503,9 +488,9 @@ static int assign_as(mf_trust *t, uint64_t seq, const char *version, uint64_t fl
     int rc;
 
     fx_release_spec(&spec, version, 1, floor);
-    rel = fx_release(&ll, &fx, &spec, BY(K_REL0));
+    rel = fx_release(&ll, &world, &spec, BY(K_REL0));
     fx_digest(digest, rel, ll);
-    asg = fx_assignment(&al, &fx, FX_DEVICE, FX_MODEL, digest, signed_nonce, seq, by);
+    asg = fx_assignment(&al, &world, FX_DEVICE, FX_MODEL, digest, signed_nonce, seq, by);
     rc =
         mf_trust_verify_assignment(&a, t, FX_DEVICE, sent, asg, al, rel, ll, MF_TRUST_TIME_UNKNOWN);
     if (rc == MF_OK)
@@ -524,7 +509,7 @@ static int assign(mf_trust *t, uint64_t seq, const char *version, uint64_t floor
 
 static void test_manifest_trust__assignment_sequence(void **state)
 {
-    mf_trust *t = fx_trust(&fx, NULL);
+    mf_trust *t = fx_trust(&world, NULL);
 
     (void)state;
     assert_int_equal(assign(t, 10, "v3", 2), MF_OK);
@@ -549,7 +534,7 @@ static void test_manifest_trust__pin_and_reason(void **state)
                                          .sequence = 3,
                                          .pin = 1,
                                          .reason = "rollback: \"v2\" regressed"};
-    mf_trust *t = fx_trust(&fx, NULL);
+    mf_trust *t = fx_trust(&world, NULL);
     mf_manifest_assignment *a = NULL;
     mf_manifest_signer *s = NULL;
     uint8_t *rel, *asg;
@@ -559,7 +544,7 @@ static void test_manifest_trust__pin_and_reason(void **state)
     rel = rel_ok(&ll, NULL);
     fx_digest(aspec.release_sha256, rel, ll);
     assert_int_equal(mf_manifest_signer_new(&s, NULL), MF_OK);
-    assert_int_equal(mf_manifest_signer_add_key(NULL, s, fx.priv[K_DIR], fx.priv_len[K_DIR]),
+    assert_int_equal(mf_manifest_signer_add_key(NULL, s, world.priv[K_DIR], world.priv_len[K_DIR]),
                      MF_OK);
     assert_int_equal(mf_manifest_sign_assignment(&asg, &al, s, &aspec), MF_OK);
     assert_int_equal(
@@ -577,17 +562,17 @@ static void test_manifest_trust__pin_and_reason(void **state)
 
 static void test_manifest_trust__keys_updates(void **state)
 {
-    mf_trust *t = fx_trust(&fx, NULL);
+    mf_trust *t = fx_trust(&world, NULL);
     uint8_t *k2, *k2b, *k1, *kroot, *kexp;
     size_t l2, l2b, l1, lroot, lexp;
 
     (void)state;
-    k1 = fx_keys_v1(&l1, &fx);
-    k2 = fx_keys(&l2, &fx, 2, FX_EXPIRES, BY(K_REL0), 1, BY(K_DIR), 1, BY(K_KEYS));
-    k2b = fx_keys(&l2b, &fx, 2, FX_EXPIRES, BY(K_REL1), 1, BY(K_DIR), 1, BY(K_KEYS));
-    kroot = fx_keys(&lroot, &fx, 3, FX_EXPIRES, BY(K_REL0), 1, BY(K_DIR), 1,
+    k1 = fx_keys_v1(&l1, &world);
+    k2 = fx_keys(&l2, &world, 2, FX_EXPIRES, BY(K_REL0), 1, BY(K_DIR), 1, BY(K_KEYS));
+    k2b = fx_keys(&l2b, &world, 2, FX_EXPIRES, BY(K_REL1), 1, BY(K_DIR), 1, BY(K_KEYS));
+    kroot = fx_keys(&lroot, &world, 3, FX_EXPIRES, BY(K_REL0), 1, BY(K_DIR), 1,
                     BY(K_ROOT0, K_ROOT1, K_ROOT2));
-    kexp = fx_keys(&lexp, &fx, 3, FX_NOW, BY(K_REL0), 1, BY(K_DIR), 1, BY(K_KEYS));
+    kexp = fx_keys(&lexp, &world, 3, FX_NOW, BY(K_REL0), 1, BY(K_DIR), 1, BY(K_KEYS));
     assert_int_equal(mf_trust_update_keys(t, k1, l1, FX_NOW), MF_OK); /* same doc: no-op */
     assert_int_equal(mf_trust_update_keys(t, k2, l2, FX_NOW), MF_OK);
     assert_int_equal(mf_trust_keys_version(t), 2);
@@ -615,7 +600,7 @@ static void test_manifest_trust__keys_updates(void **state)
 static int keys_with_director(mf_trust *t, uint64_t version, const int *dir, unsigned int thr)
 {
     uint8_t *k =
-        fx_keys(&(size_t){0}, &fx, version, FX_EXPIRES, BY(K_REL0), 1, dir, thr, BY(K_KEYS));
+        fx_keys(&(size_t){0}, &world, version, FX_EXPIRES, BY(K_REL0), 1, dir, thr, BY(K_KEYS));
     int rc = mf_trust_update_keys(t, k, strlen((const char *)k), FX_NOW);
 
     mf_free(NULL, k);
@@ -629,7 +614,7 @@ static int keys_with_director(mf_trust *t, uint64_t version, const int *dir, uns
  * keys documents that keep it (or only add keys) keep the space, one that drops it resets. */
 static void test_manifest_trust__stolen_director_key_freezes_only_until_rotation(void **state)
 {
-    mf_trust *t = fx_trust(&fx, NULL);
+    mf_trust *t = fx_trust(&world, NULL);
 
     (void)state;
     assert_int_equal(assign(t, 5, "v2", 1), MF_OK);
@@ -663,7 +648,7 @@ static void test_manifest_trust__stolen_director_key_freezes_only_until_rotation
 /* With a threshold of two, both signers own the sequence: dropping either one resets it. */
 static void test_manifest_trust__sequence_belongs_to_every_signer(void **state)
 {
-    mf_trust *t = fx_trust(&fx, NULL);
+    mf_trust *t = fx_trust(&world, NULL);
 
     (void)state;
     assert_int_equal(keys_with_director(t, 2, BY(K_DIR, K_SPARE, K_REL1), 2), MF_OK);
@@ -683,7 +668,7 @@ static void test_manifest_trust__rotation_back_replay_stopped_by_nonce(void **st
     static const char n1[] = "11111111111111111111111111111111";
     static const char n2[] = "22222222222222222222222222222222";
     static const char n3[] = "33333333333333333333333333333333";
-    mf_trust *t = fx_trust(&fx, NULL);
+    mf_trust *t = fx_trust(&world, NULL);
 
     (void)state;
     assert_int_equal(assign_as(t, 500, "v2", 1, n1, n1, BY(K_DIR)), MF_OK);
@@ -704,7 +689,7 @@ static void test_manifest_trust__rotation_back_replay_stopped_by_nonce(void **st
 /* The scope is saved: a reloaded state resets on rotation exactly like the live one. */
 static void test_manifest_trust__sequence_scope_survives_save_and_load(void **state)
 {
-    mf_trust *t = fx_trust(&fx, NULL), *u = NULL, *v = NULL;
+    mf_trust *t = fx_trust(&world, NULL), *u = NULL, *v = NULL;
     uint8_t *buf;
     size_t n, w;
 
@@ -738,14 +723,14 @@ static void test_manifest_trust__bootstrap_rules(void **state)
     size_t l1, lb, lg;
 
     (void)state;
-    one = fx_root(&l1, &fx, 1, FX_EXPIRES, BY(K_ROOT0, K_ROOT1, K_ROOT2), 2, BY(K_KEYS), 1,
+    one = fx_root(&l1, &world, 1, FX_EXPIRES, BY(K_ROOT0, K_ROOT1, K_ROOT2), 2, BY(K_KEYS), 1,
                   BY(K_ROOT0));
-    good = fx_root_v1(&lg, &fx);
+    good = fx_root_v1(&lg, &world);
     /* ROOT2's public key filed under EVIL's id: the id does not name the key */
     p = payload_of(good);
     p2 = mf_strdup(NULL, p);
-    replace_all(p, fx.id[K_ROOT2], fx.id[K_EVIL]);
-    bad = fx_sign_raw(&lb, &fx, MF_MANIFEST_TYPE_ROOT, p, BY(K_ROOT0, K_ROOT1));
+    replace_all(p, world.id[K_ROOT2], world.id[K_EVIL]);
+    bad = fx_sign_raw(&lb, &world, MF_MANIFEST_TYPE_ROOT, p, BY(K_ROOT0, K_ROOT1));
     assert_int_equal(mf_trust_new(&t, NULL, NULL), MF_OK);
     assert_int_equal(mf_trust_bootstrap(t, one, l1, FX_NOW), MF_E_SIGNATURE);
     assert_int_equal(mf_trust_last_reason(t), MF_TRUST_R_THRESHOLD);
@@ -767,13 +752,13 @@ static void test_manifest_trust__bootstrap_rules(void **state)
 /* Root v2: root role {ROOT1, SPARE} threshold 2, keys role unchanged unless keys_role given. */
 static uint8_t *root_v2(size_t *len, const int *by, const int *keys_role)
 {
-    return fx_root(len, &fx, 2, FX_EXPIRES, BY(K_ROOT1, K_SPARE), 2,
+    return fx_root(len, &world, 2, FX_EXPIRES, BY(K_ROOT1, K_SPARE), 2,
                    keys_role ? keys_role : BY(K_KEYS), 1, by);
 }
 
 static void test_manifest_trust__root_rotation(void **state)
 {
-    mf_trust *t = fx_trust(&fx, NULL);
+    mf_trust *t = fx_trust(&world, NULL);
     mf_manifest_blob chain[3];
     uint8_t *old_only, *new_only, *v2, *v3, *v3skip, *v1;
     size_t l_old, l_new, l2, l3, l3s, l1;
@@ -782,10 +767,10 @@ static void test_manifest_trust__root_rotation(void **state)
     old_only = root_v2(&l_old, BY(K_ROOT0, K_ROOT1), NULL);
     new_only = root_v2(&l_new, BY(K_ROOT1, K_SPARE), NULL);
     v2 = root_v2(&l2, BY(K_ROOT0, K_ROOT1, K_SPARE), NULL);
-    v3 = fx_root(&l3, &fx, 3, FX_EXPIRES, BY(K_SPARE), 1, BY(K_KEYS), 1, BY(K_ROOT1, K_SPARE));
-    v3skip = fx_root(&l3s, &fx, 3, FX_EXPIRES, BY(K_ROOT0, K_ROOT1, K_ROOT2), 2, BY(K_KEYS), 1,
+    v3 = fx_root(&l3, &world, 3, FX_EXPIRES, BY(K_SPARE), 1, BY(K_KEYS), 1, BY(K_ROOT1, K_SPARE));
+    v3skip = fx_root(&l3s, &world, 3, FX_EXPIRES, BY(K_ROOT0, K_ROOT1, K_ROOT2), 2, BY(K_KEYS), 1,
                      BY(K_ROOT0, K_ROOT1));
-    v1 = fx_root_v1(&l1, &fx);
+    v1 = fx_root_v1(&l1, &world);
 
     chain[0] = (mf_manifest_blob){old_only, l_old};
     assert_int_equal(mf_trust_update_root(t, chain, 1, FX_NOW), MF_E_SIGNATURE);
@@ -809,7 +794,7 @@ static void test_manifest_trust__root_rotation(void **state)
     assert_int_equal(mf_trust_keys_version(t), 1);
     /* the old root keys are out: they cannot sign v4 */
     mf_free(NULL, v1);
-    v1 = fx_root(&l1, &fx, 4, FX_EXPIRES, BY(K_ROOT0), 1, BY(K_KEYS), 1,
+    v1 = fx_root(&l1, &world, 4, FX_EXPIRES, BY(K_ROOT0), 1, BY(K_KEYS), 1,
                  BY(K_ROOT0, K_ROOT1, K_ROOT2));
     chain[0] = (mf_manifest_blob){v1, l1};
     assert_int_equal(mf_trust_update_root(t, chain, 1, FX_NOW), MF_E_SIGNATURE);
@@ -832,9 +817,9 @@ static void test_manifest_trust__root_walk_bounds(void **state)
     mf_trust *t = NULL;
 
     (void)state;
-    v1 = fx_root_v1(&l1, &fx);
+    v1 = fx_root_v1(&l1, &world);
     v2 = root_v2(&l2, BY(K_ROOT0, K_ROOT1, K_SPARE), NULL);
-    v3bad = fx_root(&l3, &fx, 3, FX_EXPIRES, BY(K_SPARE), 1, BY(K_KEYS), 1, BY(K_EVIL));
+    v3bad = fx_root(&l3, &world, 3, FX_EXPIRES, BY(K_SPARE), 1, BY(K_KEYS), 1, BY(K_EVIL));
     chain[0] = chain[1] = chain[2] = (mf_manifest_blob){v2, l2};
     assert_int_equal(mf_trust_options_init(&o, MF_TRUST_OPTIONS_VERSION), MF_OK);
     o.max_root_walk = 2;
@@ -850,7 +835,7 @@ static void test_manifest_trust__root_walk_bounds(void **state)
     mf_trust_free(t);
 
     /* a rotated root that moves the keys role drops the keys document */
-    t = fx_trust(&fx, NULL);
+    t = fx_trust(&world, NULL);
     v2k = root_v2(&l2k, BY(K_ROOT0, K_ROOT1, K_SPARE), BY(K_SPARE));
     chain[0] = (mf_manifest_blob){v2k, l2k};
     assert_int_equal(mf_trust_update_root(t, chain, 1, FX_NOW), MF_OK);
@@ -858,7 +843,7 @@ static void test_manifest_trust__root_walk_bounds(void **state)
     mf_trust_free(t);
 
     /* expiry of the root reached by the walk, with trustworthy time */
-    t = fx_trust(&fx, NULL);
+    t = fx_trust(&world, NULL);
     chain[0] = (mf_manifest_blob){v2, l2};
     assert_int_equal(mf_trust_update_root(t, chain, 1, FX_EXPIRES), MF_E_SIGNATURE);
     assert_int_equal(mf_trust_last_reason(t), MF_TRUST_R_EXPIRED);
@@ -885,7 +870,7 @@ static uint32_t ref_crc32(const uint8_t *p, size_t n)
 
 static void test_manifest_trust__state_roundtrip(void **state)
 {
-    mf_trust *t = fx_trust(&fx, NULL), *u = NULL;
+    mf_trust *t = fx_trust(&world, NULL), *u = NULL;
     uint8_t *buf, *buf2;
     size_t n, w, w2;
 
@@ -919,7 +904,7 @@ static void test_manifest_trust__state_roundtrip(void **state)
 
 static void test_manifest_trust__state_corruption(void **state)
 {
-    mf_trust *t = fx_trust(&fx, NULL), *u = NULL;
+    mf_trust *t = fx_trust(&world, NULL), *u = NULL;
     uint8_t *buf;
     size_t n, w;
     uint32_t crc;
@@ -989,7 +974,7 @@ static void test_manifest_trust__state_format_2_fields_checked(void **state)
         {8, 8, SEQ_MAX + 1, "sequence 9007199254740993 above 2^53"},
         {16, 1, 17, "17 director keys"},
     };
-    mf_trust *t = fx_trust(&fx, NULL), *u = NULL;
+    mf_trust *t = fx_trust(&world, NULL), *u = NULL;
     uint8_t *buf, *bad;
     size_t n, w;
 
@@ -1113,7 +1098,7 @@ static uint8_t *batch_assignment(size_t *len, const uint8_t *digest)
     for (int i = 0; i < 3; i++)
         memcpy(specs[i].release_sha256, digest, 32);
     assert_int_equal(mf_manifest_signer_new(&s, NULL), MF_OK);
-    assert_int_equal(mf_manifest_signer_add_key(NULL, s, fx.priv[K_DIR], fx.priv_len[K_DIR]),
+    assert_int_equal(mf_manifest_signer_add_key(NULL, s, world.priv[K_DIR], world.priv_len[K_DIR]),
                      MF_OK);
     assert_int_equal(mf_manifest_sign_assignment_batch(envs, lens, s, specs, 3), MF_OK);
     mf_manifest_signer_free(s);
@@ -1129,11 +1114,11 @@ static void test_manifest_trust__alloc_failure_every_n(void **state)
     uint8_t digest[32];
 
     (void)state;
-    in.root = fx_root_v1(&in.rl, &fx);
-    in.keys = fx_keys_v1(&in.kl, &fx);
+    in.root = fx_root_v1(&in.rl, &world);
+    in.keys = fx_keys_v1(&in.kl, &world);
     in.rel = rel_ok(&in.ll, NULL);
     fx_digest(digest, in.rel, in.ll);
-    in.asg = fx_assignment(&in.al, &fx, FX_DEVICE, FX_MODEL, digest, FX_NONCE, 1, BY(K_DIR));
+    in.asg = fx_assignment(&in.al, &world, FX_DEVICE, FX_MODEL, digest, FX_NONCE, 1, BY(K_DIR));
     assert_true(fail_every_n(&in) > 20); /* the flow really allocates through the hooks */
     mf_free(NULL, in.asg);
     /* The same flow with a batch-signed assignment (its batch member is one more block). */
@@ -1160,7 +1145,7 @@ static void test_manifest_trust__peak_heap_bounded(void **state)
     cJSON_Hooks hooks = {mf_kit_alloc_global_malloc, mf_kit_alloc_global_free};
     mf_manifest_release_spec spec;
     mf_manifest_release *r = NULL;
-    mf_trust *t = fx_trust(&fx, &a);
+    mf_trust *t = fx_trust(&world, &a);
     size_t len, base;
     uint8_t *env;
 
@@ -1169,7 +1154,7 @@ static void test_manifest_trust__peak_heap_bounded(void **state)
     spec.chunk_count = 2048;
     spec.chunks = (const uint8_t(*)[32])chunks;
     spec.size = (uint64_t)2048 * spec.chunk_size;
-    env = fx_release(&len, &fx, &spec, BY(K_REL0));
+    env = fx_release(&len, &world, &spec, BY(K_REL0));
     mf_kit_alloc_global(&heap);
     cJSON_InitHooks(&hooks);
     base = heap.live;
@@ -1209,5 +1194,5 @@ int main(void)
         cmocka_unit_test(test_manifest_trust__alloc_failure_every_n),
         cmocka_unit_test(test_manifest_trust__peak_heap_bounded),
     };
-    return cmocka_run_group_tests_name("manifest_trust", tests, setup, teardown);
+    return cmocka_run_group_tests_name("manifest_trust", tests, world_setup, world_teardown);
 }

@@ -12,6 +12,7 @@
 #include "kit_fs.h"
 #include "offload_fixture.h"
 #include "offload_e2e_fixture.h"
+#include "offload_server_fixture.h"
 #include "cmd_samples.h"
 #include "mf_hex.h"
 #include "mf_sha256.h"
@@ -31,9 +32,8 @@
 #define TEACHER_VERSION "cmd-1"
 
 struct fx {
-    char dir[64], data[96], config[128], url[64], admin[128];
-    char cred[256], policy[4096];
-    struct mf_server *srv;
+    struct offload_server_fx s;
+    char policy[4096];
     struct tplat t;
     mf_offload_options opts;
     char sent[MAX_SENT][MF_SHA256_HEX_LEN + 1]; /* input SHA-256 of every variant sent */
@@ -43,52 +43,29 @@ struct fx {
 static struct fx fx;
 static char reply[16 * 1024 * 1024];
 
+/* The command teacher: reads the sample, answers class 1 at 0.9 (docs/operations.md). */
+static const char offload_config[] =
+    "{\"models\": {\"digits\": {"
+    "\"teacher\": {\"connector\": \"command\", \"command\": [\"/bin/sh\", \"-c\","
+    " \"cat >/dev/null; echo "
+    "'{\\\"probs\\\":[0.05,0.9,0.05],\\\"version\\\":\\\"" TEACHER_VERSION
+    "\\\"}'\"], \"timeout_ms\": 5000},"
+    "\"policy\": {\"enabled\": true, \"method\": \"max_softmax\", \"mode\": \"sync\","
+    " \"threshold\": 0.8, \"deadline_ms\": 5000, \"metered\": \"allow\"}}}}";
+
 static int setup(void **state)
 {
-    struct mf_server_options o;
-    struct mf_ctx ctx;
-    char enroll[128];
-    int changed = 0;
-    FILE *f;
-
     (void)state;
     memset(&fx, 0, sizeof(fx));
-    (void)signal(SIGPIPE, SIG_IGN);
-    mf_kit_fs_mkdtemp(fx.dir, sizeof(fx.dir), "mf-offe2e");
-    (void)snprintf(fx.data, sizeof(fx.data), "%s/data", fx.dir);
-    (void)snprintf(fx.config, sizeof(fx.config), "%s/offload.json", fx.dir);
-    f = fopen(fx.config, "w");
-    assert_non_null(f);
-    /* The command teacher: reads the sample, answers class 1 at 0.9 (docs/operations.md). */
-    fprintf(f, "{\"models\": {\"digits\": {"
-               "\"teacher\": {\"connector\": \"command\", \"command\": [\"/bin/sh\", \"-c\","
-               " \"cat >/dev/null; echo "
-               "'{\\\"probs\\\":[0.05,0.9,0.05],\\\"version\\\":\\\"" TEACHER_VERSION
-               "\\\"}'\"], \"timeout_ms\": 5000},"
-               "\"policy\": {\"enabled\": true, \"method\": \"max_softmax\", \"mode\": \"sync\","
-               " \"threshold\": 0.8, \"deadline_ms\": 5000, \"metered\": \"allow\"}}}}");
-    fclose(f);
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(mf_server__init_data_dir(&changed, &ctx, fx.data, NULL), MF_OK);
-    mf_server__options_init(&o);
-    o.data_dir = fx.data;
-    o.listen = "127.0.0.1:0";
-    o.offload_config = fx.config;
-    o.device_rate = 0;
-    if (mf_server__start(&fx.srv, &ctx, &o) < 0)
-        fail_msg("start: %s", mf_ctx__errmsg(&ctx));
-    (void)snprintf(fx.url, sizeof(fx.url), "http://127.0.0.1:%u", mf_server__port(fx.srv));
-    mf_kit_fs_read_line(fx.admin, sizeof(fx.admin), fx.data, "admin.token");
-    mf_kit_fs_read_line(enroll, sizeof(enroll), fx.data, "enroll.token");
-    assert_int_equal(e2e_enroll(fx.cred, sizeof(fx.cred), fx.url, enroll, "cam-e2e"), 0);
+    offload_server_fx_start(&fx.s, "mf-offe2e", offload_config, "cam-e2e");
     assert_int_equal(
-        e2e_checkin_policy(fx.policy, sizeof(fx.policy), fx.url, fx.cred, "digits", "v3"), 0);
+        e2e_checkin_policy(fx.policy, sizeof(fx.policy), fx.s.url, fx.s.cred, "digits", "v3"), 0);
     tplat_init(&fx.t);
     assert_int_equal(mf_offload_options_init(&fx.opts, MF_OFFLOAD_OPTIONS_VERSION), MF_OK);
     fx.opts.model = "digits";
     fx.opts.model_version = "v3";
-    fx.opts.server_url = fx.url;
-    fx.opts.credential = fx.cred;
+    fx.opts.server_url = fx.s.url;
+    fx.opts.credential = fx.s.cred;
     fx.opts.platform = &fx.t.ops;
     fx.opts.batch_max_samples = 8;
     fx.opts.request_timeout_ms = 10000;
@@ -98,9 +75,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    mf_server__stop(fx.srv);
+    offload_server_fx_stop(&fx.s);
     tplat_done(&fx.t);
-    mf_kit_fs_rmtree(fx.dir);
     return 0;
 }
 
@@ -141,7 +117,7 @@ static cJSON *exported(const char *extra)
     cJSON *j;
 
     (void)snprintf(path, sizeof(path), "/v1/admin/samples?model=digits&limit=500%s", extra);
-    assert_int_equal(e2e_http(reply, sizeof(reply), fx.url, "GET", path, fx.admin, NULL), 200);
+    assert_int_equal(e2e_http(reply, sizeof(reply), fx.s.url, "GET", path, fx.s.admin, NULL), 200);
     j = cJSON_Parse(reply);
     assert_non_null(j);
     assert_int_equal(cJSON_GetObjectItem(j, "next")->valuedouble, 0);
@@ -256,7 +232,7 @@ static void test_offload_e2e__mfctl_export(void **state)
 {
     char out[128], tok[160], hdr[MFCTL_NPY_HEADER_LEN], got[MFCTL_NPY_HEADER_LEN];
     const char *args[] = {
-        "mfctl",   "--server", fx.url,    "--token-file", tok,
+        "mfctl",   "--server", fx.s.url,  "--token-file", tok,
         "samples", "export",   "--model", "digits",       "--min-teacher-confidence",
         "0.5",     out,        NULL};
     char *argv[16];
@@ -273,8 +249,8 @@ static void test_offload_e2e__mfctl_export(void **state)
     for (uint32_t v = 0; v < 4; v++)
         ask(&a, o, 500 + v);
     mf_offload_free(o);
-    (void)snprintf(tok, sizeof(tok), "%s/admin.token", fx.data);
-    (void)snprintf(out, sizeof(out), "%s/export", fx.dir);
+    (void)snprintf(tok, sizeof(tok), "%s/admin.token", fx.s.data);
+    (void)snprintf(out, sizeof(out), "%s/export", fx.s.dir);
     assert_int_equal(mfctl__main(12, argv, dev_null, stderr), 0);
     fclose(dev_null);
     shape[0] = 4;

@@ -13,6 +13,7 @@
 #include "kit_fs.h"
 #include "teacher_fixture.h"
 #include "offload_e2e_fixture.h"
+#include "offload_server_fixture.h"
 
 #include "app/server.h"
 #include "common/token.h"
@@ -31,10 +32,7 @@
 #include <unistd.h>
 
 struct fixture {
-    char dir[64], data[96], config[128];
-    char admin[MF_TOKEN_LEN + 1], device[128];
-    struct mf_server *srv;
-    uint16_t port;
+    struct offload_server_fx s;
     struct teacher_fake teacher;
 };
 
@@ -52,10 +50,7 @@ static struct reply rep;
 /* One request; `auth` is the bearer token or NULL. Returns the status. */
 static long http(const char *method, const char *path, const char *auth, const char *body)
 {
-    char base[64];
-
-    (void)snprintf(base, sizeof(base), "http://127.0.0.1:%u", fx.port);
-    rep.status = e2e_http(rep.body, sizeof(rep.body), base, method, path, auth, body);
+    rep.status = e2e_http(rep.body, sizeof(rep.body), fx.s.url, method, path, auth, body);
     rep.len = strlen(rep.body);
     if (rep.status < 0)
         fail_msg("%s %s: no answer", method, path);
@@ -65,53 +60,29 @@ static long http(const char *method, const char *path, const char *auth, const c
 
 static int setup(void **state)
 {
-    struct mf_server_options o;
-    struct mf_ctx ctx;
-    char enroll[MF_TOKEN_LEN + 1], url[64];
-    FILE *f;
-    int changed = 0;
+    char config[1024];
 
     (void)state;
     memset(&fx, 0, sizeof(fx));
-    (void)signal(SIGPIPE, SIG_IGN);
     teacher_fake_start(&fx.teacher, probs3, 3);
-    mf_kit_fs_mkdtemp(fx.dir, sizeof(fx.dir), "mf-offsrv");
-    (void)snprintf(fx.data, sizeof(fx.data), "%s/data", fx.dir);
-    (void)snprintf(fx.config, sizeof(fx.config), "%s/offload.json", fx.dir);
-    f = fopen(fx.config, "w");
-    assert_non_null(f);
-    fprintf(f,
-            "{\"retention_days\": 30, \"models\": {\"digits\": {"
-            "\"teacher\": {\"connector\": \"kserve\", \"url\": \"http://127.0.0.1:%u\","
-            " \"name\": \"teach\", \"version\": \"t-1\", \"timeout_ms\": 2000,"
-            " \"breaker_failures\": 2, \"breaker_open_ms\": 200},"
-            "\"policy\": {\"enabled\": true, \"method\": \"max_softmax\", \"mode\": \"sync\","
-            " \"target_rate\": 0.1, \"deadline_ms\": 250}}}}",
-            fx.teacher.http.port);
-    fclose(f);
-    mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    assert_int_equal(mf_server__init_data_dir(&changed, &ctx, fx.data, NULL), MF_OK);
-    mf_server__options_init(&o);
-    o.data_dir = fx.data;
-    o.listen = "127.0.0.1:0";
-    o.offload_config = fx.config;
-    o.device_rate = 0; /* the tests send bursts */
-    if (mf_server__start(&fx.srv, &ctx, &o) < 0)
-        fail_msg("start: %s", mf_ctx__errmsg(&ctx));
-    fx.port = mf_server__port(fx.srv);
-    mf_kit_fs_read_line(fx.admin, sizeof(fx.admin), fx.data, "admin.token");
-    mf_kit_fs_read_line(enroll, sizeof(enroll), fx.data, "enroll.token");
-    (void)snprintf(url, sizeof(url), "http://127.0.0.1:%u", fx.port);
-    assert_int_equal(e2e_enroll(fx.device, sizeof(fx.device), url, enroll, "cam-1"), 0);
+    (void)snprintf(
+        config, sizeof(config),
+        "{\"retention_days\": 30, \"models\": {\"digits\": {"
+        "\"teacher\": {\"connector\": \"kserve\", \"url\": \"http://127.0.0.1:%u\","
+        " \"name\": \"teach\", \"version\": \"t-1\", \"timeout_ms\": 2000,"
+        " \"breaker_failures\": 2, \"breaker_open_ms\": 200},"
+        "\"policy\": {\"enabled\": true, \"method\": \"max_softmax\", \"mode\": \"sync\","
+        " \"target_rate\": 0.1, \"deadline_ms\": 250}}}}",
+        fx.teacher.http.port);
+    offload_server_fx_start(&fx.s, "mf-offsrv", config, "cam-1");
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    mf_server__stop(fx.srv);
+    offload_server_fx_stop(&fx.s);
     teacher_fake_stop(&fx.teacher);
-    mf_kit_fs_rmtree(fx.dir);
     return 0;
 }
 
@@ -151,7 +122,7 @@ static int exported(const char *extra)
     int n;
 
     (void)snprintf(path, sizeof(path), "/v1/admin/samples?model=digits%s", extra);
-    assert_int_equal(http("GET", path, fx.admin, NULL), 200);
+    assert_int_equal(http("GET", path, fx.s.admin, NULL), 200);
     j = cJSON_Parse(rep.body);
     n = cJSON_GetArraySize(cJSON_GetObjectItem(j, "samples"));
     cJSON_Delete(j);
@@ -167,7 +138,7 @@ static void test_offload_server__ask_answered_and_stored(void **state)
     sample_json(smp, sizeof(smp), 1, "hard");
     (void)snprintf(body, sizeof(body),
                    "{\"request_id\":\"%032x\",\"deadline_ms\":1000,\"sample\":%s}", 1, smp);
-    assert_int_equal(http("POST", "/v1/offload/ask", fx.device, body), 200);
+    assert_int_equal(http("POST", "/v1/offload/ask", fx.s.cred, body), 200);
     j = cJSON_Parse(rep.body);
     assert_string_equal(cJSON_GetObjectItem(j, "request_id")->valuestring,
                         "00000000000000000000000000000001");
@@ -187,7 +158,7 @@ static void test_offload_server__ask_answered_and_stored(void **state)
     assert_int_equal(http("POST", "/v1/offload/ask", NULL, body), 401);
     (void)snprintf(body, sizeof(body),
                    "{\"request_id\":\"%032x\",\"deadline_ms\":1000,\"sample\":%s}", 9, smp);
-    assert_int_equal(http("POST", "/v1/offload/ask", fx.device, body), 400);
+    assert_int_equal(http("POST", "/v1/offload/ask", fx.s.cred, body), 400);
 }
 
 static void test_offload_server__slow_and_down_teacher(void **state)
@@ -201,13 +172,13 @@ static void test_offload_server__slow_and_down_teacher(void **state)
     (void)snprintf(body, sizeof(body),
                    "{\"request_id\":\"%032x\",\"deadline_ms\":250,\"sample\":%s}", 2, smp);
     t0 = now_ms();
-    assert_int_equal(http("POST", "/v1/offload/ask", fx.device, body), 503);
+    assert_int_equal(http("POST", "/v1/offload/ask", fx.s.cred, body), 503);
     assert_true(now_ms() - t0 < 250); /* the server gives up inside the device's deadline */
     /* Down: two failures open the breaker, the next ask fails at once. */
     teacher_fake_set(&fx.teacher, TEACHER_FAKE_FAIL, 0);
-    assert_int_equal(http("POST", "/v1/offload/ask", fx.device, body), 503);
+    assert_int_equal(http("POST", "/v1/offload/ask", fx.s.cred, body), 503);
     t0 = now_ms();
-    assert_int_equal(http("POST", "/v1/offload/ask", fx.device, body), 503);
+    assert_int_equal(http("POST", "/v1/offload/ask", fx.s.cred, body), 503);
     assert_non_null(strstr(rep.body, "circuit open"));
     assert_true(now_ms() - t0 < 100);
     /* Every asked sample was stored (once), unlabelled: it waits for the label job. */
@@ -239,48 +210,48 @@ static void test_offload_server__batch_stored_once(void **state)
     fd = socket(AF_INET, SOCK_STREAM, 0);
     memset(&a, 0, sizeof(a));
     a.sin_family = AF_INET;
-    a.sin_port = htons(fx.port);
+    a.sin_port = htons(fx.s.port);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
     (void)snprintf(req, sizeof(req),
                    "POST /v1/offload/batch HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
                    "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-                   fx.device, strlen(body));
+                   fx.s.cred, strlen(body));
     assert_true(write(fd, req, strlen(req)) > 0);
     assert_true(write(fd, body, strlen(body) / 2) > 0);
     close(fd);
     usleep(200 * 1000);
     assert_int_equal(exported(""), 0);
     /* Sent twice: stored once, the same answer both times. */
-    assert_int_equal(http("POST", "/v1/offload/batch", fx.device, body), 200);
+    assert_int_equal(http("POST", "/v1/offload/batch", fx.s.cred, body), 200);
     assert_int_equal(json_int("accepted"), 3);
     assert_int_equal(json_int("duplicates"), 0);
     assert_true(rep.len < sizeof(reply1));
     memcpy(reply1, rep.body, rep.len + 1);
-    assert_int_equal(http("POST", "/v1/offload/batch", fx.device, body), 200);
+    assert_int_equal(http("POST", "/v1/offload/batch", fx.s.cred, body), 200);
     assert_string_equal(rep.body, reply1);
     assert_int_equal(exported(""), 3);
     assert_int_equal(exported("&kind=audit"), 1);
     /* A new batch id repeating a stored sample: that one is a duplicate. */
     (void)snprintf(body, sizeof(body),
                    "{\"batch_id\":\"%032x\",\"model\":\"digits\",\"samples\":[%s]}", 77, smp[0]);
-    assert_int_equal(http("POST", "/v1/offload/batch", fx.device, body), 200);
+    assert_int_equal(http("POST", "/v1/offload/batch", fx.s.cred, body), 200);
     assert_int_equal(json_int("accepted"), 0);
     assert_int_equal(json_int("duplicates"), 1);
     /* Malformed: another model than the batch's, a bad id, no samples. */
     (void)snprintf(body, sizeof(body),
                    "{\"batch_id\":\"%032x\",\"model\":\"faces\",\"samples\":[%s]}", 78, smp[0]);
-    assert_int_equal(http("POST", "/v1/offload/batch", fx.device, body), 400);
-    assert_int_equal(http("POST", "/v1/offload/batch", fx.device,
+    assert_int_equal(http("POST", "/v1/offload/batch", fx.s.cred, body), 400);
+    assert_int_equal(http("POST", "/v1/offload/batch", fx.s.cred,
                           "{\"batch_id\":\"XYZ\",\"model\":\"digits\",\"samples\":[]}"),
                      400);
-    assert_int_equal(http("POST", "/v1/offload/batch", fx.device,
+    assert_int_equal(http("POST", "/v1/offload/batch", fx.s.cred,
                           "{\"batch_id\":\"00000000000000000000000000000079\",\"model\":"
                           "\"digits\",\"samples\":[]}"),
                      400);
     assert_int_equal(exported(""), 3);
     /* Deletion by device (privacy): every sample of cam-1 goes. */
-    assert_int_equal(http("DELETE", "/v1/admin/devices/cam-1/samples", fx.admin, NULL), 200);
+    assert_int_equal(http("DELETE", "/v1/admin/devices/cam-1/samples", fx.s.admin, NULL), 200);
     assert_int_equal(json_int("deleted"), 3);
     assert_int_equal(exported(""), 0);
 }
@@ -296,7 +267,7 @@ static void test_offload_server__body_limit(void **state)
     body[0] = '{';
     body[n - 1] = '}';
     body[n] = '\0';
-    assert_int_equal(http("POST", "/v1/offload/batch", fx.device, body), 413);
+    assert_int_equal(http("POST", "/v1/offload/batch", fx.s.cred, body), 413);
     free(body);
 }
 
@@ -318,7 +289,7 @@ static void test_offload_server__checkin_policy_from_fleet_scores(void **state)
     for (int i = 0; i < 100; i++)
         n += (size_t)snprintf(body + n, sizeof(body) - n, "%s10", i ? "," : "");
     (void)snprintf(body + n, sizeof(body) - n, "]}]}]}");
-    assert_int_equal(http("POST", "/v1/checkin", fx.device, body), 200);
+    assert_int_equal(http("POST", "/v1/checkin", fx.s.cred, body), 200);
     j = cJSON_Parse(rep.body);
     p = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "offload"), "digits");
     assert_non_null(p);
@@ -328,23 +299,23 @@ static void test_offload_server__checkin_policy_from_fleet_scores(void **state)
     assert_true(cJSON_GetObjectItem(p, "target_rate")->valuedouble == 0.1);
     cJSON_Delete(j);
     /* Ops see target vs realised (120 of 1000 asked). */
-    assert_int_equal(http("GET", "/v1/admin/offload/rates", fx.admin, NULL), 200);
+    assert_int_equal(http("GET", "/v1/admin/offload/rates", fx.s.admin, NULL), 200);
     assert_non_null(strstr(rep.body, "\"realised_rate\":0.12"));
     assert_non_null(strstr(rep.body, "\"target_rate\":0.1"));
     /* Malformed telemetry never fails the check-in; it is skipped. */
-    assert_int_equal(http("POST", "/v1/checkin", fx.device,
+    assert_int_equal(http("POST", "/v1/checkin", fx.s.cred,
                           "{\"nonce\":\"0123456789abcdef0123456789abcdef\",\"models\":[],"
                           "\"offload\":[{\"model\":\"digits\",\"versions\":[7]}]}"),
                      200);
     /* A calibration set for a version the fleet has not reported sets its threshold. */
-    assert_int_equal(http("PUT", "/v1/admin/offload/calibration/digits/v4", fx.admin,
+    assert_int_equal(http("PUT", "/v1/admin/offload/calibration/digits/v4", fx.s.admin,
                           "{\"method\":\"max_softmax\",\"scores\":[0.05,0.05,0.05,0.5,0.5,0.5,"
                           "0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5]}"),
                      204);
-    assert_int_equal(http("PUT", "/v1/admin/offload/calibration/digits/v4", fx.admin,
+    assert_int_equal(http("PUT", "/v1/admin/offload/calibration/digits/v4", fx.s.admin,
                           "{\"method\":\"max_softmax\",\"scores\":[2]}"),
                      400);
-    assert_int_equal(http("POST", "/v1/checkin", fx.device,
+    assert_int_equal(http("POST", "/v1/checkin", fx.s.cred,
                           "{\"nonce\":\"0123456789abcdef0123456789abcdef\",\"models\":"
                           "[{\"name\":\"digits\",\"version\":\"v4\",\"sha256\":"
                           "\"0000000000000000000000000000000000000000000000000000000000000000\"}"

@@ -5,6 +5,7 @@
  * red lines absolute and relative to the previous version, computed from merged histograms.
  */
 #include "mf_test.h"
+#include "kit_case.h"
 
 #include "rollout/rollout_plan.h"
 #include "rollout/rollout_report.h"
@@ -21,6 +22,12 @@ static int parse(struct mf_rollout_plan *p, struct mf_ctx *ctx, const char *json
     err = mf_rollout__plan_parse(p, ctx, body, MF_PLAN_STRICT);
     cJSON_Delete(body);
     return err;
+}
+
+/* parse as a table's parser (kit_case.h): the plan is the payload. */
+static int parse_plan(void *plan, struct mf_ctx *ctx, const char *json)
+{
+    return parse(plan, ctx, json);
 }
 
 /* The two red lines the evidence tests share: P99 relative to the control, peak memory absolute. */
@@ -82,9 +89,7 @@ static void test_rollout__group_and_list_waves(void **state)
 
 static void test_rollout__bad_plans_are_refused(void **state)
 {
-    static const struct {
-        const char *json, *msg;
-    } bad[] = {
+    static const struct mf_kit_case bad[] = {
         {"{}", "field 'waves'"},
         {"{\"waves\":[]}", "field 'waves'"},
         {"{\"waves\":[{\"percent\":0}]}", "waves[0].percent"},
@@ -140,13 +145,8 @@ static void test_rollout__bad_plans_are_refused(void **state)
     struct mf_ctx ctx;
 
     (void)state;
+    mf_kit_case_refused(bad, MF_TEST_COUNT(bad), parse_plan, &p);
     mf_ctx__init(&ctx, NULL, NULL, NULL, "test");
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        if (parse(&p, &ctx, bad[i].json) != MF_E_INVALID)
-            fail_msg("accepted: %s", bad[i].json);
-        if (!strstr(mf_ctx__errmsg(&ctx), bad[i].msg))
-            fail_msg("%s: '%s' lacks '%s'", bad[i].json, mf_ctx__errmsg(&ctx), bad[i].msg);
-    }
     /* The request's own keys sit beside the plan's; the defaults are the safe ones. */
     assert_int_equal(parse(&p, &ctx,
                            "{\"model\":\"m\",\"version\":\"v2\",\"previous\":\"v1\","

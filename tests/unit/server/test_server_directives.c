@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The director end to end: directives reaching the check-in, delta precompute served to a
- * device on the old version, and /metrics.
+ * device on the old version, /metrics, and the release left out of the answer of a device
+ * that names it as held (docs/protocol.md, "Check-ins that send only what changed").
  */
 #include "mf_test.h"
 #include "server_fixture.h"
+#include "mf_base64.h"
+
+#include <cjson/cJSON.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,11 +340,93 @@ static void test_server_directives__delta_precompute_serves_the_old_version(void
     assert_int_equal(srvfx_status_of("GET", "/metrics", srvfx.device, NULL), 401);
 }
 
+/* The release digest the assignment of answer `body` names (its signed payload). */
+static void assigned_release(char out[65], const char *body)
+{
+    cJSON *root = cJSON_Parse(body), *payload;
+    const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "assignments"), 0);
+    cJSON *env = cJSON_Parse(cJSON_GetStringValue(cJSON_GetObjectItem(a, "assignment")));
+    const char *b64 = cJSON_GetStringValue(cJSON_GetObjectItem(env, "payload"));
+    uint8_t raw[1024];
+    size_t n = 0;
+
+    assert_non_null(b64);
+    assert_int_equal(mf_base64__decode(raw, sizeof(raw) - 1, &n, b64, strlen(b64)), MF_OK);
+    raw[n] = 0;
+    payload = cJSON_Parse((const char *)raw);
+    (void)snprintf(out, 65, "%s",
+                   cJSON_GetStringValue(cJSON_GetObjectItem(payload, "release_sha256")));
+    assert_int_equal(strlen(out), 64);
+    cJSON_Delete(payload);
+    cJSON_Delete(env);
+    cJSON_Delete(root);
+}
+
+static void test_server_directives__held_release_is_left_out(void **state)
+{
+    char got[16], digest[65], again[65], field[100], other[100];
+    struct srvfx_resp r;
+    cJSON *root;
+    const cJSON *a;
+
+    (void)state;
+    srvfx_publish_det();
+    /* An older agent (no release_sha256): the release and its hints, as always. */
+    srvfx_checkin(got, "v2", NULL, &r);
+    assert_string_equal(got, "v2");
+    assert_non_null(strstr(r.body, "\"release\":"));
+    assigned_release(digest, r.body);
+    free(r.body);
+    /* The device names v2's release: only model, version and the signed assignment. */
+    (void)snprintf(field, sizeof(field), "\"release_sha256\":\"%s\"", digest);
+    srvfx_checkin(got, "v2", field, &r);
+    assert_string_equal(got, "v2");
+    root = cJSON_Parse(r.body);
+    a = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "assignments"), 0);
+    assert_non_null(cJSON_GetStringValue(cJSON_GetObjectItem(a, "assignment")));
+    assert_null(cJSON_GetObjectItem(a, "release"));
+    assert_null(cJSON_GetObjectItem(a, "blob"));
+    assert_null(cJSON_GetObjectItem(a, "sha256"));
+    assert_null(cJSON_GetObjectItem(a, "deltas"));
+    assert_true(r.len <= 1024);
+    cJSON_Delete(root);
+    assigned_release(again, r.body); /* still signed for v2's release */
+    assert_string_equal(again, digest);
+    free(r.body);
+    /* Another release held (the device runs v1 and names its release): sent whole. */
+    (void)snprintf(other, sizeof(other), "\"release_sha256\":\"%064d\"", 0);
+    srvfx_checkin(got, "v1", other, &r);
+    assert_string_equal(got, "v2");
+    assert_non_null(strstr(r.body, "\"release\":"));
+    assert_non_null(strstr(r.body, "\"blob\":"));
+    free(r.body);
+    /* Malformed: not 64 lower-case hex, or beside no installed sha256. */
+    assert_int_equal(srvfx_call(&r, "POST", "/v1/checkin", srvfx.device,
+                                "{\"nonce\":\"0123456789abcdef0123456789abcdef\",\"models\":"
+                                "[{\"name\":\"det\",\"version\":\"v2\",\"sha256\":\""
+                                "0000000000000000000000000000000000000000000000000000000000000000"
+                                "\",\"release_sha256\":\"ABC\"}]}"),
+                     400);
+    assert_non_null(strstr(r.body, "release_sha256"));
+    free(r.body);
+    {
+        char body[300];
+
+        (void)snprintf(body, sizeof(body),
+                       "{\"nonce\":\"0123456789abcdef0123456789abcdef\",\"models\":[{\"name\":"
+                       "\"det\",\"version\":null,\"sha256\":null,\"release_sha256\":\"%s\"}]}",
+                       digest);
+        assert_int_equal(srvfx_call(&r, "POST", "/v1/checkin", srvfx.device, body), 400);
+        free(r.body);
+    }
+}
+
 int main(void)
 {
     return MF_TEST_RUN(
         "tests", srvfx_group_setup, srvfx_group_teardown,
         cmocka_unit_test(test_server_directives__directives_reach_the_checkin),
         cmocka_unit_test(test_server_directives__group_settings_reach_the_checkin),
-        cmocka_unit_test(test_server_directives__delta_precompute_serves_the_old_version));
+        cmocka_unit_test(test_server_directives__delta_precompute_serves_the_old_version),
+        cmocka_unit_test(test_server_directives__held_release_is_left_out));
 }

@@ -8,6 +8,7 @@
  * exactly once with a valid signature. Bad registrations are 400 naming the field.
  */
 #include "mf_test.h"
+#include "kit_case.h"
 #include "kit_fs.h"
 #include "kit_http.h"
 #include "pg_seed.h"
@@ -115,9 +116,7 @@ static long status_of(int node, const char *method, const char *path, const char
 static void test_server_webhooks__bad_registrations_are_400(void **state)
 {
     char long_url[600], body[800];
-    static const struct {
-        const char *body, *names;
-    } bad[] = {
+    static const struct mf_kit_case bad[] = {
         {"{\"url\":\"ftp://example.com/hook\",\"secret\":\"" SECRET "\"}", "'url'"},
         {"{\"url\":\"file:///etc/passwd\",\"secret\":\"" SECRET "\"}", "'url'"},
         {"{\"url\":\"javascript:alert(1)\",\"secret\":\"" SECRET "\"}", "'url'"},
@@ -135,9 +134,9 @@ static void test_server_webhooks__bad_registrations_are_400(void **state)
 
     (void)state;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        if (call(&r, 0, "POST", "/v1/admin/webhooks", bad[i].body) != 400 ||
-            !strstr(r.body, bad[i].names))
-            fail_msg("%s: %ld %s, want 400 naming %s", bad[i].body, r.status, r.body, bad[i].names);
+        if (call(&r, 0, "POST", "/v1/admin/webhooks", bad[i].in) != 400 ||
+            !strstr(r.body, bad[i].want))
+            fail_msg("%s: %ld %s, want 400 naming %s", bad[i].in, r.status, r.body, bad[i].want);
         free(r.body);
     }
     memset(long_url, 'a', sizeof(long_url) - 1);

@@ -5,15 +5,14 @@
  * literals, quoted identifiers and PostgreSQL's own $n alone. Known vectors, and the bound.
  */
 #include "mf_test.h"
+#include "kit_case.h"
 #include "store/store_engine.h"
 
 #include <string.h>
 
 static void test_store_sql__rewrites_placeholders(void **state)
 {
-    static const struct {
-        const char *in, *out;
-    } v[] = {
+    static const struct mf_kit_case v[] = {
         {"SELECT 1", "SELECT 1"},
         {"SELECT x FROM t WHERE a = ? AND b = ?", "SELECT x FROM t WHERE a = $1 AND b = $2"},
         /* ?N names parameter N, used as often as it appears. */
@@ -39,7 +38,7 @@ static void test_store_sql__rewrites_placeholders(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
         assert_int_equal(mf_store__sql_to_pg(out, sizeof(out), v[i].in), MF_OK);
-        assert_string_equal(out, v[i].out);
+        assert_string_equal(out, v[i].want);
     }
 }
 
