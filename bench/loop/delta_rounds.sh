@@ -5,7 +5,8 @@
 # (examples/mnist/torch/student_trainer.py, int8 784-32-10, warm start): "full" lets every
 # weight move, "delta" keeps all but the MAX_CHANGED share of int8 weights byte-equal to the
 # parent (--max-changed). Each round uplinks NEW fresh train images (teacher-labelled, soft
-# targets), runs both loops and gates them (paired, tolerance 0.001); per promoted round it
+# targets), runs both loops and gates them (paired, tolerance 0.001), promotes what passed
+# (the next round's parent and warm start); per promoted round it
 # prints the held-out cascade of both candidates, the patch from the parent (mfctl diff, the
 # mf format devices apply) and bytes per point gained. Figures go to bench/loop/README.md.
 # Usage: bench/loop/delta_rounds.sh BIN_DIR [REPS=3] [ROUNDS=3] [MAX_CHANGED=0.1] [NEW=500]
@@ -82,6 +83,9 @@ for rep in $(seq 1 "$REPS"); do
                 fb=$(stat -c %s "$b")
                 pb=$(stat -c %s "$work/p")
                 cur[$kind]=$b
+                # promoted at once (no canary here): the next round's parent and warm start
+                v=$(sed -n 's/^published \(d[0-9]*\):.*/\1/p' "$out" | head -n 1)
+                mfctl_admin promote "$kind-$rep" "$v" --force >/dev/null
             fi
             printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$r" "$kind" "$state" \
                 "$(cascade "$out" parent)" "$(cascade "$out" candidate)" "$fb" "$pb" "${changed:--}"
