@@ -173,7 +173,13 @@ int main(int argc, char **argv)
 
     if (mf_cli__std_flags(argc, argv, "mf-example-cnn-eval", usage) == 0)
         return 0;
-    if (argc != 2 || argv[1][0] == '-') {
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-') {
+            (void)fprintf(stderr, "mf-example-cnn-eval: unknown option \"%s\"\n", argv[i]);
+            return 2;
+        }
+    }
+    if (argc != 2) {
         (void)fputs(usage, stderr);
         return 2;
     }
