@@ -29,6 +29,17 @@ mf_stack_scratch() {
 }
 check() { mf_check "$@"; }
 
+# mf_fashion_data BEGIN END SEED_FRACTION CALIBRATION: the "data" object of a distill config
+# on Debian's Fashion-MNIST (docs/distill.md): held-out test items [BEGIN, END).
+mf_fashion_data() {
+    local fm=/usr/share/datasets/fashion-mnist
+    cat <<JSON
+{"train_images": "$fm/train-images-idx3-ubyte.gz", "train_labels": "$fm/train-labels-idx1-ubyte.gz",
+ "heldout_images": "$fm/t10k-images-idx3-ubyte.gz", "heldout_labels": "$fm/t10k-labels-idx1-ubyte.gz",
+ "heldout_range": [$1, $2], "seed_fraction": $3, "calibration": $4}
+JSON
+}
+
 # mf_skip WHY: a part that cannot run on this machine says so; with MF_TEST_NO_SKIP set (CI)
 # it fails instead, since there every dependency is installed and a skip would hide a gap.
 mf_skip() {

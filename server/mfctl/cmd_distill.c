@@ -17,6 +17,56 @@ static void print_eval(struct mfctl *c, const char *who, const cJSON *e)
         100 * mfctl__num(e, "offload_rate"), mfctl__num(e, "threshold"));
 }
 
+/* A trainer's or evaluator's note: its command line, the digest of what it wrote and its
+ * stderr, each line prefixed with who wrote it. */
+static void print_command(struct mfctl *c, const char *who, const cJSON *note, const char *sha_key)
+{
+    const cJSON *argv = cJSON_GetObjectItemCaseSensitive(note, "command"), *a;
+    const char *err = mfctl__str(note, "stderr");
+
+    if (!cJSON_IsArray(argv))
+        return;
+    (void)fprintf(c->out, "%s command:", who);
+    cJSON_ArrayForEach(a, argv)
+    {
+        (void)fprintf(c->out, " %s", cJSON_GetStringValue(a) ? cJSON_GetStringValue(a) : "?");
+    }
+    (void)fprintf(c->out, "\n");
+    if (mfctl__str(note, sha_key)[0])
+        (void)fprintf(c->out, "%s output sha256 %s\n", who, mfctl__str(note, sha_key));
+    while (*err) {
+        size_t len = strcspn(err, "\n");
+
+        (void)fprintf(c->out, "%s stderr: %.*s\n", who, (int)len, err);
+        err += len;
+        err += *err == '\n';
+    }
+}
+
+static void print_evaluator(struct mfctl *c, const cJSON *ev)
+{
+    if (!cJSON_IsObject(ev))
+        return;
+    (void)fprintf(c->out, "evaluator: command, outputs %s\n", mfctl__str(ev, "outputs"));
+    print_command(c, "evaluator (candidate)", cJSON_GetObjectItemCaseSensitive(ev, "candidate"),
+                  "outputs_sha256");
+    print_command(c, "evaluator (parent)", cJSON_GetObjectItemCaseSensitive(ev, "parent"),
+                  "outputs_sha256");
+}
+
+/* The paired comparison of the two cascades on the same held-out items. */
+static void print_paired(struct mfctl *c, const cJSON *p)
+{
+    if (!cJSON_IsObject(p))
+        return;
+    (void)fprintf(c->out,
+                  "  paired    cascade gain %+.2f pt, %.0f %% bounds [%+.2f, %+.2f] pt "
+                  "(%.0f items only the candidate gets right, %.0f only the parent)\n",
+                  100 * mfctl__num(p, "difference"), 100 * mfctl__num(p, "confidence"),
+                  100 * mfctl__num(p, "lower"), 100 * mfctl__num(p, "upper"),
+                  mfctl__num(p, "candidate_only"), mfctl__num(p, "parent_only"));
+}
+
 /* The provenance record of a run (docs/distill.md). */
 static void print_record(struct mfctl *c, const cJSON *rec)
 {
@@ -47,11 +97,14 @@ static void print_record(struct mfctl *c, const cJSON *rec)
                       mfctl__num(t, "temperature"),
                       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "warm_start")) ? "yes"
                                                                                       : "no");
+    print_command(c, "trainer", t, "output_sha256");
+    print_evaluator(c, cJSON_GetObjectItemCaseSensitive(rec, "evaluator"));
     if (cJSON_IsObject(m)) {
         (void)fprintf(c->out, "held-out (%.0f items), teacher %.2f %%:\n",
                       mfctl__num(m, "heldout_items"), 100 * mfctl__num(m, "teacher_accuracy"));
         print_eval(c, "parent", cJSON_GetObjectItemCaseSensitive(m, "parent"));
         print_eval(c, "candidate", cJSON_GetObjectItemCaseSensitive(m, "candidate"));
+        print_paired(c, cJSON_GetObjectItemCaseSensitive(m, "paired"));
     }
     if (mfctl__str(rec, "gate")[0])
         (void)fprintf(c->out, "gate: %s\n", mfctl__str(rec, "gate"));

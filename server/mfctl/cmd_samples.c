@@ -190,6 +190,26 @@ static void copy_item(cJSON *dst, const char *to, const cJSON *src, const char *
     cJSON_AddItemToObject(dst, to, v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull());
 }
 
+/* "teacher_label": the class the teacher's probabilities rank first (the first of equal
+ * ones), null while the sample is unlabelled: the hard label data teams train on. */
+static void add_teacher_label(cJSON *line, const cJSON *probs)
+{
+    const cJSON *p;
+    double best = 0;
+    int k = 0, label = -1;
+
+    cJSON_ArrayForEach(p, probs)
+    {
+        if (cJSON_IsNumber(p) && (label < 0 || p->valuedouble > best)) {
+            best = p->valuedouble;
+            label = k;
+        }
+        k++;
+    }
+    cJSON_AddItemToObject(line, "teacher_label",
+                          label >= 0 ? cJSON_CreateNumber(label) : cJSON_CreateNull());
+}
+
 /* Line `row` of samples.jsonl: the provenance of one sample (docs/offload.md). */
 static int put_line(struct export *e, const cJSON *s, size_t input_len)
 {
@@ -210,6 +230,7 @@ static int put_line(struct export *e, const cJSON *s, size_t input_len)
             copy_item(line, same[i], s, same[i]);
         copy_item(line, "student_output", s, "output");
         copy_item(line, "teacher_output", s, "teacher_output");
+        add_teacher_label(line, cJSON_GetObjectItemCaseSensitive(s, "teacher_output"));
         cJSON_AddNumberToObject(line, "input_len", (double)input_len);
         text = cJSON_PrintUnformatted(line);
     }

@@ -54,6 +54,8 @@ cat >"$work/offload.json" <<JSON
  "fashion-garbage": {"teacher": {"connector": "builtin", "path": "$work/teacher.safetensors"}},
  "fashion-worse": {"teacher": {"connector": "builtin", "path": "$work/teacher.safetensors"}},
  "fashion-auto": {"teacher": {"connector": "builtin", "path": "$work/teacher.safetensors"}},
+ "foreign": {"teacher": {"connector": "builtin", "path": "$work/teacher.safetensors"}},
+ "foreign-garbage": {"teacher": {"connector": "builtin", "path": "$work/teacher.safetensors"}},
  "fashion-noteacher": {"teacher": {"connector": "command", "command": ["/bin/false"]}}}}
 JSON
 model_cfg() { # model_cfg TRAINER_JSON
@@ -69,6 +71,13 @@ model_cfg() { # model_cfg TRAINER_JSON
              "red_lines": [{"metric": "p99_latency_us", "relative": 2.0}]}}
 JSON
 }
+# A family the server does not know (tests/integration/distill_foreign.py): trained and
+# evaluated by commands on a smaller held-out and calibration set (pure Python is slow).
+foreign_cfg() { # foreign_cfg EVAL_MODE OUTPUTS
+    model_cfg '{"command": ["python3", "'"$root"'/tests/integration/distill_foreign.py", "train"]}' |
+        sed 's/"heldout_range": \[5000, 7000\]/"heldout_range": [5000, 5500]/; s/"calibration": 2000/"calibration": 500/' |
+        sed 's#^{#{"gate_test": "paired", "evaluator": {"command": ["python3", "'"$root"'/tests/integration/distill_foreign.py", "'"$1"'"], "timeout_s": 120, "outputs": "'"$2"'"}, #'
+}
 cat >"$work/distill.json" <<JSON
 {"models": {
  "fashion": $(model_cfg '{"epochs": 4, "warm_start": true}'),
@@ -76,7 +85,9 @@ cat >"$work/distill.json" <<JSON
  "fashion-garbage": $(model_cfg '{"command": ["/bin/sh", "'"$work"'/garbage.sh"]}'),
  "fashion-worse": $(model_cfg '{"command": ["python3", "'"$work"'/worse.py"]}'),
  "fashion-noteacher": $(model_cfg '{"epochs": 1}'),
- "fashion-auto": $(model_cfg '{"epochs": 1}' | sed 's/^{/{"auto_samples": 50, /')}}
+ "fashion-auto": $(model_cfg '{"epochs": 1}' | sed 's/^{/{"auto_samples": 50, /'),
+ "foreign": $(foreign_cfg eval logits),
+ "foreign-garbage": $(foreign_cfg eval-garbage probabilities)}}
 JSON
 MF_SERVE_ARGS="--offload-config $work/offload.json --distill-config $work/distill.json --device-rate 1000"
 export MF_SERVE_ARGS
@@ -124,6 +135,8 @@ used=$(sed -n 's/^samples: 3000 seed, \([0-9]*\) hard, 0 audit (dropped: \([0-9]
 check "run 2 accounts for the 400 samples ($used)" test "$((${used:-0}))" = 400
 check "run 2 trained on most of them" test "${used%%+*}" -ge 300
 check "run 2 was judged against parent d1" grep -q "  parent .*cascade" "$work/wait2.out"
+check "run 2 records the paired comparison of the two cascades" \
+    grep -q "  paired    cascade gain [-+][0-9.]* pt, 95 % bounds" "$work/wait2.out"
 check "run 2 records teacher version t1" grep -q "teacher versions: t1" "$work/wait2.out"
 if grep -q "published d2" "$work/wait2.out"; then
     # a patch is kept only when smaller than the file (0: none kept)
@@ -189,6 +202,41 @@ check "enough new samples start a run by themselves ($auto)" sh -c "echo '$auto'
 sleep 3 # further ticks: no new samples since that run's cursor, so no second run
 check "the auto trigger does not repeat without new samples" \
     test "$(mfctl_admin distill status --json | grep -o '"model":"fashion-auto"' | wc -l)" = 1
+
+# -- a family the server does not know: its trainer and evaluator commands (the evaluator
+# never sees a label) carry it through the gate, the release and the canary
+run_id() { sed -n 's/^run \([0-9]*\): .*queued.*/\1/p'; }
+f1=$(mfctl_admin distill run foreign | run_id)
+mfctl_admin distill wait "$f1" 300 >"$work/foreign1.out" 2>&1
+check "run $f1 publishes the foreign family's seed model" grep -q "foreign published (manual), parent -, version d1" \
+    "$work/foreign1.out"
+check "its record keeps the trainer's command line and stderr" sh -c "grep -q 'trainer command: python3 .*distill_foreign.py train' $work/foreign1.out && grep -q 'trainer stderr: foreign trainer: 3000 labelled rows' $work/foreign1.out"
+check "... and the SHA-256 of the trainer's output, which is the published file" sh -c \
+    "t=\$(sed -n 's/^trainer output sha256 //p' $work/foreign1.out); [ \${#t} = 64 ] && [ \"\$t\" = \"\$(sed -n 's/.*sha256 \([0-9a-f]*\), rollout.*/\1/p' $work/foreign1.out)\" ]"
+check "the evaluator's outputs decided the gate (1000 items: held-out and calibration)" sh -c \
+    "grep -q 'evaluator (candidate) stderr: foreign evaluator: 1000 items' $work/foreign1.out && grep -q 'evaluator (candidate) output sha256 [0-9a-f]\{64\}' $work/foreign1.out"
+acc=$(sed -n 's/^  candidate student *\([0-9.]*\) %.*/\1/p' "$work/foreign1.out")
+check "the server's figures for the foreign model are real (student $acc % on held-out)" \
+    awk -v a="${acc:-0}" 'BEGIN { exit !(a > 50 && a < 95) }'
+f2=$(mfctl_admin distill run foreign | run_id)
+mfctl_admin distill wait "$f2" 300 >"$work/foreign2.out" 2>&1
+check "run $f2 evaluates the deployed parent d1 with the same command" sh -c \
+    "grep -q 'evaluator (parent) stderr: foreign evaluator: 1000 items' $work/foreign2.out && grep -q '  parent .*cascade' $work/foreign2.out"
+ps=$(sed -n 's/^evaluator (parent) output sha256 //p' "$work/foreign2.out")
+cs=$(sed -n 's/^evaluator (candidate) output sha256 //p' "$work/foreign2.out")
+check "the same model (same data, deterministic trainer) gives the same outputs" \
+    sh -c "[ -n '$ps' ] && [ '$ps' = '$cs' ]"
+check "the paired gate: no item differs, the bounds are 0, and it passes" sh -c \
+    "grep -q 'paired    cascade gain +0.00 pt, 95 % bounds \[+0.00, +0.00\] pt (0 items' $work/foreign2.out && grep -q 'gate: passed: the paired lower bound' $work/foreign2.out"
+check "... passes the gate and goes out as a canary of d1" sh -c \
+    "grep -q 'foreign published (manual), parent d1, version d2' $work/foreign2.out && \
+     $BIN/mfctl --server $MF_URL --token-file $MF_ADMIN_TOKEN_FILE rollout status --json | grep -q '\"model\":\"foreign\".*\"version\":\"d2\",\"previous\":\"d1\"'"
+g=$(mfctl_admin distill run foreign-garbage | run_id)
+mfctl_admin distill wait "$g" 300 >"$work/garbage-eval.out" 2>&1
+check "an evaluator writing garbage fails the run, named" grep -q \
+    "error: evaluating the candidate: evaluator output out/outputs.npy: not a .npy file" "$work/garbage-eval.out"
+check "... and publishes nothing" models_lack foreign-garbage
+check "no work directory is left behind" sh -c "! ls $work/server/blobs/tmp 2>/dev/null | grep -q distill"
 
 echo "distill_loop: $MF_PASSED passed, $MF_FAILED failed"
 [ "$MF_FAILED" -eq 0 ]

@@ -43,11 +43,7 @@ cat >"$work/offload.json" <<JSON
 JSON
 cat >"$work/distill.json" <<JSON
 {"models": {"fashion": {
-  "data": {"train_images": "$FM/train-images-idx3-ubyte.gz",
-           "train_labels": "$FM/train-labels-idx1-ubyte.gz",
-           "heldout_images": "$FM/t10k-images-idx3-ubyte.gz",
-           "heldout_labels": "$FM/t10k-labels-idx1-ubyte.gz",
-           "heldout_range": [0, 1000], "seed_fraction": 0.02, "calibration": 1000},
+  "data": $(mf_fashion_data 0 1000 0.02 1000),
   "trainer": {"epochs": 2}, "release": {"key": "$work/keys/release.pem"}}}}
 JSON
 loop_args="--offload-config $work/offload.json --distill-config $work/distill.json"

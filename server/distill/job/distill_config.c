@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The distill config file (docs/distill.md):
- *   {"models": {"fashion": {"data": {...}, "trainer": {...}, "samples": {...},
+ *   {"models": {"fashion": {"data": {...}, "trainer": {...}, "evaluator": {...}, "samples": {...},
  *                           "auto_samples": 500, "target_rate": 0.1, "gate_tolerance": 0,
  *                           "release": {...}, "rollout": {plan}}}}
  * Unknown keys are errors (a typo must not silently fall back to a default); every error
@@ -125,15 +125,42 @@ static int parse_data(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const 
     return err;
 }
 
-static int parse_argv(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const cJSON *arr)
+static int parse_argv(const char **argv, char *store, size_t size, struct mf_ctx *ctx,
+                      const char *model, const char *key, const cJSON *arr)
 {
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1 ||
         cJSON_GetArraySize(arr) > MF_DISTILL_ARGV_MAX)
-        return bad(ctx, m->model, "trainer.command", "must be 1..16 strings");
-    if (mf_argv__pack(m->argv, m->argv_store, sizeof(m->argv_store), arr) < 0)
-        return bad(ctx, m->model, "trainer.command", "has an empty or too long argument");
-    m->command = 1;
+        return bad(ctx, model, key, "must be 1..16 strings");
+    if (mf_argv__pack(argv, store, size, arr) < 0)
+        return bad(ctx, model, key, "has an empty or too long argument");
     return MF_OK;
+}
+
+/* "evaluator": {"command": [...], "timeout_s": 600, "outputs": "probabilities"|"logits"} */
+static int parse_evaluator(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const cJSON *e)
+{
+    static const char *const keys[] = {"command", "timeout_s", "outputs", NULL};
+    const cJSON *outputs = cJSON_GetObjectItemCaseSensitive(e, "outputs");
+    uint64_t timeout = m->eval_timeout_s;
+    int err = only_keys(ctx, m->model, e, keys);
+
+    if (err == MF_OK)
+        err =
+            parse_argv(m->eval_argv, m->eval_argv_store, sizeof(m->eval_argv_store), ctx, m->model,
+                       "evaluator.command", cJSON_GetObjectItemCaseSensitive(e, "command"));
+    if (err == MF_OK)
+        err = get_count(&timeout, ctx, m->model, e, "timeout_s", 86400);
+    if (err == MF_OK && !timeout)
+        err = bad(ctx, m->model, "evaluator.timeout_s", "must be positive");
+    if (err == MF_OK && outputs &&
+        !(cJSON_IsString(outputs) && (strcmp(outputs->valuestring, "probabilities") == 0 ||
+                                      strcmp(outputs->valuestring, "logits") == 0)))
+        err = bad(ctx, m->model, "evaluator.outputs", "must be \"probabilities\" or \"logits\"");
+    m->eval_command = err == MF_OK;
+    m->eval_timeout_s = (unsigned)timeout;
+    m->eval_logits =
+        outputs && cJSON_IsString(outputs) && strcmp(outputs->valuestring, "logits") == 0;
+    return err;
 }
 
 static int parse_trainer(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const cJSON *t)
@@ -147,7 +174,9 @@ static int parse_trainer(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, con
     int err = only_keys(ctx, m->model, t, keys);
 
     if (err == MF_OK && cmd)
-        err = parse_argv(m, ctx, cmd);
+        err = parse_argv(m->argv, m->argv_store, sizeof(m->argv_store), ctx, m->model,
+                         "trainer.command", cmd);
+    m->command = cmd && err == MF_OK;
     if (err == MF_OK)
         err = get_count(&timeout, ctx, m->model, t, "timeout_s", 86400);
     if (err == MF_OK)
@@ -203,6 +232,7 @@ static void model_defaults(struct mf_distill_model_cfg *m, const char *name)
     m->calibration = 5000;
     m->split_seed = 1;
     m->timeout_s = 600;
+    m->eval_timeout_s = 600;
     m->epochs = 20;
     m->hidden = 32;
     m->temperature = 2.0f;
@@ -210,6 +240,7 @@ static void model_defaults(struct mf_distill_model_cfg *m, const char *name)
     m->min_teacher_confidence = 0.5;
     m->max_samples = 50000;
     m->target_rate = 0.1;
+    m->gate_confidence = 0.95;
     (void)snprintf(m->version_prefix, sizeof(m->version_prefix), "d");
     m->expires_s = 365ull * 86400;
     m->chunk_size = 65536;
@@ -232,15 +263,30 @@ static int check_plan(struct mf_ctx *ctx, const char *model, const cJSON *rollou
     return mf_fail(ctx, err, "distill config: models.%s: 'rollout': %s", model, why);
 }
 
+/* "gate_test": "raw" (the point estimates) or "paired" (a confidence bound). */
+static int parse_gate_test(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const cJSON *t)
+{
+    if (!t)
+        return MF_OK;
+    if (cJSON_IsString(t) && strcmp(t->valuestring, "raw") == 0)
+        m->gate_paired = 0;
+    else if (cJSON_IsString(t) && strcmp(t->valuestring, "paired") == 0)
+        m->gate_paired = 1;
+    else
+        return bad(ctx, m->model, "gate_test", "must be \"raw\" or \"paired\"");
+    return MF_OK;
+}
+
 static int parse_model(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const cJSON *obj)
 {
-    static const char *const keys[] = {"data",         "trainer",     "samples",
-                                       "auto_samples", "target_rate", "gate_tolerance",
-                                       "release",      "rollout",     NULL};
+    static const char *const keys[] = {
+        "data",           "trainer",   "evaluator",       "samples", "auto_samples", "target_rate",
+        "gate_tolerance", "gate_test", "gate_confidence", "release", "rollout",      NULL};
     static const char *const sample_keys[] = {"min_teacher_confidence", "max", NULL};
     const cJSON *samples = cJSON_GetObjectItemCaseSensitive(obj, "samples");
     const cJSON *trainer = cJSON_GetObjectItemCaseSensitive(obj, "trainer");
     const cJSON *rollout = cJSON_GetObjectItemCaseSensitive(obj, "rollout");
+    const cJSON *evaluator = cJSON_GetObjectItemCaseSensitive(obj, "evaluator");
     uint64_t auto_n = 0, max = m->max_samples;
     int err = only_keys(ctx, m->model, obj, keys);
 
@@ -248,6 +294,8 @@ static int parse_model(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const
         err = parse_data(m, ctx, cJSON_GetObjectItemCaseSensitive(obj, "data"));
     if (err == MF_OK && trainer)
         err = parse_trainer(m, ctx, trainer);
+    if (err == MF_OK && evaluator)
+        err = parse_evaluator(m, ctx, evaluator);
     if (err == MF_OK)
         err = parse_release(m, ctx, cJSON_GetObjectItemCaseSensitive(obj, "release"));
     if (err == MF_OK && samples)
@@ -263,6 +311,10 @@ static int parse_model(struct mf_distill_model_cfg *m, struct mf_ctx *ctx, const
         err = get_num(&m->target_rate, ctx, m->model, obj, "target_rate", 0.001, 0.999);
     if (err == MF_OK)
         err = get_num(&m->gate_tolerance, ctx, m->model, obj, "gate_tolerance", 0, 1);
+    if (err == MF_OK)
+        err = get_num(&m->gate_confidence, ctx, m->model, obj, "gate_confidence", 0.5, 0.9999);
+    if (err == MF_OK)
+        err = parse_gate_test(m, ctx, cJSON_GetObjectItemCaseSensitive(obj, "gate_test"));
     if (err == MF_OK && rollout && !cJSON_IsObject(rollout))
         err = bad(ctx, m->model, "rollout", "must be a rollout plan object (docs/rollouts.md)");
     if (err == MF_OK && rollout)

@@ -26,10 +26,34 @@ struct run {
     const struct mf_distill_model_cfg *cfg;
     cJSON *record;
     struct mf_distill_data data;
-    mf_student_model *parent, *candidate;
+    mf_student_model *parent, *candidate; /* decoded only where the built-in code needs it */
+    uint8_t *parent_file;                 /* the parent's file as published */
+    size_t parent_len;
     struct mf_dynbuf bytes; /* the candidate's file */
     uint8_t *teacher_pred;
+    struct mf_distill_outputs cand_out; /* the candidate's outputs: gate and calibration */
 };
+
+/* The example family's student is decoded where built-in code uses it: the in-process
+ * evaluator (no evaluator command) and the built-in trainer's warm start. */
+static int needs_student(const struct mf_distill_model_cfg *c, int for_parent)
+{
+    return !c->eval_command || (for_parent && !c->command && c->warm_start);
+}
+
+static int decode_student(mf_student_model **out, struct mf_ctx *ctx, const uint8_t *buf,
+                          size_t len, const char *whose)
+{
+    char why[MF_ERRMSG_MAX];
+
+    if (mf_student_model_decode(out, ctx, &ctx->alloc, buf, len) == MF_OK)
+        return MF_OK;
+    (void)snprintf(why, sizeof(why), "%s", mf_ctx__errmsg(ctx));
+    return mf_fail(ctx, MF_E_INVALID,
+                   "%s is not a student of the example family (another family needs an "
+                   "evaluator command): %s",
+                   whose, why);
+}
 
 static int copy_row(void *payload, const struct mf_store_distill_run *r)
 {
@@ -88,22 +112,18 @@ static int load_parent(struct run *r, struct mf_ctx *ctx, struct mf_distill_jobs
 {
     struct mf_store *s = j->store;
     struct mf_store_version v;
-    char why[MF_ERRMSG_MAX];
-    uint8_t *buf = NULL;
-    size_t len = 0;
+    char whose[2 * MF_STORE_NAME_SIZE + 16];
     int err = s->ops->registry->version_get(&v, s, ctx, r->row.model, r->row.parent_version);
 
-    if (err == MF_OK && (v.size > MODEL_MAX || !(buf = mf_alloc(&ctx->alloc, v.size + 1))))
-        err = mf_fail(ctx, MF_E_NOMEM, "parent %s is too large for the built-in trainer",
-                      r->row.parent_version);
+    if (err == MF_OK &&
+        (v.size > MODEL_MAX || !(r->parent_file = mf_alloc(&ctx->alloc, v.size + 1))))
+        err = mf_fail(ctx, MF_E_NOMEM, "parent %s is too large for the loop (%llu bytes)",
+                      r->row.parent_version, (unsigned long long)v.size);
     if (err == MF_OK)
-        err = mf_blob__read(buf, v.size, &len, ctx, j->blob_root, v.sha256);
-    if (err == MF_OK && mf_student_model_decode(&r->parent, ctx, &ctx->alloc, buf, len) < 0) {
-        (void)snprintf(why, sizeof(why), "%s", mf_ctx__errmsg(ctx));
-        err = mf_fail(ctx, MF_E_INVALID, "parent %s %s is not a student of the example family: %s",
-                      r->row.model, r->row.parent_version, why);
-    }
-    mf_free(&ctx->alloc, buf);
+        err = mf_blob__read(r->parent_file, v.size, &r->parent_len, ctx, j->blob_root, v.sha256);
+    (void)snprintf(whose, sizeof(whose), "parent %s %s", r->row.model, r->row.parent_version);
+    if (err == MF_OK && needs_student(r->cfg, 1))
+        err = decode_student(&r->parent, ctx, r->parent_file, r->parent_len, whose);
     return err;
 }
 
@@ -142,13 +162,56 @@ static cJSON *eval_json(const struct mf_distill_eval *e)
     return o;
 }
 
+static cJSON *paired_json(const struct mf_distill_paired *p, double confidence)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    if (o && (!cJSON_AddNumberToObject(o, "candidate_only", (double)p->candidate_only) ||
+              !cJSON_AddNumberToObject(o, "parent_only", (double)p->parent_only) ||
+              !cJSON_AddNumberToObject(o, "difference", p->difference) ||
+              !cJSON_AddNumberToObject(o, "lower", p->lower) ||
+              !cJSON_AddNumberToObject(o, "upper", p->upper) ||
+              !cJSON_AddNumberToObject(o, "confidence", confidence))) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    return o;
+}
+
+/* A model's outputs on the gate's items: in process for the example family, else by the
+ * evaluator command in its own work dir (the note, NULL for none, gets its record). */
+static int outputs(struct mf_distill_outputs *o, struct run *r, struct mf_ctx *ctx,
+                   struct mf_distill_jobs *j, const mf_student_model *m, const uint8_t *file,
+                   size_t len, const char *who, cJSON *note)
+{
+    const struct mf_distill_model_cfg *c = r->cfg;
+    const struct mf_distill_eval_cmd e = {{"evaluator", c->eval_argv, c->eval_timeout_s, r->row.id},
+                                          MF_DATASET_CLASSES,
+                                          c->eval_logits};
+    char dir[4200], why[MF_ERRMSG_MAX];
+    int err;
+
+    if (!c->eval_command)
+        return mf_distill__outputs_builtin(o, ctx, m, &r->data);
+    (void)snprintf(dir, sizeof(dir), "%s/tmp/distill-%lld-eval-%s", j->blob_root,
+                   (long long)r->row.id, who);
+    err = mf_distill__outputs_command(o, ctx, &e, &r->data, file, len, dir, note);
+    if (err == MF_OK)
+        return MF_OK;
+    (void)snprintf(why, sizeof(why), "%s", mf_ctx__errmsg(ctx));
+    return mf_fail(ctx, err, "evaluating the %s: %s", who, why);
+}
+
 /* Evaluates parent and candidate; *pass_out is the gate's verdict. */
 static int gate(int *pass_out, struct run *r, struct mf_ctx *ctx, struct mf_distill_jobs *j)
 {
     const struct mf_distill_model_cfg *c = r->cfg;
     struct mf_teacher *t = mf_offsrv__teacher(j->offload, c->model);
     struct mf_distill_eval pe = {0}, ce = {0};
+    struct mf_distill_outputs po = {0};
+    struct mf_distill_paired pr = {0};
     cJSON *metrics = cJSON_AddObjectToObject(r->record, "metrics");
+    cJSON *ev = c->eval_command ? cJSON_AddObjectToObject(r->record, "evaluator") : NULL;
     int err = MF_OK;
 
     *pass_out = 0;
@@ -161,12 +224,24 @@ static int gate(int *pass_out, struct run *r, struct mf_ctx *ctx, struct mf_dist
     r->teacher_pred = mf_alloc(&ctx->alloc, r->data.heldout->n ? r->data.heldout->n : 1);
     if (!r->teacher_pred)
         return mf_fail(ctx, MF_E_NOMEM, "out of memory");
+    if (ev)
+        (void)cJSON_AddStringToObject(ev, "outputs", c->eval_logits ? "logits" : "probabilities");
     err = mf_distill__teacher_preds(r->teacher_pred, ctx, t, r->data.heldout);
     if (err == MF_OK)
+        err = outputs(&r->cand_out, r, ctx, j, r->candidate, r->bytes.data, r->bytes.len,
+                      "candidate", ev ? cJSON_AddObjectToObject(ev, "candidate") : NULL);
+    if (err == MF_OK)
         err =
-            mf_distill__evaluate(&ce, ctx, r->candidate, &r->data, r->teacher_pred, c->target_rate);
-    if (err == MF_OK && r->parent)
-        err = mf_distill__evaluate(&pe, ctx, r->parent, &r->data, r->teacher_pred, c->target_rate);
+            mf_distill__evaluate(&ce, ctx, &r->cand_out, &r->data, r->teacher_pred, c->target_rate);
+    if (err == MF_OK && r->parent_file)
+        err = outputs(&po, r, ctx, j, r->parent, r->parent_file, r->parent_len, "parent",
+                      ev ? cJSON_AddObjectToObject(ev, "parent") : NULL);
+    if (err == MF_OK && r->parent_file)
+        err = mf_distill__evaluate(&pe, ctx, &po, &r->data, r->teacher_pred, c->target_rate);
+    if (err == MF_OK && r->parent_file)
+        mf_distill__paired(&pr, &r->cand_out, ce.threshold, &po, pe.threshold, r->teacher_pred,
+                           r->data.heldout->y, c->gate_confidence);
+    mf_distill__outputs_free(&po, ctx);
     if (err < 0)
         return err;
     (void)cJSON_AddNumberToObject(
@@ -174,14 +249,26 @@ static int gate(int *pass_out, struct run *r, struct mf_ctx *ctx, struct mf_dist
         mf_eval_accuracy(r->teacher_pred, r->data.heldout->y, r->data.heldout->n));
     (void)cJSON_AddNumberToObject(metrics, "heldout_items", (double)r->data.heldout->n);
     (void)cJSON_AddItemToObject(metrics, "candidate", eval_json(&ce));
-    if (r->parent)
+    if (r->parent_file)
         (void)cJSON_AddItemToObject(metrics, "parent", eval_json(&pe));
-    /* Not worse where it counts: the deployed cascade's accuracy on held-out items. */
-    *pass_out = !r->parent || ce.cascade_acc >= pe.cascade_acc - c->gate_tolerance;
-    (void)cJSON_AddStringToObject(r->record, "gate",
-                                  !r->parent  ? "passed: first version"
-                                  : *pass_out ? "passed: cascade accuracy not below the parent's"
-                                              : "rejected: cascade accuracy below the parent's");
+    if (r->parent_file)
+        (void)cJSON_AddItemToObject(metrics, "paired", paired_json(&pr, c->gate_confidence));
+    /* Not worse where it counts: the deployed cascade's accuracy on held-out items; with
+     * the paired test, not worse with the configured confidence. */
+    *pass_out =
+        !r->parent_file || (c->gate_paired ? pr.lower >= -c->gate_tolerance
+                                           : ce.cascade_acc >= pe.cascade_acc - c->gate_tolerance);
+    (void)cJSON_AddStringToObject(r->record, "gate_test", c->gate_paired ? "paired" : "raw");
+    (void)cJSON_AddStringToObject(
+        r->record, "gate",
+        !r->parent_file ? "passed: first version"
+        : c->gate_paired
+            ? (*pass_out ? "passed: the paired lower bound of the cascade gain is not below "
+                           "-gate_tolerance"
+                         : "rejected: the paired lower bound of the cascade gain is below "
+                           "-gate_tolerance")
+            : (*pass_out ? "passed: cascade accuracy not below the parent's"
+                         : "rejected: cascade accuracy below the parent's"));
     return MF_OK;
 }
 
@@ -212,25 +299,28 @@ static int record_trainer(struct run *r)
         !cJSON_AddNumberToObject(o, "epochs", c->epochs) ||
         !cJSON_AddNumberToObject(o, "hidden", c->hidden) ||
         !cJSON_AddNumberToObject(o, "temperature", c->temperature) ||
-        !cJSON_AddBoolToObject(o, "warm_start", c->warm_start && r->parent) ||
+        !cJSON_AddBoolToObject(o, "warm_start", c->warm_start && r->parent_file) ||
         !cJSON_AddNumberToObject(o, "seed", (double)c->train_seed))
         return MF_E_NOMEM;
     return MF_OK;
 }
 
+/* The candidate's file in r->bytes; r->candidate decoded where the gate runs in process. */
 static int train(struct run *r, struct mf_ctx *ctx, struct mf_distill_jobs *j)
 {
+    cJSON *note = cJSON_GetObjectItemCaseSensitive(r->record, "trainer");
     char dir[4200];
     int err;
 
-    if (!r->cfg->command)
+    if (!r->cfg->command) {
         err = train_builtin(r, ctx);
-    else {
-        (void)snprintf(dir, sizeof(dir), "%s/tmp/distill-%lld", j->blob_root, (long long)r->row.id);
-        err = mf_distill__train_command(&r->candidate, ctx, r->cfg, &r->data, r->parent, dir);
+        return err == MF_OK ? mf_student_model_encode(&r->bytes, ctx, r->candidate) : err;
     }
-    if (err == MF_OK)
-        err = mf_student_model_encode(&r->bytes, ctx, r->candidate);
+    (void)snprintf(dir, sizeof(dir), "%s/tmp/distill-%lld", j->blob_root, (long long)r->row.id);
+    err = mf_distill__train_command(&r->bytes, ctx, r->cfg, &r->data, r->parent_file, r->parent_len,
+                                    dir, r->row.id, note);
+    if (err == MF_OK && needs_student(r->cfg, 0))
+        err = decode_student(&r->candidate, ctx, r->bytes.data, r->bytes.len, "trainer output");
     return err;
 }
 
@@ -240,7 +330,7 @@ static int publish(struct run *r, struct mf_ctx *ctx, struct mf_distill_jobs *j)
     struct mf_distill_published p;
     int err;
 
-    mf_distill__calibration_hist(bins, r->candidate, &r->data);
+    mf_distill__calibration_hist(bins, &r->cand_out);
     err = mf_distill__publish(&p, ctx, j->store, j->blob_root, r->cfg, r->row.parent_version,
                               r->bytes.data, r->bytes.len, bins);
     /* what was published is recorded even when the canary step failed after it */
@@ -278,6 +368,8 @@ static void run_free(struct run *r, struct mf_ctx *ctx)
     mf_distill__data_free(&r->data);
     mf_student_model_free(r->parent);
     mf_student_model_free(r->candidate);
+    mf_free(&ctx->alloc, r->parent_file);
+    mf_distill__outputs_free(&r->cand_out, ctx);
     mf_dynbuf__free(&r->bytes);
     mf_free(&ctx->alloc, r->teacher_pred);
     cJSON_Delete(r->record);

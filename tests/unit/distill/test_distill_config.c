@@ -52,6 +52,8 @@ static void test_distill_config__defaults(void **state)
     assert_true(m->seed_fraction == 0.1 && m->calibration == 5000 && m->target_rate == 0.1);
     assert_true(m->epochs == 20 && m->hidden == 32 && m->temperature == 2.0f);
     assert_true(!m->command && !m->warm_start && m->auto_samples == 0);
+    assert_true(!m->eval_command && m->eval_timeout_s == 600 && !m->eval_logits);
+    assert_true(!m->gate_paired && m->gate_confidence == 0.95); /* the raw comparison */
     assert_true(m->heldout_begin == 0 && m->heldout_end == 0);
     assert_true(m->min_teacher_confidence == 0.5 && m->max_samples == 50000);
     assert_string_equal(m->version_prefix, "d");
@@ -70,8 +72,11 @@ static void test_distill_config__every_key(void **state)
         " \"seed_fraction\": 0.2, \"calibration\": 100, \"split_seed\": 9},"
         " \"trainer\": {\"command\": [\"python3\", \"t.py\"], \"timeout_s\": 30, \"epochs\": 3,"
         " \"hidden\": 16, \"temperature\": 4, \"warm_start\": true, \"seed\": 5},"
+        " \"evaluator\": {\"command\": [\"python3\", \"e.py\", \"-q\"], \"timeout_s\": 40,"
+        " \"outputs\": \"logits\"},"
         " \"samples\": {\"min_teacher_confidence\": 0.7, \"max\": 10},"
         " \"auto_samples\": 50, \"target_rate\": 0.2, \"gate_tolerance\": 0.01,"
+        " \"gate_test\": \"paired\", \"gate_confidence\": 0.9,"
         " \"release\": {\"key\": \"r.pem\", \"version_prefix\": \"s\", \"security_floor\": 3,"
         " \"expires_days\": 2, \"chunk_size\": 8192},"
         " \"rollout\": {\"waves\": [{\"percent\": 10}], \"allow_no_red_lines\": true}}}}";
@@ -86,10 +91,15 @@ static void test_distill_config__every_key(void **state)
     assert_string_equal(m->argv[0], "python3");
     assert_string_equal(m->argv[1], "t.py");
     assert_null(m->argv[2]);
+    assert_true(m->eval_command && m->eval_timeout_s == 40 && m->eval_logits);
+    assert_string_equal(m->eval_argv[0], "python3");
+    assert_string_equal(m->eval_argv[2], "-q");
+    assert_null(m->eval_argv[3]);
     assert_true(m->epochs == 3 && m->hidden == 16 && m->temperature == 4.0f);
     assert_true(m->warm_start && m->train_seed == 5);
     assert_true(m->min_teacher_confidence == 0.7 && m->max_samples == 10);
     assert_true(m->auto_samples == 50 && m->target_rate == 0.2 && m->gate_tolerance == 0.01);
+    assert_true(m->gate_paired && m->gate_confidence == 0.9);
     assert_string_equal(m->version_prefix, "s");
     assert_true(m->security_floor == 3 && m->expires_s == 2 * 86400 && m->chunk_size == 8192);
     assert_string_equal(m->rollout_plan,
@@ -143,6 +153,26 @@ static void test_distill_config__rejects(void **state)
          "'rollout': field 'red_lines' is empty"},
         {"{\"models\": {\"m\": {" DATA ", " RELEASE ", \"samples\": {\"min\": 1}}}}",
          "'min' is not a known key"},
+        {"{\"models\": {\"m\": {" DATA ", " RELEASE ", \"gate_test\": \"mcnemar\"}}}",
+         "'gate_test' must be \"raw\" or \"paired\""},
+        {"{\"models\": {\"m\": {" DATA ", " RELEASE ", \"gate_confidence\": 0.3}}}",
+         "'gate_confidence' must be a number in [0.5, 0.9999]"},
+        /* the evaluator: a command is required, its output kind is one of two words */
+        {"{\"models\": {\"m\": {" DATA ", " RELEASE ", \"evaluator\": {\"timeout_s\": 5}}}}",
+         "'evaluator.command' must be 1..16 strings"},
+        {"{\"models\": {\"m\": {" DATA ", " RELEASE ", \"evaluator\": [\"e\"]}}}",
+         "expected an object"},
+        {"{\"models\": {\"m\": {" DATA ", " RELEASE
+         ", \"evaluator\": {\"command\": [\"e\"], \"label\": 1}}}}",
+         "'label' is not a known key"},
+        {"{\"models\": {\"m\": {" DATA ", " RELEASE
+         ", \"evaluator\": {\"command\": [\"e\"], \"outputs\": \"softmax\"}}}}",
+         "'evaluator.outputs' must be \"probabilities\" or \"logits\""},
+        {"{\"models\": {\"m\": {" DATA ", " RELEASE
+         ", \"evaluator\": {\"command\": [\"e\"], \"timeout_s\": 0}}}}",
+         "'evaluator.timeout_s' must be positive"},
+        {"{\"models\": {\"m\": {" DATA ", " RELEASE ", \"evaluator\": {\"command\": [\"\"]}}}}",
+         "'evaluator.command' has an empty or too long argument"},
     };
     (void)state;
     mf_kit_case_refused(cases, MF_TEST_COUNT(cases), parse_leaving_nothing, NULL);

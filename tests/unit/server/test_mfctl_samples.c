@@ -263,6 +263,10 @@ static void test_mfctl_samples__export_pages_ragged_unlabelled(void **state)
     assert_non_null(strstr((char *)buf, "{\"row\":0,\"device\":\"cam-3\",\"id\":"));
     assert_non_null(strstr((char *)buf, "\"row\":1,\"device\":\"cam-7\""));
     assert_non_null(strstr((char *)buf, "\"teacher_output\":null"));
+    /* the teacher's hard label beside its probabilities; null while unlabelled */
+    assert_non_null(strstr((char *)buf, "\"teacher_output\":[0.1,0.8,0.1],\"teacher_label\":1,"));
+    assert_non_null(strstr((char *)buf, "\"teacher_output\":null,\"teacher_label\":null,"));
+    assert_non_null(strstr((char *)buf, "\"teacher_output\":[0.2,0.2,0.6],\"teacher_label\":2,"));
     assert_non_null(strstr((char *)buf, "\"student_output\":[1,9,-1]"));
     assert_non_null(strstr((char *)buf, "\"input_len\":2}\n"));
     g_dir[strlen(g_dir) - strlen("/export")] = '\0';
