@@ -209,9 +209,8 @@ int mf_manifest__parse_release(mf_manifest_release **out, struct mf_ctx *ctx,
         if (err < 0)
             goto fail;
         if (nchunks != count) {
-            err = mf_fail(ctx, MF_E_INVALID,
-                          "release: %zu chunk hashes for size %llu / chunk %llu", nchunks,
-                          (unsigned long long)s.size, (unsigned long long)s.chunk_size);
+            err = mf_fail(ctx, MF_E_INVALID, "release: %zu chunk hashes for size %llu / chunk %llu",
+                          nchunks, (unsigned long long)s.size, (unsigned long long)s.chunk_size);
             goto fail;
         }
     } else if (count > SIZE_MAX / MF_MANIFEST_DIGEST_LEN) {

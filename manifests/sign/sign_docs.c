@@ -256,8 +256,8 @@ int mf_manifest_sign_release(uint8_t **env_out, size_t *env_len, mf_manifest_sig
     if (err < 0) {
         cJSON_Delete(doc);
         return err == MF_E_INVALID
-                   ? mf_fail(&s->ctx, err, "release spec of %s %s without chunk hashes",
-                             spec->name, spec->version)
+                   ? mf_fail(&s->ctx, err, "release spec of %s %s without chunk hashes", spec->name,
+                             spec->version)
                    : mf_fail(&s->ctx, MF_E_NOMEM, "no memory to build a release");
     }
     return finish(env_out, env_len, s, doc, MF_MANIFEST_TYPE_RELEASE, check_release);

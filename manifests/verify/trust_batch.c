@@ -8,8 +8,9 @@
  *   signed digest = SHA-256(PAE(assignment-batch type, root || uint64_be(size)))
  * The walk is RFC 9162 §2.1.3.2 verbatim; it consumes exactly as many path hashes as the
  * tree of `size` leaves has above leaf `index`, and refuses a path with one more or one
- * fewer. The leaf and node hashes are sdk/digest/mf_merkle.h's. Memory is a few fixed buffers; no comparison needs to be constant-time because
- * nothing secret is compared (the root is public and the signature check decides).
+ * fewer. The leaf and node hashes are sdk/digest/mf_merkle.h's. Memory is a few fixed buffers; no
+ * comparison needs to be constant-time because nothing secret is compared (the root is public and
+ * the signature check decides).
  */
 #include "trust_internal.h"
 #include "mf_merkle.h"

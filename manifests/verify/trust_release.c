@@ -221,7 +221,8 @@ int mf_trust_check_chunk_list(mf_trust *t, const mf_manifest_release *r, const v
                               "chunk list of %s %s: %zu bytes, not %zu hashes of 32", r->name,
                               r->version, len, r->chunk_count);
     if (mf_merkle__root_of(root, (const uint8_t(*)[MF_MANIFEST_DIGEST_LEN])list, r->chunk_count) !=
-            0 || !mf_ct_memeq(root, r->chunks_root, sizeof(root)))
+            0 ||
+        !mf_ct_memeq(root, r->chunks_root, sizeof(root)))
         return mf_trust__fail(t, MF_TRUST_R_MISMATCH, MF_E_SIGNATURE,
                               "chunk list of %s %s does not hash to the signed chunks_root",
                               r->name, r->version);

@@ -42,7 +42,7 @@ typedef struct mf_manifest_release_spec {
     uint8_t sha256[MF_MANIFEST_DIGEST_LEN];
     uint64_t size;
     uint32_t chunk_size;
-    size_t chunk_count; /**< MUST be ceil(size / chunk_size) */
+    size_t chunk_count;                              /**< MUST be ceil(size / chunk_size) */
     const uint8_t (*chunks)[MF_MANIFEST_DIGEST_LEN]; /**< always given: the root is over them */
     /** 1: the release carries only `chunks_root` (the chunk tree, the same few hundred bytes
      *  for any model size); 0: also the flat `chunks` list that agents of format 1 read. */

@@ -216,9 +216,8 @@ MF_EXTERN MF_WARN_UNUSED_RESULT int mf_trust_verify_release(mf_manifest_release 
  * truncated or padded list) or `r` has no chunks_root; MF_E_SIGNATURE (reason MISMATCH)
  * when the hashes do not lead to the root (a flipped hash, another release's list).
  */
-MF_EXTERN MF_WARN_UNUSED_RESULT int mf_trust_check_chunk_list(mf_trust *t,
-                                                              const mf_manifest_release *r,
-                                                              const void *list, size_t len);
+MF_EXTERN MF_WARN_UNUSED_RESULT int
+mf_trust_check_chunk_list(mf_trust *t, const mf_manifest_release *r, const void *list, size_t len);
 
 /**
  * @brief Verifies a director assignment and the release it names, as received in answer
