@@ -365,12 +365,22 @@ static void test_agent_delivery__chunk_tree_release_survives_a_restart(void **st
     test_free(v2);
 }
 
+/* Steps `agent` expecting `code`; returns how long the step took, in seconds. */
+static double timed_step(mf_agent *agent, int code)
+{
+    struct timespec t0, t1;
+
+    (void)clock_gettime(CLOCK_MONOTONIC, &t0);
+    step_expect(agent, code);
+    (void)clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+}
+
 static void test_agent_delivery__stall_is_cut_and_resumed(void **state)
 {
     struct fixture *fx = *state;
     uint8_t *v2 = make_model(3 * MIB, 2);
     mf_agent *agent = NULL;
-    struct timespec t0, t1;
     double s;
 
     /* Slower than 64 KiB/s for a second counts as a stall. */
@@ -382,10 +392,7 @@ static void test_agent_delivery__stall_is_cut_and_resumed(void **state)
     fx->srv.blob_mode = BLOB_STALL;
     fx->srv.stall_ms = 2500;
     fx->srv.stall_left = 1;
-    (void)clock_gettime(CLOCK_MONOTONIC, &t0);
-    step_expect(agent, MF_OK);
-    (void)clock_gettime(CLOCK_MONOTONIC, &t1);
-    s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    s = timed_step(agent, MF_OK);
     print_message("stalled transfer abandoned and resumed in %.2f s\n", s);
     assert_true(s < 2.4); /* before the server's 2.5 s of silence end */
     assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
@@ -421,16 +428,12 @@ static void test_agent_delivery__bandwidth_cap_slows_the_download(void **state)
     struct fixture *fx = *state;
     uint8_t *v2 = make_model(6 * MIB, 2);
     mf_agent *agent = NULL;
-    struct timespec t0, t1;
     double s;
 
     fx->opts.max_recv_bytes_per_s = 2 * MIB;
     agent = agent_with(fx, model_v1, sizeof(model_v1));
     fake_assign(&fx->srv, "v2", v2, 6 * MIB, v2, 6 * MIB);
-    (void)clock_gettime(CLOCK_MONOTONIC, &t0);
-    step_expect(agent, MF_OK);
-    (void)clock_gettime(CLOCK_MONOTONIC, &t1);
-    s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    s = timed_step(agent, MF_OK);
     print_message("6 MiB at a 2 MiB/s cap took %.2f s\n", s);
     /* 3 s nominal; libcurl lets a first burst through. Uncapped this is ~0.05 s. */
     assert_true(s >= 1.0);
