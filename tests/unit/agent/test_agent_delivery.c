@@ -114,6 +114,19 @@ static void test_agent_delivery__last_attempt_with_progress_keeps_its_reason(voi
     test_free(v2);
 }
 
+/* A new process on the same state (as after a power cut) whose first step installs the
+ * 3 MiB v2 into slot b. */
+static mf_agent *restart_installs_v2(struct fixture *fx, const uint8_t *v2)
+{
+    mf_agent *agent = NULL;
+
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    return agent;
+}
+
 static void test_agent_delivery__progress_survives_a_restart(void **state)
 {
     struct fixture *fx = *state;
@@ -132,11 +145,7 @@ static void test_agent_delivery__progress_survives_a_restart(void **state)
     assert_file_equals(fx, "models/detector/slot-b.part", v2, 2 * MIB);
 
     /* A new process (power cut) resumes at 2 MiB: only the last MiB crosses the wire. */
-    agent = NULL;
-    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
-    step_expect(agent, MF_OK);
-    assert_active(agent, "v2", 'b');
-    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    agent = restart_installs_v2(fx, v2);
     assert_int_equal(fx->srv.last_range_from, 2 * MIB);
     c = stats_of(agent);
     assert_int_equal(c.blob_bytes, MIB);
@@ -172,11 +181,8 @@ static void test_agent_delivery__resume_reverifies_what_storage_holds(void **sta
     append_to(fx, "models/detector/slot-b.part", v2 + 2 * MIB, MIB / 2);
     append_to(fx, "models/detector/slot-b.part", junk, sizeof(junk));
     mf_agent_free(agent);
-    agent = NULL;
-    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
-    step_expect(agent, MF_OK);
+    agent = restart_installs_v2(fx, v2);
     assert_int_equal(fx->srv.last_range_from, 2 * MIB);
-    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
     mf_agent_free(agent);
 
     /* Storage damage inside a recorded chunk: the resume starts before it, not after. */
@@ -190,11 +196,8 @@ static void test_agent_delivery__resume_reverifies_what_storage_holds(void **sta
     assert_int_equal(fseek(f, (long)MIB + 77, SEEK_SET), 0);
     assert_int_equal(fputc(0xff ^ v2[MIB + 77], f), 0xff ^ v2[MIB + 77]);
     assert_int_equal(fclose(f), 0);
-    agent = NULL;
-    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
-    step_expect(agent, MF_OK);
+    agent = restart_installs_v2(fx, v2);
     assert_int_equal(fx->srv.last_range_from, MIB);
-    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
     mf_agent_free(agent);
     test_free(v2);
 }
@@ -350,11 +353,7 @@ static void test_agent_delivery__chunk_tree_release_survives_a_restart(void **st
     mf_agent_free(agent);
     assert_true(exists(fx, "models/detector/slot-b.part.prog"));
     fx->srv.cuts_left = 0;
-    agent = NULL;
-    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
-    step_expect(agent, MF_OK);
-    assert_active(agent, "v2", 'b');
-    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    agent = restart_installs_v2(fx, v2);
     c = stats_of(agent);
     /* Four attempts were cut at 1, 1.25, 1.5 and 1.75 MiB, each byte synced before the cut
      * kept: the new process asks from 1.75 MiB and receives only the rest. */
