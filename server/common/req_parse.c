@@ -118,33 +118,35 @@ static int parse_checkin_model(struct mf_checkin_model *m, struct mf_ctx *ctx, c
     return parse_rollback_fields(m, ctx, it);
 }
 
-/* Optional non-negative integer `key` (absent or null: 0), at most 2^53 (exact in JSON). */
+/* Whether `v` is a number holding an integer in 0..max (max at most 2^53, exact in JSON);
+ * when it is, the integer into *out. */
+static int whole_number(uint64_t *out, const cJSON *v, double max)
+{
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble > max ||
+        v->valuedouble != (double)(uint64_t)v->valuedouble)
+        return 0;
+    *out = (uint64_t)v->valuedouble;
+    return 1;
+}
+
+/* Optional non-negative integer `key` (absent or null: 0), at most 2^53. */
 static int get_version(uint64_t *out, struct mf_ctx *ctx, const cJSON *root, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
 
     *out = 0;
-    if (!v || cJSON_IsNull(v))
+    if (!v || cJSON_IsNull(v) || whole_number(out, v, 9007199254740992.0))
         return MF_OK;
-    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble > 9007199254740992.0 ||
-        v->valuedouble != (double)(uint64_t)v->valuedouble)
-        return mf_fail(ctx, MF_E_INVALID, "field '%s' must be an integer in 0..2^53", key);
-    *out = (uint64_t)v->valuedouble;
-    return MF_OK;
+    return mf_fail(ctx, MF_E_INVALID, "field '%s' must be an integer in 0..2^53", key);
 }
 
 /* A MiB count of "device_class": a required integer in 0..MF_DEVICE_CLASS_MB_MAX. */
 static int class_mb(uint64_t *out, struct mf_ctx *ctx, const cJSON *cls, const char *key)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cls, key);
-
-    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) ||
-        v->valuedouble > (double)MF_DEVICE_CLASS_MB_MAX ||
-        v->valuedouble != (double)(uint64_t)v->valuedouble)
-        return mf_fail(ctx, MF_E_INVALID, "device_class.%s must be an integer in 0..2^40 (MiB)",
-                       key);
-    *out = (uint64_t)v->valuedouble;
-    return MF_OK;
+    if (whole_number(out, cJSON_GetObjectItemCaseSensitive(cls, key),
+                     (double)MF_DEVICE_CLASS_MB_MAX))
+        return MF_OK;
+    return mf_fail(ctx, MF_E_INVALID, "device_class.%s must be an integer in 0..2^40 (MiB)", key);
 }
 
 /* An optional name of "device_class" (absent or null: ""). */

@@ -246,9 +246,47 @@ int mfctl__cmd_groups(struct mfctl *c, int argc, char **argv)
                            "clear-window");
 }
 
+/* The two verbs of a directive at one path: `put` VERSION (the last argument) sets it with a
+ * PUT, `del` alone (`n_del` arguments with the verb) clears it with a DELETE. */
+struct directive_verbs {
+    const char *put, *put_done, *del, *del_done, *usage;
+    int n_del;
+};
+
+static const struct directive_verbs pin_verbs = {
+    .put = "set",
+    .put_done = "pinned",
+    .del = "clear",
+    .del_done = "pin cleared",
+    .usage = "expected list, set or clear",
+    .n_del = 4,
+};
+static const struct directive_verbs rollback_verbs = {
+    .put = "start",
+    .put_done = "fleet rollback active",
+    .del = "stop",
+    .del_done = "fleet rollback ended",
+    .usage = "expected start MODEL VERSION or stop MODEL",
+    .n_del = 2,
+};
+
+static int version_directive(struct mfctl *c, char **argv, int nargs, int json, const char *path,
+                             const struct directive_verbs *v)
+{
+    char body[128];
+
+    if (strcmp(argv[1], v->put) == 0 && nargs == v->n_del + 1) {
+        (void)snprintf(body, sizeof(body), "{\"version\":\"%s\"}", argv[nargs]);
+        return mfctl__send(c, "PUT", path, body, json, v->put_done);
+    }
+    if (strcmp(argv[1], v->del) == 0 && nargs == v->n_del)
+        return mfctl__send(c, "DELETE", path, NULL, json, v->del_done);
+    return mfctl__usage(c, v->usage);
+}
+
 int mfctl__cmd_pins(struct mfctl *c, int argc, char **argv)
 {
-    char path[320], body[128];
+    char path[320];
     int json, nargs, rc = mfctl__common_flags(c, argc, argv, &json, &nargs);
 
     if (rc >= 0)
@@ -259,18 +297,12 @@ int mfctl__cmd_pins(struct mfctl *c, int argc, char **argv)
     if (nargs < 4 || !names_ok(c, argv, 2, nargs))
         return mfctl__usage(c, "expected list, set SCOPE TARGET MODEL VERSION or clear ...");
     (void)snprintf(path, sizeof(path), "/v1/admin/pins/%s/%s/%s", argv[2], argv[3], argv[4]);
-    if (strcmp(argv[1], "set") == 0 && nargs == 5) {
-        (void)snprintf(body, sizeof(body), "{\"version\":\"%s\"}", argv[5]);
-        return mfctl__send(c, "PUT", path, body, json, "pinned");
-    }
-    if (strcmp(argv[1], "clear") == 0 && nargs == 4)
-        return mfctl__send(c, "DELETE", path, NULL, json, "pin cleared");
-    return mfctl__usage(c, "expected list, set or clear");
+    return version_directive(c, argv, nargs, json, path, &pin_verbs);
 }
 
 int mfctl__cmd_rollback(struct mfctl *c, int argc, char **argv)
 {
-    char path[160], body[128];
+    char path[160];
     int json, nargs, rc = mfctl__common_flags(c, argc, argv, &json, &nargs);
 
     if (rc >= 0)
@@ -278,13 +310,7 @@ int mfctl__cmd_rollback(struct mfctl *c, int argc, char **argv)
     if (nargs < 2 || !names_ok(c, argv, 2, nargs))
         return mfctl__usage(c, "expected start MODEL VERSION or stop MODEL");
     (void)snprintf(path, sizeof(path), "/v1/admin/rollbacks/%s", argv[2]);
-    if (strcmp(argv[1], "start") == 0 && nargs == 3) {
-        (void)snprintf(body, sizeof(body), "{\"version\":\"%s\"}", argv[3]);
-        return mfctl__send(c, "PUT", path, body, json, "fleet rollback active");
-    }
-    if (strcmp(argv[1], "stop") == 0 && nargs == 2)
-        return mfctl__send(c, "DELETE", path, NULL, json, "fleet rollback ended");
-    return mfctl__usage(c, "expected start MODEL VERSION or stop MODEL");
+    return version_directive(c, argv, nargs, json, path, &rollback_verbs);
 }
 
 int mfctl__cmd_tokens(struct mfctl *c, int argc, char **argv)

@@ -138,6 +138,16 @@ static int draw_sustained_rate(double *v, uint64_t *n, const struct mf_rollout_a
     ROW_RAN, ROW(sc.counters[MF_TELEMETRY_ERROR]), ROW(sc.counters[MF_TELEMETRY_TIMEOUT])
 #define AGG_RAN AGG(inferences), AGG(activations)
 #define AGG_TRIED AGG_RAN, AGG(counters[MF_TELEMETRY_ERROR]), AGG(counters[MF_TELEMETRY_TIMEOUT])
+/* How many offsets a list such as ROW_TRIED holds. */
+#define N_FIELDS(...) (sizeof((size_t[]){__VA_ARGS__}) / sizeof(size_t))
+/* A counter rate: the share of the inferences that ran (base RAN) or were tried (TRIED)
+ * that ended with telemetry counter `c`; a device gives evidence by the same fields. */
+#define COUNTER_RATE(name_, c, base)                                                               \
+    {                                                                                              \
+        .name = (name_), .kind = RATE | ONINF, .draw = D_RATIO, .num = AGG(counters[c]),           \
+        .n_ev = N_FIELDS(ROW_##base), .ev = {ROW_##base}, .n_den = N_FIELDS(AGG_##base),           \
+        .den = {AGG_##base},                                                                       \
+    }
 
 /* How a figure is drawn from an aggregate: a ratio of summed fields (`num` over the sum of
  * `den`), the P99 of the histogram at `num`, the value of the field at `num` (present above
@@ -218,46 +228,12 @@ static const struct metric_def {
                              .num = AGG(energy_uj),
                              .n_den = 1,
                              .den = {AGG(energy_inferences)}},
-    [MF_METRIC_FALLBACK_RATE] = {.name = "fallback_rate",
-                                 .kind = RATE | ONINF,
-                                 .n_ev = 2,
-                                 .ev = {ROW_RAN},
-                                 .draw = D_RATIO,
-                                 .num = AGG(counters[MF_TELEMETRY_FALLBACK]),
-                                 .n_den = 2,
-                                 .den = {AGG_RAN}},
-    [MF_METRIC_ERROR_RATE] = {.name = "error_rate",
-                              .kind = RATE | ONINF,
-                              .n_ev = 4,
-                              .ev = {ROW_TRIED},
-                              .draw = D_RATIO,
-                              .num = AGG(counters[MF_TELEMETRY_ERROR]),
-                              .n_den = 4,
-                              .den = {AGG_TRIED}},
-    [MF_METRIC_TIMEOUT_RATE] = {.name = "timeout_rate",
-                                .kind = RATE | ONINF,
-                                .n_ev = 4,
-                                .ev = {ROW_TRIED},
-                                .draw = D_RATIO,
-                                .num = AGG(counters[MF_TELEMETRY_TIMEOUT]),
-                                .n_den = 4,
-                                .den = {AGG_TRIED}},
-    [MF_METRIC_MEM_PRESSURE_RATE] = {.name = "mem_pressure_rate",
-                                     .kind = RATE | ONINF,
-                                     .n_ev = 2,
-                                     .ev = {ROW_RAN},
-                                     .draw = D_RATIO,
-                                     .num = AGG(counters[MF_TELEMETRY_MEM_PRESSURE]),
-                                     .n_den = 2,
-                                     .den = {AGG_RAN}},
-    [MF_METRIC_THERMAL_RATE] = {.name = "thermal_rate",
-                                .kind = RATE | ONINF,
-                                .n_ev = 2,
-                                .ev = {ROW_RAN},
-                                .draw = D_RATIO,
-                                .num = AGG(counters[MF_TELEMETRY_HOT]),
-                                .n_den = 2,
-                                .den = {AGG_RAN}},
+    [MF_METRIC_FALLBACK_RATE] = COUNTER_RATE("fallback_rate", MF_TELEMETRY_FALLBACK, RAN),
+    [MF_METRIC_ERROR_RATE] = COUNTER_RATE("error_rate", MF_TELEMETRY_ERROR, TRIED),
+    [MF_METRIC_TIMEOUT_RATE] = COUNTER_RATE("timeout_rate", MF_TELEMETRY_TIMEOUT, TRIED),
+    [MF_METRIC_MEM_PRESSURE_RATE] =
+        COUNTER_RATE("mem_pressure_rate", MF_TELEMETRY_MEM_PRESSURE, RAN),
+    [MF_METRIC_THERMAL_RATE] = COUNTER_RATE("thermal_rate", MF_TELEMETRY_HOT, RAN),
     [MF_METRIC_ACCURACY] = {.name = "accuracy",
                             .kind = LOWER | RATE | ONINF | INTERVAL,
                             .n_ev = 1,

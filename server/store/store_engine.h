@@ -55,6 +55,14 @@ struct mf_sql {
     {                                                                                              \
         .sqlite = m(""), .pg = m(MF_SQL_C), .what = (what_), .stream = 1                           \
     }
+/* A statement stamped with the database's clock (Unix seconds): `m` is a macro taking each
+ * dialect's expression for "now". */
+#define MF_SQL_NOW_SQLITE "strftime('%s')"
+#define MF_SQL_NOW_PG "extract(epoch FROM now())::bigint"
+#define MF_SQL_STAMPED(m, what_)                                                                   \
+    {                                                                                              \
+        .sqlite = m(MF_SQL_NOW_SQLITE), .pg = m(MF_SQL_NOW_PG), .what = (what_)                    \
+    }
 /* A lease claim on a work queue (jobs, the webhook outbox): the oldest row of `table` that is
  * `eligible` (WHERE text over ?2 now) becomes `taken`, owned by ?1 until ?2 + ?3, one attempt
  * more, and `returning` is read back. PostgreSQL skips rows another node has locked, so two

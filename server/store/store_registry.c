@@ -68,12 +68,9 @@ static const struct mf_sql sql_release_get =
     MF_SQL("SELECT v.release FROM model_versions v JOIN models m ON m.id = v.model_id"
            " WHERE m.name = ? AND v.version = ? AND v.sequence > 0",
            "release lookup");
-static const struct mf_sql sql_trust_put =
-    MF_SQL_PAIR("INSERT INTO trust_docs(kind, version, envelope, created_at)"
-                " VALUES(?, ?, ?, strftime('%s'))",
-                "INSERT INTO trust_docs(kind, version, envelope, created_at)"
-                " VALUES(?, ?, ?, extract(epoch FROM now())::bigint)",
-                "storing a trust document");
+#define TRUST_PUT(now)                                                                             \
+    "INSERT INTO trust_docs(kind, version, envelope, created_at) VALUES(?, ?, ?, " now ")"
+static const struct mf_sql sql_trust_put = MF_SQL_STAMPED(TRUST_PUT, "storing a trust document");
 static const struct mf_sql sql_trust_latest =
     MF_SQL("SELECT envelope, version FROM trust_docs WHERE kind = ? ORDER BY version DESC LIMIT 1",
            "trust document lookup");

@@ -12,22 +12,22 @@
 #define ROLLOUT_COLUMNS                                                                            \
     "id, model, version, prev_version, state, wave, wave_started_at, created_at, updated_at,"      \
     " plan, breach, soak_started_at, control, halted_classes"
-#define TELEMETRY_LIST(C)                                                                          \
-    "SELECT device_id, model, version, report, reported_at, device_class FROM telemetry"           \
-    " WHERE model = ? ORDER BY device_id" C ", version" C
+/* Every telemetry row is written and read with this one column list (visit_telemetry's
+ * order). */
+#define TELEMETRY_COLUMNS "device_id, model, version, report, reported_at, device_class"
+#define TELEMETRY_SELECT "SELECT " TELEMETRY_COLUMNS " FROM telemetry"
+#define TELEMETRY_LIST(C) TELEMETRY_SELECT " WHERE model = ? ORDER BY device_id" C ", version" C
+#define TELEMETRY_DEVICE(C) TELEMETRY_SELECT " WHERE model = ? AND device_id = ? ORDER BY version" C
 
 /* The catalogue of this domain. Replace, never add: a report is the device's cumulative
  * total. */
 static const struct mf_sql sql_telemetry_put =
-    MF_SQL("INSERT INTO telemetry(device_id, model, version, report, reported_at, device_class)"
-           " VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT(model, device_id, version) DO UPDATE"
+    MF_SQL("INSERT INTO telemetry(" TELEMETRY_COLUMNS ") VALUES(?, ?, ?, ?, ?, ?)"
+           " ON CONFLICT(model, device_id, version) DO UPDATE"
            " SET report = excluded.report, reported_at = excluded.reported_at,"
            " device_class = excluded.device_class",
            "storing telemetry");
 static const struct mf_sql sql_telemetry_list = MF_SQL_ORDERED(TELEMETRY_LIST, "listing telemetry");
-#define TELEMETRY_DEVICE(C)                                                                        \
-    "SELECT device_id, model, version, report, reported_at, device_class FROM telemetry"           \
-    " WHERE model = ? AND device_id = ? ORDER BY version" C
 static const struct mf_sql sql_telemetry_device =
     MF_SQL_ORDERED(TELEMETRY_DEVICE, "listing a device's telemetry");
 static const struct mf_sql sql_rollout_insert =

@@ -39,6 +39,16 @@ static void ref_ws(struct ref *r)
         r->i++;
 }
 
+/* Takes byte `c` if it is the next one. */
+static int ref_take(struct ref *r, char c)
+{
+    if (r->i < r->n && r->s[r->i] == c) {
+        r->i++;
+        return 1;
+    }
+    return 0;
+}
+
 static int ref_hex4(struct ref *r, unsigned *out)
 {
     unsigned v = 0;
@@ -180,9 +190,8 @@ static int ref_number(struct ref *r)
             r->i++;
         }
     }
-    if (r->i < r->n && r->s[r->i] == '.') {
+    if (ref_take(r, '.')) {
         frac_or_exp = 1;
-        r->i++;
         if (r->i >= r->n || r->s[r->i] < '0' || r->s[r->i] > '9')
             return 0;
         while (r->i < r->n && r->s[r->i] >= '0' && r->s[r->i] <= '9')
@@ -217,10 +226,8 @@ static int ref_object(struct ref *r, unsigned depth)
 
     r->i++;
     ref_ws(r);
-    if (r->i < r->n && r->s[r->i] == '}') {
-        r->i++;
+    if (ref_take(r, '}'))
         return 1;
-    }
     for (;;) {
         ref_ws(r);
         if (r->i >= r->n || r->s[r->i] != '"')
@@ -235,20 +242,12 @@ static int ref_object(struct ref *r, unsigned depth)
                 goto out;
         }
         ref_ws(r);
-        if (r->i >= r->n || r->s[r->i] != ':')
-            goto out;
-        r->i++;
-        if (!ref_value(r, depth))
+        if (!ref_take(r, ':') || !ref_value(r, depth))
             goto out;
         ref_ws(r);
-        if (r->i < r->n && r->s[r->i] == ',') {
-            r->i++;
+        if (ref_take(r, ','))
             continue;
-        }
-        if (r->i < r->n && r->s[r->i] == '}') {
-            r->i++;
-            ok = 1;
-        }
+        ok = ref_take(r, '}');
         goto out;
     }
 out:
@@ -262,23 +261,14 @@ static int ref_array(struct ref *r, unsigned depth)
 {
     r->i++;
     ref_ws(r);
-    if (r->i < r->n && r->s[r->i] == ']') {
-        r->i++;
+    if (ref_take(r, ']'))
         return 1;
-    }
     for (;;) {
         if (!ref_value(r, depth))
             return 0;
         ref_ws(r);
-        if (r->i < r->n && r->s[r->i] == ',') {
-            r->i++;
-            continue;
-        }
-        if (r->i < r->n && r->s[r->i] == ']') {
-            r->i++;
-            return 1;
-        }
-        return 0;
+        if (!ref_take(r, ','))
+            return ref_take(r, ']');
     }
 }
 

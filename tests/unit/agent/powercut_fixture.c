@@ -149,6 +149,16 @@ static int is_live_dir(struct powercut *pc, const char *dir)
     return e && pc->node[e->node].is_dir;
 }
 
+/* The live file `name` in *e: MF_E_NOTFOUND when there is none, `dir_err` when it is a
+ * directory. */
+static int live_file(struct powercut *pc, const char *name, int dir_err, struct pc_entry **e)
+{
+    *e = ns_find(&pc->live, name);
+    if (!*e)
+        return MF_E_NOTFOUND;
+    return pc->node[(*e)->node].is_dir ? dir_err : MF_OK;
+}
+
 static void node_release(struct pc_node *n)
 {
     test_free(n->data);
@@ -386,17 +396,16 @@ static int pc_size(void *payload, uint64_t *size_out, const char *name)
 {
     struct powercut *pc = payload;
     struct pc_entry *e;
+    int err;
 
     *size_out = 0;
     if (!name_ok(name))
         return MF_E_INVALID;
     if (pc->down)
         return MF_E_IO;
-    e = ns_find(&pc->live, name);
-    if (!e)
-        return MF_E_NOTFOUND;
-    if (pc->node[e->node].is_dir)
-        return MF_E_INVALID;
+    err = live_file(pc, name, MF_E_INVALID, &e);
+    if (err < 0)
+        return err;
     *size_out = pc->node[e->node].len;
     return MF_OK;
 }
@@ -432,11 +441,9 @@ static int pc_remove(void *payload, const char *name)
 
     if (err < 0)
         return err;
-    e = ns_find(&pc->live, name);
-    if (!e)
-        return MF_E_NOTFOUND;
-    if (pc->node[e->node].is_dir)
-        return MF_E_IO;
+    err = live_file(pc, name, MF_E_IO, &e);
+    if (err < 0)
+        return err;
     e->node = -1;
     gc(pc);
     return MF_OK;

@@ -341,15 +341,23 @@ static void test_agent__more_bytes_than_assigned_are_refused(void **state)
     mf_agent_free(agent);
 }
 
+/* v2 assigned, its blob served as the first `served` bytes in `mode`: the step fails with
+ * `code` and v1 keeps running, `why` in the report and the status. */
+static void assert_v2_blob_fails(struct fixture *fx, mf_agent *agent, enum blob_mode mode,
+                                 size_t served, int code, const char *why)
+{
+    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, served);
+    fx->srv.blob_mode = mode;
+    step_expect(agent, code);
+    assert_v1_survived(fx, agent, why);
+}
+
 static void test_agent__cut_connection_keeps_previous(void **state)
 {
     struct fixture *fx = *state;
     mf_agent *agent = agent_with_v1(fx);
 
-    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
-    fx->srv.blob_mode = BLOB_TRUNCATE;
-    step_expect(agent, MF_E_NET);
-    assert_v1_survived(fx, agent, "truncated");
+    assert_v2_blob_fails(fx, agent, BLOB_TRUNCATE, sizeof(model_v2), MF_E_NET, "truncated");
     mf_agent_free(agent);
 }
 
@@ -359,9 +367,7 @@ static void test_agent__short_blob_keeps_previous(void **state)
     mf_agent *agent = agent_with_v1(fx);
 
     /* Well-framed response, but fewer bytes than assigned. */
-    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, 10);
-    step_expect(agent, MF_E_NET);
-    assert_v1_survived(fx, agent, "ended after 10 of");
+    assert_v2_blob_fails(fx, agent, BLOB_OK, 10, MF_E_NET, "ended after 10 of");
     mf_agent_free(agent);
 }
 
@@ -370,12 +376,9 @@ static void test_agent__missing_blob_is_clear_error(void **state)
     struct fixture *fx = *state;
     mf_agent *agent = agent_with_v1(fx);
 
-    fake_assign(&fx->srv, "v2", model_v2, sizeof(model_v2), model_v2, sizeof(model_v2));
-    fx->srv.blob_mode = BLOB_404;
-    step_expect(agent, MF_E_NOTFOUND);
+    assert_v2_blob_fails(fx, agent, BLOB_404, sizeof(model_v2), MF_E_NOTFOUND, "no such blob");
     assert_non_null(strstr(mf_agent_errmsg(agent), "HTTP 404"));
     assert_non_null(strstr(mf_agent_errmsg(agent), "/v1/blobs/"));
-    assert_v1_survived(fx, agent, "no such blob");
     mf_agent_free(agent);
 }
 

@@ -63,21 +63,42 @@ static void test_agent_delivery__cut_resumes_and_refetches_at_most_one_chunk(voi
     test_free(v2);
 }
 
+/* An agent running v1 and assigned v2 (`n` bytes), stepped once while the server cuts
+ * `cuts` responses, the first at byte `at` and each next one `further` on: the step ends
+ * in `code`. */
+static mf_agent *v2_under_cuts(struct fixture *fx, const uint8_t *v2, size_t n, uint64_t at,
+                               uint64_t further, int cuts, int code)
+{
+    mf_agent *agent = agent_with(fx, model_v1, sizeof(model_v1));
+
+    fake_assign(&fx->srv, "v2", v2, n, v2, n);
+    fx->srv.cut_at = at;
+    fx->srv.cut_step = further;
+    fx->srv.cuts_left = cuts;
+    step_expect(agent, code);
+    return agent;
+}
+
+/* Leaves v2's first two MiB verified on storage (progress record included): every request
+ * is cut at 2.5 MiB, two chunks verified, then no more progress. */
+static mf_agent *interrupted_v2(struct fixture *fx, const uint8_t *v2)
+{
+    mf_agent *agent = v2_under_cuts(fx, v2, 3 * MIB, 5 * MIB / 2, 0, 100, MF_E_NET);
+
+    fx->srv.cuts_left = 0;
+    return agent;
+}
+
 /* Defect: when the last in-step attempt made progress before it failed, its message was
  * cleared for an attempt that never came, and the failed report had an empty detail. */
 static void test_agent_delivery__last_attempt_with_progress_keeps_its_reason(void **state)
 {
     struct fixture *fx = *state;
     uint8_t *v2 = make_model(6 * MIB, 2);
-    mf_agent *agent = agent_with(fx, model_v1, sizeof(model_v1));
-
     /* One cut per attempt, each a chunk further on: every attempt verifies one more chunk,
      * so the step ends after its 4 attempts on a failure that made progress. */
-    fake_assign(&fx->srv, "v2", v2, 6 * MIB, v2, 6 * MIB);
-    fx->srv.cut_at = MIB + 100;
-    fx->srv.cut_step = MIB;
-    fx->srv.cuts_left = 4;
-    step_expect(agent, MF_E_NET);
+    mf_agent *agent = v2_under_cuts(fx, v2, 6 * MIB, MIB + 100, MIB, 4, MF_E_NET);
+
     assert_int_equal(fx->srv.n_ranged, 3);
     assert_int_equal(fx->srv.last_range_from, 3 * MIB);
     assert_string_equal(fx->srv.report_status, "failed");
@@ -93,19 +114,27 @@ static void test_agent_delivery__last_attempt_with_progress_keeps_its_reason(voi
     test_free(v2);
 }
 
+/* A new process on the same state (as after a power cut) whose first step installs the
+ * 3 MiB v2 into slot b. */
+static mf_agent *restart_installs_v2(struct fixture *fx, const uint8_t *v2)
+{
+    mf_agent *agent = NULL;
+
+    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    return agent;
+}
+
 static void test_agent_delivery__progress_survives_a_restart(void **state)
 {
     struct fixture *fx = *state;
     uint8_t *v2 = make_model(3 * MIB, 2);
-    mf_agent *agent = agent_with(fx, model_v1, sizeof(model_v1));
+    mf_agent *agent = interrupted_v2(fx, v2);
     mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
     mf_agent_counters c;
 
-    /* Every request is cut at 2.5 MiB: two chunks verified, then no more progress. */
-    fake_assign(&fx->srv, "v2", v2, 3 * MIB, v2, 3 * MIB);
-    fx->srv.cut_at = 5 * MIB / 2;
-    fx->srv.cuts_left = 100;
-    step_expect(agent, MF_E_NET);
     assert_active(agent, "v1", 'a');
     assert_int_equal(mf_agent_status(&st, agent, "detector"), MF_OK);
     assert_string_equal(st.download_kind, "model");
@@ -116,31 +145,13 @@ static void test_agent_delivery__progress_survives_a_restart(void **state)
     assert_file_equals(fx, "models/detector/slot-b.part", v2, 2 * MIB);
 
     /* A new process (power cut) resumes at 2 MiB: only the last MiB crosses the wire. */
-    fx->srv.cuts_left = 0;
-    agent = NULL;
-    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
-    step_expect(agent, MF_OK);
-    assert_active(agent, "v2", 'b');
-    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    agent = restart_installs_v2(fx, v2);
     assert_int_equal(fx->srv.last_range_from, 2 * MIB);
     c = stats_of(agent);
     assert_int_equal(c.blob_bytes, MIB);
     assert_int_equal(c.resumes, 1);
     mf_agent_free(agent);
     test_free(v2);
-}
-
-/* Leaves v2's first two MiB verified on storage (progress record included). */
-static mf_agent *interrupted_v2(struct fixture *fx, const uint8_t *v2)
-{
-    mf_agent *agent = agent_with(fx, model_v1, sizeof(model_v1));
-
-    fake_assign(&fx->srv, "v2", v2, 3 * MIB, v2, 3 * MIB);
-    fx->srv.cut_at = 5 * MIB / 2;
-    fx->srv.cuts_left = 100;
-    step_expect(agent, MF_E_NET);
-    fx->srv.cuts_left = 0;
-    return agent;
 }
 
 /* Appends `n` bytes to a file of the state dir. */
@@ -170,11 +181,8 @@ static void test_agent_delivery__resume_reverifies_what_storage_holds(void **sta
     append_to(fx, "models/detector/slot-b.part", v2 + 2 * MIB, MIB / 2);
     append_to(fx, "models/detector/slot-b.part", junk, sizeof(junk));
     mf_agent_free(agent);
-    agent = NULL;
-    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
-    step_expect(agent, MF_OK);
+    agent = restart_installs_v2(fx, v2);
     assert_int_equal(fx->srv.last_range_from, 2 * MIB);
-    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
     mf_agent_free(agent);
 
     /* Storage damage inside a recorded chunk: the resume starts before it, not after. */
@@ -188,29 +196,35 @@ static void test_agent_delivery__resume_reverifies_what_storage_holds(void **sta
     assert_int_equal(fseek(f, (long)MIB + 77, SEEK_SET), 0);
     assert_int_equal(fputc(0xff ^ v2[MIB + 77], f), 0xff ^ v2[MIB + 77]);
     assert_int_equal(fclose(f), 0);
-    agent = NULL;
-    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
-    step_expect(agent, MF_OK);
+    agent = restart_installs_v2(fx, v2);
     assert_int_equal(fx->srv.last_range_from, MIB);
-    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
     mf_agent_free(agent);
     test_free(v2);
 }
 
-static void test_agent_delivery__200_to_a_range_restarts_from_zero(void **state)
+/* v2 interrupted after two MiB, then resumed against a server in `mode`: the whole of v2
+ * is installed. Returns what the resume added to the counters. */
+static mf_agent_counters resumed_with(struct fixture *fx, enum blob_mode mode)
 {
-    struct fixture *fx = *state;
     uint8_t *v2 = make_model(3 * MIB, 2);
     mf_agent *agent = interrupted_v2(fx, v2);
-    mf_agent_counters before = stats_of(agent);
+    mf_agent_counters before = stats_of(agent), grown;
 
-    fx->srv.blob_mode = BLOB_NO_RANGE;
+    fx->srv.blob_mode = mode;
     step_expect(agent, MF_OK);
-    /* The 200 body was taken from byte 0, not written at the resume offset. */
     assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
-    assert_int_equal(stats_of(agent).blob_bytes - before.blob_bytes, 3 * MIB);
+    grown = stats_of(agent);
+    grown.blob_bytes -= before.blob_bytes;
+    grown.blob_requests -= before.blob_requests;
     mf_agent_free(agent);
     test_free(v2);
+    return grown;
+}
+
+static void test_agent_delivery__200_to_a_range_restarts_from_zero(void **state)
+{
+    /* The 200 body was taken from byte 0, not written at the resume offset. */
+    assert_int_equal(resumed_with(*state, BLOB_NO_RANGE).blob_bytes, 3 * MIB);
 }
 
 static void test_agent_delivery__wrong_content_range_is_refused(void **state)
@@ -235,19 +249,9 @@ static void test_agent_delivery__wrong_content_range_is_refused(void **state)
 
 static void test_agent_delivery__new_etag_on_206_starts_over(void **state)
 {
-    struct fixture *fx = *state;
-    uint8_t *v2 = make_model(3 * MIB, 2);
-    mf_agent *agent = interrupted_v2(fx, v2);
-    mf_agent_counters before = stats_of(agent);
-
     /* A 206 under another ETag (a re-publish the server did not check If-Range against):
      * the agent starts over from byte 0 with a plain GET, which is served normally. */
-    fx->srv.blob_mode = BLOB_NEW_ETAG;
-    step_expect(agent, MF_OK);
-    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
-    assert_true(stats_of(agent).blob_requests - before.blob_requests >= 2);
-    mf_agent_free(agent);
-    test_free(v2);
+    assert_true(resumed_with(*state, BLOB_NEW_ETAG).blob_requests >= 2);
 }
 
 /* v3 served corrupt on every request: refused with `why` in the message, v2 left running
@@ -349,11 +353,7 @@ static void test_agent_delivery__chunk_tree_release_survives_a_restart(void **st
     mf_agent_free(agent);
     assert_true(exists(fx, "models/detector/slot-b.part.prog"));
     fx->srv.cuts_left = 0;
-    agent = NULL;
-    assert_int_equal(mf_agent_new(&agent, &fx->opts), MF_OK);
-    step_expect(agent, MF_OK);
-    assert_active(agent, "v2", 'b');
-    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    agent = restart_installs_v2(fx, v2);
     c = stats_of(agent);
     /* Four attempts were cut at 1, 1.25, 1.5 and 1.75 MiB, each byte synced before the cut
      * kept: the new process asks from 1.75 MiB and receives only the rest. */
@@ -364,12 +364,22 @@ static void test_agent_delivery__chunk_tree_release_survives_a_restart(void **st
     test_free(v2);
 }
 
+/* Steps `agent` expecting `code`; returns how long the step took, in seconds. */
+static double timed_step(mf_agent *agent, int code)
+{
+    struct timespec t0, t1;
+
+    (void)clock_gettime(CLOCK_MONOTONIC, &t0);
+    step_expect(agent, code);
+    (void)clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+}
+
 static void test_agent_delivery__stall_is_cut_and_resumed(void **state)
 {
     struct fixture *fx = *state;
     uint8_t *v2 = make_model(3 * MIB, 2);
     mf_agent *agent = NULL;
-    struct timespec t0, t1;
     double s;
 
     /* Slower than 64 KiB/s for a second counts as a stall. */
@@ -381,10 +391,7 @@ static void test_agent_delivery__stall_is_cut_and_resumed(void **state)
     fx->srv.blob_mode = BLOB_STALL;
     fx->srv.stall_ms = 2500;
     fx->srv.stall_left = 1;
-    (void)clock_gettime(CLOCK_MONOTONIC, &t0);
-    step_expect(agent, MF_OK);
-    (void)clock_gettime(CLOCK_MONOTONIC, &t1);
-    s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    s = timed_step(agent, MF_OK);
     print_message("stalled transfer abandoned and resumed in %.2f s\n", s);
     assert_true(s < 2.4); /* before the server's 2.5 s of silence end */
     assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
@@ -420,16 +427,12 @@ static void test_agent_delivery__bandwidth_cap_slows_the_download(void **state)
     struct fixture *fx = *state;
     uint8_t *v2 = make_model(6 * MIB, 2);
     mf_agent *agent = NULL;
-    struct timespec t0, t1;
     double s;
 
     fx->opts.max_recv_bytes_per_s = 2 * MIB;
     agent = agent_with(fx, model_v1, sizeof(model_v1));
     fake_assign(&fx->srv, "v2", v2, 6 * MIB, v2, 6 * MIB);
-    (void)clock_gettime(CLOCK_MONOTONIC, &t0);
-    step_expect(agent, MF_OK);
-    (void)clock_gettime(CLOCK_MONOTONIC, &t1);
-    s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    s = timed_step(agent, MF_OK);
     print_message("6 MiB at a 2 MiB/s cap took %.2f s\n", s);
     /* 3 s nominal; libcurl lets a first burst through. Uncapped this is ~0.05 s. */
     assert_true(s >= 1.0);

@@ -70,19 +70,42 @@ static void fixture_free(struct fixture *f)
     free(f);
 }
 
+/* A caller thread: submits `n` items, ids `id` on, one after the other; `got` is the last
+ * result, `bad` counts the results that are not the item's own (1000 + its id). */
 struct submitter {
     pthread_t t;
     struct fixture *f;
-    int id, got;
+    int id, n, got, bad;
 };
 
-static void *submit_one(void *arg)
+static void *submit_run(void *arg)
 {
     struct submitter *s = arg;
-    struct test_item it = {.id = s->id};
 
-    s->got = mf_batcher__submit(&s->f->b, &it.link);
+    for (int i = 0; i < s->n; i++) {
+        struct test_item it = {.id = s->id + i};
+
+        s->got = mf_batcher__submit(&s->f->b, &it.link);
+        if (s->got != 1000 + s->id + i)
+            s->bad++;
+    }
     return NULL;
+}
+
+static void submitter_start(struct submitter *s, struct fixture *f, int id, int n)
+{
+    *s = (struct submitter){.f = f, .id = id, .n = n};
+    assert_int_equal(pthread_create(&s->t, NULL, submit_run, s), 0);
+}
+
+/* Joins the `count` threads of `s`; each got its own results. */
+static void submitters_join(struct submitter *s, int count)
+{
+    for (int i = 0; i < count; i++) {
+        assert_int_equal(pthread_join(s[i].t, NULL), 0);
+        assert_int_equal(s[i].got, 1000 + s[i].id + s[i].n - 1);
+        assert_int_equal(s[i].bad, 0);
+    }
 }
 
 /* Bounded wait (5 s) for `n` items queued behind the running batch. */
@@ -122,9 +145,7 @@ static void gated(size_t max, int others, const int *want_sizes, int want_runs)
     assert_true(others + 1 <= 16);
     f->gate_armed = 1;
     for (int i = 0; i <= others; i++) {
-        s[i].f = f;
-        s[i].id = i;
-        assert_int_equal(pthread_create(&s[i].t, NULL, submit_one, &s[i]), 0);
+        submitter_start(&s[i], f, i, 1);
         if (i == 0) { /* the leader is in its run before the others come */
             (void)pthread_mutex_lock(&f->gate_lock);
             while (!f->first_running)
@@ -137,10 +158,7 @@ static void gated(size_t max, int others, const int *want_sizes, int want_runs)
     f->gate_open = 1;
     (void)pthread_cond_broadcast(&f->gate_cv);
     (void)pthread_mutex_unlock(&f->gate_lock);
-    for (int i = 0; i <= others; i++) {
-        assert_int_equal(pthread_join(s[i].t, NULL), 0);
-        assert_int_equal(s[i].got, 1000 + i);
-    }
+    submitters_join(s, others + 1);
     mf_batcher__stats(&f->b, &batches, &items);
     assert_int_equal(batches, (uint64_t)want_runs);
     assert_int_equal(items, (uint64_t)others + 1);
@@ -184,19 +202,13 @@ static void test_batcher__hold_release(void **state)
 
     (void)state;
     mf_batcher__hold(&f->b);
-    for (int i = 0; i < 4; i++) {
-        s[i].f = f;
-        s[i].id = i;
-        assert_int_equal(pthread_create(&s[i].t, NULL, submit_one, &s[i]), 0);
-    }
+    for (int i = 0; i < 4; i++)
+        submitter_start(&s[i], f, i, 1);
     wait_queued(f, 4);
     mf_batcher__stats(&f->b, &batches, &items);
     assert_int_equal(batches, 0); /* nothing ran while held */
     mf_batcher__release(&f->b);
-    for (int i = 0; i < 4; i++) {
-        assert_int_equal(pthread_join(s[i].t, NULL), 0);
-        assert_int_equal(s[i].got, 1000 + i);
-    }
+    submitters_join(s, 4);
     mf_batcher__stats(&f->b, &batches, &items);
     assert_int_equal(batches, 1);
     assert_int_equal(items, 4);
@@ -211,41 +223,17 @@ static void test_batcher__hold_release(void **state)
     fixture_free(f);
 }
 
-struct hammer {
-    pthread_t t;
-    struct fixture *f;
-    int base, bad;
-};
-
-static void *hammer_run(void *arg)
-{
-    struct hammer *h = arg;
-
-    for (int i = 0; i < 500; i++) {
-        struct test_item it = {.id = h->base + i};
-
-        if (mf_batcher__submit(&h->f->b, &it.link) != 1000 + h->base + i)
-            h->bad++;
-    }
-    return NULL;
-}
-
 /* Many threads at once: every item done once with its own result, runs never overlap. */
 static void test_batcher__many_threads(void **state)
 {
     struct fixture *f = fixture_new(MF_BATCHER_MAX);
-    struct hammer h[8];
+    struct submitter s[8];
     uint64_t batches, items;
 
     (void)state;
-    for (int i = 0; i < 8; i++) {
-        h[i] = (struct hammer){.f = f, .base = i * 1000};
-        assert_int_equal(pthread_create(&h[i].t, NULL, hammer_run, &h[i]), 0);
-    }
-    for (int i = 0; i < 8; i++) {
-        assert_int_equal(pthread_join(h[i].t, NULL), 0);
-        assert_int_equal(h[i].bad, 0);
-    }
+    for (int i = 0; i < 8; i++)
+        submitter_start(&s[i], f, i * 1000, 500);
+    submitters_join(s, 8);
     mf_batcher__stats(&f->b, &batches, &items);
     assert_int_equal(items, 8 * 500);
     assert_true(batches >= 1 && batches <= items);

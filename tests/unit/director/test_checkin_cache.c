@@ -300,18 +300,16 @@ static void test_checkin_cache__bounded(void **state)
 
 int main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, cache_setup, cache_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_checkin_cache__serves_kept_values, cache_setup,
-                                        cache_teardown),
-        cmocka_unit_test_setup_teardown(test_checkin_cache__notfound_until_the_generation_moves,
-                                        cache_setup, cache_teardown),
-        cmocka_unit_test_setup_teardown(test_checkin_cache__each_kind_follows_its_table,
-                                        cache_setup, cache_teardown),
-        cmocka_unit_test_setup_teardown(test_checkin_cache__roots_after, cache_setup,
-                                        cache_teardown),
-        cmocka_unit_test_setup_teardown(test_checkin_cache__bounded, cache_setup, cache_teardown),
-        cmocka_unit_test_setup_teardown(test_checkin_cache__pin_hint, cache_setup, cache_teardown),
+        T(test_checkin_cache__serves_kept_values),
+        T(test_checkin_cache__notfound_until_the_generation_moves),
+        T(test_checkin_cache__each_kind_follows_its_table),
+        T(test_checkin_cache__roots_after),
+        T(test_checkin_cache__bounded),
+        T(test_checkin_cache__pin_hint),
     };
+#undef T
 
     return cmocka_run_group_tests_name("checkin_cache", tests, NULL, NULL);
 }

@@ -278,12 +278,9 @@ static void test_offload_server_store__histograms(void **state)
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, store_fixture_teardown)
-    const struct CMUnitTest tests[] = {
-        T(test_offload_server_store__batch_is_idempotent),
+    return MF_TEST_RUN(
+        "offload_server_store", NULL, NULL, T(test_offload_server_store__batch_is_idempotent),
         T(test_offload_server_store__label_and_query),
-        T(test_offload_server_store__delete_by_device),
-        T(test_offload_server_store__histograms),
-    };
+        T(test_offload_server_store__delete_by_device), T(test_offload_server_store__histograms));
 #undef T
-    return cmocka_run_group_tests_name("offload_server_store", tests, NULL, NULL);
 }

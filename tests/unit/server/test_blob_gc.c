@@ -590,19 +590,17 @@ static void test_blob_gc__schema_walk_finds_every_blob_column(void **state)
 
 int main(void)
 {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_blob_gc__shared_inputs_are_not_orphans, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_blob_gc__unreferenced_inputs_are_removed, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_blob_gc__crash_leaves_an_orphan_the_sweep_removes,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_blob_gc__removal_keeps_a_blob_claimed_meanwhile, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_blob_gc__released_blobs, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_blob_gc__variant_blobs, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_blob_gc__schema_walk_finds_every_blob_column, setup,
-                                        teardown),
+        T(test_blob_gc__shared_inputs_are_not_orphans),
+        T(test_blob_gc__unreferenced_inputs_are_removed),
+        T(test_blob_gc__crash_leaves_an_orphan_the_sweep_removes),
+        T(test_blob_gc__removal_keeps_a_blob_claimed_meanwhile),
+        T(test_blob_gc__released_blobs),
+        T(test_blob_gc__variant_blobs),
+        T(test_blob_gc__schema_walk_finds_every_blob_column),
     };
+#undef T
+
     return cmocka_run_group_tests_name("blob_gc", tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
  */
 #define _XOPEN_SOURCE 700 /* nanosleep */
 #include "mf_test.h"
+#include "kit_case.h"
 #include "server_fixture.h"
 
 #include <cjson/cJSON.h>
@@ -76,6 +77,7 @@ static int setup(void **state)
 struct got {
     long status;
     char version[16], variant[16], sha256[65], release_sha[65];
+    char error[256]; /* the body of a refusal (status 400 and above), cut to fit */
 };
 
 /* A check-in of cam-a with top-level `cls` (a "device_class" member, or "") running `installed`
@@ -93,6 +95,8 @@ static void checkin(struct got *out, const char *cls, const char *installed, con
                    "\"models\":[{\"name\":\"det\",\"version\":\"%s\",\"sha256\":\"%s\"%s%s}]}",
                    cls[0] ? "," : "", cls, installed, sha, extra ? "," : "", extra ? extra : "");
     out->status = srvfx_call(&r, "POST", "/v1/checkin", srvfx.device, body);
+    if (out->status >= 400)
+        (void)snprintf(out->error, sizeof(out->error), "%s", r.body ? r.body : "");
     root = cJSON_Parse(r.body);
     a = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "assignments"), 0);
     if (a) {
@@ -231,24 +235,32 @@ static void test_server_variants__blobs(void **state)
 /* Bad declarations are a 400 naming what is wrong, and change nothing. */
 static void test_server_variants__bad_class_is_400(void **state)
 {
-    static const char *const bad[] = {
-        "\"device_class\":[]",
-        "\"device_class\":{\"storage_mb\":512}",
-        "\"device_class\":{\"ram_mb\":-1,\"storage_mb\":512}",
-        "\"device_class\":{\"ram_mb\":1.5,\"storage_mb\":512}",
-        "\"device_class\":{\"ram_mb\":1099511627777,\"storage_mb\":512}",
-        "\"device_class\":{\"ram_mb\":64,\"storage_mb\":512,\"gpu\":true}",
-        "\"device_class\":{\"ram_mb\":64,\"storage_mb\":512,\"tag\":\"lab/1\"}",
-        "\"device_class\":{\"ram_mb\":64,\"storage_mb\":512,\"accelerator\":7}",
-        "\"device_class\":{\"ram_mb\":64,\"storage_mb\":512,\"int8\":1}",
+    static const struct mf_kit_case bad[] = {
+        {"\"device_class\":[]", "field 'device_class' must be an object"},
+        {"\"device_class\":{\"storage_mb\":512}",
+         "device_class.ram_mb must be an integer in 0..2^40"},
+        {"\"device_class\":{\"ram_mb\":-1,\"storage_mb\":512}",
+         "device_class.ram_mb must be an integer in 0..2^40"},
+        {"\"device_class\":{\"ram_mb\":1.5,\"storage_mb\":512}",
+         "device_class.ram_mb must be an integer in 0..2^40"},
+        {"\"device_class\":{\"ram_mb\":1099511627777,\"storage_mb\":512}",
+         "device_class.ram_mb must be an integer in 0..2^40"},
+        {"\"device_class\":{\"ram_mb\":64,\"storage_mb\":512,\"gpu\":true}",
+         "device_class: unknown key 'gpu'"},
+        {"\"device_class\":{\"ram_mb\":64,\"storage_mb\":512,\"tag\":\"lab/1\"}",
+         "device_class.tag must match"},
+        {"\"device_class\":{\"ram_mb\":64,\"storage_mb\":512,\"accelerator\":7}",
+         "device_class.accelerator must be a string or null"},
+        {"\"device_class\":{\"ram_mb\":64,\"storage_mb\":512,\"int8\":1}",
+         "device_class.int8 must be a boolean"},
     };
     struct got g;
 
     (void)state;
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        checkin(&g, bad[i], "v1", srvfx.sha1, NULL);
-        if (g.status != 400)
-            fail_msg("%s: %ld, want 400", bad[i], g.status);
+    for (size_t i = 0; i < MF_TEST_COUNT(bad); i++) {
+        checkin(&g, bad[i].in, "v1", srvfx.sha1, NULL);
+        if (g.status != 400 || !strstr(g.error, bad[i].want))
+            fail_msg("%s: %ld %s, want 400 naming '%s'", bad[i].in, g.status, g.error, bad[i].want);
     }
 }
 
