@@ -149,6 +149,17 @@ struct mf_store_devices_ops {
                           int64_t drop_before);
     int (*fleet_bins)(struct mf_store *s, struct mf_ctx *ctx, const char *model, int64_t since,
                       mf_store_fleet_bin_fn fn, void *payload);
+    /* Appended with migration 13: the devices that sent a runtime report under class tag
+     * `device_class` (devices_list's order and rows), and per class tag ("" left out) the
+     * devices that did (fn's second argument is ""), by tag: the Fleet view's classes. */
+    int (*devices_of_class)(struct mf_store *s, struct mf_ctx *ctx, const char *device_class,
+                            mf_store_device_fn fn, void *payload);
+    int (*class_counts)(struct mf_store *s, struct mf_ctx *ctx, mf_store_count_fn fn,
+                        void *payload);
+    /* Appended with migration 13: the device's failed reports (rollbacks and failed
+     * installs with their detail, reported_at their time), newest first, at most `limit`. */
+    int (*device_failures)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                           int64_t limit, mf_store_status_fn fn, void *payload);
 };
 
 /* The check-in fast path: each backend's own (sqlite/sqlite_checkin.c, pg/pg_checkin.c). */

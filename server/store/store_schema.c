@@ -371,7 +371,8 @@ const struct mf_store_migration mf_store__schema_table = {
  * evaluation of a watched rollout, one row per (tick, line); at most
  * MF_STORE_HISTORY_TICKS ticks per rollout (when full, the older half is thinned to every
  * second tick). fleet_versions: the devices that report each (model, version) installed,
- * one snapshot per bin of MF_STORE_FLEET_BIN_S, kept MF_STORE_FLEET_KEEP_S. */
+ * one snapshot per bin of MF_STORE_FLEET_BIN_S, kept MF_STORE_FLEET_KEEP_S.
+ * telemetry_by_class: the devices of a class (the Fleet view's filter, its counts). */
 #define MIGRATION_13(T) \
     "CREATE TABLE rollout_history (" \
     "  rollout_id " T(INT) " NOT NULL," \
@@ -392,7 +393,8 @@ const struct mf_store_migration mf_store__schema_table = {
     "  version TEXT NOT NULL," \
     "  devices " T(INT) " NOT NULL," \
     "  UNIQUE (model, bin_at, version));" \
-    "CREATE INDEX fleet_versions_by_bin ON fleet_versions(bin_at);"
+    "CREATE INDEX fleet_versions_by_bin ON fleet_versions(bin_at);" \
+    "CREATE INDEX telemetry_by_class ON telemetry(device_class, device_id);"
 /* clang-format on */
 
 const struct mf_store_migration mf_store__migrations[] = {

@@ -498,7 +498,7 @@ static void test_rollout_store__history_is_bounded_and_thinned(void **state)
     assert_int_equal(h->first.control_devices, 36);
     assert_string_equal(h->first.kind, "relative");
     /* Past the bound the older half is thinned: never more than the bound plus one. */
-    for (int64_t t = 0; t < 2 * MF_STORE_HISTORY_TICKS; t++)
+    for (int64_t t = 0; t < MF_STORE_HISTORY_TICKS + 200; t++)
         history_tick(f, 9, 1000 + t, (double)t, "clean");
     memset(h, 0, sizeof(*h));
     assert_int_equal(s->ops->rollout->history_list(s, &f->ctx, 9, 0, collect_history, h), MF_OK);
@@ -508,8 +508,8 @@ static void test_rollout_store__history_is_bounded_and_thinned(void **state)
     }
     assert_true(ticks <= MF_STORE_HISTORY_TICKS + 1);
     assert_true(ticks > MF_STORE_HISTORY_TICKS / 2);
-    assert_int_equal(h->at[0], 1000);                                    /* the start stays */
-    assert_int_equal(h->last.at, 1000 + 2 * MF_STORE_HISTORY_TICKS - 1); /* and the newest */
+    assert_int_equal(h->at[0], 1000);                                      /* the start stays */
+    assert_int_equal(h->last.at, 1000 + MF_STORE_HISTORY_TICKS + 200 - 1); /* and the newest */
     /* Old history is thinned, recent history is whole: the last 100 are every second. */
     for (size_t i = h->n - 200; i + 2 < h->n; i += 2)
         assert_int_equal(h->at[i + 2] - h->at[i], 1);
@@ -612,6 +612,81 @@ static void test_rollout_store__fleet_versions_per_bin(void **state)
     assert_int_equal(w.b[0].bin_at, 120);
 }
 
+/* The console's device reads (migration 13): devices per class tag from their reports, the
+ * devices of one class, and a device's failed reports newest first, bounded. */
+static int count_class(void *payload, const char *tag, const char *unused, int64_t n)
+{
+    char *out = payload;
+    size_t len = strlen(out);
+
+    assert_string_equal(unused, "");
+    (void)snprintf(out + len, 256 - len, "%s=%lld;", tag, (long long)n);
+    return MF_OK;
+}
+
+static int name_device(void *payload, const struct mf_store_device *d)
+{
+    char *out = payload;
+    size_t len = strlen(out);
+
+    (void)snprintf(out + len, 256 - len, "%s;", d->device_id);
+    return MF_OK;
+}
+
+static int name_failure(void *payload, const struct mf_store_status *st)
+{
+    char *out = payload;
+    size_t len = strlen(out);
+
+    (void)snprintf(out + len, 256 - len, "%s:%s;", st->version, st->detail);
+    return MF_OK;
+}
+
+static void test_rollout_store__classes_and_failures_of_devices(void **state)
+{
+    struct rs_fixture *f = *state;
+    struct mf_store *s = f->s;
+    const struct mf_store_telemetry rows[] = {{"dev-0", "det", "v1", "{}", 10, "cam-pro"},
+                                              {"dev-0", "det", "v2", "{}", 20, "cam-pro"},
+                                              {"dev-1", "det", "v1", "{}", 10, "cam-lite"},
+                                              {"dev-2", "cls", "v1", "{}", 10, "cam-pro"},
+                                              {"dev-3", "det", "v1", "{}", 10, ""}};
+    uint8_t hash[MF_SHA256_LEN];
+    char out[256] = "";
+
+    for (int i = 0; i < 4; i++) {
+        char id[16];
+
+        (void)snprintf(id, sizeof(id), "dev-%d", i);
+        memset(hash, i + 1, sizeof(hash));
+        assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, id, hash, 1), MF_OK);
+    }
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        assert_int_equal(s->ops->rollout->telemetry_put(s, &f->ctx, &rows[i]), MF_OK);
+    assert_int_equal(s->ops->devices->class_counts(s, &f->ctx, count_class, out), MF_OK);
+    assert_string_equal(out, "cam-lite=1;cam-pro=2;"); /* devices, not reports; "" left out */
+    out[0] = '\0';
+    assert_int_equal(s->ops->devices->devices_of_class(s, &f->ctx, "cam-pro", name_device, out),
+                     MF_OK);
+    assert_string_equal(out, "dev-0;dev-2;");
+    out[0] = '\0';
+    assert_int_equal(s->ops->devices->devices_of_class(s, &f->ctx, "none", name_device, out),
+                     MF_OK);
+    assert_string_equal(out, "");
+    fleet_report(f, "dev-0", "v1", "installed");
+    fleet_report(f, "dev-0", "v2", "failed"); /* detail "" */
+    fleet_report(f, "dev-0", "v3", "failed");
+    fleet_report(f, "dev-1", "v4", "failed");
+    out[0] = '\0';
+    assert_int_equal(s->ops->devices->device_failures(s, &f->ctx, "dev-0", 5, name_failure, out),
+                     MF_OK);
+    assert_string_equal(out, "v3:;v2:;");
+    out[0] = '\0';
+    assert_int_equal(s->ops->devices->device_failures(s, &f->ctx, "dev-0", 1, name_failure, out),
+                     MF_OK);
+    assert_string_equal(out, "v3:;");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -630,6 +705,8 @@ int main(void)
                                         rs_setup, rs_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_store__fleet_versions_per_bin, rs_setup,
                                         rs_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_store__classes_and_failures_of_devices,
+                                        rs_setup, rs_teardown),
     };
     int failed = cmocka_run_group_tests_name("rollout_store_sqlite", tests, NULL, NULL);
 

@@ -338,6 +338,8 @@ static void test_server_console__one_device_whole(void **state)
                    "\"pins\":[{\"model\":\"det\",\"version\":\"v1\"", "\"channel\":\"stable\"",
                    "\"version\":\"v2\"", "\"status\":\"failed\"",
                    "\"detail\":\"rolled back: health check failed\"", "\"running_version\":\"v1\"",
+                   "\"failures\":[{\"model\":\"det\",\"version\":\"v2\",\"detail\":\"rolled back: "
+                   "health check failed\",\"rolled_back\":true,\"at\":",
                    "\"scorecard\":[{\"version\":\"v1\",\"devices_reporting\":1,",
                    "\"peak_memory\":4096,", "\"p99_us\":", "\"model\":\"det\"}]"));
     assert_int_equal(srvfx_status_of("DELETE", "/v1/admin/pins/device/cam-a/det", srvfx.ops, NULL),
@@ -383,6 +385,38 @@ static void poll_for(struct srvfx_resp *r, const char *path, const char *want)
         (void)nanosleep(&(struct timespec){0, 100000000L}, NULL); /* the worker writes it */
     }
     fail_msg("GET %s never held %s", path, want);
+}
+
+/* Device classes (the class tag a check-in declares, kept with its runtime reports): the
+ * fleet's counts per class, the device list filtered by class, Model health per class. */
+static void test_server_console__device_classes(void **state)
+{
+    char body[1024];
+    struct srvfx_resp r;
+
+    (void)state;
+    srvfx_publish_det();
+    (void)snprintf(body, sizeof(body),
+                   "{\"nonce\":\"" NONCE "\",\"root_version\":1,\"keys_version\":1,"
+                   "\"device_class\":{\"tag\":\"cam-pro\",\"ram_mb\":2048,\"storage_mb\":8192},"
+                   "\"models\":[{\"name\":\"det\",\"version\":\"v1\",\"sha256\":\"%s\","
+                   "\"telemetry\":{\"buckets\":\"log2x8\",\"versions\":[{\"version\":\"v1\","
+                   "\"inferences\":10,\"latency_us\":[[40,10]],\"peak_memory\":8192}]}}]}",
+                   srvfx.sha1);
+    srvfx_call(&r, "POST", "/v1/checkin", srvfx.device, body);
+    assert_int_equal(r.status, 200);
+    free(r.body);
+    expect_get("/v1/admin/fleet/summary", srvfx.datat, 200, HAS("\"classes\":{\"cam-pro\":1}"));
+    expect_get("/v1/admin/fleet/devices?class=cam-pro", srvfx.ops, 200,
+               HAS("\"device_id\":\"cam-a\"", "\"matched\":1"));
+    expect_get("/v1/admin/fleet/devices?class=cam-lite", srvfx.ops, 200,
+               HAS("\"devices\":[]", "\"matched\":0"));
+    expect_get("/v1/admin/fleet/devices?class=b@d", srvfx.ops, 400,
+               HAS("'class' must match [A-Za-z0-9._-]{1,64}"));
+    expect_get("/v1/admin/models/det/stats", srvfx.datat, 200,
+               HAS("\"classes\":[{\"class\":\"cam-pro\",\"versions\":[{\"version\":\"v1\","
+                   "\"devices_reporting\":1,",
+                   "\"peak_memory\":8192"));
 }
 
 /* A rollout's red lines over its evaluations (the worker's ticks), as columns for a chart:
@@ -512,5 +546,6 @@ int main(void)
         cmocka_unit_test(test_server_console__one_device_whole),
         cmocka_unit_test(test_server_console__model_deltas),
         cmocka_unit_test(test_server_console__model_installed),
+        cmocka_unit_test(test_server_console__device_classes),
         cmocka_unit_test(test_server_console__rollout_history));
 }

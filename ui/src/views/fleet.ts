@@ -1,14 +1,34 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fleet: the server's aggregation (devices by state, per channel, installed versions per
-// model) and, for ops, the device list a page at a time with search and a state filter.
+// Fleet: the server's aggregation (devices by state, per channel, per device class, installed
+// versions per model now and over time: GET /v1/admin/models/{name}/installed) and, for ops, the device list a page at a time with search and a state filter.
 // Device: one device whole (models and slots, pending and rolled-back versions, pins, groups).
 import { api, canOps } from '../api';
 import { ago, badge, h, iso, link, table, J, simpleView } from '../dom';
 import type { View } from '../main';
+import { color, plot } from '../chart';
 import { DIMS } from './models';
 
 function card(label: string, value: number, testid: string, kind = ''): HTMLElement {
   return h('div', { class: `card ${kind}`, 'data-testid': testid }, h('div', { class: 'num' }, value), h('div', {}, label));
+}
+
+// Devices per installed version of each model over time, stacked: the server's bins.
+function versionsOverTime(series: J[]): HTMLElement {
+  return h(
+    'div',
+    { class: 'charts', 'data-testid': 'versions-over-time' },
+    series.map((m: J) =>
+      m.at.length
+        ? plot(
+            `${m.model}: devices per version (bins of ${m.bin_s} s)`,
+            m.at,
+            m.versions.map((v: J) => v.devices),
+            m.versions.map((v: J, i: number) => ({ label: v.version, color: color(i) })),
+            { stacked: true, testid: `installed-${m.model}` },
+          )
+        : h('p', { class: 'muted' }, `${m.model}: no snapshot yet (one a minute).`),
+    ),
+  );
 }
 
 function versionBars(models: J[]): HTMLElement {
@@ -89,6 +109,9 @@ export const fleetView: View = async (el, ctx) => {
 
   const refresh = async () => {
     const s: J = await api('/v1/admin/fleet/summary');
+    const over: J[] = await Promise.all(
+      s.models.map((m: J) => api(`/v1/admin/models/${encodeURIComponent(m.model)}/installed`)),
+    );
     const d = s.devices;
     summary.replaceChildren(
       h(
@@ -102,6 +125,8 @@ export const fleetView: View = async (el, ctx) => {
       ),
       h('h2', {}, 'Versions per model'),
       versionBars(s.models),
+      h('h2', {}, 'Versions per model over time'),
+      versionsOverTime(over),
       h('h2', {}, 'Channels'),
       table(['channel', 'devices'], Object.entries(s.channels).map(([k, v]) => [k, v as number]), 'channels'),
     );
