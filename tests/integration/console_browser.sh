@@ -5,7 +5,9 @@
 # published and a three-wave rollout with red lines relative to v1; then ui/e2e/console.mjs
 # (playwright-core driving Debian's chromium headless) signs in with each role and opens every
 # view while this script runs the fleet with v2 at twice v1's latency, once the rollout's page
-# is open: the rollout halts and the page must show it within 10 s. Screenshots of every view
+# is open: the rollout halts and the page must show it within 10 s, its red-line plots from the
+# server's history; then one cycle with device classes for the Fleet view's classes and Model
+# health per class. Screenshots of every view
 # go to SHOT_DIR (ctest: <build>/test-artifacts/console).
 # Usage: console_browser.sh BIN_DIR SHOT_DIR   (ctest: integration_console_browser)
 set -uo pipefail
@@ -65,7 +67,7 @@ check "a calibration set of det v1 uploaded (data)" curl -fsS -o /dev/null -X PU
     --data '{"method":"max_softmax","scores":[0.2,0.5,0.55,0.7,0.8,0.85,0.9,0.9,0.95,0.99]}' \
     "$MF_URL/v1/admin/offload/calibration/det/v1"
 rm -rf "$shots"
-MF_SHOTS=$shots MF_READY=$work/ready node "$root/ui/e2e/console.mjs" >"$work/browser.out" 2>&1 &
+MF_SHOTS=$shots MF_READY=$work/ready MF_CLASSES=$work/classes node "$root/ui/e2e/console.mjs" >"$work/browser.out" 2>&1 &
 browser=$!
 # The fleet runs once the rollout's page is open (bounded: 60 s for the browser to get there,
 # then 4-cycle rounds of v2 at 2x latency until the rollout halts, 15 rounds at most).
@@ -81,6 +83,12 @@ if [ -e "$work/ready" ]; then
     done
 fi
 check "the fleet halted the rollout while the page was open" test "$ran" -eq 1
+# Then one cycle more with device classes (half cam-lite, half cam-pro: after the halt, so
+# the classes do not split the evaluation the halt test watches): the Fleet view counts and
+# filters them, Model health splits its scorecard by them.
+check "the fleet reports with its device classes" sim 1 \
+    --class 0-10:cam-lite,ram=256,storage=512 --class 10-20:cam-pro,ram=2048,storage=8192
+touch "$work/classes"
 wait "$browser"
 status=$?
 cat "$work/browser.out"

@@ -152,9 +152,9 @@ export const rolloutView: View = async (el, ctx, [id]) => {
     );
     charts.replaceChildren(
       ...(hist.at.length
-        ? hist.lines.map((l: J, i: number) =>
+        ? hist.lines.map((l: J) =>
             plot(`${l.metric} (${l.kind === 'relative' ? 'canary, bound, control' : 'canary, bound'})`, hist.at, l.kind === 'relative' ? [l.value, l.bound, l.control] : [l.value, l.bound], [
-              { label: 'canary', color: color(i) },
+              { label: 'canary', color: color(0) },
               { label: 'bound', color: '#dc2626', dash: [6, 4] },
               { label: 'control', color: '#6b7280' },
             ].slice(0, l.kind === 'relative' ? 3 : 2), { testid: `chart-${l.metric}` }),
