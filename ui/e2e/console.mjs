@@ -2,7 +2,10 @@
 // The console in real Chromium (Debian's chromium, driven headless by playwright-core), against
 // the real mf-server and mf-sim fleet that tests/integration/console_browser.sh starts: sign-in
 // with each role, every view renders, a rollout with a P99 regression halts while its page is
-// open and the page shows the halt and the breached line within 10 s, the ops-only buttons are
+// open and the page shows the halt and the breached line within 10 s (its plots from the server's
+// history), versions over time and device classes in Fleet, per-class health, a device's pending
+// pin apart from what it runs, the Loop's two distillation runs plotted by round and Samples
+// showing the uplinked images with the student's and teacher's answers, the ops-only buttons are
 // absent for the data role and a forged request with its token is refused (403). A screenshot
 // per view is written to MF_SHOTS. Prints "N passed, M failed"; exits 1 on any failure.
 import { chromium } from 'playwright-core';
@@ -174,8 +177,9 @@ try {
     assert(ids.length === 10 && ids.every((d) => Number(d.slice(4)) >= 10), `cam-pro rows: ${ids}`);
     await page.screenshot({ path: `${SHOTS}/ops-fleet-class.png`, fullPage: true });
     await page.getByTestId('fleet-class').selectOption('');
-    assert((await page.getByTestId('fleet-total').textContent()).startsWith('20'), 'not 20 devices');
-    assert((await page.locator('[data-testid=devices] tbody tr').count()) === 20, 'not 20 rows');
+    // 20 mf-sim devices and the one that uplinked the loop's samples.
+    assert((await page.getByTestId('fleet-total').textContent()).startsWith('21'), 'not 21 devices');
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=devices] tbody tr').length === 21, null, { timeout: 5000 });
     await page.getByTestId('fleet-search').fill('sim-0001');
     await page.getByTestId('fleet-matched').filter({ hasText: 'of 10' }).waitFor({ timeout: 5000 });
   });
@@ -214,7 +218,17 @@ try {
     const classes = await page.getByTestId('health-classes').textContent();
     assert(/class cam-lite/.test(classes) && /class cam-pro/.test(classes) && /P99 latency/.test(classes), `per class: ${classes}`);
   });
-  await check('ops: loop view', () => view(page, 'ops', 'loop', '#/loop', 'loop-empty'));
+  await check('ops: loop view plots the two distillation runs round by round', async () => {
+    await view(page, 'ops', 'loop', '#/loop', 'runs');
+    const runs = await page.locator('[data-testid=runs] tbody tr').allTextContents();
+    assert(runs.length === 2 && runs.every((r) => /fashion/.test(r)), `runs: ${runs}`);
+    assert(/d1/.test(runs.join()) && /manual/.test(runs.join()), `no seed run: ${runs}`);
+    for (const c of ['loop-accuracy', 'loop-samples']) {
+      const chart = page.getByTestId(c);
+      assert(Number(await chart.getAttribute('data-points')) === 2, `${c}: not two rounds`);
+    }
+    assert(/hard/.test(await page.getByTestId('loop-samples').textContent()), 'no hard samples series');
+  });
   await check('ops: audit view', async () => {
     await view(page, 'ops', 'audit', '#/audit', 'audit');
     assert(/rollout\.halted/.test(await page.getByTestId('audit').textContent()), 'no halt row');
@@ -249,13 +263,27 @@ try {
   });
   await check('data: models, health, loop and samples views', () =>
     views(data.page, 'data', [['models', '#/models', 'models'], ['health', '#/health/det', 'scorecard'],
-      ['loop', '#/loop', 'loop-empty'], ['samples', '#/samples', 'samples-empty']]));
+      ['loop', '#/loop', 'runs'], ['samples', '#/samples/fashion', 'samples']]));
+  await check('data: samples show the uplinked images with the student\'s and the teacher\'s answers', async () => {
+    const rows = data.page.locator('[data-testid=samples] tbody tr');
+    assert((await rows.count()) === 50, `${await rows.count()} rows (a page is 50)`);
+    assert((await data.page.locator('[data-testid=samples] canvas.sample-img').count()) === 50, 'not an image per sample');
+    const first = await rows.first().textContent();
+    assert(/cam-uplink/.test(first) && /fashion d1/.test(first) && /class \d+ \(\d+ %\)\s*·\s*t1/.test(first), `row: ${first}`);
+    const px = await data.page.locator('[data-testid=samples] canvas.sample-img').first().evaluate((c) => {
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let lit = 0;
+      for (let i = 0; i < d.length; i += 4) lit += d[i] > 0;
+      return { w: c.width, lit };
+    });
+    assert(px.w === 28 && px.lit > 50, `image ${JSON.stringify(px)}`);
+  });
   await data.context.close();
 
   const admin = await signIn(browser, 'admin');
   await check('admin: every view opens', () =>
     views(admin.page, 'admin', [['fleet', '#/fleet', 'devices'], ['rollout', '#/rollouts/1', 'events'],
-      ['samples', '#/samples', 'samples-empty'], ['audit', '#/audit', 'audit']]));
+      ['samples', '#/samples/fashion', 'samples'], ['audit', '#/audit', 'audit']]));
   await admin.context.close();
 } finally {
   await browser.close();

@@ -31,7 +31,7 @@ export function plot(
   x: number[],
   ys: (number | null)[][],
   series: Series[],
-  opts: { width?: number; height?: number; timeAxis?: boolean; testid?: string; xLabel?: string; stacked?: boolean } = {},
+  opts: { width?: number; height?: number; timeAxis?: boolean; testid?: string; xLabel?: string; stacked?: boolean; xRange?: [number, number] } = {},
 ): HTMLElement {
   const box = document.createElement('div');
   box.className = 'chart';
@@ -49,7 +49,8 @@ export function plot(
     title,
     width: opts.width ?? 520,
     height: opts.height ?? 220,
-    scales: { x: { time: opts.timeAxis ?? true } },
+    // xRange: a fixed span (a first point alone would otherwise get a span of years).
+    scales: { x: { time: opts.timeAxis ?? true, ...(opts.xRange ? { range: opts.xRange } : {}) } },
     series: [
       { label: opts.xLabel ?? (opts.timeAxis === false ? 'round' : 'time') },
       ...order.map((i) => ({

@@ -24,7 +24,7 @@ function versionsOverTime(series: J[]): HTMLElement {
             m.at,
             m.versions.map((v: J) => v.devices),
             m.versions.map((v: J, i: number) => ({ label: v.version, color: color(i) })),
-            { stacked: true, testid: `installed-${m.model}` },
+            { stacked: true, testid: `installed-${m.model}`, xRange: [Math.max(m.since, m.at[0] - 10 * m.bin_s), m.at[m.at.length - 1] + m.bin_s] },
           )
         : h('p', { class: 'muted' }, `${m.model}: no snapshot yet (one a minute).`),
     ),

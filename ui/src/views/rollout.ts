@@ -157,7 +157,7 @@ export const rolloutView: View = async (el, ctx, [id]) => {
               { label: 'canary', color: color(0) },
               { label: 'bound', color: '#dc2626', dash: [6, 4] },
               { label: 'control', color: '#6b7280' },
-            ].slice(0, l.kind === 'relative' ? 3 : 2), { testid: `chart-${l.metric}` }),
+            ].slice(0, l.kind === 'relative' ? 3 : 2), { testid: `chart-${l.metric}`, xRange: [r.created_at, Math.max(hist.at[hist.at.length - 1], r.created_at + 60)] }),
           )
         : [h('p', { class: 'muted', 'data-testid': 'history-empty' }, 'No evaluation yet.')]),
     );
