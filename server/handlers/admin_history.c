@@ -75,10 +75,8 @@ static int series_pad(cJSON *list, const char *const *keys, double *fill, int n)
     return MF_OK;
 }
 
-static int reply_series(struct mf_httpd_req *r, cJSON *body, int err, const char *what)
+int mf_handlers__reply_body(struct mf_httpd_req *r, unsigned status, cJSON *body, int err)
 {
-    if (err == MF_E_NOMEM)
-        err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory answering %s", what);
     if (err == MF_E_NOTFOUND) {
         cJSON_Delete(body);
         return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
@@ -87,7 +85,14 @@ static int reply_series(struct mf_httpd_req *r, cJSON *body, int err, const char
         cJSON_Delete(body);
         return err;
     }
-    return mf_httpd__reply_json(r, MHD_HTTP_OK, body);
+    return mf_httpd__reply_json(r, status, body);
+}
+
+static int reply_series(struct mf_httpd_req *r, cJSON *body, int err, const char *what)
+{
+    if (err == MF_E_NOMEM)
+        err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory answering %s", what);
+    return mf_handlers__reply_body(r, MHD_HTTP_OK, body, err);
 }
 
 /* ---- A rollout's red lines over time ---- */

@@ -223,15 +223,7 @@ static int reply_status(struct mf_httpd_req *r, unsigned status, int64_t id)
     mf_free(NULL, st);
     if (err == MF_E_NOMEM)
         err = mf_fail(&r->ctx, err, "out of memory answering rollout %lld", (long long)id);
-    if (err == MF_E_NOTFOUND) {
-        cJSON_Delete(body);
-        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
-    }
-    if (err < 0) {
-        cJSON_Delete(body);
-        return err;
-    }
-    return mf_httpd__reply_json(r, status, body);
+    return mf_handlers__reply_body(r, status, body, err);
 }
 
 int mf_handlers__rollout_create(struct mf_httpd_req *r)
