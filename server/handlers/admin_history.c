@@ -75,19 +75,6 @@ static int series_pad(cJSON *list, const char *const *keys, double *fill, int n)
     return MF_OK;
 }
 
-int mf_handlers__reply_body(struct mf_httpd_req *r, unsigned status, cJSON *body, int err)
-{
-    if (err == MF_E_NOTFOUND) {
-        cJSON_Delete(body);
-        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
-    }
-    if (err < 0) {
-        cJSON_Delete(body);
-        return err;
-    }
-    return mf_httpd__reply_json(r, status, body);
-}
-
 static int reply_series(struct mf_httpd_req *r, cJSON *body, int err, const char *what)
 {
     if (err == MF_E_NOMEM)

@@ -124,7 +124,7 @@ int mf_handlers__device_get(struct mf_httpd_req *r);
 int mf_handlers__rollout_history(struct mf_httpd_req *r);
 int mf_handlers__model_installed(struct mf_httpd_req *r);
 /* Replies `status` with `body` when `err` is MF_OK; else frees `body` and answers 404 with
- * the context's message for MF_E_NOTFOUND, or returns `err` (admin_history.c). */
+ * the context's message for MF_E_NOTFOUND, or returns `err` (list_reply.c). */
 int mf_handlers__reply_body(struct mf_httpd_req *r, unsigned status, cJSON *body, int err);
 /* params[0] as a rollout id (a positive decimal), 400 naming it otherwise; MF_OK either way
  * (check r->resp). */
