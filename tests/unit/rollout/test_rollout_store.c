@@ -12,6 +12,7 @@
 #include "common/token.h"
 #include "store/store.h"
 
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -433,6 +434,22 @@ static int collect_history(void *payload, const struct mf_store_history_line *l)
     return MF_OK;
 }
 
+/* Runs `sql` on the fixture's database behind the store's back. */
+static void raw_exec(struct rs_fixture *f, const char *sql)
+{
+    char path[128];
+    sqlite3 *db = NULL;
+
+    if (use_pg) {
+        mf_pgtest__exec(f->url, sql);
+        return;
+    }
+    (void)snprintf(path, sizeof(path), "%s/store.db", f->dir);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
 static void history_tick(struct rs_fixture *f, int64_t rollout, int64_t at, double value,
                          const char *state)
 {
@@ -497,8 +514,16 @@ static void test_rollout_store__history_is_bounded_and_thinned(void **state)
     assert_true(h->first.bound == 1500 && h->first.control == 1000);
     assert_int_equal(h->first.control_devices, 36);
     assert_string_equal(h->first.kind, "relative");
-    /* Past the bound the older half is thinned: never more than the bound plus one. */
-    for (int64_t t = 0; t < MF_STORE_HISTORY_TICKS + 200; t++)
+    /* Past the bound the older half is thinned: never more than the bound plus one. A full
+     * history is written behind the store's back (one statement, not 512 transactions), the
+     * evaluations past it through the op. */
+    raw_exec(f, "WITH RECURSIVE t(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM t WHERE k + 1 < 512)"
+                " INSERT INTO rollout_history(rollout_id, at, line, metric, kind, state, value,"
+                " bound, control, devices, control_devices) SELECT 9, 1000 + k, l,"
+                " 'p99_latency_us', 'relative', 'clean', k, 1500, 1000, 4, 36 FROM t,"
+                " (SELECT 0 AS l UNION ALL SELECT 1) ls");
+    _Static_assert(MF_STORE_HISTORY_TICKS == 512, "the statement above writes a full history");
+    for (int64_t t = MF_STORE_HISTORY_TICKS; t < MF_STORE_HISTORY_TICKS + 20; t++)
         history_tick(f, 9, 1000 + t, (double)t, "clean");
     memset(h, 0, sizeof(*h));
     assert_int_equal(s->ops->rollout->history_list(s, &f->ctx, 9, 0, collect_history, h), MF_OK);
@@ -508,8 +533,8 @@ static void test_rollout_store__history_is_bounded_and_thinned(void **state)
     }
     assert_true(ticks <= MF_STORE_HISTORY_TICKS + 1);
     assert_true(ticks > MF_STORE_HISTORY_TICKS / 2);
-    assert_int_equal(h->at[0], 1000);                                      /* the start stays */
-    assert_int_equal(h->last.at, 1000 + MF_STORE_HISTORY_TICKS + 200 - 1); /* and the newest */
+    assert_int_equal(h->at[0], 1000);                                     /* the start stays */
+    assert_int_equal(h->last.at, 1000 + MF_STORE_HISTORY_TICKS + 20 - 1); /* and the newest */
     /* Old history is thinned, recent history is whole: the last 100 are every second. */
     for (size_t i = h->n - 200; i + 2 < h->n; i += 2)
         assert_int_equal(h->at[i + 2] - h->at[i], 1);
@@ -546,16 +571,7 @@ static int collect_bin(void *payload, const struct mf_store_fleet_bin *b)
 static void fleet_report(struct rs_fixture *f, const char *dev, const char *version,
                          const char *status)
 {
-    struct mf_store_status st;
-
-    memset(&st, 0, sizeof(st));
-    (void)snprintf(st.device_id, sizeof(st.device_id), "%s", dev);
-    (void)snprintf(st.model, sizeof(st.model), "det");
-    (void)snprintf(st.version, sizeof(st.version), "%s", version);
-    memset(st.sha256, version[1], MF_SHA256_HEX_LEN);
-    (void)snprintf(st.status, sizeof(st.status), "%s", status);
-    st.reported_at = 100;
-    assert_int_equal(f->s->ops->devices->report_insert(f->s, &f->ctx, &st), MF_OK);
+    store_fixture_report(f->s, &f->ctx, dev, "det", version, status, "");
 }
 
 static void test_rollout_store__fleet_versions_per_bin(void **state)
