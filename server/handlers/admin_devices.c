@@ -5,18 +5,22 @@
  *                                    version it runs (running_version: after a rollback,
  *                                    the one it went back to)
  *   GET /v1/admin/fleet/summary      the fleet aggregated: devices by state (online, offline,
- *                                    stale by last seen), per channel, installed devices per
- *                                    (model, version); no device row leaves the server
- *   GET /v1/admin/fleet/devices      devices a page at a time, filtered by id substring and
- *                                    state, with their models (the console's list)
- *   GET /v1/admin/devices/{}         one device whole: models, groups, pins, channel, its
- *                                    scorecard from its runtime reports
+ *                                    stale by last seen), per channel, per device class,
+ *                                    installed devices per (model, version); no device row
+ *                                    leaves the server
+ *   GET /v1/admin/fleet/devices      devices a page at a time, filtered by id substring,
+ *                                    state and device class, with their models (the
+ *                                    console's list)
+ *   GET /v1/admin/devices/{}         one device whole: models, groups, pins, channel, the
+ *                                    versions it rolled back or failed to install with their
+ *                                    reasons, its scorecard from its runtime reports
  * The store walks devices and statuses in device-id order, so the two lists merge in one
  * pass; a page keeps only its own rows, so memory stays bounded by the page size whatever
  * the fleet's (docs/console.md).
  */
 #include "handlers/handlers.h"
 
+#include "common/names.h"
 #include "rollout/rollout_fleet.h"
 
 #include <stdio.h>
@@ -54,6 +58,7 @@ struct devices_walk {
     const char *exact;               /* this device only; NULL: any */
     int want_state;                  /* enum fleet_state, -1: any */
     const char *after;               /* rows after this id only; NULL: from the first */
+    const char *device_class;        /* devices that reported under this class; NULL: any */
     int64_t limit, rows, matched;
     char last[MF_STORE_NAME_SIZE]; /* the last row's id */
 };
@@ -133,7 +138,8 @@ static int add_status(void *payload, const struct mf_store_status *st)
     return MF_OK;
 }
 
-/* Fills w->list (the "devices" array of `body`) from the two walks. */
+/* Fills w->list (the "devices" array of `body`) from the two walks: every device, or those
+ * of class w->device_class. */
 static int walk_devices(struct mf_httpd_req *r, cJSON *body, struct devices_walk *w)
 {
     struct mf_store *s = r->env->store;
@@ -142,7 +148,9 @@ static int walk_devices(struct mf_httpd_req *r, cJSON *body, struct devices_walk
     w->list = body ? cJSON_AddArrayToObject(body, "devices") : NULL;
     if (!w->list)
         return MF_E_NOMEM;
-    err = s->ops->devices->devices_list(s, &r->ctx, add_device, w);
+    err = w->device_class
+              ? s->ops->devices->devices_of_class(s, &r->ctx, w->device_class, add_device, w)
+              : s->ops->devices->devices_list(s, &r->ctx, add_device, w);
     w->cur = NULL;
     if (err == MF_OK)
         err = s->ops->devices->statuses_list(s, &r->ctx, add_status, w);
@@ -235,6 +243,13 @@ static int add_version_count(void *payload, const char *model, const char *versi
     return MF_OK;
 }
 
+/* One class tag and its devices (class_counts) into the object `payload`. */
+static int add_class_count(void *payload, const char *tag, const char *unused, int64_t n)
+{
+    (void)unused;
+    return cJSON_AddNumberToObject(payload, tag, (double)n) ? MF_OK : MF_E_NOMEM;
+}
+
 static const char *const summary_keys[] = {"online_s", "stale_s", NULL};
 
 int mf_handlers__fleet_summary(struct mf_httpd_req *r)
@@ -242,7 +257,7 @@ int mf_handlers__fleet_summary(struct mf_httpd_req *r)
     struct mf_store *s = r->env->store;
     struct fleet_clock c;
     struct fleet_counts f = {.clock = &c};
-    cJSON *body, *devices, *models;
+    cJSON *body, *devices, *models, *classes;
     int err = mf_handlers__query_check(r, summary_keys);
 
     if (err == MF_OK && !r->resp)
@@ -253,11 +268,14 @@ int mf_handlers__fleet_summary(struct mf_httpd_req *r)
     devices = body ? cJSON_AddObjectToObject(body, "devices") : NULL;
     f.channels = body ? cJSON_AddObjectToObject(body, "channels") : NULL;
     models = body ? cJSON_AddArrayToObject(body, "models") : NULL;
-    err = devices && f.channels && models ? MF_OK : MF_E_NOMEM;
+    classes = body ? cJSON_AddObjectToObject(body, "classes") : NULL;
+    err = devices && f.channels && models && classes ? MF_OK : MF_E_NOMEM;
     if (err == MF_OK)
         err = s->ops->devices->devices_list(s, &r->ctx, count_device, &f);
     if (err == MF_OK)
         err = s->ops->devices->version_counts(s, &r->ctx, add_version_count, models);
+    if (err == MF_OK)
+        err = s->ops->devices->class_counts(s, &r->ctx, add_class_count, classes);
     if (err == MF_OK && (!cJSON_AddNumberToObject(body, "now", (double)c.now) ||
                          !cJSON_AddNumberToObject(body, "online_s", (double)c.online_s) ||
                          !cJSON_AddNumberToObject(body, "stale_s", (double)c.stale_s) ||
@@ -272,8 +290,8 @@ int mf_handlers__fleet_summary(struct mf_httpd_req *r)
     return reply_devices(r, body, err);
 }
 
-static const char *const page_keys[] = {"q",        "state",   "after", "limit",
-                                        "online_s", "stale_s", NULL};
+static const char *const page_keys[] = {"q",     "state",    "class",   "after",
+                                        "limit", "online_s", "stale_s", NULL};
 
 int mf_handlers__fleet_devices(struct mf_httpd_req *r)
 {
@@ -298,6 +316,10 @@ int mf_handlers__fleet_devices(struct mf_httpd_req *r)
                                      w.q && strlen(w.q) >= MF_STORE_NAME_SIZE ? "q" : "after");
     if (w.q && !w.q[0])
         w.q = NULL;
+    w.device_class = mf_handlers__query_arg(r, "class");
+    if (w.device_class && !mf_names__valid_id(w.device_class))
+        return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
+                                     "'class' must match [A-Za-z0-9._-]{1,64}");
     state = mf_handlers__query_arg(r, "state");
     for (int i = 0; state && i < FLEET_NSTATES; i++)
         if (strcmp(state, fleet_states[i]) == 0)
@@ -339,6 +361,21 @@ static int add_pin(void *payload, const struct mf_store_pin *p)
     if (!o || !cJSON_AddStringToObject(o, "model", p->model) ||
         !cJSON_AddStringToObject(o, "version", p->version) ||
         !cJSON_AddNumberToObject(o, "created_at", (double)p->created_at))
+        return MF_E_NOMEM;
+    return MF_OK;
+}
+
+#define DEVICE_FAILURES_MAX 20 /* rolled-back and failed versions shown, newest first */
+
+static int add_failure(void *payload, const struct mf_store_status *st)
+{
+    cJSON *o = mf_handlers__add_row(payload);
+
+    if (!o || !cJSON_AddStringToObject(o, "model", st->model) ||
+        !cJSON_AddStringToObject(o, "version", st->version) ||
+        !cJSON_AddStringToObject(o, "detail", st->detail) ||
+        !cJSON_AddBoolToObject(o, "rolled_back", strncmp(st->detail, "rolled back", 11) == 0) ||
+        !cJSON_AddNumberToObject(o, "at", (double)st->reported_at))
         return MF_E_NOMEM;
     return MF_OK;
 }
@@ -400,6 +437,13 @@ int mf_handlers__device_get(struct mf_httpd_req *r)
                   : MF_E_NOMEM;
     if (err == MF_OK)
         err = s->ops->director->pins_list(s, &r->ctx, add_pin, &dp);
+    if (err == MF_OK) {
+        cJSON *failures = cJSON_AddArrayToObject(dev, "failures");
+
+        err = failures ? s->ops->devices->device_failures(s, &r->ctx, id, DEVICE_FAILURES_MAX,
+                                                          add_failure, failures)
+                       : MF_E_NOMEM;
+    }
     if (err == MF_OK)
         err = device_scorecard(r, dev, id);
     return reply_devices(r, dev, err);

@@ -84,16 +84,6 @@ static void add_waves(int *ok, cJSON *o, const struct mf_rollout_status *st)
         *ok = 0;
 }
 
-/* A red line is breached, clean or waiting; a goal missed, met or waiting. */
-static const char *line_state(const struct mf_rollout_verdict *v, int goal)
-{
-    if (!v->evaluated)
-        return "waiting";
-    if (v->breached)
-        return goal ? "missed" : "breached";
-    return goal ? "met" : "clean";
-}
-
 /* Red lines or goals (`rank`: goals, numbered from 1 in the plan's order) with verdicts. */
 static void add_lines(int *ok, cJSON *o, const char *key, const struct mf_rollout_line *lines,
                       const struct mf_rollout_verdict *verdicts, size_t n, int rank)
@@ -117,7 +107,7 @@ static void add_lines(int *ok, cJSON *o, const char *key, const struct mf_rollou
             add_num(ok, x, "after_min", l->after_min);
         add_str(ok, x, "kind", l->relative ? "relative" : "absolute");
         add_num(ok, x, "limit", l->limit);
-        add_str(ok, x, "state", line_state(v, rank));
+        add_str(ok, x, "state", mf_rollout__line_state(v, rank));
         if (!cJSON_AddBoolToObject(x, "evaluated", v->evaluated) ||
             !cJSON_AddBoolToObject(x, "breached", v->breached))
             *ok = 0;
@@ -233,15 +223,7 @@ static int reply_status(struct mf_httpd_req *r, unsigned status, int64_t id)
     mf_free(NULL, st);
     if (err == MF_E_NOMEM)
         err = mf_fail(&r->ctx, err, "out of memory answering rollout %lld", (long long)id);
-    if (err == MF_E_NOTFOUND) {
-        cJSON_Delete(body);
-        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
-    }
-    if (err < 0) {
-        cJSON_Delete(body);
-        return err;
-    }
-    return mf_httpd__reply_json(r, status, body);
+    return mf_handlers__reply_body(r, status, body, err);
 }
 
 int mf_handlers__rollout_create(struct mf_httpd_req *r)
@@ -309,8 +291,7 @@ int mf_handlers__rollouts_list(struct mf_httpd_req *r)
     return mf_handlers__reply_list(r, "rollouts", walk_rollouts);
 }
 
-/* params[0]: a positive decimal id. */
-static int rollout_id(int64_t *out, struct mf_httpd_req *r)
+int mf_handlers__rollout_id(int64_t *out, struct mf_httpd_req *r)
 {
     char *end = NULL;
     long long id = strtoll(r->params[0], &end, 10);
@@ -325,7 +306,7 @@ static int rollout_id(int64_t *out, struct mf_httpd_req *r)
 int mf_handlers__rollout_get(struct mf_httpd_req *r)
 {
     int64_t id = 0;
-    int err = rollout_id(&id, r);
+    int err = mf_handlers__rollout_id(&id, r);
 
     if (err < 0 || r->resp)
         return err;
@@ -336,7 +317,7 @@ int mf_handlers__rollout_act(struct mf_httpd_req *r)
 {
     struct mf_store_rollout *ro = mf_calloc(NULL, 1, sizeof(*ro));
     int64_t id = 0;
-    int err = ro ? rollout_id(&id, r) : mf_fail(&r->ctx, MF_E_NOMEM, "out of memory");
+    int err = ro ? mf_handlers__rollout_id(&id, r) : mf_fail(&r->ctx, MF_E_NOMEM, "out of memory");
 
     if (err == MF_OK && !r->resp)
         err = mf_rollout__act(ro, r->env->store, &r->ctx, id, r->params[1], mf_handlers__now());

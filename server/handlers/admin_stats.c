@@ -2,12 +2,14 @@
 /*
  * GET /v1/admin/models/{name}/stats: per version, the devices running it (their last
  * report says installed) and the fleet figures of the device runtime reports, percentiles
- * from the merged histogram (never averaged; docs/rollouts.md).
+ * from the merged histogram (never averaged; docs/rollouts.md); and the same per device
+ * class, from the reports of each class alone (docs/console.md, Model health).
  */
 #include "handlers/handlers.h"
 
 #include "rollout/rollout_fleet.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct running {
@@ -63,6 +65,64 @@ cJSON *mf_handlers__scorecard_json(const struct mf_rollout_version_agg *v, uint6
     return o;
 }
 
+/* The class tags of the fleet (class_counts), at most STATS_CLASSES of them. */
+#define STATS_CLASSES 16
+
+struct class_tags {
+    char tag[STATS_CLASSES][MF_STORE_NAME_SIZE];
+    size_t n;
+};
+
+static int add_tag(void *payload, const char *tag, const char *unused, int64_t n)
+{
+    struct class_tags *c = payload;
+
+    (void)unused;
+    (void)n;
+    if (c->n < STATS_CLASSES)
+        (void)snprintf(c->tag[c->n++], MF_STORE_NAME_SIZE, "%s", tag);
+    return MF_OK;
+}
+
+static int keep_class(void *payload, const struct mf_store_telemetry *t)
+{
+    return strcmp(t->device_class, payload) == 0;
+}
+
+/* "classes": per device class that reported the model, its versions' scorecards from the
+ * reports of that class alone (the Model health view's split), the same dimensions. */
+static int add_classes(struct mf_httpd_req *r, cJSON *body, struct mf_rollout_fleet *fleet)
+{
+    struct mf_store *s = r->env->store;
+    struct class_tags *tags = mf_calloc(NULL, 1, sizeof(*tags));
+    cJSON *list = cJSON_AddArrayToObject(body, "classes");
+    int err = tags && list ? s->ops->devices->class_counts(s, &r->ctx, add_tag, tags) : MF_E_NOMEM;
+
+    for (size_t c = 0; err == MF_OK && c < tags->n; c++) {
+        cJSON *o, *versions;
+
+        err = mf_rollout__fleet_collect(fleet, s, &r->ctx, r->params[0], keep_class, tags->tag[c]);
+        if (err < 0 || fleet->n == 0)
+            continue;
+        o = mf_handlers__add_row(list);
+        versions = o && cJSON_AddStringToObject(o, "class", tags->tag[c])
+                       ? cJSON_AddArrayToObject(o, "versions")
+                       : NULL;
+        err = versions ? MF_OK : MF_E_NOMEM;
+        for (size_t i = 0; err == MF_OK && i < fleet->n; i++) {
+            cJSON *v = mf_handlers__scorecard_json(&fleet->v[i], 0);
+
+            cJSON_DeleteItemFromObjectCaseSensitive(v, "devices_running"); /* the fleet's */
+            if (!v || !cJSON_AddItemToArray(versions, v)) {
+                cJSON_Delete(v);
+                err = MF_E_NOMEM;
+            }
+        }
+    }
+    mf_free(NULL, tags);
+    return err;
+}
+
 int mf_handlers__model_stats(struct mf_httpd_req *r)
 {
     struct mf_store *s = r->env->store;
@@ -101,6 +161,8 @@ int mf_handlers__model_stats(struct mf_httpd_req *r)
             err = MF_E_NOMEM;
         }
     }
+    if (err == MF_OK) /* last: it reuses the fleet's table per class */
+        err = add_classes(r, body, run->fleet);
     if (run)
         mf_free(NULL, run->fleet);
     mf_free(NULL, run);

@@ -119,6 +119,16 @@ int mf_handlers__ui_path_ok(const char *path);
 int mf_handlers__fleet_summary(struct mf_httpd_req *r);
 int mf_handlers__fleet_devices(struct mf_httpd_req *r);
 int mf_handlers__device_get(struct mf_httpd_req *r);
+/* The console's time series (admin_history.c): a rollout's red lines over its
+ * evaluations, a model's installed versions per time bin. */
+int mf_handlers__rollout_history(struct mf_httpd_req *r);
+int mf_handlers__model_installed(struct mf_httpd_req *r);
+/* Replies `status` with `body` when `err` is MF_OK; else frees `body` and answers 404 with
+ * the context's message for MF_E_NOTFOUND, or returns `err` (list_reply.c). */
+int mf_handlers__reply_body(struct mf_httpd_req *r, unsigned status, cJSON *body, int err);
+/* params[0] as a rollout id (a positive decimal), 400 naming it otherwise; MF_OK either way
+ * (check r->resp). */
+int mf_handlers__rollout_id(int64_t *out, struct mf_httpd_req *r);
 
 /* Replies 200 {"<key>": [...]} with the rows `walk` appends to the array (a store listing);
  * a walk's MF_E_NOMEM gets its message here. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The shapes admin answers share: {"<key>": [ ...rows the store walk adds... ]}, one such row
- * on its own, and the 4xx of an error the client caused. */
+ * on its own, a body or the error that came instead, and the 4xx of an error the client
+ * caused. */
 #include "handlers/handlers.h"
 
 #include <errno.h>
@@ -147,4 +148,17 @@ int mf_handlers__count_arg(int64_t *out, struct mf_httpd_req *r, const char *key
                                      (long long)max, v);
     *out = (int64_t)n;
     return MF_OK;
+}
+
+int mf_handlers__reply_body(struct mf_httpd_req *r, unsigned status, cJSON *body, int err)
+{
+    if (err == MF_E_NOTFOUND) {
+        cJSON_Delete(body);
+        return mf_httpd__reply_error(r, MHD_HTTP_NOT_FOUND, "%s", mf_ctx__errmsg(&r->ctx));
+    }
+    if (err < 0) {
+        cJSON_Delete(body);
+        return err;
+    }
+    return mf_httpd__reply_json(r, status, body);
 }

@@ -121,6 +121,9 @@ const struct mf_httpd_route mf_handlers__routes[] = {
     ADMIN_POST("/v1/admin/rollouts", mf_handlers__rollout_create, OPS),
     ADMIN_GET("/v1/admin/rollouts", mf_handlers__rollouts_list, ALL_ROLES),
     ADMIN_GET("/v1/admin/rollouts/{}", mf_handlers__rollout_get, ALL_ROLES),
+    /* The console's time series (admin_history.c): aggregated here, never in the page. */
+    ADMIN_GET("/v1/admin/rollouts/{}/history", mf_handlers__rollout_history, ALL_ROLES),
+    ADMIN_GET("/v1/admin/models/{}/installed", mf_handlers__model_installed, ALL_ROLES),
     ADMIN_POST("/v1/admin/rollouts/{}/{}", mf_handlers__rollout_act, OPS),
     ADMIN_GET("/v1/admin/models/{}/stats", mf_handlers__model_stats, ALL_ROLES),
     ADMIN_GET("/v1/admin/models/{}/versions/{}", mf_handlers__version_get, ALL_ROLES),

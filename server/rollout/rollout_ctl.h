@@ -137,7 +137,19 @@ int mf_rollout__offer(const char **version_out, struct mf_store *s, struct mf_ct
 int mf_rollout__plan_load(struct mf_rollout_plan *out, struct mf_ctx *ctx,
                           const struct mf_store_rollout *r);
 
-/* Enqueues a "rollout" job for every running rollout (the worker's tick). */
+/* "waiting", "clean" or "breached" (goals: "met", "missed"): a verdict in the status view
+ * and the history. Static. */
+const char *mf_rollout__line_state(const struct mf_rollout_verdict *v, int goal);
+/* Records the red lines of evaluation `st` at `now` in the rollout's history (store.h,
+ * history_add: bounded, thinned). */
+int mf_rollout__history_record(struct mf_store *s, struct mf_ctx *ctx,
+                               const struct mf_rollout_status *st, int64_t now);
+/* The worker's tick: a snapshot of the fleet's installed versions into the bin of `now`
+ * unless it has one (fleet_snapshot); a failure is logged, the tick goes on. */
+void mf_rollout__fleet_tick(struct mf_store *s, struct mf_ctx *ctx, int64_t now);
+
+/* Enqueues a "rollout" job for every running rollout and takes the fleet's versions
+ * snapshot (the worker's tick). */
 void mf_rollout__jobs_tick(void *store, struct mf_ctx *ctx);
 /* Runs one claimed "rollout" job: mf_rollout__step on the id in `arg`. */
 int mf_rollout__jobs_run(int *made_out, void *store, struct mf_ctx *ctx, const char *arg);

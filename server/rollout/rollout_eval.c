@@ -488,6 +488,11 @@ int mf_rollout__step(struct mf_store *s, struct mf_ctx *ctx, int64_t id, int64_t
     if (!st)
         return mf_fail(ctx, MF_E_NOMEM, "out of memory evaluating rollout %lld", (long long)id);
     err = status_of(st, s, ctx, id, NULL, &seen);
+    /* The console's history first, so the evaluation that halts is in it; a failure to
+     * keep it is logged and decides nothing. */
+    if (err == MF_OK && mf_rollout__watched(st->r.state) &&
+        mf_rollout__history_record(s, ctx, st, now) < 0)
+        MF_LOG_WARN(ctx, "keeping rollout %lld's history: %s", (long long)id, mf_ctx__errmsg(ctx));
     /* Classes first: a red line one class breaches halts that class only. */
     if (err == MF_OK && mf_rollout__watched(st->r.state) && seen.n)
         err = step_classes(&class_halted, s, ctx, id, &seen, now);

@@ -46,6 +46,7 @@ void mf_rollout__jobs_tick(void *store, struct mf_ctx *ctx)
         MF_LOG_WARN(ctx, "queueing rollout evaluations: %s",
                     err == MF_E_NOMEM ? "out of memory" : mf_ctx__errmsg(ctx));
     mf_free(NULL, run);
+    mf_rollout__fleet_tick(s, ctx, (int64_t)time(NULL));
 }
 
 int mf_rollout__jobs_run(int *made_out, void *store, struct mf_ctx *ctx, const char *arg)

@@ -141,6 +141,25 @@ struct mf_store_devices_ops {
      * version (/metrics). */
     int (*version_counts)(struct mf_store *s, struct mf_ctx *ctx, mf_store_count_fn fn,
                           void *payload);
+    /* Appended with migration 13 (docs/console.md): version_counts into bin `bin_at`
+     * unless that bin has a snapshot already (*taken_out: 1 when this call took it, and
+     * then bins before `drop_before` are deleted); fleet_bins visits `model`'s bins from
+     * `since` on, by bin then version. */
+    int (*fleet_snapshot)(int *taken_out, struct mf_store *s, struct mf_ctx *ctx, int64_t bin_at,
+                          int64_t drop_before);
+    int (*fleet_bins)(struct mf_store *s, struct mf_ctx *ctx, const char *model, int64_t since,
+                      mf_store_fleet_bin_fn fn, void *payload);
+    /* Appended with migration 13: the devices that sent a runtime report under class tag
+     * `device_class` (devices_list's order and rows), and per class tag ("" left out) the
+     * devices that did (fn's second argument is ""), by tag: the Fleet view's classes. */
+    int (*devices_of_class)(struct mf_store *s, struct mf_ctx *ctx, const char *device_class,
+                            mf_store_device_fn fn, void *payload);
+    int (*class_counts)(struct mf_store *s, struct mf_ctx *ctx, mf_store_count_fn fn,
+                        void *payload);
+    /* Appended with migration 13: the device's failed reports (rollbacks and failed
+     * installs with their detail, reported_at their time), newest first, at most `limit`. */
+    int (*device_failures)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                           int64_t limit, mf_store_status_fn fn, void *payload);
 };
 
 /* The check-in fast path: each backend's own (sqlite/sqlite_checkin.c, pg/pg_checkin.c). */
@@ -316,6 +335,16 @@ struct mf_store_rollout_ops {
                              const struct mf_store_rollout_event *e);
     int (*rollout_events_list)(struct mf_store *s, struct mf_ctx *ctx, int64_t rollout_id,
                                mf_store_rollout_event_fn fn, void *payload);
+    /* Appended with migration 13 (docs/console.md): records the `n` red lines (at most
+     * MF_STORE_HISTORY_LINES) of one evaluation of their rollout at lines[0].at in one
+     * transaction (an evaluation of the same second replaces it); beyond
+     * MF_STORE_HISTORY_TICKS evaluations the older half is thinned to every second one, so a
+     * rollout keeps a bounded history of its whole life. history_list visits a rollout's
+     * lines from time `since` on, by time then line. */
+    int (*history_add)(struct mf_store *s, struct mf_ctx *ctx,
+                       const struct mf_store_history_line *lines, size_t n);
+    int (*history_list)(struct mf_store *s, struct mf_ctx *ctx, int64_t rollout_id, int64_t since,
+                        mf_store_history_fn fn, void *payload);
 };
 
 /* Distillation runs (migration 7, docs/distill.md). */

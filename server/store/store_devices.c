@@ -48,6 +48,26 @@ static const struct mf_sql sql_report_event =
            " SELECT id, ?2, ?3, ?4, ?5, ?6, ?7 FROM devices WHERE device_id = ?1",
            "recording a report");
 static const struct mf_sql sql_devices_list = MF_SQL_ORDERED(DEVICES_LIST, "listing devices");
+/* The devices that reported under class ?1 (the check-in's class tag), in the listing's
+ * order; and the devices per class. */
+#define DEVICES_OF_CLASS(C)                                                                        \
+    "SELECT device_id, enrolled_at, last_seen, channel, revoked FROM devices d WHERE EXISTS"       \
+    " (SELECT 1 FROM telemetry t WHERE t.device_class = ? AND t.device_id = d.device_id)"          \
+    " ORDER BY device_id" C
+/* A device's failed reports, newest first (at most ?2): what it rolled back or failed to
+ * install, and why. */
+static const struct mf_sql sql_device_failures =
+    MF_SQL_LIST("SELECT d.device_id, e.model, e.version, e.sha256, e.status, e.detail,"
+                " e.created_at, '' FROM events e JOIN devices d ON d.id = e.device_id"
+                " WHERE d.device_id = ?1 AND e.status = 'failed' ORDER BY e.id DESC LIMIT ?2",
+                "listing a device's failures");
+static const struct mf_sql sql_devices_of_class =
+    MF_SQL_ORDERED(DEVICES_OF_CLASS, "listing the devices of a class");
+#define CLASS_COUNTS(C)                                                                            \
+    "SELECT device_class, '', count(DISTINCT device_id) FROM telemetry WHERE device_class <> ''"   \
+    " GROUP BY device_class ORDER BY device_class" C
+static const struct mf_sql sql_class_counts =
+    MF_SQL_ORDERED(CLASS_COUNTS, "counting devices per class");
 static const struct mf_sql sql_statuses_list = MF_SQL_ORDERED(STATUSES_LIST, "listing statuses");
 static const struct mf_sql sql_fleet_sha256s =
     MF_SQL_LIST("SELECT DISTINCT sha256 FROM device_models WHERE model = ?"
@@ -60,6 +80,24 @@ static const struct mf_sql sql_fleet_sha256s =
     " GROUP BY model, version ORDER BY model" C ", version" C
 static const struct mf_sql sql_version_counts =
     MF_SQL_ORDERED(VERSION_COUNTS, "counting devices per version");
+
+/* A snapshot of version_counts into bin ?1, unless the bin has one (any node's): one per
+ * bin however many nodes tick. CAST: PostgreSQL types a bare parameter of a select list as
+ * text. */
+static const struct mf_sql sql_fleet_snapshot =
+    MF_SQL("INSERT INTO fleet_versions(model, bin_at, version, devices)"
+           " SELECT model, CAST(?1 AS BIGINT), version, count(*) FROM device_models"
+           " WHERE status = 'installed' AND NOT EXISTS (SELECT 1 FROM fleet_versions"
+           " WHERE bin_at = ?1) GROUP BY model, version"
+           " ON CONFLICT(model, bin_at, version) DO NOTHING",
+           "taking a snapshot of the fleet's versions");
+static const struct mf_sql sql_fleet_drop =
+    MF_SQL("DELETE FROM fleet_versions WHERE bin_at < ?", "dropping old fleet snapshots");
+#define FLEET_BINS(C)                                                                              \
+    "SELECT model, version, bin_at, devices FROM fleet_versions WHERE model = ? AND bin_at >= ?"   \
+    " ORDER BY bin_at, version" C
+static const struct mf_sql sql_fleet_bins =
+    MF_SQL_ORDERED(FLEET_BINS, "listing the fleet's versions over time");
 
 static int devices_touch(struct mf_store *s, struct mf_ctx *ctx, const char *device_id, int64_t now)
 {
@@ -120,6 +158,20 @@ static int visit_sha(void *payload, const struct mf_store_cursor *row)
 
 MF_STORE_LISTING(devices_list, mf_store_device_fn, &sql_devices_list, visit_device)
 
+static int devices_failures(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                            int64_t limit, mf_store_status_fn fn, void *payload)
+{
+    return mf_store__list(s, ctx, &sql_device_failures, visit_status, (void (*)(void))fn, payload,
+                          "ti", device_id, limit);
+}
+
+static int devices_of_class(struct mf_store *s, struct mf_ctx *ctx, const char *device_class,
+                            mf_store_device_fn fn, void *payload)
+{
+    return mf_store__list(s, ctx, &sql_devices_of_class, visit_device, (void (*)(void))fn, payload,
+                          "t", device_class);
+}
+
 static int devices_fleet_sha256s(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                                  mf_store_pair_fn fn, void *payload)
 {
@@ -138,11 +190,44 @@ static int visit_count(void *payload, const struct mf_store_cursor *row)
                                       mf_store__col_str(row, 1), mf_store__col_i64(row, 2));
 }
 
+static int devices_fleet_snapshot(int *taken_out, struct mf_store *s, struct mf_ctx *ctx,
+                                  int64_t bin_at, int64_t drop_before)
+{
+    int64_t changes = 0;
+    int err = mf_store__run(&changes, s, NULL, ctx, &sql_fleet_snapshot, NULL, NULL, "i", bin_at);
+
+    *taken_out = err == MF_OK && changes > 0;
+    if (*taken_out)
+        err = mf_store__run(NULL, s, NULL, ctx, &sql_fleet_drop, NULL, NULL, "i", drop_before);
+    return err;
+}
+
+static int visit_fleet_bin(void *payload, const struct mf_store_cursor *row)
+{
+    const struct mf_store_visit *w = payload;
+    struct mf_store_fleet_bin b;
+
+    mf_store__cols(row, 0, "ttii", MF_STORE_TEXT(b.model), MF_STORE_TEXT(b.version), &b.bin_at,
+                   &b.devices);
+    return ((mf_store_fleet_bin_fn)w->fn)(w->payload, &b);
+}
+
+static int devices_fleet_bins(struct mf_store *s, struct mf_ctx *ctx, const char *model,
+                              int64_t since, mf_store_fleet_bin_fn fn, void *payload)
+{
+    return mf_store__list(s, ctx, &sql_fleet_bins, visit_fleet_bin, (void (*)(void))fn, payload,
+                          "ti", model, since);
+}
+
 MF_STORE_LISTING(devices_version_counts, mf_store_count_fn, &sql_version_counts, visit_count)
+MF_STORE_LISTING(devices_class_counts, mf_store_count_fn, &sql_class_counts, visit_count)
 
 const struct mf_store_devices_ops mf_store__devices_ops = {
     .device_touch = devices_touch, .report_insert = devices_report_insert,
     .devices_list = devices_list, .statuses_list = devices_statuses_list,
     .fleet_sha256s = devices_fleet_sha256s, .version_counts = devices_version_counts,
+    .fleet_snapshot = devices_fleet_snapshot, .fleet_bins = devices_fleet_bins,
+    .devices_of_class = devices_of_class, .class_counts = devices_class_counts,
+    .device_failures = devices_failures,
 };
 /* clang-format on */

@@ -54,6 +54,29 @@ static const struct mf_sql sql_events_list =
                 " ORDER BY seq",
                 "listing rollout events");
 
+#define HISTORY_COLUMNS                                                                            \
+    "rollout_id, at, line, metric, kind, state, value, bound, control, devices, control_devices"
+static const struct mf_sql sql_history_put = MF_SQL(
+    "INSERT INTO rollout_history(" HISTORY_COLUMNS ") VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT(rollout_id, at, line) DO UPDATE SET metric = excluded.metric,"
+    " kind = excluded.kind, state = excluded.state, value = excluded.value,"
+    " bound = excluded.bound, control = excluded.control, devices = excluded.devices,"
+    " control_devices = excluded.control_devices",
+    "recording a rollout evaluation");
+static const struct mf_sql sql_history_ticks =
+    MF_SQL("SELECT count(DISTINCT at) FROM rollout_history WHERE rollout_id = ?",
+           "counting a rollout's evaluations");
+/* Every second evaluation of the oldest ?2 (by time) goes: old history at half the rate. */
+static const struct mf_sql sql_history_thin =
+    MF_SQL("DELETE FROM rollout_history WHERE rollout_id = ?1 AND at IN (SELECT at FROM"
+           " (SELECT at, row_number() OVER (ORDER BY at) AS rn FROM (SELECT DISTINCT at FROM"
+           " rollout_history WHERE rollout_id = ?1) ticks) ranked WHERE rn <= ?2 AND rn % 2 = 0)",
+           "thinning a rollout's history");
+static const struct mf_sql sql_history_list =
+    MF_SQL_LIST("SELECT " HISTORY_COLUMNS " FROM rollout_history WHERE rollout_id = ? AND at >= ?"
+                " ORDER BY at, line",
+                "listing a rollout's history");
+
 static int rollout_telemetry_put(struct mf_store *s, struct mf_ctx *ctx,
                                  const struct mf_store_telemetry *t)
 {
@@ -179,11 +202,70 @@ static int rollout_events_list(struct mf_store *s, struct mf_ctx *ctx, int64_t r
                           rollout_id);
 }
 
+struct history_args {
+    const struct mf_store_history_line *lines;
+    size_t n;
+};
+
+static int history_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx, void *arg)
+{
+    const struct history_args *h = arg;
+    int64_t ticks = 0;
+    int found = 0, err = MF_OK;
+
+    for (size_t i = 0; err == MF_OK && i < h->n; i++) {
+        const struct mf_store_history_line *l = &h->lines[i];
+
+        err = mf_store__run(NULL, s, tx, ctx, &sql_history_put, NULL, NULL, "iiitttdddii",
+                            l->rollout_id, l->at, (int64_t)l->line, l->metric, l->kind, l->state,
+                            l->value, l->bound, l->control, l->devices, l->control_devices);
+    }
+    if (err == MF_OK)
+        err = mf_store__first(&found, s, tx, ctx, &sql_history_ticks, mf_store__take_i64, &ticks,
+                              "i", h->lines[0].rollout_id);
+    if (err == MF_OK && ticks > MF_STORE_HISTORY_TICKS)
+        err = mf_store__run(NULL, s, tx, ctx, &sql_history_thin, NULL, NULL, "ii",
+                            h->lines[0].rollout_id, (int64_t)(MF_STORE_HISTORY_TICKS / 2));
+    return err;
+}
+
+static int rollout_history_add(struct mf_store *s, struct mf_ctx *ctx,
+                               const struct mf_store_history_line *lines, size_t n)
+{
+    struct history_args h = {lines, n};
+
+    if (n == 0)
+        return MF_OK;
+    if (n > MF_STORE_HISTORY_LINES)
+        return mf_fail(ctx, MF_E_LIMIT, "an evaluation of %zu red lines is over %d", n,
+                       MF_STORE_HISTORY_LINES);
+    return mf_store__in_tx(s, ctx, history_tx, &h);
+}
+
+static int visit_history(void *payload, const struct mf_store_cursor *row)
+{
+    const struct mf_store_visit *w = payload;
+    struct mf_store_history_line l;
+
+    mf_store__cols(row, 0, "iintttdddii", &l.rollout_id, &l.at, &l.line, MF_STORE_TEXT(l.metric),
+                   MF_STORE_TEXT(l.kind), MF_STORE_TEXT(l.state), &l.value, &l.bound, &l.control,
+                   &l.devices, &l.control_devices);
+    return ((mf_store_history_fn)w->fn)(w->payload, &l);
+}
+
+static int rollout_history_list(struct mf_store *s, struct mf_ctx *ctx, int64_t rollout_id,
+                                int64_t since, mf_store_history_fn fn, void *payload)
+{
+    return mf_store__list(s, ctx, &sql_history_list, visit_history, (void (*)(void))fn, payload,
+                          "ii", rollout_id, since);
+}
+
 /* clang-format off */
 const struct mf_store_rollout_ops mf_store__rollout_ops = {
     .telemetry_put = rollout_telemetry_put, .telemetry_list = rollout_telemetry_list,
     .telemetry_device = rollout_telemetry_device,
     .rollout_put = rollout_put, .rollout_get = rollout_get, .rollouts_list = rollouts_list,
     .rollout_event_add = rollout_event_add, .rollout_events_list = rollout_events_list,
+    .history_add = rollout_history_add, .history_list = rollout_history_list,
 };
 /* clang-format on */

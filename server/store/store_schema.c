@@ -367,6 +367,34 @@ const struct mf_store_migration mf_store__schema_table = {
     T(GEN)(model_variants) \
     "ALTER TABLE telemetry ADD COLUMN device_class TEXT NOT NULL DEFAULT '';" \
     "ALTER TABLE rollouts ADD COLUMN halted_classes TEXT NOT NULL DEFAULT '';"
+/* 13: the console's history (docs/console.md). rollout_history: the red lines of each
+ * evaluation of a watched rollout, one row per (tick, line); at most
+ * MF_STORE_HISTORY_TICKS ticks per rollout (when full, the older half is thinned to every
+ * second tick). fleet_versions: the devices that report each (model, version) installed,
+ * one snapshot per bin of MF_STORE_FLEET_BIN_S, kept MF_STORE_FLEET_KEEP_S.
+ * telemetry_by_class: the devices of a class (the Fleet view's filter, its counts). */
+#define MIGRATION_13(T) \
+    "CREATE TABLE rollout_history (" \
+    "  rollout_id " T(INT) " NOT NULL," \
+    "  at " T(INT) " NOT NULL," \
+    "  line " T(INT) " NOT NULL," \
+    "  metric TEXT NOT NULL," \
+    "  kind TEXT NOT NULL," \
+    "  state TEXT NOT NULL," \
+    "  value " T(REAL) " NOT NULL," \
+    "  bound " T(REAL) " NOT NULL," \
+    "  control " T(REAL) " NOT NULL," \
+    "  devices " T(INT) " NOT NULL," \
+    "  control_devices " T(INT) " NOT NULL," \
+    "  UNIQUE (rollout_id, at, line));" \
+    "CREATE TABLE fleet_versions (" \
+    "  model TEXT NOT NULL," \
+    "  bin_at " T(INT) " NOT NULL," \
+    "  version TEXT NOT NULL," \
+    "  devices " T(INT) " NOT NULL," \
+    "  UNIQUE (model, bin_at, version));" \
+    "CREATE INDEX fleet_versions_by_bin ON fleet_versions(bin_at);" \
+    "CREATE INDEX telemetry_by_class ON telemetry(device_class, device_id);"
 /* clang-format on */
 
 const struct mf_store_migration mf_store__migrations[] = {
@@ -374,4 +402,5 @@ const struct mf_store_migration mf_store__migrations[] = {
     {.n = 4, BOTH(MIGRATION_4)},   {.n = 5, BOTH(MIGRATION_5)},   {.n = 6, BOTH(MIGRATION_6)},
     {.n = 7, BOTH(MIGRATION_7)},   {.n = 8, BOTH(MIGRATION_8)},   {.n = 9, BOTH(MIGRATION_9)},
     {.n = 10, BOTH(MIGRATION_10)}, {.n = 11, BOTH(MIGRATION_11)}, {.n = 12, BOTH(MIGRATION_12)},
+    {.n = 13, BOTH(MIGRATION_13)},
 };

@@ -324,6 +324,36 @@ typedef int (*mf_store_telemetry_fn)(void *payload, const struct mf_store_teleme
 typedef int (*mf_store_rollout_fn)(void *payload, const struct mf_store_rollout *r);
 typedef int (*mf_store_rollout_event_fn)(void *payload, const struct mf_store_rollout_event *e);
 
+/* Migration 13 (docs/console.md): one red line of one evaluation of a watched rollout. */
+#define MF_STORE_HISTORY_TICKS 512 /* evaluations kept per rollout (older ones thinned) */
+#define MF_STORE_HISTORY_LINES 12  /* red lines of one evaluation (a plan's maximum) */
+
+struct mf_store_history_line {
+    int64_t rollout_id;
+    int64_t at;                   /* the evaluation's time, Unix seconds */
+    int line;                     /* the line's place in the plan, from 0 */
+    char metric[64];              /* the figure's name: "p99_latency_us", "sustained_p99_us@5" */
+    char kind[16];                /* relative, absolute */
+    char state[16];               /* waiting, clean, breached */
+    double value, bound, control; /* 0 while waiting; control only for relative lines */
+    int64_t devices, control_devices;
+};
+
+typedef int (*mf_store_history_fn)(void *payload, const struct mf_store_history_line *l);
+
+/* Migration 13: the devices that reported (model, version) installed in one time bin. */
+#define MF_STORE_FLEET_BIN_S 60           /* one snapshot per bin */
+#define MF_STORE_FLEET_KEEP_S (7 * 86400) /* bins older than this are dropped */
+
+struct mf_store_fleet_bin {
+    char model[MF_STORE_NAME_SIZE];
+    char version[MF_STORE_NAME_SIZE];
+    int64_t bin_at; /* the bin's start, a multiple of MF_STORE_FLEET_BIN_S */
+    int64_t devices;
+};
+
+typedef int (*mf_store_fleet_bin_fn)(void *payload, const struct mf_store_fleet_bin *b);
+
 /* ---- Audit log (migration 9, docs/operations.md "Audit log"): one row per admin request
  * (written by the router for every admin route) and per automatic rollout event ---- */
 #define MF_STORE_AUDIT_ACTION_MAX 127 /* "PUT /v1/admin/pins/{}/{}/{}" or "rollout.halted" */

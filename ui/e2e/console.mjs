@@ -2,11 +2,14 @@
 // The console in real Chromium (Debian's chromium, driven headless by playwright-core), against
 // the real mf-server and mf-sim fleet that tests/integration/console_browser.sh starts: sign-in
 // with each role, every view renders, a rollout with a P99 regression halts while its page is
-// open and the page shows the halt and the breached line within 10 s, the ops-only buttons are
+// open and the page shows the halt and the breached line within 10 s (its plots from the server's
+// history), versions over time and device classes in Fleet, per-class health, a device's pending
+// pin apart from what it runs, the Loop's two distillation runs plotted by round and Samples
+// showing the uplinked images with the student's and teacher's answers, the ops-only buttons are
 // absent for the data role and a forged request with its token is refused (403). A screenshot
 // per view is written to MF_SHOTS. Prints "N passed, M failed"; exits 1 on any failure.
 import { chromium } from 'playwright-core';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 
 const env = (k) => {
   if (!process.env[k]) throw new Error(`${k} is not set`);
@@ -15,6 +18,7 @@ const env = (k) => {
 const URL_ = env('MF_URL');
 const SHOTS = env('MF_SHOTS');
 const READY = env('MF_READY'); // written once the rollout's page is open: the fleet may run
+const CLASSES = env('MF_CLASSES'); // written once the fleet reported with device classes
 const tokens = { ops: env('MF_TOKEN_OPS'), data: env('MF_TOKEN_DATA'), admin: env('MF_TOKEN_ADMIN') };
 const HALT_WITHIN_MS = 10000;
 mkdirSync(SHOTS, { recursive: true });
@@ -137,21 +141,65 @@ try {
     assert(tPage - tServer <= HALT_WITHIN_MS, `the page took ${tPage - tServer} ms`);
     await page.screenshot({ path: `${SHOTS}/ops-rollout-halted.png`, fullPage: true });
   });
+  await check('ops: the red-line plots hold the server\'s history (a page opened now sees every evaluation)', async () => {
+    const hist = await api('/v1/admin/rollouts/1/history', tokens.ops);
+    assert(hist.status === 200 && hist.body.at.length >= 2, `history of ${hist.body?.at?.length} evaluations`);
+    const p99 = hist.body.lines.find((l) => l.metric === 'p99_latency_us');
+    assert(p99 && p99.state[p99.state.length - 1] === 'breached', 'the last evaluation is not the breach');
+    assert(p99.value.some((v, i) => v !== null && p99.control[i] !== null), 'no canary beside control');
+    // A new session (the token lives in one tab's sessionStorage): it has seen nothing.
+    const { context: freshContext, page: fresh } = await signIn(browser, 'data');
+    await fresh.goto(`${URL_}/ui/#/rollouts/1`);
+    const chart = fresh.getByTestId('chart-p99_latency_us');
+    await chart.waitFor({ timeout: 10000 });
+    const points = Number(await chart.getAttribute('data-points'));
+    assert(points >= 2, `a fresh page plots ${points} points`);
+    assert(/canary.*bound.*control/s.test(await chart.textContent()), 'no canary, bound and control series');
+    await fresh.screenshot({ path: `${SHOTS}/data-rollout-history.png`, fullPage: true });
+    await freshContext.close();
+  });
   await check('ops: a halted rollout offers no pause, resume or abort', async () => {
     for (const a of ['pause', 'resume', 'abort']) assert((await page.getByTestId(`act-${a}`).count()) === 0, `${a} offered`);
   });
-  await check('ops: fleet view (counts, versions, the device list)', async () => {
+  await check('ops: fleet view (counts, versions over time, device classes, the device list)', async () => {
+    for (let i = 0; i < 600 && !existsSync(CLASSES); i++) await new Promise((res) => setTimeout(res, 100));
+    assert(existsSync(CLASSES), 'the fleet never reported its classes');
     await view(page, 'ops', 'fleet', '#/fleet', 'devices');
-    assert((await page.getByTestId('fleet-total').textContent()).startsWith('20'), 'not 20 devices');
-    assert((await page.locator('[data-testid=devices] tbody tr').count()) === 20, 'not 20 rows');
+    await page.getByTestId('installed-det').waitFor({ timeout: 10000 });
+    assert(Number(await page.getByTestId('installed-det').getAttribute('data-points')) >= 1, 'no bin plotted');
+    assert(/v1/.test(await page.getByTestId('installed-det').textContent()), 'no v1 series');
+    await page.getByTestId('classes').filter({ hasText: 'cam-pro' }).waitFor({ timeout: 10000 });
+    const classes = await page.getByTestId('classes').textContent();
+    assert(/cam-lite\s*10/.test(classes) && /cam-pro\s*10/.test(classes), `classes: ${classes}`);
+    await page.getByTestId('fleet-class').selectOption('cam-pro');
+    await page.getByTestId('fleet-matched').filter({ hasText: 'of 10' }).waitFor({ timeout: 5000 });
+    const ids = await page.locator('[data-testid=devices] tbody tr td:first-child').allTextContents();
+    assert(ids.length === 10 && ids.every((d) => Number(d.slice(4)) >= 10), `cam-pro rows: ${ids}`);
+    await page.screenshot({ path: `${SHOTS}/ops-fleet-class.png`, fullPage: true });
+    await page.getByTestId('fleet-class').selectOption('');
+    // 20 mf-sim devices and the one that uplinked the loop's samples.
+    assert((await page.getByTestId('fleet-total').textContent()).startsWith('21'), 'not 21 devices');
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=devices] tbody tr').length === 21, null, { timeout: 5000 });
     await page.getByTestId('fleet-search').fill('sim-0001');
     await page.getByTestId('fleet-matched').filter({ hasText: 'of 10' }).waitFor({ timeout: 5000 });
   });
-  await check('ops: device view', async () => {
+  await check('ops: device view (installed, pending apart from it, pins, scorecard)', async () => {
+    const d = (await api('/v1/admin/devices/sim-00000', tokens.ops)).body;
+    const runs = d.models.find((m) => m.name === 'det').running_version;
+    const other = runs === 'v1' ? 'v2' : 'v1';
+    const pin = await fetch(`${URL_}/v1/admin/pins/device/sim-00000/det`, {
+      method: 'PUT',
+      headers: { Authorization: `Bearer ${tokens.ops}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ version: other }),
+    });
+    assert(pin.status === 200, `pin: ${pin.status}`);
     await view(page, 'ops', 'device', '#/devices/sim-00000', 'device-models');
-    assert(/det/.test(await page.getByTestId('device-models').textContent()), 'no det model');
+    assert(new RegExp(`det\\s*${runs}`).test(await page.getByTestId('device-models').textContent()), 'no det model');
+    const pending = await page.getByTestId('device-pending').textContent();
+    assert(new RegExp(`det\\s*${runs}\\s*${other}`).test(pending), `pending: ${pending}`);
     const card = await page.getByTestId('device-scorecard').textContent();
     assert(/P99 latency/.test(card) && /det\s*v1/.test(card), `no v1 scorecard: ${card}`);
+    await fetch(`${URL_}/v1/admin/pins/device/sim-00000/det`, { method: 'DELETE', headers: { Authorization: `Bearer ${tokens.ops}` } });
   });
   await check('ops: rollouts list', () => view(page, 'ops', 'rollouts', '#/rollouts', 'rollouts'));
   await check('ops: models view', () => view(page, 'ops', 'models', '#/models', 'models'));
@@ -167,8 +215,20 @@ try {
     await page.getByTestId('confidence').waitFor({ timeout: 10000 });
     const legend = await page.getByTestId('confidence').textContent();
     assert(/v1 calibration \(max_softmax, 10 scores\)/.test(legend), `no v1 calibration histogram: ${legend}`);
+    const classes = await page.getByTestId('health-classes').textContent();
+    assert(/class cam-lite/.test(classes) && /class cam-pro/.test(classes) && /P99 latency/.test(classes), `per class: ${classes}`);
   });
-  await check('ops: loop view', () => view(page, 'ops', 'loop', '#/loop', 'loop-empty'));
+  await check('ops: loop view plots the two distillation runs round by round', async () => {
+    await view(page, 'ops', 'loop', '#/loop', 'runs');
+    const runs = await page.locator('[data-testid=runs] tbody tr').allTextContents();
+    assert(runs.length === 2 && runs.every((r) => /fashion/.test(r)), `runs: ${runs}`);
+    assert(/d1/.test(runs.join()) && /manual/.test(runs.join()), `no seed run: ${runs}`);
+    for (const c of ['loop-accuracy', 'loop-samples']) {
+      const chart = page.getByTestId(c);
+      assert(Number(await chart.getAttribute('data-points')) === 2, `${c}: not two rounds`);
+    }
+    assert(/hard/.test(await page.getByTestId('loop-samples').textContent()), 'no hard samples series');
+  });
   await check('ops: audit view', async () => {
     await view(page, 'ops', 'audit', '#/audit', 'audit');
     assert(/rollout\.halted/.test(await page.getByTestId('audit').textContent()), 'no halt row');
@@ -203,13 +263,27 @@ try {
   });
   await check('data: models, health, loop and samples views', () =>
     views(data.page, 'data', [['models', '#/models', 'models'], ['health', '#/health/det', 'scorecard'],
-      ['loop', '#/loop', 'loop-empty'], ['samples', '#/samples', 'samples-empty']]));
+      ['loop', '#/loop', 'runs'], ['samples', '#/samples/fashion', 'samples']]));
+  await check('data: samples show the uplinked images with the student\'s and the teacher\'s answers', async () => {
+    const rows = data.page.locator('[data-testid=samples] tbody tr');
+    assert((await rows.count()) === 50, `${await rows.count()} rows (a page is 50)`);
+    assert((await data.page.locator('[data-testid=samples] canvas.sample-img').count()) === 50, 'not an image per sample');
+    const first = await rows.first().textContent();
+    assert(/cam-uplink/.test(first) && /fashion d1/.test(first) && /class \d+ \(\d+ %\)\s*·\s*t1/.test(first), `row: ${first}`);
+    const px = await data.page.locator('[data-testid=samples] canvas.sample-img').first().evaluate((c) => {
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let lit = 0;
+      for (let i = 0; i < d.length; i += 4) lit += d[i] > 0;
+      return { w: c.width, lit };
+    });
+    assert(px.w === 28 && px.lit > 50, `image ${JSON.stringify(px)}`);
+  });
   await data.context.close();
 
   const admin = await signIn(browser, 'admin');
   await check('admin: every view opens', () =>
     views(admin.page, 'admin', [['fleet', '#/fleet', 'devices'], ['rollout', '#/rollouts/1', 'events'],
-      ['samples', '#/samples', 'samples-empty'], ['audit', '#/audit', 'audit']]));
+      ['samples', '#/samples/fashion', 'samples'], ['audit', '#/audit', 'audit']]));
   await admin.context.close();
 } finally {
   await browser.close();

@@ -24,28 +24,47 @@ const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2'
 export const color = (i: number) => COLORS[i % COLORS.length];
 
 // x: Unix seconds (time axis) or round numbers (timeAxis false); ys: one array per series.
+// stacked: each series is drawn filled on top of the ones before it (devices per version),
+// the legend still showing each series' own value.
 export function plot(
   title: string,
   x: number[],
   ys: (number | null)[][],
   series: Series[],
-  opts: { width?: number; height?: number; timeAxis?: boolean; testid?: string; xLabel?: string } = {},
+  opts: { width?: number; height?: number; timeAxis?: boolean; testid?: string; xLabel?: string; stacked?: boolean; xRange?: [number, number] } = {},
 ): HTMLElement {
   const box = document.createElement('div');
   box.className = 'chart';
   if (opts.testid) box.dataset.testid = opts.testid;
+  box.dataset.points = String(x.length);
+  // Stacked: series i is drawn at the sum of series 0..i, and the wider sums first, so each
+  // band shows above the one below it.
+  let data = ys;
+  let order = series.map((_, i) => i);
+  if (opts.stacked) {
+    data = ys.map((_, i) => x.map((_, k) => ys.slice(0, i + 1).reduce((a, y) => a + (y[k] ?? 0), 0)));
+    order = order.reverse();
+  }
   const o: uPlot.Options = {
     title,
     width: opts.width ?? 520,
     height: opts.height ?? 220,
-    scales: { x: { time: opts.timeAxis ?? true } },
+    // xRange: a fixed span (a first point alone would otherwise get a span of years).
+    scales: { x: { time: opts.timeAxis ?? true, ...(opts.xRange ? { range: opts.xRange } : {}) } },
     series: [
       { label: opts.xLabel ?? (opts.timeAxis === false ? 'round' : 'time') },
-      ...series.map((s) => ({ label: s.label, stroke: s.color, dash: s.dash, width: 2, spanGaps: true })),
+      ...order.map((i) => ({
+        label: series[i].label,
+        stroke: series[i].color,
+        dash: series[i].dash,
+        width: 2,
+        spanGaps: true,
+        ...(opts.stacked ? { fill: `${series[i].color}99`, value: (_u: uPlot, _v: number, _s: number, k: number | null) => (k === null ? '-' : String(ys[i][k] ?? '-')) } : {}),
+      })),
     ],
     axes: [{}, { values: (_u, ticks) => ticks.map(compact), size: 60 }],
     legend: { show: true },
   };
-  new uPlot(o, [x, ...ys] as uPlot.AlignedData, box);
+  new uPlot(o, [x, ...order.map((i) => data[i])] as uPlot.AlignedData, box);
   return box;
 }

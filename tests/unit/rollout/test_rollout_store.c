@@ -12,6 +12,7 @@
 #include "common/token.h"
 #include "store/store.h"
 
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -412,6 +413,296 @@ static void test_rollout_store__distill_runs(void **state)
     free(big);
 }
 
+/* The console's history (migration 13): a rollout's red lines per evaluation, by time then
+ * line, one evaluation per second (the later replaces it), thinned when over the bound. */
+struct history_seen {
+    size_t n;
+    int64_t at[2 * MF_STORE_HISTORY_TICKS];
+    struct mf_store_history_line first, last;
+};
+
+static int collect_history(void *payload, const struct mf_store_history_line *l)
+{
+    struct history_seen *h = payload;
+
+    if (h->n < sizeof(h->at) / sizeof(h->at[0]))
+        h->at[h->n] = l->at;
+    if (h->n == 0)
+        h->first = *l;
+    h->n++;
+    h->last = *l;
+    return MF_OK;
+}
+
+/* Runs `sql` on the fixture's database behind the store's back. */
+static void raw_exec(struct rs_fixture *f, const char *sql)
+{
+    char path[128];
+    sqlite3 *db = NULL;
+
+    if (use_pg) {
+        mf_pgtest__exec(f->url, sql);
+        return;
+    }
+    (void)snprintf(path, sizeof(path), "%s/store.db", f->dir);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+static void history_tick(struct rs_fixture *f, int64_t rollout, int64_t at, double value,
+                         const char *state)
+{
+    struct mf_store_history_line l[2] = {
+        {.rollout_id = rollout,
+         .at = at,
+         .line = 0,
+         .metric = "p99_latency_us",
+         .kind = "relative",
+         .value = value,
+         .bound = 1500,
+         .control = 1000,
+         .devices = 4,
+         .control_devices = 36},
+        {.rollout_id = rollout,
+         .at = at,
+         .line = 1,
+         .metric = "crash_rate",
+         .kind = "absolute",
+         .value = 0.01,
+         .bound = 0.05,
+         .devices = 4},
+    };
+
+    (void)snprintf(l[0].state, sizeof(l[0].state), "%s", state);
+    (void)snprintf(l[1].state, sizeof(l[1].state), "clean");
+    assert_int_equal(f->s->ops->rollout->history_add(f->s, &f->ctx, l, 2), MF_OK);
+}
+
+static void test_rollout_store__history_is_bounded_and_thinned(void **state)
+{
+    struct rs_fixture *f = *state;
+    struct mf_store *s = f->s;
+    struct mf_store_history_line many[MF_STORE_HISTORY_LINES + 1];
+    struct history_seen *h = calloc(1, sizeof(*h));
+    size_t ticks = 0;
+
+    assert_non_null(h);
+    history_tick(f, 7, 100, 1200, "clean");
+    history_tick(f, 7, 100, 1600, "breached"); /* the same second: replaces */
+    history_tick(f, 7, 102, 1300, "clean");
+    history_tick(f, 8, 101, 900, "clean"); /* another rollout's */
+    assert_int_equal(s->ops->rollout->history_list(s, &f->ctx, 7, 0, collect_history, h), MF_OK);
+    assert_int_equal(h->n, 4);
+    assert_int_equal(h->at[0], 100);
+    assert_int_equal(h->at[1], 100);
+    assert_int_equal(h->at[2], 102);
+    assert_int_equal(h->last.line, 1);
+    assert_string_equal(h->last.metric, "crash_rate");
+    memset(h, 0, sizeof(*h));
+    assert_int_equal(s->ops->rollout->history_list(s, &f->ctx, 7, 100, collect_history, h), MF_OK);
+    assert_int_equal(h->n, 4);
+    memset(h, 0, sizeof(*h));
+    /* since: from then on; the replaced evaluation reads as the later one. */
+    assert_int_equal(s->ops->rollout->history_list(s, &f->ctx, 7, 101, collect_history, h), MF_OK);
+    assert_int_equal(h->n, 2);
+    /* The evaluation of second 100 holds the later numbers of that second. */
+    memset(h, 0, sizeof(*h));
+    assert_int_equal(s->ops->rollout->history_list(s, &f->ctx, 7, 0, collect_history, h), MF_OK);
+    assert_string_equal(h->first.state, "breached");
+    assert_true(h->first.value == 1600);
+    assert_true(h->first.bound == 1500 && h->first.control == 1000);
+    assert_int_equal(h->first.control_devices, 36);
+    assert_string_equal(h->first.kind, "relative");
+    /* Past the bound the older half is thinned: never more than the bound plus one. A full
+     * history is written behind the store's back (one statement, not 512 transactions), the
+     * evaluations past it through the op. */
+    raw_exec(f, "WITH RECURSIVE t(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM t WHERE k + 1 < 512)"
+                " INSERT INTO rollout_history(rollout_id, at, line, metric, kind, state, value,"
+                " bound, control, devices, control_devices) SELECT 9, 1000 + k, l,"
+                " 'p99_latency_us', 'relative', 'clean', k, 1500, 1000, 4, 36 FROM t,"
+                " (SELECT 0 AS l UNION ALL SELECT 1) ls");
+    _Static_assert(MF_STORE_HISTORY_TICKS == 512, "the statement above writes a full history");
+    for (int64_t t = MF_STORE_HISTORY_TICKS; t < MF_STORE_HISTORY_TICKS + 20; t++)
+        history_tick(f, 9, 1000 + t, (double)t, "clean");
+    memset(h, 0, sizeof(*h));
+    assert_int_equal(s->ops->rollout->history_list(s, &f->ctx, 9, 0, collect_history, h), MF_OK);
+    for (size_t i = 0; i < h->n; i += 2) {
+        assert_int_equal(h->at[i], h->at[i + 1]); /* both lines of each evaluation stay */
+        ticks++;
+    }
+    assert_true(ticks <= MF_STORE_HISTORY_TICKS + 1);
+    assert_true(ticks > MF_STORE_HISTORY_TICKS / 2);
+    assert_int_equal(h->at[0], 1000);                                     /* the start stays */
+    assert_int_equal(h->last.at, 1000 + MF_STORE_HISTORY_TICKS + 20 - 1); /* and the newest */
+    /* Old history is thinned, recent history is whole: the last 100 are every second. */
+    for (size_t i = h->n - 200; i + 2 < h->n; i += 2)
+        assert_int_equal(h->at[i + 2] - h->at[i], 1);
+    assert_true(h->at[4] - h->at[2] > 1);
+    /* An evaluation of more lines than a plan may hold is refused, nothing written. */
+    memset(many, 0, sizeof(many));
+    for (size_t i = 0; i < MF_STORE_HISTORY_LINES + 1; i++)
+        many[i] = (struct mf_store_history_line){.rollout_id = 10, .at = 5, .line = (int)i};
+    assert_int_equal(s->ops->rollout->history_add(s, &f->ctx, many, MF_STORE_HISTORY_LINES + 1),
+                     MF_E_LIMIT);
+    memset(h, 0, sizeof(*h));
+    assert_int_equal(s->ops->rollout->history_list(s, &f->ctx, 10, 0, collect_history, h), MF_OK);
+    assert_int_equal(h->n, 0);
+    free(h);
+}
+
+/* The fleet's installed versions per bin (migration 13): one snapshot per bin, whoever takes
+ * it; only installed reports count; old bins go. */
+struct bins_seen {
+    size_t n;
+    struct mf_store_fleet_bin b[16];
+};
+
+static int collect_bin(void *payload, const struct mf_store_fleet_bin *b)
+{
+    struct bins_seen *w = payload;
+
+    if (w->n < 16)
+        w->b[w->n] = *b;
+    w->n++;
+    return MF_OK;
+}
+
+static void fleet_report(struct rs_fixture *f, const char *dev, const char *version,
+                         const char *status)
+{
+    store_fixture_report(f->s, &f->ctx, dev, "det", version, status, "");
+}
+
+static void test_rollout_store__fleet_versions_per_bin(void **state)
+{
+    struct rs_fixture *f = *state;
+    struct mf_store *s = f->s;
+    struct bins_seen w = {0};
+    uint8_t hash[MF_SHA256_LEN];
+    int taken = -1;
+
+    assert_int_equal(s->ops->devices->fleet_snapshot(&taken, s, &f->ctx, 60, 0), MF_OK);
+    assert_int_equal(taken, 0); /* nothing installed: nothing to keep */
+    for (int i = 0; i < 3; i++) {
+        char id[16];
+
+        (void)snprintf(id, sizeof(id), "dev-%d", i);
+        memset(hash, i + 1, sizeof(hash));
+        assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, id, hash, 1), MF_OK);
+    }
+    fleet_report(f, "dev-0", "v1", "installed");
+    fleet_report(f, "dev-1", "v1", "installed");
+    fleet_report(f, "dev-2", "v2", "failed");
+    assert_int_equal(s->ops->devices->fleet_snapshot(&taken, s, &f->ctx, 60, 0), MF_OK);
+    assert_int_equal(taken, 1);
+    fleet_report(f, "dev-2", "v2", "installed");
+    /* The bin has its snapshot: a second node's (or tick's) changes nothing. */
+    assert_int_equal(s->ops->devices->fleet_snapshot(&taken, s, &f->ctx, 60, 0), MF_OK);
+    assert_int_equal(taken, 0);
+    fleet_report(f, "dev-1", "v2", "installed");
+    assert_int_equal(s->ops->devices->fleet_snapshot(&taken, s, &f->ctx, 120, 0), MF_OK);
+    assert_int_equal(taken, 1);
+    assert_int_equal(s->ops->devices->fleet_bins(s, &f->ctx, "det", 0, collect_bin, &w), MF_OK);
+    assert_int_equal(w.n, 3);
+    assert_int_equal(w.b[0].bin_at, 60);
+    assert_string_equal(w.b[0].version, "v1");
+    assert_int_equal(w.b[0].devices, 2);
+    assert_int_equal(w.b[1].bin_at, 120);
+    assert_string_equal(w.b[1].version, "v1");
+    assert_int_equal(w.b[1].devices, 1);
+    assert_string_equal(w.b[2].version, "v2");
+    assert_int_equal(w.b[2].devices, 2);
+    memset(&w, 0, sizeof(w));
+    assert_int_equal(s->ops->devices->fleet_bins(s, &f->ctx, "det", 61, collect_bin, &w), MF_OK);
+    assert_int_equal(w.n, 2);
+    memset(&w, 0, sizeof(w));
+    assert_int_equal(s->ops->devices->fleet_bins(s, &f->ctx, "other", 0, collect_bin, &w), MF_OK);
+    assert_int_equal(w.n, 0);
+    /* A new bin drops the bins before the bound. */
+    assert_int_equal(s->ops->devices->fleet_snapshot(&taken, s, &f->ctx, 180, 120), MF_OK);
+    assert_int_equal(taken, 1);
+    memset(&w, 0, sizeof(w));
+    assert_int_equal(s->ops->devices->fleet_bins(s, &f->ctx, "det", 0, collect_bin, &w), MF_OK);
+    assert_int_equal(w.n, 4);
+    assert_int_equal(w.b[0].bin_at, 120);
+}
+
+/* The console's device reads (migration 13): devices per class tag from their reports, the
+ * devices of one class, and a device's failed reports newest first, bounded. */
+static int count_class(void *payload, const char *tag, const char *unused, int64_t n)
+{
+    char *out = payload;
+    size_t len = strlen(out);
+
+    assert_string_equal(unused, "");
+    (void)snprintf(out + len, 256 - len, "%s=%lld;", tag, (long long)n);
+    return MF_OK;
+}
+
+static int name_device(void *payload, const struct mf_store_device *d)
+{
+    char *out = payload;
+    size_t len = strlen(out);
+
+    (void)snprintf(out + len, 256 - len, "%s;", d->device_id);
+    return MF_OK;
+}
+
+static int name_failure(void *payload, const struct mf_store_status *st)
+{
+    char *out = payload;
+    size_t len = strlen(out);
+
+    (void)snprintf(out + len, 256 - len, "%s:%s;", st->version, st->detail);
+    return MF_OK;
+}
+
+static void test_rollout_store__classes_and_failures_of_devices(void **state)
+{
+    struct rs_fixture *f = *state;
+    struct mf_store *s = f->s;
+    const struct mf_store_telemetry rows[] = {{"dev-0", "det", "v1", "{}", 10, "cam-pro"},
+                                              {"dev-0", "det", "v2", "{}", 20, "cam-pro"},
+                                              {"dev-1", "det", "v1", "{}", 10, "cam-lite"},
+                                              {"dev-2", "cls", "v1", "{}", 10, "cam-pro"},
+                                              {"dev-3", "det", "v1", "{}", 10, ""}};
+    uint8_t hash[MF_SHA256_LEN];
+    char out[256] = "";
+
+    for (int i = 0; i < 4; i++) {
+        char id[16];
+
+        (void)snprintf(id, sizeof(id), "dev-%d", i);
+        memset(hash, i + 1, sizeof(hash));
+        assert_int_equal(s->ops->auth->device_enroll(s, &f->ctx, id, hash, 1), MF_OK);
+    }
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        assert_int_equal(s->ops->rollout->telemetry_put(s, &f->ctx, &rows[i]), MF_OK);
+    assert_int_equal(s->ops->devices->class_counts(s, &f->ctx, count_class, out), MF_OK);
+    assert_string_equal(out, "cam-lite=1;cam-pro=2;"); /* devices, not reports; "" left out */
+    out[0] = '\0';
+    assert_int_equal(s->ops->devices->devices_of_class(s, &f->ctx, "cam-pro", name_device, out),
+                     MF_OK);
+    assert_string_equal(out, "dev-0;dev-2;");
+    out[0] = '\0';
+    assert_int_equal(s->ops->devices->devices_of_class(s, &f->ctx, "none", name_device, out),
+                     MF_OK);
+    assert_string_equal(out, "");
+    fleet_report(f, "dev-0", "v1", "installed");
+    fleet_report(f, "dev-0", "v2", "failed"); /* detail "" */
+    fleet_report(f, "dev-0", "v3", "failed");
+    fleet_report(f, "dev-1", "v4", "failed");
+    out[0] = '\0';
+    assert_int_equal(s->ops->devices->device_failures(s, &f->ctx, "dev-0", 5, name_failure, out),
+                     MF_OK);
+    assert_string_equal(out, "v3:;v2:;");
+    out[0] = '\0';
+    assert_int_equal(s->ops->devices->device_failures(s, &f->ctx, "dev-0", 1, name_failure, out),
+                     MF_OK);
+    assert_string_equal(out, "v3:;");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -425,6 +716,12 @@ int main(void)
                                         rs_setup, rs_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_store__distill_runs, rs_setup, rs_teardown),
         cmocka_unit_test_setup_teardown(test_rollout_store__releases_are_promoted_explicitly,
+                                        rs_setup, rs_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_store__history_is_bounded_and_thinned,
+                                        rs_setup, rs_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_store__fleet_versions_per_bin, rs_setup,
+                                        rs_teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_store__classes_and_failures_of_devices,
                                         rs_setup, rs_teardown),
     };
     int failed = cmocka_run_group_tests_name("rollout_store_sqlite", tests, NULL, NULL);

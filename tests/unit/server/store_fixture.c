@@ -194,3 +194,20 @@ int store_fixture_teardown(void **state)
     store_fixture_free(*state);
     return 0;
 }
+
+void store_fixture_report(struct mf_store *s, struct mf_ctx *ctx, const char *dev,
+                          const char *model, const char *version, const char *status,
+                          const char *detail)
+{
+    struct mf_store_status st;
+
+    memset(&st, 0, sizeof(st));
+    (void)snprintf(st.device_id, sizeof(st.device_id), "%s", dev);
+    (void)snprintf(st.model, sizeof(st.model), "%s", model);
+    (void)snprintf(st.version, sizeof(st.version), "%s", version);
+    memset(st.sha256, version[1], MF_SHA256_HEX_LEN); /* "c1" -> "111...": one per version */
+    (void)snprintf(st.status, sizeof(st.status), "%s", status);
+    (void)snprintf(st.detail, sizeof(st.detail), "%s", detail);
+    st.reported_at = 100;
+    assert_int_equal(s->ops->devices->report_insert(s, ctx, &st), MF_OK);
+}

@@ -70,6 +70,11 @@ struct store_fixture *store_fixture_new_on(const char *tag, int migrate, int pg)
 void store_fixture_exec(struct store_fixture *f, const char *sql);
 /* Closes the store, drops the database, removes the dir, frees `f`. */
 void store_fixture_free(struct store_fixture *f);
+/* Stores `dev`'s report of (`model`, `version`) with `status` and `detail` at time 100, the
+ * sha256 64 times version[1] ("c1" -> "111..."); fails the test unless it is stored. */
+void store_fixture_report(struct mf_store *s, struct mf_ctx *ctx, const char *dev,
+                          const char *model, const char *version, const char *status,
+                          const char *detail);
 /* store_fixture_free(*state) as a cmocka teardown, for setups that put a fixture there. */
 int store_fixture_teardown(void **state);
 

@@ -6,6 +6,7 @@
  * console reads: whoami, the fleet aggregated, devices a page at a time, one device whole,
  * a model's deltas.
  */
+#define _XOPEN_SOURCE 700 /* nanosleep, symlink */
 #include "mf_test.h"
 #include "server_fixture.h"
 #include "handlers/handlers.h"
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct mf_server *ui_srv;
@@ -336,6 +338,8 @@ static void test_server_console__one_device_whole(void **state)
                    "\"pins\":[{\"model\":\"det\",\"version\":\"v1\"", "\"channel\":\"stable\"",
                    "\"version\":\"v2\"", "\"status\":\"failed\"",
                    "\"detail\":\"rolled back: health check failed\"", "\"running_version\":\"v1\"",
+                   "\"failures\":[{\"model\":\"det\",\"version\":\"v2\",\"detail\":\"rolled back: "
+                   "health check failed\",\"rolled_back\":true,\"at\":",
                    "\"scorecard\":[{\"version\":\"v1\",\"devices_reporting\":1,",
                    "\"peak_memory\":4096,", "\"p99_us\":", "\"model\":\"det\"}]"));
     assert_int_equal(srvfx_status_of("DELETE", "/v1/admin/pins/device/cam-a/det", srvfx.ops, NULL),
@@ -369,6 +373,166 @@ static void test_server_console__model_deltas(void **state)
     expect_get("/v1/admin/models/b@d/deltas", srvfx.ops, 400, HAS("[A-Za-z0-9._-]"));
 }
 
+/* Polls (bounded: 20 s) GET `path` until its body holds `want`; the last body in `r`. */
+static void poll_for(struct srvfx_resp *r, const char *path, const char *want)
+{
+    for (int i = 0; i < 200; i++) {
+        srvfx_call(r, "GET", path, srvfx.datat, NULL);
+        assert_int_equal(r->status, 200);
+        if (strstr(r->body, want))
+            return;
+        free(r->body);
+        (void)nanosleep(&(struct timespec){0, 100000000L}, NULL); /* the worker writes it */
+    }
+    fail_msg("GET %s never held %s", path, want);
+}
+
+/* Device classes (the class tag a check-in declares, kept with its runtime reports): the
+ * fleet's counts per class, the device list filtered by class, Model health per class. */
+static void test_server_console__device_classes(void **state)
+{
+    char body[1024];
+    struct srvfx_resp r;
+
+    (void)state;
+    srvfx_publish_det();
+    (void)snprintf(body, sizeof(body),
+                   "{\"nonce\":\"" NONCE "\",\"root_version\":1,\"keys_version\":1,"
+                   "\"device_class\":{\"tag\":\"cam-pro\",\"ram_mb\":2048,\"storage_mb\":8192},"
+                   "\"models\":[{\"name\":\"det\",\"version\":\"v1\",\"sha256\":\"%s\","
+                   "\"telemetry\":{\"buckets\":\"log2x8\",\"versions\":[{\"version\":\"v1\","
+                   "\"inferences\":10,\"latency_us\":[[40,10]],\"peak_memory\":8192}]}}]}",
+                   srvfx.sha1);
+    srvfx_call(&r, "POST", "/v1/checkin", srvfx.device, body);
+    assert_int_equal(r.status, 200);
+    free(r.body);
+    expect_get("/v1/admin/fleet/summary", srvfx.datat, 200, HAS("\"classes\":{\"cam-pro\":1}"));
+    expect_get("/v1/admin/fleet/devices?class=cam-pro", srvfx.ops, 200,
+               HAS("\"device_id\":\"cam-a\"", "\"matched\":1"));
+    expect_get("/v1/admin/fleet/devices?class=cam-lite", srvfx.ops, 200,
+               HAS("\"devices\":[]", "\"matched\":0"));
+    expect_get("/v1/admin/fleet/devices?class=b@d", srvfx.ops, 400,
+               HAS("'class' must match [A-Za-z0-9._-]{1,64}"));
+    expect_get("/v1/admin/models/det/stats", srvfx.datat, 200,
+               HAS("\"classes\":[{\"class\":\"cam-pro\",\"versions\":[{\"version\":\"v1\","
+                   "\"devices_reporting\":1,",
+                   "\"peak_memory\":8192"));
+}
+
+/* A rollout's red lines over its evaluations (the worker's ticks), as columns for a chart:
+ * one "at" per evaluation and per line an array of each series as long; any role reads it,
+ * bad ids and unknown keys are 400. */
+static void test_server_console__rollout_history(void **state)
+{
+    static const char plan[] =
+        "{\"model\":\"det\",\"version\":\"v1\",\"previous\":\"v2\",\"soak_s\":600,"
+        "\"waves\":[{\"percent\":10}],\"red_lines\":[{\"metric\":\"p99_latency_us\","
+        "\"relative\":1.5},{\"metric\":\"health_rollback_rate\",\"max\":0.1}]}";
+    struct srvfx_resp r;
+    char id[32], path[96], since[128];
+    cJSON *doc, *at, *line;
+
+    (void)state;
+    srvfx_publish_det();
+    srvfx_call(&r, "POST", "/v1/admin/rollouts", srvfx.ops, plan);
+    assert_int_equal(r.status, 201);
+    doc = cJSON_Parse(r.body);
+    free(r.body);
+    (void)snprintf(id, sizeof(id), "%.0f",
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(doc, "id")));
+    cJSON_Delete(doc);
+    (void)snprintf(path, sizeof(path), "/v1/admin/rollouts/%s/history", id);
+    /* No device reports v1 yet: each evaluation keeps its lines, waiting. */
+    poll_for(&r, path, "\"state\":[\"waiting\"");
+    doc = cJSON_Parse(r.body);
+    free(r.body);
+    assert_non_null(doc);
+    at = cJSON_GetObjectItemCaseSensitive(doc, "at");
+    assert_true(cJSON_GetArraySize(at) >= 1);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "lines")), 2);
+    line = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "lines"), 0);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(line, "metric")),
+                        "p99_latency_us");
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(line, "kind")),
+                        "relative");
+    /* Every series is as long as the axis; a waiting line has no value yet (null, not 0). */
+    for (const char *const *k =
+             (const char *const[]){"state", "value", "bound", "control", "devices", NULL};
+         *k; k++)
+        assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(line, *k)),
+                         cJSON_GetArraySize(at));
+    assert_true(
+        cJSON_IsNull(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(line, "value"), 0)));
+    line = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "lines"), 1);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(line, "metric")),
+                        "health_rollback_rate");
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(line, "kind")),
+                        "absolute");
+    /* ?since= after the last evaluation: the axis is empty (the lines with it). */
+    (void)snprintf(since, sizeof(since), "%s?since=%.0f", path,
+                   cJSON_GetNumberValue(cJSON_GetArrayItem(at, cJSON_GetArraySize(at) - 1)) + 3600);
+    cJSON_Delete(doc);
+    expect_get(since, srvfx.ops, 200, HAS("\"at\":[]", "\"lines\":[]", "\"max_ticks\":512"));
+    (void)snprintf(since, sizeof(since), "%s?from=1", path);
+    expect_get(since, srvfx.ops, 400, HAS("unknown query key 'from' (since)"));
+    (void)snprintf(since, sizeof(since), "%s?since=soon", path);
+    expect_get(since, srvfx.ops, 400, HAS("'since'"));
+    expect_get("/v1/admin/rollouts/x1/history", srvfx.ops, 400, HAS("'x1' is not a rollout id"));
+    expect_get("/v1/admin/rollouts/0/history", srvfx.ops, 400, HAS("not a rollout id"));
+    expect_get("/v1/admin/rollouts/424242/history", srvfx.ops, 404, HAS("424242"));
+    assert_int_equal(srvfx_status_of("GET", path, "mfa_nosuchtoken", NULL), 401);
+    /* Reading is every role's; acting stays ops'. */
+    assert_int_equal(srvfx_status_of("GET", path, srvfx.admin, NULL), 200);
+    (void)snprintf(path, sizeof(path), "/v1/admin/rollouts/%s/abort", id);
+    assert_int_equal(srvfx_status_of("POST", path, srvfx.datat, "{}"), 403);
+    assert_int_equal(srvfx_status_of("POST", path, srvfx.ops, "{}"), 200);
+}
+
+/* A model's installed versions per time bin, from the worker's snapshots: counts only, so
+ * any role; unknown keys, bad windows and bad names are 400, an unknown model 404. */
+static void test_server_console__model_installed(void **state)
+{
+    struct srvfx_resp r;
+    char report[256];
+    cJSON *doc, *at, *versions, *v;
+
+    (void)state;
+    srvfx_publish_det();
+    (void)snprintf(report, sizeof(report),
+                   "{\"model\":\"det\",\"version\":\"v1\",\"sha256\":\"%s\","
+                   "\"status\":\"installed\"}",
+                   srvfx.sha1);
+    assert_int_equal(srvfx_status_of("POST", "/v1/report", srvfx.device, report), 204);
+    poll_for(&r, "/v1/admin/models/det/installed", "\"version\":\"v1\"");
+    doc = cJSON_Parse(r.body);
+    free(r.body);
+    assert_non_null(doc);
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(doc, "bin_s")), 60);
+    at = cJSON_GetObjectItemCaseSensitive(doc, "at");
+    versions = cJSON_GetObjectItemCaseSensitive(doc, "versions");
+    assert_true(cJSON_GetArraySize(at) >= 1);
+    assert_int_equal((int64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(at, 0)) % 60, 0);
+    cJSON_ArrayForEach(v, versions)
+    {
+        cJSON *devices = cJSON_GetObjectItemCaseSensitive(v, "devices");
+
+        assert_int_equal(cJSON_GetArraySize(devices), cJSON_GetArraySize(at));
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "version")), "v1") == 0)
+            assert_int_equal(cJSON_GetNumberValue(cJSON_GetArrayItem(devices, 0)), 1);
+    }
+    cJSON_Delete(doc);
+    expect_get("/v1/admin/models/det/installed?window_s=60", srvfx.ops, 200,
+               HAS("\"model\":\"det\"", "\"versions\":["));
+    expect_get("/v1/admin/models/det/installed?window_s=0", srvfx.ops, 400, HAS("'window_s'"));
+    expect_get("/v1/admin/models/det/installed?window_s=604801", srvfx.ops, 400, HAS("'window_s'"));
+    expect_get("/v1/admin/models/det/installed?bins=3", srvfx.ops, 400,
+               HAS("unknown query key 'bins' (window_s)"));
+    expect_get("/v1/admin/models/b@d/installed", srvfx.ops, 400, HAS("[A-Za-z0-9._-]"));
+    expect_get("/v1/admin/models/nosuchmodel/installed", srvfx.datat, 404, HAS("'nosuchmodel'"));
+    assert_int_equal(srvfx_status_of("GET", "/v1/admin/models/det/installed", srvfx.admin, NULL),
+                     200);
+}
+
 int main(void)
 {
     return MF_TEST_RUN(
@@ -380,5 +544,8 @@ int main(void)
         cmocka_unit_test(test_server_console__fleet_summary_aggregates),
         cmocka_unit_test(test_server_console__fleet_devices_page_by_page),
         cmocka_unit_test(test_server_console__one_device_whole),
-        cmocka_unit_test(test_server_console__model_deltas));
+        cmocka_unit_test(test_server_console__model_deltas),
+        cmocka_unit_test(test_server_console__model_installed),
+        cmocka_unit_test(test_server_console__device_classes),
+        cmocka_unit_test(test_server_console__rollout_history));
 }

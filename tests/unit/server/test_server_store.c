@@ -808,17 +808,7 @@ static void test_server_store__report_unknown_device(void **state)
 static void report(struct store_fixture *f, struct mf_store *s, const char *dev,
                    const char *version, const char *status, const char *detail)
 {
-    struct mf_store_status st;
-
-    memset(&st, 0, sizeof(st));
-    (void)snprintf(st.device_id, sizeof(st.device_id), "%s", dev);
-    (void)snprintf(st.model, sizeof(st.model), "det");
-    (void)snprintf(st.version, sizeof(st.version), "%s", version);
-    memset(st.sha256, version[1], MF_SHA256_HEX_LEN); /* "c1" -> "111...": one per version */
-    (void)snprintf(st.status, sizeof(st.status), "%s", status);
-    (void)snprintf(st.detail, sizeof(st.detail), "%s", detail);
-    st.reported_at = 100;
-    assert_int_equal(s->ops->devices->report_insert(s, &f->ctx, &st), MF_OK);
+    store_fixture_report(s, &f->ctx, dev, "det", version, status, detail);
 }
 
 struct running_seen {

@@ -1,14 +1,34 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fleet: the server's aggregation (devices by state, per channel, installed versions per
-// model) and, for ops, the device list a page at a time with search and a state filter.
+// Fleet: the server's aggregation (devices by state, per channel, per device class, installed
+// versions per model now and over time: GET /v1/admin/models/{name}/installed) and, for ops, the device list a page at a time with search and a state filter.
 // Device: one device whole (models and slots, pending and rolled-back versions, pins, groups).
 import { api, canOps } from '../api';
 import { ago, badge, h, iso, link, table, J, simpleView } from '../dom';
 import type { View } from '../main';
+import { color, plot } from '../chart';
 import { DIMS } from './models';
 
 function card(label: string, value: number, testid: string, kind = ''): HTMLElement {
   return h('div', { class: `card ${kind}`, 'data-testid': testid }, h('div', { class: 'num' }, value), h('div', {}, label));
+}
+
+// Devices per installed version of each model over time, stacked: the server's bins.
+function versionsOverTime(series: J[]): HTMLElement {
+  return h(
+    'div',
+    { class: 'charts', 'data-testid': 'versions-over-time' },
+    series.map((m: J) =>
+      m.at.length
+        ? plot(
+            `${m.model}: devices per version (bins of ${m.bin_s} s)`,
+            m.at,
+            m.versions.map((v: J) => v.devices),
+            m.versions.map((v: J, i: number) => ({ label: v.version, color: color(i) })),
+            { stacked: true, testid: `installed-${m.model}`, xRange: [Math.max(m.since, m.at[0] - 10 * m.bin_s), m.at[m.at.length - 1] + m.bin_s] },
+          )
+        : h('p', { class: 'muted' }, `${m.model}: no snapshot yet (one a minute).`),
+    ),
+  );
 }
 
 function versionBars(models: J[]): HTMLElement {
@@ -58,6 +78,7 @@ export const fleetView: View = async (el, ctx) => {
   el.append(h('h1', {}, 'Fleet'), summary, list);
   let q = '';
   let state = '';
+  let cls = '';
   const cursors: string[] = []; // the `after` of each page shown before this one
   let after = '';
 
@@ -67,6 +88,7 @@ export const fleetView: View = async (el, ctx) => {
     { 'data-testid': 'fleet-state' },
     ['', 'online', 'offline', 'stale'].map((s) => h('option', { value: s }, s || 'any state')),
   ) as HTMLSelectElement;
+  const classSel = h('select', { 'data-testid': 'fleet-class' }, h('option', { value: '' }, 'any class')) as HTMLSelectElement;
   const rows = h('div', {});
   const pager = h('div', { class: 'pager' });
   if (canOps(ctx.me)) {
@@ -82,13 +104,22 @@ export const fleetView: View = async (el, ctx) => {
       cursors.length = 0;
       void refresh();
     });
-    list.append(h('h2', {}, 'Devices'), h('div', { class: 'controls' }, search, stateSel), rows, pager);
+    classSel.addEventListener('change', () => {
+      cls = classSel.value;
+      after = '';
+      cursors.length = 0;
+      void refresh();
+    });
+    list.append(h('h2', {}, 'Devices'), h('div', { class: 'controls' }, search, stateSel, classSel), rows, pager);
   } else {
     list.append(h('p', { class: 'muted' }, 'Device rows are for the ops role; this role sees the fleet aggregated.'));
   }
 
   const refresh = async () => {
     const s: J = await api('/v1/admin/fleet/summary');
+    const over: J[] = await Promise.all(
+      s.models.map((m: J) => api(`/v1/admin/models/${encodeURIComponent(m.model)}/installed`)),
+    );
     const d = s.devices;
     summary.replaceChildren(
       h(
@@ -102,13 +133,24 @@ export const fleetView: View = async (el, ctx) => {
       ),
       h('h2', {}, 'Versions per model'),
       versionBars(s.models),
+      h('h2', {}, 'Versions per model over time'),
+      versionsOverTime(over),
       h('h2', {}, 'Channels'),
       table(['channel', 'devices'], Object.entries(s.channels).map(([k, v]) => [k, v as number]), 'channels'),
+      h('h2', {}, 'Device classes'),
+      Object.keys(s.classes).length
+        ? table(['class', 'devices'], Object.entries(s.classes).map(([k, v]) => [k, v as number]), 'classes')
+        : h('p', { class: 'muted' }, 'No device has declared a class in its runtime reports.'),
     );
+    // The class filter offers the classes the server counted (kept while the list refreshes).
+    const want = ['', ...Object.keys(s.classes)];
+    if ([...classSel.options].map((o) => o.value).join() !== want.join())
+      classSel.replaceChildren(...want.map((c) => h('option', { value: c, selected: c === cls }, c || 'any class')));
     if (!canOps(ctx.me)) return;
     const qs = new URLSearchParams({ limit: '50' });
     if (q) qs.set('q', q);
     if (state) qs.set('state', state);
+    if (cls) qs.set('class', cls);
     if (after) qs.set('after', after);
     const page: J = await api(`/v1/admin/fleet/devices?${qs}`);
     rows.replaceChildren(
@@ -139,6 +181,11 @@ const DEVICE_DIMS = DIMS.filter(([k]) => k !== 'devices_running');
 
 export const deviceView: View = simpleView(([id]) => ['Device ', h('code', {}, id)], async (body, [id]) => {
     const d: J = await api(`/v1/admin/devices/${encodeURIComponent(id)}`);
+    // Pending: a pin the device does not run yet (it installs it at its next check-in).
+    const pending = d.pins
+      .map((p: J) => [p, d.models.find((m: J) => m.name === p.model)])
+      .filter(([p, m]: J[]) => !m || (m.running_version || '') !== p.version)
+      .map(([p, m]: J[]) => [p.model, m?.running_version || '-', h('strong', {}, p.version), `pinned ${iso(p.created_at)}`]);
     body.replaceChildren(
       h(
         'dl',
@@ -150,20 +197,30 @@ export const deviceView: View = simpleView(([id]) => ['Device ', h('code', {}, i
         h('dt', {}, 'groups'), h('dd', {}, d.groups.length ? d.groups.join(', ') : 'none'),
         h('dt', {}, 'credential'), h('dd', {}, d.revoked ? badge('revoked', 'bad') : 'valid'),
       ),
-      h('h2', {}, 'Models'),
+      h('h2', {}, 'Installed'),
       table(
-        ['model', 'runs', 'last offered', 'status', 'reason', 'reported', 'sha256'],
+        ['model', 'runs', 'last report', 'reported', 'sha256'],
         d.models.map((m: J) => [
           m.name,
           h('strong', {}, m.running_version || '-'),
-          m.version,
-          badge(m.status, m.status === 'installed' ? 'good' : 'bad'),
-          m.detail || '',
+          m.status === 'installed' ? badge('installed', 'good') : `${m.version}: ${m.status}`,
           ago(m.reported_at),
           h('code', {}, m.sha256.slice(0, 12)),
         ]),
         'device-models',
       ),
+      h('h2', {}, 'Pending'),
+      pending.length
+        ? table(['model', 'runs', 'to install', 'why'], pending, 'device-pending')
+        : h('p', { class: 'muted', 'data-testid': 'device-pending-none' }, 'Nothing pending: the device runs what it is held at.'),
+      h('h2', {}, 'Rolled back and failed versions'),
+      d.failures.length
+        ? table(
+            ['model', 'version', 'what', 'reason', 'when'],
+            d.failures.map((f: J) => [f.model, f.version, badge(f.rolled_back ? 'rolled back' : 'failed', 'bad'), f.detail || '-', iso(f.at)]),
+            'device-failures',
+          )
+        : h('p', { class: 'muted' }, 'No version of this device rolled back or failed.'),
       h('h2', {}, 'Pins'),
       d.pins.length
         ? table(['model', 'held at', 'since'], d.pins.map((p: J) => [p.model, p.version, iso(p.created_at)]), 'device-pins')

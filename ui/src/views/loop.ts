@@ -26,11 +26,11 @@ export const loopView: View = simpleView('Loop: distillation runs', async (body)
     }
     const nums = runs.map((x) => numbers(x.record));
     const keys = [...new Set(nums.flatMap((n) => Object.keys(n)))];
-    const groups: [string, RegExp][] = [
-      ['accuracy', /accuracy|agreement/],
-      ['offload (realised vs target)', /offload|rate/],
-      ['samples', /samples|hard|audit/],
-      ['patch bytes', /bytes|size/],
+    const groups: [string, RegExp, string][] = [
+      ['accuracy', /accuracy|agreement/, 'loop-accuracy'],
+      ['offload (realised vs target)', /offload|rate/, 'loop-offload'],
+      ['samples', /samples|hard|audit/, 'loop-samples'],
+      ['patch bytes', /bytes|size/, 'loop-bytes'],
     ];
     const x = runs.map((run) => run.id);
     body.replaceChildren(
@@ -45,10 +45,10 @@ export const loopView: View = simpleView('Loop: distillation runs', async (body)
       h(
         'div',
         { class: 'charts' },
-        groups.map(([title, re]) => {
+        groups.map(([title, re, testid]) => {
           const ks = keys.filter((k) => re.test(k)).slice(0, 6);
           if (!ks.length) return null;
-          return plot(title, x, ks.map((k) => nums.map((n) => n[k] ?? null)), ks.map((k, i) => ({ label: k, color: color(i) })), { timeAxis: false });
+          return plot(title, x, ks.map((k) => nums.map((n) => n[k] ?? null)), ks.map((k, i) => ({ label: k, color: color(i) })), { timeAxis: false, testid });
         }),
       ),
     );

@@ -116,6 +116,24 @@ function confidence(rows: J[]): HTMLElement {
   );
 }
 
+// Versions side by side, each figure with its change against the version before it.
+function scorecard(vs: J[], dims: typeof DIMS, testid: string): HTMLElement {
+  return table(
+    ['dimension', ...vs.map((v) => v.version)],
+    dims.map(([k, label, f]) => [
+      label,
+      ...vs.map((v, i) => {
+        const x = v[k];
+        if (x === undefined || x === null) return '-';
+        const prev = i > 0 ? vs[i - 1][k] : undefined;
+        const delta = prev ? ` (${x >= prev ? '+' : ''}${(((x - prev) / prev) * 100).toFixed(0)} % vs ${vs[i - 1].version})` : '';
+        return `${f(x)}${delta}`;
+      }),
+    ]),
+    testid,
+  );
+}
+
 export const healthView: View = simpleView('Model health', async (body, [name]) => {
     const models: J = await api('/v1/admin/models');
     const pick = h(
@@ -136,21 +154,18 @@ export const healthView: View = simpleView('Model health', async (body, [name]) 
     body.replaceChildren(
       pick,
       h('h2', {}, model),
-      table(
-        ['dimension', ...vs.map((v) => v.version)],
-        DIMS.map(([k, label, f]) => [
-          label,
-          ...vs.map((v, i) => {
-            const x = v[k];
-            if (x === undefined || x === null) return '-';
-            const prev = i > 0 ? vs[i - 1][k] : undefined;
-            const delta = prev ? ` (${x >= prev ? '+' : ''}${(((x - prev) / prev) * 100).toFixed(0)} % vs ${vs[i - 1].version})` : '';
-            return `${f(x)}${delta}`;
-          }),
-        ]),
-        'scorecard',
-      ),
+      scorecard(vs, DIMS, 'scorecard'),
       h('p', { class: 'muted' }, `Reports skipped (malformed or unknown version): ${s.skipped_reports}`),
+      h('h2', {}, 'Per device class'),
+      s.classes.length
+        ? h(
+            'div',
+            { 'data-testid': 'health-classes' },
+            s.classes.map((c: J) =>
+              h('section', {}, h('h3', {}, `class ${c.class}`), scorecard(c.versions, DIMS.filter(([k]) => k !== 'devices_running'), `scorecard-${c.class}`)),
+            ),
+          )
+        : h('p', { class: 'muted' }, 'No device declared a class with its reports.'),
       h('h2', {}, 'Confidence'),
       confidence(rates.rates.filter((r: J) => r.scores > 0)),
     );

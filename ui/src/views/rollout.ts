@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Rollouts: the list, and one rollout whole: waves with their devices, every red line's value
-// against its bound (the canary beside the control group), plotted over the time the page has
-// watched, the events, and for ops pause / resume / abort / fleet rollback behind a
+// against its bound (the canary beside the control group), plotted over the rollout's
+// evaluations (the server keeps them: GET /v1/admin/rollouts/{id}/history), the events, and for ops pause / resume / abort / fleet rollback behind a
 // confirmation that says what will happen.
 import { api, canOps } from '../api';
 import { badge, h, iso, link, table, J, simpleView } from '../dom';
@@ -74,23 +74,6 @@ function confirmDialog(text: string, label: string): Promise<boolean> {
   });
 }
 
-// What the page has seen of each line: [time, value, bound, control] per poll.
-const seen = new Map<string, { t: number[]; v: (number | null)[]; b: (number | null)[]; c: (number | null)[] }>();
-
-function record(r: J): void {
-  const now = Date.now() / 1000;
-  for (const l of r.red_lines) {
-    const key = `${r.id}/${l.metric}`;
-    let s = seen.get(key);
-    if (!s) seen.set(key, (s = { t: [], v: [], b: [], c: [] }));
-    if (s.t.length >= 1800) for (const a of [s.t, s.v, s.b, s.c]) a.shift(); // an hour at 2 s
-    s.t.push(now);
-    s.v.push(l.evaluated ? l.value : null);
-    s.b.push(l.evaluated ? l.bound : null);
-    s.c.push(l.kind === 'relative' && l.evaluated ? l.control : null);
-  }
-}
-
 export const rolloutView: View = async (el, ctx, [id]) => {
   const head = h('section', {});
   const actions = h('div', { class: 'controls', 'data-testid': 'rollout-actions' });
@@ -100,7 +83,7 @@ export const rolloutView: View = async (el, ctx, [id]) => {
   const charts = h('div', { class: 'charts' });
   const events = h('section', {});
   el.append(head, actions, message, waves, lines,
-    h('h2', {}, 'Red lines over time (values this page has seen, every 2 s)'), charts, events);
+    h('h2', {}, 'Red lines over time (every evaluation of the rollout, kept by the server)'), charts, events);
   let r: J;
 
   const act = async (action: string, label: string) => {
@@ -117,8 +100,8 @@ export const rolloutView: View = async (el, ctx, [id]) => {
   };
 
   const refresh = async () => {
-    r = await api(`/v1/admin/rollouts/${id}`);
-    record(r);
+    let hist: J;
+    [r, hist] = await Promise.all([api(`/v1/admin/rollouts/${id}`), api(`/v1/admin/rollouts/${id}/history`)]);
     const breached = r.red_lines.filter((l: J) => l.breached);
     head.replaceChildren(
       h('h1', {}, `Rollout #${r.id}: ${r.model} ${r.version} `, badge(r.state, r.state), ' '),
@@ -168,14 +151,15 @@ export const rolloutView: View = async (el, ctx, [id]) => {
       ),
     );
     charts.replaceChildren(
-      ...r.red_lines.map((l: J, i: number) => {
-        const s = seen.get(`${r.id}/${l.metric}`)!;
-        return plot(l.metric, s.t, [s.v, s.b, s.c], [
-          { label: 'canary', color: color(i) },
-          { label: 'bound', color: '#dc2626', dash: [6, 4] },
-          { label: 'control', color: '#6b7280' },
-        ], { testid: `chart-${l.metric}` });
-      }),
+      ...(hist.at.length
+        ? hist.lines.map((l: J) =>
+            plot(`${l.metric} (${l.kind === 'relative' ? 'canary, bound, control' : 'canary, bound'})`, hist.at, l.kind === 'relative' ? [l.value, l.bound, l.control] : [l.value, l.bound], [
+              { label: 'canary', color: color(0) },
+              { label: 'bound', color: '#dc2626', dash: [6, 4] },
+              { label: 'control', color: '#6b7280' },
+            ].slice(0, l.kind === 'relative' ? 3 : 2), { testid: `chart-${l.metric}`, xRange: [r.created_at, Math.max(hist.at[hist.at.length - 1], r.created_at + 60)] }),
+          )
+        : [h('p', { class: 'muted', 'data-testid': 'history-empty' }, 'No evaluation yet.')]),
     );
     events.replaceChildren(
       h('h2', {}, 'Events'),
