@@ -99,9 +99,9 @@ halted = {}
 for e in status["events"]:
     if e["kind"] == "class_halted":
         tag = e.get("detail", "").split()[1] if e.get("detail", "").startswith("class ") else "?"
-        halted[tag] = e["at"] - start
+        halted[tag] = max(0.0, e["at"] - start)  # "at" has 1 s resolution
     if e["kind"] in ("advanced", "done", "halted"):
-        print(f"{label}: fleet {e['kind']} at +{e['at'] - start:.0f} s (1 s resolution)")
+        print(f"{label}: fleet {e['kind']} at +{max(0.0, e['at'] - start):.0f} s (1 s resolution)")
 ended, peak, left = {}, {}, {}
 for l in lines:
     if l[0] == "class" and l[2] == "version":
