@@ -160,16 +160,19 @@ static int degrade_step(struct sim_device *d, const struct sim_squeeze_now *now)
 {
     mf_degrade_signals sig = {now->memory_pressure, now->thermal, -1};
     const mf_degrade_status *st;
-    int r;
+    int r, was;
 
     if (!d->degrade)
         return 0;
+    was = mf_degrade_status_get(d->degrade)->degraded;
     r = mf_degrade_feed(d->degrade, &sig, d->clock_ms);
     st = mf_degrade_status_get(d->degrade);
-    if (r == 1 && st->degraded) {
+    if (r < 0) /* the switch holds in memory; its saved state is the previous one */
+        (void)fprintf(stderr, "mf-sim: %s: degrade state not saved: %s\n", d->id, mf_strerror(r));
+    if (st->degraded && !was) {
         d->counts.degrades++;
         d->counts.by_reason[(unsigned)st->reason % 8u]++;
-    } else if (r == 1) {
+    } else if (!st->degraded && was) {
         d->counts.restores++;
     }
     return st->degraded;

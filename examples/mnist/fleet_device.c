@@ -434,18 +434,16 @@ static int degrade_pass(struct fleet_device *d, mf_fleet_counts *c)
     const struct fleet_config *cfg = d->cfg;
     mf_degrade_signals sig = {d->pass >= cfg->squeeze_p0 && d->pass < cfg->squeeze_p1, -1, -1};
     const mf_degrade_status *st;
-    int r;
+    int was;
 
     if (!d->degrade)
         return 0;
-    r = mf_degrade_feed(d->degrade, &sig, (uint64_t)d->pass * 60000u);
-    st = mf_degrade_status_get(d->degrade);
-    if (r < 0)
+    was = mf_degrade_status_get(d->degrade)->degraded;
+    if (mf_degrade_feed(d->degrade, &sig, (uint64_t)d->pass * 60000u) < 0)
         (void)fprintf(stderr, "mf-example-fleet: %s: degrade state not saved\n", d->id);
-    if (r == 1 && st->degraded)
-        c->degrades++;
-    else if (r == 1)
-        c->restores++;
+    st = mf_degrade_status_get(d->degrade); /* a switch that was not saved holds too */
+    c->degrades += st->degraded && !was;
+    c->restores += !st->degraded && was;
     return st->degraded && d->fallback;
 }
 
