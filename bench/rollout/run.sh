@@ -13,15 +13,39 @@
 #     state);
 #   - breach to rolled back: from the halted event (1 s resolution) to the moment the last
 #     device running v2 was back on v1 (mf-sim's "none on v2 at MS" line).
+# MF_BENCH_SCENARIO=class instead declares two device classes (the first half of the fleet
+# cam-lite, low RAM; the rest cam-pro, an accelerator) and gives v2 twice v1's latency on
+# cam-lite only (the variant that class runs): that class alone is halted and goes back to
+# v1 while cam-pro advances through the waves; a per-class table gives, for each class, its
+# devices, when it was halted, when its last device left v2, and where its devices ended.
 # Usage: bench/rollout/run.sh BIN_DIR [DEVICES]   (BIN_DIR holds mf-server, mfctl, mf-sim;
 # default 10000 devices). Environment: MF_SIM_THREADS (4), MF_BENCH_STORES ("sqlite pg"),
-# MF_BENCH_ROLLOUT_CYCLES (4: install, report, halt seen, back on v1).
+# MF_BENCH_ROLLOUT_CYCLES (4: install, report, halt seen, back on v1; 6 for class),
+# MF_BENCH_SCENARIO (fleet, or class).
 set -uo pipefail
 BIN=${1:?usage: run.sh BIN_DIR [DEVICES]}
 devices=${2:-10000}
 threads=${MF_SIM_THREADS:-4}
 stores=${MF_BENCH_STORES:-sqlite pg}
-rollout_cycles=${MF_BENCH_ROLLOUT_CYCLES:-4}
+scenario=${MF_BENCH_SCENARIO:-fleet}
+case $scenario in
+fleet)
+    rollout_cycles=${MF_BENCH_ROLLOUT_CYCLES:-4}
+    classes=()
+    v2=(--behave "v2:lat=2000,mem=40M,offload=5")
+    ;;
+class)
+    rollout_cycles=${MF_BENCH_ROLLOUT_CYCLES:-6}
+    half=$((devices / 2))
+    classes=(--class "0-$half:cam-lite,ram=256,storage=512,int8"
+        --class "$half-$devices:cam-pro,ram=2048,storage=8192,accel=npu,int8,fp16")
+    v2=(--behave "v2:lat=1000,mem=40M,offload=5" --behave "v2@cam-lite:lat=2000,mem=40M,offload=5")
+    ;;
+*)
+    echo "MF_BENCH_SCENARIO: fleet or class, not $scenario" >&2
+    exit 2
+    ;;
+esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=scripts/lib/stack.sh
 . "$root/scripts/lib/stack.sh"
@@ -48,7 +72,8 @@ sim() { # sim LABEL CYCLES [options]
     "$BIN/mf-sim" --server "$MF_URL" --enroll-token-file "$MF_ENROLL_TOKEN_FILE" \
         --trust-root "$MF_ROOT_FILE" --state "$work/$label-fleet" --model det \
         --devices "$devices" --cycles "$cycles" --interval-ms 0 --inferences 20 \
-        --threads "$threads" --behave v1:lat=1000,mem=40M,offload=5 "$@" 2>>"$work/$label-sim.log"
+        --threads "$threads" --behave v1:lat=1000,mem=40M,offload=5 "${classes[@]}" "$@" \
+        2>>"$work/$label-sim.log"
 }
 
 # server_latency LOG FROM_LINE: p50/p99 and count of the check-ins logged after FROM_LINE.
@@ -57,6 +82,44 @@ server_latency() {
         sed -n 's/.* ms=\([0-9.]*\).*/\1/p' | sort -g |
         awk '{v[NR] = $1} END { if (NR) printf "server check-ins %d: p50 %.1f ms p99 %.1f ms max %.1f ms\n",
             NR, v[int((NR - 1) * 0.5) + 1], v[int((NR - 1) * 0.99) + 1], v[NR] }'
+}
+
+# class_table LABEL: per class, its devices, when it was halted (s after the first v2
+# reports began, from the class_halted event), when its last device left v2 (mf-sim's
+# class-cycle lines: cycle resolution) and the versions its devices ended on.
+class_table() {
+    local label=$1 out=$work/$1-rollout.out json=$work/$1-status.json
+    mfctl_admin rollout status 1 --json >"$json"
+    python3 - "$out" "$json" "$label" <<'PY'
+import json, sys
+out, status, label = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
+lines = [l.split() for l in open(out)]
+start = next(int(l[3]) / 1000 for l in lines if l[0] == "cycle" and l[1] == "0")
+halted = {}
+for e in status["events"]:
+    if e["kind"] == "class_halted":
+        tag = e.get("detail", "").split()[1] if e.get("detail", "").startswith("class ") else "?"
+        halted[tag] = max(0.0, e["at"] - start)  # "at" has 1 s resolution
+    if e["kind"] in ("advanced", "done", "halted"):
+        print(f"{label}: fleet {e['kind']} at +{max(0.0, e['at'] - start):.0f} s (1 s resolution)")
+ended, peak, left = {}, {}, {}
+for l in lines:
+    if l[0] == "class" and l[2] == "version":
+        ended.setdefault(l[1], []).append(f"{l[3]} {l[5]}")
+    if l[0] == "class-cycle":
+        tag, on, at = l[4], int(l[6]), int(l[3]) / 1000 - start
+        peak[tag] = max(peak.get(tag, 0), on)
+        if on == 0 and peak[tag] > 0 and tag not in left:
+            left[tag] = (int(l[1]), at)
+        if on > 0:
+            left.pop(tag, None)
+print(f"{label}: {'class':10} {'devices':>7} {'peak on v2':>10} {'halted at':>10} {'off v2 at':>16}  ended on")
+for tag in ended:
+    n = sum(int(x.split()[1]) for x in ended[tag])
+    h = f"+{halted[tag]:.0f} s" if tag in halted else "never"
+    off = f"+{left[tag][1]:.0f} s (cycle {left[tag][0]})" if tag in left else "-"
+    print(f"{label}: {tag:10} {n:7} {peak.get(tag, 0):10} {h:>10} {off:>16}  {', '.join(ended[tag])}")
+PY
 }
 
 bench_store() { # bench_store LABEL
@@ -82,13 +145,18 @@ bench_store() { # bench_store LABEL
 JSON
     mfctl_admin rollout create det v2 "$work/plan.json" >/dev/null || return 1
     mark=$(wc -l <"$log")
-    sim "$label" "$rollout_cycles" --behave v2:lat=2000,mem=40M,offload=5 \
-        >"$work/$label-rollout.out"
-    grep '^device steps\|^check-in steps\|^version\|^failed\|^cycle' "$work/$label-rollout.out" |
-        sed "s/^/$label: rollout run: /"
+    sim "$label" "$rollout_cycles" "${v2[@]}" >"$work/$label-rollout.out"
+    grep '^device steps\|^check-in steps\|^version\|^class \|^failed\|^cycle' \
+        "$work/$label-rollout.out" | sed "s/^/$label: rollout run: /"
     server_latency "$log" "$mark" | sed "s/^/$label: rollout run: /"
     mfctl_admin rollout status 1 >"$work/$label-status.txt"
-    grep '^rollout\|halted by' "$work/$label-status.txt" | sed "s/^/$label: /"
+    grep '^rollout\|^state\|halted by\|^classes halted' "$work/$label-status.txt" |
+        sed "s/^/$label: /"
+    if [ "$scenario" = class ]; then
+        class_table "$label"
+        mf_stack_stop
+        return 0
+    fi
     t_halt=$(mfctl_admin rollout status 1 --json | python3 -c \
         'import json,sys; print([e["at"] for e in json.load(sys.stdin)["events"] if e["kind"]=="halted"][0])')
     # The moment after the breach at which the last device running v2 was back on v1.

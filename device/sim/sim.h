@@ -19,6 +19,7 @@
 #define SIM_MAX_CLASSES 4
 #define SIM_MAX_DEVICES 20000
 #define SIM_MAX_THREADS 64
+#define SIM_MAX_SQUEEZES 4
 
 /* What a model version does on every device that runs it ("v2"), or only on the devices of
  * one class ("v2@cam-lite", which wins over "v2" there): the variant that class runs. */
@@ -35,6 +36,29 @@ struct sim_class {
     unsigned from, to;
     char tag[MF_AGENT_NAME_MAX + 1], accel[MF_AGENT_NAME_MAX + 1];
     mf_agent_device_class cls; /* tag and accelerator point into the two above */
+};
+
+/* A squeeze event (--squeeze): devices [from, to), or those of class `tag`, optionally only
+ * while they run `version`. Minutes count on the simulated clock from the activation of the
+ * installed version (its first inference in this run): from `throttle_after_min` on the
+ * latency is multiplied by factor_pct / 100 and the platform reports the device hot; in
+ * minutes [mem_from_min, mem_to_min) it is under memory pressure. Each squeezed device runs
+ * the mf_degrade controller (mf/degrade.h) on those signals; while it says degrade, the
+ * device runs its fallback variant at fallback_pct % of the latency (throttled alike). */
+struct sim_squeeze {
+    unsigned from, to;
+    char tag[MF_AGENT_NAME_MAX + 1];
+    char version[MF_AGENT_NAME_MAX + 1];
+    unsigned throttle_after_min, factor_pct; /* factor_pct 0: no throttling */
+    unsigned mem_from_min, mem_to_min;       /* mem_to_min 0: no memory pressure */
+    unsigned fallback_pct;
+};
+
+/* What a squeeze does at one minute. */
+struct sim_squeeze_now {
+    unsigned factor_pct; /* latency x factor_pct / 100 (100: none) */
+    int thermal;         /* platform thermal level: 2 while throttled, else 0 */
+    int memory_pressure; /* 1 under pressure */
 };
 
 struct sim_config {
@@ -57,6 +81,12 @@ struct sim_config {
     const char *report_path; /* final "<device> <version>" lines; NULL: none */
     struct sim_class classes[SIM_MAX_CLASSES];
     size_t n_classes;
+    struct sim_squeeze squeeze[SIM_MAX_SQUEEZES];
+    size_t n_squeeze;
+    /* Simulated milliseconds one cycle spans (the clock of the telemetry's sustained windows,
+     * the squeezes and the degrade controller); cycle_ms_set 0: the interval's. */
+    unsigned cycle_ms;
+    int cycle_ms_set;
 };
 
 /* The man-page-style usage (--help). */
@@ -77,6 +107,16 @@ const struct sim_class *sim__class_of(const struct sim_config *cfg, unsigned ind
 /* Parses "VERSION[@TAG]:lat=N,mem=N,health=ok|fail,offload=PCT" into `b`. 0 or -1. */
 int sim__parse_behaviour(struct sim_behaviour *b, const char *spec);
 
+/* Parses "all|@TAG|FROM-TO:[after=MIN,factor=F][,mem=A-B][,fallback=PCT][,version=V]" (a
+ * throttle, memory pressure or both) into `q`. 0 or -1. */
+int sim__parse_squeeze(struct sim_squeeze *q, const char *spec);
+/* The first squeeze that hits device `index` of class `tag` (NULL: none) running `version`
+ * (NULL: any version), or NULL. */
+const struct sim_squeeze *sim__squeeze_of(const struct sim_config *cfg, unsigned index,
+                                          const char *tag, const char *version);
+/* What `q` (NULL: none) does at `minute` since the activation. */
+void sim__squeeze_at(struct sim_squeeze_now *out, const struct sim_squeeze *q, uint64_t minute);
+
 /* One simulated device. */
 struct sim_device;
 
@@ -84,15 +124,27 @@ struct sim_device;
 struct sim_device *sim__device_new(const struct sim_config *cfg, unsigned index);
 void sim__device_free(struct sim_device *d);
 
-/* One cycle: `inferences` simulated inferences of the installed version recorded into the
- * device's telemetry, then the agent's step (check-in carrying them, installs). A step that
- * downloaded nothing puts its duration in *checkin_us (left alone otherwise). Returns 0, or
- * -1 after printing why the step failed (the device tries again next cycle). Devices are
- * independent: distinct devices may cycle on distinct threads at once. */
-int sim__device_cycle(uint64_t *checkin_us, struct sim_device *d);
+/* Cycle `cycle`: `inferences` simulated inferences of the installed version recorded into the
+ * device's telemetry (spread over the cycle's simulated span, under its squeezes), then the agent's
+ * step (check-in carrying them, installs). A step that downloaded nothing puts its duration in
+ * *checkin_us (left alone otherwise). Returns 0, or -1 after printing why the step failed (the
+ * device tries again next cycle). Devices are independent: distinct devices may cycle on distinct
+ * threads at once. */
+int sim__device_cycle(uint64_t *checkin_us, struct sim_device *d, unsigned cycle);
 
 /* The installed version ("" when none) and the device id. Borrowed. */
 const char *sim__device_version(const struct sim_device *d);
 const char *sim__device_id(const struct sim_device *d);
+/* The class tag it declares ("" when none). Borrowed. */
+const char *sim__device_class(const struct sim_device *d);
+
+/* What the degrade controller of a squeezed device did in this run: switches to the
+ * fallback and back, the inferences run degraded, and whether it is degraded now. */
+struct sim_degrade_counts {
+    unsigned long degrades, restores, degraded_inferences;
+    unsigned long by_reason[8]; /* degrades by mf_degrade_reason */
+    int degraded;
+};
+void sim__device_degrade_counts(struct sim_degrade_counts *out, const struct sim_device *d);
 
 #endif /* MF_SIM_H */

@@ -21,13 +21,14 @@ const char sim__usage[] =
     "    mf-sim --server URL --enroll-token-file F --trust-root ROOT.json --state DIR\n"
     "           --model NAME --devices N --cycles K [--interval-ms MS] [--inferences N]\n"
     "           [--threads T] [--prefix P] [--behave SPEC]... [--offline FROM-TO:C0-C1]\n"
-    "           [--report FILE]\n"
+    "           [--class SPEC]... [--squeeze SPEC]... [--cycle-ms MS] [--report FILE]\n"
     "    mf-sim --help | --version\n"
     "DESCRIPTION\n"
     "    Each cycle every device runs N simulated inferences of its installed version as\n"
     "    --behave describes it and steps its libmf agent, whose check-in carries them (and\n"
     "    installs what is assigned). At the end it prints \"version V devices N\" per\n"
-    "    installed version and the check-in latency percentiles.\n"
+    "    installed version and the check-in latency percentiles; with --class, also per\n"
+    "    class; with --squeeze, the degrade and restore switches.\n"
     "OPTIONS\n"
     "    --devices N          fleet size, 1..20000\n"
     "    --cycles K           cycles to run, at least 1\n"
@@ -41,6 +42,15 @@ const char sim__usage[] =
     "                         @CLASS: only on that class's devices, over a plain one)\n"
     "    --class FROM-TO:TAG,ram=MB,storage=MB[,accel=NAME][,int8][,fp16]\n"
     "                         devices FROM..TO-1 declare that class (up to 4)\n"
+    "    --squeeze WHO:[after=MIN,factor=F][,mem=A-B][,fallback=PCT][,version=V]\n"
+    "                         squeeze events (up to 4) on WHO (all, @CLASS or FROM-TO),\n"
+    "                         only while running V if given: from minute MIN after the\n"
+    "                         version's activation latency x F (1..100, e.g. 2.5) and the\n"
+    "                         device hot; memory pressure in minutes A..B-1. Squeezed\n"
+    "                         devices run the degrade controller and, degraded, their\n"
+    "                         fallback at PCT % of the latency (default 50)\n"
+    "    --cycle-ms MS        simulated time one cycle spans (default: the interval), the\n"
+    "                         clock of sustained windows, squeezes and degrading\n"
     "    --offline FROM-TO:C0-C1  devices FROM..TO-1 skip cycles C0..C1-1\n"
     "    --report FILE        write \"<device> <version>\" per device at the end\n"
     "EXIT STATUS\n"
@@ -117,12 +127,14 @@ static const struct uint_flag uint_flags[] = {
     {"--interval-ms", offsetof(struct sim_config, interval_ms), 0, 3600000},
     {"--inferences", offsetof(struct sim_config, inferences), 0, 1000000},
     {"--threads", offsetof(struct sim_config, threads), 1, SIM_MAX_THREADS},
+    {"--cycle-ms", offsetof(struct sim_config, cycle_ms), 0, 86400000},
 };
 
 static int parse_one(struct sim_config *c, const char *k, const char *v, char **token, char **root)
 {
     size_t len = 0;
 
+    c->cycle_ms_set |= strcmp(k, "--cycle-ms") == 0;
     for (size_t i = 0; i < sizeof(uint_flags) / sizeof(uint_flags[0]); i++) {
         if (strcmp(k, uint_flags[i].name) == 0) {
             unsigned *dst = (unsigned *)(void *)((char *)c + uint_flags[i].offset);
@@ -170,6 +182,14 @@ static int parse_one(struct sim_config *c, const char *k, const char *v, char **
         if (sim__parse_class(&c->classes[c->n_classes], v) < 0)
             return bad(k, v, "not FROM-TO:TAG,ram=MB,storage=MB[,accel=NAME][,int8][,fp16]");
         c->n_classes++;
+    } else if (strcmp(k, "--squeeze") == 0) {
+        if (c->n_squeeze == SIM_MAX_SQUEEZES)
+            return bad(k, v, "more than 4 squeezes");
+        if (sim__parse_squeeze(&c->squeeze[c->n_squeeze], v) < 0)
+            return bad(k, v,
+                       "not all|@CLASS|FROM-TO:[after=MIN,factor=F][,mem=A-B][,fallback=PCT]"
+                       "[,version=V]");
+        c->n_squeeze++;
     } else if (strcmp(k, "--offline") == 0) {
         if (!strchr(v, ':') || parse_range(&c->offline_from, &c->offline_to, v, ':') < 0 ||
             parse_range(&c->offline_c0, &c->offline_c1, strchr(v, ':') + 1, '\0') < 0)
@@ -215,6 +235,8 @@ int sim__parse_args(struct sim_config *c, int argc, char **argv, char **token, c
         if (parse_one(c, argv[i], argv[i + 1], token, root) < 0)
             return -1;
     }
+    if (!c->cycle_ms_set)
+        c->cycle_ms = c->interval_ms;
     need = missing(c);
     if (need) {
         (void)fprintf(stderr, "mf-sim: %s is required\n", need);

@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "sim.h"
 
+#include "mf/degrade.h"
 #include "mf/sys/platform_posix.h"
 
 #include <errno.h>
@@ -31,7 +32,21 @@ struct sim_device {
     uint32_t seed;
     uint64_t offload_carry;      /* asked x percent not yet counted as uncertain */
     const struct sim_class *cls; /* the class it declares, or NULL */
+    /* The simulated clock (sim.h, --cycle-ms): the telemetry's port reads it, so sustained
+     * windows count simulated minutes; squeezes and the degrade controller run on it too. */
+    uint64_t clock_ms;
+    mf_platform_ops tele_ops;
+    char active[MF_AGENT_NAME_MAX + 1]; /* the version that ran last, since active_ms */
+    uint64_t active_ms;
+    mf_degrade *degrade; /* squeezed devices only */
+    unsigned fallback_pct;
+    struct sim_degrade_counts counts;
 };
+
+static uint64_t sim_clock(void *payload)
+{
+    return ((const struct sim_device *)payload)->clock_ms;
+}
 
 /* Takes the installed version from the agent. */
 static void note_installed(struct sim_device *d)
@@ -64,9 +79,16 @@ struct sim_device *sim__device_new(const struct sim_config *cfg, unsigned index)
         sim__device_free(d);
         return NULL;
     }
+    d->fallback_pct = 50;
+    d->tele_ops.version = MF_PLATFORM_OPS_VERSION; /* a clock only: the totals are not saved */
+    d->tele_ops.monotonic_ms = sim_clock;
+    d->tele_ops.payload = d;
     err = mf_platform_posix_init(&d->platform, &d->posix, d->dir);
     if (err == MF_OK)
-        err = mf_telemetry_new(&d->tele, NULL, NULL, "telemetry");
+        err = mf_telemetry_new(&d->tele, NULL, &d->tele_ops, "telemetry");
+    /* A device some squeeze may hit keeps its controller's state beside the agent's. */
+    if (err == MF_OK && sim__squeeze_of(cfg, index, d->cls ? d->cls->tag : NULL, NULL))
+        err = mf_degrade_new(&d->degrade, NULL, &d->platform, "degrade");
     if (err == MF_OK)
         err = mf_agent_options_init(&o, MF_AGENT_OPTIONS_VERSION);
     if (err == MF_OK) {
@@ -100,6 +122,7 @@ void sim__device_free(struct sim_device *d)
         return;
     mf_agent_free(d->agent); /* before the telemetry handle it borrows */
     mf_telemetry_free(d->tele);
+    mf_degrade_free(d->degrade);
     if (d->platform.version)
         mf_platform_posix_close(&d->posix);
     mf_free(NULL, d);
@@ -131,24 +154,73 @@ static uint32_t next(uint32_t *s)
     return *s;
 }
 
-/* What the installed version did since the last cycle, into the device's telemetry. */
-static int simulate(struct sim_device *d)
+/* The degrade controller of a squeezed device at d->clock_ms with the squeeze's signals;
+ * counts its switches. 1 when the device runs its fallback now. */
+static int degrade_step(struct sim_device *d, const struct sim_squeeze_now *now)
+{
+    mf_degrade_signals sig = {now->memory_pressure, now->thermal, -1};
+    const mf_degrade_status *st;
+    int r, was;
+
+    if (!d->degrade)
+        return 0;
+    was = mf_degrade_status_get(d->degrade)->degraded;
+    r = mf_degrade_feed(d->degrade, &sig, d->clock_ms);
+    st = mf_degrade_status_get(d->degrade);
+    if (r < 0) /* the switch holds in memory; its saved state is the previous one */
+        (void)fprintf(stderr, "mf-sim: %s: degrade state not saved: %s\n", d->id, mf_strerror(r));
+    if (st->degraded && !was) {
+        d->counts.degrades++;
+        d->counts.by_reason[(unsigned)st->reason % 8u]++;
+    } else if (!st->degraded && was) {
+        d->counts.restores++;
+    }
+    return st->degraded;
+}
+
+/* What the installed version did in cycle `cycle`, into the device's telemetry: the
+ * inferences spread over the cycle's simulated span, each under the squeeze of its minute. */
+static int simulate(struct sim_device *d, unsigned cycle)
 {
     static const struct sim_behaviour plain = {"", 1000, 32u << 20, 0, 5};
     const struct sim_behaviour *b = behaviour_of(d->cfg, d->cls, d->version);
     const char *m = d->cfg->model, *v = d->version;
+    const uint64_t t0 = (uint64_t)cycle * d->cfg->cycle_ms;
+    const struct sim_squeeze *q = NULL;
     mf_offload_telemetry off;
     int err = MF_OK;
 
     if (!b)
         b = &plain;
+    if (strcmp(d->active, v) != 0) { /* an activation: its first inference is now */
+        (void)snprintf(d->active, sizeof(d->active), "%s", v);
+        d->active_ms = t0;
+    }
+    if (d->degrade)
+        q = sim__squeeze_of(d->cfg, d->index, d->cls ? d->cls->tag : NULL, v);
+    if (q)
+        d->fallback_pct = q->fallback_pct;
     memset(&off, 0, sizeof(off));
     (void)snprintf(off.model_version, sizeof(off.model_version), "%s", v);
     for (unsigned i = 0; err == MF_OK && i < d->cfg->inferences; i++) {
-        err = mf_telemetry_record_latency(d->tele, m, v,
-                                          b->latency_us + next(&d->seed) % b->latency_us);
+        struct sim_squeeze_now now;
+        uint64_t us = b->latency_us + next(&d->seed) % b->latency_us;
+
+        d->clock_ms = t0 + (uint64_t)d->cfg->cycle_ms * i / d->cfg->inferences;
+        sim__squeeze_at(&now, q, (d->clock_ms - d->active_ms) / 60000u);
+        us = us * now.factor_pct / 100u;
+        if (degrade_step(d, &now)) { /* the lighter fallback, on the same hot chip */
+            us = us * d->fallback_pct / 100u;
+            d->counts.degraded_inferences++;
+        }
+        err = mf_telemetry_record_latency(d->tele, m, v, us ? us : 1);
+        if (err == MF_OK && now.thermal)
+            err = mf_telemetry_count(d->tele, m, v, MF_TELEMETRY_HOT);
+        if (err == MF_OK && now.memory_pressure)
+            err = mf_telemetry_count(d->tele, m, v, MF_TELEMETRY_MEM_PRESSURE);
         off.asked++;
     }
+    d->clock_ms = t0 + d->cfg->cycle_ms;
     /* Exactly offload_pct % of the asked samples (the remainder carried to the next cycle):
      * a coin per sample would let a 12 % version look like 7 % on a small wave. */
     d->offload_carry += off.asked * b->offload_pct;
@@ -171,11 +243,11 @@ static uint64_t now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-int sim__device_cycle(uint64_t *checkin_us, struct sim_device *d)
+int sim__device_cycle(uint64_t *checkin_us, struct sim_device *d, unsigned cycle)
 {
     mf_agent_counters before = MF_AGENT_COUNTERS_INIT, after = MF_AGENT_COUNTERS_INIT;
     uint64_t t0;
-    int err = d->version[0] ? simulate(d) : MF_OK;
+    int err = d->version[0] ? simulate(d, cycle) : MF_OK;
     int step;
 
     if (mf_agent_stats(&before, d->agent) < 0)
@@ -204,4 +276,15 @@ const char *sim__device_version(const struct sim_device *d)
 const char *sim__device_id(const struct sim_device *d)
 {
     return d->id;
+}
+
+const char *sim__device_class(const struct sim_device *d)
+{
+    return d->cls ? d->cls->tag : "";
+}
+
+void sim__device_degrade_counts(struct sim_degrade_counts *out, const struct sim_device *d)
+{
+    *out = d->counts;
+    out->degraded = d->degrade && mf_degrade_status_get(d->degrade)->degraded;
 }

@@ -7,6 +7,8 @@
 #define _POSIX_C_SOURCE 200809L /* nanosleep, clock_gettime */
 #include "sim.h"
 
+#include "mf/degrade.h"
+
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -57,6 +59,55 @@ static int summary(const struct sim_config *c, struct sim_device **devs)
     return rep && fclose(rep) != 0 ? -1 : 0;
 }
 
+/* "class TAG version V devices N" per declared class and version its devices run, so a
+ * per-class halt shows which classes went back. */
+static void class_summary(const struct sim_config *c, struct sim_device **devs)
+{
+    for (size_t k = 0; k < c->n_classes; k++) {
+        const struct sim_class *cls = &c->classes[k];
+
+        for (unsigned i = cls->from; i < cls->to && i < c->devices; i++) {
+            unsigned same = 0;
+            int first = 1;
+
+            for (unsigned j = cls->from; j < cls->to && j < c->devices; j++) {
+                if (strcmp(sim__device_version(devs[i]), sim__device_version(devs[j])) == 0) {
+                    first = first && j >= i;
+                    same++;
+                }
+            }
+            if (first)
+                (void)printf("class %s version %s devices %u\n", cls->tag,
+                             sim__device_version(devs[i])[0] ? sim__device_version(devs[i]) : "-",
+                             same);
+        }
+    }
+}
+
+/* The degrade controllers of the squeezed devices: "degrade switches D (memory M thermal T)
+ * restores R degraded now K inferences degraded I". */
+static void degrade_summary(const struct sim_config *c, struct sim_device **devs)
+{
+    struct sim_degrade_counts all, one;
+
+    if (!c->n_squeeze)
+        return;
+    memset(&all, 0, sizeof(all));
+    for (unsigned i = 0; i < c->devices; i++) {
+        sim__device_degrade_counts(&one, devs[i]);
+        all.degrades += one.degrades;
+        all.restores += one.restores;
+        all.degraded_inferences += one.degraded_inferences;
+        for (size_t r = 0; r < 8; r++)
+            all.by_reason[r] += one.by_reason[r];
+        all.degraded += one.degraded;
+    }
+    (void)printf("degrade switches %lu (memory %lu thermal %lu) restores %lu degraded now %d "
+                 "inferences degraded %lu\n",
+                 all.degrades, all.by_reason[MF_DEGRADE_MEMORY], all.by_reason[MF_DEGRADE_THERMAL],
+                 all.restores, all.degraded, all.degraded_inferences);
+}
+
 static long long now_ms(void)
 {
     struct timespec now;
@@ -87,6 +138,14 @@ static void progress(const struct sim_config *c, struct sim_device **devs, unsig
     for (unsigned i = 0; i < c->devices; i++)
         on += strcmp(sim__device_version(devs[i]), watched(c)) == 0;
     (void)printf("cycle %u at %lld %s %u\n", cycle, now_ms(), watched(c)[0] ? watched(c) : "-", on);
+    /* Per declared class: "class-cycle K at MS TAG v2 N". */
+    for (size_t k = 0; k < c->n_classes; k++) {
+        on = 0;
+        for (unsigned i = c->classes[k].from; i < c->classes[k].to && i < c->devices; i++)
+            on += strcmp(sim__device_version(devs[i]), watched(c)) == 0;
+        (void)printf("class-cycle %u at %lld %s %s %u\n", cycle, now_ms(), c->classes[k].tag,
+                     watched(c)[0] ? watched(c) : "-", on);
+    }
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -161,7 +220,7 @@ static void *pass_worker(void *arg)
         } else if (!offline(p->c, i, p->cycle)) {
             int was = runs_watched(p, i);
 
-            if (sim__device_cycle(&p->lat[i], p->devs[i]) < 0)
+            if (sim__device_cycle(&p->lat[i], p->devs[i], p->cycle) < 0)
                 atomic_fetch_add(&p->failures, 1);
             note_step(p, i, was);
         }
@@ -227,6 +286,8 @@ int main(int argc, char **argv)
     timing(lat, (size_t)c.devices * c.cycles,
            (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
     rc = summary(&c, p.devs) == 0 ? 0 : 1;
+    class_summary(&c, p.devs);
+    degrade_summary(&c, p.devs);
     (void)printf("failed device cycles %lu\n", failures);
 out:
     for (unsigned i = 0; p.devs && i < c.devices; i++)

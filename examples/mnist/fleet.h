@@ -29,6 +29,10 @@ struct fleet_config {
     uint64_t seed;          /* each device's walk through `order` derives from it */
     uint32_t deadline_ms;   /* 0, or the app's ceiling on the sync ask deadline */
     int verbose;            /* 1: the SDK's info lines too (warnings and errors always) */
+    /* Squeeze (--squeeze FROM-TO:P0-P1): devices [from, to) are under memory pressure in
+     * the passes [p0, p1) of the run; to == 0: nobody is. A pass is a simulated minute on
+     * the degrade controllers' clock (its hold window, 60 s, is one pass). */
+    unsigned squeeze_from, squeeze_to, squeeze_p0, squeeze_p1;
 };
 
 struct fleet_device;

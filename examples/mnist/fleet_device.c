@@ -10,7 +10,10 @@
  *     slice is queued for uplink; the agent carries its telemetry and installs the server's
  *     policy for the running version;
  *   - a runtime-report handle (mf/telemetry.h) records each inference's latency, the
- *     model's memory, health checks and teacher agreement; the agent sends its totals.
+ *     model's memory, health checks and teacher agreement; the agent sends its totals;
+ *   - a squeezed device (--squeeze) runs a degrade controller (mf/degrade.h) on its memory
+ *     pressure: while it says degrade, the app classifies with its fallback, the version
+ *     the agent keeps in the other A/B slot, and counts what that cost in accuracy.
  * The agent creates the offload handle (mf_agent_options.offload_options) and lends it out
  * (mf_agent_offload()): the device credential stays inside the SDK.
  */
@@ -18,6 +21,7 @@
 #include "fleet.h"
 
 #include "mf/agent.h"
+#include "mf/degrade.h"
 #include "mf/offload.h"
 #include "mf/sys/platform_posix.h"
 #include "mf/telemetry.h"
@@ -48,6 +52,12 @@ struct fleet_device {
     int saw_delta, saw_model;
     uint64_t delta_got;
     mf_fleet_offload_tracker offloaded; /* offload counters already in the runtime report */
+    /* The way down: the fallback (the other slot's version, NULL when it does not load) and
+     * the degrade controller of a squeezed device (NULL otherwise). */
+    mf_student_model *fallback;
+    char fallback_version[MF_AGENT_NAME_MAX + 1];
+    mf_degrade *degrade;
+    unsigned pass; /* passes of this run so far */
 };
 
 static void print_log(void *payload, int level, const char *module, const char *msg)
@@ -58,9 +68,10 @@ static void print_log(void *payload, int level, const char *module, const char *
         (void)fprintf(stderr, "mf-example-fleet: %s: %s: %s\n", d->id, module, msg);
 }
 
-/* Loads the student file of `version`; the running one stays if it is broken or does not
- * fit the dataset. MF_OK or the load's error. */
-static int load_student(struct fleet_device *d, const char *version, const char *path)
+/* Opens the student file of `version` at `path` for this fleet's dataset; MF_OK with *out,
+ * or the load's error (printed unless `quiet`). */
+static int open_student(mf_student_model **out, const struct fleet_device *d, const char *version,
+                        const char *path, int quiet)
 {
     const mf_dataset *ds = d->cfg->data;
     mf_student_model *m = NULL;
@@ -75,15 +86,49 @@ static int load_student(struct fleet_device *d, const char *version, const char 
                       "classes",
                       m->net.n_in, m->net.n_hidden, m->net.n_out, ds->dim, MF_DATASET_CLASSES);
     if (err < 0) {
-        (void)fprintf(stderr, "mf-example-fleet: %s: %s %s refused: %s\n", d->id, d->cfg->model,
-                      version, mf_ctx__errmsg(&ctx));
+        if (!quiet)
+            (void)fprintf(stderr, "mf-example-fleet: %s: %s %s refused: %s\n", d->id, d->cfg->model,
+                          version, mf_ctx__errmsg(&ctx));
         mf_student_model_free(m);
         return err;
     }
+    *out = m;
+    return MF_OK;
+}
+
+/* Loads the student file of `version`; the running one stays if it is broken or does not
+ * fit the dataset. MF_OK or the load's error. */
+static int load_student(struct fleet_device *d, const char *version, const char *path)
+{
+    mf_student_model *m = NULL;
+    int err = open_student(&m, d, version, path, 0);
+
+    if (err < 0)
+        return err;
     mf_student_model_free(d->student);
     d->student = m;
     (void)snprintf(d->version, sizeof(d->version), "%s", version);
     return MF_OK;
+}
+
+/* The fallback follows the agent's other slot: the version kept there since the last
+ * install (a file that does not load, such as a refused one, leaves no fallback). */
+static void refresh_fallback(struct fleet_device *d)
+{
+    mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
+    mf_student_model *m = NULL;
+    char path[700];
+
+    if (!d->degrade || mf_agent_status(&st, d->agent, d->cfg->model) != MF_OK ||
+        strcmp(st.previous_version, d->fallback_version) == 0)
+        return;
+    mf_student_model_free(d->fallback);
+    d->fallback = NULL;
+    (void)snprintf(d->fallback_version, sizeof(d->fallback_version), "%s", st.previous_version);
+    (void)snprintf(path, sizeof(path), "%s/models/%s/slot-%c", d->dir, d->cfg->model,
+                   st.previous_slot);
+    if (st.previous_version[0] && open_student(&m, d, st.previous_version, path, 1) == MF_OK)
+        d->fallback = m;
 }
 
 /* The model's memory as the app holds it: weights, biases and the handle. */
@@ -243,6 +288,8 @@ struct fleet_device *fleet_device_new(const struct fleet_config *cfg, unsigned i
         (void)fprintf(stderr, "mf-example-fleet: %s: saved runtime report ignored\n", d->id);
     if (err == MF_OK)
         err = open_agent(d);
+    if (err == MF_OK && index >= cfg->squeeze_from && index < cfg->squeeze_to)
+        err = mf_degrade_new(&d->degrade, NULL, &d->ops, "degrade"); /* its state: saved */
     if (err < 0) {
         (void)fprintf(stderr, "mf-example-fleet: device %s: %s\n", d->id, mf_strerror(err));
         fleet_device_free(d);
@@ -259,6 +306,8 @@ void fleet_device_free(struct fleet_device *d)
     mf_agent_free(d->agent); /* frees the offload handle it lent, before the handles it borrows */
     mf_telemetry_free(d->tele);
     mf_student_model_free(d->student);
+    mf_student_model_free(d->fallback);
+    mf_degrade_free(d->degrade);
     if (d->ops.version)
         mf_platform_posix_close(&d->posix);
     mf_free(NULL, d);
@@ -348,22 +397,29 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Classifies one image and routes it; MF_OK or the offload's error. */
-static int classify_one(struct fleet_device *d, mf_fleet_counts *c, size_t idx)
+/* Classifies one image and routes it (with the fallback when `degraded`, counting what the
+ * active version would have answered); MF_OK or the offload's error. */
+static int classify_one(struct fleet_device *d, mf_fleet_counts *c, size_t idx, int degraded)
 {
     const mf_dataset *ds = d->cfg->data;
     const uint8_t *x = ds->x + idx * ds->dim;
+    const mf_student *net = degraded ? &d->fallback->net : &d->student->net;
     float logits[MF_STUDENT_MAX_OUT];
-    mf_offload_sample s = {x, ds->dim, logits, d->student->net.n_out, MF_OFFLOAD_LOGITS};
+    mf_offload_sample s = {x, ds->dim, logits, net->n_out, MF_OFFLOAD_LOGITS};
     mf_offload_answer a;
     const uint64_t t0 = now_ns();
-    const uint32_t label = mf_student_predict(&d->student->net, x, logits);
+    const uint32_t label = mf_student_predict(net, x, logits);
     const uint64_t us = (now_ns() - t0 + 999) / 1000;
     int err = mf_offload_ask(&a, NULL, d->offload, &s);
 
     if (err < 0)
         return err;
     mf_fleet_stats_answer(c, ds->y[idx], label, &a);
+    if (degraded) {
+        c->degraded++;
+        c->degraded_fallback_ok += label == ds->y[idx];
+        c->degraded_main_ok += mf_student_predict(&d->student->net, x, NULL) == ds->y[idx];
+    }
     err = mf_telemetry_record_latency(d->tele, d->cfg->model, d->version, us);
     if (err == MF_OK && a.by_teacher)
         err = mf_telemetry_record_teacher(d->tele, d->cfg->model, d->version,
@@ -371,24 +427,49 @@ static int classify_one(struct fleet_device *d, mf_fleet_counts *c, size_t idx)
     return err;
 }
 
+/* A squeezed device's controller at this pass (a simulated minute each): its switches
+ * counted on the active version. 1 when this pass runs on the fallback. */
+static int degrade_pass(struct fleet_device *d, mf_fleet_counts *c)
+{
+    const struct fleet_config *cfg = d->cfg;
+    mf_degrade_signals sig = {d->pass >= cfg->squeeze_p0 && d->pass < cfg->squeeze_p1, -1, -1};
+    const mf_degrade_status *st;
+    int was;
+
+    if (!d->degrade)
+        return 0;
+    was = mf_degrade_status_get(d->degrade)->degraded;
+    if (mf_degrade_feed(d->degrade, &sig, (uint64_t)d->pass * 60000u) < 0)
+        (void)fprintf(stderr, "mf-example-fleet: %s: degrade state not saved\n", d->id);
+    st = mf_degrade_status_get(d->degrade); /* a switch that was not saved holds too */
+    c->degrades += st->degraded && !was;
+    c->restores += !st->degraded && was;
+    return st->degraded && d->fallback;
+}
+
 void fleet_device_pass(struct fleet_device *d)
 {
     const size_t n = d->cfg->end - d->cfg->first;
     mf_fleet_counts *c;
-    int err = MF_OK;
+    int err = MF_OK, degraded;
 
     sync_with_server(d);
+    refresh_fallback(d);
     if (!d->student || !d->offload) {
         d->stats.skipped += d->cfg->per_pass; /* nothing installed yet */
+        d->pass++;
         return;
     }
     c = mf_fleet_stats_version(&d->stats, d->version);
     if (!c) {
         d->stats.dropped += d->cfg->per_pass;
+        d->pass++;
         return;
     }
+    degraded = degrade_pass(d, c);
     for (unsigned k = 0; k < d->cfg->per_pass && err == MF_OK; k++)
-        err = classify_one(d, c, d->cfg->first + walk_next(d, n));
+        err = classify_one(d, c, d->cfg->first + walk_next(d, n), degraded);
+    d->pass++;
     if (err < 0)
         (void)fprintf(stderr, "mf-example-fleet: %s: inference: %s (%s)\n", d->id, mf_strerror(err),
                       mf_offload_errmsg(d->offload));

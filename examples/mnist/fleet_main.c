@@ -35,10 +35,13 @@ static const char usage[] =
     "usage: mf-example-fleet --server URL --enroll-token-file F --trust-root ROOT.json\n"
     "           --dir STATE_DIR --devices N --model NAME\n"
     "           (--images IDX --labels IDX | --digits CSV) [--range A:B] [--per-pass K]\n"
-    "           [--passes P] --stats FILE [--threads T] [--seed S] [--deadline-ms D] [-v]\n"
+    "           [--passes P] --stats FILE [--threads T] [--seed S] [--deadline-ms D]\n"
+    "           [--squeeze FROM-TO:P0-P1] [-v]\n"
     "Each pass every device checks in (installs what is assigned), classifies its next K\n"
     "images of [A, B) through the offload policy and uplinks its queue; FILE then holds the\n"
-    "counters per model version. P = 0 runs until SIGTERM/SIGINT.\n";
+    "counters per model version. P = 0 runs until SIGTERM/SIGINT. --squeeze puts devices\n"
+    "FROM..TO-1 under memory pressure in passes P0..P1-1 of the run: their degrade\n"
+    "controllers switch them to the fallback (the version in the other slot) and back.\n";
 
 struct fleet_args {
     struct fleet_config cfg;
@@ -65,6 +68,19 @@ static int parse_uint(unsigned *out, const char *s, unsigned min, unsigned max)
         return -1;
     *out = (unsigned)v;
     return 0;
+}
+
+/* "FROM-TO:P0-P1", both ranges non-empty. */
+static int parse_squeeze(struct fleet_config *c, const char *v)
+{
+    int used = 0;
+
+    return sscanf(v, "%u-%u:%u-%u%n", &c->squeeze_from, &c->squeeze_to, &c->squeeze_p0,
+                  &c->squeeze_p1, &used) == 4 &&
+                   v[used] == '\0' && v[0] >= '0' && v[0] <= '9' &&
+                   c->squeeze_from < c->squeeze_to && c->squeeze_p0 < c->squeeze_p1
+               ? 0
+               : -1;
 }
 
 static int parse_args(struct fleet_args *a, int argc, char **argv)
@@ -114,6 +130,8 @@ static int parse_args(struct fleet_args *a, int argc, char **argv)
             bad = parse_uint(&a->threads, v, 1, FLEET_MAX_THREADS);
         else if (strcmp(k, "--deadline-ms") == 0)
             bad = parse_uint(&a->cfg.deadline_ms, v, 1, 60000);
+        else if (strcmp(k, "--squeeze") == 0)
+            bad = parse_squeeze(&a->cfg, v);
         else if (strcmp(k, "--seed") == 0 && parse_uint(&u, v, 0, 0xffffffffu) == 0)
             a->cfg.seed = u;
         else
@@ -236,6 +254,15 @@ static int report(struct mf_ctx *ctx, const struct fleet_args *a, struct fleet_d
                (unsigned long long)c->images, 100.0 * (double)c->student_correct / n,
                100.0 * (double)c->cascade_correct / n, 100.0 * (double)c->by_teacher / n,
                (unsigned long long)c->audit);
+        if (c->degrades || c->restores || c->degraded) /* the way down and what it cost */
+            printf("pass %u: %s degrades %llu restores %llu, degraded images %llu: fallback "
+                   "%.2f %% right where %s would be %.2f %%\n",
+                   pass, all.v[i].version, (unsigned long long)c->degrades,
+                   (unsigned long long)c->restores, (unsigned long long)c->degraded,
+                   100.0 * (double)c->degraded_fallback_ok /
+                       (double)(c->degraded ? c->degraded : 1),
+                   all.v[i].version,
+                   100.0 * (double)c->degraded_main_ok / (double)(c->degraded ? c->degraded : 1));
     }
     (void)fflush(stdout);
     return err;

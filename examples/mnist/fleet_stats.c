@@ -69,6 +69,11 @@ static void counts_add(mf_fleet_counts *dst, const mf_fleet_counts *src)
     dst->bytes_delta += src->bytes_delta;
     dst->bytes_full += src->bytes_full;
     dst->rejected += src->rejected;
+    dst->degrades += src->degrades;
+    dst->restores += src->restores;
+    dst->degraded += src->degraded;
+    dst->degraded_main_ok += src->degraded_main_ok;
+    dst->degraded_fallback_ok += src->degraded_fallback_ok;
 }
 
 /* The slot of `version` in `s` (added when new), or NULL when the table is full. */
@@ -122,7 +127,9 @@ static int version_json(struct mf_dynbuf *b, const mf_fleet_version *v)
         "\"teacher_agreed\": %llu, \"hard\": %llu, \"audit\": %llu, \"queued\": %llu, "
         "\"student_accuracy\": %.6f, \"cascade_accuracy\": %.6f, \"offload_rate\": %.6f, "
         "\"installs_delta\": %llu, \"installs_full\": %llu, \"bytes_delta\": %llu, "
-        "\"bytes_full\": %llu, \"rejected\": %llu, \"fallbacks\": {",
+        "\"bytes_full\": %llu, \"rejected\": %llu, \"degrades\": %llu, \"restores\": %llu, "
+        "\"degraded\": %llu, \"degraded_main_accuracy\": %.6f, "
+        "\"degraded_fallback_accuracy\": %.6f, \"fallbacks\": {",
         v->version, (unsigned long long)v->devices, (unsigned long long)c->images,
         (unsigned long long)c->student_correct, (unsigned long long)c->cascade_correct,
         (unsigned long long)c->by_teacher, (unsigned long long)c->teacher_agreed,
@@ -130,7 +137,10 @@ static int version_json(struct mf_dynbuf *b, const mf_fleet_version *v)
         share(c->student_correct, c->images), share(c->cascade_correct, c->images),
         share(c->by_teacher, c->images), (unsigned long long)c->installs_delta,
         (unsigned long long)c->installs_full, (unsigned long long)c->bytes_delta,
-        (unsigned long long)c->bytes_full, (unsigned long long)c->rejected);
+        (unsigned long long)c->bytes_full, (unsigned long long)c->rejected,
+        (unsigned long long)c->degrades, (unsigned long long)c->restores,
+        (unsigned long long)c->degraded, share(c->degraded_main_ok, c->degraded),
+        share(c->degraded_fallback_ok, c->degraded));
     for (int r = 0; err == MF_OK && r < MF_FLEET_REASONS; r++) {
         if (!mf_fleet_reason_is_fallback(r) || c->reasons[r] == 0)
             continue;

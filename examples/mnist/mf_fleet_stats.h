@@ -4,10 +4,10 @@
  * @brief What the example fleet (mf-example-fleet) measured, per model version: images
  * classified, how often the student alone and the deployed cascade were right, how samples
  * were routed (teacher, hard, audit, fallbacks by reason) and how versions were delivered
- * (delta or full, bytes). Each device keeps its own table; the program merges them after
- * every pass and writes the JSON document described in docs/example-model.md ("The example
- * fleet"). Pure bookkeeping: no I/O except mf_fleet_stats_write(), no allocation except
- * the JSON buffer.
+ * (delta or full, bytes), and what degrading to the fallback cost in accuracy. Each device keeps
+ * its own table; the program merges them after every pass and writes the JSON document described in
+ * docs/example-model.md ("The example fleet"). Pure bookkeeping: no I/O except
+ * mf_fleet_stats_write(), no allocation except the JSON buffer.
  */
 #ifndef MF_EXAMPLE_FLEET_STATS_H
 #define MF_EXAMPLE_FLEET_STATS_H
@@ -41,6 +41,14 @@ typedef struct mf_fleet_counts {
     uint64_t bytes_delta;               /**< blob bytes fetched for those installs: delta */
     uint64_t bytes_full;                /**< ... full blob */
     uint64_t rejected;                  /**< installs the app refused (broken file) */
+    /* The way down (docs/example-model.md, "Squeezed devices"): switches of the degrade
+     * controller while this version was active, and the inferences its fallback (the
+     * version kept in the other slot) answered instead, with what each would have scored. */
+    uint64_t degrades;             /**< switches to the fallback */
+    uint64_t restores;             /**< switches back to this version */
+    uint64_t degraded;             /**< images the fallback classified while degraded */
+    uint64_t degraded_main_ok;     /**< of which this version would have been right */
+    uint64_t degraded_fallback_ok; /**< of which the fallback was right (the answer used) */
 } mf_fleet_counts;
 
 /** One model version of a table. */

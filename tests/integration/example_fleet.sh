@@ -11,7 +11,10 @@
 #   - the server holds every hard and audit sample; mf-example-sample-check finds their true
 #     labels and the teacher's accuracy on the hard ones is above 80 %;
 #   - a broken v2 is refused by every device (they stay on v1);
-#   - v3 (the student trained a little more) arrives as a delta.
+#   - v3 (the student trained a little more) arrives as a delta;
+#   - squeezed (memory pressure on 2 devices in pass 1 of 3), those two degrade to their
+#     fallback (v1, kept in the other slot) and restore once it ends; the stats hold the
+#     switches and the fallback's accuracy beside v3's over the degraded images.
 # Usage: example_fleet.sh BIN_DIR MODELS_PROGRAM   (ctest: integration_example_fleet)
 set -uo pipefail
 BIN=$1
@@ -163,6 +166,30 @@ check "  ... installed from a delta" stats "v['v3']['installs_delta'] == $device
     v['v3']['installs_full'] == 0"
 check "  ... smaller than the full file" stats "0 < v['v3']['bytes_delta'] < \
     $devices * $(stat -c %s "$work/student-2.safetensors")"
+
+# The way down: devices 0 and 1 under memory pressure in pass 1 (a simulated minute a pass,
+# the controllers' hold window is one): they degrade to v1, the other slot, and restore.
+fleet_squeezed() {
+    "$BIN/mf-example-fleet" --server "$MF_URL" --enroll-token-file "$MF_ENROLL_TOKEN_FILE" \
+        --trust-root "$MF_ROOT_FILE" --dir "$work/fleet" --devices "$devices" --model digits \
+        --digits "$DIGITS" --range "$stream" --per-pass "$per_pass" --passes 3 \
+        --threads 2 --seed 7 --stats "$work/stats.json" --squeeze 0-2:1-2 \
+        >"$work/fleet.out" 2>>"$work/fleet.log"
+}
+check "squeezed: the fleet runs 3 passes, devices 0-1 under pressure in pass 1" fleet_squeezed
+cat "$work/fleet.out"
+check "  ... both degraded once and restored once" \
+    stats "v['v3']['degrades'] == 2 and v['v3']['restores'] == 2"
+check "  ... the fallback classified their pass-1 images, nobody else's" \
+    stats "v['v3']['degraded'] == 2 * $per_pass and v['v3']['images'] == $devices * $per_pass * 3"
+check "  ... its accuracy beside v3's on those images (both digits students)" \
+    stats "v['v3']['degraded_fallback_accuracy'] >= 0.8 and v['v3']['degraded_main_accuracy'] >= 0.8"
+check "  ... the table's line names the cost" grep -Eq \
+    '^pass 3: v3 degrades 2 restores 2, degraded images 100: fallback [0-9.]+ % right where v3 would be [0-9.]+ %$' \
+    "$work/fleet.out"
+check "a bad --squeeze is a usage error (2)" bash -c "'$BIN/mf-example-fleet' --server x \
+    --enroll-token-file x --trust-root x --dir x --devices 1 --model m --digits x --stats x \
+    --squeeze 2-1:0-1 >/dev/null 2>&1; test \$? -eq 2"
 
 # Until SIGTERM (--passes 0): stops after the device in progress, with a last stats file.
 "$BIN/mf-example-fleet" --server "$MF_URL" --enroll-token-file "$MF_ENROLL_TOKEN_FILE" \

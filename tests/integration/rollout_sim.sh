@@ -18,6 +18,16 @@
 #             promoted
 #   early_p99 the same, v2 at 2x latency: the canary's devices never ran v1 (no history),
 #             it halts against the concurrent control group (devices outside the wave)
+#   sustained     on a simulated clock (a minute per cycle), v2 is fine for its first
+#                 minutes and throttles (4x latency, the device hot) from minute 5 after
+#                 its activation: at 2 minutes the line "P99 from minute 10 <= 2500 us"
+#                 waits; later it halts the rollout in wave 0, the squeezed canaries
+#                 degrade (thermal) and, back on v1, restore; the fleet ends on v1
+#   sustained_ok  the same rollout without the throttling advances to done: all on v2
+#   class     two device classes (low-RAM cam-lite, accelerator cam-pro); v2 (the variant
+#             cam-lite runs) throttles on cam-lite only: that class alone is halted and
+#             goes back to v1, cam-pro stays on v2 through every wave to done; cam-pro's
+#             memory-pressure squeeze degrades and restores its devices meanwhile
 # Usage: rollout_sim.sh BIN_DIR SCENARIO   (ctest: integration_rollout_<scenario>)
 set -uo pipefail
 BIN=$1
@@ -28,15 +38,21 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 
 mf_stack_scratch mf-rollout
 devices=20
+sim_classes=() # the device classes every run declares (the class scenario's)
+if [ "$scenario" = class ]; then
+    sim_classes=(--class "0-10:cam-lite,ram=256,storage=512,int8"
+        --class "10-20:cam-pro,ram=2048,storage=8192,accel=npu,int8,fp16")
+fi
 sim() { # sim CYCLES [mf-sim options...]: run the fleet; its summary in $work/sim.out
     local cycles=$1
     shift
     "$BIN/mf-sim" --server "$MF_URL" --enroll-token-file "$MF_ENROLL_TOKEN_FILE" \
         --trust-root "$MF_ROOT_FILE" --state "$work/fleet" --model det --devices "$devices" \
         --cycles "$cycles" --interval-ms 250 --behave v1:lat=1000,mem=40M,offload=5 \
-        --report "$work/report.txt" "$@" >"$work/sim.out" 2>>"$work/sim.log"
+        --report "$work/report.txt" "${sim_classes[@]}" "$@" >"$work/sim.out" 2>>"$work/sim.log"
 }
 on() { grep -q "^version $1 devices $2\$" "$work/sim.out"; } # on VERSION N
+class_on() { grep -q "^class $1 version $2 devices $3\$" "$work/sim.out"; } # class_on TAG V N
 state_is() { mfctl_admin rollout status 1 --json | grep -q "\"state\":\"$1\""; }
 # engine_rows KIND: the rollout engine's audit rows of rollout.KIND
 engine_rows() { mfctl_admin audit --action "rollout.$1" | grep -c ' rollout-engine '; }
@@ -99,6 +115,23 @@ case $scenario in
 actions)
     echo '{"soak_s": 3600, "waves": [{"percent": 100}], "allow_no_red_lines": true}' \
         >"$work/plan.json"
+    ;;
+sustained | sustained_ok)
+    # "P99 after 10 minutes <= 2.5 ms" (docs/rollouts.md, "The scorecard").
+    cat >"$work/plan.json" <<'JSON'
+{"soak_s": 1, "min_devices": 2, "line_min_inferences": 40,
+ "waves": [{"percent": 10}, {"percent": 50}, {"percent": 100}],
+ "red_lines": [{"metric": "sustained_p99_us", "after_min": 10, "max": 2500},
+               {"metric": "health_rollback_rate", "max": 0.1}]}
+JSON
+    ;;
+class)
+    cat >"$work/plan.json" <<'JSON'
+{"soak_s": 1, "min_devices": 2,
+ "waves": [{"percent": 50}, {"percent": 100}],
+ "red_lines": [{"metric": "p99_latency_us", "relative": 1.5},
+               {"metric": "health_rollback_rate", "max": 0.1}]}
+JSON
     ;;
 esac
 check "rollout of v2 created" mfctl_admin rollout create det v2 "$work/plan.json"
@@ -195,6 +228,85 @@ p99)
 memory) halted_on peak_memory lat=1000,mem=60M,offload=5 ;;
 health) halted_on health_rollback_rate lat=1000,mem=40M,offload=5,health=fail ;;
 offload) halted_on offload_rate lat=1000,mem=40M,offload=12 ;;
+sustained | sustained_ok)
+    # A simulated minute per cycle (mf-sim --cycle-ms), 40 inferences a minute per device.
+    clock=(--cycle-ms 60000 --inferences 40 --behave "v2:lat=1000,mem=40M,offload=5")
+    squeeze=()
+    [ "$scenario" = sustained ] && squeeze=(--squeeze "all:after=5,factor=4,version=v2")
+    check "the canary installs v2 and runs it 2 simulated minutes" sim 3 "${clock[@]}" \
+        "${squeeze[@]}"
+    canary=$(sed -n 's/^version v2 devices \([0-9]*\)$/\1/p' "$work/sim.out")
+    check "  ... on the canary's devices only (wave 0, 10 %)" test "${canary:-0}" -ge 2 -a \
+        "${canary:-0}" -lt "$devices"
+    mfctl_admin rollout status 1 >"$work/status.txt"
+    check "  ... fine at 2 minutes: still running in wave 1 of 3" \
+        grep -q "state running  wave 1 of 3" "$work/status.txt"
+    check "  ... the line from minute 10 waits for evidence" grep -Eq \
+        '^  sustained_p99_us@10 .* waiting \(canary: 0 of 2 devices' "$work/status.txt"
+    # scorecard rows: METRIC VALUE us PREVIOUS us DEVICES PREV_DEVICES
+    check "  ... while the first minutes' P99 is in bounds" awk '$1 == "sustained_p99_us@0" &&
+        $2 + 0 > 0 && $2 + 0 <= 2500 && $(NF - 1) >= 2 { ok = 1 } END { exit !ok }' \
+        "$work/status.txt"
+    if [ "$scenario" = sustained ]; then
+        check "minute 5 on: v2 throttles, the rollout halts" sim 30 "${clock[@]}" \
+            "${squeeze[@]}"
+        check "  ... halted" state_is halted
+        mfctl_admin rollout status 1 >"$work/status.txt"
+        check "  ... in wave 0" grep -q "state halted  wave 1 of 3" "$work/status.txt"
+        check "  ... by the sustained line, BREACHED against its bound" sh -c "grep -q \
+            'halted by: sustained_p99_us@10 .*> bound 2500' '$work/status.txt' && grep -Eq \
+            '^  sustained_p99_us@10 .* BREACHED' '$work/status.txt'"
+        check "  ... the squeezed canaries degraded when hot, once each, and back on v1 restored" \
+            grep -q "^degrade switches $canary (memory 0 thermal $canary) restores $canary \
+degraded now 0 " "$work/sim.out"
+        check "  ... the fleet rollback to v1 is set" sh -c "\"$BIN/mfctl\" --server $MF_URL \
+            --token-file $MF_ADMIN_TOKEN_FILE pins --json | grep -q '\"version\":\"v1\"'"
+        check "  ... the whole fleet ends on v1" sim 4 "${clock[@]}" "${squeeze[@]}"
+        check "  ... all $devices devices" on v1 "$devices"
+        check "  ... the canaries stay restored across the restart (no switch at all)" \
+            grep -q "^degrade switches 0 (memory 0 thermal 0) restores 0 degraded now 0 " \
+            "$work/sim.out"
+    else
+        check "no throttling: every wave advances to done" sim 30 "${clock[@]}"
+        check "  ... done" state_is done
+        mfctl_admin rollout status 1 >"$work/status.txt"
+        check "  ... two advances, no breach" sh -c "test \"\$(grep -c ' advanced ' \
+            '$work/status.txt')\" -eq 2 && ! grep -q 'halted by' '$work/status.txt'"
+        check "  ... the line from minute 10 evaluated clean" grep -Eq \
+            '^  sustained_p99_us@10 .* ok$' "$work/status.txt"
+        check "  ... the fleet ends on v2" sim 4 "${clock[@]}"
+        check "  ... all $devices devices" on v2 "$devices"
+    fi
+    ;;
+class)
+    # The fleet declared its classes from its first run (sim_classes), all on v1 so far.
+    # cam-lite's v2 (the variant it runs) throttles from its minute 2: the class's own
+    # reports breach, after clean ones, so the class has evidence before the fleet could
+    # see the breach without it. cam-pro is squeezed for memory in minutes 2-3.
+    fleet=(--cycle-ms 60000 --behave "v2:lat=1000,mem=40M,offload=5"
+        --squeeze "@cam-lite:after=2,factor=4,version=v2" --squeeze "@cam-pro:mem=2-4")
+    check "  ... cam-lite's 10 on v1" class_on cam-lite v1 10
+    check "  ... cam-pro's 10 on v1" class_on cam-pro v1 10
+    check "v2 throttles on cam-lite only: the rollout runs" sim 30 "${fleet[@]}"
+    check "  ... to done for the fleet" state_is done
+    mfctl_admin rollout status 1 >"$work/status.txt"
+    check "  ... with cam-lite halted alone, back on v1" \
+        grep -q "^classes halted (back on v1): cam-lite\$" "$work/status.txt"
+    check "  ... no fleet halt" sh -c "! grep -q 'halted by' '$work/status.txt'"
+    check "  ... the class halt is one event naming the class and its line" grep -q \
+        "event=rollout.class_halted rollout=1 model=det version=v2 .*class cam-lite back to v1: p99_latency_us " \
+        "$work/server.log"
+    check "  ... and one audit row of the rollout engine" test "$(engine_rows class_halted)" -eq 1
+    check "  ... cam-lite's devices all back on v1" class_on cam-lite v1 10
+    check "  ... cam-pro's all on v2" class_on cam-pro v2 10
+    check "  ... cam-pro degraded under memory pressure and restored" awk '$1 == "degrade" &&
+        $5 >= 10 && $9 >= 10 { ok = 1 } END { exit !ok }' "$work/sim.out"
+    check "  ... cam-lite degraded when hot" awk '$1 == "degrade" && $7 + 0 >= 1 { ok = 1 }
+        END { exit !ok }' "$work/sim.out"
+    check "v2 promoted: the classes stay where they are" sim 4 "${fleet[@]}"
+    check "  ... cam-lite on v1" class_on cam-lite v1 10
+    check "  ... cam-pro on v2" class_on cam-pro v2 10
+    ;;
 actions)
     good=v2:lat=1000,mem=40M,offload=5
     check "wave 0 (100 %) takes v2" sim 4 --behave "$good"

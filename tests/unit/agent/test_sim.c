@@ -134,6 +134,67 @@ static void test_sim__classes_accepted(void **state)
     assert_int_equal(c.behave[0].latency_us, 4000);
 }
 
+/* Squeeze events (--squeeze) and the simulated clock (--cycle-ms): who each hits (a class,
+ * a device range, everyone; only while running one version), and what it does minute by
+ * minute since the activation: throttling from `after` on, memory pressure in [A, B). */
+static void test_sim__squeezes_accepted(void **state)
+{
+    const char *extra[] = {"--class",       "0-2:cam-lite,ram=256,storage=512",
+                           "--squeeze",     "@cam-lite:mem=3-6,fallback=40",
+                           "--squeeze",     "2-3:after=5,factor=2.5,version=v2",
+                           "--squeeze",     "all:after=0,factor=1.05",
+                           "--cycle-ms",    "60000",
+                           "--interval-ms", "250"};
+    struct sim_config c;
+    struct sim_squeeze_now now;
+
+    assert_int_equal(parse_with(&c, *state, 12, extra), 0);
+    assert_int_equal(c.n_squeeze, 3);
+    assert_int_equal(c.cycle_ms, 60000); /* simulated: a minute per 250 ms cycle */
+    assert_string_equal(c.squeeze[0].tag, "cam-lite");
+    assert_int_equal(c.squeeze[0].fallback_pct, 40);
+    assert_int_equal(c.squeeze[1].factor_pct, 250);
+    assert_int_equal(c.squeeze[1].throttle_after_min, 5);
+    assert_string_equal(c.squeeze[1].version, "v2");
+    assert_int_equal(c.squeeze[1].fallback_pct, 50); /* the default */
+    assert_int_equal(c.squeeze[2].factor_pct, 105);
+    /* Who: the class's squeeze on its devices; device 2 only while it runs v2. */
+    assert_ptr_equal(sim__squeeze_of(&c, 1, "cam-lite", "v1"), &c.squeeze[0]);
+    assert_ptr_equal(sim__squeeze_of(&c, 2, NULL, "v2"), &c.squeeze[1]);
+    assert_ptr_equal(sim__squeeze_of(&c, 2, NULL, "v1"), &c.squeeze[2]);
+    assert_ptr_equal(sim__squeeze_of(&c, 2, NULL, NULL), &c.squeeze[1]); /* any version */
+    /* When: memory pressure in minutes 3..5 only, no throttle on that squeeze. */
+    for (uint64_t m = 0; m < 8; m++) {
+        sim__squeeze_at(&now, &c.squeeze[0], m);
+        assert_int_equal(now.memory_pressure, m >= 3 && m < 6);
+        assert_int_equal(now.factor_pct, 100);
+        assert_int_equal(now.thermal, 0);
+    }
+    /* Throttled (and hot) from minute 5 on, for good. */
+    sim__squeeze_at(&now, &c.squeeze[1], 4);
+    assert_int_equal(now.factor_pct, 100);
+    assert_int_equal(now.thermal, 0);
+    sim__squeeze_at(&now, &c.squeeze[1], 5);
+    assert_int_equal(now.factor_pct, 250);
+    assert_int_equal(now.thermal, 2);
+    sim__squeeze_at(&now, &c.squeeze[1], 500);
+    assert_int_equal(now.factor_pct, 250);
+    sim__squeeze_at(&now, NULL, 500); /* no squeeze: nothing */
+    assert_int_equal(now.factor_pct, 100);
+    assert_int_equal(now.memory_pressure, 0);
+}
+
+/* Without --cycle-ms the simulated clock runs at the interval's pace. */
+static void test_sim__cycle_defaults_to_the_interval(void **state)
+{
+    const char *extra[] = {"--interval-ms", "300"};
+    struct sim_config c;
+
+    assert_int_equal(parse_with(&c, *state, 2, extra), 0);
+    assert_int_equal(c.cycle_ms, 300);
+    assert_int_equal(c.n_squeeze, 0);
+}
+
 static void test_sim__bad_args_refused(void **state)
 {
     static const char *const cases[][2] = {
@@ -156,6 +217,19 @@ static void test_sim__bad_args_refused(void **state)
         {"--class", "0-2:cam,ram=1,storage=1,gpu"},         /* unknown */
         {"--class", "0-2:cam,ram=1099511627777,storage=1"}, /* over 2^40 MiB */
         {"--trust-root", "/nonexistent/root.json"},
+        {"--squeeze", "@cam:fallback=40"},       /* squeezes nothing */
+        {"--squeeze", "0-2"},                    /* no colon */
+        {"--squeeze", "2-1:mem=1-2"},            /* empty range */
+        {"--squeeze", "@bad/tag:mem=1-2"},       /* not a name */
+        {"--squeeze", "all:mem=3-3"},            /* empty minutes */
+        {"--squeeze", "all:after=5,factor=0.5"}, /* a factor below 1 */
+        {"--squeeze", "all:after=5,factor=101"}, /* above 100 */
+        {"--squeeze", "all:after=5,factor=2."},  /* no decimals after the point */
+        {"--squeeze", "all:after=x,factor=2"},   /* not a number */
+        {"--squeeze", "all:mem=1-2,fallback=0"}, /* fallback out of 1..100 */
+        {"--squeeze", "all:mem=1-2,hot=1"},      /* unknown key */
+        {"--squeeze", "all:mem=1-2,version="},   /* empty version */
+        {"--cycle-ms", "86400001"},
     };
     struct sim_config c;
 
@@ -201,6 +275,8 @@ int main(void)
         cmocka_unit_test(test_sim__device_name_joins_the_prefix_once),
         cmocka_unit_test(test_sim__args_accepted),
         cmocka_unit_test(test_sim__classes_accepted),
+        cmocka_unit_test(test_sim__squeezes_accepted),
+        cmocka_unit_test(test_sim__cycle_defaults_to_the_interval),
         cmocka_unit_test(test_sim__bad_args_refused),
         cmocka_unit_test(test_sim__missing_required_flag_refused),
         cmocka_unit_test(test_sim__help_and_version_answered),

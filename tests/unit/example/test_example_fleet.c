@@ -153,6 +153,11 @@ static void test_example_fleet__merge_sums_devices_and_counters(void **state)
     c = mf_fleet_stats_version(&b, "v2");
     mf_fleet_stats_answer(c, 2, 2, &teacher);
     c->rejected = 1;
+    /* b degraded once and back, 4 images on its fallback (3 right; v2 would have had 2). */
+    c->degrades = c->restores = 1;
+    c->degraded = 4;
+    c->degraded_fallback_ok = 3;
+    c->degraded_main_ok = 2;
     b.skipped = 50;
     mf_fleet_stats_merge(&all, &a, "v2");
     mf_fleet_stats_merge(&all, &b, "v2");
@@ -168,6 +173,12 @@ static void test_example_fleet__merge_sums_devices_and_counters(void **state)
     assert_int_equal(all.v[1].c.teacher_agreed, 1);
     assert_int_equal(all.v[1].c.reasons[MF_OFFLOAD_REASON_TEACHER], 2);
     assert_int_equal(all.v[1].c.rejected, 1);
+    assert_int_equal(all.v[1].c.degrades, 1);
+    assert_int_equal(all.v[1].c.restores, 1);
+    assert_int_equal(all.v[1].c.degraded, 4);
+    assert_int_equal(all.v[1].c.degraded_fallback_ok, 3);
+    assert_int_equal(all.v[1].c.degraded_main_ok, 2);
+    assert_int_equal(all.v[0].c.degrades, 0);
     assert_int_equal(all.v[1].c.installs_delta, 1);
     assert_int_equal(all.v[0].c.bytes_full, 3000);
     assert_int_equal(all.skipped, 50);
@@ -228,6 +239,11 @@ static void test_example_fleet__json_document(void **state)
     mf_fleet_stats_answer(c, 1, 0, &conf);
     s.v[0].devices = 3;
     s.skipped = 12;
+    c->degrades = 2;
+    c->restores = 1;
+    c->degraded = 8;
+    c->degraded_fallback_ok = 6;
+    c->degraded_main_ok = 7;
     mf_dynbuf__init(&b, NULL, 1 << 16);
     assert_int_equal(mf_fleet_stats_json(&b, &s, "digits", 5, 4, 1), MF_OK);
     doc = cJSON_Parse((const char *)b.data);
@@ -249,6 +265,12 @@ static void test_example_fleet__json_document(void **state)
     assert_int_equal(member(v, "queued")->valueint, 2);
     assert_true(member(v, "offload_rate")->valuedouble == 0.25);
     assert_true(member(v, "cascade_accuracy")->valuedouble == 0.75);
+    /* The way down: switches, and both accuracies over the degraded images. */
+    assert_int_equal(member(v, "degrades")->valueint, 2);
+    assert_int_equal(member(v, "restores")->valueint, 1);
+    assert_int_equal(member(v, "degraded")->valueint, 8);
+    assert_true(member(v, "degraded_fallback_accuracy")->valuedouble == 0.75);
+    assert_true(member(v, "degraded_main_accuracy")->valuedouble == 0.875);
     /* Only the fallback reasons that happened: not "confident", not "teacher". */
     fb = member(v, "fallbacks");
     assert_int_equal(cJSON_GetArraySize(fb), 1);
