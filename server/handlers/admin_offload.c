@@ -349,10 +349,16 @@ static int add_sample(void *payload, const struct mf_store_sample *m)
 /* The query of GET /v1/admin/samples; replies 400 for a malformed argument. */
 static int export_query(struct mf_store_sample_query *q, struct mf_httpd_req *r)
 {
+    static const char *const known[] = {"model", "version", "kind",  "since",
+                                        "until", "after",   "limit", "min_teacher_confidence",
+                                        NULL};
     const char *conf = arg(r, "min_teacher_confidence");
     char *end = NULL;
+    int err = mf_handlers__query_check(r, known); /* a misspelt filter would widen the export */
 
     memset(q, 0, sizeof(*q));
+    if (err < 0 || r->resp)
+        return err;
     q->model = arg(r, "model");
     q->version = arg(r, "version");
     q->kind = arg(r, "kind");

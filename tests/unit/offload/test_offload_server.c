@@ -156,6 +156,10 @@ static void test_offload_server__ask_answered_and_stored(void **state)
     assert_non_null(strstr(rep.body, "\"device_id\":\"cam-1\""));
     /* A target rate and no scores of v3 yet: no threshold to export (devices derive one). */
     assert_non_null(strstr(rep.body, "\"threshold\":null"));
+    /* A misspelt filter is refused, not ignored (it would export more than asked). */
+    assert_int_equal(http("GET", "/v1/admin/samples?model=digits&kinds=hard", fx.s.admin, NULL),
+                     400);
+    assert_non_null(strstr(rep.body, "unknown query key 'kinds'"));
     /* Without a device credential: 401; request_id not the sample's: 400. */
     assert_int_equal(http("POST", "/v1/offload/ask", NULL, body), 401);
     (void)snprintf(body, sizeof(body),
