@@ -43,12 +43,7 @@ for rep in $(seq 1 "$REPS"); do
         sep=","
     done
 done
-echo "{\"models\": {$models}}" >"$work/offload.json"
-echo "{\"models\": {$dcfg}}" >"$work/distill.json"
-MF_SERVE_ARGS="--offload-config $work/offload.json --distill-config $work/distill.json --device-rate 100000"
-export MF_SERVE_ARGS
-mf_stack_start "$work/server" "$work/server.log" || exit 1
-mf_trust_setup "$work/keys" >/dev/null || exit 1
+loop_serve "$models" "$dcfg" || exit 1
 run_id=0
 # run MODEL: one distillation run, waited for; sets $out to its record
 run() {

@@ -57,7 +57,7 @@ else
       "timeout_ms": 20000, "concurrency": 4}'
     echo "teacher: PyTorch CNN over KServe v2"
 fi
-models="" dcfg="" sep=""
+models="" dcfg="" sep="" run_id=0
 for rep in $(seq 1 "$REPS"); do
     for kind in hard random; do
         m=$kind-$rep
@@ -70,13 +70,7 @@ for rep in $(seq 1 "$REPS"); do
         sep=","
     done
 done
-echo "{\"models\": {$models}}" >"$work/offload.json"
-echo "{\"models\": {$dcfg}}" >"$work/distill.json"
-MF_SERVE_ARGS="--offload-config $work/offload.json --distill-config $work/distill.json --device-rate 100000"
-export MF_SERVE_ARGS
-mf_stack_start "$work/server" "$work/server.log" || exit 1
-mf_trust_setup "$work/keys" >/dev/null || exit 1
-run_id=0
+loop_serve "$models" "$dcfg" || exit 1
 run() { # run MODEL: one distillation run, waited for; its record in $work/run<ID>.json
     run_id=$((run_id + 1))
     mfctl_admin distill run "$1" >/dev/null
