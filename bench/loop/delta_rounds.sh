@@ -17,15 +17,11 @@ REPS=${2:-3}
 ROUNDS=${3:-3}
 MAXC=${4:-0.1}
 NEW=${5:-500}
-root=$(cd "$(dirname "$0")/../.." && pwd)
-# shellcheck source=scripts/lib/stack.sh
-. "$root/scripts/lib/stack.sh"
-FM=/usr/share/datasets/fashion-mnist
-PY=/usr/bin/python3
-TRAINER=$root/examples/mnist/torch/student_trainer.py
+# shellcheck source=bench/loop/loop_env.sh
+. "$(dirname "$0")/loop_env.sh"
+TRAINER=$TORCH/student_trainer.py
 work=$(mktemp -d /tmp/mf-bench-loop.XXXXXX)
 trap 'mf_stack_stop; rm -rf "$work"' EXIT
-"$PY" -c 'import torch' || { echo "python3-torch is not installed (scripts/install-deps --torch)"; exit 2; }
 "$BIN/mf-train-teacher" --train-images $FM/train-images-idx3-ubyte.gz \
     --train-labels $FM/train-labels-idx1-ubyte.gz --hidden 256,128 --epochs 6 \
     --out "${MF_BENCH_TEACHER:-/tmp/mf-bench-loop-teacher.safetensors}" >"$work/teacher.log" 2>&1 ||
@@ -47,12 +43,7 @@ for rep in $(seq 1 "$REPS"); do
         sep=","
     done
 done
-echo "{\"models\": {$models}}" >"$work/offload.json"
-echo "{\"models\": {$dcfg}}" >"$work/distill.json"
-MF_SERVE_ARGS="--offload-config $work/offload.json --distill-config $work/distill.json --device-rate 100000"
-export MF_SERVE_ARGS
-mf_stack_start "$work/server" "$work/server.log" || exit 1
-mf_trust_setup "$work/keys" >/dev/null || exit 1
+loop_serve "$models" "$dcfg" || exit 1
 run_id=0
 # run MODEL: one distillation run, waited for; sets $out to its record
 run() {

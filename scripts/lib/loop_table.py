@@ -45,13 +45,14 @@ runs = [json.loads(l) for l in open(os.path.join(work, "rounds.jsonl")) if l.str
 seed = load("run1.json", {})
 first = seed.get("record", {}).get("metrics", {}).get("candidate", {})
 deployed, deployed_v = first, seed.get("version", "d1")
-print("      candidate (held-out)                    | deployed (held-out) | fleet this round"
-      "                                 | delivered KiB")
-print("round version student cascade  outcome  patch | version     cascade | cascade offload  hard"
-      " audit teacher@audit | delta    full")
-print("%5d %-7s  %s  %s  seed         - | %-7s      %s |" % (0, deployed_v, pct(first.get(
-    "student_accuracy")), pct(first.get("cascade_accuracy")), deployed_v,
+print("      candidate (held-out)                                    | deployed (held-out) |"
+      " fleet this round                                 | delivered KiB")
+print("round version student cascade  outcome  patch   gain   B/pt | version     cascade |"
+      " cascade offload  hard audit teacher@audit | delta    full")
+print("%5d %-7s  %s  %s  seed         -      -      - | %-7s      %s |" % (0, deployed_v, pct(
+    first.get("student_accuracy")), pct(first.get("cascade_accuracy")), deployed_v,
     pct(first.get("cascade_accuracy"))))
+promoted_bytes = promoted_gain = promoted_n = 0
 prev = totals(load("stats-0.json", {}))
 for r in runs:
     run = load("run%d.json" % r["run"], {})
@@ -64,19 +65,40 @@ for r in runs:
     prev = cur
     img = d["images"] or 1
     patch = run.get("record", {}).get("delta_bytes")
-    print("%5d %-7s  %s  %s  %-8s %5s | %-7s      %s |  %s  %s %5d %5d        %s | %7.1f %7.1f" % (
+    parent = run.get("record", {}).get("metrics", {}).get("parent", {})
+    # gain: the candidate's held-out cascade over its parent's, in points, measured in the
+    # same run; B/pt: the promoted patch's bytes per point gained (devices download these).
+    gain = None
+    if cand.get("cascade_accuracy") is not None and parent.get("cascade_accuracy") is not None:
+        gain = 100 * (cand["cascade_accuracy"] - parent["cascade_accuracy"])
+    per_pt = "-"
+    if outcome == "done" and patch:
+        promoted_n += 1
+        promoted_bytes += patch
+        promoted_gain += gain or 0
+        if gain and gain > 0:
+            per_pt = "%.0f" % (patch / gain)
+    print("%5d %-7s  %s  %s  %-8s %5s %6s %6s | %-7s      %s |  %s  %s %5d %5d        %s |"
+          " %7.1f %7.1f" % (
         r["round"], run.get("version") or "-", pct(cand.get("student_accuracy")),
         pct(cand.get("cascade_accuracy")), {"done": "promoted"}.get(outcome, outcome),
         "%.1fK" % (patch / 1024.0) if patch else "-",
+        "-" if gain is None else "%+.2f" % gain, per_pt,
         deployed_v, pct(deployed.get("cascade_accuracy")), pct(d["cascade_correct"] / img),
         pct(d["by_teacher"] / img), d["hard"], d["audit"],
         pct(teacher_audit(load("check-%d.json" % r["round"], {}))), d["bytes_delta"] / 1024.0,
         d["bytes_full"] / 1024.0))
+if promoted_n:
+    print("promoted patches: %d round(s), %d bytes in all, %+.2f pt held-out cascade gained over"
+          " their parents, %s bytes per point" % (promoted_n, promoted_bytes, promoted_gain,
+                                                  "%.0f" % (promoted_bytes / promoted_gain)
+                                                  if promoted_gain > 0 else "-"))
 print("""
 candidate: the run's new student on the 5,000 held-out test items (never trained on), its
   cascade with the threshold fitted for a 10 % offload; outcome: rejected by the gate,
   promoted or halted by its canary's red lines; patch: the delta from the parent (warm start
-  keeps it small; the full file is 25.4 KiB). deployed: what the fleet runs after the round.
+  keeps it small; the full file is 25.4 KiB); gain: candidate minus parent held-out cascade
+  (points, same run); B/pt: a promoted patch's bytes per point gained. deployed: what the fleet runs after the round.
 fleet: measured by the devices on test items 0-4999: cascade accuracy, realised offload rate,
   hard (uncertain) and audit samples uplinked, the teacher's accuracy on the audit slice
   (ground truth from the dataset); delivered: model bytes downloaded as deltas / full files.""")

@@ -191,6 +191,11 @@ int mf_handlers__offload_samples_delete(struct mf_httpd_req *r)
 
 struct export_page {
     struct mf_httpd_req *r;
+    const struct mf_offload_model_cfg *cfg; /* NULL: the model is not configured for offload */
+    /* The threshold of the last (version, method) seen: a page holds few of them. */
+    char t_version[MF_STORE_NAME_SIZE], t_method[16];
+    double threshold;
+    int t_have, t_known;
     cJSON *list;
     int64_t last_seq;
     size_t n, input_bytes;
@@ -252,6 +257,39 @@ static int read_blob_b64(char **out, struct mf_ctx *ctx, const char *root, const
     return err;
 }
 
+/* "threshold": what the check-in gives devices of the sample's version and method now
+ * (the policy's own or the one fitted for its target rate), null when there is none. Run
+ * after the walk: a store walk's callback must not call the store again. */
+static int add_threshold(cJSON *row, struct export_page *p)
+{
+    const char *version =
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(row, "model_version"));
+    const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(row, "method"));
+    int err = MF_OK;
+
+    if (!version || !method)
+        return mf_fail(&p->r->ctx, MF_E_STATE, "an exported sample lost its version or method");
+    if (!p->t_have || strcmp(p->t_version, version) != 0 || strcmp(p->t_method, method) != 0) {
+        (void)snprintf(p->t_version, sizeof(p->t_version), "%s", version);
+        (void)snprintf(p->t_method, sizeof(p->t_method), "%s", method);
+        p->t_have = 1;
+        p->t_known = 0;
+        if (p->cfg) {
+            err = mf_offsrv__version_threshold(&p->threshold, p->cfg, p->r->env->store, &p->r->ctx,
+                                               version, method);
+            p->t_known = err == MF_OK;
+            if (err == MF_E_NOTFOUND)
+                err = MF_OK;
+        }
+    }
+    if (err < 0)
+        return err;
+    if (!(p->t_known ? cJSON_AddNumberToObject(row, "threshold", p->threshold)
+                     : cJSON_AddNullToObject(row, "threshold")))
+        return mf_fail(&p->r->ctx, MF_E_NOMEM, "out of memory exporting samples");
+    return MF_OK;
+}
+
 static int sample_json(cJSON *row, const struct mf_store_sample *m, const char *input_b64)
 {
     int ok = cJSON_AddNumberToObject(row, "seq", (double)m->seq) &&
@@ -311,10 +349,16 @@ static int add_sample(void *payload, const struct mf_store_sample *m)
 /* The query of GET /v1/admin/samples; replies 400 for a malformed argument. */
 static int export_query(struct mf_store_sample_query *q, struct mf_httpd_req *r)
 {
+    static const char *const known[] = {"model", "version", "kind",  "since",
+                                        "until", "after",   "limit", "min_teacher_confidence",
+                                        NULL};
     const char *conf = arg(r, "min_teacher_confidence");
     char *end = NULL;
+    int err = mf_handlers__query_check(r, known); /* a misspelt filter would widen the export */
 
     memset(q, 0, sizeof(*q));
+    if (err < 0 || r->resp)
+        return err;
     q->model = arg(r, "model");
     q->version = arg(r, "version");
     q->kind = arg(r, "kind");
@@ -356,6 +400,7 @@ int mf_handlers__offload_samples_export(struct mf_httpd_req *r)
         return err;
     memset(&p, 0, sizeof(p));
     p.r = r;
+    p.cfg = mf_offsrv__model(r->env->offload, q.model);
     body = cJSON_CreateObject();
     p.list = body ? cJSON_AddArrayToObject(body, "samples") : NULL;
     if (!p.list) {
@@ -363,6 +408,8 @@ int mf_handlers__offload_samples_export(struct mf_httpd_req *r)
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory exporting samples");
     }
     err = s->ops->offload->samples_walk(s, &r->ctx, &q, add_sample, &p);
+    for (cJSON *row = p.list->child; err == MF_OK && row; row = row->next)
+        err = add_threshold(row, &p);
     /* "next": the cursor of the following page, 0 when this one was the last. */
     if (err == MF_OK &&
         !cJSON_AddNumberToObject(body, "next",

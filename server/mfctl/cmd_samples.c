@@ -23,18 +23,20 @@
 
 #define SAMPLE_INPUT_MAX (256u * 1024u) /* the server's cap on one decoded input */
 #define EXPORT_PAGE 500                 /* the route's largest page */
-#define PATH_MAX_LEN 4096
+#define PATH_MAX_LEN MFCTL_PATH_MAX
 
 struct export_opts {
     const char *model, *version, *kind, *since, *until, *outdir;
     double min_conf;
-    int has_min_conf;
+    int has_min_conf, webdataset; /* --format webdataset: one samples.tar */
 };
 
 struct export
 {
     struct mfctl *c;
     struct mfctl_npy inputs, offsets, student, teacher;
+    struct mfctl_tar tar; /* --format webdataset: instead of the .npy files and the JSONL */
+    int webdataset;
     FILE *jsonl;
     char jsonl_path[PATH_MAX_LEN];
     uint64_t rows, input_bytes;
@@ -90,6 +92,8 @@ static int parse_export(struct export_opts *o, struct mfctl *c, int argc, char *
             o->since = v;
         } else if (strcmp(a, "--until") == 0 && time_ok(v)) {
             o->until = v;
+        } else if (strcmp(a, "--format") == 0 && (!strcmp(v, "npy") || !strcmp(v, "webdataset"))) {
+            o->webdataset = strcmp(v, "webdataset") == 0;
         } else if (strcmp(a, "--min-teacher-confidence") == 0) {
             o->min_conf = strtod(v, &end);
             o->has_min_conf = 1;
@@ -146,13 +150,52 @@ static int put_vector(struct export *e, struct mfctl_npy *out, const cJSON *a, c
     {
         if (!cJSON_IsNumber(v))
             return mf_fail(ctx, MF_E_INVALID, "sample %s: %s holds a non-number", id, what);
-        if (err == MF_OK)
+        if (err == MF_OK && !e->webdataset)
             err = mfctl__npy_put_f32(out, ctx, (float)v->valuedouble);
     }
     return err;
 }
 
-/* Decodes the sample's input, checks it against its SHA-256 and appends it to inputs.npy. */
+/* A tar member's mtime: the sample's received_at (0 when absent or odd). */
+static uint64_t member_time(const cJSON *s)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(s, "received_at");
+
+    return cJSON_IsNumber(t) && t->valuedouble >= 0 && t->valuedouble < 1e11
+               ? (uint64_t)t->valuedouble
+               : 0;
+}
+
+/* The WebDataset key of a sample is its id, which must be lower-case hex: the key is the
+ * member name up to its first dot, and nothing from the server may name a path. */
+static int member_name(char *out, size_t cap, struct export *e, const char *id, const char *ext)
+{
+    size_t n = strlen(id);
+
+    if (n == 0 || n > 64 || strspn(id, "0123456789abcdef") != n)
+        return mf_fail(&e->c->ctx, MF_E_INVALID,
+                       "sample id \"%.64s\" is not lower-case hex: it cannot key a tar member", id);
+    (void)snprintf(out, cap, "%s.%s", id, ext);
+    return MF_OK;
+}
+
+/* `<id>.input.npy`: the sample's input bytes as a uint8 .npy of shape (len,). */
+static int put_input_member(struct export *e, const cJSON *s, const char *id, size_t len)
+{
+    char name[96], hdr[MFCTL_NPY_HEADER_LEN];
+    uint64_t shape[1] = {len};
+    int err = member_name(name, sizeof(name), e, id, "input.npy");
+
+    mfctl__npy_header(hdr, "|u1", 1, shape);
+    if (err == MF_OK)
+        err = mfctl__tar_put(&e->tar, &e->c->ctx, name, member_time(s), hdr, sizeof(hdr), e->raw,
+                             len);
+    e->input_bytes += len;
+    return err;
+}
+
+/* Decodes the sample's input, checks it against its SHA-256 and appends it to inputs.npy
+ * (or, for a WebDataset export, writes its `<id>.input.npy` member). */
 static int put_input(struct export *e, size_t *len, const cJSON *s, const char *id)
 {
     struct mf_ctx *ctx = &e->c->ctx;
@@ -176,6 +219,8 @@ static int put_input(struct export *e, size_t *len, const cJSON *s, const char *
     if (e->rows == 0)
         e->input_len = *len;
     e->ragged |= *len != e->input_len;
+    if (e->webdataset)
+        return put_input_member(e, s, id, *len);
     err = mfctl__npy_put_i64(&e->offsets, ctx, (int64_t)e->input_bytes);
     if (err == MF_OK)
         err = mfctl__npy_write(&e->inputs, ctx, e->raw, *len);
@@ -214,10 +259,10 @@ static void add_teacher_label(cJSON *line, const cJSON *probs)
 static int put_line(struct export *e, const cJSON *s, size_t input_len)
 {
     static const char *const same[] = {
-        "id",           "model",           "model_version",      "kind",
-        "method",       "score",           "created_at",         "received_at",
-        "output_kind",  "teacher_version", "teacher_confidence", "labelled_at",
-        "input_sha256",
+        "id",          "model",           "model_version",      "kind",
+        "method",      "score",           "created_at",         "received_at",
+        "output_kind", "teacher_version", "teacher_confidence", "labelled_at",
+        "threshold",   "input_sha256",
     };
     cJSON *line = cJSON_CreateObject();
     char *text = NULL;
@@ -234,9 +279,17 @@ static int put_line(struct export *e, const cJSON *s, size_t input_len)
         cJSON_AddNumberToObject(line, "input_len", (double)input_len);
         text = cJSON_PrintUnformatted(line);
     }
-    if (!text)
+    if (!text) {
         err = mf_fail(&e->c->ctx, MF_E_NOMEM, "out of memory writing samples.jsonl");
-    else if (fprintf(e->jsonl, "%s\n", text) < 0)
+    } else if (e->webdataset) {
+        char name[96];
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "id"));
+
+        err = member_name(name, sizeof(name), e, id, "json");
+        if (err == MF_OK)
+            err = mfctl__tar_put(&e->tar, &e->c->ctx, name, member_time(s), text, strlen(text),
+                                 "\n", 1);
+    } else if (fprintf(e->jsonl, "%s\n", text) < 0)
         err = mf_fail(&e->c->ctx, MF_E_IO, "cannot write %s: %s", e->jsonl_path, strerror(errno));
     cJSON_free(text);
     cJSON_Delete(line);
@@ -260,7 +313,7 @@ static int put_sample(struct export *e, const cJSON *s)
         err = put_vector(e, &e->student, student, id, "output");
     if (err == MF_OK && cJSON_IsArray(teacher)) {
         err = put_vector(e, &e->teacher, teacher, id, "teacher_output");
-    } else {
+    } else if (!e->webdataset) {
         /* Not labelled yet: a row of NaN keeps row i of every file the same sample. */
         for (size_t i = 0; err == MF_OK && i < e->classes; i++)
             err = mfctl__npy_put_f32(&e->teacher, &e->c->ctx, NAN);
@@ -310,6 +363,10 @@ static int open_all(struct export *e, const char *dir)
         return mf_fail(ctx, MF_E_LIMIT, "output directory name too long");
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
         return mf_fail(ctx, MF_E_IO, "cannot create %s: %s", dir, strerror(errno));
+    if (e->webdataset) {
+        out_path(p[0], dir, "samples.tar");
+        return mfctl__tar_open(&e->tar, ctx, p[0]);
+    }
     out_path(p[0], dir, "inputs.npy");
     out_path(p[1], dir, "input_offsets.npy");
     out_path(p[2], dir, "student.npy");
@@ -339,6 +396,7 @@ static void abort_all(struct export *e)
     mfctl__npy_abort(&e->offsets);
     mfctl__npy_abort(&e->student);
     mfctl__npy_abort(&e->teacher);
+    mfctl__tar_abort(&e->tar);
     if (e->jsonl) {
         (void)fclose(e->jsonl);
         e->jsonl = NULL;
@@ -356,6 +414,8 @@ static int finish_all(struct export *e)
     char part[PATH_MAX_LEN + 8];
     int err = MF_OK;
 
+    if (e->webdataset)
+        return mfctl__tar_finish(&e->tar, ctx);
     if (e->ragged) {
         err = mfctl__npy_put_i64(&e->offsets, ctx, (int64_t)e->input_bytes);
         if (err == MF_OK)
@@ -415,6 +475,7 @@ static int cmd_export(struct mfctl *c, int argc, char **argv)
         return 1;
     memset(&e, 0, sizeof(e));
     e.c = c;
+    e.webdataset = o.webdataset;
     e.raw = mf_alloc(&c->ctx.alloc, SAMPLE_INPUT_MAX);
     err = e.raw ? open_all(&e, o.outdir) : mf_fail(&c->ctx, MF_E_NOMEM, "out of memory");
     if (err == MF_OK)
@@ -425,8 +486,8 @@ static int cmd_export(struct mfctl *c, int argc, char **argv)
     mf_free(&c->ctx.alloc, e.raw);
     if (err < 0)
         return mfctl__report(c, err);
-    (void)fprintf(c->out, "exported %llu samples of %s to %s (%s inputs, %zu classes)\n",
-                  (unsigned long long)e.rows, o.model, o.outdir,
+    (void)fprintf(c->out, "exported %llu samples of %s to %s%s (%s inputs, %zu classes)\n",
+                  (unsigned long long)e.rows, o.model, o.outdir, e.webdataset ? "/samples.tar" : "",
                   e.ragged ? "variable-length" : "fixed-length", e.classes);
     return 0;
 }

@@ -45,18 +45,59 @@ void mfctl__npy_header(char out[MFCTL_NPY_HEADER_LEN], const char *descr, int nd
     out[MFCTL_NPY_HEADER_LEN - 1] = '\n';
 }
 
+FILE *mfctl__part_open(struct mf_ctx *ctx, const char *path)
+{
+    char part[MFCTL_PATH_MAX + 8];
+    FILE *f;
+
+    if ((size_t)snprintf(part, sizeof(part), "%s.part", path) >= sizeof(part)) {
+        (void)mf_fail(ctx, MF_E_LIMIT, "output path too long: %s", path);
+        return NULL;
+    }
+    f = fopen(part, "wb");
+    if (!f)
+        (void)mf_fail(ctx, MF_E_IO, "cannot create %s: %s", part, strerror(errno));
+    return f;
+}
+
+int mfctl__part_commit(FILE *f, struct mf_ctx *ctx, const char *path)
+{
+    char part[MFCTL_PATH_MAX + 8];
+    int ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+
+    ok = (fclose(f) == 0) && ok;
+    (void)snprintf(part, sizeof(part), "%s.part", path);
+    if (!ok || rename(part, path) != 0) {
+        int e = errno;
+
+        (void)remove(part);
+        return mf_fail(ctx, MF_E_IO, "cannot complete %s: %s", path, strerror(e));
+    }
+    return MF_OK;
+}
+
+void mfctl__part_abort(FILE *f, const char *path)
+{
+    char part[MFCTL_PATH_MAX + 8];
+
+    if (!f)
+        return;
+    (void)fclose(f);
+    (void)snprintf(part, sizeof(part), "%s.part", path);
+    (void)remove(part);
+}
+
 int mfctl__npy_open(struct mfctl_npy *n, struct mf_ctx *ctx, const char *path, const char *descr)
 {
-    char part[sizeof(n->path) + 8], zero[MFCTL_NPY_HEADER_LEN];
+    char zero[MFCTL_NPY_HEADER_LEN];
 
     memset(n, 0, sizeof(*n));
     n->descr = descr;
     if ((size_t)snprintf(n->path, sizeof(n->path), "%s", path) >= sizeof(n->path))
         return mf_fail(ctx, MF_E_LIMIT, "output path too long: %s", path);
-    (void)snprintf(part, sizeof(part), "%s.part", n->path);
-    n->f = fopen(part, "wb");
+    n->f = mfctl__part_open(ctx, n->path);
     if (!n->f)
-        return mf_fail(ctx, MF_E_IO, "cannot create %s: %s", part, strerror(errno));
+        return MF_E_IO;
     memset(zero, ' ', sizeof(zero)); /* placeholder, overwritten by mfctl__npy_finish() */
     return mfctl__npy_write(n, ctx, zero, sizeof(zero));
 }
@@ -91,32 +132,22 @@ int mfctl__npy_put_i64(struct mfctl_npy *n, struct mf_ctx *ctx, int64_t v)
 
 int mfctl__npy_finish(struct mfctl_npy *n, struct mf_ctx *ctx, int ndim, const uint64_t *shape)
 {
-    char hdr[MFCTL_NPY_HEADER_LEN], part[sizeof(n->path) + 8];
-    int ok;
+    char hdr[MFCTL_NPY_HEADER_LEN];
+    FILE *f = n->f;
 
     mfctl__npy_header(hdr, n->descr, ndim, shape);
-    (void)snprintf(part, sizeof(part), "%s.part", n->path);
-    ok = fseek(n->f, 0, SEEK_SET) == 0 && fwrite(hdr, 1, sizeof(hdr), n->f) == sizeof(hdr) &&
-         fflush(n->f) == 0 && fsync(fileno(n->f)) == 0;
-    ok = (fclose(n->f) == 0) && ok;
     n->f = NULL;
-    if (!ok || rename(part, n->path) != 0) {
+    if (fseek(f, 0, SEEK_SET) != 0 || fwrite(hdr, 1, sizeof(hdr), f) != sizeof(hdr)) {
         int e = errno;
 
-        (void)remove(part);
+        mfctl__part_abort(f, n->path);
         return mf_fail(ctx, MF_E_IO, "cannot complete %s: %s", n->path, strerror(e));
     }
-    return MF_OK;
+    return mfctl__part_commit(f, ctx, n->path);
 }
 
 void mfctl__npy_abort(struct mfctl_npy *n)
 {
-    char part[sizeof(n->path) + 8];
-
-    if (!n->f)
-        return;
-    (void)fclose(n->f);
+    mfctl__part_abort(n->f, n->path);
     n->f = NULL;
-    (void)snprintf(part, sizeof(part), "%s.part", n->path);
-    (void)remove(part);
 }

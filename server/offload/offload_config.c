@@ -160,6 +160,7 @@ static int parse_policy(struct mf_offload_model_cfg *m, struct mf_ctx *ctx, cons
                        m->name);
     m->target_rate = rate ? rate->valuedouble : 0.0;
     m->fixed_threshold = cJSON_GetObjectItemCaseSensitive(p, "threshold") != NULL;
+    m->threshold = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(p, "threshold"));
     text = cJSON_PrintUnformatted(p);
     if (!text || strlen(text) >= sizeof(m->policy)) {
         cJSON_free(text);

@@ -91,6 +91,26 @@ int mf_offsrv__threshold(double *threshold_out, int *source_out, struct mf_store
     return mf_fail(ctx, MF_E_NOTFOUND, "no scores for %s %s (%s)", model, version, method);
 }
 
+int mf_offsrv__version_threshold(double *out, const struct mf_offload_model_cfg *m,
+                                 struct mf_store *s, struct mf_ctx *ctx, const char *version,
+                                 const char *method)
+{
+    int source = 0, err;
+
+    if (m->fixed_threshold) {
+        *out = m->threshold;
+        return MF_OK;
+    }
+    if (m->target_rate <= 0.0)
+        return mf_fail(ctx, MF_E_NOTFOUND, "%s states neither threshold nor target rate", m->name);
+    err = mf_offsrv__threshold(out, &source, s, ctx, m->name, version, method, m->target_rate);
+    if (err == MF_OK && *out < 0.0)
+        return mf_fail(ctx, MF_E_NOTFOUND, "no scores for %s %s (%s)", m->name, version, method);
+    if (err == MF_OK)
+        *out = floor(*out * 1e4 + 0.5) / 1e4;
+    return err;
+}
+
 static int read_count(uint64_t *out, const cJSON *obj, const char *key)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -188,7 +208,6 @@ static int add_policy(cJSON *policies, const struct mf_offload_model_cfg *m, str
 {
     size_t len = strlen(m->policy);
     double t = 0.0;
-    int source = 0;
     cJSON *p;
     /* The policy was checked when the config was read; only memory can fail here. */
     int err = mf_json__parse(&p, ctx, m->policy, len, len, MF_JSON_DEPTH_DEFAULT, "offload policy");
@@ -197,11 +216,10 @@ static int add_policy(cJSON *policies, const struct mf_offload_model_cfg *m, str
         return err;
     if (version && mf_names__valid_id(version)) {
         if (!m->fixed_threshold && m->target_rate > 0.0) {
-            err = mf_offsrv__threshold(&t, &source, s, ctx, m->name, version, m->method,
-                                       m->target_rate);
+            err = mf_offsrv__version_threshold(&t, m, s, ctx, version, m->method);
             /* No scores yet: the device derives its own threshold from the target rate. */
-            if (err == MF_OK && t >= 0.0)
-                (void)cJSON_AddNumberToObject(p, "threshold", floor(t * 1e4 + 0.5) / 1e4);
+            if (err == MF_OK)
+                (void)cJSON_AddNumberToObject(p, "threshold", t);
             if (err == MF_E_NOTFOUND)
                 err = MF_OK;
         }

@@ -33,6 +33,7 @@ struct mf_offload_model_cfg {
     char method[16];                    /* the policy's method (histograms are per method) */
     double target_rate;                 /* 0: none */
     int fixed_threshold;                /* the policy states its own threshold */
+    double threshold;                   /* that threshold */
 };
 
 struct mf_offload_config {
@@ -84,6 +85,15 @@ int mf_offsrv__is_id(const char *s);
 int mf_offsrv__threshold(double *threshold_out, int *source_out, struct mf_store *s,
                          struct mf_ctx *ctx, const char *model, const char *version,
                          const char *method, double target_rate);
+/*
+ * The threshold the check-in gives devices of `m` on `version` (for `method`): the policy's
+ * own, else the one mf_offsrv__threshold derives for its target rate, rounded to 1e-4 as
+ * the policy object carries it. MF_E_NOTFOUND when there is none yet (devices then derive
+ * their own from the target rate).
+ */
+int mf_offsrv__version_threshold(double *out, const struct mf_offload_model_cfg *m,
+                                 struct mf_store *s, struct mf_ctx *ctx, const char *version,
+                                 const char *method);
 /* The quantile of a histogram for `rate` (-1 when empty); see mf_offload_hist_quantile. */
 double mf_offsrv__hist_quantile(const uint64_t *bins, double rate);
 

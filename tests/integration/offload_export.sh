@@ -6,8 +6,9 @@
 # policy, asks 5 samples the teacher answers and queues 70 it uplinks in batches; the label
 # job labels them; `mfctl samples export` writes samples.jsonl + .npy. The files are checked
 # with plain shell tools always, and loaded with numpy and compared with what the device sent
-# when a python3 with numpy is found (else that comparison is skipped, saying so). Filters
-# and `mfctl samples delete` close the loop.
+# when a python3 with numpy is found (else that comparison is skipped, saying so). The
+# WebDataset export (--format webdataset) is read back with Python's tarfile. Filters and
+# `mfctl samples delete` close the loop.
 # Usage: offload_export.sh BIN_DIR CLIENT   (run by ctest as integration_offload_export)
 set -uo pipefail
 BIN=$1
@@ -61,6 +62,37 @@ check "every line is a labelled sample of cam-int" \
 check "every sent input exported exactly once" \
     bash -c "diff <(cut -d' ' -f1 '$work/sent.txt' | sort) \
                   <(grep -o '\"input_sha256\":\"[0-9a-f]*\"' '$out/samples.jsonl' | cut -d'\"' -f4 | sort)"
+
+check "every line carries the policy's threshold (0.8)" \
+    test "$(grep -c '"threshold":0.8,' "$out/samples.jsonl")" -eq "$n"
+
+# WebDataset: one ustar archive, <id>.input.npy + <id>.json per sample, read by tarfile.
+check "export --format webdataset" export_to "$work/wds" --format webdataset
+check "  ... says where the archive is" grep -q "exported $n samples of digits to $work/wds/samples.tar" \
+    "$work/export.out"
+check "  ... writes only samples.tar" test "$(ls "$work/wds")" = samples.tar
+check "python3 tarfile reads the archive: $n samples, each input and line as in the JSONL export" \
+    python3 -c '
+import hashlib, json, sys, tarfile
+tar, jsonl = sys.argv[1], sys.argv[2]
+lines = {json.loads(l)["id"]: json.loads(l) for l in open(jsonl)}
+with tarfile.open(tar, "r:") as t:
+    members = t.getmembers()
+    assert all(m.isreg() for m in members)
+    names = [m.name for m in members]
+    assert len(names) == 2 * len(lines), (len(names), len(lines))
+    for i in range(0, len(names), 2):
+        key = names[i].split(".", 1)[0]  # the WebDataset key: the name up to its first dot
+        assert names[i] == key + ".input.npy" and names[i + 1] == key + ".json", names[i:i + 2]
+        raw = t.extractfile(members[i]).read()
+        assert raw[:10] == b"\x93NUMPY\x01\x00\x76\x00" and b"(784,)" in raw[:128], raw[:128]
+        x = raw[128:]
+        meta = json.loads(t.extractfile(members[i + 1]).read())
+        assert meta == lines[key] and meta["row"] == i // 2, (meta, lines[key])
+        assert len(x) == 784 and hashlib.sha256(x).hexdigest() == meta["input_sha256"]
+        assert meta["threshold"] == 0.8 and meta["teacher_label"] == 1
+        assert members[i].mtime == meta["received_at"]
+' "$work/wds/samples.tar" "$out/samples.jsonl"
 
 numpy_python=""
 for py in python3 /usr/bin/python3; do

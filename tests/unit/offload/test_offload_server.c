@@ -154,6 +154,12 @@ static void test_offload_server__ask_answered_and_stored(void **state)
     assert_int_equal(exported("&min_teacher_confidence=0.6"), 1);
     assert_non_null(strstr(rep.body, "\"teacher_version\":\"k-3\""));
     assert_non_null(strstr(rep.body, "\"device_id\":\"cam-1\""));
+    /* A target rate and no scores of v3 yet: no threshold to export (devices derive one). */
+    assert_non_null(strstr(rep.body, "\"threshold\":null"));
+    /* A misspelt filter is refused, not ignored (it would export more than asked). */
+    assert_int_equal(http("GET", "/v1/admin/samples?model=digits&kinds=hard", fx.s.admin, NULL),
+                     400);
+    assert_non_null(strstr(rep.body, "unknown query key 'kinds'"));
     /* Without a device credential: 401; request_id not the sample's: 400. */
     assert_int_equal(http("POST", "/v1/offload/ask", NULL, body), 401);
     (void)snprintf(body, sizeof(body),
@@ -273,7 +279,7 @@ static void test_offload_server__body_limit(void **state)
 
 static void test_offload_server__checkin_policy_from_fleet_scores(void **state)
 {
-    char body[4096];
+    char body[4096], smp[512], ask[1024];
     size_t n = 0;
     cJSON *j, *p;
 
@@ -298,6 +304,13 @@ static void test_offload_server__checkin_policy_from_fleet_scores(void **state)
     assert_string_equal(cJSON_GetObjectItem(p, "model_version")->valuestring, "v3");
     assert_true(cJSON_GetObjectItem(p, "target_rate")->valuedouble == 0.1);
     cJSON_Delete(j);
+    /* A sample of v3 exports with the threshold devices of v3 get. */
+    sample_json(smp, sizeof(smp), 2, "hard");
+    (void)snprintf(ask, sizeof(ask),
+                   "{\"request_id\":\"%032x\",\"deadline_ms\":1000,\"sample\":%s}", 2, smp);
+    assert_int_equal(http("POST", "/v1/offload/ask", fx.s.cred, ask), 200);
+    assert_int_equal(exported(""), 1);
+    assert_non_null(strstr(rep.body, "\"threshold\":0.1}"));
     /* Ops see target vs realised (120 of 1000 asked). */
     assert_int_equal(http("GET", "/v1/admin/offload/rates", fx.s.admin, NULL), 200);
     assert_non_null(strstr(rep.body, "\"realised_rate\":0.12"));

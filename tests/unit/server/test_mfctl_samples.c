@@ -5,7 +5,8 @@
  * a fake server on 127.0.0.1 (ephemeral port, one thread) that serves canned pages: paging
  * by cursor, inputs of different lengths (flat inputs.npy + input_offsets.npy), NaN teacher
  * rows for unlabelled samples, and inputs that do not match their digest or are not base64
- * (a clear error, no files left).
+ * (a clear error, no files left); the ustar header against the bytes Python's tarfile
+ * writes, and a WebDataset export (--format webdataset) read back member by member.
  */
 #include "mf_test.h"
 #include "cmd_samples.h"
@@ -56,6 +57,28 @@ static void test_mfctl_samples__npy_header_is_numpys(void **state)
     assert_int_equal((uint8_t)h[8] | ((uint8_t)h[9] << 8), MFCTL_NPY_HEADER_LEN - 10);
     assert_non_null(strstr(h + 10, "(18446744073709551615, 18446744073709551615), }"));
     assert_int_equal(h[MFCTL_NPY_HEADER_LEN - 1], '\n');
+}
+
+/* tarfile.TarInfo("0123.json", size 5, mtime 1764500001, mode 0o644, uid/gid 0, no
+ * owner names).tobuf(format=USTAR_FORMAT) (Python 3.11): its non-NUL runs and offsets. */
+static void test_mfctl_samples__tar_header_is_pythons(void **state)
+{
+    static const struct {
+        size_t at;
+        const char *text;
+    } runs[] = {
+        {0, "0123.json"},     {100, "0000644"},     {108, "0000000"}, {116, "0000000"},
+        {124, "00000000005"}, {136, "15113021041"}, {148, "007243"},  {155, " 0"},
+        {257, "ustar"},       {263, "00"},
+    };
+    uint8_t want[MFCTL_TAR_BLOCK], got[MFCTL_TAR_BLOCK];
+
+    (void)state;
+    memset(want, 0, sizeof(want));
+    for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++)
+        memcpy(want + runs[i].at, runs[i].text, strlen(runs[i].text));
+    mfctl__tar_header(got, "0123.json", 5, 1764500001);
+    assert_memory_equal(got, want, sizeof(want));
 }
 
 static char g_dir[64];
@@ -137,9 +160,10 @@ static void test_mfctl_samples__usage_errors(void **state)
         {"samples", "export", "--kind", "easy", "out", NULL}, /* kind */
         {"samples", "export", "--since", "-5", "out", NULL},  /* time */
         {"samples", "export", "--min-teacher-confidence", "1.5", "out", NULL},
-        {"samples", "export", "--model", NULL},         /* missing value */
-        {"samples", "delete", NULL},                    /* no --device */
-        {"samples", "delete", "--device", "a/b", NULL}, /* not an id */
+        {"samples", "export", "--format", "parquet", "out", NULL}, /* format */
+        {"samples", "export", "--model", NULL},                    /* missing value */
+        {"samples", "delete", NULL},                               /* no --device */
+        {"samples", "delete", "--device", "a/b", NULL},            /* not an id */
         {"samples", "frobnicate", NULL},
     };
     const char *argv[8];
@@ -198,6 +222,41 @@ static void write_token(char *tok, size_t cap)
 {
     (void)snprintf(tok, cap, "%s/token", g_dir);
     mf_kit_fs_write(tok, "mfa_test\n", 9);
+}
+
+/* The value of the ustar octal field at `p` (`width` bytes). */
+static uint64_t tar_octal(const uint8_t *p, size_t width)
+{
+    uint64_t v = 0;
+
+    for (size_t i = 0; i < width && p[i] >= '0' && p[i] <= '7'; i++)
+        v = v * 8 + (uint64_t)(p[i] - '0');
+    return v;
+}
+
+/* Reads member `name` at *at of the archive `tar` (len bytes): its header checked (magic,
+ * checksum, regular file, mtime), its data returned, *at moved past its padding. */
+static const uint8_t *tar_member(const uint8_t *tar, size_t len, size_t *at, const char *name,
+                                 size_t *size)
+{
+    const uint8_t *h = tar + *at;
+    unsigned sum = 0;
+
+    assert_true(*at + MFCTL_TAR_BLOCK <= len);
+    assert_string_equal((const char *)h, name);
+    assert_memory_equal(h + 257,
+                        "ustar\0"
+                        "00",
+                        8);
+    assert_int_equal(h[156], '0');
+    assert_int_equal(tar_octal(h + 136, 12), 1764500001); /* received_at */
+    for (size_t i = 0; i < MFCTL_TAR_BLOCK; i++)
+        sum += (i >= 148 && i < 156) ? ' ' : h[i];
+    assert_int_equal(tar_octal(h + 148, 8), sum);
+    *size = (size_t)tar_octal(h + 124, 12);
+    *at += MFCTL_TAR_BLOCK + (*size + MFCTL_TAR_BLOCK - 1) / MFCTL_TAR_BLOCK * MFCTL_TAR_BLOCK;
+    assert_true(*at <= len);
+    return h + MFCTL_TAR_BLOCK;
 }
 
 static int export_against(struct mf_kit_http *f, char **err)
@@ -272,6 +331,86 @@ static void test_mfctl_samples__export_pages_ragged_unlabelled(void **state)
     g_dir[strlen(g_dir) - strlen("/export")] = '\0';
 }
 
+static void test_mfctl_samples__export_webdataset(void **state)
+{
+    char url[64], tok[128], out[96], s1[1024], s2[1024], page[4096], hdr[MFCTL_NPY_HEADER_LEN];
+    const char *argv[] = {"mfctl",      "--server", url,       "--token-file", tok,
+                          "samples",    "export",   "--model", "digits",       "--format",
+                          "webdataset", out,        NULL};
+    uint64_t shape[1] = {3};
+    static uint8_t tar[16384];
+    const uint8_t *data;
+    struct mf_kit_http f;
+    size_t len, at = 0, size;
+    char *err;
+
+    (void)state;
+    sample(s1, sizeof(s1), 3, "AAEC", "\x00\x01\x02", 3, "[0.1,0.8,0.1]", NULL);
+    sample(s2, sizeof(s2), 7, "aGVsbG8=", "hello", 5, NULL, NULL);
+    /* The server's threshold for the sample's version: the first has one, the second none. */
+    (void)snprintf(strrchr(s1, '}'), 32, ",\"threshold\":0.62}");
+    (void)snprintf(page, sizeof(page), "{\"samples\":[%s,%s],\"next\":0}", s1, s2);
+    serve_pages(&f, (const char *const[]){page, NULL});
+    (void)snprintf(url, sizeof(url), "%s", f.url);
+    write_token(tok, sizeof(tok));
+    (void)snprintf(out, sizeof(out), "%s/wds", g_dir);
+    if (run(&err, 12, argv) != 0)
+        fail_msg("export failed: %s", err);
+    mf_kit_http_stop(&f);
+    assert_false(exists("wds/samples.jsonl") || exists("wds/inputs.npy") ||
+                 exists("wds/samples.tar.part"));
+    slurp(tar, sizeof(tar), &len, "wds/samples.tar");
+    assert_int_equal(len % MFCTL_TAR_BLOCK, 0);
+    /* Sample 3: its input as a uint8 .npy of shape (3,), then its JSON object. */
+    data = tar_member(tar, len, &at, "00000000000000000000000000000003.input.npy", &size);
+    assert_int_equal(size, MFCTL_NPY_HEADER_LEN + 3);
+    mfctl__npy_header(hdr, "|u1", 1, shape);
+    assert_memory_equal(data, hdr, sizeof(hdr));
+    assert_memory_equal(data + MFCTL_NPY_HEADER_LEN, "\x00\x01\x02", 3);
+    assert_true(data[size] == 0 && data[511] == 0); /* padding */
+    data = tar_member(tar, len, &at, "00000000000000000000000000000003.json", &size);
+    assert_true(size < 1024 && data[size - 1] == '\n');
+    assert_non_null(strstr((const char *)data, "{\"row\":0,\"device\":\"cam-3\""));
+    assert_non_null(strstr((const char *)data, "\"threshold\":0.62,"));
+    assert_non_null(strstr((const char *)data, "\"teacher_label\":1,"));
+    /* Sample 7: 5 input bytes, unlabelled, no threshold. */
+    data = tar_member(tar, len, &at, "00000000000000000000000000000007.input.npy", &size);
+    assert_int_equal(size, MFCTL_NPY_HEADER_LEN + 5);
+    assert_memory_equal(data + MFCTL_NPY_HEADER_LEN, "hello", 5);
+    assert_non_null(strstr((const char *)data + 10, "'shape': (5,), }"));
+    data = tar_member(tar, len, &at, "00000000000000000000000000000007.json", &size);
+    assert_non_null(strstr((const char *)data, "\"threshold\":null,"));
+    assert_non_null(strstr((const char *)data, "\"teacher_label\":null,"));
+    /* The end: two zero blocks, nothing after. */
+    assert_int_equal(len, at + 2 * MFCTL_TAR_BLOCK);
+    for (size_t i = at; i < len; i++)
+        assert_int_equal(tar[i], 0);
+}
+
+static void test_mfctl_samples__webdataset_refuses_odd_ids(void **state)
+{
+    char url[64], tok[128], out[96], s1[1024], page[2048], *err;
+    const char *argv[] = {"mfctl",      "--server", url,       "--token-file", tok,
+                          "samples",    "export",   "--model", "digits",       "--format",
+                          "webdataset", out,        NULL};
+    struct mf_kit_http f;
+    char *id;
+
+    (void)state;
+    sample(s1, sizeof(s1), 3, "AAEC", "\x00\x01\x02", 3, NULL, NULL);
+    id = strstr(s1, "\"id\":\"") + 6; /* "../x" would name a path outside the archive */
+    memcpy(id, "../", 3);
+    (void)snprintf(page, sizeof(page), "{\"samples\":[%s],\"next\":0}", s1);
+    serve_pages(&f, (const char *const[]){page, NULL});
+    (void)snprintf(url, sizeof(url), "%s", f.url);
+    write_token(tok, sizeof(tok));
+    (void)snprintf(out, sizeof(out), "%s/wds", g_dir);
+    assert_int_equal(run(&err, 12, argv), 1);
+    mf_kit_http_stop(&f);
+    assert_non_null(strstr(err, "is not lower-case hex: it cannot key a tar member"));
+    assert_false(exists("wds/samples.tar") || exists("wds/samples.tar.part"));
+}
+
 static void test_mfctl_samples__bad_input_leaves_nothing(void **state)
 {
     char s1[1024], s2[1024], p1[2048], p2[2048], *err;
@@ -338,6 +477,9 @@ int main(void)
         T(test_mfctl_samples__usage_errors),
         T(test_mfctl_samples__export_pages_ragged_unlabelled),
         T(test_mfctl_samples__bad_input_leaves_nothing),
+        cmocka_unit_test(test_mfctl_samples__tar_header_is_pythons),
+        T(test_mfctl_samples__export_webdataset),
+        T(test_mfctl_samples__webdataset_refuses_odd_ids),
         T(test_mfctl_samples__delete),
     };
 #undef T
