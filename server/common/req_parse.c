@@ -103,8 +103,13 @@ static int parse_checkin_model(struct mf_checkin_model *m, struct mf_ctx *ctx, c
         err = get_nullable(&m->sha256, ctx, it, "sha256");
     if (err == MF_OK)
         err = get_nullable(&m->release_sha256, ctx, it, "release_sha256");
+    if (err == MF_OK)
+        err = get_nullable(&m->fallback_sha256, ctx, it, "fallback_sha256");
     if (err < 0)
         return err;
+    if (m->fallback_sha256 && !mf_names__valid_sha256(m->fallback_sha256))
+        return mf_fail(ctx, MF_E_INVALID,
+                       "fallback_sha256 of model '%s' is not 64 lower-case hex digits", m->name);
     if (m->version && !mf_names__valid_id(m->version))
         return mf_fail(ctx, MF_E_INVALID, "version of model '%s' is not a valid name", m->name);
     if (m->sha256 && !mf_names__valid_sha256(m->sha256))

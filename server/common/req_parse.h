@@ -31,6 +31,9 @@ struct mf_checkin_model {
      * of (docs/protocol.md, "Check-ins that send only what changed"); NULL: not said (an
      * older agent), every assignment then carries its release. */
     const char *release_sha256;
+    /* The fallback variant's bytes the device keeps beside them (docs/protocol.md,
+     * "Fallback variant"); NULL: none. The answer then leaves that fallback's release out. */
+    const char *fallback_sha256;
     /* "Check-in fields for deltas, pins and rollback" (docs/protocol.md), all optional. */
     const char *pin; /* NULL: not pinned locally */
     int pending;     /* installed version not confirmed healthy yet */
