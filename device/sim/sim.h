@@ -57,6 +57,11 @@ struct sim_config {
     const char *report_path; /* final "<device> <version>" lines; NULL: none */
     struct sim_class classes[SIM_MAX_CLASSES];
     size_t n_classes;
+    /* Memory pressure on devices [from, to) during their own cycles [c0, c1); to == 0: none,
+     * and the agents do not degrade (docs/agent.md, "Runtime degradation"). */
+    unsigned squeeze_from, squeeze_to, squeeze_c0, squeeze_c1;
+    unsigned degrade_hold_ms; /* the controller's hold window (--degrade-hold-ms) */
+    int degrade;              /* --squeeze or --degrade-hold-ms given: the agents degrade */
 };
 
 /* The man-page-style usage (--help). */
@@ -90,6 +95,9 @@ void sim__device_free(struct sim_device *d);
  * -1 after printing why the step failed (the device tries again next cycle). Devices are
  * independent: distinct devices may cycle on distinct threads at once. */
 int sim__device_cycle(uint64_t *checkin_us, struct sim_device *d);
+
+/* 1 while the device runs its fallback variant (mf_agent_model_path answers it). */
+int sim__device_degraded(const struct sim_device *d);
 
 /* The installed version ("" when none) and the device id. Borrowed. */
 const char *sim__device_version(const struct sim_device *d);

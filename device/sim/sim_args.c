@@ -42,6 +42,11 @@ const char sim__usage[] =
     "    --class FROM-TO:TAG,ram=MB,storage=MB[,accel=NAME][,int8][,fp16]\n"
     "                         devices FROM..TO-1 declare that class (up to 4)\n"
     "    --offline FROM-TO:C0-C1  devices FROM..TO-1 skip cycles C0..C1-1\n"
+    "    --squeeze FROM-TO:C0-C1  devices FROM..TO-1 are under memory pressure during their\n"
+    "                         cycles C0..C1-1; with it every agent degrades (mf/agent.h) to\n"
+    "                         its fallback variant and back, reporting each switch\n"
+    "    --degrade-hold-ms MS  the degrade hold window (default 500); turns degradation on\n"
+    "                         without --squeeze too (a restart with no pressure)\n"
     "    --report FILE        write \"<device> <version>\" per device at the end\n"
     "EXIT STATUS\n"
     "    0 the fleet ran; 1 a failure (message on stderr); 2 bad usage.\n";
@@ -170,6 +175,15 @@ static int parse_one(struct sim_config *c, const char *k, const char *v, char **
         if (sim__parse_class(&c->classes[c->n_classes], v) < 0)
             return bad(k, v, "not FROM-TO:TAG,ram=MB,storage=MB[,accel=NAME][,int8][,fp16]");
         c->n_classes++;
+    } else if (strcmp(k, "--squeeze") == 0) {
+        if (!strchr(v, ':') || parse_range(&c->squeeze_from, &c->squeeze_to, v, ':') < 0 ||
+            parse_range(&c->squeeze_c0, &c->squeeze_c1, strchr(v, ':') + 1, '\0') < 0)
+            return bad(k, v, "not FROM-TO:C0-C1 with FROM < TO and C0 < C1");
+        c->degrade = 1;
+    } else if (strcmp(k, "--degrade-hold-ms") == 0) {
+        if (parse_uint(&c->degrade_hold_ms, v, 1, 3600000) < 0)
+            return bad(k, v, "not 1..3600000");
+        c->degrade = 1;
     } else if (strcmp(k, "--offline") == 0) {
         if (!strchr(v, ':') || parse_range(&c->offline_from, &c->offline_to, v, ':') < 0 ||
             parse_range(&c->offline_c0, &c->offline_c1, strchr(v, ':') + 1, '\0') < 0)
