@@ -26,7 +26,9 @@
  *
  * Storage goes only through the platform port (mf/sys/platform.h). Layout under the state
  * directory: `credential` (mode 0600), `trust.state`, `models/<name>/state.json`,
- * `models/<name>/slot-a`, `models/<name>/slot-b`, and `slot-<x>.part` while downloading.
+ * `models/<name>/slot-a`, `models/<name>/slot-b`, and `slot-<x>.part` while downloading;
+ * with runtime degradation (options version 8) also `degrade.state`, `degrade.switches`,
+ * `models/<name>/fallback` and `models/<name>/fallback.state`.
  *
  * Thread safety: one mf_agent is used by one thread at a time; distinct agents are
  * independent. The application SHOULD call curl_global_init() once before creating agents
