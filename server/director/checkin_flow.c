@@ -2,7 +2,7 @@
 /*
  * The director's check-in flow (checkin_flow.h), after the handler (handlers/checkin.c) has
  * parsed the request. Every tracked model with a released version gets the release the
- * precedence of director/director_policy.h picks, as the data team's release envelope plus
+ * director decides for it (checkin_decide.h), as the data team's release envelope plus
  * an assignment envelope the director key signs for this device and this check-in (its
  * nonce, the next numbers of the device's sequence), plus the precomputed delta from the
  * device's installed bytes when the delta worker made one. Root rotations newer than the
@@ -16,11 +16,9 @@
 #include "director/checkin_batch.h"
 #include "director/checkin_answer.h"
 #include "director/checkin_cache.h"
+#include "director/checkin_decide.h"
 #include "director/checkin_degrade.h"
 #include "director/checkin_settings.h"
-#include "director/director_policy.h"
-#include "director/director_variant.h"
-#include "director/director_wave.h"
 #include "http/http_metrics.h"
 #include "mf_hex.h"
 #include "mf/patch.h"
@@ -40,22 +38,6 @@ _Static_assert(MF_CHECKIN_MAX_MODELS <= MF_STORE_CHECKIN_MAX_MODELS,
                "checkin_begin reads the directives of every model of a check-in");
 _Static_assert(MF_CHECKIN_MAX_MODELS <= MF_ANSWER_HOLES_MAX, "an answer has a hole per model");
 
-/* Sized for the request's models (most check-ins name one or two), in one allocation. */
-struct checkin_work {
-    struct mf_policy_input in; /* one model at a time */
-    /* From checkin_begin: the first of the sequence numbers reserved for the models, and
-     * the directives of each model of the request (in its order). */
-    uint64_t first;
-    struct mf_store_directives *dirs;
-    /* The decisions: n targets, each with the request's model entry (what the device runs
-     * and holds: deltas, the release it need not be sent) and the variant of the target ("":
-     * the version's own blob). */
-    struct mf_store_version *v;
-    const struct mf_checkin_model **from;
-    char (*variant)[MF_STORE_NAME_SIZE];
-    size_t n;
-};
-
 /* One check-in from parse to answer; on the request's allocator. A check-in run by the
  * stage leaves its assignments unsigned (a hole each in the answer) until the group's
  * signature is made. */
@@ -65,7 +47,7 @@ struct mf_checkin_job {
     struct mf_store_pin_hint hint;
     struct mf_ccache_view v;
     struct mf_store_checkin c;
-    struct checkin_work *w;
+    struct mf_checkin_work *w;
     struct mf_answer answer;
     char *text; /* the answer, finished (mf_alloc(NULL)) */
     size_t text_len;
@@ -73,26 +55,6 @@ struct mf_checkin_job {
     size_t n_unsigned; /* the answer's holes, one per spec */
     mf_manifest_assignment_spec specs[MF_CHECKIN_MAX_MODELS];
 };
-
-static struct checkin_work *work_new(struct mf_httpd_req *r, size_t n_models)
-{
-    size_t n = n_models ? n_models : 1;
-    struct checkin_work *w = mf_calloc(&r->ctx.alloc, 1,
-                                       sizeof(*w) + n * (sizeof(*w->v) + sizeof(*w->from) +
-                                                         sizeof(*w->dirs) + sizeof(*w->variant)));
-
-    if (!w)
-        return NULL;
-    /* The struct and each element size keep the arrays aligned in this order. */
-    _Static_assert(sizeof(struct checkin_work) % _Alignof(struct mf_store_version) == 0 &&
-                       sizeof(struct mf_store_version) % _Alignof(const char *) == 0,
-                   "checkin_work's arrays stay aligned");
-    w->v = (struct mf_store_version *)(void *)(w + 1);
-    w->from = (const struct mf_checkin_model **)(void *)(w->v + n);
-    w->dirs = (struct mf_store_directives *)(void *)(w->from + n);
-    w->variant = (char(*)[MF_STORE_NAME_SIZE])(void *)(w->dirs + n); /* chars: any alignment */
-    return w;
-}
 
 /* Envelopes travel as JSON strings holding their exact bytes (docs/protocol.md). */
 static int add_root(void *payload, uint64_t version, const void *env, size_t len)
@@ -233,162 +195,14 @@ static int add_assignment(struct mf_answer *ans, struct mf_httpd_req *r,
     return err;
 }
 
-/* The release `version` of `model`, if there is such a released version. */
-static int resolve(struct mf_policy_candidate *c, const struct mf_ccache_view *v, const char *model,
-                   const char *version)
-{
-    int err;
-
-    c->present = 0;
-    if (!version || !version[0])
-        return MF_OK;
-    err = mf_ccache__version_get(&c->v, v, model, version);
-    if (err == MF_E_NOTFOUND)
-        return MF_OK; /* a pin to a version that is gone or was never there: no candidate */
-    if (err < 0)
-        return err;
-    c->present = c->v.sequence > 0; /* staged versions are never assigned */
-    return MF_OK;
-}
-
-/* Makes candidate `c` variant x of its version: its bytes and release, the version's place. */
-static void take_variant(struct mf_policy_candidate *c, const struct mf_store_variant *x)
-{
-    memcpy(c->v.sha256, x->sha256, sizeof(c->v.sha256));
-    c->v.size = x->size;
-    memcpy(c->v.release_digest, x->release_digest, sizeof(c->v.release_digest));
-    (void)snprintf(c->variant, sizeof(c->variant), "%s", x->variant);
-}
-
-/* The variant of candidate `c`'s version that class `cls` gets (director_variant.h), or the
- * version's own blob. */
-static int classify(struct mf_policy_candidate *c, const struct mf_ccache_view *v,
-                    const struct mf_device_class *cls)
-{
-    struct mf_store_variant xs[MF_STORE_VARIANTS_MAX];
-    size_t n = 0;
-    int err, pick;
-
-    if (!c->present || !cls->declared)
-        return MF_OK;
-    err = mf_ccache__variants(xs, &n, v, c->v.model, c->v.version);
-    pick = err == MF_OK ? mf_variant__pick(xs, n, cls) : -1;
-    if (pick >= 0)
-        take_variant(c, &xs[pick]);
-    return err;
-}
-
-/* The device's installed release: the version it names when it runs that version's own
- * bytes, or the released variant of it whose bytes it runs (whatever its class says now). */
-static int resolve_installed(struct mf_policy_candidate *c, const struct mf_ccache_view *v,
-                             const struct mf_checkin_model *m)
-{
-    struct mf_store_variant xs[MF_STORE_VARIANTS_MAX];
-    size_t n = 0;
-    int err = resolve(c, v, m->name, m->version);
-
-    if (err < 0 || !c->present || strcmp(c->v.sha256, m->sha256) == 0)
-        return err;
-    c->present = 0; /* the device runs other bytes under that name... */
-    err = mf_ccache__variants(xs, &n, v, m->name, m->version);
-    for (size_t i = 0; err == MF_OK && i < n; i++) {
-        if (strcmp(xs[i].sha256, m->sha256) == 0) { /* ... unless they are a variant's */
-            take_variant(c, &xs[i]);
-            c->present = 1;
-            break;
-        }
-    }
-    return err;
-}
-
-/* Gathers every rule's candidate for one model (director_policy.h) from the store. */
-static int gather(struct checkin_work *w, struct mf_httpd_req *r, const struct mf_ccache_view *v,
-                  const struct mf_checkin_req *req, const struct mf_checkin_model *m,
-                  const struct mf_store_directives *dir)
-{
-    struct mf_policy_input *in = &w->in;
-    struct mf_policy_candidate *const offered[] = {
-        &in->device_pin,     &in->ops_device_pin, &in->ops_group_pin, &in->fleet_rollback,
-        &in->class_rollback, &in->wave,           &in->channel};
-    int err;
-
-    memset(in, 0, sizeof(*in));
-    err = mf_ccache__promoted_latest(&in->channel.v, v, m->name);
-    if (err < 0)
-        return err; /* MF_E_NOTFOUND: nothing released, no assignment */
-    in->channel.present = 1;
-    in->floor = in->channel.v.security_floor;
-    if (m->sha256)
-        err = resolve_installed(&in->installed, v, m);
-    if (err == MF_OK)
-        err = resolve(&in->device_pin, v, m->name, m->pin);
-    if (err == MF_OK)
-        err = resolve(&in->ops_device_pin, v, m->name, dir->device_pin);
-    if (err == MF_OK)
-        err = resolve(&in->ops_group_pin, v, m->name, dir->group_pin);
-    if (err == MF_OK)
-        err = resolve(&in->fleet_rollback, v, m->name, dir->fleet_rollback);
-    if (err == MF_OK && dir->channel_version[0])
-        err = resolve(&in->channel, v, m->name, dir->channel_version);
-    if (err == MF_OK) {
-        err = mf_director__wave_cached(&in->wave.v, v, r->device_id, m->name);
-        in->wave.present = err == MF_OK;
-        if (err == MF_E_NOTFOUND)
-            err = MF_OK;
-    }
-    if (err == MF_OK && req->device_class.declared) {
-        err = mf_director__class_rollback_cached(&in->class_rollback.v, v, req->device_class.tag,
-                                                 m->name);
-        in->class_rollback.present = err == MF_OK;
-        if (err == MF_E_NOTFOUND)
-            err = MF_OK;
-    }
-    /* Every rule chooses a version; the device's class chooses among its variants. */
-    for (size_t i = 0; err == MF_OK && i < sizeof(offered) / sizeof(offered[0]); i++)
-        err = classify(offered[i], v, &req->device_class);
-    in->pending = m->pending;
-    in->n_rolled_back = m->n_rolled_back;
-    for (size_t i = 0; i < m->n_rolled_back; i++)
-        in->rolled_back[i] = m->rolled_back[i];
-    return err;
-}
-
-/* The director's decision for each tracked model that has a released version. */
-static int collect(struct checkin_work *w, struct mf_httpd_req *r, const struct mf_ccache_view *v,
-                   const struct mf_checkin_req *req)
-{
-    w->n = 0;
-    for (size_t i = 0; i < req->n_models; i++) {
-        const struct mf_checkin_model *m = &req->models[i];
-        struct mf_policy_decision d;
-        int err = gather(w, r, v, req, m, &w->dirs[i]);
-
-        if (err == MF_E_NOTFOUND)
-            continue; /* nothing released: no assignment */
-        if (err < 0)
-            return err;
-        mf_policy__decide(&d, &w->in);
-        mf_metrics__decision(r->env->metrics, d.rule);
-        MF_LOG_DBG(&r->ctx, "director: %s %s -> %s (%s)", r->device_id, m->name,
-                   d.target ? d.target->version : "-", mf_policy__rule_name(d.rule));
-        if (!d.target)
-            continue;
-        w->v[w->n] = *d.target;
-        w->from[w->n] = m;
-        (void)snprintf(w->variant[w->n], sizeof(w->variant[w->n]), "%s", d.variant);
-        w->n++;
-    }
-    return MF_OK;
-}
-
-static int add_assignments(struct mf_answer *ans, struct checkin_work *w, struct mf_httpd_req *r,
+static int add_assignments(struct mf_answer *ans, struct mf_checkin_work *w, struct mf_httpd_req *r,
                            const struct mf_ccache_view *v, const struct mf_checkin_req *req,
                            struct mf_checkin_job *defer)
 {
     int err = mf_answer__open(ans, "assignments", '[');
 
     if (err == MF_OK)
-        err = collect(w, r, v, req);
+        err = mf_checkin_decide__collect(w, r, v, req);
     /* The block of the device's sequence checkin_begin reserved (one number per model of
      * the request), numbered in list order, which is the order the device verifies them
      * in; numbers of models that get no assignment stay unused. */
@@ -496,7 +310,7 @@ int mf_checkin_flow__job_new(struct mf_checkin_job **out, struct mf_checkin_req 
 
 int mf_checkin_flow__job_prepare(struct mf_checkin_job *j, struct mf_httpd_req *r)
 {
-    j->w = work_new(r, j->req.n_models);
+    j->w = mf_checkin_decide__work_new(r, j->req.n_models);
     if (!j->w)
         return mf_fail(&r->ctx, MF_E_NOMEM, "out of memory answering a check-in");
     for (size_t i = 0; i < j->req.n_models; i++)

@@ -205,12 +205,11 @@ static int visit_token(void *payload, const struct mf_store_cursor *row)
 
 MF_STORE_LISTING(auth_admin_tokens_list, mf_store_token_fn, &sql_admin_list, visit_token)
 
-/* clang-format off */
+/* Each op of the table is the function named after it with the domain's prefix. */
+#define OP(name) .name = auth_##name
 const struct mf_store_auth_ops mf_store__auth_ops = {
-    .token_count = auth_token_count, .token_insert = auth_token_insert,
-    .token_check = auth_token_check, .device_enroll = auth_device_enroll,
-    .device_auth = auth_device_auth, .device_revoke = auth_device_revoke,
-    .admin_token_insert = auth_admin_token_insert, .admin_token_auth = auth_admin_token_auth,
-    .admin_token_revoke = auth_admin_token_revoke, .admin_tokens_list = auth_admin_tokens_list,
+    OP(token_count),        OP(token_insert),      OP(token_check),        OP(device_enroll),
+    OP(device_auth),        OP(device_revoke),     OP(admin_token_insert), OP(admin_token_auth),
+    OP(admin_token_revoke), OP(admin_tokens_list),
 };
-/* clang-format on */
+#undef OP

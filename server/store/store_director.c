@@ -344,15 +344,11 @@ static int director_device_settings_get(struct mf_store_group_settings *out, str
                          device_id);
 }
 
-/* clang-format off */
+/* Each op of the table is the function named after it with the domain's prefix. */
+#define OP(name) .name = director_##name
 const struct mf_store_director_ops mf_store__director_ops = {
-    .device_groups_set = director_device_groups_set,
-    .device_channel_set = director_device_channel_set, .groups_list = director_groups_list,
-    .device_groups_get = director_device_groups_get, .pin_set = director_pin_set,
-    .pin_clear = director_pin_clear, .pins_list = director_pins_list,
-    .directives_get = director_directives_get,
-    .group_poll_set = director_group_poll_set, .group_window_set = director_group_window_set,
-    .group_settings_list = director_group_settings_list,
-    .device_settings_get = director_device_settings_get,
+    OP(device_groups_set), OP(device_channel_set), OP(groups_list),         OP(device_groups_get),
+    OP(pin_set),           OP(pin_clear),          OP(pins_list),           OP(directives_get),
+    OP(group_poll_set),    OP(group_window_set),   OP(group_settings_list), OP(device_settings_get),
 };
-/* clang-format on */
+#undef OP

@@ -447,10 +447,10 @@ static int offload_hists_list(struct mf_store *s, struct mf_ctx *ctx, const char
                           model);
 }
 
-/* clang-format off */
+/* Each op of the table is the function named after it with the domain's prefix. */
+#define OP(name) .name = offload_##name
 const struct mf_store_offload_ops mf_store__offload_ops = {
-    .sample_batch_put = offload_sample_batch_put, .sample_label = offload_sample_label,
-    .samples_walk = offload_samples_walk, .samples_delete = offload_samples_delete,
-    .hist_add = offload_hist_add, .hists_list = offload_hists_list,
+    OP(sample_batch_put), OP(sample_label), OP(samples_walk),
+    OP(samples_delete),   OP(hist_add),     OP(hists_list),
 };
-/* clang-format on */
+#undef OP

@@ -398,15 +398,12 @@ static int registry_release_promote(struct mf_store *s, struct mf_ctx *ctx, cons
     return mf_store__in_tx(s, ctx, promote_tx, &a);
 }
 
-/* clang-format off */
+/* Each op of the table is the function named after it with the domain's prefix. */
+#define OP(name) .name = registry_##name
 const struct mf_store_registry_ops mf_store__registry_ops = {
-    .version_insert = registry_version_insert, .version_get = registry_version_get,
-    .version_latest = registry_version_latest, .versions_list = registry_versions_list,
-    .release_set = registry_release_set, .release_get = registry_release_get,
-    .release_latest = registry_release_latest, .trust_put = registry_trust_put,
-    .trust_latest = registry_trust_latest, .trust_roots_after = registry_trust_roots_after,
-    .delta_insert = registry_delta_insert, .delta_find = registry_delta_find,
-    .delta_count = registry_delta_count, .deltas_list = registry_deltas_list, .release_promote = registry_release_promote,
-    .promoted_latest = registry_promoted_latest,
+    OP(version_insert), OP(version_get),       OP(version_latest),  OP(versions_list),
+    OP(release_set),    OP(release_get),       OP(release_latest),  OP(trust_put),
+    OP(trust_latest),   OP(trust_roots_after), OP(delta_insert),    OP(delta_find),
+    OP(delta_count),    OP(deltas_list),       OP(release_promote), OP(promoted_latest),
 };
-/* clang-format on */
+#undef OP
