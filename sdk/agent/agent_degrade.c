@@ -144,26 +144,26 @@ static int collect(struct mf_agent *a, int result)
     return err < 0 ? err : result;
 }
 
-int mf_agent_degrade(mf_agent *a)
+/* A manual switch (mf_agent_degrade / mf_agent_restore). */
+static int set_manual(mf_agent *a, int degraded)
 {
     int err;
 
     mf_ctx__clear(&a->ctx);
     if (!a->dg)
         return mf_fail(&a->ctx, MF_E_STATE, "runtime degradation is off (options' degrade)");
-    err = collect(a, mf_degrade_set(a->dg->ctl, 1, now_ms(a)));
+    err = collect(a, mf_degrade_set(a->dg->ctl, degraded, now_ms(a)));
     return err < 0 ? err : MF_OK;
+}
+
+int mf_agent_degrade(mf_agent *a)
+{
+    return set_manual(a, 1);
 }
 
 int mf_agent_restore(mf_agent *a)
 {
-    int err;
-
-    mf_ctx__clear(&a->ctx);
-    if (!a->dg)
-        return mf_fail(&a->ctx, MF_E_STATE, "runtime degradation is off (options' degrade)");
-    err = collect(a, mf_degrade_set(a->dg->ctl, 0, now_ms(a)));
-    return err < 0 ? err : MF_OK;
+    return set_manual(a, 0);
 }
 
 int mf_agent_squeeze(mf_agent *a)

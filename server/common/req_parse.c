@@ -178,12 +178,29 @@ static int class_flag(int *out, struct mf_ctx *ctx, const cJSON *cls, const char
     return MF_OK;
 }
 
+const char *mf_reqparse__unknown_key(const cJSON *obj, const char *const *known)
+{
+    const cJSON *m;
+
+    cJSON_ArrayForEach(m, obj)
+    {
+        size_t i = 0;
+
+        while (known[i] && strcmp(known[i], m->string) != 0)
+            i++;
+        if (!known[i])
+            return m->string;
+    }
+    return NULL;
+}
+
 /* "device_class" (optional): every member checked, an unknown one refused. */
 static int parse_device_class(struct mf_device_class *out, struct mf_ctx *ctx, const cJSON *root)
 {
     static const char *const keys[] = {"tag",  "ram_mb", "storage_mb", "accelerator",
                                        "int8", "fp16",   NULL};
-    const cJSON *cls = cJSON_GetObjectItemCaseSensitive(root, "device_class"), *it;
+    const cJSON *cls = cJSON_GetObjectItemCaseSensitive(root, "device_class");
+    const char *unknown;
     int err;
 
     memset(out, 0, sizeof(*out));
@@ -192,15 +209,9 @@ static int parse_device_class(struct mf_device_class *out, struct mf_ctx *ctx, c
         return MF_OK;
     if (!cJSON_IsObject(cls))
         return mf_fail(ctx, MF_E_INVALID, "field 'device_class' must be an object");
-    cJSON_ArrayForEach(it, cls)
-    {
-        size_t k = 0;
-
-        while (keys[k] && strcmp(keys[k], it->string) != 0)
-            k++;
-        if (!keys[k])
-            return mf_fail(ctx, MF_E_INVALID, "device_class: unknown key '%s'", it->string);
-    }
+    unknown = mf_reqparse__unknown_key(cls, keys);
+    if (unknown)
+        return mf_fail(ctx, MF_E_INVALID, "device_class: unknown key '%s'", unknown);
     err = class_mb(&out->ram_mb, ctx, cls, "ram_mb");
     if (err == MF_OK)
         err = class_mb(&out->storage_mb, ctx, cls, "storage_mb");

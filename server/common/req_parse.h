@@ -74,6 +74,9 @@ struct mf_report_req {
 
 int mf_reqparse__enroll(struct mf_enroll_req *out, struct mf_ctx *ctx, const cJSON *root);
 int mf_reqparse__checkin(struct mf_checkin_req *out, struct mf_ctx *ctx, const cJSON *root);
+
+/* The first member of object `obj` whose name is not in `known` (NULL-terminated), or NULL. */
+const char *mf_reqparse__unknown_key(const cJSON *obj, const char *const *known);
 int mf_reqparse__report(struct mf_report_req *out, struct mf_ctx *ctx, const cJSON *root);
 
 #endif /* MF_SERVER_COMMON_REQ_PARSE_H */

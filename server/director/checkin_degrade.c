@@ -89,21 +89,22 @@ static int whole(uint64_t *out, const cJSON *v, double min)
     return 1;
 }
 
-/* Only the keys in `keys` (NULL-terminated); the first other one is named. */
-static int only_keys(struct mf_ctx *ctx, const cJSON *obj, const char *const *keys,
-                     const char *what)
+/* Only the keys in `keys`; then `degraded` a boolean and `reason` a name (`none_ok`: also
+ * "none"), the messages prefixed with `what`. */
+static int check_common(struct mf_ctx *ctx, const cJSON *obj, const char *const *keys,
+                        const char *what, int none_ok)
 {
-    const cJSON *it;
+    const char *unknown = mf_reqparse__unknown_key(obj, keys);
 
-    cJSON_ArrayForEach(it, obj)
-    {
-        size_t k = 0;
-
-        while (keys[k] && strcmp(keys[k], it->string) != 0)
-            k++;
-        if (!keys[k])
-            return mf_fail(ctx, MF_E_INVALID, "%s: unknown key '%s'", what, it->string);
-    }
+    if (unknown)
+        return mf_fail(ctx, MF_E_INVALID, "%s: unknown key '%s'", what, unknown);
+    if (!cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(obj, "degraded")))
+        return mf_fail(ctx, MF_E_INVALID, "%s: 'degraded' must be a boolean", what);
+    if (!reason_ok(cJSON_GetObjectItemCaseSensitive(obj, "reason"), none_ok))
+        return mf_fail(ctx, MF_E_INVALID,
+                       "%s: 'reason' must be one of %smanual, memory, thermal, battery, "
+                       "deadline, recovered",
+                       what, none_ok ? "none, " : "");
     return MF_OK;
 }
 
@@ -118,7 +119,7 @@ static int parse_switch(struct mf_store_switch *out, struct mf_ctx *ctx, const c
 
     if (!cJSON_IsObject(e))
         return mf_fail(ctx, MF_E_INVALID, "every entry of degrade.switches must be an object");
-    err = only_keys(ctx, e, keys, "degrade.switches");
+    err = check_common(ctx, e, keys, "degrade.switches", 0);
     if (err < 0)
         return err;
     if (!whole(&seq, cJSON_GetObjectItemCaseSensitive(e, "seq"), 1))
@@ -126,12 +127,6 @@ static int parse_switch(struct mf_store_switch *out, struct mf_ctx *ctx, const c
     if (!whole(&at, cJSON_GetObjectItemCaseSensitive(e, "at"), 0))
         return mf_fail(ctx, MF_E_INVALID,
                        "degrade.switches: 'at' must be Unix seconds (0: unknown)");
-    if (!cJSON_IsBool(degraded))
-        return mf_fail(ctx, MF_E_INVALID, "degrade.switches: 'degraded' must be a boolean");
-    if (!reason_ok(reason, 0))
-        return mf_fail(ctx, MF_E_INVALID,
-                       "degrade.switches: 'reason' must be one of manual, memory, thermal, "
-                       "battery, deadline, recovered");
     *out = (struct mf_store_switch){
         .seq = seq, .at = (int64_t)at, .received_at = now, .degraded = cJSON_IsTrue(degraded)};
     (void)snprintf(out->reason, sizeof(out->reason), "%s", reason->valuestring);
@@ -150,13 +145,9 @@ int mf_checkin_degrade__parse(struct mf_store_switch *out, size_t *n_out, struct
         return MF_OK;
     if (!cJSON_IsObject(d))
         return mf_fail(ctx, MF_E_INVALID, "field 'degrade' must be an object");
-    err = only_keys(ctx, d, keys, "degrade");
+    err = check_common(ctx, d, keys, "degrade", 1);
     if (err < 0)
         return err;
-    if (!cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(d, "degraded")))
-        return mf_fail(ctx, MF_E_INVALID, "degrade: 'degraded' must be a boolean");
-    if (!reason_ok(cJSON_GetObjectItemCaseSensitive(d, "reason"), 1))
-        return mf_fail(ctx, MF_E_INVALID, "degrade: 'reason' is not a reason name");
     list = cJSON_GetObjectItemCaseSensitive(d, "switches");
     if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) > MF_CHECKIN_MAX_SWITCHES)
         return mf_fail(ctx, MF_E_INVALID, "degrade: 'switches' must be an array of at most %d",

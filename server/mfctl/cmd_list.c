@@ -166,6 +166,17 @@ int mfctl__cmd_models(struct mfctl *c, int argc, char **argv)
     return mfctl__list_command(c, argc, argv, "/v1/admin/models", mfctl__print_models);
 }
 
+/* GET `prefix` + `name` (a checked name) and print it with `print`, or raw with `json`. */
+static int get_one(struct mfctl *c, char *argv0, int json, const char *prefix, const char *name,
+                   int (*print)(struct mfctl *, const char *, size_t))
+{
+    char flag[] = "--json", path[160];
+    char *args[] = {argv0, flag, NULL};
+
+    (void)snprintf(path, sizeof(path), "%s%s", prefix, name);
+    return mfctl__list_command(c, json ? 2 : 1, args, path, print);
+}
+
 /* `devices show DEVICE`: the device's degrade state and its recent switches. */
 static int print_device_show(struct mfctl *c, const char *json, size_t len)
 {
@@ -209,11 +220,7 @@ int mfctl__cmd_devices(struct mfctl *c, int argc, char **argv)
         (void)fprintf(c->err, "mfctl devices show: expected one DEVICE id\n%s", c->cmd->usage);
         return 2;
     }
-    char flag[] = "--json", path[96];
-    char *show_argv[] = {argv[0], flag, NULL};
-
-    (void)snprintf(path, sizeof(path), "/v1/admin/devices/%s", argv[2]);
-    return mfctl__list_command(c, json ? 2 : 1, show_argv, path, print_device_show);
+    return get_one(c, argv[0], json, "/v1/admin/devices/", argv[2], print_device_show);
 }
 
 int mfctl__cmd_versions(struct mfctl *c, int argc, char **argv)
@@ -231,10 +238,6 @@ int mfctl__cmd_versions(struct mfctl *c, int argc, char **argv)
         (void)fprintf(c->err, "mfctl versions: expected one MODEL name\n%s", c->cmd->usage);
         return 2;
     }
-    char flag[] = "--json", path[96];
-    char *list_argv[] = {argv[0], flag, NULL};
-
     /* The model's own route: an unknown MODEL is the server's 404, not an empty table. */
-    (void)snprintf(path, sizeof(path), "/v1/admin/models/%s", argv[1]);
-    return mfctl__list_command(c, json ? 2 : 1, list_argv, path, mfctl__print_models);
+    return get_one(c, argv[0], json, "/v1/admin/models/", argv[1], mfctl__print_models);
 }

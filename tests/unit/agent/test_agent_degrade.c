@@ -72,6 +72,13 @@ static void assert_path(mf_agent *agent, const struct fixture *fx, const char *l
     assert_int_equal(is_fb, fallback);
 }
 
+/* The last check-in's body holds `text`. */
+static void assert_sent(const struct fixture *fx, const char *text)
+{
+    if (!strstr(fx->srv.checkin_body, text))
+        fail_msg("the check-in lacks %s: %s", text, fx->srv.checkin_body);
+}
+
 static void assert_fallback(mf_agent *agent, const char *variant, uint64_t size)
 {
     mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
@@ -82,15 +89,26 @@ static void assert_fallback(mf_agent *agent, const char *variant, uint64_t size)
     assert_int_equal(st.fallback_size, size);
 }
 
-/* v1 active in slot a with its tiny fallback beside it. */
-static mf_agent *v1_with_fallback(struct fixture *fx)
+/* A new agent that degrades, after one step installing v1 (into slot a) with the tiny bytes
+ * offered as the fallback of `fb_version`. */
+static mf_agent *v1_offering(struct fixture *fx, const char *fb_version)
 {
-    mf_agent *agent = new_agent(fx);
+    mf_agent *agent;
 
+    degrade_on(fx);
+    agent = new_agent(fx);
     fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
-    fake_offer_fallback(&fx->srv, "tiny", "v1", tiny_v1, sizeof(tiny_v1));
+    fake_offer_fallback(&fx->srv, "tiny", fb_version, tiny_v1, sizeof(tiny_v1));
     step_expect(agent, MF_OK);
     assert_active(agent, "v1", 'a');
+    return agent;
+}
+
+/* Degradation on, and v1 active in slot a with its tiny fallback beside it. */
+static mf_agent *v1_with_fallback(struct fixture *fx)
+{
+    mf_agent *agent = v1_offering(fx, "v1");
+
     assert_file_equals(fx, "models/detector/fallback", tiny_v1, sizeof(tiny_v1));
     assert_fallback(agent, "tiny", sizeof(tiny_v1));
     return agent;
@@ -103,14 +121,13 @@ static void test_agent_degrade__fallback_beside_active_and_gcd(void **state)
     struct fixture *fx = *state;
     mf_agent *agent;
 
-    degrade_on(fx);
     agent = v1_with_fallback(fx);
     assert_int_equal(fx->srv.n_fb_blob, 1);
     assert_int_equal(fx->srv.n_fb_sent, 1);
     assert_false(exists(fx, "models/detector/fallback.part"));
     /* Held: the check-in names it, the server leaves its release out, nothing is fetched. */
     step_expect(agent, MF_OK);
-    assert_non_null(strstr(fx->srv.checkin_body, "\"fallback_sha256\":\""));
+    assert_sent(fx, "\"fallback_sha256\":\"");
     assert_int_equal(fx->srv.n_fb_sent, 1);
     assert_int_equal(fx->srv.n_fb_blob, 1);
     /* A restart keeps it (fallback.state describes the file). */
@@ -146,12 +163,7 @@ static void test_agent_degrade__bad_fallback_refused(void **state)
     mf_agent *agent;
     uint8_t forged[sizeof(tiny_v1)];
 
-    degrade_on(fx);
-    agent = new_agent(fx);
-    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
-    fake_offer_fallback(&fx->srv, "tiny", "v7", tiny_v1, sizeof(tiny_v1));
-    step_expect(agent, MF_OK);
-    assert_active(agent, "v1", 'a');
+    agent = v1_offering(fx, "v7");
     assert_int_equal(fx->srv.n_fb_blob, 0); /* refused before any download */
     assert_fallback(agent, NULL, 0);
     /* The release of v1's tiny, but other bytes served under its digest. */
@@ -178,7 +190,6 @@ static void test_agent_degrade__memory_pressure_with_hysteresis(void **state)
     mf_agent *agent;
     int checkins;
 
-    degrade_on(fx);
     agent = v1_with_fallback(fx);
     checkins = fx->srv.n_checkin;
     assert_path(agent, fx, "slot-a", 0);
@@ -225,7 +236,6 @@ static void test_agent_degrade__offline(void **state)
     mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
     mf_agent *agent;
 
-    degrade_on(fx);
     agent = v1_with_fallback(fx);
     mf_agent_free(agent);
     fx->opts.server_url = "http://127.0.0.1:1/"; /* nothing listens there */
@@ -248,10 +258,8 @@ static void test_agent_degrade__manual_across_restart_and_reported(void **state)
     struct fixture *fx = *state;
     mf_agent *agent;
 
-    degrade_on(fx);
     agent = v1_with_fallback(fx);
-    assert_non_null(strstr(fx->srv.checkin_body,
-                           "\"degrade\":{\"degraded\":false,\"reason\":\"none\",\"switches\":[]}"));
+    assert_sent(fx, "\"degrade\":{\"degraded\":false,\"reason\":\"none\",\"switches\":[]}");
     assert_int_equal(mf_agent_degrade(agent), MF_OK);
     assert_path(agent, fx, "fallback", 1);
     mf_agent_free(agent);
@@ -263,17 +271,16 @@ static void test_agent_degrade__manual_across_restart_and_reported(void **state)
     assert_int_equal(mf_agent_squeeze(agent), 0);
     assert_path(agent, fx, "fallback", 1);
     step_expect(agent, MF_OK);
-    assert_non_null(strstr(fx->srv.checkin_body,
-                           "\"degrade\":{\"degraded\":true,\"reason\":\"manual\",\"switches\":"
-                           "[{\"seq\":1,"));
-    assert_non_null(strstr(fx->srv.checkin_body, "\"degraded\":true,\"reason\":\"manual\"}]"));
+    assert_sent(fx, "\"degrade\":{\"degraded\":true,\"reason\":\"manual\",\"switches\":"
+                    "[{\"seq\":1,");
+    assert_sent(fx, "\"degraded\":true,\"reason\":\"manual\"}]");
     step_expect(agent, MF_OK); /* acknowledged: not sent again */
-    assert_non_null(strstr(fx->srv.checkin_body, "\"switches\":[]"));
+    assert_sent(fx, "\"switches\":[]");
     assert_int_equal(mf_agent_restore(agent), MF_OK);
     assert_path(agent, fx, "slot-a", 0);
     step_expect(agent, MF_OK);
-    assert_non_null(strstr(fx->srv.checkin_body, "[{\"seq\":2,\"at\":"));
-    assert_non_null(strstr(fx->srv.checkin_body, "\"degraded\":false,\"reason\":\"recovered\"}]"));
+    assert_sent(fx, "[{\"seq\":2,\"at\":");
+    assert_sent(fx, "\"degraded\":false,\"reason\":\"recovered\"}]");
     mf_agent_free(agent);
 }
 
@@ -283,7 +290,6 @@ static void test_agent_degrade__deadline_misses(void **state)
     struct fixture *fx = *state;
     mf_agent *agent;
 
-    degrade_on(fx);
     agent = v1_with_fallback(fx);
     assert_int_equal(mf_agent_inference(agent, 5000), 0);
     assert_int_equal(mf_agent_inference(agent, 1000), 0); /* the run is broken */

@@ -32,23 +32,7 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
 static void put_variant(const char *variant, const char *query, const uint8_t *data, size_t n,
                         long want)
 {
-    char path[256];
-    struct srvfx_resp r;
-    uint8_t *env;
-    size_t len = 0;
-
-    (void)snprintf(path, sizeof(path), "/v1/admin/models/det/versions/v2/variants/%s?%s", variant,
-                   query);
-    srvfx_call_port(&r, srvfx.port, "PUT", path, srvfx.datat, (const char *)data, n, NULL);
-    if (r.status != want)
-        fail_msg("PUT %s: %ld %s", path, r.status, r.body);
-    free(r.body);
-    if (want != 201)
-        return;
-    (void)snprintf(path, sizeof(path), "/v1/admin/models/det/versions/v2/variants/%s/release",
-                   variant);
-    env = fx_release_of(&len, &srvfx_world, "det", "v2", 2, 0, data, n, 16 * 1024, BY(K_REL0));
-    srvfx_put_env(path, env, len, srvfx.datat, 201);
+    srvfx_put_variant("v2", variant, query, data, n, 2, want, want == 201 ? 201 : 0);
 }
 
 static int setup(void **state)
@@ -258,7 +242,7 @@ static void test_server_degrade__bad_switch_report_is_400(void **state)
         {"\"degrade\":{\"degraded\":1,\"reason\":\"memory\",\"switches\":[]},",
          "'degraded' must be a boolean"},
         {"\"degrade\":{\"degraded\":true,\"reason\":\"hungry\",\"switches\":[]},",
-         "'reason' is not a reason name"},
+         "'reason' must be one of none, manual"},
         {"\"degrade\":{\"degraded\":true,\"reason\":\"memory\"},", "'switches' must be an array"},
         {"\"degrade\":{\"degraded\":true,\"reason\":\"memory\",\"switches\":"
          "[" SWITCH(0, true, "memory") "]},",
