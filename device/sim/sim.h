@@ -87,6 +87,11 @@ struct sim_config {
      * the squeezes and the degrade controller); cycle_ms_set 0: the interval's. */
     unsigned cycle_ms;
     int cycle_ms_set;
+    /* --agent-squeeze: memory pressure on devices [from, to) during their own cycles [c0, c1); to
+     * == 0: none, and the agents do not degrade in libmf (docs/agent.md, "Runtime degradation"). */
+    unsigned squeeze_from, squeeze_to, squeeze_c0, squeeze_c1;
+    unsigned degrade_hold_ms; /* the controller's hold window (--degrade-hold-ms) */
+    int degrade;              /* --agent-squeeze or --degrade-hold-ms given: the agents degrade */
 };
 
 /* The man-page-style usage (--help). */
@@ -131,6 +136,9 @@ void sim__device_free(struct sim_device *d);
  * device tries again next cycle). Devices are independent: distinct devices may cycle on distinct
  * threads at once. */
 int sim__device_cycle(uint64_t *checkin_us, struct sim_device *d, unsigned cycle);
+
+/* 1 while the device runs its fallback variant (mf_agent_model_path answers it). */
+int sim__device_degraded(const struct sim_device *d);
 
 /* The installed version ("" when none) and the device id. Borrowed. */
 const char *sim__device_version(const struct sim_device *d);

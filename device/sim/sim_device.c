@@ -41,11 +41,26 @@ struct sim_device {
     mf_degrade *degrade; /* squeezed devices only */
     unsigned fallback_pct;
     struct sim_degrade_counts counts;
+    unsigned cycle;                  /* its own cycles so far (--agent-squeeze counts these) */
+    mf_degrade_config agent_degrade; /* with --agent-squeeze: libmf runs it */
 };
 
 static uint64_t sim_clock(void *payload)
 {
     return ((const struct sim_device *)payload)->clock_ms;
+}
+
+/* The squeeze signals of --agent-squeeze: memory pressure in the device's squeezed cycles. */
+static int squeeze(void *payload, mf_degrade_signals *out)
+{
+    const struct sim_device *d = payload;
+    const struct sim_config *c = d->cfg;
+
+    out->memory_pressure = d->index >= c->squeeze_from && d->index < c->squeeze_to &&
+                           d->cycle >= c->squeeze_c0 && d->cycle < c->squeeze_c1;
+    out->thermal = -1;
+    out->battery_pct = -1;
+    return MF_OK;
 }
 
 /* Takes the installed version from the agent. */
@@ -104,6 +119,12 @@ struct sim_device *sim__device_new(const struct sim_config *cfg, unsigned index)
         o.retry_base_ms = 0; /* the simulator paces devices itself */
         o.telemetry = d->tele;
         o.device_class = d->cls ? &d->cls->cls : NULL;
+        if (cfg->degrade) { /* every device degrades; the squeezed ones have a reason to */
+            d->agent_degrade.hold_ms = cfg->degrade_hold_ms;
+            o.degrade = &d->agent_degrade;
+            o.squeeze_fn = squeeze;
+            o.squeeze_payload = d;
+        }
         err = mf_agent_new(&d->agent, &o);
     }
     if (err == MF_OK)
@@ -261,11 +282,21 @@ int sim__device_cycle(uint64_t *checkin_us, struct sim_device *d, unsigned cycle
     if (step == MF_OK && after.blob_requests == before.blob_requests)
         *checkin_us = now_us() - t0;
     note_installed(d);
+    d->cycle++;
     if (err < 0)
         (void)fprintf(stderr, "mf-sim: %s: recording telemetry: %s\n", d->id, mf_strerror(err));
     if (step < 0)
         (void)fprintf(stderr, "mf-sim: %s: %s\n", d->id, mf_agent_errmsg(d->agent));
     return step < 0 || err < 0 ? -1 : 0;
+}
+
+int sim__device_degraded(const struct sim_device *d)
+{
+    char path[600];
+    int fallback = 0;
+
+    return mf_agent_model_path(path, sizeof(path), &fallback, d->agent, d->cfg->model) == MF_OK &&
+           fallback;
 }
 
 const char *sim__device_version(const struct sim_device *d)

@@ -56,6 +56,13 @@ static int summary(const struct sim_config *c, struct sim_device **devs)
                          sim__device_version(devs[i])[0] ? sim__device_version(devs[i]) : "-",
                          same);
     }
+    if (c->degrade) {
+        unsigned degraded = 0;
+
+        for (unsigned i = 0; i < c->devices; i++)
+            degraded += (unsigned)sim__device_degraded(devs[i]);
+        (void)printf("degraded devices %u\n", degraded);
+    }
     return rep && fclose(rep) != 0 ? -1 : 0;
 }
 
@@ -247,8 +254,11 @@ static unsigned long run_pass(struct pass *p)
 int main(int argc, char **argv)
 {
     /* static: its class and behaviour tables outgrow the stack bound of main */
-    static struct sim_config c = {
-        .prefix = "sim", .interval_ms = 500, .inferences = 20, .threads = 4};
+    static struct sim_config c = {.prefix = "sim",
+                                  .interval_ms = 500,
+                                  .inferences = 20,
+                                  .threads = 4,
+                                  .degrade_hold_ms = 500};
     struct pass p = {.c = &c, .create = 1};
     char *token = NULL, *root = NULL;
     unsigned long failures = 0;

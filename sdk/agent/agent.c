@@ -26,6 +26,8 @@ static size_t options_size(unsigned int version)
         return offsetof(mf_agent_options, device_class);
     if (version == 6)
         return offsetof(mf_agent_options, download_buffer);
+    if (version == 7)
+        return offsetof(mf_agent_options, degrade);
     return sizeof(mf_agent_options);
 }
 
@@ -142,6 +144,7 @@ static void load_progress(mf_agent *a, struct agent_model *m)
         }
     }
     mf_ctx__clear(&a->ctx);
+    mf_agent__fallback_load(a, m);
 }
 
 int mf_agent_reload(mf_agent *a)
@@ -243,6 +246,8 @@ static int setup(mf_agent *a, const mf_agent_options *o)
     if (err >= 0)
         err = mf_agent__credential_load(a);
     if (err >= 0)
+        err = mf_agent__degrade_open(a, o);
+    if (err >= 0)
         err = mf_agent__offload_open(a, o);
     if (err >= 0)
         mf_agent__offload_credential(a); /* the app's own handles (offloads) too */
@@ -302,6 +307,7 @@ void mf_agent_free(mf_agent *a)
         mf_agent__checkin_drop(a);
     if (a->models)
         mf_agent__offload_close(a);
+    mf_agent__degrade_close(a);
     mf_trust_free(a->trust);
     mf_http__cleanup(&a->http);
     mf_secure_zero(a->credential, sizeof(a->credential));
@@ -514,6 +520,7 @@ static int step_assignments(mf_agent *a, size_t n)
         }
         if (err >= 0)
             err = send_pending_report(a, m, as);
+        mf_agent__fallback_sync(a, m, as); /* beside what runs now; never fails the step */
         if (err < 0 && first == MF_OK)
             first = err;
     }
@@ -531,6 +538,11 @@ static int step(mf_agent *a)
     size_t n = 0;
     int err;
 
+    /* The way down first: it never waits for the network. */
+    if (a->dg && mf_agent_squeeze(a) < 0) {
+        MF_LOG_WARN(&a->ctx, "%s", a->ctx.errmsg);
+        mf_ctx__clear(&a->ctx);
+    }
     if (!a->credential[0]) {
         err = mf_agent__enroll(a);
         if (err < 0)
@@ -547,6 +559,7 @@ static int step(mf_agent *a)
     if (err < 0)
         return err;
     mf_agent__offload_answer(a);
+    mf_agent__degrade_answer(a); /* the server holds the switches it carried */
     if (a->telemetry)
         mf_telemetry_ack(a->telemetry); /* the server holds these totals now */
     err = step_assignments(a, n);
@@ -584,7 +597,7 @@ static int out_init(void *out, const size_t *ends, size_t versions, unsigned int
 
 static const size_t status_ends[MF_AGENT_STATUS_VERSION] = {
     offsetof(mf_agent_model_status, pending), offsetof(mf_agent_model_status, install_deferred),
-    sizeof(mf_agent_model_status)};
+    offsetof(mf_agent_model_status, fallback_installed), sizeof(mf_agent_model_status)};
 static const size_t counters_ends[MF_AGENT_COUNTERS_VERSION] = {sizeof(mf_agent_counters)};
 static const size_t trust_ends[MF_AGENT_TRUST_STATE_VERSION] = {sizeof(mf_agent_trust_state)};
 
@@ -648,6 +661,21 @@ int mf_agent_status(mf_agent_model_status *out, const mf_agent *a, const char *m
         memcpy(out->deferred_version, m->deferred_version, sizeof(out->deferred_version));
     out->window_start_min = a->window_start_min;
     out->window_end_min = a->window_end_min;
+    if (version < 4)
+        return MF_OK;
+    out->fallback_installed = mf_agent__fallback_usable(a, m);
+    if (out->fallback_installed) {
+        const struct mf_agent_fallback *fb = mf_agent__fallback_of(a, m);
+
+        memcpy(out->fallback_variant, fb->variant, sizeof(out->fallback_variant));
+        out->fallback_size = fb->size;
+    }
+    if (a->dg) {
+        const mf_degrade_status *d = mf_degrade_status_get(a->dg->ctl);
+
+        out->degraded = d->degraded && out->fallback_installed;
+        out->degrade_reason = d->reason;
+    }
     return MF_OK;
 }
 

@@ -79,6 +79,8 @@ static int build_request(struct mf_agent *a, struct mf_dynbuf *b, const char *no
     if (err >= 0)
         err = append_class(a, b);
     if (err >= 0)
+        err = mf_agent__degrade_request(a, b);
+    if (err >= 0)
         err = mf_dynbuf__append(b, "\"models\":[", 10);
 
     for (size_t i = 0; i < a->n_models && err >= 0; i++) {
@@ -94,6 +96,9 @@ static int build_request(struct mf_agent *a, struct mf_dynbuf *b, const char *no
             err = mf_dynbuf__appendf(b, "%s", ",\"version\":null,\"sha256\":null");
         if (err >= 0 && s->slot && s->release[0])
             err = mf_dynbuf__appendf(b, ",\"release_sha256\":\"%s\"", s->release);
+        if (err >= 0 && mf_agent__fallback_usable(a, &a->models[i]))
+            err = mf_dynbuf__appendf(b, ",\"fallback_sha256\":\"%s\"",
+                                     mf_agent__fallback_of(a, &a->models[i])->sha256);
         if (err >= 0)
             err = mf_agent__telemetry_member(a, b, a->models[i].name);
         if (err >= 0)
@@ -215,6 +220,45 @@ static int parse_deltas(struct mf_ctx *ctx, struct mf_agent_assignment *as, cons
 }
 
 /*
+ * The optional "fallback": the variant the release names as its fallback, its sha256 and
+ * size (unsigned hints), and its release envelope and blob unless the device said it holds
+ * those bytes ("fallback_sha256"); agent_fallback.c verifies the release before any download.
+ */
+static int parse_fallback(struct mf_ctx *ctx, struct mf_agent_assignment *as, const cJSON *obj)
+{
+    struct mf_agent_fallback_ref *f = &as->fallback;
+    const cJSON *fb = cJSON_GetObjectItemCaseSensitive(obj, "fallback");
+    const cJSON *blob = cJSON_GetObjectItemCaseSensitive(fb, "blob");
+    char name[MF_AGENT_NAME_MAX + 1], sha[MF_SHA256_HEX_LEN + 1];
+    int err;
+
+    if (!fb || cJSON_IsNull(fb))
+        return MF_OK;
+    if (!cJSON_IsObject(fb))
+        return mf_fail(ctx, MF_E_INVALID, "assignment.fallback of model %s is not an object",
+                       as->model);
+    /* Checked here, then borrowed from the tree (the assignment stays small). */
+    err = mf_agent__json_name(ctx, name, fb, "variant", "fallback");
+    if (err >= 0)
+        err = mf_agent__json_sha256(ctx, sha, fb, "sha256", "fallback");
+    if (err >= 0)
+        err = mf_agent__json_u64(ctx, &f->size, fb, "size", UINT64_MAX, "fallback");
+    if (err >= 0 && cJSON_GetObjectItemCaseSensitive(fb, "release")) {
+        if (!blob_path_ok(blob))
+            return mf_fail(ctx, MF_E_INVALID, "fallback of model %s: blob is not a server path",
+                           as->model);
+        f->blob = blob->valuestring;
+        err = get_envelope(ctx, &f->release_env, &f->release_len, fb, "release",
+                           MF_AGENT_RELEASE_MAX, "fallback");
+    }
+    if (err < 0)
+        return err;
+    f->variant = cJSON_GetObjectItemCaseSensitive(fb, "variant")->valuestring;
+    f->sha256 = cJSON_GetObjectItemCaseSensitive(fb, "sha256")->valuestring;
+    return MF_OK;
+}
+
+/*
  * An assignment without "release" names the release the device said it holds: only model,
  * version and the assignment envelope come (mf_agent__release_load supplies the rest).
  */
@@ -233,9 +277,11 @@ static int parse_assignment(struct mf_ctx *ctx, struct mf_agent_assignment *as, 
      * (refused below). */
     as->release_held = err >= 0 && !cJSON_GetObjectItemCaseSensitive(obj, "release") && !blob &&
                        !cJSON_GetObjectItemCaseSensitive(obj, "sha256");
-    if (as->release_held)
-        return get_envelope(ctx, &as->assignment_env, &as->assignment_len, obj, "assignment",
-                            MAX_ASSIGNMENT_DOC, "assignment");
+    if (as->release_held) {
+        err = get_envelope(ctx, &as->assignment_env, &as->assignment_len, obj, "assignment",
+                           MAX_ASSIGNMENT_DOC, "assignment");
+        return err >= 0 ? parse_fallback(ctx, as, obj) : err;
+    }
     if (err >= 0)
         err = mf_agent__json_sha256(ctx, as->sha256, obj, "sha256", "assignment");
     if (err >= 0)
@@ -253,6 +299,8 @@ static int parse_assignment(struct mf_ctx *ctx, struct mf_agent_assignment *as, 
                            MAX_ASSIGNMENT_DOC, "assignment");
     if (err >= 0)
         err = parse_deltas(ctx, as, obj);
+    if (err >= 0)
+        err = parse_fallback(ctx, as, obj);
     return err;
 }
 

@@ -134,6 +134,14 @@ int mf_agent__trust_verify(struct mf_agent *a, struct mf_agent_assignment *as)
     return trust_save(a); /* the sequence advanced: a replay of this answer must fail */
 }
 
+int mf_agent__trust_release(struct mf_agent *a, mf_manifest_release **out, const char *env,
+                            size_t len)
+{
+    int err = mf_trust_verify_release(out, a->trust, env, len, trust_now(a));
+
+    return err < 0 ? trust_fail(a, err, "fallback release") : MF_OK;
+}
+
 int mf_agent__trust_commit(struct mf_agent *a, const mf_manifest_release *r)
 {
     int err;

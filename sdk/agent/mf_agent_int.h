@@ -17,6 +17,8 @@
  *   agent_health.c   pending/confirm, rollback, pins, rolled-back holds
  *   agent_retry.c    backoff with jitter between failed attempts
  *   agent_report.c   install reports
+ *   agent_fallback.c the fallback variant's slot beside the active one: install, keep, GC
+ *   agent_degrade.c  the way down: the degrade controller, its triggers, the switch report
  */
 #ifndef MF_AGENT_INT_H
 #define MF_AGENT_INT_H
@@ -82,6 +84,35 @@ struct mf_agent_rolled_back {
     int reported; /* the server got the "failed: rolled back" report (survives restarts) */
 };
 
+/* The fallback variant installed beside the active slot (models/<name>/fallback, described
+ * by models/<name>/fallback.state); variant "" means none. */
+struct mf_agent_fallback {
+    char variant[MF_AGENT_NAME_MAX + 1];
+    char version[MF_AGENT_NAME_MAX + 1]; /* the version it is a variant of */
+    char sha256[MF_SHA256_HEX_LEN + 1];
+    uint64_t size;
+};
+
+/* The fallback a check-in assignment offers (docs/protocol.md, "Fallback variant"): unsigned
+ * hints plus the variant's release envelope, verified before any download. Every string is
+ * borrowed from the check-in answer's tree (checked by the parser). */
+struct mf_agent_fallback_ref {
+    const char *variant; /* NULL: none offered */
+    const char *sha256;
+    uint64_t size;
+    const char *blob;        /* NULL with no release: the device holds those bytes */
+    const char *release_env; /* NULL: left out */
+    size_t release_len;
+};
+
+/* One switch of the degrade controller not yet acknowledged by a check-in answer. */
+struct mf_agent_switch {
+    uint64_t seq; /* the controller's switch count after it (unique per device) */
+    int64_t at_s; /* wall clock when trustworthy, else 0 */
+    int degraded; /* 1: to the fallback */
+    int reason;   /* mf_degrade_reason */
+};
+
 /* Content of models/<name>/state.json. */
 struct mf_agent_model_state {
     struct mf_agent_slot active;
@@ -122,6 +153,7 @@ struct mf_agent_assignment {
     mf_manifest_assignment *verified; /* owned; NULL until mf_agent__trust_verify() */
     struct mf_agent_delta_ref deltas[MF_AGENT_MAX_DELTAS]; /* unsigned offers, check-in */
     size_t n_deltas;
+    struct mf_agent_fallback_ref fallback; /* the fallback variant offered, if any */
 };
 
 /* The trust documents of a check-in answer, borrowed from its tree. */
@@ -250,6 +282,20 @@ struct mf_agent {
     size_t download_buffer; /* options' download_buffer: write-behind and libcurl buffer */
     int control_only;
     struct agent_counters stats;
+    /* Runtime degradation (options version 8, agent_degrade.c); NULL: off (and no fallback
+     * is installed: its heap is taken only by agents that degrade). */
+    struct agent_degrade *dg;
+};
+
+/* What runtime degradation adds to an agent, allocated only when it is on. */
+struct agent_degrade {
+    mf_degrade *ctl;
+    mf_agent_squeeze_fn squeeze_fn;
+    void *squeeze_payload;
+    struct mf_agent_switch switches[MF_DEGRADE_EVENTS]; /* unacknowledged, oldest first */
+    size_t n_switches;
+    size_t switches_sent;           /* how many of them the check-in in flight carries */
+    struct mf_agent_fallback fb[1]; /* per tracked model, n_models of them */
 };
 
 /* The check-in answer's settings (docs/protocol.md, "Poll interval", "Install window"). */
@@ -340,6 +386,10 @@ int mf_agent__trust_update(struct mf_agent *a, const struct mf_agent_trust_docs 
 /* Verifies `as` (assignment + release envelopes) for this device and a->nonce; on success
  * as->verified is set, version/sha256/size are the release's and the state is saved. */
 int mf_agent__trust_verify(struct mf_agent *a, struct mf_agent_assignment *as);
+/* Verifies a release envelope alone (a fallback variant's: signed by the release keys, at or
+ * above the model's floor); the caller checks it names the model and version it runs. */
+int mf_agent__trust_release(struct mf_agent *a, mf_manifest_release **out, const char *env,
+                            size_t len);
 /* Raises the model's floor to the installed release's and saves the state (idempotent). */
 int mf_agent__trust_commit(struct mf_agent *a, const mf_manifest_release *r);
 /* Reads the release envelope kept for `m`'s active slot into as->release_kept and points
@@ -444,5 +494,27 @@ void mf_agent__telemetry_install(struct mf_agent *a, const char *model, const ch
                                  int ok);
 void mf_agent__telemetry_rollback(struct mf_agent *a, const char *model, const char *version,
                                   const char *reason);
+
+/* agent_fallback.c */
+/* The fallback slot of `m`, NULL when degradation is off. */
+struct mf_agent_fallback *mf_agent__fallback_of(const struct mf_agent *a,
+                                                const struct agent_model *m);
+/* Loads models/<m>/fallback.state (a missing or damaged one: no fallback). */
+void mf_agent__fallback_load(struct mf_agent *a, struct agent_model *m);
+/* After an assignment was handled: installs the fallback it offers for the release the
+ * model runs (verified, resumable), or removes a fallback that is no longer the active
+ * version's (GC). Never fails the step: a failure is logged and retried next time. */
+void mf_agent__fallback_sync(struct mf_agent *a, struct agent_model *m,
+                             const struct mf_agent_assignment *as);
+/* 1 when `m` has a fallback of the version it runs. */
+int mf_agent__fallback_usable(const struct mf_agent *a, const struct agent_model *m);
+
+/* agent_degrade.c */
+int mf_agent__degrade_open(struct mf_agent *a, const mf_agent_options *o);
+void mf_agent__degrade_close(struct mf_agent *a);
+/* Appends `"degrade":{...},` (state and unacknowledged switches) when degradation is on. */
+int mf_agent__degrade_request(struct mf_agent *a, struct mf_dynbuf *b);
+/* After an answered check-in: the switches it carried are acknowledged. */
+void mf_agent__degrade_answer(struct mf_agent *a);
 
 #endif /* MF_AGENT_INT_H */

@@ -103,8 +103,13 @@ static int parse_checkin_model(struct mf_checkin_model *m, struct mf_ctx *ctx, c
         err = get_nullable(&m->sha256, ctx, it, "sha256");
     if (err == MF_OK)
         err = get_nullable(&m->release_sha256, ctx, it, "release_sha256");
+    if (err == MF_OK)
+        err = get_nullable(&m->fallback_sha256, ctx, it, "fallback_sha256");
     if (err < 0)
         return err;
+    if (m->fallback_sha256 && !mf_names__valid_sha256(m->fallback_sha256))
+        return mf_fail(ctx, MF_E_INVALID,
+                       "fallback_sha256 of model '%s' is not 64 lower-case hex digits", m->name);
     if (m->version && !mf_names__valid_id(m->version))
         return mf_fail(ctx, MF_E_INVALID, "version of model '%s' is not a valid name", m->name);
     if (m->sha256 && !mf_names__valid_sha256(m->sha256))
@@ -173,12 +178,29 @@ static int class_flag(int *out, struct mf_ctx *ctx, const cJSON *cls, const char
     return MF_OK;
 }
 
+const char *mf_reqparse__unknown_key(const cJSON *obj, const char *const *known)
+{
+    const cJSON *m;
+
+    cJSON_ArrayForEach(m, obj)
+    {
+        size_t i = 0;
+
+        while (known[i] && strcmp(known[i], m->string) != 0)
+            i++;
+        if (!known[i])
+            return m->string;
+    }
+    return NULL;
+}
+
 /* "device_class" (optional): every member checked, an unknown one refused. */
 static int parse_device_class(struct mf_device_class *out, struct mf_ctx *ctx, const cJSON *root)
 {
     static const char *const keys[] = {"tag",  "ram_mb", "storage_mb", "accelerator",
                                        "int8", "fp16",   NULL};
-    const cJSON *cls = cJSON_GetObjectItemCaseSensitive(root, "device_class"), *it;
+    const cJSON *cls = cJSON_GetObjectItemCaseSensitive(root, "device_class");
+    const char *unknown;
     int err;
 
     memset(out, 0, sizeof(*out));
@@ -187,15 +209,9 @@ static int parse_device_class(struct mf_device_class *out, struct mf_ctx *ctx, c
         return MF_OK;
     if (!cJSON_IsObject(cls))
         return mf_fail(ctx, MF_E_INVALID, "field 'device_class' must be an object");
-    cJSON_ArrayForEach(it, cls)
-    {
-        size_t k = 0;
-
-        while (keys[k] && strcmp(keys[k], it->string) != 0)
-            k++;
-        if (!keys[k])
-            return mf_fail(ctx, MF_E_INVALID, "device_class: unknown key '%s'", it->string);
-    }
+    unknown = mf_reqparse__unknown_key(cls, keys);
+    if (unknown)
+        return mf_fail(ctx, MF_E_INVALID, "device_class: unknown key '%s'", unknown);
     err = class_mb(&out->ram_mb, ctx, cls, "ram_mb");
     if (err == MF_OK)
         err = class_mb(&out->storage_mb, ctx, cls, "storage_mb");

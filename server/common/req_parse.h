@@ -31,6 +31,9 @@ struct mf_checkin_model {
      * of (docs/protocol.md, "Check-ins that send only what changed"); NULL: not said (an
      * older agent), every assignment then carries its release. */
     const char *release_sha256;
+    /* The fallback variant's bytes the device keeps beside them (docs/protocol.md,
+     * "Fallback variant"); NULL: none. The answer then leaves that fallback's release out. */
+    const char *fallback_sha256;
     /* "Check-in fields for deltas, pins and rollback" (docs/protocol.md), all optional. */
     const char *pin; /* NULL: not pinned locally */
     int pending;     /* installed version not confirmed healthy yet */
@@ -71,6 +74,9 @@ struct mf_report_req {
 
 int mf_reqparse__enroll(struct mf_enroll_req *out, struct mf_ctx *ctx, const cJSON *root);
 int mf_reqparse__checkin(struct mf_checkin_req *out, struct mf_ctx *ctx, const cJSON *root);
+
+/* The first member of object `obj` whose name is not in `known` (NULL-terminated), or NULL. */
+const char *mf_reqparse__unknown_key(const cJSON *obj, const char *const *known);
 int mf_reqparse__report(struct mf_report_req *out, struct mf_ctx *ctx, const cJSON *root);
 
 #endif /* MF_SERVER_COMMON_REQ_PARSE_H */

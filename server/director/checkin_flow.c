@@ -17,6 +17,7 @@
 #include "director/checkin_answer.h"
 #include "director/checkin_cache.h"
 #include "director/checkin_decide.h"
+#include "director/checkin_degrade.h"
 #include "director/checkin_settings.h"
 #include "http/http_metrics.h"
 #include "mf_hex.h"
@@ -186,6 +187,8 @@ static int add_assignment(struct mf_answer *ans, struct mf_httpd_req *r,
         defer->specs[defer->n_unsigned++] = spec;
     if (err == MF_OK && !held)
         err = add_deltas(ans, cv, m->sha256, req->compressed_full, v);
+    if (err == MF_OK)
+        err = mf_checkin_degrade__fallback(ans, cv, req, m, v, variant);
     if (err == MF_OK)
         err = mf_answer__close(ans, '}');
     mf_free(NULL, env);
@@ -365,6 +368,8 @@ static int after_begin(struct mf_httpd_req *r, struct mf_checkin_job *j)
 
         err = mf_rollout__ingest(&stored, r->env->store, &r->ctx, r->device_id, r->json, now_s());
     }
+    if (err == MF_OK)
+        err = mf_checkin_degrade__store(r->env->store, &r->ctx, r->device_id, r->json, now_s());
     return err == MF_OK ? build_reply(j, r) : err;
 }
 

@@ -27,7 +27,7 @@ int mf_variant__pick(const struct mf_store_variant *vs, size_t n, const struct m
     for (size_t i = 0; i < n; i++) {
         const struct mf_store_variant *v = &vs[i];
 
-        if (!v->release_digest[0] || !mf_variant__allows(&v->needs, v->size, c))
+        if (!v->release_digest[0] || v->fallback || !mf_variant__allows(&v->needs, v->size, c))
             continue;
         if (best < 0 || v->rank < vs[best].rank ||
             (v->rank == vs[best].rank && strcmp(v->variant, vs[best].variant) < 0))

@@ -11,7 +11,9 @@
  * The device gets the allowed released variant of the lowest rank (ties: the name in byte
  * order); with none allowed, or no class declared, or a version without variants, the
  * version's own blob (as before variants existed). Pins, rollbacks and waves choose the
- * version; this rule only chooses among that version's variants.
+ * version; this rule only chooses among that version's variants. The version's fallback
+ * variant (published with fallback=1) is never the one picked: it is offered beside the
+ * picked one, for the device to degrade to (director/checkin_degrade.h).
  */
 #ifndef MF_SERVER_DIRECTOR_VARIANT_H
 #define MF_SERVER_DIRECTOR_VARIANT_H
@@ -24,7 +26,8 @@ int mf_variant__allows(const struct mf_store_variant_needs *needs, uint64_t size
                        const struct mf_device_class *c);
 
 /* The index in `vs` (n of them, every one of one version) of the variant class `c` gets, or
- * -1 for the version's own blob. Staged variants (no release) are never picked. */
+ * -1 for the version's own blob. Staged variants (no release) and the fallback are never
+ * picked. */
 int mf_variant__pick(const struct mf_store_variant *vs, size_t n, const struct mf_device_class *c);
 
 #endif /* MF_SERVER_DIRECTOR_VARIANT_H */

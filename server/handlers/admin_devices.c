@@ -13,7 +13,9 @@
  *                                    console's list)
  *   GET /v1/admin/devices/{}         one device whole: models, groups, pins, channel, the
  *                                    versions it rolled back or failed to install with their
- *                                    reasons, its scorecard from its runtime reports
+ *                                    reasons, its scorecard from its runtime reports,
+ *                                    its degrade state and recent switches with their
+ *                                    reasons
  * The store walks devices and statuses in device-id order, so the two lists merge in one
  * pass; a page keeps only its own rows, so memory stays bounded by the page size whatever
  * the fleet's (docs/console.md).
@@ -409,6 +411,35 @@ static int device_scorecard(struct mf_httpd_req *r, cJSON *dev, const char *id)
     return err;
 }
 
+/* "switches": the degrade switches the device reported, newest first; "degraded": what the
+ * newest says (false without any). */
+static int add_switch(void *payload, const struct mf_store_switch *sw)
+{
+    cJSON *o = mf_handlers__add_row(payload);
+
+    if (!o || !cJSON_AddNumberToObject(o, "seq", (double)sw->seq) ||
+        !cJSON_AddNumberToObject(o, "at", (double)sw->at) ||
+        !cJSON_AddNumberToObject(o, "received_at", (double)sw->received_at) ||
+        !cJSON_AddBoolToObject(o, "degraded", sw->degraded) ||
+        !cJSON_AddStringToObject(o, "reason", sw->reason))
+        return MF_E_NOMEM;
+    return MF_OK;
+}
+
+static int device_switches(struct mf_httpd_req *r, cJSON *dev, const char *id)
+{
+    struct mf_store *s = r->env->store;
+    cJSON *list = cJSON_AddArrayToObject(dev, "switches");
+    int err = list ? s->ops->devices->switches_list(s, &r->ctx, id, add_switch, list) : MF_E_NOMEM;
+    const cJSON *newest = list ? cJSON_GetArrayItem(list, 0) : NULL;
+
+    if (err == MF_OK &&
+        !cJSON_AddBoolToObject(dev, "degraded",
+                               cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(newest, "degraded"))))
+        err = MF_E_NOMEM;
+    return err;
+}
+
 int mf_handlers__device_get(struct mf_httpd_req *r)
 {
     struct mf_store *s = r->env->store;
@@ -446,5 +477,7 @@ int mf_handlers__device_get(struct mf_httpd_req *r)
     }
     if (err == MF_OK)
         err = device_scorecard(r, dev, id);
+    if (err == MF_OK)
+        err = device_switches(r, dev, id);
     return reply_devices(r, dev, err);
 }

@@ -4,7 +4,10 @@
  *
  * PUT /v1/admin/models/<name>/versions/<version>/variants/<variant>?rank=&min_ram_mb=...
  *   the variant's bytes (streamed and hashed like a publish) and what a device class needs
- *   to run it; staged: never assigned until its release is attached.
+ *   to run it; staged: never assigned until its release is attached. `fallback=1` names it
+ *   the version's fallback (at most one per version, 409 for a second): the variant devices
+ *   keep installed beside the assigned one to degrade to (docs/agent.md, "Runtime
+ *   degradation").
  * PUT .../variants/<variant>/release
  *   the variant's own signed release envelope: verified as a device would, describing the
  *   variant's blob, under the version's name with the version's sequence and security floor
@@ -92,6 +95,8 @@ static enum MHD_Result needs_key(void *cls, enum MHD_ValueKind kind, const char 
         bad = parse_flag(&n->int8, value) < 0;
     } else if (strcmp(key, "fp16") == 0) {
         bad = parse_flag(&n->fp16, value) < 0;
+    } else if (strcmp(key, "fallback") == 0) {
+        bad = parse_flag(&p->v->fallback, value) < 0;
     } else {
         bad = 1;
     }
@@ -116,7 +121,8 @@ static int parse_variant(struct mf_store_variant *v, struct mf_httpd_req *r)
     if (p.bad)
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
                                      "bad or unknown variant parameter '%s' (rank 1..%d, "
-                                     "min_ram_mb, min_storage_mb, accelerator, class, int8, fp16)",
+                                     "min_ram_mb, min_storage_mb, accelerator, class, int8, fp16, "
+                                     "fallback)",
                                      p.bad, VARIANT_RANK_MAX);
     if (!p.seen_rank)
         return mf_httpd__reply_error(r, MHD_HTTP_BAD_REQUEST,
@@ -151,6 +157,7 @@ static int reply_variant(struct mf_httpd_req *r, unsigned status, const struct m
                  !cJSON_AddStringToObject(body, "class", n->class_tag) ||
                  !cJSON_AddBoolToObject(body, "int8", n->int8) ||
                  !cJSON_AddBoolToObject(body, "fp16", n->fp16) ||
+                 !cJSON_AddBoolToObject(body, "fallback", v->fallback) ||
                  !cJSON_AddBoolToObject(body, "released", v->release_digest[0] != '\0'))) {
         cJSON_Delete(body);
         body = NULL;
@@ -158,10 +165,19 @@ static int reply_variant(struct mf_httpd_req *r, unsigned status, const struct m
     return mf_httpd__reply_json(r, status, body);
 }
 
+/* Variants of the version, and which one is its fallback. */
+struct variant_count {
+    size_t n;
+    char fallback[MF_STORE_NAME_SIZE];
+};
+
 static int count_variant(void *payload, const struct mf_store_variant *v)
 {
-    (void)v;
-    (*(size_t *)payload)++;
+    struct variant_count *c = payload;
+
+    c->n++;
+    if (v->fallback)
+        (void)snprintf(c->fallback, sizeof(c->fallback), "%s", v->variant);
     return MF_OK;
 }
 
@@ -170,7 +186,8 @@ static int reply_existing(struct mf_httpd_req *r, const struct mf_store_variant 
                           const struct mf_store_variant *got)
 {
     if (mf_ct_memeq(have->sha256, got->sha256, MF_SHA256_HEX_LEN) && have->size == got->size &&
-        have->rank == got->rank && memcmp(&have->needs, &got->needs, sizeof(got->needs)) == 0)
+        have->rank == got->rank && have->fallback == got->fallback &&
+        memcmp(&have->needs, &got->needs, sizeof(got->needs)) == 0)
         return reply_variant(r, MHD_HTTP_OK, have);
     return mf_httpd__reply_error(r, MHD_HTTP_CONFLICT,
                                  "variant '%s' of %s/%s exists with other bytes or needs",
@@ -182,7 +199,7 @@ static int variant_end(struct mf_httpd_req *r)
     struct mf_store *s = r->env->store;
     struct mf_store_variant v, have;
     struct mf_store_version base;
-    size_t n = 0;
+    struct variant_count n = {0, ""};
     int err = parse_variant(&v, r);
 
     memset(&have, 0, sizeof(have));
@@ -204,9 +221,13 @@ static int variant_end(struct mf_httpd_req *r)
     err = s->ops->variants->variants_list(s, &r->ctx, v.model, v.version, 0, count_variant, &n);
     if (err < 0)
         return err;
-    if (n >= MF_STORE_VARIANTS_MAX) /* what a check-in weighs per version is bounded */
+    if (n.n >= MF_STORE_VARIANTS_MAX) /* what a check-in weighs per version is bounded */
         return mf_httpd__reply_error(r, MHD_HTTP_CONFLICT, "%s/%s has %d variants already", v.model,
                                      v.version, MF_STORE_VARIANTS_MAX);
+    if (v.fallback && n.fallback[0])
+        return mf_httpd__reply_error(r, MHD_HTTP_CONFLICT,
+                                     "%s/%s has a fallback variant already: '%s'", v.model,
+                                     v.version, n.fallback);
     err = mf_blob__upload_commit(r->upload, &r->ctx);
     if (err < 0)
         return err;

@@ -7,6 +7,7 @@
 #include "handlers/handlers.h"
 
 #include "common/req_parse.h"
+#include "director/checkin_degrade.h"
 #include "director/checkin_flow.h"
 #include "director/checkin_stage.h"
 #include "rollout/rollout_fleet.h"
@@ -24,6 +25,8 @@ int mf_handlers__checkin(struct mf_httpd_req *r)
     err = mf_reqparse__checkin(req, &r->ctx, r->json);
     if (err == MF_OK)
         err = mf_rollout__ingest_check(&r->ctx, r->json);
+    if (err == MF_OK) /* degrade switches: all valid or the check-in is refused */
+        err = mf_checkin_degrade__check(&r->ctx, r->json);
     if (err == MF_OK)
         err = mf_checkin_flow__job_prepare(j, r);
     if (err < 0) {

@@ -4,6 +4,8 @@
  * caused. */
 #include "handlers/handlers.h"
 
+#include "common/req_parse.h"
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,18 +54,7 @@ cJSON *mf_handlers__add_row(cJSON *list)
 
 const char *mf_handlers__unknown_member(const cJSON *body, const char *const *known)
 {
-    const cJSON *m;
-
-    cJSON_ArrayForEach(m, body)
-    {
-        size_t i = 0;
-
-        while (known[i] && strcmp(known[i], m->string) != 0)
-            i++;
-        if (!known[i])
-            return m->string;
-    }
-    return NULL;
+    return mf_reqparse__unknown_key(body, known);
 }
 
 int mf_handlers__reply_changed(struct mf_httpd_req *r, int err, const char *done)

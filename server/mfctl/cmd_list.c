@@ -166,9 +166,61 @@ int mfctl__cmd_models(struct mfctl *c, int argc, char **argv)
     return mfctl__list_command(c, argc, argv, "/v1/admin/models", mfctl__print_models);
 }
 
+/* GET `prefix` + `name` (a checked name) and print it with `print`, or raw with `json`. */
+static int get_one(struct mfctl *c, char *argv0, int json, const char *prefix, const char *name,
+                   int (*print)(struct mfctl *, const char *, size_t))
+{
+    char flag[] = "--json", path[160];
+    char *args[] = {argv0, flag, NULL};
+
+    (void)snprintf(path, sizeof(path), "%s%s", prefix, name);
+    return mfctl__list_command(c, json ? 2 : 1, args, path, print);
+}
+
+/* `devices show DEVICE`: the device's degrade state and its recent switches. */
+static int print_device_show(struct mfctl *c, const char *json, size_t len)
+{
+    cJSON *doc = mfctl__parse(c, json, len, NULL);
+    const cJSON *sw;
+    char when[32], got[32];
+
+    if (!doc)
+        return MF_E_INVALID;
+    (void)fprintf(c->out, "DEVICE    %s\nLAST SEEN %s\nDEGRADED  %s\n",
+                  str_or(doc, "device_id", "?"),
+                  mfctl__fmt_time(when, sizeof(when), num_or(doc, "last_seen", 0)),
+                  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "degraded")) ? "yes" : "no");
+    (void)fprintf(c->out, "%-6s %-20s %-20s %-9s %s\n", "SEQ", "AT", "RECEIVED", "SWITCH",
+                  "REASON");
+    cJSON_ArrayForEach(sw, cJSON_GetObjectItemCaseSensitive(doc, "switches"))
+    {
+        double at = num_or(sw, "at", 0);
+
+        (void)fprintf(c->out, "%-6.0f %-20s %-20s %-9s %s\n", num_or(sw, "seq", 0),
+                      at > 0 ? mfctl__fmt_time(when, sizeof(when), at) : "-",
+                      mfctl__fmt_time(got, sizeof(got), num_or(sw, "received_at", 0)),
+                      cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sw, "degraded")) ? "degrade"
+                                                                                     : "restore",
+                      str_or(sw, "reason", "?"));
+    }
+    cJSON_Delete(doc);
+    return MF_OK;
+}
+
 int mfctl__cmd_devices(struct mfctl *c, int argc, char **argv)
 {
-    return mfctl__list_command(c, argc, argv, "/v1/admin/devices", mfctl__print_devices);
+    int json, nargs, rc;
+
+    if (argc < 2 || strcmp(argv[1], "show") != 0)
+        return mfctl__list_command(c, argc, argv, "/v1/admin/devices", mfctl__print_devices);
+    rc = mfctl__common_flags(c, argc, argv, &json, &nargs);
+    if (rc >= 0)
+        return rc;
+    if (nargs != 2 || !mfctl__name_ok(argv[2])) {
+        (void)fprintf(c->err, "mfctl devices show: expected one DEVICE id\n%s", c->cmd->usage);
+        return 2;
+    }
+    return get_one(c, argv[0], json, "/v1/admin/devices/", argv[2], print_device_show);
 }
 
 int mfctl__cmd_versions(struct mfctl *c, int argc, char **argv)
@@ -186,10 +238,6 @@ int mfctl__cmd_versions(struct mfctl *c, int argc, char **argv)
         (void)fprintf(c->err, "mfctl versions: expected one MODEL name\n%s", c->cmd->usage);
         return 2;
     }
-    char flag[] = "--json", path[96];
-    char *list_argv[] = {argv[0], flag, NULL};
-
     /* The model's own route: an unknown MODEL is the server's 404, not an empty table. */
-    (void)snprintf(path, sizeof(path), "/v1/admin/models/%s", argv[1]);
-    return mfctl__list_command(c, json ? 2 : 1, list_argv, path, mfctl__print_models);
+    return get_one(c, argv[0], json, "/v1/admin/models/", argv[1], mfctl__print_models);
 }

@@ -60,9 +60,12 @@ static const struct mfctl_command commands[] = {
      mfctl__cmd_models},
     {"devices", "list enrolled devices and what they run",
      "usage: mfctl [global options] devices [--json]\n"
+     "       mfctl [global options] devices show DEVICE [--json]\n"
      "Lists every device with its last check-in (ISO 8601 UTC) and per model: RUNNING, the\n"
      "version it runs (after a rollback, the one it went back to); STATUS installed, rolled\n"
-     "back or failed; ROLLED BACK, the version it rolled back from; DETAIL, why.\n",
+     "back or failed; ROLLED BACK, the version it rolled back from; DETAIL, why.\n"
+     "show: one device, whether it runs its fallback variants (DEGRADED) and its recent\n"
+     "degrade/restore switches, newest first, each with its REASON.\n",
      mfctl__cmd_devices},
     {"versions", "list the versions of one model; fleet figures per version",
      "usage: mfctl [global options] versions MODEL [--json]\n"

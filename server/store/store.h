@@ -160,6 +160,14 @@ struct mf_store_devices_ops {
      * installs with their detail, reported_at their time), newest first, at most `limit`. */
     int (*device_failures)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
                            int64_t limit, mf_store_status_fn fn, void *payload);
+    /* Appended with migration 14: the degrade switches a device reported. switches_add
+     * keeps one row per (device, seq) (a switch sent again replaces its row) and the newest
+     * MF_STORE_SWITCHES_KEEP rows of the device, in one transaction; MF_E_NOTFOUND for an
+     * unknown device. switches_list: the device's rows, newest first. */
+    int (*switches_add)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                        const struct mf_store_switch *sw, size_t n);
+    int (*switches_list)(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                         mf_store_switch_fn fn, void *payload);
 };
 
 /* The check-in fast path: each backend's own (sqlite/sqlite_checkin.c, pg/pg_checkin.c). */

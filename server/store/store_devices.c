@@ -181,6 +181,74 @@ static int devices_fleet_sha256s(struct mf_store *s, struct mf_ctx *ctx, const c
 
 MF_STORE_LISTING(devices_statuses_list, mf_store_status_fn, &sql_statuses_list, visit_status)
 
+/* Degrade switches (migration 14). */
+static const struct mf_sql sql_switch_put =
+    MF_SQL("INSERT INTO device_switches(device_id, seq, at, received_at, degraded, reason)"
+           " SELECT id, ?2, ?3, ?4, ?5, ?6 FROM devices WHERE device_id = ?1"
+           " ON CONFLICT(device_id, seq) DO UPDATE SET at = excluded.at,"
+           " received_at = excluded.received_at, degraded = excluded.degraded,"
+           " reason = excluded.reason",
+           "recording a degrade switch");
+static const struct mf_sql sql_switch_trim =
+    MF_SQL("DELETE FROM device_switches WHERE device_id = (SELECT id FROM devices"
+           " WHERE device_id = ?1) AND id NOT IN (SELECT s.id FROM device_switches s"
+           " JOIN devices d ON d.id = s.device_id WHERE d.device_id = ?1"
+           " ORDER BY s.id DESC LIMIT ?2)",
+           "trimming degrade switches");
+static const struct mf_sql sql_switches_list =
+    MF_SQL_LIST("SELECT s.seq, s.at, s.received_at, s.degraded, s.reason FROM device_switches s"
+                " JOIN devices d ON d.id = s.device_id WHERE d.device_id = ? ORDER BY s.id DESC",
+                "listing degrade switches");
+
+struct switches_arg {
+    const char *device_id;
+    const struct mf_store_switch *sw;
+    size_t n;
+};
+
+static int switches_add_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
+                           void *arg)
+{
+    const struct switches_arg *w = arg;
+    char missing[MF_STORE_NAME_SIZE + 32];
+    int err = MF_OK;
+
+    (void)snprintf(missing, sizeof(missing), "unknown device '%s'", w->device_id);
+    for (size_t i = 0; i < w->n && err == MF_OK; i++)
+        err = mf_store__change(s, tx, ctx, MF_E_NOTFOUND, missing, &sql_switch_put, "tiiiit",
+                               w->device_id, (int64_t)w->sw[i].seq, w->sw[i].at,
+                               w->sw[i].received_at, (int64_t)w->sw[i].degraded, w->sw[i].reason);
+    if (err == MF_OK)
+        err = mf_store__run(NULL, s, tx, ctx, &sql_switch_trim, NULL, NULL, "ti", w->device_id,
+                            (int64_t)MF_STORE_SWITCHES_KEEP);
+    return err;
+}
+
+static int devices_switches_add(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                                const struct mf_store_switch *sw, size_t n)
+{
+    struct switches_arg w = {device_id, sw, n};
+
+    return n ? mf_store__in_tx(s, ctx, switches_add_tx, &w) : MF_OK;
+}
+
+static int visit_switch(void *payload, const struct mf_store_cursor *row)
+{
+    const struct mf_store_visit *w = payload;
+    struct mf_store_switch sw;
+
+    mf_store__cols(row, 0, "uiint", &sw.seq, &sw.at, &sw.received_at, &sw.degraded,
+                   MF_STORE_TEXT(sw.reason));
+    return ((mf_store_switch_fn)w->fn)(w->payload, &sw);
+}
+
+static int devices_switches_list(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
+                                 mf_store_switch_fn fn, void *payload)
+{
+    return mf_store__list(s, ctx, &sql_switches_list, visit_switch, (void (*)(void))fn, payload,
+                          "t", device_id);
+}
+
 /* clang-format off */
 static int visit_count(void *payload, const struct mf_store_cursor *row)
 {
@@ -229,5 +297,6 @@ const struct mf_store_devices_ops mf_store__devices_ops = {
     .fleet_snapshot = devices_fleet_snapshot, .fleet_bins = devices_fleet_bins,
     .devices_of_class = devices_of_class, .class_counts = devices_class_counts,
     .device_failures = devices_failures,
+    .switches_add = devices_switches_add, .switches_list = devices_switches_list,
 };
 /* clang-format on */

@@ -395,6 +395,23 @@ const struct mf_store_migration mf_store__schema_table = {
     "  UNIQUE (model, bin_at, version));" \
     "CREATE INDEX fleet_versions_by_bin ON fleet_versions(bin_at);" \
     "CREATE INDEX telemetry_by_class ON telemetry(device_class, device_id);"
+
+/* 14: the way down on the device (docs/agent.md, "Runtime degradation").
+ * model_variants.fallback: 1 for the variant a release names as its fallback (at most one
+ * per version), which check-ins offer beside the assigned variant. device_switches: the
+ * degrade/restore switches devices report, one row per (device, seq), the newest
+ * MF_STORE_SWITCHES_KEEP per device. */
+#define MIGRATION_14(T) \
+    "ALTER TABLE model_variants ADD COLUMN fallback " T(INT) " NOT NULL DEFAULT 0;" \
+    "CREATE TABLE device_switches (" \
+    "  id " T(ID) "," \
+    "  device_id " T(INT) " NOT NULL REFERENCES devices(id)," \
+    "  seq " T(INT) " NOT NULL," \
+    "  at " T(INT) " NOT NULL," \
+    "  received_at " T(INT) " NOT NULL," \
+    "  degraded " T(INT) " NOT NULL," \
+    "  reason TEXT NOT NULL," \
+    "  UNIQUE (device_id, seq));"
 /* clang-format on */
 
 const struct mf_store_migration mf_store__migrations[] = {
@@ -402,5 +419,5 @@ const struct mf_store_migration mf_store__migrations[] = {
     {.n = 4, BOTH(MIGRATION_4)},   {.n = 5, BOTH(MIGRATION_5)},   {.n = 6, BOTH(MIGRATION_6)},
     {.n = 7, BOTH(MIGRATION_7)},   {.n = 8, BOTH(MIGRATION_8)},   {.n = 9, BOTH(MIGRATION_9)},
     {.n = 10, BOTH(MIGRATION_10)}, {.n = 11, BOTH(MIGRATION_11)}, {.n = 12, BOTH(MIGRATION_12)},
-    {.n = 13, BOTH(MIGRATION_13)},
+    {.n = 13, BOTH(MIGRATION_13)}, {.n = 14, BOTH(MIGRATION_14)},
 };

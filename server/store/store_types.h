@@ -57,6 +57,19 @@ struct mf_store_variant {
     struct mf_store_variant_needs needs;
     /* The variant's signed release: "" while staged (never assigned). */
     char release_digest[MF_SHA256_HEX_LEN + 1];
+    int fallback; /* 1: the version's fallback variant (migration 14) */
+};
+
+/* Switches a device's degrade controller made, as its check-in reported them (migration 14;
+ * docs/agent.md, "Runtime degradation"). */
+#define MF_STORE_SWITCHES_KEEP 16
+#define MF_STORE_SWITCH_REASON_SIZE 16
+struct mf_store_switch {
+    uint64_t seq;        /* the device's switch count after it: one row per (device, seq) */
+    int64_t at;          /* the device's wall clock, Unix seconds; 0: it had none */
+    int64_t received_at; /* when the check-in carrying it arrived */
+    int degraded;        /* 1: to the fallback variant, 0: back */
+    char reason[MF_STORE_SWITCH_REASON_SIZE];
 };
 
 /* Trust documents the server stores and hands to devices (kinds of trust_put/trust_latest). */
@@ -199,6 +212,7 @@ typedef int (*mf_store_version_fn)(void *payload, const struct mf_store_version 
 typedef int (*mf_store_variant_fn)(void *payload, const struct mf_store_variant *v);
 typedef int (*mf_store_device_fn)(void *payload, const struct mf_store_device *d);
 typedef int (*mf_store_status_fn)(void *payload, const struct mf_store_status *st);
+typedef int (*mf_store_switch_fn)(void *payload, const struct mf_store_switch *sw);
 typedef int (*mf_store_envelope_fn)(void *payload, uint64_t version, const void *env, size_t len);
 typedef int (*mf_store_delta_fn)(void *payload, const struct mf_store_delta *d);
 typedef int (*mf_store_pin_fn)(void *payload, const struct mf_store_pin *p);

@@ -13,7 +13,7 @@
 #define VARIANT_COLUMNS                                                                            \
     "x.model, x.version, x.variant, x.sha256, x.size, x.created_at, x.variant_rank,"               \
     " x.min_ram_mb, x.min_storage_mb, x.accelerator, x.int8, x.fp16, x.class_tag,"                 \
-    " x.release_digest"
+    " x.release_digest, x.fallback"
 /* Of an existing version only: the variant rides on the version's row. */
 #define VERSION_EXISTS                                                                             \
     " WHERE EXISTS (SELECT 1 FROM model_versions v JOIN models m ON m.id = v.model_id"             \
@@ -27,8 +27,8 @@
 
 static const struct mf_sql sql_variant_insert =
     MF_SQL("INSERT INTO model_variants(model, version, variant, sha256, size, created_at,"
-           " variant_rank, min_ram_mb, min_storage_mb, accelerator, int8, fp16, class_tag)"
-           " SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?" VERSION_EXISTS,
+           " variant_rank, min_ram_mb, min_storage_mb, accelerator, int8, fp16, class_tag,"
+           " fallback) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?" VERSION_EXISTS,
            "inserting a variant");
 static const struct mf_sql sql_variant_get =
     MF_SQL("SELECT " VARIANT_COLUMNS " FROM model_variants x"
@@ -48,11 +48,11 @@ static int variants_insert(struct mf_store *s, struct mf_ctx *ctx, const struct 
 {
     const struct mf_store_variant_needs *n = &v->needs;
     int64_t changed = 0;
-    int err =
-        mf_store__run(&changed, s, NULL, ctx, &sql_variant_insert, NULL, NULL, "ttttiiiiitiittt",
-                      v->model, v->version, v->variant, v->sha256, (int64_t)v->size, v->created_at,
-                      v->rank, (int64_t)n->min_ram_mb, (int64_t)n->min_storage_mb, n->accelerator,
-                      (int64_t)n->int8, (int64_t)n->fp16, n->class_tag, v->model, v->version);
+    int err = mf_store__run(
+        &changed, s, NULL, ctx, &sql_variant_insert, NULL, NULL, "ttttiiiiitiititt", v->model,
+        v->version, v->variant, v->sha256, (int64_t)v->size, v->created_at, v->rank,
+        (int64_t)n->min_ram_mb, (int64_t)n->min_storage_mb, n->accelerator, (int64_t)n->int8,
+        (int64_t)n->fp16, n->class_tag, (int64_t)v->fallback, v->model, v->version);
 
     if (err == MF_E_STATE)
         return mf_fail(ctx, MF_E_STATE, "variant '%s' of %s/%s exists already", v->variant,
@@ -67,11 +67,11 @@ static void read_variant(struct mf_store_variant *out, const struct mf_store_cur
     struct mf_store_variant_needs *n = &out->needs;
 
     memset(out, 0, sizeof(*out));
-    mf_store__cols(row, 0, "ttttuiiuutnntt", MF_STORE_TEXT(out->model), MF_STORE_TEXT(out->version),
-                   MF_STORE_TEXT(out->variant), MF_STORE_TEXT(out->sha256), &out->size,
-                   &out->created_at, &out->rank, &n->min_ram_mb, &n->min_storage_mb,
-                   MF_STORE_TEXT(n->accelerator), &n->int8, &n->fp16, MF_STORE_TEXT(n->class_tag),
-                   MF_STORE_TEXT(out->release_digest));
+    mf_store__cols(
+        row, 0, "ttttuiiuutnnttn", MF_STORE_TEXT(out->model), MF_STORE_TEXT(out->version),
+        MF_STORE_TEXT(out->variant), MF_STORE_TEXT(out->sha256), &out->size, &out->created_at,
+        &out->rank, &n->min_ram_mb, &n->min_storage_mb, MF_STORE_TEXT(n->accelerator), &n->int8,
+        &n->fp16, MF_STORE_TEXT(n->class_tag), MF_STORE_TEXT(out->release_digest), &out->fallback);
 }
 
 static int take_variant(void *payload, const struct mf_store_cursor *row)

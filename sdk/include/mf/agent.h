@@ -26,7 +26,9 @@
  *
  * Storage goes only through the platform port (mf/sys/platform.h). Layout under the state
  * directory: `credential` (mode 0600), `trust.state`, `models/<name>/state.json`,
- * `models/<name>/slot-a`, `models/<name>/slot-b`, and `slot-<x>.part` while downloading.
+ * `models/<name>/slot-a`, `models/<name>/slot-b`, and `slot-<x>.part` while downloading;
+ * with runtime degradation (options version 8) also `degrade.state`, `degrade.switches`,
+ * `models/<name>/fallback` and `models/<name>/fallback.state`.
  *
  * Thread safety: one mf_agent is used by one thread at a time; distinct agents are
  * independent. The application SHOULD call curl_global_init() once before creating agents
@@ -37,6 +39,7 @@
 
 #include "mf/common.h"
 #include "mf/alloc.h"
+#include "mf/degrade.h"
 #include "mf/log.h"
 #include "mf/offload.h"
 #include "mf/sys/platform.h"
@@ -48,8 +51,9 @@ MF_BEGIN_DECLS
  *  Version 1 ends at `trust_root_len`; version 2 adds health, pins, resume and deltas;
  *  version 3 offload and telemetry handles; version 4 the error buffer of mf_agent_new() and
  *  offload handles the agent owns; version 5 the device's poll interval and idle callback;
- *  version 6 the device class; version 7 the download buffer. */
-#define MF_AGENT_OPTIONS_VERSION 7
+ *  version 6 the device class; version 7 the download buffer; version 8 runtime degradation
+ *  (the degrade controller's tuning and the squeeze callback). */
+#define MF_AGENT_OPTIONS_VERSION 8
 /** Largest `download_buffer` (bytes). */
 #define MF_AGENT_DOWNLOAD_BUFFER_MAX (4u * 1024u * 1024u)
 /** Longest model name, version string or device id, in bytes. */
@@ -122,6 +126,14 @@ typedef void (*mf_agent_progress_fn)(void *payload, const char *model, const cha
  * wait for the window (or the next call).
  */
 typedef int (*mf_agent_idle_fn)(void *payload, const char *model, const char *version);
+
+/**
+ * Reads the device's squeeze signals now (memory pressure, thermal level, battery) for the
+ * automatic degrade triggers (docs/agent.md, "Runtime degradation"); on Linux a wrapper of
+ * mf_platform_posix_squeeze(). Each unknown signal is -1.
+ * @return MF_OK, or a negative mf_err (the reading is then skipped).
+ */
+typedef int (*mf_agent_squeeze_fn)(void *payload, mf_degrade_signals *out);
 
 /** Options of mf_agent_new(); initialise with mf_agent_options_init(). */
 typedef struct mf_agent_options {
@@ -227,6 +239,20 @@ typedef struct mf_agent_options {
      * (bench/agent/README.md). Verification, resume and durability are the same either way.
      */
     size_t download_buffer;
+    /* ---- version 8 ---- */
+    /**
+     * NULL: no runtime degradation (mf_agent_model_path() always answers the active slot,
+     * mf_agent_degrade() is refused). Else the degrade controller's tuning (mf/degrade.h,
+     * zeros take its defaults): the agent keeps its state in `degrade.state` under the state
+     * directory, feeds it from `squeeze_fn` and mf_agent_inference(), answers each model's
+     * fallback variant from mf_agent_model_path() while degraded and reports every switch
+     * with its reason in the check-in (docs/agent.md, "Runtime degradation"). Copied.
+     */
+    const mf_degrade_config *degrade;
+    /** NULL: no automatic squeeze triggers; else read by mf_agent_squeeze() and at the start
+     *  of every mf_agent_step() (before any network). */
+    mf_agent_squeeze_fn squeeze_fn;
+    void *squeeze_payload; /**< passed to squeeze_fn */
 } mf_agent_options;
 
 /** A size of mf_agent_options.errbuf that holds every message untruncated. */
@@ -237,8 +263,9 @@ typedef struct mf_agent_options {
 
 /** Version of mf_agent_model_status described by this header; fields are only appended.
  *  Version 1 ends at `release_sequence`; version 2 adds pins, rollbacks and downloads;
- *  version 3 the install deferred to the install window. */
-#define MF_AGENT_STATUS_VERSION 3
+ *  version 3 the install deferred to the install window; version 4 the fallback variant and
+ *  the degraded state. */
+#define MF_AGENT_STATUS_VERSION 4
 
 /**
  * What one tracked model runs, as returned by mf_agent_status(). The caller sets
@@ -277,6 +304,12 @@ typedef struct mf_agent_model_status {
     char deferred_version[MF_AGENT_NAME_MAX + 1]; /**< that version, "" when none */
     int window_start_min; /**< the window ops set, minutes of the UTC day [start, end) ... */
     int window_end_min;   /**< ... (end < start: past midnight); both -1 when none */
+    /* ---- version 4 ---- */
+    int fallback_installed; /**< a fallback variant of the active version is installed */
+    char fallback_variant[MF_AGENT_NAME_MAX + 1]; /**< its variant name, "" when none */
+    uint64_t fallback_size;                       /**< its bytes, 0 when none */
+    int degraded;       /**< 1: mf_agent_model_path() answers the fallback now */
+    int degrade_reason; /**< mf_degrade_reason of the controller's last switch */
 } mf_agent_model_status;
 
 /** Static initialiser (C99) of an mf_agent_model_status of this header's version. */
@@ -485,6 +518,51 @@ MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_stats(mf_agent_counters *out, const
  */
 MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_counters_init(mf_agent_counters *counters,
                                                            unsigned int version);
+
+/**
+ * @brief The model file the app loads now: the fallback variant's file
+ * (state_dir + "/models/<model>/fallback") while the agent is degraded and a fallback of the
+ * active version is installed, else the active slot's. No network.
+ * @param out receives the NUL-terminated path; `size` its bytes.
+ * @param fallback_out NULL, or receives 1 when the path is the fallback's.
+ * @return MF_OK, MF_E_NOTFOUND (not tracked, or nothing installed), MF_E_LIMIT (`size` too
+ * small; `out` is then "").
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_model_path(char *out, size_t size, int *fallback_out,
+                                                        const mf_agent *agent, const char *model);
+
+/**
+ * @brief Degrades now (the app's own decision, reason "manual"): every model with an
+ * installed fallback runs it until mf_agent_restore(), whatever the automatic triggers say.
+ * No network; saved before it returns, so it survives a restart. The switch is reported in
+ * the next check-in.
+ * @return MF_OK, MF_E_STATE (options without `degrade`), or the storage's error (the switch
+ * still holds in memory).
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_degrade(mf_agent *agent);
+
+/** @brief Restores the active variants now (ends a manual or automatic degrade); as
+ *  mf_agent_degrade(). */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_restore(mf_agent *agent);
+
+/**
+ * @brief The automatic triggers: reads `squeeze_fn` and feeds the controller (with its
+ * hysteresis, mf/degrade.h). mf_agent_step() calls it first; a squeezed device calls it as
+ * often as it wants to react (it costs a few file reads on Linux, no network).
+ * @return 1 switched, 0 nothing to do, MF_E_STATE (options without `degrade`), or a
+ * negative mf_err from the callback or the storage.
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_squeeze(mf_agent *agent);
+
+/**
+ * @brief One inference's latency, for the deadline trigger (mf_degrade_config.deadline_us).
+ * @return as mf_agent_squeeze().
+ */
+MF_EXTERN MF_WARN_UNUSED_RESULT int mf_agent_inference(mf_agent *agent, uint32_t latency_us);
+
+/** @return the degrade controller's state (borrowed, valid until the next call), NULL
+ *  without `degrade` in the options. */
+MF_EXTERN const mf_degrade_status *mf_agent_degrade_status(const mf_agent *agent);
 
 /** @return the message of the last failure, "" if none. Borrowed; valid until the next call. */
 MF_EXTERN const char *mf_agent_errmsg(const mf_agent *agent);

@@ -78,6 +78,38 @@ static void handle_enroll(struct fake_server *s, struct mf_kit_http_conn *c, con
 }
 
 /* Whether the check-in names the current release of "detector" as held (release_sha256). */
+/* The detector entry's `key` in the check-in, or NULL. */
+static const char *detector_field(const cJSON *doc, const char *key)
+{
+    const cJSON *m;
+
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(doc, "models"))
+    {
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "name")), "detector") ==
+            0)
+            return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, key));
+    }
+    return NULL;
+}
+
+/* "fallback": hints, plus blob and release unless the device holds those bytes. */
+static void add_fallback(struct fake_server *s, cJSON *a, const cJSON *doc)
+{
+    const char *held = detector_field(doc, "fallback_sha256");
+    cJSON *f = cJSON_AddObjectToObject(a, "fallback");
+    char blob[80];
+
+    cJSON_AddStringToObject(f, "variant", s->fb_variant);
+    cJSON_AddStringToObject(f, "sha256", s->fb_sha);
+    cJSON_AddNumberToObject(f, "size", (double)s->fb_len);
+    if (held && strcmp(held, s->fb_sha) == 0)
+        return;
+    (void)snprintf(blob, sizeof(blob), "/v1/blobs/%s", s->fb_sha);
+    cJSON_AddStringToObject(f, "blob", blob);
+    cJSON_AddStringToObject(f, "release", (const char *)s->fb_env);
+    s->n_fb_sent++;
+}
+
 static int release_held(const struct fake_server *s, const cJSON *doc)
 {
     const cJSON *m;
@@ -98,7 +130,8 @@ static int release_held(const struct fake_server *s, const cJSON *doc)
 
 /* The detector assignment: plain hints plus the release and a director-signed assignment;
  * only model, version and the assignment when the device holds the release. */
-static void add_detector(struct fake_server *s, cJSON *list, const char *nonce, int held)
+static void add_detector(struct fake_server *s, cJSON *list, const char *nonce, int held,
+                         const cJSON *doc)
 {
     char blob[80];
     cJSON *a = cJSON_CreateObject();
@@ -136,6 +169,8 @@ static void add_detector(struct fake_server *s, cJSON *list, const char *nonce, 
         cJSON_AddStringToObject(d, "format", "mfdelta");
         cJSON_AddItemToArray(deltas, d);
     }
+    if (s->fb)
+        add_fallback(s, a, doc);
     cJSON_AddItemToArray(list, a);
 }
 
@@ -190,7 +225,7 @@ static void handle_checkin(struct fake_server *s, struct mf_kit_http_conn *c, co
         cJSON_AddStringToObject(other, "model", "other");
         cJSON_AddItemToArray(list, other);
         add_detector(s, list, nonce->valuestring,
-                     s->checkin_mode == CHECKIN_HELD_OTHER || release_held(s, doc));
+                     s->checkin_mode == CHECKIN_HELD_OTHER || release_held(s, doc), doc);
     }
     text = cJSON_PrintUnformatted(out);
     mf_kit_http_json(c, 200, text);
@@ -265,6 +300,11 @@ static void handle_blob(struct fake_server *s, struct mf_kit_http_conn *c, const
         data = s->delta;
         len = s->delta_len;
         (void)snprintf(etag, sizeof(etag), "\"%s\"", s->delta_sha);
+    } else if (s->fb && strstr(req, s->fb_sha)) {
+        s->n_fb_blob++;
+        data = s->fb;
+        len = s->fb_len;
+        (void)snprintf(etag, sizeof(etag), "\"%s\"", s->fb_sha);
     } else {
         s->n_blob++;
         (void)snprintf(etag, sizeof(etag), "\"%s\"", s->sha256);
@@ -365,6 +405,7 @@ void fake_reset(struct fake_server *s)
     mf_free(NULL, s->keys_env);
     mf_free(NULL, s->release_env);
     mf_free(NULL, s->root_env);
+    mf_free(NULL, s->fb_env);
     /* Everything after the running kit server and the (held) lock goes back to zero: the
      * server keeps its socket and thread, the lock stays the same held mutex. */
     memset(&s->blob, 0, sizeof(*s) - offsetof(struct fake_server, blob));
@@ -382,6 +423,7 @@ void fake_stop(struct fake_server *s)
     mf_free(NULL, s->keys_env);
     mf_free(NULL, s->release_env);
     mf_free(NULL, s->root_env);
+    mf_free(NULL, s->fb_env);
 }
 
 /* ---- test fixture: a fake server, a state dir and the POSIX port ---- */
@@ -524,6 +566,24 @@ void assert_v2_refused_in_mode(struct fixture *fx, mf_agent *agent, enum checkin
     assert_non_null(strstr(mf_agent_errmsg(agent), why));
     assert_int_equal(fx->srv.n_blob, 1);
     assert_active(agent, "v1", 'a');
+}
+
+void fake_offer_fallback(struct fake_server *s, const char *variant, const char *version,
+                         const uint8_t *data, size_t len)
+{
+    pthread_mutex_lock(&s->lock);
+    mf_free(NULL, s->fb_env);
+    s->fb_env = NULL;
+    s->fb = data;
+    s->fb_len = len;
+    if (data) {
+        (void)snprintf(s->fb_variant, sizeof(s->fb_variant), "%s", variant);
+        sha256_hex(s->fb_sha, data, len);
+        /* The version's own sequence and floor: the same release in other bytes. */
+        s->fb_env = fx_release_of(&s->fb_env_len, &world, "detector", version, s->release_seq,
+                                  s->floor, data, len, chunk_size_for(len), BY(K_REL0));
+    }
+    pthread_mutex_unlock(&s->lock);
 }
 
 void fake_offer_delta(struct fake_server *s, const uint8_t *delta, size_t delta_len,

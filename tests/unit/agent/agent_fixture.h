@@ -86,6 +86,14 @@ struct fake_server {
     size_t delta_len;
     char delta_sha[65];
     char delta_from[65];
+    /* a fallback variant offered beside the assignment (fake_offer_fallback) */
+    const uint8_t *fb;
+    size_t fb_len;
+    char fb_sha[65];
+    char fb_variant[16];
+    uint8_t *fb_env; /* its release, of fb_version */
+    size_t fb_env_len;
+    int n_fb_blob, n_fb_sent; /* fallback blob GETs; offers with the release */
     /* transport faults, by absolute offset in the served object */
     uint64_t cut_at;        /* close the connection after this offset (0: never) ... */
     int cuts_left;          /* ... this many times, */
@@ -143,6 +151,9 @@ void fake_assign(struct fake_server *s, const char *version, const uint8_t *data
 /* Offer `delta` (from the model whose bytes are `from`) in the next check-ins. */
 void fake_offer_delta(struct fake_server *s, const uint8_t *delta, size_t delta_len,
                       const uint8_t *from, size_t from_len);
+/* Offer `data` as fallback `variant` of `version` (NULL data: none) in the next check-ins. */
+void fake_offer_fallback(struct fake_server *s, const char *variant, const char *version,
+                         const uint8_t *data, size_t len);
 void fake_start(struct fake_server *s);
 void fake_stop(struct fake_server *s);
 /* Back to the state fake_start() left (no assignment, keys v1, no faults, no counts),

@@ -108,6 +108,24 @@ static void test_sim__args_accepted(void **state)
     assert_string_equal(c.prefix, "sim-");
 }
 
+/* --agent-squeeze turns the agent's degradation on with the hold window of --degrade-hold-ms. */
+static void test_sim__squeeze_accepted(void **state)
+{
+    const char *extra[] = {"--agent-squeeze", "1-3:4-9", "--degrade-hold-ms", "250"};
+    struct sim_config c;
+
+    assert_int_equal(parse_with(&c, *state, 2, extra), 0);
+    assert_true(c.degrade);
+    assert_int_equal(c.squeeze_from, 1);
+    assert_int_equal(c.squeeze_to, 3);
+    assert_int_equal(c.squeeze_c0, 4);
+    assert_int_equal(c.squeeze_c1, 9);
+    assert_int_equal(parse_with(&c, *state, 4, extra), 0);
+    assert_int_equal(c.degrade_hold_ms, 250);
+    assert_int_equal(parse_with(&c, *state, 0, extra), 0);
+    assert_false(c.degrade); /* off unless asked for */
+}
+
 /* Device classes (--class) and per-class behaviours ("v2@TAG"): the low-RAM and the
  * accelerator class of docs/rollouts.md, and which device declares which. */
 static void test_sim__classes_accepted(void **state)
@@ -211,6 +229,9 @@ static void test_sim__bad_args_refused(void **state)
         {"--behave", "v2:lat=x"},
         {"--offline", "2-1:0-1"},
         {"--offline", "0-2"},
+        {"--agent-squeeze", "0-2"},
+        {"--agent-squeeze", "0-2:5-5"},
+        {"--degrade-hold-ms", "0"},
         {"--class", "0-2:cam,ram=256"},                     /* no storage */
         {"--class", "2-1:cam,ram=1,storage=1"},             /* empty range */
         {"--class", "0-2:bad/tag,ram=1,storage=1"},         /* not a name */
@@ -274,6 +295,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sim__device_name_joins_the_prefix_once),
         cmocka_unit_test(test_sim__args_accepted),
+        cmocka_unit_test(test_sim__squeeze_accepted),
         cmocka_unit_test(test_sim__classes_accepted),
         cmocka_unit_test(test_sim__squeezes_accepted),
         cmocka_unit_test(test_sim__cycle_defaults_to_the_interval),

@@ -102,6 +102,20 @@ static void test_director_variant__missing_variants(void **state)
     assert_int_equal(mf_variant__pick(&vs[1], 1, &cls), -1); /* only a staged one */
 }
 
+/* The version's fallback variant is offered beside the assigned one, never assigned itself:
+ * the class that would get tiny gets the own blob once tiny is the fallback. */
+static void test_director_variant__fallback_is_never_assigned(void **state)
+{
+    struct mf_store_variant fb = vs[5];
+    struct mf_device_class cls = {1, "cam-lite", "", 128, 4096, 0, 0};
+
+    (void)state;
+    assert_string_equal(fb.variant, "tiny");
+    assert_int_equal(mf_variant__pick(&fb, 1, &cls), 0);
+    fb.fallback = 1;
+    assert_int_equal(mf_variant__pick(&fb, 1, &cls), -1);
+}
+
 /* Each need on its own, at its bound. */
 static void test_director_variant__needs_at_their_bounds(void **state)
 {
@@ -200,6 +214,7 @@ int main(void)
     return MF_TEST_RUN(
         "tests", NULL, NULL,
         cmocka_unit_test_setup(test_director_variant__rule_case_by_case, setup),
+        cmocka_unit_test_setup(test_director_variant__fallback_is_never_assigned, setup),
         cmocka_unit_test_setup(test_director_variant__missing_variants, setup),
         cmocka_unit_test_setup(test_director_variant__needs_at_their_bounds, setup),
         cmocka_unit_test_setup(test_director_variant__precedence_carries_the_variant, setup),

@@ -262,6 +262,29 @@ int srvfx_group_teardown(void **state)
     return 0;
 }
 
+void srvfx_put_variant(const char *version, const char *variant, const char *query,
+                       const uint8_t *data, size_t n, uint64_t seq, long want_upload,
+                       long want_release)
+{
+    char path[256];
+    struct srvfx_resp r;
+    uint8_t *env;
+    size_t len = 0;
+
+    (void)snprintf(path, sizeof(path), "/v1/admin/models/det/versions/%s/variants/%s?%s", version,
+                   variant, query);
+    srvfx_call_port(&r, srvfx.port, "PUT", path, srvfx.datat, (const char *)data, n, NULL);
+    if (r.status != want_upload)
+        fail_msg("PUT %s: %ld %s", path, r.status, r.body);
+    free(r.body);
+    if (!want_release)
+        return;
+    (void)snprintf(path, sizeof(path), "/v1/admin/models/det/versions/%s/variants/%s/release",
+                   version, variant);
+    env = fx_release_of(&len, &srvfx_world, "det", version, seq, 0, data, n, 16 * 1024, BY(K_REL0));
+    srvfx_put_env(path, env, len, srvfx.datat, want_release);
+}
+
 void srvfx_put_env(const char *path, uint8_t *env, size_t len, const char *token, long want)
 {
     struct srvfx_resp r;

@@ -91,6 +91,12 @@ void srvfx_start_server(struct mf_server **out, const char *cert, const char *ke
 
 /* PUTs the signed envelope `env` (freed) to `path`; fails unless the status is `want`. */
 void srvfx_put_env(const char *path, uint8_t *env, size_t len, const char *token, long want);
+/* Uploads `data` (n bytes) as variant `variant` of det `version` with the query `query` (the
+ * data team); unless `want_release` is 0, then attaches its release (sequence `seq`, 16 KiB
+ * chunks). Fails unless the statuses are `want_upload` and `want_release`. */
+void srvfx_put_variant(const char *version, const char *variant, const char *query,
+                       const uint8_t *data, size_t n, uint64_t seq, long want_upload,
+                       long want_release);
 /* Uploads `data` (n bytes) as `model`/`ver` and releases it with sequence `seq` (data team). */
 void srvfx_release(const char *model, const char *ver, uint64_t seq, const uint8_t *data, size_t n);
 /* Trust, then v1 and v2 of "det" published and released by the data team (once). */

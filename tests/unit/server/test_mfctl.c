@@ -378,6 +378,10 @@ static void test_mfctl__unknown_ids_exit_1_with_the_message(void **state)
          NOT_FOUND("unknown device 'cam-9999'"),
          "PUT /v1/admin/pins/device/cam-9999/det HTTP/1.1",
          "unknown device 'cam-9999'"},
+        {{"devices", "show", "cam-9999"},
+         NOT_FOUND("unknown device 'cam-9999'"),
+         "GET /v1/admin/devices/cam-9999 HTTP/1.1",
+         "unknown device 'cam-9999'"},
         {{"versions", "nosuchmodel"},
          NOT_FOUND("unknown model 'nosuchmodel'"),
          "GET /v1/admin/models/nosuchmodel HTTP/1.1",
@@ -421,6 +425,43 @@ static void test_mfctl__unknown_ids_exit_1_with_the_message(void **state)
         mfctl_run_free(&r);
     }
     assert_int_equal(access("/tmp/mfctl-never-written/samples.jsonl", F_OK), -1);
+    (void)unlink(tok);
+}
+
+/* `devices show`: the device's degrade state and its switches, newest first, with reasons. */
+static void test_mfctl__devices_show_lists_switches(void **state)
+{
+#define DEVICE_DOC                                                                                 \
+    "{\"device_id\":\"cam-1\",\"last_seen\":1764500100,\"degraded\":true,\"switches\":["           \
+    "{\"seq\":2,\"at\":1764500100,\"received_at\":1764500101,\"degraded\":true,"                   \
+    "\"reason\":\"thermal\"},{\"seq\":1,\"at\":0,\"received_at\":1764500000,"                      \
+    "\"degraded\":false,\"reason\":\"recovered\"}]}"
+    static const char reply[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                "Connection: close\r\n\r\n" DEVICE_DOC;
+#undef DEVICE_DOC
+    const char *args[] = {"devices", "show", "cam-1", NULL};
+    const char *bad[] = {"devices", "show", NULL};
+    char tok[] = "/tmp/mfctl-tok-XXXXXX";
+    struct mf_kit_http s;
+    struct mfctl_run r;
+
+    (void)state;
+    (void)close(mkstemp(tok));
+    mf_kit_fs_write(tok, "mfa_x", 5);
+    run_against(&r, &s, tok, reply, args);
+    if (r.rc != 0)
+        print_error("%s", r.err);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(mf_kit_http_request(&s, 0)->head, "GET /v1/admin/devices/cam-1 HTTP"));
+    MFCTL_TEXT_HAS(r.out, "DEVICE    cam-1\n", "DEGRADED  yes\n",
+                   "2      2025-11-30T10:55:00Z 2025-11-30T10:55:01Z degrade   thermal\n",
+                   "1      -                    2025-11-30T10:53:20Z restore   recovered\n");
+    mf_kit_http_stop(&s);
+    mfctl_run_free(&r);
+    MFCTL_RUN(&r, "--server", "http://127.0.0.1:1", "--token-file", tok, bad[0], bad[1]);
+    assert_int_equal(r.rc, 2);
+    assert_non_null(strstr(r.err, "expected one DEVICE id"));
+    mfctl_run_free(&r);
     (void)unlink(tok);
 }
 
@@ -629,6 +670,7 @@ int main(void)
         T(test_mfctl__models_table_and_json),
         T(test_mfctl__fleet_tables),
         T(test_mfctl__fleet_usage_errors),
+        T(test_mfctl__devices_show_lists_switches),
         T(test_mfctl__fleet_requests),
         T(test_mfctl__unknown_ids_exit_1_with_the_message),
         T(test_mfctl__webhooks),
