@@ -224,6 +224,8 @@ static int add_assignment(struct mf_answer *ans, struct mf_httpd_req *r,
         defer->specs[defer->n_unsigned++] = spec;
     if (err == MF_OK && !held)
         err = add_deltas(ans, cv, m->sha256, req->compressed_full, v);
+    if (err == MF_OK && !held && v->chunks_sha256[0])
+        err = mf_answer__chunk_list(ans, v->chunks_sha256);
     if (err == MF_OK)
         err = mf_answer__close(ans, '}');
     mf_free(NULL, env);
@@ -254,6 +256,7 @@ static void take_variant(struct mf_policy_candidate *c, const struct mf_store_va
     memcpy(c->v.sha256, x->sha256, sizeof(c->v.sha256));
     c->v.size = x->size;
     memcpy(c->v.release_digest, x->release_digest, sizeof(c->v.release_digest));
+    c->v.chunks_sha256[0] = '\0'; /* the version's chunk list is not the variant's */
     (void)snprintf(c->variant, sizeof(c->variant), "%s", x->variant);
 }
 
