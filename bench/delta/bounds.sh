@@ -17,20 +17,13 @@
 # mf's residuals with that context could reach against the peer; the encoder's peak RSS
 # (`/usr/bin/time -v`, MiB) and RSS / old file size.
 set -euo pipefail
-
-build=${1:?usage: bounds.sh BUILD_DIR [CORPUS_DIR] [PAIR...]}
-corpus=${2:-/work/corpus}
-shift $(($# >= 2 ? 2 : 1))
-pairs=("$@")
-mf=$build/bin/mf-delta
+# shellcheck source=bench/delta/common.sh
+. "$(dirname "$0")/common.sh"
+bench_args "bounds.sh BUILD_DIR [CORPUS_DIR] [PAIR...]" "$@"
 bounds=$build/bin/bench_delta_bounds
-threads=${BENCH_THREADS:-2}
 cache=${BENCH_CACHE:-$corpus/.bench-cache}
-for x in "$mf" "$bounds"; do
-    [ -x "$x" ] || { echo "no $x (build the tree first)" >&2; exit 1; }
-done
+[ -x "$bounds" ] || { echo "no $bounds (build target bench_delta_bounds)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "missing /usr/bin/time (apt-get install time)" >&2; exit 1; }
-[ -d "$corpus" ] || bash /work/shared/bench/fetch-corpus.sh "$corpus"
 [ ${#pairs[@]} -gt 0 ] ||
     mapfile -t pairs < <(cd "$corpus" && ls -d */ | tr -d / | grep -v '^human-models-bundle$' | sort)
 work=$(mktemp -d)

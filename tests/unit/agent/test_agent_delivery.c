@@ -114,6 +114,20 @@ static void test_agent_delivery__last_attempt_with_progress_keeps_its_reason(voi
     test_free(v2);
 }
 
+/* Storage damage in v2's .part while the power was off: the byte at `at` flipped. */
+static void damage_part(struct fixture *fx, const uint8_t *v2, long at)
+{
+    char path[160];
+    FILE *f;
+
+    (void)snprintf(path, sizeof(path), "%s/models/detector/slot-b.part", fx->dir);
+    f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, at, SEEK_SET), 0);
+    assert_int_equal(fputc(0xff ^ v2[at], f), 0xff ^ v2[at]);
+    assert_int_equal(fclose(f), 0);
+}
+
 /* A new process on the same state (as after a power cut) whose first step installs the
  * 3 MiB v2 into slot b. */
 static mf_agent *restart_installs_v2(struct fixture *fx, const uint8_t *v2)
@@ -173,8 +187,6 @@ static void test_agent_delivery__resume_reverifies_what_storage_holds(void **sta
     uint8_t *v2 = make_model(3 * MIB, 2);
     mf_agent *agent = interrupted_v2(fx, v2);
     static const uint8_t junk[4096] = {1, 2, 3};
-    char path[256];
-    FILE *f;
 
     /* A process killed after the last record: more verified bytes than recorded are on
      * storage, then a torn tail. The resume keeps every chunk that verifies. */
@@ -190,12 +202,7 @@ static void test_agent_delivery__resume_reverifies_what_storage_holds(void **sta
     mf_agent_free(agent);
     agent = interrupted_v2(fx, v2);
     mf_agent_free(agent);
-    (void)snprintf(path, sizeof(path), "%s/models/detector/slot-b.part", fx->dir);
-    f = fopen(path, "r+b");
-    assert_non_null(f);
-    assert_int_equal(fseek(f, (long)MIB + 77, SEEK_SET), 0);
-    assert_int_equal(fputc(0xff ^ v2[MIB + 77], f), 0xff ^ v2[MIB + 77]);
-    assert_int_equal(fclose(f), 0);
+    damage_part(fx, v2, MIB + 77);
     agent = restart_installs_v2(fx, v2);
     assert_int_equal(fx->srv.last_range_from, MIB);
     mf_agent_free(agent);
@@ -299,6 +306,13 @@ static mf_agent *agent_with_tree_v2(struct fixture *fx, const uint8_t *v2)
     return agent;
 }
 
+/* The same, from a server that names the release's chunk list (docs/protocol.md). */
+static mf_agent *agent_with_listed_tree_v2(struct fixture *fx, const uint8_t *v2)
+{
+    fx->srv.offer_chunk_list = 1;
+    return agent_with_tree_v2(fx, v2);
+}
+
 /* A chunk-tree release (no flat list in the signed release) from a server that offers no
  * chunk list (one from before the list was a blob): the download is held to the signed
  * sha256 as a whole, resumes after a cut, and a corrupt byte is refused with v2 left
@@ -377,8 +391,7 @@ static void test_agent_delivery__chunk_list_verifies_each_chunk(void **state)
     mf_agent *agent;
     mf_agent_counters before;
 
-    fx->srv.offer_chunk_list = 1;
-    agent = agent_with_tree_v2(fx, v2);
+    agent = agent_with_listed_tree_v2(fx, v2);
     before = stats_of(agent);
     assert_int_equal(fx->srv.chunk_list_len, 3 * 32);
     fx->srv.cut_at = 3 * MIB / 2 + 100;
@@ -410,11 +423,8 @@ static void test_agent_delivery__chunk_list_survives_a_restart(void **state)
     struct fixture *fx = *state;
     uint8_t *v2 = make_model(3 * MIB, 2);
     mf_agent *agent;
-    FILE *f;
-    char path[160];
 
-    fx->srv.offer_chunk_list = 1;
-    agent = agent_with_tree_v2(fx, v2);
+    agent = agent_with_listed_tree_v2(fx, v2);
     fx->srv.cut_at = 5 * MIB / 2;
     fx->srv.cuts_left = 100;
     step_expect(agent, MF_E_NET);
@@ -422,12 +432,7 @@ static void test_agent_delivery__chunk_list_survives_a_restart(void **state)
     mf_agent_free(agent);
     fx->srv.cuts_left = 0;
     /* Storage damaged in chunk 1 while the power was off: only from there is fetched again. */
-    (void)snprintf(path, sizeof(path), "%s/models/detector/slot-b.part", fx->dir);
-    f = fopen(path, "r+b");
-    assert_non_null(f);
-    assert_int_equal(fseek(f, (long)MIB + 77, SEEK_SET), 0);
-    assert_int_equal(fputc(0xff ^ v2[MIB + 77], f), 0xff ^ v2[MIB + 77]);
-    assert_int_equal(fclose(f), 0);
+    damage_part(fx, v2, MIB + 77);
     agent = restart_installs_v2(fx, v2);
     assert_int_equal(fx->srv.last_range_from, MIB);
     assert_int_equal(fx->srv.n_list, 2);
@@ -443,8 +448,7 @@ static void test_agent_delivery__chunk_list_with_200_to_a_range(void **state)
     uint8_t *v2 = make_model(3 * MIB, 2);
     mf_agent *agent;
 
-    fx->srv.offer_chunk_list = 1;
-    agent = agent_with_tree_v2(fx, v2);
+    agent = agent_with_listed_tree_v2(fx, v2);
     fx->srv.cut_at = 5 * MIB / 2;
     fx->srv.cuts_left = 1;
     fx->srv.blob_mode = BLOB_NO_RANGE;
