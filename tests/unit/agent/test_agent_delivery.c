@@ -416,18 +416,28 @@ static void test_agent_delivery__chunk_list_verifies_each_chunk(void **state)
     test_free(v2);
 }
 
+/* v2 as a chunk-tree release with its list, its download cut at 2.5 MiB `cuts` times with the
+ * blob served in `mode`: the step ends in `code`. */
+static mf_agent *listed_v2_cut(struct fixture *fx, const uint8_t *v2, int cuts, enum blob_mode mode,
+                               int code)
+{
+    mf_agent *agent = agent_with_listed_tree_v2(fx, v2);
+
+    fx->srv.cut_at = 5 * MIB / 2;
+    fx->srv.cuts_left = cuts;
+    fx->srv.blob_mode = mode;
+    step_expect(agent, code);
+    return agent;
+}
+
 /* A power cut in the download of a chunk-tree release with its list: the new process fetches
  * the list again, re-verifies the .part against it and resumes at the last verified chunk. */
 static void test_agent_delivery__chunk_list_survives_a_restart(void **state)
 {
     struct fixture *fx = *state;
     uint8_t *v2 = make_model(3 * MIB, 2);
-    mf_agent *agent;
+    mf_agent *agent = listed_v2_cut(fx, v2, 100, BLOB_OK, MF_E_NET);
 
-    agent = agent_with_listed_tree_v2(fx, v2);
-    fx->srv.cut_at = 5 * MIB / 2;
-    fx->srv.cuts_left = 100;
-    step_expect(agent, MF_E_NET);
     assert_active(agent, "v1", 'a');
     mf_agent_free(agent);
     fx->srv.cuts_left = 0;
@@ -446,13 +456,8 @@ static void test_agent_delivery__chunk_list_with_200_to_a_range(void **state)
 {
     struct fixture *fx = *state;
     uint8_t *v2 = make_model(3 * MIB, 2);
-    mf_agent *agent;
+    mf_agent *agent = listed_v2_cut(fx, v2, 1, BLOB_NO_RANGE, MF_OK);
 
-    agent = agent_with_listed_tree_v2(fx, v2);
-    fx->srv.cut_at = 5 * MIB / 2;
-    fx->srv.cuts_left = 1;
-    fx->srv.blob_mode = BLOB_NO_RANGE;
-    step_expect(agent, MF_OK);
     assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
     assert_int_equal(fx->srv.n_ranged, 1);
     assert_int_equal(fx->srv.last_range_from, 2 * MIB);
