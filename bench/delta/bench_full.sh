@@ -16,14 +16,9 @@
 # check of the output) and MB/s of output per CPU second, decode peak RSS, zstd decode CPU s.
 set -euo pipefail
 
-build=${1:?usage: bench_full.sh BUILD_DIR [CORPUS_DIR] [PAIR...]}
-corpus=${2:-/work/corpus}
-shift $(( $# >= 2 ? 2 : 1 ))
-pairs=("$@")
-mf=$build/bin/mf-delta
-threads=${BENCH_THREADS:-2}
-[ -x "$mf" ] || { echo "no $mf (build the tree first)" >&2; exit 1; }
-[ -d "$corpus" ] || bash /work/shared/bench/fetch-corpus.sh "$corpus"
+# shellcheck source=bench/delta/common.sh
+. "$(dirname "$0")/common.sh"
+bench_args "bench_full.sh BUILD_DIR [CORPUS_DIR] [PAIR...]" "$@"
 for t in zstd python3 /usr/bin/time; do
     command -v "$t" >/dev/null || { echo "missing $t (apt-get install zstd python3 time)" >&2; exit 1; }
 done

@@ -107,7 +107,7 @@ int mf_patch_init_static(mf_patch **out, void *ws, size_t ws_size, const mf_patc
     p->dbuf = base + off;
     off += align_up(p->window);
     p->stage = base + off;
-    mbedtls_sha256_init(&p->sha);
+    mf_sha256__init(&p->sha);
     p->st = MF_PATCH_ST_HEADER;
     *out = p;
     return MF_OK;
@@ -142,7 +142,7 @@ void mf_patch_free(mf_patch *p)
     if (!p || !p->on_heap)
         return;
     a = p->heap_alloc;
-    mbedtls_sha256_free(&p->sha);
+    mf_sha256__abort(&p->sha);
     mf_free(&a, p);
 }
 
@@ -210,8 +210,7 @@ static int on_header(struct mf_patch *p)
         return mf_fail(&p->ctx, MF_E_INVALID, "old image is %llu bytes, patch expects %llu",
                        (unsigned long long)p->opts.source_size,
                        (unsigned long long)p->hdr.old_size);
-    if (mbedtls_sha256_starts_ret(&p->sha, 0) != 0)
-        return mf_fail(&p->ctx, MF_E_GENERIC, "sha256 init failed");
+    mf_sha256__init(&p->sha);
     return MF_OK;
 }
 
@@ -428,8 +427,7 @@ static int finish(struct mf_patch *p)
 {
     uint8_t digest[32];
 
-    if (mbedtls_sha256_finish_ret(&p->sha, digest) != 0)
-        return mf_fail(&p->ctx, MF_E_GENERIC, "sha256 finish failed");
+    mf_sha256__final(&p->sha, digest);
     if (!mf_ct_memeq(digest, p->hdr.new_sha256, sizeof(digest)))
         return mf_fail(&p->ctx, MF_E_SIGNATURE,
                        "sha256 of the new image differs from the patch header");
@@ -445,7 +443,7 @@ static int drain(struct mf_patch *p, mf_outbuf *out)
         n = out->size - out->pos;
     if (n) {
         memcpy((uint8_t *)out->dst + out->pos, p->emit + p->emit_pos, n);
-        (void)mbedtls_sha256_update_ret(&p->sha, p->emit + p->emit_pos, n);
+        mf_sha256__update(&p->sha, p->emit + p->emit_pos, n);
         out->pos += n;
         p->emit_pos += n;
         p->new_off += n;

@@ -9,7 +9,7 @@
 #include "delta_planes.h"
 #include "mf_ctx.h"
 
-#include <mbedtls/sha256.h>
+#include "mf_sha256.h"
 
 struct ZSTD_DCtx_s;
 
@@ -56,12 +56,12 @@ struct mf_patch {
     struct mf_delta_float fl;      /* NUMERIC float planes: cursors into dbuf */
     const uint8_t *emit;
     size_t emit_len, emit_pos;
-    mbedtls_sha256_context sha;
+    struct mf_sha256 sha; /* sdk/digest: SHA-NI where the CPU has it */
 
     /* Last block boundary with all earlier output handed out. */
     uint64_t snap_patch_off, snap_new_off;
     uint32_t snap_block;
-    mbedtls_sha256_context snap_sha;
+    struct mf_sha256 snap_sha;
 };
 
 #endif /* MF_DIFF_PATCH_STATE_H */

@@ -219,6 +219,21 @@ static int parse_deltas(struct mf_ctx *ctx, struct mf_agent_assignment *as, cons
     return MF_OK;
 }
 
+/* The optional "chunk_list" {"blob"}: where the chunk hashes of a chunk-tree release are
+ * (docs/protocol.md); unsigned, held to the signed chunks_root before use (agent_chunks.c). */
+static int parse_chunk_list(struct mf_ctx *ctx, struct mf_agent_assignment *as, const cJSON *obj)
+{
+    const cJSON *cl = cJSON_GetObjectItemCaseSensitive(obj, "chunk_list");
+
+    if (!cl || cJSON_IsNull(cl))
+        return MF_OK;
+    if (!cJSON_IsObject(cl) || !blob_path_ok(cJSON_GetObjectItemCaseSensitive(cl, "blob")))
+        return mf_fail(ctx, MF_E_INVALID, "assignment.chunk_list of model %s: bad blob path",
+                       as->model);
+    as->chunk_list = cJSON_GetObjectItemCaseSensitive(cl, "blob")->valuestring;
+    return MF_OK;
+}
+
 /*
  * The optional "fallback": the variant the release names as its fallback, its sha256 and
  * size (unsigned hints), and its release envelope and blob unless the device said it holds
@@ -301,6 +316,8 @@ static int parse_assignment(struct mf_ctx *ctx, struct mf_agent_assignment *as, 
         err = parse_deltas(ctx, as, obj);
     if (err >= 0)
         err = parse_fallback(ctx, as, obj);
+    if (err == MF_OK)
+        err = parse_chunk_list(ctx, as, obj);
     return err;
 }
 

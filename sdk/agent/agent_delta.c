@@ -250,10 +250,9 @@ static int open_all(struct apply *w, const char *old_name, const char *delta_par
 
 int mf_agent__delta_apply(struct mf_agent *a, const char *part, const char *old_name,
                           const char *delta_part, const struct mf_agent_assignment *as,
-                          const struct mf_agent_delta_ref *dr)
+                          const struct mf_agent_delta_ref *dr, const mf_manifest_release *rel)
 {
     const mf_platform_ops *p = &a->plat;
-    const mf_manifest_release *rel = as->verified->release;
     /* On the heap: buffers, the checkpoint and two SHA-256 contexts. */
     struct apply *w = mf_ctx__alloc(&a->ctx, sizeof(*w));
     int err, n;

@@ -49,6 +49,7 @@ struct install_work {
     char what[MF_AGENT_NAME_MAX * 2 + 32];
     struct mf_agent_model_state next;
     struct mf_agent_fetch fetch;
+    struct mf_agent_chunks chunks; /* a chunk-tree release's list (agent_chunks.c) */
 };
 
 static int name_work(struct mf_agent *a, struct install_work *w, const struct agent_model *m,
@@ -108,7 +109,7 @@ static void fetch_of(struct install_work *w, struct agent_model *m, const char *
 /* Step 1 from a delta: resumable download of the patch, then the checkpointed apply. */
 static int build_from_delta(struct mf_agent *a, struct install_work *w, struct agent_model *m,
                             const struct mf_agent_assignment *as,
-                            const struct mf_agent_delta_ref *dr)
+                            const struct mf_agent_delta_ref *dr, const mf_manifest_release *rel)
 {
     uint8_t sha[MF_SHA256_LEN];
     int err;
@@ -118,32 +119,34 @@ static int build_from_delta(struct mf_agent *a, struct install_work *w, struct a
     fetch_of(w, m, "delta", dr->blob, w->delta, dr->size, sha, NULL);
     err = mf_agent__fetch(a, &w->fetch);
     if (err >= 0)
-        err = mf_agent__delta_apply(a, w->part, w->active_name, w->delta, as, dr);
+        err = mf_agent__delta_apply(a, w->part, w->active_name, w->delta, as, dr, rel);
     if (err != MF_E_NET && err != MF_E_IO)
         mf_agent__progress_drop(a, w->delta, 1); /* applied, or of no use */
     return err;
 }
 
 static int build_full(struct mf_agent *a, struct install_work *w, struct agent_model *m,
-                      const struct mf_agent_assignment *as)
+                      const struct mf_agent_assignment *as, const mf_manifest_release *rel)
 {
-    const mf_manifest_release *rel = as->verified->release;
-
     (void)snprintf(w->what, sizeof(w->what), "model %s %s", as->model, as->version);
     fetch_of(w, m, "model", as->blob, w->part, rel->size, rel->sha256, rel);
     return mf_agent__fetch(a, &w->fetch);
 }
 
-/* Step 1: delta when offered, full otherwise or after a failed delta (unless metered). */
+/* Step 1: delta when offered, full otherwise or after a failed delta (unless metered); both
+ * verified against the release's chunk hashes, a chunk-tree release's fetched first. */
 static int build(struct mf_agent *a, struct install_work *w, struct agent_model *m,
                  const struct mf_agent_assignment *as)
 {
     const struct mf_agent_delta_ref *dr = pick_delta(m, as);
+    const mf_manifest_release *rel = NULL;
     char why[MF_ERRMSG_MAX];
-    int err;
+    int err = mf_agent__chunks_get(&rel, &w->chunks, a, as, as->verified->release);
 
+    if (err < 0)
+        return err;
     if (dr) {
-        err = build_from_delta(a, w, m, as, dr);
+        err = build_from_delta(a, w, m, as, dr, rel);
         if (err >= 0) {
             a->stats.delta_installs++;
             MF_LOG_INFO(&a->ctx, "model %s: %s built from a %llu-byte %s", m->name, as->version,
@@ -163,7 +166,7 @@ static int build(struct mf_agent *a, struct install_work *w, struct agent_model 
         mf_ctx__clear(&a->ctx);
         a->stats.delta_fallbacks++;
     }
-    err = build_full(a, w, m, as);
+    err = build_full(a, w, m, as, rel);
     if (err >= 0) {
         a->stats.full_installs++;
         MF_LOG_INFO(&a->ctx, "model %s: %s downloaded in full (%llu bytes)", m->name, as->version,
@@ -284,6 +287,7 @@ int mf_agent__install(int *deferred_out, struct mf_agent *a, struct agent_model 
             MF_LOG_WARN(&a->ctx, "%s (retried at the next check-in)", a->ctx.errmsg);
         err = mf_agent__after_activate(a, m);
     }
+    mf_agent__chunks_free(a, &w->chunks);
     mf_ctx__free(&a->ctx, w);
     return err;
 }

@@ -154,6 +154,7 @@ struct mf_agent_assignment {
     struct mf_agent_delta_ref deltas[MF_AGENT_MAX_DELTAS]; /* unsigned offers, check-in */
     size_t n_deltas;
     struct mf_agent_fallback_ref fallback; /* the fallback variant offered, if any */
+    const char *chunk_list; /* "chunk_list" blob path, borrowed from the answer's tree; NULL */
 };
 
 /* The trust documents of a check-in answer, borrowed from its tree. */
@@ -435,12 +436,29 @@ void mf_agent__progress_drop(struct mf_agent *a, const char *part, int with_part
  * prefix and its progress record for the next call; other errors remove both. */
 int mf_agent__fetch(struct mf_agent *a, const struct mf_agent_fetch *f);
 
+/* agent_chunks.c: the chunk hashes a download of `rel` is verified against. A chunk-tree
+ * release (no flat list) whose check-in named a chunk_list gets the list fetched (at most
+ * MF_AGENT_CHUNK_LIST_MAX hashes, in memory; small enough to fetch again on every attempt)
+ * and held to the signed chunks_root with mf_trust_check_chunk_list() first. *out is `rel`
+ * itself or a copy of it in `c` that carries the list (without any chunk hashes the verifier
+ * holds the bytes to the whole sha256, agent_verify.c). Free `c` with mf_agent__chunks_free.
+ * MF_E_SIGNATURE for a list that is refused, MF_E_NOTFOUND, MF_E_NET, MF_E_LIMIT. */
+#define MF_AGENT_CHUNK_LIST_MAX 8192
+struct mf_agent_chunks {
+    /* NULL, or one allocation: the release's copy that names the list, then the list */
+    mf_manifest_release *rel;
+};
+int mf_agent__chunks_get(const mf_manifest_release **out, struct mf_agent_chunks *c,
+                         struct mf_agent *a, const struct mf_agent_assignment *as,
+                         const mf_manifest_release *rel);
+void mf_agent__chunks_free(struct mf_agent *a, struct mf_agent_chunks *c);
+
 /* agent_delta.c: builds `part` (the new image of as's release) from the active slot
  * `old_name` and the downloaded delta `delta_part`, checkpointed in "<part>.ckpt";
- * every output chunk is checked against the signed chunk hashes. */
+ * every output chunk is checked against the chunk hashes of `rel` (mf_agent__chunks_get). */
 int mf_agent__delta_apply(struct mf_agent *a, const char *part, const char *old_name,
                           const char *delta_part, const struct mf_agent_assignment *as,
-                          const struct mf_agent_delta_ref *dr);
+                          const struct mf_agent_delta_ref *dr, const mf_manifest_release *rel);
 
 /* agent_install.c */
 int mf_agent__install(int *deferred_out, struct mf_agent *a, struct agent_model *m,

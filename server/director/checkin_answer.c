@@ -118,6 +118,19 @@ int mf_answer__release(int *held_out, struct mf_answer *a, const struct mf_answe
     return err == MF_OK ? mf_answer__end(a) : err;
 }
 
+int mf_answer__chunk_list(struct mf_answer *a, const char *sha256)
+{
+    char blob[sizeof("/v1/blobs/") + 64];
+    int err = mf_answer__open(a, "chunk_list", '{');
+
+    (void)snprintf(blob, sizeof(blob), "/v1/blobs/%s", sha256);
+    if (err == MF_OK)
+        err = mf_answer__str(a, "blob", blob);
+    if (err == MF_OK)
+        err = mf_answer__str(a, "sha256", sha256);
+    return err == MF_OK ? mf_answer__close(a, '}') : err;
+}
+
 int mf_answer__hole(struct mf_answer *a, const char *key)
 {
     int err;

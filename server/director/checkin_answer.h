@@ -62,6 +62,10 @@ struct mf_answer_release {
  * MF_OK, the dynbuf's error or quoted_fn's. */
 int mf_answer__release(int *held_out, struct mf_answer *a, const struct mf_answer_release *r);
 
+/* "chunk_list": the blob of a chunk-tree release's chunk hashes (docs/protocol.md), beside
+ * the release of an assignment the device downloads. MF_OK or the dynbuf's error. */
+int mf_answer__chunk_list(struct mf_answer *a, const char *sha256);
+
 /* The answer's text with hole i holding envs[i] (lens[i] bytes) as a JSON string (envs may
  * be NULL without holes); NULL when out of memory. a->text is taken or left as it was; free
  * `a` either way. Release the text with mf_free(NULL, p). */

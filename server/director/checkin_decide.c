@@ -53,6 +53,7 @@ static void take_variant(struct mf_policy_candidate *c, const struct mf_store_va
     memcpy(c->v.sha256, x->sha256, sizeof(c->v.sha256));
     c->v.size = x->size;
     memcpy(c->v.release_digest, x->release_digest, sizeof(c->v.release_digest));
+    c->v.chunks_sha256[0] = '\0'; /* the version's chunk list is not the variant's */
     (void)snprintf(c->variant, sizeof(c->variant), "%s", x->variant);
 }
 

@@ -187,6 +187,8 @@ static int add_assignment(struct mf_answer *ans, struct mf_httpd_req *r,
         defer->specs[defer->n_unsigned++] = spec;
     if (err == MF_OK && !held)
         err = add_deltas(ans, cv, m->sha256, req->compressed_full, v);
+    if (err == MF_OK && !held && v->chunks_sha256[0])
+        err = mf_answer__chunk_list(ans, v->chunks_sha256);
     if (err == MF_OK)
         err = mf_checkin_degrade__fallback(ans, cv, req, m, v, variant);
     if (err == MF_OK)

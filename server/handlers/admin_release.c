@@ -93,9 +93,44 @@ int mf_handlers__release_verify(mf_manifest_release **out, char digest[MF_SHA256
     return check_matches(r, *out, v);
 }
 
-static int attach(struct mf_httpd_req *r, mf_trust *t, struct mf_store_version *v)
+/* A verified release of staged version `v`: its chunk list stored (release_chunks.c), then
+ * the release attached, and its deltas queued. */
+static int publish(struct mf_httpd_req *r, const mf_manifest_release *rel, const char *digest,
+                   struct mf_store_version *v)
 {
     struct mf_store *s = r->env->store;
+    int err = mf_handlers__release_chunks(v->chunks_sha256, r, rel, v);
+
+    if (err < 0 || r->resp)
+        return err;
+    v->sequence = rel->sequence;
+    v->security_floor = rel->security_floor;
+    memcpy(v->release_digest, digest, MF_SHA256_HEX_LEN + 1);
+    err = s->ops->registry->release_set(s, &r->ctx, v, r->body.data, r->body.len);
+    if (err == MF_OK) /* release_set promotes a model's first release: read which */
+        err = s->ops->registry->version_get(v, s, &r->ctx, v->model, v->version);
+    if (err == MF_E_STATE)
+        err = mf_httpd__reply_error(r, MHD_HTTP_CONFLICT, "%s", mf_ctx__errmsg(&r->ctx));
+    else if (err == MF_OK)
+        err = mf_handlers__reply_version(r, MHD_HTTP_CREATED, v, 1);
+    if (err == MF_OK && r->status == MHD_HTTP_CREATED) {
+        MF_LOG_INFO(&r->ctx, "released %s/%s sequence %llu floor %llu (%s)", v->model, v->version,
+                    (unsigned long long)v->sequence, (unsigned long long)v->security_floor,
+                    v->promoted ? "the model's first release: promoted"
+                                : "not promoted: a rollout or promote deploys it");
+        /* The release is visible now; its deltas follow as the worker makes them. A
+         * failed enqueue costs only bandwidth (full downloads), so it does not fail
+         * the release. */
+        if (mf_delta__enqueue(s, &r->ctx, v->model, v->version) < 0)
+            MF_LOG_WARN(&r->ctx, "queueing deltas of %s/%s: %s", v->model, v->version,
+                        mf_ctx__errmsg(&r->ctx));
+        mf_delta__worker_wake(r->env->deltas);
+    }
+    return err;
+}
+
+static int attach(struct mf_httpd_req *r, mf_trust *t, struct mf_store_version *v)
+{
     mf_manifest_release *rel = NULL;
     char digest[MF_SHA256_HEX_LEN + 1];
     int err = mf_handlers__release_verify(&rel, digest, r, t, v);
@@ -111,30 +146,7 @@ static int attach(struct mf_httpd_req *r, mf_trust *t, struct mf_store_version *
                                         "version '%s' of model '%s' has another release already",
                                         v->version, v->model);
     } else if (err == MF_OK && !r->resp) {
-        v->sequence = rel->sequence;
-        v->security_floor = rel->security_floor;
-        memcpy(v->release_digest, digest, sizeof(digest));
-        err = s->ops->registry->release_set(s, &r->ctx, v, r->body.data, r->body.len);
-        if (err == MF_OK) /* release_set promotes a model's first release: read which */
-            err = s->ops->registry->version_get(v, s, &r->ctx, v->model, v->version);
-        if (err == MF_E_STATE)
-            err = mf_httpd__reply_error(r, MHD_HTTP_CONFLICT, "%s", mf_ctx__errmsg(&r->ctx));
-        else if (err == MF_OK)
-            err = mf_handlers__reply_version(r, MHD_HTTP_CREATED, v, 1);
-        if (err == MF_OK && r->status == MHD_HTTP_CREATED) {
-            MF_LOG_INFO(&r->ctx, "released %s/%s sequence %llu floor %llu (%s)", v->model,
-                        v->version, (unsigned long long)v->sequence,
-                        (unsigned long long)v->security_floor,
-                        v->promoted ? "the model's first release: promoted"
-                                    : "not promoted: a rollout or promote deploys it");
-            /* The release is visible now; its deltas follow as the worker makes them. A
-             * failed enqueue costs only bandwidth (full downloads), so it does not fail
-             * the release. */
-            if (mf_delta__enqueue(s, &r->ctx, v->model, v->version) < 0)
-                MF_LOG_WARN(&r->ctx, "queueing deltas of %s/%s: %s", v->model, v->version,
-                            mf_ctx__errmsg(&r->ctx));
-            mf_delta__worker_wake(r->env->deltas);
-        }
+        err = publish(r, rel, digest, v);
     }
     mf_manifest_release_free(rel);
     return err;

@@ -34,6 +34,11 @@ int mf_handlers__release_promote(struct mf_httpd_req *r);
  * `v` (its model, version, sha256 and size): MF_OK with *out (free with
  * mf_manifest_release_free, also when a 400 was built: check r->resp) and its payload digest
  * in hex, or a 400 built on `r` with *out NULL. */
+/* release_chunks.c: the chunk list of chunk-tree release `rel` (of staged version `v`) stored,
+ * its sha256 into sha_out ("" for a release that carries its flat list); a root that does not
+ * describe the stored blob answers 400 (r->resp). MF_E_IO, MF_E_NOMEM. */
+int mf_handlers__release_chunks(char sha_out[MF_SHA256_HEX_LEN + 1], struct mf_httpd_req *r,
+                                const mf_manifest_release *rel, const struct mf_store_version *v);
 int mf_handlers__release_verify(mf_manifest_release **out, char digest[MF_SHA256_HEX_LEN + 1],
                                 struct mf_httpd_req *r, mf_trust *t,
                                 const struct mf_store_version *v);

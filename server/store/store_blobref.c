@@ -14,6 +14,7 @@
  */
 #define BLOB_COLUMNS(X)                                                                            \
     X("model_versions", "sha256")                                                                  \
+    X("model_versions", "chunks_sha256")                                                           \
     X("model_variants", "sha256")                                                                  \
     X("deltas", "delta_sha256")                                                                    \
     X("deltas", "from_sha256")                                                                     \
@@ -28,12 +29,14 @@ const size_t mf_store__n_blob_cols = sizeof(mf_store__blob_cols) / sizeof(mf_sto
 
 /* The catalogue of this domain, the same text on both. UNION ALL under LIMIT 1: both engines
  * stop at the first row found, so a blob named by a version never reaches the sample index.
- * A released variant (migration 12) is released bytes like a released version.
+ * A released variant (migration 12) is released bytes like a released version, and so is
+ * a released version's chunk list (migration 15).
  * The last arm only closes the chain. */
 static const struct mf_sql sql_blob_ref =
     MF_SQL(BLOB_COLUMNS(AS_SELECT) "SELECT '' WHERE 1 = 0 LIMIT 1", "checking blob references");
 static const struct mf_sql sql_blob_released =
     MF_SQL("SELECT 1 FROM model_versions WHERE sha256 = ?1 AND sequence > 0"
+           " UNION ALL SELECT 1 FROM model_versions WHERE chunks_sha256 = ?1 AND sequence > 0"
            " UNION ALL SELECT 1 FROM deltas d JOIN model_versions v"
            " ON v.sha256 = d.to_sha256 AND v.sequence > 0 WHERE d.delta_sha256 = ?1"
            " UNION ALL SELECT 1 FROM model_variants WHERE sha256 = ?1 AND release_digest <> ''"

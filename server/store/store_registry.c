@@ -13,7 +13,8 @@
 /* Every version row is read through this one column list (read_version's order). */
 #define VERSION_SELECT                                                                             \
     "SELECT m.name, v.version, v.sha256, v.size, v.created_at, v.sequence, v.security_floor,"      \
-    " v.release_digest, v.promoted FROM model_versions v JOIN models m ON m.id = v.model_id"
+    " v.release_digest, v.promoted, v.chunks_sha256 FROM model_versions v JOIN models m ON m.id "  \
+    "= v.model_id"
 #define VERSIONS_LIST(C) VERSION_SELECT " ORDER BY m.name" C ", v.id"
 #define DELTA_COLUMNS "model, from_sha256, to_sha256, delta_sha256, size, format, created_at"
 
@@ -51,7 +52,8 @@ static const struct mf_sql sql_release_top =
            "reading the release sequence");
 static const struct mf_sql sql_release_set =
     MF_SQL("UPDATE model_versions SET sequence = ?, security_floor = ?,"
-           " release_digest = ?, release = ?, promoted = ? WHERE version = ? AND sequence = 0"
+           " release_digest = ?, release = ?, promoted = ?, chunks_sha256 = ?"
+           " WHERE version = ? AND sequence = 0"
            " AND model_id = (SELECT id FROM models WHERE name = ?)",
            "attaching a release");
 /* Under the model's lock (sql_release_lock), so two promotions never take one number. */
@@ -115,9 +117,10 @@ static int registry_version_insert(struct mf_store *s, struct mf_ctx *ctx,
 
 static void read_version(struct mf_store_version *out, const struct mf_store_cursor *row)
 {
-    mf_store__cols(row, 0, "tttuiuutu", MF_STORE_TEXT(out->model), MF_STORE_TEXT(out->version),
+    mf_store__cols(row, 0, "tttuiuutut", MF_STORE_TEXT(out->model), MF_STORE_TEXT(out->version),
                    MF_STORE_TEXT(out->sha256), &out->size, &out->created_at, &out->sequence,
-                   &out->security_floor, MF_STORE_TEXT(out->release_digest), &out->promoted);
+                   &out->security_floor, MF_STORE_TEXT(out->release_digest), &out->promoted,
+                   MF_STORE_TEXT(out->chunks_sha256));
 }
 
 static int take_version(void *payload, const struct mf_store_cursor *row)
@@ -195,9 +198,10 @@ static int release_set_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_
     (void)snprintf(missing, sizeof(missing), "no staged version '%s' of model '%s'", v->version,
                    v->model);
     /* The model's first release is promoted at once: no fleet runs an older one to protect. */
-    return mf_store__change(s, tx, ctx, MF_E_NOTFOUND, missing, &sql_release_set, "iitbitt",
+    return mf_store__change(s, tx, ctx, MF_E_NOTFOUND, missing, &sql_release_set, "iitbittt",
                             (int64_t)v->sequence, (int64_t)v->security_floor, v->release_digest,
-                            a->env, a->len, (int64_t)(top == 0), v->version, v->model);
+                            a->env, a->len, (int64_t)(top == 0), v->chunks_sha256, v->version,
+                            v->model);
 }
 
 static int registry_release_set(struct mf_store *s, struct mf_ctx *ctx,

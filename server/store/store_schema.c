@@ -412,6 +412,11 @@ const struct mf_store_migration mf_store__schema_table = {
     "  degraded " T(INT) " NOT NULL," \
     "  reason TEXT NOT NULL," \
     "  UNIQUE (device_id, seq));"
+
+/* 15: the chunk list of a chunk-tree release as a blob of its own (docs/formats/manifest.md,
+ * "Chunk tree"): its sha256, '' when the release carries no chunks_root. */
+#define MIGRATION_15(T) \
+    "ALTER TABLE model_versions ADD COLUMN chunks_sha256 TEXT NOT NULL DEFAULT '';"
 /* clang-format on */
 
 const struct mf_store_migration mf_store__migrations[] = {
@@ -419,5 +424,5 @@ const struct mf_store_migration mf_store__migrations[] = {
     {.n = 4, BOTH(MIGRATION_4)},   {.n = 5, BOTH(MIGRATION_5)},   {.n = 6, BOTH(MIGRATION_6)},
     {.n = 7, BOTH(MIGRATION_7)},   {.n = 8, BOTH(MIGRATION_8)},   {.n = 9, BOTH(MIGRATION_9)},
     {.n = 10, BOTH(MIGRATION_10)}, {.n = 11, BOTH(MIGRATION_11)}, {.n = 12, BOTH(MIGRATION_12)},
-    {.n = 13, BOTH(MIGRATION_13)}, {.n = 14, BOTH(MIGRATION_14)},
+    {.n = 13, BOTH(MIGRATION_13)}, {.n = 14, BOTH(MIGRATION_14)}, {.n = 15, BOTH(MIGRATION_15)},
 };

@@ -9,7 +9,7 @@
 #ifndef MF_SERVER_STORE_SCHEMA_H
 #define MF_SERVER_STORE_SCHEMA_H
 
-#define MF_STORE_SCHEMA_LATEST 14 /* the schema version migrate reaches */
+#define MF_STORE_SCHEMA_LATEST 15 /* the schema version migrate reaches */
 
 struct mf_store_migration {
     int n;              /* the version it brings the schema to */

@@ -33,6 +33,9 @@ struct mf_store_version {
     /* Appended with migration 9: the promotion order within the model, 0 while the release
      * is published but not promoted. The channel default is the highest promoted release. */
     uint64_t promoted;
+    /* Migration 13: the sha256 of the release's chunk list blob (32 bytes per chunk hash,
+     * checked by devices against the signed chunks_root), "" when the release has no root. */
+    char chunks_sha256[MF_SHA256_HEX_LEN + 1];
 };
 
 /* A variant of a model version (migration 12; docs/rollouts.md, "Model variants"): its own

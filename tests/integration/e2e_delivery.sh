@@ -8,7 +8,8 @@
 # wrong enrollment token, wrong admin token, a release signed by an unknown key, a blob
 # tampered on the server (bad chunk), a missing blob, an unreleased model pushed by an
 # attacker holding the director key and the store, a replayed check-in answer, and a
-# release below the device's security floor. A second device gets a delta update through
+# release below the device's security floor; a chunk-tree release (the chunk list a blob of
+# its own, a bad chunk caught at its chunk). A second device gets a delta update through
 # the server's precomputed delta, rolls it back with `mf-agent rollback` (and is not offered
 # it again), and holds a pin until `mf-agent unpin`.
 # With MF_TEST_STORE_URL the server runs on PostgreSQL (integration_e2e_delivery_pg).
@@ -248,7 +249,22 @@ check "  ... on keys v2, sequence space of the new key" bash -c "'$BIN/mf-agent'
 # --- chunk tree (issue 19): a release naming its chunks by their Merkle root alone ----------
 mf_make_model "$work/v7.bin" 3145728 e2e-v7
 check "publish v7 as a chunk tree (the release lists no chunk hashes)" bash -c \
-    "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' publish detector v7 '$work/v7.bin' --release-key '$MF_RELEASE_KEY' --security-floor 5 --chunk-tree | grep -q 'chunk tree: root only' && '$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' promote detector v7 --force >/dev/null"
+    "'$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' publish detector v7 '$work/v7.bin' --release-key '$MF_RELEASE_KEY' --security-floor 5 --chunk-size 1048576 --chunk-tree | grep -q 'chunk tree: root only' && '$BIN/mfctl' --server '$MF_URL' --token-file '$MF_ADMIN_TOKEN_FILE' promote detector v7 --force >/dev/null"
+# The chunk list travels as a blob of its own: three SHA-256s, content-addressed.
+list_sha=$(python3 -c 'import hashlib, sys
+d = open(sys.argv[1], "rb").read()
+print(hashlib.sha256(b"".join(hashlib.sha256(d[i:i + 1048576]).digest() for i in range(0, len(d), 1048576))).hexdigest())' "$work/v7.bin")
+check "the server stored v7's chunk list as a blob of its own" test -f "$work/server/blobs/${list_sha:0:2}/$list_sha"
+check "  ... which a device may fetch: 96 bytes, three hashes" \
+    test "$(curl -s -H "Authorization: Bearer $cred" "$MF_URL/v1/blobs/$list_sha" | wc -c)" = 96
+v7sha=$(sha256sum "$work/v7.bin" | cut -c1-64)
+v7blob="$work/server/blobs/${v7sha:0:2}/$v7sha"
+cp "$v7blob" "$work/v7.saved"
+printf '\xff' | dd of="$v7blob" bs=1 seek=1500000 conv=notrunc status=none
+check "agent refuses the chunk-tree v7 with a corrupted chunk" bash -c "! '$BIN/mf-agent' --config '$work/devA.json' run --once >'$work/devA-tree.log' 2>&1"
+check "  ... at its bad chunk (chunk 1), checked against the fetched list" grep -q 'chunk 1 .*does not match its signed sha256; download aborted' "$work/devA-tree.log"
+check "  ... keeps v6 active" cmp -s "$(mf_active_path "$work/devA" detector)" "$work/v6.bin"
+cp "$work/v7.saved" "$v7blob"
 check "the device installs the chunk-tree v7" agent devA
 check "  ... bytes are v7's" cmp -s "$(mf_active_path "$work/devA" detector)" "$work/v7.bin"
 

@@ -31,15 +31,35 @@ uint32_t chunk_size_for(size_t len)
     return len > 4096 ? 1u << 20 : 16u;
 }
 
+/* The chunk hashes of `data` in chunks of `cs` bytes, as the server stores them. */
+static void make_chunk_list(struct fake_server *s, const uint8_t *data, size_t len, uint32_t cs)
+{
+    size_t n = (len + cs - 1) / cs;
+
+    mf_free(NULL, s->chunk_list);
+    s->chunk_list = mf_alloc(NULL, n * 32);
+    assert_non_null(s->chunk_list);
+    for (size_t i = 0; i < n; i++)
+        mbedtls_sha256_ret(data + i * cs, i + 1 < n ? cs : len - i * cs, s->chunk_list + 32 * i, 0);
+    s->chunk_list_len = n * 32;
+    sha256_hex(s->chunk_list_sha, s->chunk_list, s->chunk_list_len);
+}
+
 /* A release of `data` signed with the release key (or the director key when forging). */
 void sign_release(struct fake_server *s, const char *version, const uint8_t *data, size_t len)
 {
+    uint32_t cs = s->chunk_size ? s->chunk_size : chunk_size_for(len);
+
     mf_free(NULL, s->release_env);
+    mf_free(NULL, s->chunk_list);
+    s->chunk_list = NULL;
+    s->chunk_list_len = 0;
+    if (s->chunk_tree_only && s->offer_chunk_list)
+        make_chunk_list(s, data, len, cs);
     world.chunk_tree_only = s->chunk_tree_only;
     s->release_env =
         fx_release_of(&s->release_len, &world, "detector", version, ++s->release_seq, s->floor,
-                      data, len, s->chunk_size ? s->chunk_size : chunk_size_for(len),
-                      s->release_by_director ? BY(K_DIR) : BY(K_REL0));
+                      data, len, cs, s->release_by_director ? BY(K_DIR) : BY(K_REL0));
     world.chunk_tree_only = 0;
     fx_digest(s->release_digest, s->release_env, s->release_len);
 }
@@ -157,6 +177,13 @@ static void add_detector(struct fake_server *s, cJSON *list, const char *nonce, 
                         BY(s->director));
     cJSON_AddStringToObject(a, "assignment", (const char *)env);
     mf_free(NULL, env);
+    if (s->chunk_list && !held) {
+        cJSON *cl = cJSON_AddObjectToObject(a, "chunk_list");
+
+        (void)snprintf(blob, sizeof(blob), "/v1/blobs/%s", s->chunk_list_sha);
+        cJSON_AddStringToObject(cl, "blob", blob);
+        cJSON_AddStringToObject(cl, "sha256", s->chunk_list_sha);
+    }
     if (s->delta) {
         cJSON *deltas = cJSON_AddArrayToObject(a, "deltas");
         cJSON *d = cJSON_CreateObject();
@@ -285,6 +312,39 @@ static void send_body(struct fake_server *s, struct mf_kit_http_conn *c,
     s->bytes_served += end - from;
 }
 
+/* GET /v1/blobs/<chunk list sha>: the list, served as list_mode says. */
+static void handle_list(struct fake_server *s, struct mf_kit_http_conn *c)
+{
+    struct mf_kit_http_reply r = {.status = 200,
+                                  .content_type = "application/octet-stream",
+                                  .body = (const char *)s->chunk_list,
+                                  .body_len = s->chunk_list_len};
+    uint8_t *served = NULL;
+
+    s->n_list++;
+    if (s->list_mode == LIST_404) {
+        mf_kit_http_json(c, 404, "{\"error\":\"not_found\",\"message\":\"no such blob\"}");
+        return;
+    }
+    if (s->list_mode == LIST_FLIPPED || s->list_mode == LIST_LONG) {
+        served = mf_alloc(NULL, s->chunk_list_len + 32);
+        assert_non_null(served);
+        memcpy(served, s->chunk_list, s->chunk_list_len);
+        memcpy(served + s->chunk_list_len, s->chunk_list, 32);
+        if (s->list_mode == LIST_FLIPPED)
+            served[s->chunk_list_len - 1] ^= 1; /* the last hash */
+        else
+            r.body_len += 32;
+        r.body = (const char *)served;
+    }
+    if (s->list_mode == LIST_SHORT)
+        r.body_len -= 10;
+    if (s->list_mode == LIST_206)
+        r.status = 206;
+    mf_kit_http_reply(c, &r);
+    mf_free(NULL, served);
+}
+
 /* GET /v1/blobs/<sha>: the model or the delta, with Range/If-Range (docs/protocol.md). */
 static void handle_blob(struct fake_server *s, struct mf_kit_http_conn *c, const char *req)
 {
@@ -295,6 +355,10 @@ static void handle_blob(struct fake_server *s, struct mf_kit_http_conn *c, const
     struct mf_kit_http_reply r = {.status = 200, .content_type = "application/octet-stream"};
     char headers[512], etag[80];
 
+    if (s->chunk_list && strstr(req, s->chunk_list_sha)) {
+        handle_list(s, c);
+        return;
+    }
     if (s->delta && strstr(req, s->delta_sha)) {
         s->n_delta_blob++;
         data = s->delta;
@@ -406,6 +470,7 @@ void fake_reset(struct fake_server *s)
     mf_free(NULL, s->release_env);
     mf_free(NULL, s->root_env);
     mf_free(NULL, s->fb_env);
+    mf_free(NULL, s->chunk_list);
     /* Everything after the running kit server and the (held) lock goes back to zero: the
      * server keeps its socket and thread, the lock stays the same held mutex. */
     memset(&s->blob, 0, sizeof(*s) - offsetof(struct fake_server, blob));
@@ -424,6 +489,7 @@ void fake_stop(struct fake_server *s)
     mf_free(NULL, s->release_env);
     mf_free(NULL, s->root_env);
     mf_free(NULL, s->fb_env);
+    mf_free(NULL, s->chunk_list);
 }
 
 /* ---- test fixture: a fake server, a state dir and the POSIX port ---- */

@@ -36,6 +36,16 @@ enum blob_mode {
     BLOB_STALL,       /* half the bytes, then silence for stall_ms */
 };
 
+/* How the chunk list of a chunk-tree release is served (docs/protocol.md, "chunk_list"). */
+enum list_mode {
+    LIST_OK,      /* the hashes, exactly */
+    LIST_FLIPPED, /* one bit of one hash flipped: does not lead to the signed root */
+    LIST_SHORT,   /* truncated: the last 10 bytes missing */
+    LIST_LONG,    /* one hash too many (the first again): the wrong length */
+    LIST_404,     /* the server has no such blob */
+    LIST_206,     /* a 206 with every byte, to a request that asked no range */
+};
+
 enum checkin_mode {
     CHECKIN_OK,
     CHECKIN_MALFORMED,  /* not JSON */
@@ -74,7 +84,10 @@ struct fake_server {
     uint64_t floor;       /* security_floor of the next release */
     uint32_t chunk_size;  /* chunk size of the next release; 0: chunk_size_for() */
     int chunk_tree_only;  /* 1: the next release carries the chunk root, no flat list */
-    uint8_t *root_env;    /* a newer root (NULL: none), sent to devices behind it ... */
+    /* 1: a chunk-tree release's chunk list is offered as "chunk_list" (a current server);
+     * 0: none is (a server from before the list was a blob: whole-digest downloads) */
+    int offer_chunk_list;
+    uint8_t *root_env; /* a newer root (NULL: none), sent to devices behind it ... */
     size_t root_len;
     uint64_t root_version;   /* ... with this version */
     int release_by_director; /* 1: sign releases with the director key (a forgery) */
@@ -106,6 +119,12 @@ struct fake_server {
     pthread_t stall_thread;
     const uint8_t *stall_data;
     uint64_t stall_len;
+    /* the chunk list of the last chunk-tree release (offer_chunk_list), served as list_mode */
+    enum list_mode list_mode;
+    uint8_t *chunk_list;
+    size_t chunk_list_len;
+    char chunk_list_sha[65];
+    int n_list; /* requests for it */
     /* what was seen */
     int n_enroll, n_checkin, n_blob, n_report, n_delta_blob, n_ranged;
     int n_release_sent, n_release_held; /* assignments with / without their envelope */

@@ -114,6 +114,20 @@ static void test_agent_delivery__last_attempt_with_progress_keeps_its_reason(voi
     test_free(v2);
 }
 
+/* Storage damage in v2's .part while the power was off: the byte at `at` flipped. */
+static void damage_part(struct fixture *fx, const uint8_t *v2, long at)
+{
+    char path[160];
+    FILE *f;
+
+    (void)snprintf(path, sizeof(path), "%s/models/detector/slot-b.part", fx->dir);
+    f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, at, SEEK_SET), 0);
+    assert_int_equal(fputc(0xff ^ v2[at], f), 0xff ^ v2[at]);
+    assert_int_equal(fclose(f), 0);
+}
+
 /* A new process on the same state (as after a power cut) whose first step installs the
  * 3 MiB v2 into slot b. */
 static mf_agent *restart_installs_v2(struct fixture *fx, const uint8_t *v2)
@@ -173,8 +187,6 @@ static void test_agent_delivery__resume_reverifies_what_storage_holds(void **sta
     uint8_t *v2 = make_model(3 * MIB, 2);
     mf_agent *agent = interrupted_v2(fx, v2);
     static const uint8_t junk[4096] = {1, 2, 3};
-    char path[256];
-    FILE *f;
 
     /* A process killed after the last record: more verified bytes than recorded are on
      * storage, then a torn tail. The resume keeps every chunk that verifies. */
@@ -190,12 +202,7 @@ static void test_agent_delivery__resume_reverifies_what_storage_holds(void **sta
     mf_agent_free(agent);
     agent = interrupted_v2(fx, v2);
     mf_agent_free(agent);
-    (void)snprintf(path, sizeof(path), "%s/models/detector/slot-b.part", fx->dir);
-    f = fopen(path, "r+b");
-    assert_non_null(f);
-    assert_int_equal(fseek(f, (long)MIB + 77, SEEK_SET), 0);
-    assert_int_equal(fputc(0xff ^ v2[MIB + 77], f), 0xff ^ v2[MIB + 77]);
-    assert_int_equal(fclose(f), 0);
+    damage_part(fx, v2, MIB + 77);
     agent = restart_installs_v2(fx, v2);
     assert_int_equal(fx->srv.last_range_from, MIB);
     mf_agent_free(agent);
@@ -299,8 +306,16 @@ static mf_agent *agent_with_tree_v2(struct fixture *fx, const uint8_t *v2)
     return agent;
 }
 
-/* A chunk-tree release (no flat list in the signed release): the download is held to the
- * signed sha256 as a whole, resumes after a cut, and a corrupt byte is refused with v2 left
+/* The same, from a server that names the release's chunk list (docs/protocol.md). */
+static mf_agent *agent_with_listed_tree_v2(struct fixture *fx, const uint8_t *v2)
+{
+    fx->srv.offer_chunk_list = 1;
+    return agent_with_tree_v2(fx, v2);
+}
+
+/* A chunk-tree release (no flat list in the signed release) from a server that offers no
+ * chunk list (one from before the list was a blob): the download is held to the signed
+ * sha256 as a whole, resumes after a cut, and a corrupt byte is refused with v2 left
  * running. */
 static void test_agent_delivery__chunk_tree_release_installs_and_resumes(void **state)
 {
@@ -360,6 +375,138 @@ static void test_agent_delivery__chunk_tree_release_survives_a_restart(void **st
     assert_int_equal(fx->srv.last_range_from, 7 * MIB / 4);
     assert_int_equal(c.blob_bytes, 3 * MIB - 7 * MIB / 4);
     assert_int_equal(c.resumes, 1);
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
+/* The chunk list as a blob of its own (docs/protocol.md, "chunk_list"): a chunk-tree release
+ * whose list the check-in names is verified chunk by chunk as with a flat list. A cut resumes
+ * at the end of the last verified chunk (not where it fell: those bytes are unproven until
+ * their chunk completes), a corrupt chunk alone is fetched again, and a persistent one is
+ * refused naming its chunk. */
+static void test_agent_delivery__chunk_list_verifies_each_chunk(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(3 * MIB, 2);
+    mf_agent *agent;
+    mf_agent_counters before;
+
+    agent = agent_with_listed_tree_v2(fx, v2);
+    before = stats_of(agent);
+    assert_int_equal(fx->srv.chunk_list_len, 3 * 32);
+    fx->srv.cut_at = 3 * MIB / 2 + 100;
+    fx->srv.cuts_left = 1;
+    fx->srv.corrupt_at = 2 * MIB + 12345; /* in chunk 2, once */
+    fx->srv.corrupt_left = 1;
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    assert_int_equal(fx->srv.n_list, 1);
+    /* Resumed from chunk 1's start after the cut, then from chunk 2's after the bad byte. */
+    assert_int_equal(fx->srv.n_ranged, 2);
+    assert_int_equal(fx->srv.last_range_from, 2 * MIB);
+    /* v2 once, the half chunk before the cut and chunk 2 again, the list: nothing else. */
+    assert_true(stats_of(agent).blob_bytes - before.blob_bytes <=
+                3 * MIB + MIB / 2 + 100 + MIB + 96);
+    assert_int_equal(stats_of(agent).blob_requests - before.blob_requests, 4);
+    /* Corrupt every time: refused at its chunk (v3's chunk 1), v2 still running. */
+    assert_corrupt_v3_refused(fx, agent, "chunk 1 (bytes from 16)");
+    assert_non_null(strstr(mf_agent_errmsg(agent), "download aborted"));
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
+/* v2 as a chunk-tree release with its list, its download cut at 2.5 MiB `cuts` times with the
+ * blob served in `mode`: the step ends in `code`. */
+static mf_agent *listed_v2_cut(struct fixture *fx, const uint8_t *v2, int cuts, enum blob_mode mode,
+                               int code)
+{
+    mf_agent *agent = agent_with_listed_tree_v2(fx, v2);
+
+    fx->srv.cut_at = 5 * MIB / 2;
+    fx->srv.cuts_left = cuts;
+    fx->srv.blob_mode = mode;
+    step_expect(agent, code);
+    return agent;
+}
+
+/* A power cut in the download of a chunk-tree release with its list: the new process fetches
+ * the list again, re-verifies the .part against it and resumes at the last verified chunk. */
+static void test_agent_delivery__chunk_list_survives_a_restart(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(3 * MIB, 2);
+    mf_agent *agent = listed_v2_cut(fx, v2, 100, BLOB_OK, MF_E_NET);
+
+    assert_active(agent, "v1", 'a');
+    mf_agent_free(agent);
+    fx->srv.cuts_left = 0;
+    /* Storage damaged in chunk 1 while the power was off: only from there is fetched again. */
+    damage_part(fx, v2, MIB + 77);
+    agent = restart_installs_v2(fx, v2);
+    assert_int_equal(fx->srv.last_range_from, MIB);
+    assert_int_equal(fx->srv.n_list, 2);
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
+/* A 200 with every byte to the resume's Range request: the .part restarts from 0 and the
+ * chunk list still holds every chunk of the new body. */
+static void test_agent_delivery__chunk_list_with_200_to_a_range(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(3 * MIB, 2);
+    mf_agent *agent = listed_v2_cut(fx, v2, 1, BLOB_NO_RANGE, MF_OK);
+
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
+    assert_int_equal(fx->srv.n_ranged, 1);
+    assert_int_equal(fx->srv.last_range_from, 2 * MIB);
+    mf_agent_free(agent);
+    test_free(v2);
+}
+
+/* A chunk list that does not lead to the signed root, is truncated, has one hash too many,
+ * is missing or comes as a 206: refused before any model byte is fetched, v1 keeps running,
+ * the failure is reported, and the next step with a good list installs v2. */
+static void test_agent_delivery__bad_chunk_list_is_refused(void **state)
+{
+    static const struct {
+        enum list_mode mode;
+        int code;
+        const char *why;
+    } cases[] = {
+        {LIST_FLIPPED, MF_E_SIGNATURE, "does not hash to the signed chunks_root"},
+        {LIST_SHORT, MF_E_SIGNATURE, "86 bytes, not 3 hashes of 32"},
+        {LIST_LONG, MF_E_SIGNATURE, "longer than the 3 hashes"},
+        {LIST_404, MF_E_NOTFOUND, "404"},
+        {LIST_206, MF_E_NET, "206"},
+    };
+    struct fixture *fx = *state;
+    uint8_t *v2 = make_model(3 * MIB, 2);
+    mf_agent *agent = agent_with(fx, model_v1, sizeof(model_v1));
+    mf_agent_counters before;
+
+    fx->srv.chunk_tree_only = 1;
+    fx->srv.offer_chunk_list = 1;
+    fake_assign(&fx->srv, "v2", v2, 3 * MIB, v2, 3 * MIB);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        fx->srv.list_mode = cases[i].mode;
+        before = stats_of(agent);
+        step_expect(agent, cases[i].code);
+        if (!strstr(mf_agent_errmsg(agent), "chunk list of model detector v2") ||
+            !strstr(mf_agent_errmsg(agent), cases[i].why))
+            fail_msg("case %zu: %s", i, mf_agent_errmsg(agent));
+        assert_string_equal(fx->srv.report_status, "failed");
+        assert_active(agent, "v1", 'a');
+        /* The list only: not one byte of the model. */
+        assert_int_equal(stats_of(agent).blob_requests - before.blob_requests, 1);
+        assert_true(stats_of(agent).blob_bytes - before.blob_bytes <= 96 + 32);
+        assert_false(exists(fx, "models/detector/slot-b.part"));
+    }
+    fx->srv.list_mode = LIST_OK;
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    assert_file_equals(fx, "models/detector/slot-b", v2, 3 * MIB);
     mf_agent_free(agent);
     test_free(v2);
 }
@@ -485,6 +632,47 @@ static void test_agent_delivery__delta_is_applied_into_the_inactive_slot(void **
     test_free(delta);
     test_free(v1);
     test_free(v2);
+}
+
+/* Deltas towards a chunk-tree release: the output is verified against the fetched list, a
+ * good delta's as it is written, and a delta whose output fails a chunk falls back to the
+ * full blob, verified against the same list. */
+static void test_agent_delivery__chunk_list_verifies_a_delta(void **state)
+{
+    struct fixture *fx = *state;
+    uint8_t *v1 = make_model(2 * MIB, 1), *v2 = make_model(2 * MIB, 2);
+    uint8_t *v3 = make_model(2 * MIB, 3), *other = make_model(2 * MIB, 9);
+    size_t dlen = 0, blen = 0;
+    uint8_t *delta = make_delta(&dlen, v1, 2 * MIB, v2, 2 * MIB);
+    uint8_t *bad = make_delta(&blen, other, 2 * MIB, v3, 2 * MIB);
+    mf_agent *agent = agent_with(fx, v1, 2 * MIB);
+    int blobs = fx->srv.n_blob;
+
+    fx->srv.chunk_tree_only = 1;
+    fx->srv.offer_chunk_list = 1;
+    fake_assign(&fx->srv, "v2", v2, 2 * MIB, v2, 2 * MIB);
+    fake_offer_delta(&fx->srv, delta, dlen, v1, 2 * MIB);
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v2", 'b');
+    assert_file_equals(fx, "models/detector/slot-b", v2, 2 * MIB);
+    assert_int_equal(fx->srv.n_list, 1);
+    assert_int_equal(fx->srv.n_blob, blobs); /* the full blob was never fetched */
+    assert_int_equal(stats_of(agent).delta_installs, 1);
+    /* From v2 to v3 by a delta made from other bytes: its first chunk fails the list. */
+    fake_assign(&fx->srv, "v3", v3, 2 * MIB, v3, 2 * MIB);
+    fake_offer_delta(&fx->srv, bad, blen, v2, 2 * MIB);
+    step_expect(agent, MF_OK);
+    assert_active(agent, "v3", 'a');
+    assert_file_equals(fx, "models/detector/slot-a", v3, 2 * MIB);
+    assert_int_equal(stats_of(agent).delta_fallbacks, 1);
+    assert_int_equal(fx->srv.n_blob, blobs + 1);
+    mf_agent_free(agent);
+    test_free(bad);
+    test_free(delta);
+    test_free(other);
+    test_free(v3);
+    test_free(v2);
+    test_free(v1);
 }
 
 static void test_agent_delivery__bad_delta_falls_back_unless_metered(void **state)
@@ -836,10 +1024,15 @@ int main(void)
         T(test_agent_delivery__corrupt_chunk_is_fetched_again_alone),
         T(test_agent_delivery__chunk_tree_release_installs_and_resumes),
         T(test_agent_delivery__chunk_tree_release_survives_a_restart),
+        T(test_agent_delivery__chunk_list_verifies_each_chunk),
+        T(test_agent_delivery__chunk_list_survives_a_restart),
+        T(test_agent_delivery__chunk_list_with_200_to_a_range),
+        T(test_agent_delivery__bad_chunk_list_is_refused),
         T(test_agent_delivery__stall_is_cut_and_resumed),
         T(test_agent_delivery__oversized_206_is_refused),
         T(test_agent_delivery__bandwidth_cap_slows_the_download),
         T(test_agent_delivery__delta_is_applied_into_the_inactive_slot),
+        T(test_agent_delivery__chunk_list_verifies_a_delta),
         T(test_agent_delivery__bad_delta_falls_back_unless_metered),
         T(test_agent_delivery__delta_apply_resumes_from_its_checkpoint),
         T(test_agent_delivery__compressed_first_install),

@@ -548,6 +548,55 @@ static void test_diff_apply__full_blob_roundtrip(void **state)
     }
 }
 
+/* mf_diff_describe callback: counts dense NUMERIC blocks of 2-byte words. */
+static int count_dense_w2(void *payload, const mf_diff_block_info *b)
+{
+    if (strcmp(b->kind, "numeric") == 0 && b->word == 2 && !b->sparse && !b->raw)
+        (*(int *)payload)++;
+    return 0;
+}
+
+/* An fp16 retrain: every weight moved by up to 40 ULPs either way. The encoder codes it as
+ * dense NUMERIC blocks of 2-byte words, which the apply merges on its two-plane path
+ * (delta_planes.c merge2); the patch rebuilds the new image in any chunking. */
+static void test_diff_apply__fp16_residuals_roundtrip(void **state)
+{
+    const size_t n = 96 * 1024;
+    struct fixture f;
+    mf_diff_header_info h;
+    mf_diff *d = NULL;
+    uint8_t *w = malloc(4 * n);
+    uint64_t s = 31;
+    int dense = 0;
+
+    (void)state;
+    assert_non_null(w);
+    fixture_alloc(&f, 2 * n, 2 * n);
+    dt_weights(w, n, 30);
+    for (size_t i = 0; i < n; i++) {
+        float v;
+        uint16_t o, x;
+
+        memcpy(&v, w + 4 * i, 4);
+        o = to_fp16(v);
+        x = (uint16_t)(o + (uint16_t)(dt_rand(&s) % 81) - 40);
+        f.old[2 * i] = (uint8_t)o;
+        f.old[2 * i + 1] = (uint8_t)(o >> 8);
+        f.nw[2 * i] = (uint8_t)x;
+        f.nw[2 * i + 1] = (uint8_t)(x >> 8);
+    }
+    free(w);
+    f.patch_len = dt_make_patch(&f.patch, f.old, f.old_len, f.nw, f.new_len,
+                                MF_PATCH_DEFAULT_WINDOW, MF_DIFF_FORMAT_MF);
+    assert_int_equal(mf_diff_new(&d, NULL, NULL), MF_OK);
+    assert_int_equal(mf_diff_describe(&h, d, f.patch, f.patch_len, count_dense_w2, &dense), MF_OK);
+    mf_diff_free(d);
+    assert_true(dense > 0);
+    assert_rebuilds(&f, 1 << 20, 1 << 20);
+    assert_rebuilds(&f, 777, 1001);
+    fixture_free(&f);
+}
+
 static void test_diff_apply__full_blob_truncated_and_flipped(void **state)
 {
     (void)state;
@@ -588,6 +637,7 @@ int main(void)
         cmocka_unit_test(test_diff_apply__checkpoint_every_block),
         cmocka_unit_test(test_diff_apply__full_blob_roundtrip),
         cmocka_unit_test(test_diff_apply__full_blob_truncated_and_flipped),
+        cmocka_unit_test(test_diff_apply__fp16_residuals_roundtrip),
         cmocka_unit_test(test_diff_apply__options_version),
     };
     return cmocka_run_group_tests_name("diff_apply", tests, NULL, NULL);

@@ -23,7 +23,7 @@ struct cache_fixture {
 static int cache_setup(void **state)
 {
     struct cache_fixture *f = calloc(1, sizeof(*f));
-    struct mf_store_version v = {"det", "v1", "", 10, 100, 1, 0, "", 0};
+    struct mf_store_version v = {"det", "v1", "", 10, 100, 1, 0, "", 0, ""};
     uint8_t hash[MF_SHA256_LEN] = {1};
 
     assert_non_null(f);
@@ -124,7 +124,7 @@ static void test_checkin_cache__notfound_until_the_generation_moves(void **state
 {
     struct cache_fixture *f = *state;
     struct mf_ccache_view v = view_now(f);
-    struct mf_store_version w = {"det", "v2", "", 20, 200, 2, 1, "", 0}, got;
+    struct mf_store_version w = {"det", "v2", "", 20, 200, 2, 1, "", 0, ""}, got;
 
     assert_int_equal(mf_ccache__version_get(&got, &v, "det", "v2"), MF_E_NOTFOUND);
     assert_int_equal(mf_ccache__version_get(&got, &v, "det", "v2"), MF_E_NOTFOUND);

@@ -445,6 +445,35 @@ static void test_blob_gc__released_blobs(void **state)
     assert_int_equal(yes, 0);
 }
 
+/* A chunk-tree release's chunk list (migration 15) is a reference of its version, and devices
+ * may fetch it once the version is released: a staged version names no list. */
+static void test_blob_gc__chunk_list_blobs(void **state)
+{
+    struct fixture *f = *state;
+    char rel[65], list[65], who[MF_STORE_BLOB_REF_MAX];
+    struct mf_store_version v, got;
+    int yes = -1;
+
+    sha_of(rel, '1');
+    sha_of(list, '6');
+    add_version(f, "det", "v1", rel);
+    assert_int_equal(f->s->ops->blobs->blob_released(&yes, f->s, &f->ctx, list), MF_OK);
+    assert_int_equal(yes, 0);
+    assert_int_equal(f->s->ops->blobs->blob_ref(who, f->s, &f->ctx, list), MF_OK);
+    assert_string_equal(who, ""); /* an orphan until a release names it */
+    version_of(&v, "det", "v1", rel);
+    v.sequence = 1;
+    memset(v.release_digest, 'f', MF_SHA256_HEX_LEN);
+    memcpy(v.chunks_sha256, list, sizeof(v.chunks_sha256));
+    assert_int_equal(f->s->ops->registry->release_set(f->s, &f->ctx, &v, "env", 3), MF_OK);
+    assert_int_equal(f->s->ops->blobs->blob_released(&yes, f->s, &f->ctx, list), MF_OK);
+    assert_int_equal(yes, 1);
+    assert_int_equal(f->s->ops->blobs->blob_ref(who, f->s, &f->ctx, list), MF_OK);
+    assert_string_equal(who, "model_versions.chunks_sha256");
+    assert_int_equal(f->s->ops->registry->version_get(&got, f->s, &f->ctx, "det", "v1"), MF_OK);
+    assert_string_equal(got.chunks_sha256, list);
+}
+
 /* A variant's blob (migration 12) is a reference like a version's, and devices may fetch it,
  * and the deltas towards it, once the variant's own release is attached. */
 static void test_blob_gc__variant_blobs(void **state)
@@ -598,6 +627,7 @@ int main(void)
         T(test_blob_gc__removal_keeps_a_blob_claimed_meanwhile),
         T(test_blob_gc__released_blobs),
         T(test_blob_gc__variant_blobs),
+        T(test_blob_gc__chunk_list_blobs),
         T(test_blob_gc__schema_walk_finds_every_blob_column),
     };
 #undef T

@@ -7,9 +7,11 @@
 #define _XOPEN_SOURCE 700 /* nanosleep */
 #include "mf_test.h"
 #include "server_fixture.h"
+#include "mf/trust.h"
 #include "offload/offload_srv.h"
 #include "store/store.h"
 
+#include <cjson/cJSON.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,10 +161,129 @@ static void test_server_blobs__sample_delete_keeps_released_blobs(void **state)
     free(d.body);
 }
 
+/* ---- the chunk list of a chunk-tree release (release_chunks.c) ---- */
+
+#define TREE_CHUNK (64 * 1024)
+#define TREE_CHUNKS (MODEL_SIZE / TREE_CHUNK)
+
+static void sha256_of(uint8_t out[32], const void *p, size_t n)
+{
+    unsigned int len = 0;
+
+    assert_int_equal(EVP_Digest(p, n, out, &len, EVP_sha256(), NULL), 1);
+}
+
+/* A chunk-tree release (the root, no flat list) of "tree" `ver`: names `named` (its sha256
+ * and size) with the chunk root of `hashed`, which a true release has equal to `named`. */
+static uint8_t *tree_release(size_t *len, const char *ver, uint64_t seq, const uint8_t *named,
+                             const uint8_t *hashed)
+{
+    uint8_t chunks[TREE_CHUNKS][32];
+    mf_manifest_release_spec spec;
+
+    for (size_t i = 0; i < TREE_CHUNKS; i++)
+        sha256_of(chunks[i], hashed + i * TREE_CHUNK, TREE_CHUNK);
+    memset(&spec, 0, sizeof(spec));
+    spec.name = "tree";
+    spec.version = ver;
+    spec.sequence = seq;
+    sha256_of(spec.sha256, named, MODEL_SIZE);
+    spec.size = MODEL_SIZE;
+    spec.chunk_size = TREE_CHUNK;
+    spec.chunk_count = TREE_CHUNKS;
+    spec.chunks = (const uint8_t(*)[32])chunks;
+    spec.chunk_tree_only = 1;
+    spec.created = 1;
+    spec.expires = FX_EXPIRES;
+    return fx_release(len, &srvfx_world, &spec, BY(K_REL0));
+}
+
+static void upload_tree(const char *ver, const uint8_t *data)
+{
+    char path[96];
+    struct srvfx_resp r;
+
+    (void)snprintf(path, sizeof(path), "/v1/admin/models/tree/versions/%s", ver);
+    srvfx_call_port(&r, srvfx.port, "PUT", path, srvfx.datat, (const char *)data, MODEL_SIZE, NULL);
+    assert_int_equal(r.status, 201);
+    free(r.body);
+}
+
+/* A chunk-tree release is published with its chunk list stored as a blob of its own (a root
+ * that does not describe the uploaded bytes is refused); the check-in names the list beside
+ * the release, a device downloads it (whole and resumed), and it holds to the signed root.
+ * A release with the flat list gets no chunk_list in the answer (devices read its list). */
+static void test_server_blobs__chunk_tree_release_serves_its_list(void **state)
+{
+    uint8_t want[TREE_CHUNKS][32];
+    char body[256], blob[160], sha[65], installed[16];
+    struct srvfx_resp r, det;
+    mf_manifest_release *rel = NULL;
+    mf_trust *t;
+    size_t len = 0;
+    uint8_t *env;
+    cJSON *doc, *a;
+
+    (void)state;
+    srvfx_publish_det();
+    upload_tree("v1", srvfx.v1);
+    /* The root of v2's chunks over v1's bytes: refused, the version stays staged. */
+    env = tree_release(&len, "v1", 1, srvfx.v1, srvfx.v2);
+    srvfx_call_port(&r, srvfx.port, "PUT", "/v1/admin/models/tree/versions/v1/release", srvfx.datat,
+                    (const char *)env, len, NULL);
+    mf_free(NULL, env);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "chunks_root does not describe the uploaded blob"));
+    free(r.body);
+    env = tree_release(&len, "v1", 1, srvfx.v1, srvfx.v1);
+    srvfx_put_env("/v1/admin/models/tree/versions/v1/release", env, len, srvfx.datat, 201);
+
+    (void)snprintf(body, sizeof(body),
+                   "{\"nonce\":\"" NONCE "\",\"root_version\":1,\"keys_version\":1,"
+                   "\"models\":[{\"name\":\"tree\"}]}");
+    if (srvfx_call(&r, "POST", "/v1/checkin", srvfx.device, body) != 200)
+        fail_msg("checkin: %ld %s", r.status, r.body);
+    doc = cJSON_Parse(r.body);
+    a = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "assignments"), 0);
+    assert_non_null(a);
+    (void)snprintf(
+        blob, sizeof(blob), "%s",
+        cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "chunk_list"), "blob")));
+    (void)snprintf(
+        sha, sizeof(sha), "%s",
+        cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "chunk_list"), "sha256")));
+    t = fx_trust(&srvfx_world, NULL);
+    assert_int_equal(mf_trust_verify_release(
+                         &rel, t,
+                         (const uint8_t *)cJSON_GetStringValue(cJSON_GetObjectItem(a, "release")),
+                         strlen(cJSON_GetStringValue(cJSON_GetObjectItem(a, "release"))), 0),
+                     MF_OK);
+    cJSON_Delete(doc);
+    free(r.body);
+    assert_null(rel->chunks);
+    /* The list: the chunk hashes of the bytes, content-addressed, and they lead to the root. */
+    for (size_t i = 0; i < TREE_CHUNKS; i++)
+        sha256_of(want[i], srvfx.v1 + i * TREE_CHUNK, TREE_CHUNK);
+    srvfx_sha256_hex(body, want, sizeof(want));
+    assert_string_equal(sha, body);
+    (void)snprintf(body, sizeof(body), "/v1/blobs/%s", sha);
+    assert_string_equal(blob, body);
+    expect_download(blob, (const uint8_t *)want, sizeof(want));
+    assert_int_equal(mf_trust_check_chunk_list(t, rel, want, sizeof(want)), MF_OK);
+    mf_manifest_release_free(rel);
+    mf_trust_free(t);
+    /* det's releases carry their flat list: no chunk_list for them. */
+    srvfx_checkin(installed, "v1", NULL, &det);
+    assert_string_equal(installed, "v2");
+    assert_null(strstr(det.body, "chunk_list"));
+    free(det.body);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_server_blobs__sample_delete_keeps_released_blobs),
+        cmocka_unit_test(test_server_blobs__chunk_tree_release_serves_its_list),
     };
 
     return cmocka_run_group_tests(tests, srvfx_group_setup, srvfx_group_teardown);

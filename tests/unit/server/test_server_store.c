@@ -127,7 +127,7 @@ static void test_server_store__versions(void **state)
 {
     struct store_fixture *f = *state;
     struct mf_store *s = open_migrated(f);
-    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, "", 0}, got;
+    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, "", 0, ""}, got;
     int n = 0;
 
     memset(v.sha256, 'a', MF_SHA256_HEX_LEN);
@@ -167,7 +167,7 @@ static void test_server_store__variants(void **state)
 {
     struct store_fixture *f = *state;
     struct mf_store *s = open_migrated(f);
-    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, "", 0};
+    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, "", 0, ""};
     struct mf_store_variant x, got;
     struct mf_dynbuf env;
     char list[256] = "";
@@ -240,7 +240,7 @@ static void test_server_store__releases(void **state)
 {
     struct store_fixture *f = *state;
     struct mf_store *s = open_migrated(f);
-    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, "", 0}, got;
+    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, "", 0, ""}, got;
     struct mf_dynbuf env;
 
     memset(v.sha256, 'a', MF_SHA256_HEX_LEN);
@@ -255,6 +255,7 @@ static void test_server_store__releases(void **state)
     v.sequence = 5;
     v.security_floor = 2;
     memset(v.release_digest, 'b', MF_SHA256_HEX_LEN);
+    memset(v.chunks_sha256, 'c', MF_SHA256_HEX_LEN); /* migration 15: its chunk list */
     assert_int_equal(s->ops->registry->release_set(s, &f->ctx, &v, "{\"r\":2}", 7), MF_OK);
     (void)snprintf(v.version, sizeof(v.version), "v1");
     v.sequence = 5;
@@ -270,6 +271,8 @@ static void test_server_store__releases(void **state)
     assert_int_equal(got.sequence, 5);
     assert_int_equal(got.security_floor, 2);
     assert_int_equal(got.release_digest[0], 'b');
+    assert_int_equal(strlen(got.chunks_sha256), MF_SHA256_HEX_LEN);
+    assert_int_equal(got.chunks_sha256[MF_SHA256_HEX_LEN - 1], 'c');
     assert_int_equal(s->ops->registry->release_get(&env, s, &f->ctx, "det", "v2"), MF_OK);
     assert_int_equal(env.len, 7);
     assert_memory_equal(env.data, "{\"r\":2}", 7);
@@ -400,7 +403,7 @@ static void test_server_store__generation_follows_cached_tables(void **state)
 {
     struct store_fixture *f = *state;
     struct mf_store *s = open_migrated(f);
-    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, "", 0};
+    struct mf_store_version v = {"det", "v1", "", 10, 100, 0, 0, "", 0, ""};
     struct mf_store_delta d = {.model = "det", .size = 5, .format = "mfdelta", .created_at = 1};
     struct mf_store_pin pin = {MF_STORE_PIN_DEVICE, "dev-1", "det", "v1", 1};
     const char *groups[] = {"lab"};

@@ -132,6 +132,7 @@ static void test_store_schema__shipped_texts_unchanged(void **state)
         {0xd8fef35aa8a61627u, 0x8c74c162e73e1936u}, {0x476b5b055aed07efu, 0x44e675ac0aa1ec2eu},
         {0x1a06e3d062845cd0u, 0xdf9a40e7b9cb4256u}, {0x77616f0ffeb3099cu, 0xa2e03efb1ace0e02u},
         {0x5817acbdb81bd3e1u, 0x6fe5f50de27bfc91u}, {0x5b13f211fc747c79u, 0x9017a4da17227b7bu},
+        {0x5c4d44524b91df64u, 0x5c4d44524b91df64u},
     };
 
     (void)state;
