@@ -52,28 +52,19 @@ void mf_fleet_stats_answer(mf_fleet_counts *c, uint32_t truth, uint32_t student,
         c->reasons[a->reason]++;
 }
 
+/* Every counter is a uint64_t (the header says so of each), so counts add as an array: a
+ * counter added to the struct is merged without a line here. */
+_Static_assert(sizeof(mf_fleet_counts) % sizeof(uint64_t) == 0, "counts are uint64_t only");
+
 static void counts_add(mf_fleet_counts *dst, const mf_fleet_counts *src)
 {
-    dst->images += src->images;
-    dst->student_correct += src->student_correct;
-    dst->cascade_correct += src->cascade_correct;
-    dst->by_teacher += src->by_teacher;
-    dst->teacher_agreed += src->teacher_agreed;
-    dst->hard += src->hard;
-    dst->audit += src->audit;
-    dst->queued += src->queued;
-    for (int r = 0; r < MF_FLEET_REASONS; r++)
-        dst->reasons[r] += src->reasons[r];
-    dst->installs_delta += src->installs_delta;
-    dst->installs_full += src->installs_full;
-    dst->bytes_delta += src->bytes_delta;
-    dst->bytes_full += src->bytes_full;
-    dst->rejected += src->rejected;
-    dst->degrades += src->degrades;
-    dst->restores += src->restores;
-    dst->degraded += src->degraded;
-    dst->degraded_main_ok += src->degraded_main_ok;
-    dst->degraded_fallback_ok += src->degraded_fallback_ok;
+    uint64_t d[sizeof(*dst) / sizeof(uint64_t)], x[sizeof(*src) / sizeof(uint64_t)];
+
+    memcpy(d, dst, sizeof(d));
+    memcpy(x, src, sizeof(x));
+    for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+        d[i] += x[i];
+    memcpy(dst, d, sizeof(d));
 }
 
 /* The slot of `version` in `s` (added when new), or NULL when the table is full. */

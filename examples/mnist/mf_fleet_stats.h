@@ -25,7 +25,8 @@ MF_BEGIN_DECLS
 /** One counter per mf_offload_reason. */
 #define MF_FLEET_REASONS (MF_OFFLOAD_REASON_TEACHER + 1)
 
-/** Cumulative counters of one model version. */
+/** Cumulative counters of one model version; every member a uint64_t (they merge as an
+ * array, fleet_stats.c). */
 typedef struct mf_fleet_counts {
     uint64_t images;          /**< images classified */
     uint64_t student_correct; /**< the student's own argmax was the true label */

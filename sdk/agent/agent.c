@@ -14,21 +14,18 @@
 /* Bytes of mf_agent_options that a caller of `version` owns (fields are only appended). */
 static size_t options_size(unsigned int version)
 {
-    if (version == 1)
-        return offsetof(mf_agent_options, health_fn);
-    if (version == 2)
-        return offsetof(mf_agent_options, offloads);
-    if (version == 3)
-        return offsetof(mf_agent_options, errbuf);
-    if (version == 4)
-        return offsetof(mf_agent_options, poll_interval_s);
-    if (version == 5)
-        return offsetof(mf_agent_options, device_class);
-    if (version == 6)
-        return offsetof(mf_agent_options, download_buffer);
-    if (version == 7)
-        return offsetof(mf_agent_options, degrade);
-    return sizeof(mf_agent_options);
+    /* ends[v - 1]: the end of version v's fields (where version v + 1's begin). */
+    static const size_t ends[] = {
+        offsetof(mf_agent_options, health_fn),    offsetof(mf_agent_options, offloads),
+        offsetof(mf_agent_options, errbuf),       offsetof(mf_agent_options, poll_interval_s),
+        offsetof(mf_agent_options, device_class), offsetof(mf_agent_options, download_buffer),
+        offsetof(mf_agent_options, degrade),
+    };
+    _Static_assert(sizeof(ends) / sizeof(ends[0]) == MF_AGENT_OPTIONS_VERSION - 1,
+                   "an options version appended fields: name where they begin here");
+
+    return version >= 1 && version < MF_AGENT_OPTIONS_VERSION ? ends[version - 1]
+                                                              : sizeof(mf_agent_options);
 }
 
 int mf_agent_options_init(mf_agent_options *opts, unsigned int version)

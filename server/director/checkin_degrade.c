@@ -94,8 +94,11 @@ static int whole(uint64_t *out, const cJSON *v, double min)
 static int check_common(struct mf_ctx *ctx, const cJSON *obj, const char *const *keys,
                         const char *what, int none_ok)
 {
-    const char *unknown = mf_reqparse__unknown_key(obj, keys);
+    const char *unknown;
 
+    if (!cJSON_IsObject(obj))
+        return mf_fail(ctx, MF_E_INVALID, "field '%s' must be an object", what);
+    unknown = mf_reqparse__unknown_key(obj, keys);
     if (unknown)
         return mf_fail(ctx, MF_E_INVALID, "%s: unknown key '%s'", what, unknown);
     if (!cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(obj, "degraded")))
@@ -117,8 +120,6 @@ static int parse_switch(struct mf_store_switch *out, struct mf_ctx *ctx, const c
     uint64_t seq = 0, at = 0;
     int err;
 
-    if (!cJSON_IsObject(e))
-        return mf_fail(ctx, MF_E_INVALID, "every entry of degrade.switches must be an object");
     err = check_common(ctx, e, keys, "degrade.switches", 0);
     if (err < 0)
         return err;
@@ -143,8 +144,6 @@ int mf_checkin_degrade__parse(struct mf_store_switch *out, size_t *n_out, struct
     *n_out = 0;
     if (!d || cJSON_IsNull(d))
         return MF_OK;
-    if (!cJSON_IsObject(d))
-        return mf_fail(ctx, MF_E_INVALID, "field 'degrade' must be an object");
     err = check_common(ctx, d, keys, "degrade", 1);
     if (err < 0)
         return err;

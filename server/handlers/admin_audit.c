@@ -114,9 +114,5 @@ int mf_handlers__audit_list(struct mf_httpd_req *r)
         err = MF_E_NOMEM;
     if (err == MF_E_NOMEM)
         err = mf_fail(&r->ctx, MF_E_NOMEM, "out of memory listing the audit log");
-    if (err < 0) {
-        cJSON_Delete(body);
-        return err;
-    }
-    return mf_httpd__reply_json(r, MHD_HTTP_OK, body);
+    return mf_handlers__reply_body(r, MHD_HTTP_OK, body, err);
 }

@@ -165,12 +165,7 @@ static int devices_failures(struct mf_store *s, struct mf_ctx *ctx, const char *
                           "ti", device_id, limit);
 }
 
-static int devices_of_class(struct mf_store *s, struct mf_ctx *ctx, const char *device_class,
-                            mf_store_device_fn fn, void *payload)
-{
-    return mf_store__list(s, ctx, &sql_devices_of_class, visit_device, (void (*)(void))fn, payload,
-                          "t", device_class);
-}
+MF_STORE_LISTING_OF(devices_of_class, mf_store_device_fn, &sql_devices_of_class, visit_device)
 
 static int devices_fleet_sha256s(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                                  mf_store_pair_fn fn, void *payload)
@@ -242,12 +237,7 @@ static int visit_switch(void *payload, const struct mf_store_cursor *row)
     return ((mf_store_switch_fn)w->fn)(w->payload, &sw);
 }
 
-static int devices_switches_list(struct mf_store *s, struct mf_ctx *ctx, const char *device_id,
-                                 mf_store_switch_fn fn, void *payload)
-{
-    return mf_store__list(s, ctx, &sql_switches_list, visit_switch, (void (*)(void))fn, payload,
-                          "t", device_id);
-}
+MF_STORE_LISTING_OF(devices_switches_list, mf_store_switch_fn, &sql_switches_list, visit_switch)
 
 /* clang-format off */
 static int visit_count(void *payload, const struct mf_store_cursor *row)

@@ -199,6 +199,13 @@ int mf_store__list(struct mf_store *s, struct mf_ctx *ctx, const struct mf_sql *
     {                                                                                              \
         return mf_store__list(s, ctx, q, visit, (void (*)(void))fn, payload, "");                  \
     }
+/* The same for a listing of the rows of one text key (a model, a device). */
+#define MF_STORE_LISTING_OF(name, fn_type, q, visit)                                               \
+    static int name(struct mf_store *s, struct mf_ctx *ctx, const char *key, fn_type fn,           \
+                    void *payload)                                                                 \
+    {                                                                                              \
+        return mf_store__list(s, ctx, q, visit, (void (*)(void))fn, payload, "t", key);            \
+    }
 
 /* Reads the columns from `col` on into the places that follow, one letter a column: 't' text
  * into (char *dst, size_t size), truncating (MF_STORE_TEXT(field) spells both); 'i' int64_t *;

@@ -63,12 +63,12 @@ static const struct mf_sql sql_history_put = MF_SQL(
     " bound = excluded.bound, control = excluded.control, devices = excluded.devices,"
     " control_devices = excluded.control_devices",
     "recording a rollout evaluation");
-static const struct mf_sql sql_history_ticks =
-    MF_SQL("SELECT count(DISTINCT at) FROM rollout_history WHERE rollout_id = ?",
-           "counting a rollout's evaluations");
-/* Every second evaluation of the oldest ?2 (by time) goes: old history at half the rate. */
+/* Once a rollout holds more than ?3 evaluations, every second one of the oldest ?2 (by time)
+ * goes: old history at half the rate. One statement, so the count and the thinning see the
+ * same rows. */
 static const struct mf_sql sql_history_thin =
-    MF_SQL("DELETE FROM rollout_history WHERE rollout_id = ?1 AND at IN (SELECT at FROM"
+    MF_SQL("DELETE FROM rollout_history WHERE rollout_id = ?1 AND (SELECT count(DISTINCT at)"
+           " FROM rollout_history WHERE rollout_id = ?1) > ?3 AND at IN (SELECT at FROM"
            " (SELECT at, row_number() OVER (ORDER BY at) AS rn FROM (SELECT DISTINCT at FROM"
            " rollout_history WHERE rollout_id = ?1) ticks) ranked WHERE rn <= ?2 AND rn % 2 = 0)",
            "thinning a rollout's history");
@@ -98,12 +98,8 @@ static int visit_telemetry(void *payload, const struct mf_store_cursor *row)
     return ((mf_store_telemetry_fn)w->fn)(w->payload, &t);
 }
 
-static int rollout_telemetry_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
-                                  mf_store_telemetry_fn fn, void *payload)
-{
-    return mf_store__list(s, ctx, &sql_telemetry_list, visit_telemetry, (void (*)(void))fn, payload,
-                          "t", model);
-}
+MF_STORE_LISTING_OF(rollout_telemetry_list, mf_store_telemetry_fn, &sql_telemetry_list,
+                    visit_telemetry)
 
 static int rollout_telemetry_device(struct mf_store *s, struct mf_ctx *ctx, const char *model,
                                     const char *device_id, mf_store_telemetry_fn fn, void *payload)
@@ -165,12 +161,7 @@ static int visit_rollout(void *payload, const struct mf_store_cursor *row)
     return ((mf_store_rollout_fn)w->fn)(w->payload, &r);
 }
 
-static int rollouts_list(struct mf_store *s, struct mf_ctx *ctx, const char *model,
-                         mf_store_rollout_fn fn, void *payload)
-{
-    return mf_store__list(s, ctx, &sql_rollouts_list, visit_rollout, (void (*)(void))fn, payload,
-                          "t", model);
-}
+MF_STORE_LISTING_OF(rollouts_list, mf_store_rollout_fn, &sql_rollouts_list, visit_rollout)
 
 int mf_store__event_insert(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx,
                            const struct mf_store_rollout_event *e)
@@ -210,8 +201,7 @@ struct history_args {
 static int history_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx *ctx, void *arg)
 {
     const struct history_args *h = arg;
-    int64_t ticks = 0;
-    int found = 0, err = MF_OK;
+    int err = MF_OK;
 
     for (size_t i = 0; err == MF_OK && i < h->n; i++) {
         const struct mf_store_history_line *l = &h->lines[i];
@@ -221,11 +211,9 @@ static int history_tx(struct mf_store *s, struct mf_store_tx *tx, struct mf_ctx 
                             l->value, l->bound, l->control, l->devices, l->control_devices);
     }
     if (err == MF_OK)
-        err = mf_store__first(&found, s, tx, ctx, &sql_history_ticks, mf_store__take_i64, &ticks,
-                              "i", h->lines[0].rollout_id);
-    if (err == MF_OK && ticks > MF_STORE_HISTORY_TICKS)
-        err = mf_store__run(NULL, s, tx, ctx, &sql_history_thin, NULL, NULL, "ii",
-                            h->lines[0].rollout_id, (int64_t)(MF_STORE_HISTORY_TICKS / 2));
+        err = mf_store__run(NULL, s, tx, ctx, &sql_history_thin, NULL, NULL, "iii",
+                            h->lines[0].rollout_id, (int64_t)(MF_STORE_HISTORY_TICKS / 2),
+                            (int64_t)MF_STORE_HISTORY_TICKS);
     return err;
 }
 

@@ -462,15 +462,21 @@ void fake_settle(struct fake_server *s)
     s->stalling = 0;
 }
 
-void fake_reset(struct fake_server *s)
+/* The documents and lists the fake server owns. */
+static void fake_free_docs(struct fake_server *s)
 {
-    fake_settle(s);
-    pthread_mutex_lock(&s->lock);
     mf_free(NULL, s->keys_env);
     mf_free(NULL, s->release_env);
     mf_free(NULL, s->root_env);
     mf_free(NULL, s->fb_env);
     mf_free(NULL, s->chunk_list);
+}
+
+void fake_reset(struct fake_server *s)
+{
+    fake_settle(s);
+    pthread_mutex_lock(&s->lock);
+    fake_free_docs(s);
     /* Everything after the running kit server and the (held) lock goes back to zero: the
      * server keeps its socket and thread, the lock stays the same held mutex. */
     memset(&s->blob, 0, sizeof(*s) - offsetof(struct fake_server, blob));
@@ -485,11 +491,7 @@ void fake_stop(struct fake_server *s)
     mf_kit_http_stop(&s->http);
     fake_settle(s);
     pthread_mutex_destroy(&s->lock);
-    mf_free(NULL, s->keys_env);
-    mf_free(NULL, s->release_env);
-    mf_free(NULL, s->root_env);
-    mf_free(NULL, s->fb_env);
-    mf_free(NULL, s->chunk_list);
+    fake_free_docs(s);
 }
 
 /* ---- test fixture: a fake server, a state dir and the POSIX port ---- */

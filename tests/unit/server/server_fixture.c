@@ -252,6 +252,15 @@ int srvfx_group_setup(void **state)
     return 0;
 }
 
+int srvfx_det_setup(void **state)
+{
+    int rc = srvfx_group_setup(state);
+
+    if (rc == 0)
+        srvfx_publish_det();
+    return rc;
+}
+
 int srvfx_group_teardown(void **state)
 {
     (void)state;

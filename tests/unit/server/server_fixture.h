@@ -48,6 +48,8 @@ struct srvfx_resp {
  * SIGPIPE ignored and libcurl initialised for the calls. */
 void srvfx_make_data_dir(char dir[64], char data[96], struct fx *world, const char *tag);
 int srvfx_group_setup(void **state);
+/* srvfx_group_setup(), then srvfx_publish_det(): the variant suites' start. */
+int srvfx_det_setup(void **state);
 int srvfx_group_teardown(void **state);
 
 /* A libcurl handle for one loopback call to `url`: a 20 s timeout, no signals, the body to

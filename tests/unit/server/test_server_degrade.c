@@ -37,11 +37,10 @@ static void put_variant(const char *variant, const char *query, const uint8_t *d
 
 static int setup(void **state)
 {
-    int rc = srvfx_group_setup(state);
+    int rc = srvfx_det_setup(state);
 
     if (rc)
         return rc;
-    srvfx_publish_det();
     fill(tiny, TINY_SIZE, 5);
     fill(big, BIG_SIZE, 6);
     srvfx_sha256_hex(sha_tiny, tiny, TINY_SIZE);

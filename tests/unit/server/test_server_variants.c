@@ -37,11 +37,10 @@ static void put_variant(const char *version, const char *variant, const char *qu
 
 static int setup(void **state)
 {
-    int rc = srvfx_group_setup(state);
+    int rc = srvfx_det_setup(state);
 
     if (rc)
         return rc;
-    srvfx_publish_det();
     fill(int8_v1, VARIANT_SIZE, 1);
     memcpy(int8_v2, int8_v1, VARIANT_SIZE); /* 1 % of the bytes changed: a delta pays */
     for (size_t i = 0; i < VARIANT_SIZE; i += 100)
