@@ -7,9 +7,7 @@
 # evaluations), then each route the console polls, timed with curl (the median of REPS).
 # Usage: bench/console/routes_10k.sh BIN_DIR [DEVICES] [REPS]   (history: README.md here)
 set -euo pipefail
-BIN=$1
-n=${2:-10000}
-reps=${3:-5}
+BIN=$1 n=${2:-10000} reps=${3:-5}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=scripts/lib/stack.sh
 . "$root/scripts/lib/stack.sh"
@@ -66,6 +64,6 @@ echo "devices: $n, median of $reps, mf-server $(git -C "$root" rev-parse --short
 for p in /v1/admin/fleet/summary '/v1/admin/fleet/devices?limit=50' \
     '/v1/admin/fleet/devices?limit=50&class=cam-pro' '/v1/admin/fleet/devices?limit=50&q=sim-099' \
     /v1/admin/models/det/installed /v1/admin/models/det/stats /v1/admin/rollouts/1/history \
-    /v1/admin/rollouts/1 /v1/admin/devices/sim-04242; do
+    /v1/admin/rollouts/1 "/v1/admin/devices/$(printf 'sim-%05d' $((n * 4242 / 10000)))"; do
     time_route "$p"
 done
