@@ -280,9 +280,10 @@ check "publish classifier c1" mf_publish classifier c1 "$work/c1.bin"
 check "devB installs c1" agentB run --once
 deltas=$(mf_metric mf_deltas_computed_total)
 check "publish classifier c2 (a 64 KiB change)" mf_deploy classifier c2 "$work/c2.bin"
-# Bounded wait (180 s: sanitizer builds encode slowly) until c2's delta job is done: every job
-# finished (under load an earlier model's job can finish first) and a delta was stored.
-mf_wait_jobs 180 || echo "delta jobs still busy after 180 s"
+# Bounded wait (400 s: a sanitizer build on a loaded machine encodes slowly) until c2's
+# delta job is done: every job finished (under load an earlier model's job can finish
+# first) and a delta was stored.
+mf_wait_jobs 400 || echo "delta jobs still busy after 400 s"
 check "  ... its delta was precomputed" test "$(mf_metric mf_deltas_computed_total)" -gt "${deltas:-0}"
 check "devB updates to c2" agentB run --once
 check "  ... from a delta, not the 4 MiB blob" grep -q 'c2 built from a [0-9]*-byte delta' "$work/devB.log"
