@@ -31,6 +31,36 @@ static int count_running(void *payload, const struct mf_store_status *st)
     return MF_OK;
 }
 
+/* "figures": every red-line figure the aggregate has data for, by its name (the metric, with
+ * "@minute" for the sustained ones), in the plan's units, with the devices and samples behind
+ * it and its 95 % interval (lo = hi = value where the figure has none). A figure without data
+ * is absent, never 0 (mf_rollout__figures). */
+static int add_figures(cJSON *o, const struct mf_rollout_agg *a)
+{
+    struct mf_rollout_figures *f = mf_calloc(NULL, 1, sizeof(*f));
+    cJSON *all = f ? cJSON_AddObjectToObject(o, "figures") : NULL;
+    int ok = all != NULL;
+
+    if (ok)
+        mf_rollout__figures(f, a);
+    for (int m = 0; ok && m < MF_ROLLOUT_FIGURES; m++) {
+        char name[64];
+        cJSON *x;
+
+        if (!f->have[m])
+            continue;
+        mf_rollout__figure_name(name, sizeof(name), m);
+        x = cJSON_AddObjectToObject(all, name);
+        ok = x && cJSON_AddNumberToObject(x, "value", f->v[m]) &&
+             cJSON_AddNumberToObject(x, "lo", f->lo[m]) &&
+             cJSON_AddNumberToObject(x, "hi", f->hi[m]) &&
+             cJSON_AddNumberToObject(x, "devices", (double)f->devices[m]) &&
+             cJSON_AddNumberToObject(x, "samples", (double)f->samples[m]);
+    }
+    mf_free(NULL, f);
+    return ok;
+}
+
 cJSON *mf_handlers__scorecard_json(const struct mf_rollout_version_agg *v, uint64_t running)
 {
     const struct mf_rollout_agg *a = &v->agg;
@@ -58,6 +88,7 @@ cJSON *mf_handlers__scorecard_json(const struct mf_rollout_version_agg *v, uint6
                                        a->teacher_compared
                                            ? (double)a->teacher_agreed / (double)a->teacher_compared
                                            : 0.0);
+    ok = ok && add_figures(o, a);
     if (!ok) {
         cJSON_Delete(o);
         return NULL;
@@ -142,6 +173,9 @@ int mf_handlers__model_stats(struct mf_httpd_req *r)
         run->model = r->params[0];
         err = mf_rollout__fleet_collect(run->fleet, s, &r->ctx, r->params[0], NULL, NULL);
     }
+    /* The labelled samples behind the stratified accuracy (the red line's estimate). */
+    if (err == MF_OK)
+        err = mf_rollout__accuracy_collect(run->fleet, s, &r->ctx, r->params[0], NULL, NULL);
     if (err == MF_OK)
         err = s->ops->devices->statuses_list(s, &r->ctx, count_running, run);
     if (err == MF_OK) {

@@ -18,7 +18,9 @@ int mf_handlers__models_list(struct mf_httpd_req *r);
 int mf_handlers__model_get(struct mf_httpd_req *r);
 int mf_handlers__model_deltas(struct mf_httpd_req *r);
 /* One version's scorecard (admin_stats.c): devices, installs, P50/P95/P99, memory, offload
- * rate, teacher agreement; `running` devices run it. NULL: out of memory. Model health shows
+ * rate, teacher agreement, and "figures": every red-line figure it has data for (cold and
+ * sustained latency, steady memory, energy, the robustness rates, the stratified accuracy
+ * with its interval); `running` devices run it. NULL: out of memory. Model health shows
  * the fleet's, the device page one device's. */
 struct mf_rollout_version_agg;
 cJSON *mf_handlers__scorecard_json(const struct mf_rollout_version_agg *v, uint64_t running);

@@ -211,12 +211,15 @@ try {
   });
   await check('ops: model health', async () => {
     await view(page, 'ops', 'health', '#/health/det', 'scorecard');
-    assert(/P99 latency/.test(await page.getByTestId('scorecard').textContent()), 'no P99 row');
+    const card = await page.getByTestId('scorecard').textContent();
+    assert(/P99 latency/.test(card), 'no P99 row');
+    // Every red-line figure the reports carry, beside the classic rows (the stats' figures).
+    assert(/error rate/.test(card) && /sustained p99 from minute 0/.test(card), `no figure rows: ${card}`);
     await page.getByTestId('confidence').waitFor({ timeout: 10000 });
     const legend = await page.getByTestId('confidence').textContent();
     assert(/v1 calibration \(max_softmax, 10 scores\)/.test(legend), `no v1 calibration histogram: ${legend}`);
     const classes = await page.getByTestId('health-classes').textContent();
-    assert(/class cam-lite/.test(classes) && /class cam-pro/.test(classes) && /P99 latency/.test(classes), `per class: ${classes}`);
+    assert(/class cam-lite/.test(classes) && /class cam-pro/.test(classes) && /P99 latency/.test(classes) && /error rate/.test(classes), `per class: ${classes}`);
   });
   await check('ops: loop view plots the two distillation runs round by round', async () => {
     await view(page, 'ops', 'loop', '#/loop', 'runs');

@@ -401,7 +401,9 @@ static void test_server_console__device_classes(void **state)
                    "\"device_class\":{\"tag\":\"cam-pro\",\"ram_mb\":2048,\"storage_mb\":8192},"
                    "\"models\":[{\"name\":\"det\",\"version\":\"v1\",\"sha256\":\"%s\","
                    "\"telemetry\":{\"buckets\":\"log2x8\",\"versions\":[{\"version\":\"v1\","
-                   "\"inferences\":10,\"latency_us\":[[40,10]],\"peak_memory\":8192}]}}]}",
+                   "\"inferences\":10,\"latency_us\":[[40,10]],\"peak_memory\":8192,"
+                   "\"activations\":2,\"cold_us\":[[48,2]],\"energy_uj\":5000,"
+                   "\"energy_inferences\":10,\"errors\":1}]}}]}",
                    srvfx.sha1);
     srvfx_call(&r, "POST", "/v1/checkin", srvfx.device, body);
     assert_int_equal(r.status, 200);
@@ -417,6 +419,17 @@ static void test_server_console__device_classes(void **state)
                HAS("\"classes\":[{\"class\":\"cam-pro\",\"versions\":[{\"version\":\"v1\","
                    "\"devices_reporting\":1,",
                    "\"peak_memory\":8192"));
+    /* Every dimension the reports carry, the fleet's and the class's: energy per inference
+     * (5000 uJ over 10), the cold P99 (bucket 48's upper bound), the error rate (1 of 11
+     * attempts); figures without data (accuracy: no labelled sample) are absent, not 0. */
+    expect_get("/v1/admin/models/det/stats", srvfx.datat, 200,
+               HAS("\"figures\":{", "\"energy_uj\":{\"value\":500,",
+                   "\"cold_p99_us\":{\"value\":", "\"error_rate\":{\"value\":"));
+    srvfx_call(&r, "GET", "/v1/admin/models/det/stats", srvfx.datat, NULL);
+    assert_int_equal(r.status, 200);
+    assert_null(strstr(r.body, "\"accuracy\":{"));
+    assert_null(strstr(r.body, "\"sustained_p99_us@"));
+    free(r.body);
 }
 
 /* A rollout's red lines over its evaluations (the worker's ticks), as columns for a chart:

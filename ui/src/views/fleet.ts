@@ -6,7 +6,7 @@ import { api, canOps } from '../api';
 import { ago, badge, h, iso, link, table, J, simpleView } from '../dom';
 import type { View } from '../main';
 import { color, plot } from '../chart';
-import { DIMS } from './models';
+import { DIMS, figureDims } from './models';
 
 function card(label: string, value: number, testid: string, kind = ''): HTMLElement {
   return h('div', { class: `card ${kind}`, 'data-testid': testid }, h('div', { class: 'num' }, value), h('div', {}, label));
@@ -179,6 +179,15 @@ export const fleetView: View = async (el, ctx) => {
 // Per device: every dimension but the fleet's count of devices running the version.
 const DEVICE_DIMS = DIMS.filter(([k]) => k !== 'devices_running');
 
+function deviceScorecard(rows: J[]): HTMLElement {
+  const dims = [...DEVICE_DIMS, ...figureDims(rows)];
+  return table(
+    ['model', 'version', ...dims.map(([, label]) => label)],
+    rows.map((v: J) => [v.model, v.version, ...dims.map(([k, , f]) => (v[k] === undefined ? '-' : f(v[k])))]),
+    'device-scorecard',
+  );
+}
+
 export const deviceView: View = simpleView(([id]) => ['Device ', h('code', {}, id)], async (body, [id]) => {
     const d: J = await api(`/v1/admin/devices/${encodeURIComponent(id)}`);
     // Pending: a pin the device does not run yet (it installs it at its next check-in).
@@ -227,11 +236,7 @@ export const deviceView: View = simpleView(([id]) => ['Device ', h('code', {}, i
         : h('p', { class: 'muted' }, 'No pin on this device.'),
       h('h2', {}, 'Scorecard'),
       d.scorecard.length
-        ? table(
-            ['model', 'version', ...DEVICE_DIMS.map(([, label]) => label)],
-            d.scorecard.map((v: J) => [v.model, v.version, ...DEVICE_DIMS.map(([k, , f]) => (v[k] === undefined ? '-' : f(v[k])))]),
-            'device-scorecard',
-          )
+        ? deviceScorecard(d.scorecard)
         : h('p', { class: 'muted' }, 'No runtime report from this device yet.'),
     );
 });

@@ -100,6 +100,39 @@ export const DIMS: [string, string, (n: number) => string][] = [
   ['devices_running', 'devices running', String],
 ];
 
+// The red-line figures beyond DIMS (the stats' "figures": cold and sustained P99, steady
+// memory, energy per inference, the robustness rates, the stratified accuracy), every one any
+// of `vs` has data for, in the server's order, as dimensions keyed `fig:<name>`: each value is
+// copied onto its version so that the tables read them as they read DIMS.
+const IN_DIMS = new Set(['p99_latency_us', 'peak_memory', 'offload_rate', 'teacher_agreement']);
+
+function figureUnit(name: string): (n: number) => string {
+  const metric = name.split('@')[0];
+  if (metric.endsWith('_us')) return (n) => `${Math.round(n)} µs`;
+  if (metric.endsWith('_memory')) return bytes;
+  if (metric.endsWith('_uj')) return (n) => `${(n / 1000).toFixed(3)} mJ`;
+  if (metric === 'sustained_rate') return (n) => `${n.toFixed(1)} /s`;
+  return (n) => `${(100 * n).toFixed(1)} %`;
+}
+
+function figureLabel(name: string): string {
+  const [metric, after] = name.split('@');
+  const words = metric.replace(/_(us|uj)$/, '').replace(/_/g, ' ');
+  return after === undefined ? words : `${words} from minute ${after}`;
+}
+
+export function figureDims(vs: J[]): typeof DIMS {
+  const names: string[] = [];
+  for (const v of vs) {
+    for (const [k, f] of Object.entries((v.figures ?? {}) as Record<string, J>)) {
+      if (IN_DIMS.has(k)) continue;
+      if (!names.includes(k)) names.push(k);
+      v[`fig:${k}`] = f.value;
+    }
+  }
+  return names.map((n) => [`fig:${n}`, figureLabel(n), figureUnit(n)]);
+}
+
 // The score histograms per version (the server's bins: the fleet's, and the calibration set
 // uploaded with a release), as the share of each one's scores per bin so that versions with
 // more traffic compare with the rest.
@@ -154,7 +187,7 @@ export const healthView: View = simpleView('Model health', async (body, [name]) 
     body.replaceChildren(
       pick,
       h('h2', {}, model),
-      scorecard(vs, DIMS, 'scorecard'),
+      scorecard(vs, [...DIMS, ...figureDims(vs)], 'scorecard'),
       h('p', { class: 'muted' }, `Reports skipped (malformed or unknown version): ${s.skipped_reports}`),
       h('h2', {}, 'Per device class'),
       s.classes.length
@@ -162,7 +195,7 @@ export const healthView: View = simpleView('Model health', async (body, [name]) 
             'div',
             { 'data-testid': 'health-classes' },
             s.classes.map((c: J) =>
-              h('section', {}, h('h3', {}, `class ${c.class}`), scorecard(c.versions, DIMS.filter(([k]) => k !== 'devices_running'), `scorecard-${c.class}`)),
+              h('section', {}, h('h3', {}, `class ${c.class}`), scorecard(c.versions, [...DIMS.filter(([k]) => k !== 'devices_running'), ...figureDims(c.versions)], `scorecard-${c.class}`)),
             ),
           )
         : h('p', { class: 'muted' }, 'No device declared a class with its reports.'),
