@@ -170,6 +170,68 @@ static void add_scorecard(int *ok, cJSON *o, const struct mf_rollout_status *st)
         *ok = 0;
 }
 
+/* The fleet's class tags (class_counts), at most STATUS_CLASSES of them. */
+#define STATUS_CLASSES 16
+
+struct status_classes {
+    char tag[STATUS_CLASSES][MF_STORE_NAME_SIZE];
+    size_t n;
+};
+
+static int add_class_tag(void *payload, const char *tag, const char *unused, int64_t n)
+{
+    struct status_classes *c = payload;
+
+    (void)unused;
+    (void)n;
+    if (c->n < STATUS_CLASSES)
+        (void)snprintf(c->tag[c->n++], MF_STORE_NAME_SIZE, "%s", tag);
+    return MF_OK;
+}
+
+static int has_figures(const struct mf_rollout_status *st)
+{
+    for (int m = 0; m < MF_ROLLOUT_FIGURES; m++) {
+        if (st->cur.have[m] || st->control.have[m])
+            return 1;
+    }
+    return 0;
+}
+
+/* "classes": per device class with data, its own scorecard (the new version beside the
+ * previous one on that class's devices alone) and whether the rollout halted it: what the
+ * class's red lines read (mf_rollout__class_status). */
+static int add_classes(struct mf_httpd_req *r, cJSON *body, int64_t id)
+{
+    struct mf_store *s = r->env->store;
+    struct status_classes *tags = mf_calloc(NULL, 1, sizeof(*tags));
+    struct mf_rollout_status *cst = mf_calloc(NULL, 1, sizeof(*cst));
+    cJSON *list = cJSON_AddArrayToObject(body, "classes");
+    int err = tags && cst && list ? s->ops->devices->class_counts(s, &r->ctx, add_class_tag, tags)
+                                  : MF_E_NOMEM;
+
+    for (size_t c = 0; err == MF_OK && c < tags->n; c++) {
+        int ok = 1;
+        cJSON *o;
+
+        err = mf_rollout__class_status(cst, s, &r->ctx, id, tags->tag[c]);
+        if (err < 0 || !has_figures(cst))
+            continue;
+        o = mf_handlers__add_row(list);
+        ok = o != NULL;
+        add_str(&ok, o, "class", tags->tag[c]);
+        if (ok &&
+            !cJSON_AddBoolToObject(o, "halted", mf_rollout__class_halted(&cst->r, tags->tag[c])))
+            ok = 0;
+        if (ok)
+            add_scorecard(&ok, o, cst);
+        err = ok ? MF_OK : MF_E_NOMEM;
+    }
+    mf_free(NULL, cst);
+    mf_free(NULL, tags);
+    return err;
+}
+
 static int add_event(void *payload, const struct mf_store_rollout_event *e)
 {
     cJSON *x = cJSON_CreateObject();
@@ -216,9 +278,11 @@ static int reply_status(struct mf_httpd_req *r, unsigned status, int64_t id)
             add_num(&ok, body, "goals_met", (double)st->goals_met);
             add_scorecard(&ok, body, st);
         }
-        events = body ? cJSON_AddArrayToObject(body, "events") : NULL;
-        err = ok && events ? s->ops->rollout->rollout_events_list(s, &r->ctx, id, add_event, events)
-                           : MF_E_NOMEM;
+        err = ok && body ? add_classes(r, body, id) : MF_E_NOMEM;
+        events = err == MF_OK ? cJSON_AddArrayToObject(body, "events") : NULL;
+        if (err == MF_OK)
+            err = events ? s->ops->rollout->rollout_events_list(s, &r->ctx, id, add_event, events)
+                         : MF_E_NOMEM;
     }
     mf_free(NULL, st);
     if (err == MF_E_NOMEM)

@@ -113,15 +113,15 @@ static const char *metric_label(char *buf, size_t cap, const cJSON *l)
 
 /* Every dimension per version: the new one beside the previous (the control group); "-"
  * where a group has no data (an absent figure, e.g. energy without a counter). */
-static void print_scorecard(struct mfctl *c, const cJSON *doc)
+static void print_scorecard(struct mfctl *c, const cJSON *doc, const cJSON *of, const char *title)
 {
     const cJSON *l;
     char label[64], cur[32], prev[32];
 
-    (void)fprintf(c->out, "scorecard (%s vs %s):\n  %-26s %14s %14s %8s %8s\n",
+    (void)fprintf(c->out, "%s (%s vs %s):\n  %-26s %14s %14s %8s %8s\n", title,
                   mfctl__str(doc, "version"), mfctl__str(doc, "previous"), "METRIC", "VERSION",
                   "PREVIOUS", "DEVICES", "PREV");
-    cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(doc, "scorecard"))
+    cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(of, "scorecard"))
     {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(l, "version");
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(l, "previous");
@@ -219,7 +219,17 @@ int mfctl__print_rollout(struct mfctl *c, const char *json, size_t len)
     print_waves(c, doc);
     print_lines(c, doc, "red_lines", "red lines");
     print_lines(c, doc, "goals", "goals (ranked; they never halt)");
-    print_scorecard(c, doc);
+    print_scorecard(c, doc, doc, "scorecard");
+    /* Each device class on its own: what its red lines read, halted or not. */
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "classes"))
+    {
+        char title[128];
+
+        (void)snprintf(title, sizeof(title), "class %s%s", mfctl__str(e, "class"),
+                       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "halted")) ? " (halted)"
+                                                                                   : "");
+        print_scorecard(c, doc, e, title);
+    }
     print_plan(c, doc);
     (void)fprintf(c->out, "events (UTC):\n");
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "events"))
@@ -255,18 +265,41 @@ int mfctl__print_rollouts(struct mfctl *c, const char *json, size_t len)
     return MF_OK;
 }
 
-int mfctl__print_stats(struct mfctl *c, const char *json, size_t len)
+/* Every red-line figure of each version ("figures": the metric's name, "@minute" for the
+ * sustained ones), in its unit, with its 95 % interval where it has one and its evidence. */
+static void print_figures(struct mfctl *c, const cJSON *versions)
 {
-    cJSON *doc = mfctl__parse(c, json, len, "versions");
+    const cJSON *v, *f;
+
+    cJSON_ArrayForEach(v, versions)
+    {
+        cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(v, "figures"))
+        {
+            char metric[64], val[32], lo[32], hi[32], range[80] = "";
+            double value = mfctl__num(f, "value");
+
+            (void)snprintf(metric, sizeof(metric), "%.*s", (int)strcspn(f->string, "@"), f->string);
+            (void)fmt_figure(val, sizeof(val), metric, value);
+            if (mfctl__num(f, "lo") != value || mfctl__num(f, "hi") != value)
+                (void)snprintf(range, sizeof(range), "  [%s, %s]",
+                               fmt_figure(lo, sizeof(lo), metric, mfctl__num(f, "lo")),
+                               fmt_figure(hi, sizeof(hi), metric, mfctl__num(f, "hi")));
+            (void)fprintf(c->out, "  %-12s %-26s %14s%s  (%.0f devices, %.0f samples)\n",
+                          mfctl__str(v, "version"), f->string, val, range, mfctl__num(f, "devices"),
+                          mfctl__num(f, "samples"));
+        }
+    }
+}
+
+static void print_versions(struct mfctl *c, const cJSON *versions)
+{
     const cJSON *v;
     char mem[32];
 
-    if (!doc)
-        return MF_E_INVALID;
     (void)fprintf(c->out, "%-12s %8s %9s %7s %7s %9s %9s %9s %11s %8s %8s\n", "VERSION", "RUNNING",
                   "REPORTING", "INST_OK", "INST_KO", "P50_US", "P95_US", "P99_US", "PEAK_MEM",
                   "OFFLOAD", "AGREE");
-    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(doc, "versions"))
+    cJSON_ArrayForEach(v, versions)
     {
         (void)fprintf(c->out, "%-12s %8.0f %9.0f %7.0f %7.0f %9.0f %9.0f %9.0f %11s %8.4f %8.4f\n",
                       mfctl__str(v, "version"), mfctl__num(v, "devices_running"),
@@ -275,6 +308,23 @@ int mfctl__print_stats(struct mfctl *c, const char *json, size_t len)
                       mfctl__num(v, "p95_us"), mfctl__num(v, "p99_us"),
                       mfctl__fmt_bytes(mem, sizeof(mem), mfctl__num(v, "peak_memory")),
                       mfctl__num(v, "offload_rate"), mfctl__num(v, "teacher_agreement"));
+    }
+    print_figures(c, versions);
+}
+
+/* The fleet's versions, then each device class's from its own reports. */
+int mfctl__print_stats(struct mfctl *c, const char *json, size_t len)
+{
+    cJSON *doc = mfctl__parse(c, json, len, "versions");
+    const cJSON *k;
+
+    if (!doc)
+        return MF_E_INVALID;
+    print_versions(c, cJSON_GetObjectItemCaseSensitive(doc, "versions"));
+    cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(doc, "classes"))
+    {
+        (void)fprintf(c->out, "class %s:\n", mfctl__str(k, "class"));
+        print_versions(c, cJSON_GetObjectItemCaseSensitive(k, "versions"));
     }
     cJSON_Delete(doc);
     return MF_OK;

@@ -88,6 +88,11 @@ int mf_rollout__promote(struct mf_store *s, struct mf_ctx *ctx, const char *mode
 int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct mf_ctx *ctx,
                        int64_t id);
 
+/* The same over the reports of devices of class `cls` alone (what the class's own red lines
+ * read; a halted class too, so its figures stay visible after the halt). */
+int mf_rollout__class_status(struct mf_rollout_status *out, struct mf_store *s, struct mf_ctx *ctx,
+                             int64_t id, const char *cls);
+
 /* One evaluation of a watched rollout (what the "rollout" job does): halts and rolls back
  * on a breach; else, if running, starts the wave's soak once min_devices of the wave report
  * the new version, and advances a wave (or, after the last, promotes the version and ends

@@ -353,6 +353,12 @@ int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct
     return status_of(out, s, ctx, id, NULL, NULL);
 }
 
+int mf_rollout__class_status(struct mf_rollout_status *out, struct mf_store *s, struct mf_ctx *ctx,
+                             int64_t id, const char *cls)
+{
+    return status_of(out, s, ctx, id, cls, NULL);
+}
+
 /* "p99_latency_us 2047 > bound 1535 (relative 1.5 x control 1023) in waves 0..0: canary 4
  * devices 200 samples, control 36 devices 1800 samples" */
 static void breach_text(char *out, size_t size, const struct mf_rollout_status *st)

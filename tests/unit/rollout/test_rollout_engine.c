@@ -390,6 +390,23 @@ static void test_rollout_engine__class_halt_leaves_other_classes_on_the_new_vers
     assert_int_equal(events_of(f, id, "halted"), 0);
     assert_int_equal(events_of(f, id, "advanced"), 1);
     expect_promoted(f, "v2");
+    /* Each class's own status (the status view's "classes"): the halted class's v2 figures
+     * stay visible after the halt, and only its P99 is the slow one. */
+    {
+        struct mf_rollout_status *lite = calloc(1, sizeof(*lite)), *pro = calloc(1, sizeof(*pro));
+        int p99 = MF_METRIC_P99_LATENCY_US;
+
+        assert_non_null(lite);
+        assert_non_null(pro);
+        assert_int_equal(mf_rollout__class_status(lite, f->s, &f->ctx, id, "cam-lite"), MF_OK);
+        assert_int_equal(mf_rollout__class_status(pro, f->s, &f->ctx, id, "cam-pro"), MF_OK);
+        assert_true(lite->cur.have[p99] && pro->cur.have[p99]);
+        assert_true(lite->cur.v[p99] > 1.5 * pro->cur.v[p99]);
+        assert_true(lite->breached >= 0);
+        assert_int_equal(pro->breached, -1);
+        free(lite);
+        free(pro);
+    }
     /* No fleet rollback; the low-RAM class goes back to v1, the other keeps v2. */
     assert_int_equal(f->s->ops->director->directives_get(&d, f->s, &f->ctx, f->ids[0], "m"), MF_OK);
     assert_string_equal(d.fleet_rollback, "");

@@ -30,6 +30,11 @@ static void test_rollout_mfctl__status_view_shows_waves_lines_and_events(void **
         "\"evaluated\":false,\"breached\":false,\"waiting_for\":\"canary: 2 of 3 devices\"},"
         "{\"metric\":\"peak_memory\",\"kind\":\"absolute\",\"limit\":67108864,"
         "\"evaluated\":true,\"breached\":false,\"value\":41943040,\"bound\":67108864}],"
+        "\"scorecard\":[{\"metric\":\"p99_latency_us\",\"version\":4095,\"previous\":2047,"
+        "\"devices\":7,\"previous_devices\":11}],"
+        "\"classes\":[{\"class\":\"cam-lite\",\"halted\":true,\"scorecard\":[{\"metric\":"
+        "\"cold_p99_us\",\"version\":16383,\"previous\":8191,\"devices\":3,"
+        "\"previous_devices\":4}]},{\"class\":\"cam-pro\",\"halted\":false,\"scorecard\":[]}],"
         "\"events\":[{\"at\":100,\"kind\":\"created\",\"detail\":\"{}\"},"
         "{\"at\":1764644645,\"kind\":\"halted\",\"detail\":\"p99\"}]}";
     char *text = mfctl_print_with(mfctl__print_rollout, json, MF_OK);
@@ -42,7 +47,9 @@ static void test_rollout_mfctl__status_view_shows_waves_lines_and_events(void **
                    "soak 60 s once 5 devices of the wave report (6 now, 7 in all admitted waves): "
                    "soaking",
                    "each line counts clean on 3 devices, 500 inferences; control group 11 devices",
-                   "2025-12-02T03:04:05Z halted");
+                   "2025-12-02T03:04:05Z halted",
+                   "scorecard (v2 vs v1):", "class cam-lite (halted) (v2 vs v1):", "16383 us",
+                   "8191 us", "class cam-pro (v2 vs v1):");
     /* Figures with units or as integers, never an exponent (issue 17: 4.1943e+07). */
     assert_null(strstr(text, "e+0"));
     free(text);
@@ -77,13 +84,24 @@ static void test_rollout_mfctl__stats_and_list_tables(void **state)
         "{\"model\":\"det\",\"skipped_reports\":0,\"versions\":[{\"version\":\"v1\","
         "\"devices_running\":30,\"devices_reporting\":31,\"install_ok\":31,\"install_failed\":1,"
         "\"p50_us\":1087,\"p95_us\":1983,\"p99_us\":2047,\"peak_memory\":41943040,"
-        "\"offload_rate\":0.05,\"teacher_agreement\":0.97}]}";
+        "\"offload_rate\":0.05,\"teacher_agreement\":0.97,\"figures\":{"
+        "\"energy_uj\":{\"value\":512.5,\"lo\":512.5,\"hi\":512.5,\"devices\":3,\"samples\":0},"
+        "\"accuracy\":{\"value\":0.91,\"lo\":0.88,\"hi\":0.94,\"devices\":31,\"samples\":400},"
+        "\"sustained_p99_us@5\":{\"value\":4095,\"lo\":4095,\"hi\":4095,\"devices\":31,"
+        "\"samples\":900}}}],"
+        "\"classes\":[{\"class\":\"cam-lite\",\"versions\":[{\"version\":\"v1\","
+        "\"devices_reporting\":7,\"p99_us\":8191,\"figures\":{\"cold_p99_us\":{\"value\":16383,"
+        "\"lo\":16383,\"hi\":16383,\"devices\":7,\"samples\":7}}}]}]}";
     static const char list[] = "{\"rollouts\":[{\"id\":4,\"model\":\"det\",\"version\":\"v3\","
                                "\"previous\":\"v2\",\"state\":\"running\",\"wave\":1}]}";
     char *text = mfctl_print_with(mfctl__print_stats, stats, MF_OK);
 
     (void)state;
     MFCTL_TEXT_HAS(text, "P99_US", "v1", "2047", "40.0 MiB", "0.0500");
+    /* Every figure in its unit, the accuracy with its interval; then each class's table. */
+    MFCTL_TEXT_HAS(text, "energy_uj", "512.5 uJ  (3 devices, 0 samples)", "accuracy",
+                   "0.9100  [0.8800, 0.9400]  (31 devices, 400 samples)", "sustained_p99_us@5",
+                   "4095 us", "class cam-lite:", "8191", "cold_p99_us", "16383 us");
     free(text);
     text = mfctl_print_with(mfctl__print_rollouts, list, MF_OK);
     assert_non_null(strstr(text, "4     det"));

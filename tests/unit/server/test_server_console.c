@@ -496,6 +496,15 @@ static void test_server_console__rollout_history(void **state)
     assert_int_equal(srvfx_status_of("GET", path, "mfa_nosuchtoken", NULL), 401);
     /* Reading is every role's; acting stays ops'. */
     assert_int_equal(srvfx_status_of("GET", path, srvfx.admin, NULL), 200);
+    /* The status answers each device class's own scorecard beside the fleet's (none here:
+     * no device reported in the rollout's window; the class figures are tested in
+     * unit_rollout_engine, their printing in unit_rollout_mfctl). */
+    {
+        char status_path[64];
+
+        (void)snprintf(status_path, sizeof(status_path), "/v1/admin/rollouts/%s", id);
+        expect_get(status_path, srvfx.datat, 200, HAS("\"classes\":[]", "\"events\":[{"));
+    }
     (void)snprintf(path, sizeof(path), "/v1/admin/rollouts/%s/abort", id);
     assert_int_equal(srvfx_status_of("POST", path, srvfx.datat, "{}"), 403);
     assert_int_equal(srvfx_status_of("POST", path, srvfx.ops, "{}"), 200);
