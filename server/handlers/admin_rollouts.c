@@ -170,25 +170,6 @@ static void add_scorecard(int *ok, cJSON *o, const struct mf_rollout_status *st)
         *ok = 0;
 }
 
-/* The fleet's class tags (class_counts), at most STATUS_CLASSES of them. */
-#define STATUS_CLASSES 16
-
-struct status_classes {
-    char tag[STATUS_CLASSES][MF_STORE_NAME_SIZE];
-    size_t n;
-};
-
-static int add_class_tag(void *payload, const char *tag, const char *unused, int64_t n)
-{
-    struct status_classes *c = payload;
-
-    (void)unused;
-    (void)n;
-    if (c->n < STATUS_CLASSES)
-        (void)snprintf(c->tag[c->n++], MF_STORE_NAME_SIZE, "%s", tag);
-    return MF_OK;
-}
-
 static int has_figures(const struct mf_rollout_status *st)
 {
     for (int m = 0; m < MF_ROLLOUT_FIGURES; m++) {
@@ -204,11 +185,10 @@ static int has_figures(const struct mf_rollout_status *st)
 static int add_classes(struct mf_httpd_req *r, cJSON *body, int64_t id)
 {
     struct mf_store *s = r->env->store;
-    struct status_classes *tags = mf_calloc(NULL, 1, sizeof(*tags));
+    struct mf_handlers_class_tags *tags = mf_calloc(NULL, 1, sizeof(*tags));
     struct mf_rollout_status *cst = mf_calloc(NULL, 1, sizeof(*cst));
     cJSON *list = cJSON_AddArrayToObject(body, "classes");
-    int err = tags && cst && list ? s->ops->devices->class_counts(s, &r->ctx, add_class_tag, tags)
-                                  : MF_E_NOMEM;
+    int err = tags && cst && list ? mf_handlers__class_tags(r, tags) : MF_E_NOMEM;
 
     for (size_t c = 0; err == MF_OK && c < tags->n; c++) {
         int ok = 1;
