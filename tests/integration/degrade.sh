@@ -5,11 +5,14 @@
 # det v1 is published with a "tiny" variant marked as its fallback (fallback=1, its own
 # release signed offline); then
 #   - every device installs v1 and, beside it, the tiny fallback (the bytes on disk);
-#   - devices 0 and 1 are under memory pressure from their 4th cycle on: they degrade (the
-#     fallback is what they load), devices 2 and 3 do not; each switch reaches the server
-#     with its reason ("memory"), visible in the device route and `mfctl devices show`;
-#   - a second run (a restart: the state survives, the hold window counts afresh) with no
-#     pressure restores them after the hold: "recovered" arrives, the device is not degraded;
+#   - a simulated minute per cycle (mf-sim --cycle-ms): devices 0 and 1 are under memory
+#     pressure from v1's minute 2 on (mf-sim --squeeze, fed to libmf's own degrade controller
+#     through the port): they degrade (the fallback is what they load), devices 2 and 3 do
+#     not; each switch reaches the server with its reason ("memory"), visible in the device
+#     route and `mfctl devices show`;
+#   - a second run (a restart: the state survives, the hold window of 3 simulated minutes
+#     counts afresh) with no pressure restores them after the hold: "recovered" arrives, the
+#     device is not degraded;
 #   - a check-in with a bad switch report is refused with 400 and stores nothing.
 # Usage: degrade.sh BIN_DIR   (ctest: integration_degrade)
 set -uo pipefail
@@ -24,7 +27,7 @@ sim() { # sim CYCLES [mf-sim options...]: the fleet; its summary in $work/sim.ou
     shift
     "$BIN/mf-sim" --server "$MF_URL" --enroll-token-file "$MF_ENROLL_TOKEN_FILE" \
         --trust-root "$MF_ROOT_FILE" --state "$work/fleet" --model det --devices 4 \
-        --cycles "$cycles" --interval-ms 150 --degrade-hold-ms 400 \
+        --cycles "$cycles" --interval-ms 150 --cycle-ms 60000 \
         --class 0-4:cam,ram=512,storage=64 "$@" >"$work/sim.out" 2>>"$work/sim.log"
 }
 # shows DEVICE REGEX [--json]: `mfctl devices show DEVICE` has a line matching REGEX
@@ -57,8 +60,8 @@ check "its own signed release is attached" \
         -H "Authorization: Bearer $(cat "$MF_ADMIN_TOKEN_FILE")" \
         "$MF_URL/v1/admin/models/det/versions/v1/variants/tiny/release")" = 201
 
-# Run 1: devices 0-1 squeezed from their cycle 3 to the end.
-sim 6 --agent-squeeze 0-2:3-100
+# Run 1: devices 0-1 squeezed from v1's minute 2 to the end (v1 runs from cycle 1).
+sim 6 --squeeze 0-2:mem=2-100,hold=180000
 check "the fleet runs v1" grep -q '^version v1 devices 4$' "$work/sim.out"
 check "the fallback is installed beside the active slot on every device" \
     cmp -s "$work/tiny.bin" "$work/fleet/sim-00003/models/det/fallback"
@@ -68,8 +71,8 @@ check "the server lists the switch of sim-00000 with its reason" \
 check "and says it is degraded" shows sim-00000 '^DEGRADED  yes$'
 check "an unsqueezed device reported no switch" shows sim-00002 '"switches":\[\]' --json
 
-# Run 2, a restart without pressure: back after the hold window.
-sim 8
+# Run 2, a restart without pressure (a squeeze of the hold window only): back after it.
+sim 8 --squeeze 0-2:hold=180000
 check "after the restart every device runs its active variant again" \
     grep -q '^degraded devices 0$' "$work/sim.out"
 check "the restore arrived with its reason" \
