@@ -32,13 +32,6 @@ sim() { # sim CYCLES [mf-sim options...]: the fleet; its summary in $work/sim.ou
 }
 # shows DEVICE REGEX [--json]: `mfctl devices show DEVICE` has a line matching REGEX
 shows() { mfctl_admin devices show "$1" ${3:-} | grep -Eq "$2"; }
-# put_variant FILE QUERY: uploads det v1's variant "tiny" (admin token); its status code
-put_variant() {
-    curl -s -o "$work/put.out" -w '%{http_code}' -X PUT --data-binary "@$1" \
-        -H "Authorization: Bearer $(cat "$MF_ADMIN_TOKEN_FILE")" \
-        -H "X-MF-Sha256: $(sha256sum "$1" | cut -d' ' -f1)" \
-        "$MF_URL/v1/admin/models/det/versions/v1/variants/tiny?$2"
-}
 checkin_status() { # checkin_status DEVICE BODY: the status of a raw check-in
     curl -s -o "$work/checkin.out" -w '%{http_code}' -X POST --data "$2" \
         -H "Authorization: Bearer $(cat "$work/fleet/$1/credential")" \
@@ -50,15 +43,11 @@ mf_trust_setup "$work/keys" || exit 1
 mf_make_model "$work/v1.bin" 300000 1 && mf_make_model "$work/tiny.bin" 60000 2 || exit 1
 mf_publish det v1 "$work/v1.bin" --sequence 1 >/dev/null || exit 1
 check "a variant flag that is not a boolean is refused (400)" \
-    test "$(put_variant "$work/tiny.bin" 'rank=9&fallback=perhaps')" = 400
+    test "$(mf_put_variant det v1 tiny "$work/tiny.bin" 'rank=9&fallback=perhaps')" = 400
 check "the tiny variant is staged as v1's fallback" \
-    test "$(put_variant "$work/tiny.bin" 'rank=9&fallback=1')" = 201
-"$BIN/mfctl" keys sign-release "$work/tiny.release" --name det --release-version v1 \
-    --sequence 1 --file "$work/tiny.bin" --sign "$MF_RELEASE_KEY" >/dev/null || exit 1
+    test "$(mf_put_variant det v1 tiny "$work/tiny.bin" 'rank=9&fallback=1')" = 201
 check "its own signed release is attached" \
-    test "$(curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary "@$work/tiny.release" \
-        -H "Authorization: Bearer $(cat "$MF_ADMIN_TOKEN_FILE")" \
-        "$MF_URL/v1/admin/models/det/versions/v1/variants/tiny/release")" = 201
+    test "$(mf_release_variant det v1 tiny "$work/tiny.bin" 1)" = 201
 
 # Run 1: devices 0-1 squeezed from v1's minute 2 to the end (v1 runs from cycle 1).
 sim 6 --squeeze 0-2:mem=2-100,hold=180000
