@@ -47,6 +47,22 @@ static void cycle(struct sim_device *d, unsigned k)
         fail_msg("cycle %u failed", k);
 }
 
+/* Device 0 of a fleet squeezed by `spec` (in *c), after its cycle 0: v1 installed with the tiny
+ * fallback offered beside it. */
+static struct sim_device *squeezed(struct sim_config *c, struct fixture *fx, const char *spec)
+{
+    struct sim_device *d;
+
+    fleet_of_one(c, fx, spec);
+    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
+    fake_offer_fallback(&fx->srv, "tiny", "v1", tiny, sizeof(tiny));
+    d = sim__device_new(c, 0);
+    assert_non_null(d);
+    cycle(d, 0);
+    assert_string_equal(sim__device_version(d), "v1");
+    return d;
+}
+
 static void assert_counts(const struct sim_device *d, unsigned long degrades,
                           unsigned long restores, int degraded)
 {
@@ -70,13 +86,7 @@ static void test_sim_degrade__hold_counts_the_simulated_clock(void **state)
     struct sim_config c;
     struct sim_device *d;
 
-    fleet_of_one(&c, fx, "all:mem=2-3,hold=180000,fallback=40");
-    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
-    fake_offer_fallback(&fx->srv, "tiny", "v1", tiny, sizeof(tiny));
-    d = sim__device_new(&c, 0);
-    assert_non_null(d);
-    cycle(d, 0); /* installs v1 and the fallback beside it */
-    assert_string_equal(sim__device_version(d), "v1");
+    d = squeezed(&c, fx, "all:mem=2-3,hold=180000,fallback=40");
     assert_file_equals(fx, "sim-00000/models/detector/fallback", tiny, sizeof(tiny));
     cycle(d, 1); /* v1's minute 0 */
     assert_counts(d, 0, 0, 0);
@@ -111,12 +121,7 @@ static void test_sim_degrade__battery(void **state)
     struct sim_config c;
     struct sim_device *d;
 
-    fleet_of_one(&c, fx, "all:battery=1-2,hold=60000");
-    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
-    fake_offer_fallback(&fx->srv, "tiny", "v1", tiny, sizeof(tiny));
-    d = sim__device_new(&c, 0);
-    assert_non_null(d);
-    cycle(d, 0);
+    d = squeezed(&c, fx, "all:battery=1-2,hold=60000");
     assert_counts(d, 0, 0, 0);
     cycle(d, 1); /* minute 0; its step at minute 1: battery low */
     sim__device_degrade_counts(&n, d);
@@ -136,12 +141,7 @@ static void test_sim_degrade__deadline_misses(void **state)
     struct sim_config c;
     struct sim_device *d;
 
-    fleet_of_one(&c, fx, "all:deadline=1000,hold=600000");
-    fake_assign(&fx->srv, "v1", model_v1, sizeof(model_v1), model_v1, sizeof(model_v1));
-    fake_offer_fallback(&fx->srv, "tiny", "v1", tiny, sizeof(tiny));
-    d = sim__device_new(&c, 0);
-    assert_non_null(d);
-    cycle(d, 0);
+    d = squeezed(&c, fx, "all:deadline=1000,hold=600000");
     cycle(d, 1); /* four misses */
     assert_counts(d, 0, 0, 0);
     cycle(d, 2);
