@@ -42,23 +42,35 @@ struct sim_class {
  * while they run `version`. Minutes count on the simulated clock from the activation of the
  * installed version (its first inference in this run): from `throttle_after_min` on the
  * latency is multiplied by factor_pct / 100 and the platform reports the device hot; in
- * minutes [mem_from_min, mem_to_min) it is under memory pressure. Each squeezed device runs
- * the mf_degrade controller (mf/degrade.h) on those signals; while it says degrade, the
- * device runs its fallback variant at fallback_pct % of the latency (throttled alike). */
+ * minutes [mem_from_min, mem_to_min) it is under memory pressure, in [battery_from_min,
+ * battery_to_min) its battery is low (SIM_BATTERY_LOW_PCT). These are the signals the
+ * device's platform port gives libmf's own degrade controller (mf_agent_options.squeeze_fn),
+ * which reads the simulated clock through the port too, so its hold window (`hold_ms`, 0:
+ * the controller's default) counts simulated time; `deadline_us` (0: none) turns on its
+ * latency-deadline trigger. While the agent answers the fallback variant, the device runs it
+ * at fallback_pct % of the latency (throttled alike). */
 struct sim_squeeze {
     unsigned from, to;
     char tag[MF_AGENT_NAME_MAX + 1];
     char version[MF_AGENT_NAME_MAX + 1];
-    unsigned throttle_after_min, factor_pct; /* factor_pct 0: no throttling */
-    unsigned mem_from_min, mem_to_min;       /* mem_to_min 0: no memory pressure */
+    unsigned throttle_after_min, factor_pct;   /* factor_pct 0: no throttling */
+    unsigned mem_from_min, mem_to_min;         /* mem_to_min 0: no memory pressure */
+    unsigned battery_from_min, battery_to_min; /* battery_to_min 0: no low battery */
     unsigned fallback_pct;
+    unsigned hold_ms;     /* the controller's hold window; 0: its default (mf/degrade.h) */
+    unsigned deadline_us; /* the controller's latency deadline; 0: none */
 };
+
+/* The battery level a squeeze's low-battery minutes report (below mf_degrade_config's default
+ * low mark of 15 %); outside them the device runs on mains (-1). */
+#define SIM_BATTERY_LOW_PCT 10
 
 /* What a squeeze does at one minute. */
 struct sim_squeeze_now {
     unsigned factor_pct; /* latency x factor_pct / 100 (100: none) */
     int thermal;         /* platform thermal level: 2 while throttled, else 0 */
     int memory_pressure; /* 1 under pressure */
+    int battery_pct;     /* SIM_BATTERY_LOW_PCT in the low-battery minutes, else -1 */
 };
 
 struct sim_config {
@@ -84,14 +96,10 @@ struct sim_config {
     struct sim_squeeze squeeze[SIM_MAX_SQUEEZES];
     size_t n_squeeze;
     /* Simulated milliseconds one cycle spans (the clock of the telemetry's sustained windows,
-     * the squeezes and the degrade controller); cycle_ms_set 0: the interval's. */
+     * the squeezes and the agents' degrade controllers); cycle_ms_set 0: the interval's. With
+     * any squeeze every device's agent degrades (docs/agent.md, "Runtime degradation"). */
     unsigned cycle_ms;
     int cycle_ms_set;
-    /* --agent-squeeze: memory pressure on devices [from, to) during their own cycles [c0, c1); to
-     * == 0: none, and the agents do not degrade in libmf (docs/agent.md, "Runtime degradation"). */
-    unsigned squeeze_from, squeeze_to, squeeze_c0, squeeze_c1;
-    unsigned degrade_hold_ms; /* the controller's hold window (--degrade-hold-ms) */
-    int degrade;              /* --agent-squeeze or --degrade-hold-ms given: the agents degrade */
 };
 
 /* The man-page-style usage (--help). */
@@ -112,9 +120,11 @@ const struct sim_class *sim__class_of(const struct sim_config *cfg, unsigned ind
 /* Parses "VERSION[@TAG]:lat=N,mem=N,health=ok|fail,offload=PCT" into `b`. 0 or -1. */
 int sim__parse_behaviour(struct sim_behaviour *b, const char *spec);
 
-/* Parses "all|@TAG|FROM-TO:[after=MIN,factor=F][,mem=A-B][,fallback=PCT][,version=V]" (a
- * throttle, memory pressure or both) into `q`. 0 or -1. */
-int sim__parse_squeeze(struct sim_squeeze *q, const char *spec);
+/* Parses "all|@TAG|FROM-TO:[after=MIN,factor=F][,mem=A-B][,battery=A-B][,deadline=US]
+ * [,hold=MS][,fallback=PCT][,version=V]" into `q`: a throttle, memory pressure, low battery, a
+ * deadline, or only a hold window (a restart that recovers). 0, or -1 with *why naming the
+ * fault. */
+int sim__parse_squeeze(struct sim_squeeze *q, const char *spec, const char **why);
 /* The first squeeze that hits device `index` of class `tag` (NULL: none) running `version`
  * (NULL: any version), or NULL. */
 const struct sim_squeeze *sim__squeeze_of(const struct sim_config *cfg, unsigned index,
@@ -146,8 +156,8 @@ const char *sim__device_id(const struct sim_device *d);
 /* The class tag it declares ("" when none). Borrowed. */
 const char *sim__device_class(const struct sim_device *d);
 
-/* What the degrade controller of a squeezed device did in this run: switches to the
- * fallback and back, the inferences run degraded, and whether it is degraded now. */
+/* What libmf's degrade controller of a device did in this run: switches to the fallback and
+ * back, the inferences run on the fallback variant, and whether it says degraded now. */
 struct sim_degrade_counts {
     unsigned long degrades, restores, degraded_inferences;
     unsigned long by_reason[8]; /* degrades by mf_degrade_reason */

@@ -21,8 +21,7 @@ const char sim__usage[] =
     "    mf-sim --server URL --enroll-token-file F --trust-root ROOT.json --state DIR\n"
     "           --model NAME --devices N --cycles K [--interval-ms MS] [--inferences N]\n"
     "           [--threads T] [--prefix P] [--behave SPEC]... [--offline FROM-TO:C0-C1]\n"
-    "           [--class SPEC]... [--squeeze SPEC]... [--cycle-ms MS] [--agent-squeeze SPEC]\n"
-    "           [--degrade-hold-ms MS] [--report FILE]\n"
+    "           [--class SPEC]... [--squeeze SPEC]... [--cycle-ms MS] [--report FILE]\n"
     "    mf-sim --help | --version\n"
     "DESCRIPTION\n"
     "    Each cycle every device runs N simulated inferences of its installed version as\n"
@@ -43,22 +42,22 @@ const char sim__usage[] =
     "                         @CLASS: only on that class's devices, over a plain one)\n"
     "    --class FROM-TO:TAG,ram=MB,storage=MB[,accel=NAME][,int8][,fp16]\n"
     "                         devices FROM..TO-1 declare that class (up to 4)\n"
-    "    --squeeze WHO:[after=MIN,factor=F][,mem=A-B][,fallback=PCT][,version=V]\n"
+    "    --squeeze WHO:[after=MIN,factor=F][,mem=A-B][,battery=A-B][,deadline=US]\n"
+    "                 [,hold=MS][,fallback=PCT][,version=V]\n"
     "                         squeeze events (up to 4) on WHO (all, @CLASS or FROM-TO),\n"
     "                         only while running V if given: from minute MIN after the\n"
     "                         version's activation latency x F (1..100, e.g. 2.5) and the\n"
-    "                         device hot; memory pressure in minutes A..B-1. Squeezed\n"
-    "                         devices run the degrade controller and, degraded, their\n"
-    "                         fallback at PCT % of the latency (default 50)\n"
+    "                         device hot; memory pressure in minutes A..B-1; battery low\n"
+    "                         (10 %) in minutes A..B-1. With any squeeze every agent runs\n"
+    "                         libmf's degrade controller on the simulated clock, fed those\n"
+    "                         signals (and, with deadline, each latency against US): it\n"
+    "                         holds MS simulated ms after a switch (default 60000), and\n"
+    "                         while the agent answers its fallback variant the device runs\n"
+    "                         it at PCT % of the latency (default 50). A spec of a hold\n"
+    "                         only squeezes nothing (a restart that recovers)\n"
     "    --cycle-ms MS        simulated time one cycle spans (default: the interval), the\n"
     "                         clock of sustained windows, squeezes and degrading\n"
     "    --offline FROM-TO:C0-C1  devices FROM..TO-1 skip cycles C0..C1-1\n"
-    "    --agent-squeeze FROM-TO:C0-C1  devices FROM..TO-1 are under memory pressure during\n"
-    "                         their cycles C0..C1-1; with it libmf's agent runs the degrade\n"
-    "                         controller (mf/agent.h, real clock) and every agent degrades to\n"
-    "                         its fallback variant and back, reporting each switch\n"
-    "    --degrade-hold-ms MS  the agent's degrade hold window (default 500); turns it on\n"
-    "                         without --agent-squeeze too (a restart with no pressure)\n"
     "    --report FILE        write \"<device> <version>\" per device at the end\n"
     "EXIT STATUS\n"
     "    0 the fleet ran; 1 a failure (message on stderr); 2 bad usage.\n";
@@ -190,22 +189,13 @@ static int parse_one(struct sim_config *c, const char *k, const char *v, char **
             return bad(k, v, "not FROM-TO:TAG,ram=MB,storage=MB[,accel=NAME][,int8][,fp16]");
         c->n_classes++;
     } else if (strcmp(k, "--squeeze") == 0) {
+        const char *why = NULL;
+
         if (c->n_squeeze == SIM_MAX_SQUEEZES)
             return bad(k, v, "more than 4 squeezes");
-        if (sim__parse_squeeze(&c->squeeze[c->n_squeeze], v) < 0)
-            return bad(k, v,
-                       "not all|@CLASS|FROM-TO:[after=MIN,factor=F][,mem=A-B][,fallback=PCT]"
-                       "[,version=V]");
+        if (sim__parse_squeeze(&c->squeeze[c->n_squeeze], v, &why) < 0)
+            return bad(k, v, why);
         c->n_squeeze++;
-    } else if (strcmp(k, "--agent-squeeze") == 0) {
-        if (!strchr(v, ':') || parse_range(&c->squeeze_from, &c->squeeze_to, v, ':') < 0 ||
-            parse_range(&c->squeeze_c0, &c->squeeze_c1, strchr(v, ':') + 1, '\0') < 0)
-            return bad(k, v, "not FROM-TO:C0-C1 with FROM < TO and C0 < C1");
-        c->degrade = 1;
-    } else if (strcmp(k, "--degrade-hold-ms") == 0) {
-        if (parse_uint(&c->degrade_hold_ms, v, 1, 3600000) < 0)
-            return bad(k, v, "not 1..3600000");
-        c->degrade = 1;
     } else if (strcmp(k, "--offline") == 0) {
         if (!strchr(v, ':') || parse_range(&c->offline_from, &c->offline_to, v, ':') < 0 ||
             parse_range(&c->offline_c0, &c->offline_c1, strchr(v, ':') + 1, '\0') < 0)

@@ -4,15 +4,18 @@
  * the runtime report of what its installed version does, recorded into the mf_telemetry
  * handed to the agent (mf_agent_options.telemetry): the agent counts installs and
  * rollbacks itself and sends the totals with its own check-in, as an app embedding libmf
- * would. Devices are independent, so distinct devices may step on distinct threads.
+ * would. Its port is the POSIX one with the simulated clock (--cycle-ms) in place of the real
+ * one, so libmf's degrade controller, fed the squeezes' signals through the port's squeeze
+ * callback, holds its switches for simulated time. Devices are independent, so distinct
+ * devices may step on distinct threads.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "sim.h"
 
-#include "mf/degrade.h"
 #include "mf/sys/platform_posix.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,17 +35,16 @@ struct sim_device {
     uint32_t seed;
     uint64_t offload_carry;      /* asked x percent not yet counted as uncertain */
     const struct sim_class *cls; /* the class it declares, or NULL */
-    /* The simulated clock (sim.h, --cycle-ms): the telemetry's port reads it, so sustained
-     * windows count simulated minutes; squeezes and the degrade controller run on it too. */
+    /* The simulated clock (sim.h, --cycle-ms): the telemetry's port and the agent's read it,
+     * so sustained windows count simulated minutes; squeezes and degrading run on it too. */
     uint64_t clock_ms;
     mf_platform_ops tele_ops;
     char active[MF_AGENT_NAME_MAX + 1]; /* the version that ran last, since active_ms */
     uint64_t active_ms;
-    mf_degrade *degrade; /* squeezed devices only */
+    mf_degrade_config degrade; /* libmf's controller's tuning (with any squeeze) */
     unsigned fallback_pct;
+    uint64_t switches_seen; /* the controller's switch count at the last look */
     struct sim_degrade_counts counts;
-    unsigned cycle;                  /* its own cycles so far (--agent-squeeze counts these) */
-    mf_degrade_config agent_degrade; /* with --agent-squeeze: libmf runs it */
 };
 
 static uint64_t sim_clock(void *payload)
@@ -50,17 +52,51 @@ static uint64_t sim_clock(void *payload)
     return ((const struct sim_device *)payload)->clock_ms;
 }
 
-/* The squeeze signals of --agent-squeeze: memory pressure in the device's squeezed cycles. */
+/* The agent's port: the POSIX one, whose payload is the device's `posix`, with this clock. */
+static uint64_t agent_clock(void *payload)
+{
+    return sim_clock((char *)payload - offsetof(struct sim_device, posix));
+}
+
+/* The squeeze that hits the device now (none before it runs a version), and what it does
+ * at this simulated minute. */
+static const struct sim_squeeze *squeeze_now(struct sim_squeeze_now *now,
+                                             const struct sim_device *d)
+{
+    const struct sim_squeeze *q =
+        d->active[0] ? sim__squeeze_of(d->cfg, d->index, d->cls ? d->cls->tag : NULL, d->version)
+                     : NULL;
+
+    sim__squeeze_at(now, q, (d->clock_ms - d->active_ms) / 60000u);
+    return q;
+}
+
+/* The port's squeeze callback (mf_agent_options.squeeze_fn): the signals at the clock. */
 static int squeeze(void *payload, mf_degrade_signals *out)
 {
-    const struct sim_device *d = payload;
-    const struct sim_config *c = d->cfg;
+    struct sim_squeeze_now now;
 
-    out->memory_pressure = d->index >= c->squeeze_from && d->index < c->squeeze_to &&
-                           d->cycle >= c->squeeze_c0 && d->cycle < c->squeeze_c1;
-    out->thermal = -1;
-    out->battery_pct = -1;
+    (void)squeeze_now(&now, payload);
+    out->memory_pressure = now.memory_pressure;
+    out->thermal = now.thermal;
+    out->battery_pct = now.battery_pct;
     return MF_OK;
+}
+
+/* After an agent call that may switch (at most one switch each): counts it. */
+static void observe(struct sim_device *d)
+{
+    const mf_degrade_status *st = mf_agent_degrade_status(d->agent);
+
+    if (!st || st->switches == d->switches_seen)
+        return;
+    d->switches_seen = st->switches;
+    if (st->degraded) {
+        d->counts.degrades++;
+        d->counts.by_reason[(unsigned)st->reason % 8u]++;
+    } else {
+        d->counts.restores++;
+    }
 }
 
 /* Takes the installed version from the agent. */
@@ -76,6 +112,7 @@ static void note_installed(struct sim_device *d)
 struct sim_device *sim__device_new(const struct sim_config *cfg, unsigned index)
 {
     struct sim_device *d = mf_calloc(NULL, 1, sizeof(*d));
+    const struct sim_squeeze *q;
     mf_agent_options o;
     int err;
 
@@ -99,11 +136,13 @@ struct sim_device *sim__device_new(const struct sim_config *cfg, unsigned index)
     d->tele_ops.monotonic_ms = sim_clock;
     d->tele_ops.payload = d;
     err = mf_platform_posix_init(&d->platform, &d->posix, d->dir);
+    d->platform.monotonic_ms = agent_clock;
     if (err == MF_OK)
         err = mf_telemetry_new(&d->tele, NULL, &d->tele_ops, "telemetry");
-    /* A device some squeeze may hit keeps its controller's state beside the agent's. */
-    if (err == MF_OK && sim__squeeze_of(cfg, index, d->cls ? d->cls->tag : NULL, NULL))
-        err = mf_degrade_new(&d->degrade, NULL, &d->platform, "degrade");
+    /* The controller's tuning: the first squeeze that may hit the device, else the defaults. */
+    q = sim__squeeze_of(cfg, index, d->cls ? d->cls->tag : NULL, NULL);
+    d->degrade.hold_ms = q ? q->hold_ms : 0;
+    d->degrade.deadline_us = q ? q->deadline_us : 0;
     if (err == MF_OK)
         err = mf_agent_options_init(&o, MF_AGENT_OPTIONS_VERSION);
     if (err == MF_OK) {
@@ -119,16 +158,18 @@ struct sim_device *sim__device_new(const struct sim_config *cfg, unsigned index)
         o.retry_base_ms = 0; /* the simulator paces devices itself */
         o.telemetry = d->tele;
         o.device_class = d->cls ? &d->cls->cls : NULL;
-        if (cfg->degrade) { /* every device degrades; the squeezed ones have a reason to */
-            d->agent_degrade.hold_ms = cfg->degrade_hold_ms;
-            o.degrade = &d->agent_degrade;
+        if (cfg->n_squeeze) { /* every device degrades; the squeezed ones have a reason to */
+            o.degrade = &d->degrade;
             o.squeeze_fn = squeeze;
             o.squeeze_payload = d;
         }
         err = mf_agent_new(&d->agent, &o);
     }
-    if (err == MF_OK)
+    if (err == MF_OK) {
         note_installed(d); /* what an earlier run installed, even if it stays offline */
+        d->switches_seen =
+            mf_agent_degrade_status(d->agent) ? mf_agent_degrade_status(d->agent)->switches : 0;
+    }
     if (err < 0) {
         (void)fprintf(stderr, "mf-sim: device %s: %s\n", d->id, mf_strerror(err));
         sim__device_free(d);
@@ -143,7 +184,6 @@ void sim__device_free(struct sim_device *d)
         return;
     mf_agent_free(d->agent); /* before the telemetry handle it borrows */
     mf_telemetry_free(d->tele);
-    mf_degrade_free(d->degrade);
     if (d->platform.version)
         mf_platform_posix_close(&d->posix);
     mf_free(NULL, d);
@@ -175,28 +215,32 @@ static uint32_t next(uint32_t *s)
     return *s;
 }
 
-/* The degrade controller of a squeezed device at d->clock_ms with the squeeze's signals;
- * counts its switches. 1 when the device runs its fallback now. */
-static int degrade_step(struct sim_device *d, const struct sim_squeeze_now *now)
+/* One inference at d->clock_ms: the agent reads the squeeze signals (the controller may
+ * switch), the app loads what mf_agent_model_path answers, and the latency goes to the
+ * deadline trigger. Its latency in microseconds, `base` as the squeeze and the variant make it.
+ */
+static uint64_t infer(struct sim_device *d, uint64_t base, struct sim_squeeze_now *now)
 {
-    mf_degrade_signals sig = {now->memory_pressure, now->thermal, -1};
-    const mf_degrade_status *st;
-    int r, was;
+    const struct sim_squeeze *q = squeeze_now(now, d);
+    uint64_t us = base * now->factor_pct / 100u;
 
-    if (!d->degrade)
-        return 0;
-    was = mf_degrade_status_get(d->degrade)->degraded;
-    r = mf_degrade_feed(d->degrade, &sig, d->clock_ms);
-    st = mf_degrade_status_get(d->degrade);
-    if (r < 0) /* the switch holds in memory; its saved state is the previous one */
-        (void)fprintf(stderr, "mf-sim: %s: degrade state not saved: %s\n", d->id, mf_strerror(r));
-    if (st->degraded && !was) {
-        d->counts.degrades++;
-        d->counts.by_reason[(unsigned)st->reason % 8u]++;
-    } else if (!st->degraded && was) {
-        d->counts.restores++;
+    if (!d->cfg->n_squeeze)
+        return us;
+    if (mf_agent_squeeze(d->agent) < 0)
+        (void)fprintf(stderr, "mf-sim: %s: %s\n", d->id, mf_agent_errmsg(d->agent));
+    observe(d);
+    if (q)
+        d->fallback_pct = q->fallback_pct; /* kept once the squeeze no longer hits */
+    if (sim__device_degraded(d)) {         /* the lighter fallback, on the same hot chip */
+        us = us * d->fallback_pct / 100u;
+        d->counts.degraded_inferences++;
     }
-    return st->degraded;
+    if (q && q->deadline_us) {
+        if (mf_agent_inference(d->agent, (uint32_t)(us < UINT32_MAX ? us : UINT32_MAX)) < 0)
+            (void)fprintf(stderr, "mf-sim: %s: %s\n", d->id, mf_agent_errmsg(d->agent));
+        observe(d);
+    }
+    return us;
 }
 
 /* What the installed version did in cycle `cycle`, into the device's telemetry: the
@@ -207,7 +251,6 @@ static int simulate(struct sim_device *d, unsigned cycle)
     const struct sim_behaviour *b = behaviour_of(d->cfg, d->cls, d->version);
     const char *m = d->cfg->model, *v = d->version;
     const uint64_t t0 = (uint64_t)cycle * d->cfg->cycle_ms;
-    const struct sim_squeeze *q = NULL;
     mf_offload_telemetry off;
     int err = MF_OK;
 
@@ -217,23 +260,14 @@ static int simulate(struct sim_device *d, unsigned cycle)
         (void)snprintf(d->active, sizeof(d->active), "%s", v);
         d->active_ms = t0;
     }
-    if (d->degrade)
-        q = sim__squeeze_of(d->cfg, d->index, d->cls ? d->cls->tag : NULL, v);
-    if (q)
-        d->fallback_pct = q->fallback_pct;
     memset(&off, 0, sizeof(off));
     (void)snprintf(off.model_version, sizeof(off.model_version), "%s", v);
     for (unsigned i = 0; err == MF_OK && i < d->cfg->inferences; i++) {
         struct sim_squeeze_now now;
-        uint64_t us = b->latency_us + next(&d->seed) % b->latency_us;
+        uint64_t us;
 
         d->clock_ms = t0 + (uint64_t)d->cfg->cycle_ms * i / d->cfg->inferences;
-        sim__squeeze_at(&now, q, (d->clock_ms - d->active_ms) / 60000u);
-        us = us * now.factor_pct / 100u;
-        if (degrade_step(d, &now)) { /* the lighter fallback, on the same hot chip */
-            us = us * d->fallback_pct / 100u;
-            d->counts.degraded_inferences++;
-        }
+        us = infer(d, b->latency_us + next(&d->seed) % b->latency_us, &now);
         err = mf_telemetry_record_latency(d->tele, m, v, us ? us : 1);
         if (err == MF_OK && now.thermal)
             err = mf_telemetry_count(d->tele, m, v, MF_TELEMETRY_HOT);
@@ -271,10 +305,12 @@ int sim__device_cycle(uint64_t *checkin_us, struct sim_device *d, unsigned cycle
     int err = d->version[0] ? simulate(d, cycle) : MF_OK;
     int step;
 
+    d->clock_ms = ((uint64_t)cycle + 1) * d->cfg->cycle_ms; /* the step at the cycle's end */
     if (mf_agent_stats(&before, d->agent) < 0)
         return MF_E_INVALID;
     t0 = now_us();
     step = mf_agent_step(d->agent); /* the check-in carries what simulate() recorded */
+    observe(d);                     /* the step reads the squeeze first */
     if (mf_agent_stats(&after, d->agent) < 0)
         return MF_E_INVALID;
     /* A step that downloaded nothing is one check-in: its round trip, plus verifying the
@@ -282,7 +318,6 @@ int sim__device_cycle(uint64_t *checkin_us, struct sim_device *d, unsigned cycle
     if (step == MF_OK && after.blob_requests == before.blob_requests)
         *checkin_us = now_us() - t0;
     note_installed(d);
-    d->cycle++;
     if (err < 0)
         (void)fprintf(stderr, "mf-sim: %s: recording telemetry: %s\n", d->id, mf_strerror(err));
     if (step < 0)
@@ -316,6 +351,8 @@ const char *sim__device_class(const struct sim_device *d)
 
 void sim__device_degrade_counts(struct sim_degrade_counts *out, const struct sim_device *d)
 {
+    const mf_degrade_status *st = mf_agent_degrade_status(d->agent);
+
     *out = d->counts;
-    out->degraded = d->degrade && mf_degrade_status_get(d->degrade)->degraded;
+    out->degraded = st && st->degraded;
 }

@@ -56,7 +56,7 @@ static int summary(const struct sim_config *c, struct sim_device **devs)
                          sim__device_version(devs[i])[0] ? sim__device_version(devs[i]) : "-",
                          same);
     }
-    if (c->degrade) {
+    if (c->n_squeeze) {
         unsigned degraded = 0;
 
         for (unsigned i = 0; i < c->devices; i++)
@@ -91,8 +91,9 @@ static void class_summary(const struct sim_config *c, struct sim_device **devs)
     }
 }
 
-/* The degrade controllers of the squeezed devices: "degrade switches D (memory M thermal T)
- * restores R degraded now K inferences degraded I". */
+/* libmf's degrade controllers of the devices: "degrade switches D (memory M thermal T)
+ * restores R degraded now K inferences degraded I (battery B deadline L)", I the inferences
+ * run on a fallback variant. */
 static void degrade_summary(const struct sim_config *c, struct sim_device **devs)
 {
     struct sim_degrade_counts all, one;
@@ -110,9 +111,10 @@ static void degrade_summary(const struct sim_config *c, struct sim_device **devs
         all.degraded += one.degraded;
     }
     (void)printf("degrade switches %lu (memory %lu thermal %lu) restores %lu degraded now %d "
-                 "inferences degraded %lu\n",
+                 "inferences degraded %lu (battery %lu deadline %lu)\n",
                  all.degrades, all.by_reason[MF_DEGRADE_MEMORY], all.by_reason[MF_DEGRADE_THERMAL],
-                 all.restores, all.degraded, all.degraded_inferences);
+                 all.restores, all.degraded, all.degraded_inferences,
+                 all.by_reason[MF_DEGRADE_BATTERY], all.by_reason[MF_DEGRADE_DEADLINE]);
 }
 
 static long long now_ms(void)
@@ -254,11 +256,8 @@ static unsigned long run_pass(struct pass *p)
 int main(int argc, char **argv)
 {
     /* static: its class and behaviour tables outgrow the stack bound of main */
-    static struct sim_config c = {.prefix = "sim",
-                                  .interval_ms = 500,
-                                  .inferences = 20,
-                                  .threads = 4,
-                                  .degrade_hold_ms = 500};
+    static struct sim_config c = {
+        .prefix = "sim", .interval_ms = 500, .inferences = 20, .threads = 4};
     struct pass p = {.c = &c, .create = 1};
     char *token = NULL, *root = NULL;
     unsigned long failures = 0;

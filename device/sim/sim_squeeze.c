@@ -2,8 +2,9 @@
 /*
  * mf-sim's squeeze events (--squeeze, sim.h): which devices a squeeze hits (a device range,
  * a class, everyone; optionally only while they run one version) and what it does at each
- * simulated minute since the version's activation: throttling that multiplies latency, and
- * memory pressure. Pure (no clock, no device), so test_sim checks it case by case.
+ * simulated minute since the version's activation: throttling that multiplies latency (the
+ * device hot), memory pressure and low battery, the signals libmf's degrade controller reads. Pure
+ * (no clock, no device), so test_sim checks it case by case.
  */
 #include "sim.h"
 
@@ -37,8 +38,8 @@ static int factor(unsigned *pct, const char *s, const char *end)
     return 0;
 }
 
-/* Decimal digits from s to end, at most 100000 (minutes, percentages). */
-static int small(unsigned *out, const char *s, const char *end)
+/* Decimal digits from s to end, at most `max`. */
+static int upto(unsigned *out, const char *s, const char *end, unsigned long max)
 {
     char *stop = NULL;
     unsigned long v;
@@ -46,10 +47,16 @@ static int small(unsigned *out, const char *s, const char *end)
     if (s == end || s[0] < '0' || s[0] > '9')
         return -1;
     v = strtoul(s, &stop, 10);
-    if (stop != end || v > 100000)
+    if (stop != end || v > max)
         return -1;
     *out = (unsigned)v;
     return 0;
+}
+
+/* At most 100000 (minutes, percentages, microseconds). */
+static int small(unsigned *out, const char *s, const char *end)
+{
+    return upto(out, s, end, 100000);
 }
 
 /* "A-B" with A < B between s and end. */
@@ -80,47 +87,76 @@ static int who(struct sim_squeeze *q, const char *s, const char *end)
     return span(&q->from, &q->to, s, end);
 }
 
-int sim__parse_squeeze(struct sim_squeeze *q, const char *spec)
+/* One "key=value" of a squeeze spec between p and end into `q`; NULL, or why it is refused. */
+static const char *squeeze_key(struct sim_squeeze *q, const char *p, const char *end)
+{
+    const char *eq = memchr(p, '=', (size_t)(end - p));
+    const char *v = eq ? eq + 1 : NULL;
+    size_t k = eq ? (size_t)(eq - p) : 0;
+
+#define KEY(name) (k == sizeof(name) - 1 && strncmp(p, name, k) == 0)
+    if (!eq)
+        return "each item is KEY=VALUE";
+    if (KEY("after"))
+        return small(&q->throttle_after_min, v, end) < 0 ? "after: not minutes 0..100000" : NULL;
+    if (KEY("factor"))
+        return factor(&q->factor_pct, v, end) < 0 ? "factor: not 1..100 (e.g. 2.5)" : NULL;
+    if (KEY("mem"))
+        return span(&q->mem_from_min, &q->mem_to_min, v, end) < 0 ? "mem: not minutes A-B, A < B"
+                                                                  : NULL;
+    if (KEY("battery"))
+        return span(&q->battery_from_min, &q->battery_to_min, v, end) < 0
+                   ? "battery: not minutes A-B, A < B"
+                   : NULL;
+    if (KEY("deadline"))
+        return small(&q->deadline_us, v, end) < 0 || !q->deadline_us
+                   ? "deadline: not microseconds 1..100000"
+                   : NULL;
+    if (KEY("hold"))
+        return upto(&q->hold_ms, v, end, 86400000) < 0 || !q->hold_ms
+                   ? "hold: not simulated milliseconds 1..86400000"
+                   : NULL;
+    if (KEY("fallback"))
+        return small(&q->fallback_pct, v, end) < 0 || q->fallback_pct < 1 || q->fallback_pct > 100
+                   ? "fallback: not a percentage 1..100"
+                   : NULL;
+    if (KEY("version")) {
+        if (end - v < 1 || end - v > MF_AGENT_NAME_MAX)
+            return "version: not a name of 1..64 characters";
+        (void)snprintf(q->version, sizeof(q->version), "%.*s", (int)(end - v), v);
+        return NULL;
+    }
+#undef KEY
+    return "unknown key (after, factor, mem, battery, deadline, hold, fallback, version)";
+}
+
+int sim__parse_squeeze(struct sim_squeeze *q, const char *spec, const char **why)
 {
     const char *colon = strchr(spec, ':');
     const char *p;
 
     memset(q, 0, sizeof(*q));
     q->fallback_pct = 50;
+    *why = "WHO is all, @CLASS or FROM-TO with FROM < TO, then ':'";
     if (!colon || who(q, spec, colon) < 0)
         return -1;
     for (p = colon + 1; *p;) {
         const char *end = strchr(p, ',');
-        const char *eq = strchr(p, '=');
 
         if (!end)
             end = p + strlen(p);
-        if (!eq || eq > end)
+        *why = squeeze_key(q, p, end);
+        if (*why)
             return -1;
-        if (strncmp(p, "after=", 6) == 0) {
-            if (small(&q->throttle_after_min, eq + 1, end) < 0)
-                return -1;
-        } else if (strncmp(p, "factor=", 7) == 0) {
-            if (factor(&q->factor_pct, eq + 1, end) < 0)
-                return -1;
-        } else if (strncmp(p, "mem=", 4) == 0) {
-            if (span(&q->mem_from_min, &q->mem_to_min, eq + 1, end) < 0)
-                return -1;
-        } else if (strncmp(p, "fallback=", 9) == 0) {
-            if (small(&q->fallback_pct, eq + 1, end) < 0 || q->fallback_pct < 1 ||
-                q->fallback_pct > 100)
-                return -1;
-        } else if (strncmp(p, "version=", 8) == 0) {
-            if (end - eq - 1 < 1 || end - eq - 1 > MF_AGENT_NAME_MAX)
-                return -1;
-            (void)snprintf(q->version, sizeof(q->version), "%.*s", (int)(end - eq - 1), eq + 1);
-        } else {
-            return -1;
-        }
         p = *end ? end + 1 : end;
     }
-    /* A squeeze must squeeze something: a throttle (factor) or memory pressure. */
-    return q->factor_pct || q->mem_to_min ? 0 : -1;
+    /* A squeeze must do something: a signal, a deadline, or a hold window of its own. */
+    *why = "squeezes nothing (give factor, mem, battery, deadline or hold)";
+    if (q->factor_pct || q->mem_to_min || q->battery_to_min || q->deadline_us || q->hold_ms) {
+        *why = NULL;
+        return 0;
+    }
+    return -1;
 }
 
 const struct sim_squeeze *sim__squeeze_of(const struct sim_config *cfg, unsigned index,
@@ -140,6 +176,7 @@ void sim__squeeze_at(struct sim_squeeze_now *out, const struct sim_squeeze *q, u
 {
     memset(out, 0, sizeof(*out));
     out->factor_pct = 100;
+    out->battery_pct = -1; /* on mains */
     if (!q)
         return;
     if (q->factor_pct && minute >= q->throttle_after_min) {
@@ -147,4 +184,6 @@ void sim__squeeze_at(struct sim_squeeze_now *out, const struct sim_squeeze *q, u
         out->thermal = 2; /* throttled: the platform reports it hot */
     }
     out->memory_pressure = q->mem_to_min && minute >= q->mem_from_min && minute < q->mem_to_min;
+    if (q->battery_to_min && minute >= q->battery_from_min && minute < q->battery_to_min)
+        out->battery_pct = SIM_BATTERY_LOW_PCT;
 }

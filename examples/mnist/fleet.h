@@ -30,8 +30,9 @@ struct fleet_config {
     uint32_t deadline_ms;   /* 0, or the app's ceiling on the sync ask deadline */
     int verbose;            /* 1: the SDK's info lines too (warnings and errors always) */
     /* Squeeze (--squeeze FROM-TO:P0-P1): devices [from, to) are under memory pressure in
-     * the passes [p0, p1) of the run; to == 0: nobody is. A pass is a simulated minute on
-     * the degrade controllers' clock (its hold window, 60 s, is one pass). */
+     * the passes [p0, p1) of the run; to == 0: nobody is, and no agent degrades. With it a
+     * pass is a simulated minute on the ports' clock, which the agents' degrade controllers
+     * read (their hold window, 60 s, is one pass). */
     unsigned squeeze_from, squeeze_to, squeeze_p0, squeeze_p1;
 };
 

@@ -11,9 +11,14 @@
  *     policy for the running version;
  *   - a runtime-report handle (mf/telemetry.h) records each inference's latency, the
  *     model's memory, health checks and teacher agreement; the agent sends its totals;
- *   - a squeezed device (--squeeze) runs a degrade controller (mf/degrade.h) on its memory
- *     pressure: while it says degrade, the app classifies with its fallback, the version
- *     the agent keeps in the other A/B slot, and counts what that cost in accuracy.
+ *   - with --squeeze every device declares a device class and turns on libmf's runtime
+ *     degradation (docs/agent.md, "Runtime degradation"): the agent keeps the version's
+ *     fallback variant (published with fallback=1, a lighter student) beside the active slot,
+ *     and its degrade controller reads the squeeze (memory pressure) from the port's squeeze
+ *     callback at every step. A pass is a simulated minute on the port's clock, so the
+ *     controller's hold window (60 s) is one pass. The app loads whatever
+ *     mf_agent_model_path() answers: while degraded the fallback classifies, and the app
+ *     counts what that cost in accuracy beside the active version on the same images.
  * The agent creates the offload handle (mf_agent_options.offload_options) and lends it out
  * (mf_agent_offload()): the device credential stays inside the SDK.
  */
@@ -21,7 +26,6 @@
 #include "fleet.h"
 
 #include "mf/agent.h"
-#include "mf/degrade.h"
 #include "mf/offload.h"
 #include "mf/sys/platform_posix.h"
 #include "mf/telemetry.h"
@@ -29,6 +33,7 @@
 #include "mf_student_model.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -36,6 +41,7 @@
 
 struct fleet_device {
     const struct fleet_config *cfg;
+    unsigned index;
     char id[32];
     char dir[512];
     mf_platform_posix posix;
@@ -52,12 +58,16 @@ struct fleet_device {
     int saw_delta, saw_model;
     uint64_t delta_got;
     mf_fleet_offload_tracker offloaded; /* offload counters already in the runtime report */
-    /* The way down: the fallback (the other slot's version, NULL when it does not load) and
-     * the degrade controller of a squeezed device (NULL otherwise). */
+    /* The way down (with --squeeze): the fallback variant as loaded (NULL when none loads),
+     * which one it is, the controller's tuning and its switch count at the last look. */
     mf_student_model *fallback;
-    char fallback_version[MF_AGENT_NAME_MAX + 1];
-    mf_degrade *degrade;
-    unsigned pass; /* passes of this run so far */
+    char fallback_variant[MF_AGENT_NAME_MAX + 1];
+    uint64_t fallback_size;
+    mf_degrade_config degrade;
+    mf_agent_device_class cls;
+    uint64_t switches_seen;
+    uint64_t (*real_ms)(void *payload); /* the POSIX port's own clock */
+    unsigned pass;                      /* passes of this run so far */
 };
 
 static void print_log(void *payload, int level, const char *module, const char *msg)
@@ -111,24 +121,47 @@ static int load_student(struct fleet_device *d, const char *version, const char 
     return MF_OK;
 }
 
-/* The fallback follows the agent's other slot: the version kept there since the last
- * install (a file that does not load, such as a refused one, leaves no fallback). */
+/* The fallback follows what the agent keeps beside the active slot: loaded when another one
+ * is installed (a file that does not load leaves none). */
 static void refresh_fallback(struct fleet_device *d)
 {
     mf_agent_model_status st = MF_AGENT_MODEL_STATUS_INIT;
     mf_student_model *m = NULL;
     char path[700];
 
-    if (!d->degrade || mf_agent_status(&st, d->agent, d->cfg->model) != MF_OK ||
-        strcmp(st.previous_version, d->fallback_version) == 0)
+    if (!d->cfg->squeeze_to || mf_agent_status(&st, d->agent, d->cfg->model) != MF_OK ||
+        (strcmp(st.fallback_variant, d->fallback_variant) == 0 &&
+         st.fallback_size == d->fallback_size))
         return;
     mf_student_model_free(d->fallback);
     d->fallback = NULL;
-    (void)snprintf(d->fallback_version, sizeof(d->fallback_version), "%s", st.previous_version);
-    (void)snprintf(path, sizeof(path), "%s/models/%s/slot-%c", d->dir, d->cfg->model,
-                   st.previous_slot);
-    if (st.previous_version[0] && open_student(&m, d, st.previous_version, path, 1) == MF_OK)
+    (void)snprintf(d->fallback_variant, sizeof(d->fallback_variant), "%s", st.fallback_variant);
+    d->fallback_size = st.fallback_size;
+    (void)snprintf(path, sizeof(path), "%s/models/%s/fallback", d->dir, d->cfg->model);
+    if (st.fallback_installed && open_student(&m, d, st.fallback_variant, path, 0) == MF_OK)
         d->fallback = m;
+}
+
+/* The port's clock with --squeeze: the real one, a simulated minute further at every pass. */
+static uint64_t pass_clock(void *payload)
+{
+    const struct fleet_device *d =
+        (const void *)((const char *)payload - offsetof(struct fleet_device, posix));
+
+    return d->real_ms(payload) + (uint64_t)d->pass * 60000u;
+}
+
+/* The port's squeeze callback: memory pressure on devices [from, to) in passes [p0, p1). */
+static int squeeze(void *payload, mf_degrade_signals *out)
+{
+    const struct fleet_device *d = payload;
+    const struct fleet_config *c = d->cfg;
+
+    out->memory_pressure = d->index >= c->squeeze_from && d->index < c->squeeze_to &&
+                           d->pass >= c->squeeze_p0 && d->pass < c->squeeze_p1;
+    out->thermal = -1;
+    out->battery_pct = -1;
+    return MF_OK;
 }
 
 /* The model's memory as the app holds it: weights, biases and the handle. */
@@ -215,6 +248,13 @@ static int open_agent(struct fleet_device *d)
     o.telemetry = d->tele;
     o.errbuf = errbuf;
     o.errbuf_size = sizeof(errbuf);
+    if (d->cfg->squeeze_to) { /* the way down: a class whose storage holds the fallback too */
+        d->cls = (mf_agent_device_class){.tag = "fleet", .ram_mb = 512, .storage_mb = 64};
+        o.device_class = &d->cls;
+        o.degrade = &d->degrade; /* the controller's defaults: a 60 s hold */
+        o.squeeze_fn = squeeze;
+        o.squeeze_payload = d;
+    }
     err = mf_agent_new(&d->agent, &o);
     if (err < 0) {
         (void)fprintf(stderr, "mf-example-fleet: %s: %s\n", d->id, errbuf);
@@ -281,15 +321,20 @@ struct fleet_device *fleet_device_new(const struct fleet_config *cfg, unsigned i
     (void)snprintf(d->id, sizeof(d->id), "fleet-%05u", index);
     (void)snprintf(d->dir, sizeof(d->dir), "%s/%s", cfg->state_root, d->id);
     walk_init(d, n, cfg->seed ^ (0x9e3779b97f4a7c15ull * (index + 1)));
+    d->index = index;
     err = mf_platform_posix_init(&d->ops, &d->posix, d->dir);
+    if (err == MF_OK && cfg->squeeze_to) {
+        d->real_ms = d->ops.monotonic_ms;
+        d->ops.monotonic_ms = pass_clock;
+    }
     if (err == MF_OK)
         err = mf_telemetry_new(&d->tele, NULL, &d->ops, "telemetry.state");
     if (err == MF_OK && mf_telemetry_load(d->tele) < 0)
         (void)fprintf(stderr, "mf-example-fleet: %s: saved runtime report ignored\n", d->id);
     if (err == MF_OK)
         err = open_agent(d);
-    if (err == MF_OK && index >= cfg->squeeze_from && index < cfg->squeeze_to)
-        err = mf_degrade_new(&d->degrade, NULL, &d->ops, "degrade"); /* its state: saved */
+    if (err == MF_OK && mf_agent_degrade_status(d->agent))
+        d->switches_seen = mf_agent_degrade_status(d->agent)->switches;
     if (err < 0) {
         (void)fprintf(stderr, "mf-example-fleet: device %s: %s\n", d->id, mf_strerror(err));
         fleet_device_free(d);
@@ -307,7 +352,6 @@ void fleet_device_free(struct fleet_device *d)
     mf_telemetry_free(d->tele);
     mf_student_model_free(d->student);
     mf_student_model_free(d->fallback);
-    mf_degrade_free(d->degrade);
     if (d->ops.version)
         mf_platform_posix_close(&d->posix);
     mf_free(NULL, d);
@@ -427,24 +471,31 @@ static int classify_one(struct fleet_device *d, mf_fleet_counts *c, size_t idx, 
     return err;
 }
 
-/* A squeezed device's controller at this pass (a simulated minute each): its switches
- * counted on the active version. 1 when this pass runs on the fallback. */
+/* After this pass's steps (each reads the squeeze first): the controller's switch, counted on
+ * the active version, and whether the agent answers the fallback variant now. 1 when this
+ * pass runs on it. */
 static int degrade_pass(struct fleet_device *d, mf_fleet_counts *c)
 {
-    const struct fleet_config *cfg = d->cfg;
-    mf_degrade_signals sig = {d->pass >= cfg->squeeze_p0 && d->pass < cfg->squeeze_p1, -1, -1};
-    const mf_degrade_status *st;
-    int was;
+    const mf_degrade_status *st = mf_agent_degrade_status(d->agent);
+    char path[700];
+    int fallback = 0;
 
-    if (!d->degrade)
+    if (!st)
         return 0;
-    was = mf_degrade_status_get(d->degrade)->degraded;
-    if (mf_degrade_feed(d->degrade, &sig, (uint64_t)d->pass * 60000u) < 0)
-        (void)fprintf(stderr, "mf-example-fleet: %s: degrade state not saved\n", d->id);
-    st = mf_degrade_status_get(d->degrade); /* a switch that was not saved holds too */
-    c->degrades += st->degraded && !was;
-    c->restores += !st->degraded && was;
-    return st->degraded && d->fallback;
+    if (st->switches != d->switches_seen) { /* at most one a pass: the hold window is 60 s */
+        d->switches_seen = st->switches;
+        c->degrades += st->degraded != 0;
+        c->restores += st->degraded == 0;
+    }
+    if (mf_agent_model_path(path, sizeof(path), &fallback, d->agent, d->cfg->model) != MF_OK ||
+        !fallback || !d->fallback)
+        return 0;
+    for (size_t i = 0; i < d->stats.n; i++) { /* which variant the degraded images ran on */
+        if (&d->stats.v[i].c == c)
+            (void)snprintf(d->stats.v[i].fallback, sizeof(d->stats.v[i].fallback), "%s",
+                           d->fallback_variant);
+    }
+    return 1;
 }
 
 void fleet_device_pass(struct fleet_device *d)

@@ -39,9 +39,11 @@ static const char usage[] =
     "           [--squeeze FROM-TO:P0-P1] [-v]\n"
     "Each pass every device checks in (installs what is assigned), classifies its next K\n"
     "images of [A, B) through the offload policy and uplinks its queue; FILE then holds the\n"
-    "counters per model version. P = 0 runs until SIGTERM/SIGINT. --squeeze puts devices\n"
-    "FROM..TO-1 under memory pressure in passes P0..P1-1 of the run: their degrade\n"
-    "controllers switch them to the fallback (the version in the other slot) and back.\n";
+    "counters per model version. P = 0 runs until SIGTERM/SIGINT. --squeeze turns on libmf's\n"
+    "runtime degradation (every device declares class \"fleet\" and keeps the version's\n"
+    "fallback variant) and puts devices FROM..TO-1 under memory pressure in passes P0..P1-1\n"
+    "of the run (a pass is a simulated minute): the agents' controllers switch them to the\n"
+    "fallback variant and back.\n";
 
 struct fleet_args {
     struct fleet_config cfg;
@@ -256,9 +258,10 @@ static int report(struct mf_ctx *ctx, const struct fleet_args *a, struct fleet_d
                (unsigned long long)c->audit);
         if (c->degrades || c->restores || c->degraded) /* the way down and what it cost */
             printf("pass %u: %s degrades %llu restores %llu, degraded images %llu: fallback "
-                   "%.2f %% right where %s would be %.2f %%\n",
+                   "%s %.2f %% right where %s would be %.2f %%\n",
                    pass, all.v[i].version, (unsigned long long)c->degrades,
                    (unsigned long long)c->restores, (unsigned long long)c->degraded,
+                   all.v[i].fallback[0] ? all.v[i].fallback : "-",
                    100.0 * (double)c->degraded_fallback_ok /
                        (double)(c->degraded ? c->degraded : 1),
                    all.v[i].version,

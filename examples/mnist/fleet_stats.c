@@ -87,6 +87,8 @@ void mf_fleet_stats_merge(mf_fleet_stats *dst, const mf_fleet_stats *src, const 
         }
         v->devices += src->v[i].devices;
         counts_add(&v->c, &src->v[i].c);
+        if (!v->fallback[0])
+            memcpy(v->fallback, src->v[i].fallback, sizeof(v->fallback));
     }
     dst->skipped += src->skipped;
     dst->bytes_delta += src->bytes_delta;
@@ -120,7 +122,7 @@ static int version_json(struct mf_dynbuf *b, const mf_fleet_version *v)
         "\"installs_delta\": %llu, \"installs_full\": %llu, \"bytes_delta\": %llu, "
         "\"bytes_full\": %llu, \"rejected\": %llu, \"degrades\": %llu, \"restores\": %llu, "
         "\"degraded\": %llu, \"degraded_main_accuracy\": %.6f, "
-        "\"degraded_fallback_accuracy\": %.6f, \"fallbacks\": {",
+        "\"degraded_fallback_accuracy\": %.6f, \"fallback_variant\": \"%s\", \"fallbacks\": {",
         v->version, (unsigned long long)v->devices, (unsigned long long)c->images,
         (unsigned long long)c->student_correct, (unsigned long long)c->cascade_correct,
         (unsigned long long)c->by_teacher, (unsigned long long)c->teacher_agreed,
@@ -131,7 +133,7 @@ static int version_json(struct mf_dynbuf *b, const mf_fleet_version *v)
         (unsigned long long)c->bytes_full, (unsigned long long)c->rejected,
         (unsigned long long)c->degrades, (unsigned long long)c->restores,
         (unsigned long long)c->degraded, share(c->degraded_main_ok, c->degraded),
-        share(c->degraded_fallback_ok, c->degraded));
+        share(c->degraded_fallback_ok, c->degraded), v->fallback);
     for (int r = 0; err == MF_OK && r < MF_FLEET_REASONS; r++) {
         if (!mf_fleet_reason_is_fallback(r) || c->reasons[r] == 0)
             continue;

@@ -42,9 +42,10 @@ typedef struct mf_fleet_counts {
     uint64_t bytes_delta;               /**< blob bytes fetched for those installs: delta */
     uint64_t bytes_full;                /**< ... full blob */
     uint64_t rejected;                  /**< installs the app refused (broken file) */
-    /* The way down (docs/example-model.md, "Squeezed devices"): switches of the degrade
-     * controller while this version was active, and the inferences its fallback (the
-     * version kept in the other slot) answered instead, with what each would have scored. */
+    /* The way down (docs/example-model.md, "Squeezed devices"): switches of libmf's degrade
+     * controller while this version was active, and the inferences its fallback variant
+     * (published with fallback=1, kept by the agent beside the active slot) answered instead,
+     * with what each would have scored. */
     uint64_t degrades;             /**< switches to the fallback */
     uint64_t restores;             /**< switches back to this version */
     uint64_t degraded;             /**< images the fallback classified while degraded */
@@ -55,7 +56,8 @@ typedef struct mf_fleet_counts {
 /** One model version of a table. */
 typedef struct mf_fleet_version {
     char version[MF_OFFLOAD_NAME_MAX + 1];
-    uint64_t devices; /**< devices running it when the table was merged */
+    char fallback[MF_OFFLOAD_NAME_MAX + 1]; /**< the fallback variant that ran degraded, or "" */
+    uint64_t devices;                       /**< devices running it when the table was merged */
     mf_fleet_counts c;
 } mf_fleet_version;
 

@@ -138,6 +138,27 @@ mf_deploy() {
     mf_publish "$@" && mfctl_admin promote "$1" "$2" --force
 }
 
+# mf_put_variant MODEL VERSION VARIANT FILE QUERY: uploads VARIANT of MODEL VERSION (admin
+# token; QUERY such as 'rank=9&fallback=1', docs/rollouts.md); prints the status code, the
+# answer in $work/put.out.
+mf_put_variant() {
+    curl -s -o "$work/put.out" -w '%{http_code}' -X PUT --data-binary "@$4" \
+        -H "Authorization: Bearer $(cat "$MF_ADMIN_TOKEN_FILE")" \
+        -H "X-MF-Sha256: $(sha256sum "$4" | cut -d' ' -f1)" \
+        "$MF_URL/v1/admin/models/$1/versions/$2/variants/$3?$5"
+}
+
+# mf_release_variant MODEL VERSION VARIANT FILE SEQUENCE: signs the variant's own release (the
+# version's name and SEQUENCE, FILE's bytes) offline with the release key and attaches it;
+# prints the status code.
+mf_release_variant() {
+    "$BIN/mfctl" keys sign-release "$work/$3.release" --name "$1" --release-version "$2" \
+        --sequence "$5" --file "$4" --sign "$MF_RELEASE_KEY" >/dev/null || return 1
+    curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary "@$work/$3.release" \
+        -H "Authorization: Bearer $(cat "$MF_ADMIN_TOKEN_FILE")" \
+        "$MF_URL/v1/admin/models/$1/versions/$2/variants/$3/release"
+}
+
 # mf_agent_config FILE DEVICE_ID STATE_DIR ENROLL_TOKEN_FILE MODEL...: write an agent config
 # (provisioned with MF_ROOT_FILE).
 mf_agent_config() {

@@ -5,11 +5,14 @@
 # det v1 is published with a "tiny" variant marked as its fallback (fallback=1, its own
 # release signed offline); then
 #   - every device installs v1 and, beside it, the tiny fallback (the bytes on disk);
-#   - devices 0 and 1 are under memory pressure from their 4th cycle on: they degrade (the
-#     fallback is what they load), devices 2 and 3 do not; each switch reaches the server
-#     with its reason ("memory"), visible in the device route and `mfctl devices show`;
-#   - a second run (a restart: the state survives, the hold window counts afresh) with no
-#     pressure restores them after the hold: "recovered" arrives, the device is not degraded;
+#   - a simulated minute per cycle (mf-sim --cycle-ms): devices 0 and 1 are under memory
+#     pressure from v1's minute 2 on (mf-sim --squeeze, fed to libmf's own degrade controller
+#     through the port): they degrade (the fallback is what they load), devices 2 and 3 do
+#     not; each switch reaches the server with its reason ("memory"), visible in the device
+#     route and `mfctl devices show`;
+#   - a second run (a restart: the state survives, the hold window of 3 simulated minutes
+#     counts afresh) with no pressure restores them after the hold: "recovered" arrives, the
+#     device is not degraded;
 #   - a check-in with a bad switch report is refused with 400 and stores nothing.
 # Usage: degrade.sh BIN_DIR   (ctest: integration_degrade)
 set -uo pipefail
@@ -24,18 +27,11 @@ sim() { # sim CYCLES [mf-sim options...]: the fleet; its summary in $work/sim.ou
     shift
     "$BIN/mf-sim" --server "$MF_URL" --enroll-token-file "$MF_ENROLL_TOKEN_FILE" \
         --trust-root "$MF_ROOT_FILE" --state "$work/fleet" --model det --devices 4 \
-        --cycles "$cycles" --interval-ms 150 --degrade-hold-ms 400 \
+        --cycles "$cycles" --interval-ms 150 --cycle-ms 60000 \
         --class 0-4:cam,ram=512,storage=64 "$@" >"$work/sim.out" 2>>"$work/sim.log"
 }
 # shows DEVICE REGEX [--json]: `mfctl devices show DEVICE` has a line matching REGEX
 shows() { mfctl_admin devices show "$1" ${3:-} | grep -Eq "$2"; }
-# put_variant FILE QUERY: uploads det v1's variant "tiny" (admin token); its status code
-put_variant() {
-    curl -s -o "$work/put.out" -w '%{http_code}' -X PUT --data-binary "@$1" \
-        -H "Authorization: Bearer $(cat "$MF_ADMIN_TOKEN_FILE")" \
-        -H "X-MF-Sha256: $(sha256sum "$1" | cut -d' ' -f1)" \
-        "$MF_URL/v1/admin/models/det/versions/v1/variants/tiny?$2"
-}
 checkin_status() { # checkin_status DEVICE BODY: the status of a raw check-in
     curl -s -o "$work/checkin.out" -w '%{http_code}' -X POST --data "$2" \
         -H "Authorization: Bearer $(cat "$work/fleet/$1/credential")" \
@@ -47,18 +43,14 @@ mf_trust_setup "$work/keys" || exit 1
 mf_make_model "$work/v1.bin" 300000 1 && mf_make_model "$work/tiny.bin" 60000 2 || exit 1
 mf_publish det v1 "$work/v1.bin" --sequence 1 >/dev/null || exit 1
 check "a variant flag that is not a boolean is refused (400)" \
-    test "$(put_variant "$work/tiny.bin" 'rank=9&fallback=perhaps')" = 400
+    test "$(mf_put_variant det v1 tiny "$work/tiny.bin" 'rank=9&fallback=perhaps')" = 400
 check "the tiny variant is staged as v1's fallback" \
-    test "$(put_variant "$work/tiny.bin" 'rank=9&fallback=1')" = 201
-"$BIN/mfctl" keys sign-release "$work/tiny.release" --name det --release-version v1 \
-    --sequence 1 --file "$work/tiny.bin" --sign "$MF_RELEASE_KEY" >/dev/null || exit 1
+    test "$(mf_put_variant det v1 tiny "$work/tiny.bin" 'rank=9&fallback=1')" = 201
 check "its own signed release is attached" \
-    test "$(curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary "@$work/tiny.release" \
-        -H "Authorization: Bearer $(cat "$MF_ADMIN_TOKEN_FILE")" \
-        "$MF_URL/v1/admin/models/det/versions/v1/variants/tiny/release")" = 201
+    test "$(mf_release_variant det v1 tiny "$work/tiny.bin" 1)" = 201
 
-# Run 1: devices 0-1 squeezed from their cycle 3 to the end.
-sim 6 --agent-squeeze 0-2:3-100
+# Run 1: devices 0-1 squeezed from v1's minute 2 to the end (v1 runs from cycle 1).
+sim 6 --squeeze 0-2:mem=2-100,hold=180000
 check "the fleet runs v1" grep -q '^version v1 devices 4$' "$work/sim.out"
 check "the fallback is installed beside the active slot on every device" \
     cmp -s "$work/tiny.bin" "$work/fleet/sim-00003/models/det/fallback"
@@ -68,8 +60,8 @@ check "the server lists the switch of sim-00000 with its reason" \
 check "and says it is degraded" shows sim-00000 '^DEGRADED  yes$'
 check "an unsqueezed device reported no switch" shows sim-00002 '"switches":\[\]' --json
 
-# Run 2, a restart without pressure: back after the hold window.
-sim 8
+# Run 2, a restart without pressure (a squeeze of the hold window only): back after it.
+sim 8 --squeeze 0-2:hold=180000
 check "after the restart every device runs its active variant again" \
     grep -q '^degraded devices 0$' "$work/sim.out"
 check "the restore arrived with its reason" \

@@ -6,10 +6,12 @@
  * (max-softmax) that the test uploads for the version, so the server derives the threshold
  * of a target offload rate; the float teacher 64-256-128-10 learns from all of [0, CALIB)
  * (the cloud side has more labelled data than the seed set). A second student, warm-started
- * from the first and trained a little more, stands for the next version (a small delta).
+ * from the first and trained a little more, stands for the next version (a small delta). A
+ * lighter student 64-8-10 on the same items is that version's fallback variant (the way down).
  * Items [CALIB, n) are left for the fleet to stream.
- * Writes OUT/teacher.safetensors, OUT/student-1.safetensors, OUT/student-2.safetensors and
- * OUT/calibration.json; prints the accuracies on the streamed items.
+ * Writes OUT/teacher.safetensors, OUT/student-1.safetensors, OUT/student-2.safetensors,
+ * OUT/student-lite.safetensors and OUT/calibration.json; prints the accuracies on the
+ * streamed items.
  * Usage: example_fleet_models DIGITS_CSV OUT TRAIN CALIB
  */
 #include "mf_confidence.h"
@@ -68,7 +70,7 @@ int main(int argc, char **argv)
     struct mf_ctx ctx;
     mf_dataset *ds = NULL;
     mf_mlp *teacher = NULL;
-    mf_student_model *s1 = NULL, *s2 = NULL;
+    mf_student_model *s1 = NULL, *s2 = NULL, *lite = NULL;
     mf_distill_options o;
     mf_train_options to;
     mf_train_set set;
@@ -114,22 +116,35 @@ int main(int argc, char **argv)
         o.train.lr = o.train.lr_final = 1e-4f;
         err = mf_distill_student(&s2, NULL, &ctx, &set, 64, CLASSES, &o);
     }
-    for (int v = 1; err == MF_OK && v <= 2; v++) {
-        (void)snprintf(path, sizeof(path), "%s/student-%d.safetensors", argv[2], v);
-        err = mf_student_model_save(v == 1 ? s1 : s2, &ctx, path);
+    if (err == MF_OK) /* the fallback: a quarter of the hidden units, trained afresh */
+        err = mf_distill_options_init(&o, MF_DISTILL_OPTIONS_VERSION);
+    if (err == MF_OK) {
+        o.in_scale = 1.0f / 16.0f;
+        o.hidden = 8;
+        o.train.epochs = 30;
+        err = mf_distill_student(&lite, NULL, &ctx, &set, 64, CLASSES, &o);
+    }
+    for (int v = 1; err == MF_OK && v <= 3; v++) {
+        if (v < 3)
+            (void)snprintf(path, sizeof(path), "%s/student-%d.safetensors", argv[2], v);
+        else
+            (void)snprintf(path, sizeof(path), "%s/student-lite.safetensors", argv[2]);
+        err = mf_student_model_save(v == 1 ? s1 : v == 2 ? s2 : lite, &ctx, path);
     }
     (void)snprintf(path, sizeof(path), "%s/calibration.json", argv[2]);
     if (err == MF_OK && save_scores(s1, ds, train, calib, path) < 0)
         err = mf_fail(&ctx, MF_E_IO, "cannot write %s", path);
     if (err == MF_OK)
-        printf("on items %zu..%zu: teacher %.4f student-1 %.4f student-2 %.4f\n", calib, ds->n - 1,
-               accuracy(NULL, teacher, ds, calib, ds->n, &ctx),
+        printf("on items %zu..%zu: teacher %.4f student-1 %.4f student-2 %.4f student-lite %.4f\n",
+               calib, ds->n - 1, accuracy(NULL, teacher, ds, calib, ds->n, &ctx),
                accuracy(s1, NULL, ds, calib, ds->n, &ctx),
-               accuracy(s2, NULL, ds, calib, ds->n, &ctx));
+               accuracy(s2, NULL, ds, calib, ds->n, &ctx),
+               accuracy(lite, NULL, ds, calib, ds->n, &ctx));
     else
         (void)fprintf(stderr, "%s: %s\n", argv[0], mf_ctx__errmsg(&ctx));
     mf_student_model_free(s1);
     mf_student_model_free(s2);
+    mf_student_model_free(lite);
     mf_mlp_free(teacher);
     mf_dataset_free(ds);
     return err == MF_OK ? 0 : 1;

@@ -89,9 +89,13 @@ static void handle_enroll(struct fake_server *s, struct mf_kit_http_conn *c, con
     const cJSON *tok = cJSON_GetObjectItemCaseSensitive(doc, "enrollment_token");
 
     s->n_enroll++;
-    if (cJSON_IsString(tok) && strcmp(tok->valuestring, ENROLL_TOKEN) == 0)
-        mf_kit_http_json(c, 201, "{\"device_id\":\"cam-1\",\"credential\":\"" CREDENTIAL "\"}");
-    else
+    if (cJSON_IsString(tok) && strcmp(tok->valuestring, ENROLL_TOKEN) == 0) {
+        char ok[160];
+
+        (void)snprintf(ok, sizeof(ok), "{\"device_id\":\"%s\",\"credential\":\"" CREDENTIAL "\"}",
+                       s->device_id ? s->device_id : "cam-1");
+        mf_kit_http_json(c, 201, ok);
+    } else
         mf_kit_http_json(c, 401,
                          "{\"error\":\"unauthorized\",\"message\":\"enrollment token rejected\"}");
     cJSON_Delete(doc);
@@ -172,9 +176,9 @@ static void add_detector(struct fake_server *s, cJSON *list, const char *nonce, 
         cJSON_AddStringToObject(a, "release", (const char *)s->release_env);
         s->n_release_sent++;
     }
-    env = fx_assignment(&len, &world, "cam-1", "detector", s->release_digest,
-                        s->checkin_mode == CHECKIN_REPLAY ? FX_NONCE : nonce, ++s->assign_seq,
-                        BY(s->director));
+    env = fx_assignment(&len, &world, s->device_id ? s->device_id : "cam-1", "detector",
+                        s->release_digest, s->checkin_mode == CHECKIN_REPLAY ? FX_NONCE : nonce,
+                        ++s->assign_seq, BY(s->director));
     cJSON_AddStringToObject(a, "assignment", (const char *)env);
     mf_free(NULL, env);
     if (s->chunk_list && !held) {

@@ -71,6 +71,7 @@ struct fake_server {
     int poll_jitter_pct;        /* answered when not 0 */
     const char *poll_group;     /* answered as poll_group when not NULL */
     const char *install_window; /* answered (a JSON object) when not NULL */
+    const char *device_id;      /* the device enrolled and assigned to; NULL: "cam-1" */
     /* the signed documents */
     uint8_t *keys_env;
     size_t keys_len;

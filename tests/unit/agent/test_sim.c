@@ -108,22 +108,70 @@ static void test_sim__args_accepted(void **state)
     assert_string_equal(c.prefix, "sim-");
 }
 
-/* --agent-squeeze turns the agent's degradation on with the hold window of --degrade-hold-ms. */
+/* The controller's part of a squeeze: low battery in minutes [A, B), a latency deadline, a
+ * hold window of simulated milliseconds, and a spec of a hold only (a restart that recovers). */
 static void test_sim__squeeze_accepted(void **state)
 {
-    const char *extra[] = {"--agent-squeeze", "1-3:4-9", "--degrade-hold-ms", "250"};
+    const char *extra[] = {"--squeeze", "0-2:battery=2-4,deadline=3000,hold=120000", "--squeeze",
+                           "2-3:hold=90000"};
+    struct sim_config c;
+    struct sim_squeeze_now now;
+
+    assert_int_equal(parse_with(&c, *state, 4, extra), 0);
+    assert_int_equal(c.n_squeeze, 2);
+    assert_int_equal(c.squeeze[0].deadline_us, 3000);
+    assert_int_equal(c.squeeze[0].hold_ms, 120000);
+    assert_int_equal(c.squeeze[1].hold_ms, 90000);
+    assert_int_equal(c.squeeze[1].deadline_us, 0);
+    for (uint64_t m = 0; m < 6; m++) {
+        sim__squeeze_at(&now, &c.squeeze[0], m);
+        assert_int_equal(now.battery_pct, m >= 2 && m < 4 ? SIM_BATTERY_LOW_PCT : -1);
+        assert_int_equal(now.memory_pressure, 0);
+        sim__squeeze_at(&now, &c.squeeze[1], m); /* a hold only: no signal at all */
+        assert_int_equal(now.battery_pct, -1);
+        assert_int_equal(now.memory_pressure, 0);
+        assert_int_equal(now.thermal, 0);
+        assert_int_equal(now.factor_pct, 100);
+    }
+    sim__squeeze_at(&now, NULL, 3);
+    assert_int_equal(now.battery_pct, -1);
+}
+
+/* A bad squeeze spec is refused with a message naming what is wrong; the flags of the two
+ * squeezes it replaced are unknown options now. */
+static void test_sim__bad_squeeze_named(void **state)
+{
+    static const char *const cases[][2] = {
+        {"0-2", "WHO is all, @CLASS or FROM-TO"},
+        {"2-1:mem=1-2", "WHO is all, @CLASS or FROM-TO"},
+        {"all:mem", "each item is KEY=VALUE"},
+        {"all:mem=3-3", "mem: not minutes A-B, A < B"},
+        {"all:battery=5-2", "battery: not minutes A-B, A < B"},
+        {"all:deadline=0", "deadline: not microseconds"},
+        {"all:hold=0", "hold: not simulated milliseconds"},
+        {"all:hold=86400001", "hold: not simulated milliseconds"},
+        {"all:after=x,factor=2", "after: not minutes"},
+        {"all:after=5,factor=101", "factor: not 1..100"},
+        {"all:mem=1-2,fallback=0", "fallback: not a percentage"},
+        {"all:mem=1-2,hot=1", "unknown key"},
+        {"all:mem=1-2,holdms=5", "unknown key"},
+        {"@cam:fallback=40", "squeezes nothing"},
+        {"all:version=v2", "squeezes nothing"},
+    };
+    const char *gone[][2] = {{"--agent-squeeze", "0-2:3-100"}, {"--degrade-hold-ms", "400"}};
+    struct sim_squeeze q;
     struct sim_config c;
 
-    assert_int_equal(parse_with(&c, *state, 2, extra), 0);
-    assert_true(c.degrade);
-    assert_int_equal(c.squeeze_from, 1);
-    assert_int_equal(c.squeeze_to, 3);
-    assert_int_equal(c.squeeze_c0, 4);
-    assert_int_equal(c.squeeze_c1, 9);
-    assert_int_equal(parse_with(&c, *state, 4, extra), 0);
-    assert_int_equal(c.degrade_hold_ms, 250);
-    assert_int_equal(parse_with(&c, *state, 0, extra), 0);
-    assert_false(c.degrade); /* off unless asked for */
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *why = NULL;
+
+        if (sim__parse_squeeze(&q, cases[i][0], &why) != -1)
+            fail_msg("\"%s\" was accepted", cases[i][0]);
+        if (!why || !strstr(why, cases[i][1]))
+            fail_msg("\"%s\": \"%s\", not \"%s\"", cases[i][0], why ? why : "(none)", cases[i][1]);
+    }
+    for (size_t i = 0; i < 2; i++)
+        assert_int_equal(parse_with(&c, *state, 2, gone[i]), -1);
 }
 
 /* Device classes (--class) and per-class behaviours ("v2@TAG"): the low-RAM and the
@@ -229,9 +277,6 @@ static void test_sim__bad_args_refused(void **state)
         {"--behave", "v2:lat=x"},
         {"--offline", "2-1:0-1"},
         {"--offline", "0-2"},
-        {"--agent-squeeze", "0-2"},
-        {"--agent-squeeze", "0-2:5-5"},
-        {"--degrade-hold-ms", "0"},
         {"--class", "0-2:cam,ram=256"},                     /* no storage */
         {"--class", "2-1:cam,ram=1,storage=1"},             /* empty range */
         {"--class", "0-2:bad/tag,ram=1,storage=1"},         /* not a name */
@@ -250,6 +295,8 @@ static void test_sim__bad_args_refused(void **state)
         {"--squeeze", "all:mem=1-2,fallback=0"}, /* fallback out of 1..100 */
         {"--squeeze", "all:mem=1-2,hot=1"},      /* unknown key */
         {"--squeeze", "all:mem=1-2,version="},   /* empty version */
+        {"--squeeze", "all:battery=1"},          /* not a span */
+        {"--squeeze", "all:deadline=100001"},    /* over 100 ms */
         {"--cycle-ms", "86400001"},
     };
     struct sim_config c;
@@ -296,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_sim__device_name_joins_the_prefix_once),
         cmocka_unit_test(test_sim__args_accepted),
         cmocka_unit_test(test_sim__squeeze_accepted),
+        cmocka_unit_test(test_sim__bad_squeeze_named),
         cmocka_unit_test(test_sim__classes_accepted),
         cmocka_unit_test(test_sim__squeezes_accepted),
         cmocka_unit_test(test_sim__cycle_defaults_to_the_interval),

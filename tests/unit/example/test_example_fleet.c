@@ -158,6 +158,7 @@ static void test_example_fleet__merge_sums_devices_and_counters(void **state)
     c->degraded = 4;
     c->degraded_fallback_ok = 3;
     c->degraded_main_ok = 2;
+    (void)snprintf(b.v[0].fallback, sizeof(b.v[0].fallback), "lite"); /* b's v2 */
     b.skipped = 50;
     mf_fleet_stats_merge(&all, &a, "v2");
     mf_fleet_stats_merge(&all, &b, "v2");
@@ -179,6 +180,8 @@ static void test_example_fleet__merge_sums_devices_and_counters(void **state)
     assert_int_equal(all.v[1].c.degraded_fallback_ok, 3);
     assert_int_equal(all.v[1].c.degraded_main_ok, 2);
     assert_int_equal(all.v[0].c.degrades, 0);
+    assert_string_equal(all.v[1].fallback, "lite"); /* the variant that ran degraded */
+    assert_string_equal(all.v[0].fallback, "");
     assert_int_equal(all.v[1].c.installs_delta, 1);
     assert_int_equal(all.v[0].c.bytes_full, 3000);
     assert_int_equal(all.skipped, 50);
@@ -244,6 +247,7 @@ static void test_example_fleet__json_document(void **state)
     c->degraded = 8;
     c->degraded_fallback_ok = 6;
     c->degraded_main_ok = 7;
+    (void)snprintf(s.v[0].fallback, sizeof(s.v[0].fallback), "lite");
     mf_dynbuf__init(&b, NULL, 1 << 16);
     assert_int_equal(mf_fleet_stats_json(&b, &s, "digits", 5, 4, 1), MF_OK);
     doc = cJSON_Parse((const char *)b.data);
@@ -271,6 +275,7 @@ static void test_example_fleet__json_document(void **state)
     assert_int_equal(member(v, "degraded")->valueint, 8);
     assert_true(member(v, "degraded_fallback_accuracy")->valuedouble == 0.75);
     assert_true(member(v, "degraded_main_accuracy")->valuedouble == 0.875);
+    assert_string_equal(member(v, "fallback_variant")->valuestring, "lite");
     /* Only the fallback reasons that happened: not "confident", not "teacher". */
     fb = member(v, "fallbacks");
     assert_int_equal(cJSON_GetArraySize(fb), 1);
