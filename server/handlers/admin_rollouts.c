@@ -170,45 +170,48 @@ static void add_scorecard(int *ok, cJSON *o, const struct mf_rollout_status *st)
         *ok = 0;
 }
 
-static int has_figures(const struct mf_rollout_status *st)
+/* One class's own scorecard into `list` (mf_rollout__class_status, as its red lines read
+ * it), with whether the rollout halted it; `cst` is scratch. */
+static int add_class(struct mf_httpd_req *r, cJSON *list, struct mf_rollout_status *cst, int64_t id,
+                     const char *tag)
 {
-    for (int m = 0; m < MF_ROLLOUT_FIGURES; m++) {
-        if (st->cur.have[m] || st->control.have[m])
-            return 1;
-    }
-    return 0;
+    int ok = 1;
+    int err = mf_rollout__class_status(cst, r->env->store, &r->ctx, id, tag);
+    cJSON *o = err == MF_OK ? mf_handlers__add_row(list) : NULL;
+
+    if (err < 0)
+        return err;
+    ok = o != NULL;
+    add_str(&ok, o, "class", tag);
+    if (ok && !cJSON_AddBoolToObject(o, "halted", mf_rollout__class_halted(&cst->r, tag)))
+        ok = 0;
+    if (ok)
+        add_scorecard(&ok, o, cst);
+    return ok ? MF_OK : MF_E_NOMEM;
 }
 
-/* "classes": per device class with data, its own scorecard (the new version beside the
- * previous one on that class's devices alone) and whether the rollout halted it: what the
- * class's red lines read (mf_rollout__class_status). */
-static int add_classes(struct mf_httpd_req *r, cJSON *body, int64_t id)
+/* "classes": the classes of the canary (those the rollout evaluates on their own), then the
+ * ones it halted (back on the previous release, their figures kept); each with its own
+ * scorecard beside the previous version's. */
+static int add_classes(struct mf_httpd_req *r, cJSON *body, const struct mf_rollout_status *st,
+                       int64_t id)
 {
-    struct mf_store *s = r->env->store;
-    struct mf_handlers_class_tags *tags = mf_calloc(NULL, 1, sizeof(*tags));
     struct mf_rollout_status *cst = mf_calloc(NULL, 1, sizeof(*cst));
     cJSON *list = cJSON_AddArrayToObject(body, "classes");
-    int err = tags && cst && list ? mf_handlers__class_tags(r, tags) : MF_E_NOMEM;
+    int err = cst && list ? MF_OK : MF_E_NOMEM;
+    const char *p = st->r.halted_classes;
 
-    for (size_t c = 0; err == MF_OK && c < tags->n; c++) {
-        int ok = 1;
-        cJSON *o;
+    for (size_t i = 0; err == MF_OK && i < st->n_classes; i++)
+        err = add_class(r, list, cst, id, st->classes[i]);
+    while (err == MF_OK && *p) {
+        char tag[MF_STORE_NAME_SIZE];
+        size_t len = strcspn(p, ",");
 
-        err = mf_rollout__class_status(cst, s, &r->ctx, id, tags->tag[c]);
-        if (err < 0 || !has_figures(cst))
-            continue;
-        o = mf_handlers__add_row(list);
-        ok = o != NULL;
-        add_str(&ok, o, "class", tags->tag[c]);
-        if (ok &&
-            !cJSON_AddBoolToObject(o, "halted", mf_rollout__class_halted(&cst->r, tags->tag[c])))
-            ok = 0;
-        if (ok)
-            add_scorecard(&ok, o, cst);
-        err = ok ? MF_OK : MF_E_NOMEM;
+        (void)snprintf(tag, sizeof(tag), "%.*s", (int)len, p);
+        err = add_class(r, list, cst, id, tag);
+        p += len + (p[len] == ',');
     }
     mf_free(NULL, cst);
-    mf_free(NULL, tags);
     return err;
 }
 
@@ -258,7 +261,7 @@ static int reply_status(struct mf_httpd_req *r, unsigned status, int64_t id)
             add_num(&ok, body, "goals_met", (double)st->goals_met);
             add_scorecard(&ok, body, st);
         }
-        err = ok && body ? add_classes(r, body, id) : MF_E_NOMEM;
+        err = ok && body ? add_classes(r, body, st, id) : MF_E_NOMEM;
         events = err == MF_OK ? cJSON_AddArrayToObject(body, "events") : NULL;
         if (err == MF_OK)
             err = events ? s->ops->rollout->rollout_events_list(s, &r->ctx, id, add_event, events)

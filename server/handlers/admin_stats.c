@@ -96,23 +96,23 @@ cJSON *mf_handlers__scorecard_json(const struct mf_rollout_version_agg *v, uint6
     return o;
 }
 
+/* The fleet's class tags (class_counts), at most STATS_CLASSES of them. */
+#define STATS_CLASSES 16
+
+struct class_tags {
+    char tag[STATS_CLASSES][MF_STORE_NAME_SIZE];
+    size_t n;
+};
+
 static int add_tag(void *payload, const char *tag, const char *unused, int64_t n)
 {
-    struct mf_handlers_class_tags *c = payload;
+    struct class_tags *c = payload;
 
     (void)unused;
     (void)n;
-    if (c->n < MF_HANDLERS_CLASSES)
+    if (c->n < STATS_CLASSES)
         (void)snprintf(c->tag[c->n++], MF_STORE_NAME_SIZE, "%s", tag);
     return MF_OK;
-}
-
-int mf_handlers__class_tags(struct mf_httpd_req *r, struct mf_handlers_class_tags *out)
-{
-    struct mf_store *s = r->env->store;
-
-    out->n = 0;
-    return s->ops->devices->class_counts(s, &r->ctx, add_tag, out);
 }
 
 static int keep_class(void *payload, const struct mf_store_telemetry *t)
@@ -125,9 +125,9 @@ static int keep_class(void *payload, const struct mf_store_telemetry *t)
 static int add_classes(struct mf_httpd_req *r, cJSON *body, struct mf_rollout_fleet *fleet)
 {
     struct mf_store *s = r->env->store;
-    struct mf_handlers_class_tags *tags = mf_calloc(NULL, 1, sizeof(*tags));
+    struct class_tags *tags = mf_calloc(NULL, 1, sizeof(*tags));
     cJSON *list = cJSON_AddArrayToObject(body, "classes");
-    int err = tags && list ? mf_handlers__class_tags(r, tags) : MF_E_NOMEM;
+    int err = tags && list ? s->ops->devices->class_counts(s, &r->ctx, add_tag, tags) : MF_E_NOMEM;
 
     for (size_t c = 0; err == MF_OK && c < tags->n; c++) {
         cJSON *o, *versions;

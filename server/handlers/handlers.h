@@ -23,14 +23,6 @@ int mf_handlers__model_deltas(struct mf_httpd_req *r);
  * with its interval); `running` devices run it. NULL: out of memory. Model health shows
  * the fleet's, the device page one device's. */
 struct mf_rollout_version_agg;
-/* The fleet's device class tags (class_counts), at most MF_HANDLERS_CLASSES of them; the
- * per-class views (Model health, the rollout status) show those. */
-#define MF_HANDLERS_CLASSES 16
-struct mf_handlers_class_tags {
-    char tag[MF_HANDLERS_CLASSES][MF_STORE_NAME_SIZE];
-    size_t n;
-};
-int mf_handlers__class_tags(struct mf_httpd_req *r, struct mf_handlers_class_tags *out);
 cJSON *mf_handlers__scorecard_json(const struct mf_rollout_version_agg *v, uint64_t running);
 int mf_handlers__publish_begin(struct mf_httpd_req *r);
 int mf_handlers__publish_data(struct mf_httpd_req *r, const char *data, size_t len);

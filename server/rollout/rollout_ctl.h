@@ -45,6 +45,11 @@ struct mf_rollout_status {
     /* 1: fewer than line_min_devices in the control group now (the admitted waves cover the
      * fleet), so `control` holds the figures stored when the current wave was admitted. */
     int control_frozen;
+    /* The fleet's evaluation (mf_rollout__status): the class tags of the canary's devices
+     * (at most MF_STORE_HALTED_CLASSES), each evaluated on its own (mf_rollout__class_status).
+     * A class already halted is not among them: the fleet's evaluation leaves it out. */
+    char classes[MF_STORE_HALTED_CLASSES][MF_STORE_NAME_SIZE];
+    size_t n_classes;
 };
 
 /*

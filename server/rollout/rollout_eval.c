@@ -154,21 +154,15 @@ int mf_rollout__class_halted(const struct mf_store_rollout *r, const char *tag)
     return 0;
 }
 
-/* The classes whose devices report the new version in the admitted waves (class tags the
- * check-ins declared), for their own evaluation. */
-struct seen_classes {
-    char tag[MF_STORE_HALTED_CLASSES][MF_STORE_NAME_SIZE];
-    size_t n;
-};
-
-static void see_class(struct seen_classes *c, const char *tag)
+/* A class of the canary into the fleet's status (its `classes`), once. */
+static void see_class(struct mf_rollout_status *st, const char *tag)
 {
-    for (size_t i = 0; i < c->n; i++) {
-        if (strcmp(c->tag[i], tag) == 0)
+    for (size_t i = 0; i < st->n_classes; i++) {
+        if (strcmp(st->classes[i], tag) == 0)
             return;
     }
-    if (c->n < MF_STORE_HALTED_CLASSES)
-        (void)snprintf(c->tag[c->n++], MF_STORE_NAME_SIZE, "%s", tag);
+    if (st->n_classes < MF_STORE_HALTED_CLASSES)
+        (void)snprintf(st->classes[st->n_classes++], MF_STORE_NAME_SIZE, "%s", tag);
 }
 
 /* The rows one evaluation reads (memberships read before the walk): the new version on
@@ -182,8 +176,8 @@ struct evaluated {
     const struct mf_rollout_members *members;
     uint64_t wave_reporting; /* canary rows of the current wave */
     const char *cls;
-    struct seen_classes *seen; /* the fleet's evaluation: classes of the canary, or NULL */
-    int samples;               /* 1: selecting labelled samples, which count no report */
+    struct mf_rollout_status *seen; /* the fleet's evaluation: its canary's classes go there */
+    int samples;                    /* 1: selecting labelled samples, which count no report */
 };
 
 static int keep_evaluated(void *payload, const struct mf_store_telemetry *t)
@@ -291,15 +285,18 @@ static int count_device(void *payload, const struct mf_store_device *d)
     return MF_OK;
 }
 
-/* The status of the rollout over class `cls` (NULL: the fleet but its halted classes), and
- * the canary's classes into `seen` when not NULL. */
+/* The status of the rollout over class `cls` (NULL: the fleet but its halted classes, with
+ * the canary's classes in out->classes). */
 static int status_of(struct mf_rollout_status *out, struct mf_store *s, struct mf_ctx *ctx,
-                     int64_t id, const char *cls, struct seen_classes *seen)
+                     int64_t id, const char *cls)
 {
     struct mf_rollout_fleet *fleet = mf_calloc(NULL, 1, sizeof(*fleet));
     struct mf_rollout_members members = {0};
-    struct evaluated e = {
-        .r = &out->r, .plan = &out->plan, .members = &members, .cls = cls, .seen = seen};
+    struct evaluated e = {.r = &out->r,
+                          .plan = &out->plan,
+                          .members = &members,
+                          .cls = cls,
+                          .seen = cls ? NULL : out};
     struct count_waves c = {.st = out, .members = &members};
     const struct mf_rollout_agg *cur, *ctl;
     int err;
@@ -350,13 +347,13 @@ static int status_of(struct mf_rollout_status *out, struct mf_store *s, struct m
 int mf_rollout__status(struct mf_rollout_status *out, struct mf_store *s, struct mf_ctx *ctx,
                        int64_t id)
 {
-    return status_of(out, s, ctx, id, NULL, NULL);
+    return status_of(out, s, ctx, id, NULL);
 }
 
 int mf_rollout__class_status(struct mf_rollout_status *out, struct mf_store *s, struct mf_ctx *ctx,
                              int64_t id, const char *cls)
 {
-    return status_of(out, s, ctx, id, cls, NULL);
+    return status_of(out, s, ctx, id, cls);
 }
 
 /* "p99_latency_us 2047 > bound 1535 (relative 1.5 x control 1023) in waves 0..0: canary 4
@@ -466,17 +463,17 @@ static int event_class_halted(struct mf_store *s, struct mf_ctx *ctx, struct mf_
 /* Each class of the canary on its own first (at most MF_STORE_HALTED_CLASSES halted): 1 in
  * *halted_out when one was halted (the fleet is evaluated without it next time). */
 static int step_classes(int *halted_out, struct mf_store *s, struct mf_ctx *ctx, int64_t id,
-                        const struct seen_classes *seen, int64_t now)
+                        const struct mf_rollout_status *fleet, int64_t now)
 {
     struct mf_rollout_status *cst = mf_calloc(NULL, 1, sizeof(*cst));
     int err = cst ? MF_OK : mf_fail(ctx, MF_E_NOMEM, "out of memory evaluating rollout classes");
 
     *halted_out = 0;
-    for (size_t i = 0; err == MF_OK && !*halted_out && i < seen->n; i++) {
-        err = status_of(cst, s, ctx, id, seen->tag[i], NULL);
+    for (size_t i = 0; err == MF_OK && !*halted_out && i < fleet->n_classes; i++) {
+        err = status_of(cst, s, ctx, id, fleet->classes[i]);
         if (err == MF_OK && cst->breached >= 0 &&
             strlen(cst->r.halted_classes) + MF_STORE_NAME_SIZE < sizeof(cst->r.halted_classes)) {
-            err = event_class_halted(s, ctx, cst, seen->tag[i], now);
+            err = event_class_halted(s, ctx, cst, fleet->classes[i], now);
             *halted_out = err == MF_OK;
         }
     }
@@ -487,21 +484,20 @@ static int step_classes(int *halted_out, struct mf_store *s, struct mf_ctx *ctx,
 int mf_rollout__step(struct mf_store *s, struct mf_ctx *ctx, int64_t id, int64_t now)
 {
     struct mf_rollout_status *st = mf_calloc(NULL, 1, sizeof(*st));
-    struct seen_classes seen = {.n = 0};
     int class_halted = 0;
     int err;
 
     if (!st)
         return mf_fail(ctx, MF_E_NOMEM, "out of memory evaluating rollout %lld", (long long)id);
-    err = status_of(st, s, ctx, id, NULL, &seen);
+    err = status_of(st, s, ctx, id, NULL);
     /* The console's history first, so the evaluation that halts is in it; a failure to
      * keep it is logged and decides nothing. */
     if (err == MF_OK && mf_rollout__watched(st->r.state) &&
         mf_rollout__history_record(s, ctx, st, now) < 0)
         MF_LOG_WARN(ctx, "keeping rollout %lld's history: %s", (long long)id, mf_ctx__errmsg(ctx));
     /* Classes first: a red line one class breaches halts that class only. */
-    if (err == MF_OK && mf_rollout__watched(st->r.state) && seen.n)
-        err = step_classes(&class_halted, s, ctx, id, &seen, now);
+    if (err == MF_OK && mf_rollout__watched(st->r.state) && st->n_classes)
+        err = step_classes(&class_halted, s, ctx, id, st, now);
     /* Pausing stops advancing, not watching: the admitted waves still run the new release,
      * so a breach while paused halts and rolls back like one while running. */
     if (err == MF_OK && !class_halted && mf_rollout__watched(st->r.state)) {

@@ -295,6 +295,9 @@ class)
     check "  ... with cam-lite halted alone, back on v1" \
         grep -q "^classes halted (back on v1): cam-lite\$" "$work/status.txt"
     check "  ... no fleet halt" sh -c "! grep -q 'halted by' '$work/status.txt'"
+    check "  ... each class's own scorecard: cam-pro's, and cam-lite's marked halted" sh -c \
+        "grep -q '^class cam-pro (v2 vs v1):\$' '$work/status.txt' &&
+         grep -q '^class cam-lite (halted) (v2 vs v1):\$' '$work/status.txt'"
     check "  ... the class halt is one event naming the class and its line" grep -q \
         "event=rollout.class_halted rollout=1 model=det version=v2 .*class cam-lite back to v1: p99_latency_us " \
         "$work/server.log"

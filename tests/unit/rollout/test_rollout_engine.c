@@ -404,6 +404,10 @@ static void test_rollout_engine__class_halt_leaves_other_classes_on_the_new_vers
         assert_true(lite->cur.v[p99] > 1.5 * pro->cur.v[p99]);
         assert_true(lite->breached >= 0);
         assert_int_equal(pro->breached, -1);
+        /* The fleet's status names the canary's classes but the halted one. */
+        assert_int_equal(mf_rollout__status(lite, f->s, &f->ctx, id), MF_OK);
+        assert_int_equal(lite->n_classes, 1);
+        assert_string_equal(lite->classes[0], "cam-pro");
         free(lite);
         free(pro);
     }
